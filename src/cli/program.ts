@@ -1,0 +1,49 @@
+/** Builds the `relay` command tree. Each subcommand lives in its own file under src/cli/. */
+import { Command, CommanderError } from "@commander-js/extra-typings";
+import { VERSION } from "../version.ts";
+import { codeModeHostCommand } from "./code-mode-host.ts";
+import { executorCommand } from "./executor.ts";
+import { inftyCommand } from "./infty.ts";
+import { memoriesCommand } from "./memories.ts";
+import { packageCommand } from "./package.ts";
+import { rpcEchoCommand } from "./rpc-echo.ts";
+import { runCommand } from "./run.ts";
+import { ExitCode } from "./usage.ts";
+
+export function buildProgram() {
+  const program = new Command("relay")
+    .description(
+      "Relay: a single-binary toolkit for long-running autonomous coding-agent work.\n" +
+        "Subcommands re-exec this same binary as child processes that speak a framed stdio protocol.",
+    )
+    .version(VERSION, "-V, --version", "print the relay version")
+    .showHelpAfterError("(run with --help for usage)")
+    .showSuggestionAfterError(true)
+    .addHelpText(
+      "after",
+      "\nEnvironment:\n  RELAY_HOME           where sessions, state and memories live (default ~/.relay)\n" +
+        "  RELAY_SELF_COMMAND   command line used to re-exec relay (default: detected)\n" +
+        "\nExit codes: 0 ok, 1 the work failed, 2 bad usage, 130 interrupted.",
+    );
+  program.addCommand(runCommand());
+  program.addCommand(executorCommand());
+  program.addCommand(codeModeHostCommand());
+  program.addCommand(inftyCommand());
+  program.addCommand(memoriesCommand());
+  program.addCommand(packageCommand());
+  program.addCommand(rpcEchoCommand(), { hidden: true });
+  applyUsageExitCode(program);
+  return program;
+}
+
+/** commander exits 1 on usage errors; scripts expect 2 for those. Help and --version stay 0. */
+function applyUsageExitCode(cmd: Command<unknown[], Record<string, unknown>, Record<string, unknown>>): void {
+  cmd.exitOverride((e: CommanderError) => {
+    if (e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help") {
+      process.exit(ExitCode.Ok);
+    }
+    if (e.code === "commander.executeSubCommandAsync") throw e;
+    process.exit(ExitCode.Usage);
+  });
+  for (const sub of cmd.commands) applyUsageExitCode(sub as never);
+}

@@ -1,0 +1,35 @@
+/**
+ * `relay rpc-echo`: a minimal protocol server used by the protocol tests and the frame
+ * benchmark to exercise self re-exec without any other subsystem. Hidden from --help.
+ */
+import { Command } from "@commander-js/extra-typings";
+import { z } from "zod";
+import { defineMethod, serveStdio } from "../protocol/index.ts";
+import { err, ok } from "../util/result.ts";
+
+export const EchoMethod = defineMethod("echo", z.unknown(), z.unknown());
+export const SleepMethod = defineMethod("sleep", z.object({ ms: z.number().int().min(0) }), z.object({ slept: z.number() }));
+export const ExitMethod = defineMethod("exit", z.object({ code: z.number().int() }), z.null());
+
+export function rpcEchoCommand() {
+  return new Command("rpc-echo")
+    .description("internal: answer echo/sleep/exit requests over the framed protocol on stdio")
+    .option("--frame-limit <bytes>", "maximum frame size in bytes", (v) => Number.parseInt(v, 10))
+    .action(async (opts) => {
+      const peer = serveStdio({ name: "rpc-echo", frameLimit: opts.frameLimit });
+      peer.handle(EchoMethod, (p) => ok(p));
+      peer.handle(SleepMethod, async (p, ctx) => {
+        const started = Date.now();
+        const done = await new Promise<boolean>((resolve) => {
+          const t = setTimeout(() => resolve(true), p.ms);
+          ctx.signal.addEventListener("abort", () => {
+            clearTimeout(t);
+            resolve(false);
+          });
+        });
+        return done ? ok({ slept: Date.now() - started }) : err("cancelled", "sleep was cancelled");
+      });
+      peer.handle(ExitMethod, (p) => process.exit(p.code));
+      await peer.closed;
+    });
+}

@@ -1,0 +1,16 @@
+/** The sandbox attempt the orchestrator selected; the executor applies it or fails closed. */
+import { z } from "zod";
+
+export const SandboxModeSchema = z.enum(["read-only", "workspace-write", "danger-full-access"]);
+export type SandboxMode = z.infer<typeof SandboxModeSchema>;
+
+export const SandboxPolicySchema = z.object({
+  mode: SandboxModeSchema,
+  /** Absolute roots that may be written under `workspace-write` (the cwd is usually one). */
+  writable_roots: z.array(z.string()).default([]),
+  /** Network access inside the sandbox (`workspace-write` only; read-only never has it). */
+  network: z.boolean().default(false),
+});
+export type SandboxPolicy = z.infer<typeof SandboxPolicySchema>;
+
+export const FULL_ACCESS: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };

@@ -1,0 +1,59 @@
+/** The one interface every model provider implements (Responses, Chat Completions, scripted). */
+import { z } from "zod";
+import type { ResponseItem } from "./items.ts";
+
+/** A tool as offered to the model. `function` tools take JSON; `custom` tools take raw text. */
+export const ModelToolSchema = z.object({
+  kind: z.enum(["function", "custom"]),
+  name: z.string(),
+  description: z.string(),
+  /** JSON schema of the arguments (function tools only). */
+  parameters: z.record(z.string(), z.unknown()).optional(),
+});
+export type ModelTool = z.infer<typeof ModelToolSchema>;
+
+export interface ModelRequest {
+  model: string;
+  /** System/base instructions. */
+  instructions: string;
+  input: ResponseItem[];
+  tools: ModelTool[];
+  parallelToolCalls: boolean;
+}
+
+export const TokenUsageSchema = z.object({
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0),
+  cached_input_tokens: z.number().int().min(0).optional(),
+});
+export type TokenUsage = z.infer<typeof TokenUsageSchema>;
+
+/** What a provider streams back for one request. Exactly one `completed` ends a good stream. */
+export type ModelEvent =
+  | { type: "text_delta"; delta: string }
+  | { type: "reasoning_delta"; delta: string }
+  /** A whole output item (assistant message, function_call, reasoning...), in output order. */
+  | { type: "item"; item: ResponseItem }
+  | { type: "completed"; responseId?: string; usage?: TokenUsage }
+  /** Retrying after a transient failure; for progress display only. */
+  | { type: "retrying"; attempt: number; delayMs: number; reason: string };
+
+/** Errors a provider reports; `retryable` ones were already retried as configured. */
+export class ModelError extends Error {
+  override readonly name = "ModelError";
+  constructor(
+    readonly code: "auth" | "model_not_found" | "rate_limited" | "server" | "stream" | "bad_request" | "context_window" | "network" | "script",
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface ModelClient {
+  /** Human-readable provider name, e.g. "openai-responses". */
+  readonly provider: string;
+  /** Streams one response. Throws ModelError when it gives up. */
+  stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent>;
+}

@@ -1,0 +1,155 @@
+/**
+ * Child peers: spawn a process that speaks the framed protocol on its stdio and return a
+ * connected RpcPeer. `selfCommand()` finds how to re-run this very program, whichever way it
+ * was started (compiled binary, `bun src/main.ts`, `deno run`, or a Node bundle).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { err, ok, type Result } from "../util/result.ts";
+import { splitCommandLine } from "./command-line.ts";
+import { RpcPeer, type PeerOptions } from "./peer.ts";
+
+const STDERR_TAIL_BYTES = 8 * 1024;
+
+type Runtime = "bun-compiled" | "bun" | "deno" | "node";
+
+export function currentRuntime(): Runtime {
+  const g = globalThis as { Bun?: { isStandaloneExecutable?: boolean }; Deno?: unknown };
+  if (g.Bun) return g.Bun.isStandaloneExecutable || import.meta.url.includes("$bunfs") ? "bun-compiled" : "bun";
+  if (g.Deno) return "deno";
+  return "node";
+}
+
+/** argv prefix that starts this program again; RELAY_SELF_COMMAND (a command line) overrides it. */
+export function selfCommand(): Result<string[]> {
+  const override = process.env.RELAY_SELF_COMMAND;
+  if (override) return splitCommandLine(override);
+  const runtime = currentRuntime();
+  if (runtime === "bun-compiled") return ok([process.execPath]);
+  if (runtime === "deno") {
+    const deno = (globalThis as unknown as { Deno: { execPath(): string; mainModule: string } }).Deno;
+    return ok([deno.execPath(), "run", "-A", "--no-check", fileURLToPath(deno.mainModule)]);
+  }
+  const script = process.argv[1];
+  if (!script) return err("no_self_command", "cannot tell how this program was started; set RELAY_SELF_COMMAND to the command that runs relay");
+  return ok([process.execPath, script]);
+}
+
+export interface ChildPeerOptions extends Omit<PeerOptions, "describeEnd"> {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Copy the child's stderr to ours as it arrives (default: keep only a tail for errors). */
+  inheritStderr?: boolean;
+}
+
+export interface ChildExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export class ChildPeer {
+  private stderrTail = "";
+  readonly exited: Promise<ChildExit>;
+
+  constructor(
+    readonly peer: RpcPeer,
+    readonly child: ChildProcess,
+    readonly argv: readonly string[],
+    exited: Promise<ChildExit>,
+  ) {
+    this.exited = exited;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Last bytes the child wrote to stderr. */
+  get stderr(): string {
+    return this.stderrTail;
+  }
+
+  appendStderr(text: string): void {
+    this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_BYTES);
+  }
+
+  /** Close our side (the child sees EOF and should exit), then kill it if it lingers. */
+  async shutdown(graceMs = 2000): Promise<ChildExit> {
+    this.peer.close("shut down by this side");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
+    const exit = await this.exited;
+    clearTimeout(timer);
+    return exit;
+  }
+
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    this.child.kill(signal);
+  }
+}
+
+/** Spawns `argv` and speaks the protocol over its stdin/stdout. */
+export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {}): Result<ChildPeer> {
+  if (argv.length === 0) return err("invalid_command_line", "the command line is empty");
+  let child: ChildProcess;
+  try {
+    child = spawn(argv[0]!, argv.slice(1), {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  } catch (e) {
+    return err("spawn_failed", `could not start ${argv[0]}: ${(e as Error).message}`);
+  }
+  let exitInfo: ChildExit | undefined;
+  let spawnError: Error | undefined;
+  const exited = new Promise<ChildExit>((resolve) => {
+    child.once("exit", (code, signal) => {
+      exitInfo = { code, signal };
+      resolve(exitInfo);
+    });
+    child.once("error", (e) => {
+      spawnError = e;
+      exitInfo = { code: null, signal: null };
+      resolve(exitInfo);
+    });
+  });
+  const name = options.name ?? argv[0]!;
+  let holder: ChildPeer | undefined;
+  const peer = new RpcPeer(child.stdout!, child.stdin!, {
+    ...options,
+    name,
+    describeEnd: async () => {
+      // The exit status usually arrives right after stdout closes; wait briefly for it.
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 500))]);
+      const parts: string[] = [];
+      if (spawnError) parts.push(`could not start ${JSON.stringify(argv[0])}: ${spawnError.message}`);
+      else if (exitInfo) parts.push(exitInfo.signal ? `process killed by ${exitInfo.signal}` : `process exited with code ${exitInfo.code}`);
+      const tail = holder?.stderr.trim();
+      if (tail) parts.push(`last stderr: ${tail.slice(-1000)}`);
+      return parts.join("; ");
+    },
+  });
+  holder = new ChildPeer(peer, child, argv, exited);
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (text: string) => {
+    holder!.appendStderr(text);
+    if (options.inheritStderr) process.stderr.write(text);
+  });
+  // EPIPE on a dead child's stdin is reported through the peer's close reason.
+  child.stdin!.on("error", () => {});
+  return ok(holder);
+}
+
+/** Spawns this program with `subcommand` and returns the connected peer. */
+export function spawnSelf(subcommand: string, args: readonly string[] = [], options: ChildPeerOptions = {}): Result<ChildPeer> {
+  const self = selfCommand();
+  if ("error" in self) return self;
+  return spawnPeer([...self.ok, subcommand, ...args], { name: subcommand, ...options });
+}
+
+/** Spawns a user command line (`ssh host relay executor`) as a peer. */
+export function spawnCommandLine(line: string, options: ChildPeerOptions = {}): Result<ChildPeer> {
+  const argv = splitCommandLine(line);
+  if ("error" in argv) return argv;
+  return spawnPeer(argv.ok, options);
+}

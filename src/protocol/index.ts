@@ -1,0 +1,7 @@
+export * from "./envelope.ts";
+export * from "./frame.ts";
+export * from "./method.ts";
+export * from "./peer.ts";
+export * from "./child.ts";
+export * from "./command-line.ts";
+export { serveStdio } from "./stdio-server.ts";

@@ -1,0 +1,290 @@
+/**
+ * A symmetric RPC peer over any byte stream pair: either side may send requests and
+ * notifications. Every request is answered with a Result value; nothing is thrown across the
+ * wire. When the peer goes away, every pending call resolves with a `peer_closed` error.
+ */
+import type { Readable, Writable } from "node:stream";
+import { z } from "zod";
+import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
+import { EnvelopeSchema, ErrorCode, type Envelope, type RequestEnvelope } from "./envelope.ts";
+import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder } from "./frame.ts";
+import type { MethodSpec, NotificationSpec } from "./method.ts";
+
+export interface HandlerContext {
+  /** Aborted when the caller cancels the request or the peer closes. */
+  readonly signal: AbortSignal;
+  readonly requestId: number;
+  readonly peer: RpcPeer;
+}
+
+type AnyHandler = (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>;
+type AnyNotificationHandler = (params: unknown) => void;
+
+interface Pending {
+  resolve(r: Result<unknown>): void;
+  result: z.ZodType;
+  method: string;
+  cleanup(): void;
+}
+
+export interface PeerOptions {
+  /** Shown in error messages, e.g. "executor". */
+  name?: string;
+  frameLimit?: number;
+  /** Called for anything that cannot be answered (undecodable frames, stray responses). */
+  onProtocolError?: (message: string) => void;
+  /** Extra words for the close reason when the input ends, e.g. a child's exit status. */
+  describeEnd?: () => Promise<string> | string;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export class RpcPeer {
+  readonly name: string;
+  readonly frameLimit: number;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly inflight = new Map<number, AbortController>();
+  private readonly handlers = new Map<string, { spec: MethodSpec; fn: AnyHandler }>();
+  private readonly notificationHandlers = new Map<string, { spec: NotificationSpec; fn: AnyNotificationHandler }>();
+  private readonly decoder: FrameDecoder;
+  private closedReason: string | undefined;
+  private readonly closedPromise: Promise<string>;
+  private resolveClosed!: (reason: string) => void;
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly options: PeerOptions = {},
+  ) {
+    this.name = options.name ?? "peer";
+    this.frameLimit = options.frameLimit ?? DEFAULT_FRAME_LIMIT;
+    this.decoder = new FrameDecoder(this.frameLimit);
+    this.closedPromise = new Promise((r) => (this.resolveClosed = r));
+    input.on("data", (chunk: Uint8Array) => this.onData(chunk));
+    input.on("end", () => void this.onEnd("its output stream ended"));
+    input.on("error", (e: Error) => void this.onEnd(`its output stream failed: ${e.message}`));
+    output.on("error", (e: Error) => this.close(`writing to it failed: ${e.message}`));
+  }
+
+  /** Resolves with the reason once the connection is closed. */
+  get closed(): Promise<string> {
+    return this.closedPromise;
+  }
+
+  get isClosed(): boolean {
+    return this.closedReason !== undefined;
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  handle<P extends z.ZodType, R extends z.ZodType>(
+    spec: MethodSpec<P, R>,
+    fn: (params: z.output<P>, ctx: HandlerContext) => Promise<Result<z.input<R>>> | Result<z.input<R>>,
+  ): this {
+    this.handlers.set(spec.name, { spec, fn: fn as AnyHandler });
+    return this;
+  }
+
+  onNotification<P extends z.ZodType>(spec: NotificationSpec<P>, fn: (params: z.output<P>) => void): this {
+    this.notificationHandlers.set(spec.name, { spec, fn: fn as AnyNotificationHandler });
+    return this;
+  }
+
+  call<P extends z.ZodType, R extends z.ZodType>(
+    spec: MethodSpec<P, R>,
+    params: z.input<P>,
+    options: CallOptions = {},
+  ): Promise<Result<z.output<R>>> {
+    if (this.closedReason !== undefined) return Promise.resolve(this.closedError(spec.name));
+    if (options.signal?.aborted) return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => this.cancel(id, err(ErrorCode.Cancelled, `${spec.name} was cancelled`));
+      const entry: Pending = {
+        resolve: resolve as (r: Result<unknown>) => void,
+        result: spec.result,
+        method: spec.name,
+        cleanup: () => {
+          if (timer) clearTimeout(timer);
+          options.signal?.removeEventListener("abort", onAbort);
+        },
+      };
+      this.pending.set(id, entry);
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      if (options.timeoutMs !== undefined) {
+        timer = setTimeout(
+          () => this.cancel(id, err(ErrorCode.Timeout, `${spec.name} got no answer from ${this.name} within ${options.timeoutMs} ms`)),
+          options.timeoutMs,
+        );
+      }
+      const sent = this.send({ type: "request", id, method: spec.name, params });
+      if ("error" in sent) this.settle(id, sent);
+    });
+  }
+
+  notify<P extends z.ZodType>(spec: NotificationSpec<P>, params: z.input<P>): Result<null> {
+    if (this.closedReason !== undefined) return this.closedError(spec.name);
+    return this.send({ type: "notification", method: spec.name, params });
+  }
+
+  /** Stops the connection: ends our output and fails every pending call. */
+  close(reason = "closed by this side"): void {
+    if (this.closedReason !== undefined) return;
+    this.closedReason = reason;
+    for (const [id] of this.pending) this.settle(id, this.closedError(this.pending.get(id)!.method));
+    for (const ctrl of this.inflight.values()) ctrl.abort();
+    this.inflight.clear();
+    try {
+      this.output.end();
+    } catch {
+      // already destroyed
+    }
+    this.resolveClosed(reason);
+  }
+
+  private closedError(method: string): { error: ErrorValue } {
+    return err(ErrorCode.PeerClosed, `${method} failed: ${this.name} closed the connection (${this.closedReason ?? "unknown reason"})`);
+  }
+
+  private cancel(id: number, result: Result<unknown>): void {
+    if (!this.pending.has(id)) return;
+    this.settle(id, result);
+    if (this.closedReason === undefined) this.send({ type: "cancel", id });
+  }
+
+  private settle(id: number, result: Result<unknown>): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    p.cleanup();
+    p.resolve(result);
+  }
+
+  private send(envelope: Envelope): Result<null> {
+    const frame = encodeFrame(envelope, this.frameLimit);
+    if ("error" in frame) return frame;
+    try {
+      this.output.write(frame.ok);
+    } catch (e) {
+      this.close(`writing to it failed: ${(e as Error).message}`);
+      return this.closedError(envelope.type === "response" ? "response" : "method" in envelope ? envelope.method : "cancel");
+    }
+    return ok(null);
+  }
+
+  private onData(chunk: Uint8Array): void {
+    for (const f of this.decoder.push(chunk)) {
+      if (f.kind === "fatal") {
+        this.protocolError(f.message);
+        this.close(`protocol error: ${f.message}`);
+        return;
+      }
+      if (f.kind === "invalid_json") {
+        this.protocolError(`skipped a ${f.bytes}-byte frame: ${f.message}`);
+        continue;
+      }
+      this.dispatch(f.value);
+    }
+  }
+
+  private async onEnd(what: string): Promise<void> {
+    if (this.closedReason !== undefined) return;
+    const tail = this.decoder.finish();
+    let reason = what;
+    if (tail && tail.kind !== "frame") reason += `; ${tail.message}`;
+    if (this.options.describeEnd) {
+      const extra = await this.options.describeEnd();
+      if (extra) reason += `; ${extra}`;
+    }
+    this.close(reason);
+  }
+
+  private protocolError(message: string): void {
+    this.options.onProtocolError?.(`${this.name}: ${message}`);
+  }
+
+  private dispatch(value: unknown): void {
+    const parsed = EnvelopeSchema.safeParse(value);
+    if (!parsed.success) {
+      const v = value as { type?: unknown; id?: unknown } | null;
+      const message = `not a valid message: ${z.prettifyError(parsed.error)}`;
+      // A recognisable request gets an answer so its caller does not wait forever.
+      if (v && typeof v === "object" && v.type === "request" && typeof v.id === "number" && Number.isSafeInteger(v.id)) {
+        this.send({ type: "response", id: v.id, result: err(ErrorCode.InvalidMessage, message) });
+      } else {
+        this.protocolError(message);
+      }
+      return;
+    }
+    const env = parsed.data;
+    switch (env.type) {
+      case "request":
+        void this.onRequest(env);
+        return;
+      case "response": {
+        const p = this.pending.get(env.id);
+        if (!p) return; // late answer to a cancelled or timed-out call
+        if ("error" in env.result) return this.settle(env.id, env.result as { error: ErrorValue });
+        const checked = p.result.safeParse((env.result as { ok: unknown }).ok);
+        this.settle(
+          env.id,
+          checked.success
+            ? ok(checked.data)
+            : err(ErrorCode.InvalidResult, `${this.name} answered ${p.method} with an unexpected result: ${z.prettifyError(checked.error)}`),
+        );
+        return;
+      }
+      case "notification": {
+        const h = this.notificationHandlers.get(env.method);
+        if (!h) return;
+        const checked = h.spec.params.safeParse(env.params);
+        if (!checked.success) return this.protocolError(`bad ${env.method} notification: ${z.prettifyError(checked.error)}`);
+        try {
+          h.fn(checked.data);
+        } catch (e) {
+          this.protocolError(`${env.method} notification handler failed: ${(e as Error).message}`);
+        }
+        return;
+      }
+      case "cancel":
+        this.inflight.get(env.id)?.abort();
+        return;
+    }
+  }
+
+  private async onRequest(req: RequestEnvelope): Promise<void> {
+    const h = this.handlers.get(req.method);
+    let result: Result<unknown>;
+    if (!h) {
+      const known = [...this.handlers.keys()].sort().join(", ");
+      result = err(ErrorCode.MethodNotFound, `unknown method ${JSON.stringify(req.method)}; ${this.name} supports: ${known || "nothing"}`);
+    } else {
+      const checked = h.spec.params.safeParse(req.params);
+      if (!checked.success) {
+        result = err(ErrorCode.InvalidParams, `invalid params for ${req.method}: ${z.prettifyError(checked.error)}`);
+      } else {
+        const ctrl = new AbortController();
+        this.inflight.set(req.id, ctrl);
+        try {
+          result = await h.fn(checked.data, { signal: ctrl.signal, requestId: req.id, peer: this });
+        } catch (e) {
+          result = err(ErrorCode.Internal, `${req.method} failed: ${(e as Error)?.message ?? String(e)}`);
+        } finally {
+          this.inflight.delete(req.id);
+        }
+      }
+    }
+    if (this.closedReason !== undefined) return;
+    const sent = this.send({ type: "response", id: req.id, result });
+    if ("error" in sent && sent.error.code === ErrorCode.FrameTooLarge) {
+      this.send({ type: "response", id: req.id, result: err(ErrorCode.FrameTooLarge, `the response to ${req.method} was too large: ${sent.error.message}`) });
+    }
+  }
+}

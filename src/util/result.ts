@@ -1,0 +1,47 @@
+import { z } from "zod";
+
+/** Error carried as a value: across the wire and at every tool boundary. */
+export const ErrorValueSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  data: z.unknown().optional(),
+});
+export type ErrorValue = z.infer<typeof ErrorValueSchema>;
+
+/** `{ok: value}` or `{error: {code, message}}`; never thrown across a process boundary. */
+export type Result<T> = { ok: T } | { error: ErrorValue };
+
+export function ok<T>(value: T): { ok: T } {
+  // JSON drops undefined members, which would make `{ok: undefined}` arrive as `{}`.
+  return { ok: (value === undefined ? null : value) as T };
+}
+
+export function err(code: string, message: string, data?: unknown): { error: ErrorValue } {
+  return data === undefined ? { error: { code, message } } : { error: { code, message, data } };
+}
+
+export function isErr<T>(r: Result<T>): r is { error: ErrorValue } {
+  return "error" in r;
+}
+
+/** Unwraps for callers that want an exception (CLI top level, tests). */
+export function unwrap<T>(r: Result<T>): T {
+  if (isErr(r)) throw new ResultError(r.error);
+  return r.ok;
+}
+
+export class ResultError extends Error {
+  readonly code: string;
+  readonly data: unknown;
+  constructor(e: ErrorValue) {
+    super(e.message);
+    this.name = `ResultError(${e.code})`;
+    this.code = e.code;
+    this.data = e.data;
+  }
+}
+
+export function errorMessage(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
