@@ -1,5 +1,14 @@
 #!/usr/bin/env bun
 /** The `relay` executable: one binary, many subcommands. */
 import { buildProgram } from "./cli/program.ts";
+import { ExitCode, UsageError } from "./cli/usage.ts";
 
-await buildProgram().parseAsync(process.argv);
+// No top-level await: `bun build --bytecode` compiles this entry as a script.
+buildProgram()
+  .parseAsync(process.argv)
+  .catch((e: unknown) => {
+    const usage = e instanceof UsageError;
+    process.stderr.write(`relay: ${e instanceof Error ? e.message : String(e)}\n`);
+    if (!usage && process.env.RELAY_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
+    process.exit(usage ? ExitCode.Usage : ExitCode.Failure);
+  });

@@ -4,12 +4,18 @@
  */
 import { Command } from "@commander-js/extra-typings";
 import { z } from "zod";
-import { defineMethod, serveStdio } from "../protocol/index.ts";
+import { defineMethod, runUntilClosed, serveStdio, spawnSelf } from "../protocol/index.ts";
 import { err, ok } from "../util/result.ts";
 
 export const EchoMethod = defineMethod("echo", z.unknown(), z.unknown());
 export const SleepMethod = defineMethod("sleep", z.object({ ms: z.number().int().min(0) }), z.object({ slept: z.number() }));
 export const ExitMethod = defineMethod("exit", z.object({ code: z.number().int() }), z.null());
+/** Re-execs this same program as a grandchild and echoes through it: proves self re-exec. */
+export const RelayEchoMethod = defineMethod(
+  "relay_echo",
+  z.unknown(),
+  z.object({ echoed: z.unknown(), childPid: z.number(), selfPid: z.number() }),
+);
 
 export function rpcEchoCommand() {
   return new Command("rpc-echo")
@@ -30,6 +36,15 @@ export function rpcEchoCommand() {
         return done ? ok({ slept: Date.now() - started }) : err("cancelled", "sleep was cancelled");
       });
       peer.handle(ExitMethod, (p) => process.exit(p.code));
-      await peer.closed;
+      peer.handle(RelayEchoMethod, async (p) => {
+        const child = spawnSelf("rpc-echo");
+        if ("error" in child) return child;
+        const echoed = await child.ok.peer.call(EchoMethod, p);
+        const childPid = child.ok.pid ?? -1;
+        await child.ok.shutdown();
+        if ("error" in echoed) return echoed;
+        return ok({ echoed: echoed.ok, childPid, selfPid: process.pid });
+      });
+      await runUntilClosed(peer);
     });
 }

@@ -130,6 +130,17 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
     },
   });
   holder = new ChildPeer(peer, child, argv, exited);
+  // A spawn failure may never end stdout (Bun), and a grandchild can hold stdout open after
+  // the child died: the child's own fate closes the connection too.
+  child.once("error", (e) => peer.close(`could not start ${JSON.stringify(argv[0])}: ${e.message}`, true));
+  child.once("exit", (code, signal) => {
+    const t = setTimeout(() => {
+      const how = signal ? `process killed by ${signal}` : `process exited with code ${code}`;
+      const tail = holder?.stderr.trim();
+      peer.close(tail ? `${how}; last stderr: ${tail.slice(-1000)}` : how, code !== 0);
+    }, 1000);
+    t.unref?.();
+  });
   child.stderr!.setEncoding("utf8");
   child.stderr!.on("data", (text: string) => {
     holder!.appendStderr(text);

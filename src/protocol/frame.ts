@@ -51,7 +51,7 @@ export class FrameDecoder {
 
   /** Bytes held for an incomplete frame (0 between frames). */
   get pendingBytes(): number {
-    return this.buffered;
+    return this.buffered + (this.need >= 0 ? HEADER_BYTES : 0);
   }
 
   push(chunk: Uint8Array): DecodedFrame[] {

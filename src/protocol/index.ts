@@ -4,4 +4,4 @@ export * from "./method.ts";
 export * from "./peer.ts";
 export * from "./child.ts";
 export * from "./command-line.ts";
-export { serveStdio } from "./stdio-server.ts";
+export { runUntilClosed, serveStdio } from "./stdio-server.ts";

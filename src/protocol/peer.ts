@@ -52,6 +52,7 @@ export class RpcPeer {
   private readonly notificationHandlers = new Map<string, { spec: NotificationSpec; fn: AnyNotificationHandler }>();
   private readonly decoder: FrameDecoder;
   private closedReason: string | undefined;
+  private closedOnError = false;
   private readonly closedPromise: Promise<string>;
   private resolveClosed!: (reason: string) => void;
 
@@ -66,8 +67,8 @@ export class RpcPeer {
     this.closedPromise = new Promise((r) => (this.resolveClosed = r));
     input.on("data", (chunk: Uint8Array) => this.onData(chunk));
     input.on("end", () => void this.onEnd("its output stream ended"));
-    input.on("error", (e: Error) => void this.onEnd(`its output stream failed: ${e.message}`));
-    output.on("error", (e: Error) => this.close(`writing to it failed: ${e.message}`));
+    input.on("error", (e: Error) => void this.onEnd(`its output stream failed: ${e.message}`, true));
+    output.on("error", (e: Error) => this.close(`writing to it failed: ${e.message}`, true));
   }
 
   /** Resolves with the reason once the connection is closed. */
@@ -77,6 +78,11 @@ export class RpcPeer {
 
   get isClosed(): boolean {
     return this.closedReason !== undefined;
+  }
+
+  /** True when the connection ended because of a protocol or I/O error rather than EOF or close(). */
+  get failed(): boolean {
+    return this.closedOnError;
   }
 
   get pendingCount(): number {
@@ -135,9 +141,10 @@ export class RpcPeer {
   }
 
   /** Stops the connection: ends our output and fails every pending call. */
-  close(reason = "closed by this side"): void {
+  close(reason = "closed by this side", isError = false): void {
     if (this.closedReason !== undefined) return;
     this.closedReason = reason;
+    this.closedOnError = isError;
     for (const [id] of this.pending) this.settle(id, this.closedError(this.pending.get(id)!.method));
     for (const ctrl of this.inflight.values()) ctrl.abort();
     this.inflight.clear();
@@ -173,7 +180,7 @@ export class RpcPeer {
     try {
       this.output.write(frame.ok);
     } catch (e) {
-      this.close(`writing to it failed: ${(e as Error).message}`);
+      this.close(`writing to it failed: ${(e as Error).message}`, true);
       return this.closedError(envelope.type === "response" ? "response" : "method" in envelope ? envelope.method : "cancel");
     }
     return ok(null);
@@ -183,7 +190,7 @@ export class RpcPeer {
     for (const f of this.decoder.push(chunk)) {
       if (f.kind === "fatal") {
         this.protocolError(f.message);
-        this.close(`protocol error: ${f.message}`);
+        this.close(`protocol error: ${f.message}`, true);
         return;
       }
       if (f.kind === "invalid_json") {
@@ -194,16 +201,19 @@ export class RpcPeer {
     }
   }
 
-  private async onEnd(what: string): Promise<void> {
+  private async onEnd(what: string, isError = false): Promise<void> {
     if (this.closedReason !== undefined) return;
     const tail = this.decoder.finish();
     let reason = what;
-    if (tail && tail.kind !== "frame") reason += `; ${tail.message}`;
+    if (tail && tail.kind !== "frame") {
+      reason += `; ${tail.message}`;
+      isError = true;
+    }
     if (this.options.describeEnd) {
       const extra = await this.options.describeEnd();
       if (extra) reason += `; ${extra}`;
     }
-    this.close(reason);
+    this.close(reason, isError);
   }
 
   private protocolError(message: string): void {

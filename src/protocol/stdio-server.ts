@@ -14,3 +14,17 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
     ...options,
   });
 }
+
+/**
+ * Keeps a stdio server alive until its peer closes, then exits: 0 after a clean EOF from the
+ * parent, 1 (with the reason on stderr) after a protocol or I/O error.
+ */
+export async function runUntilClosed(peer: RpcPeer, cleanup?: () => Promise<void> | void): Promise<never> {
+  const reason = await peer.closed;
+  if (cleanup) await cleanup();
+  if (peer.failed) {
+    process.stderr.write(`relay: ${peer.name} stopped: ${reason}\n`);
+    process.exit(1);
+  }
+  process.exit(0);
+}

@@ -1,0 +1,21 @@
+/** Small helpers shared by the benchmarks: percentiles and aligned ratio tables. */
+export function percentile(sortedMs: number[], p: number): number {
+  if (sortedMs.length === 0) return Number.NaN;
+  const i = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[i]!;
+}
+
+export function summarize(samplesMs: number[]): { mean: number; p50: number; p95: number; n: number } {
+  const s = [...samplesMs].sort((a, b) => a - b);
+  const mean = s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
+  return { mean, p50: percentile(s, 50), p95: percentile(s, 95), n: s.length };
+}
+
+export function fmtMs(ms: number): string {
+  return ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`;
+}
+
+export function printTable(rows: string[][]): void {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
+  for (const r of rows) process.stdout.write(r.map((cell, c) => cell.padEnd(widths[c]!)).join("  ") + "\n");
+}

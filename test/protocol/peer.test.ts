@@ -1,0 +1,170 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { z } from "zod";
+import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
+import { encodeFrame } from "../../src/protocol/frame.ts";
+import { err, ok } from "../../src/util/result.ts";
+import { peerPair } from "../support/streams.ts";
+
+const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }));
+const Wait = defineMethod("wait", z.object({ ms: z.number() }), z.object({ waited: z.boolean() }));
+const Boom = defineMethod("boom", z.object({}), z.null());
+const Big = defineMethod("big", z.object({ bytes: z.number() }), z.string());
+const Progress = defineNotification("progress", z.object({ pct: z.number() }));
+
+function setup() {
+  const pair = peerPair({ frameLimit: 4096 }, { frameLimit: 4096 });
+  const cancelled: number[] = [];
+  pair.right.handle(Add, (p) => ok({ sum: p.a + p.b }));
+  pair.right.handle(Wait, (p, ctx) =>
+    new Promise((resolve) => {
+      const t = setTimeout(() => resolve(ok({ waited: true })), p.ms);
+      ctx.signal.addEventListener("abort", () => {
+        clearTimeout(t);
+        cancelled.push(ctx.requestId);
+        resolve(err("cancelled", "stopped"));
+      });
+    }),
+  );
+  pair.right.handle(Boom, () => {
+    throw new Error("kaboom");
+  });
+  pair.right.handle(Big, (p) => ok("x".repeat(p.bytes)));
+  return { ...pair, cancelled };
+}
+
+describe("rpc peer", () => {
+  test("requests resolve with typed ok values", async () => {
+    const { left } = setup();
+    assert.deepEqual(await left.call(Add, { a: 2, b: 3 }), { ok: { sum: 5 } });
+  });
+
+  test("1000 concurrent requests all resolve with their own answers", async () => {
+    const { left } = setup();
+    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => left.call(Add, { a: i, b: 1 })));
+    results.forEach((r, i) => assert.deepEqual(r, { ok: { sum: i + 1 } }));
+    assert.equal(left.pendingCount, 0);
+  });
+
+  test("unknown methods, bad params and throwing handlers come back as error values", async () => {
+    const { left } = setup();
+    const unknown = await left.call(defineMethod("nope", z.unknown(), z.unknown()), {});
+    assert.ok("error" in unknown);
+    assert.equal(unknown.error.code, "method_not_found");
+    assert.match(unknown.error.message, /unknown method "nope"; right supports: add, big, boom, wait/);
+
+    const bad = await left.call(Add, { a: "two", b: 3 } as never);
+    assert.ok("error" in bad);
+    assert.equal(bad.error.code, "invalid_params");
+    assert.match(bad.error.message, /invalid params for add:.*a/s);
+
+    const boom = await left.call(Boom, {});
+    assert.deepEqual(boom, { error: { code: "internal", message: "boom failed: kaboom" } });
+    // the connection survives all three
+    assert.deepEqual(await left.call(Add, { a: 1, b: 1 }), { ok: { sum: 2 } });
+  });
+
+  test("a result that does not match the method's schema is reported, not trusted", async () => {
+    const { left, right } = setup();
+    right.handle(defineMethod("liar", z.unknown(), z.unknown()), () => ok({ sum: "not a number" }));
+    const r = await left.call(defineMethod("liar", z.unknown(), z.object({ sum: z.number() })), {});
+    assert.ok("error" in r);
+    assert.equal(r.error.code, "invalid_result");
+  });
+
+  test("cancelling a call aborts the handler on the other side", async () => {
+    const { left, cancelled } = setup();
+    const ctrl = new AbortController();
+    const call = left.call(Wait, { ms: 10_000 }, { signal: ctrl.signal });
+    await new Promise((r) => setTimeout(r, 20));
+    ctrl.abort();
+    const r = await call;
+    assert.ok("error" in r);
+    assert.equal(r.error.code, "cancelled");
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(cancelled.length, 1, "the remote handler saw the cancellation");
+    assert.equal(left.pendingCount, 0);
+  });
+
+  test("a timeout resolves with a timeout error and cancels remotely", async () => {
+    const { left, cancelled } = setup();
+    const r = await left.call(Wait, { ms: 10_000 }, { timeoutMs: 30 });
+    assert.ok("error" in r);
+    assert.equal(r.error.code, "timeout");
+    assert.match(r.error.message, /wait got no answer from left within 30 ms/);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(cancelled.length, 1);
+  });
+
+  test("notifications are delivered and validated", async () => {
+    const { left, right } = setup();
+    const seen: number[] = [];
+    const protocolErrors: string[] = [];
+    right.onNotification(Progress, (p) => seen.push(p.pct));
+    (right as unknown as { options: { onProtocolError: (m: string) => void } }).options.onProtocolError = (m) => protocolErrors.push(m);
+    left.notify(Progress, { pct: 10 });
+    left.notify(Progress, { pct: "x" } as never);
+    left.notify(Progress, { pct: 90 });
+    await left.call(Add, { a: 0, b: 0 }); // ordering barrier
+    assert.deepEqual(seen, [10, 90]);
+    assert.equal(protocolErrors.length, 1);
+    assert.match(protocolErrors[0]!, /bad progress notification/);
+  });
+
+  test("a response over the frame limit becomes a frame_too_large error for the caller", async () => {
+    const { left } = setup();
+    const r = await left.call(Big, { bytes: 10_000 });
+    assert.ok("error" in r);
+    assert.equal(r.error.code, "frame_too_large");
+    assert.match(r.error.message, /response to big was too large/);
+    assert.deepEqual(await left.call(Big, { bytes: 10 }), { ok: "x".repeat(10) });
+  });
+
+  test("a request over the frame limit is refused locally and the connection survives", async () => {
+    const { left } = setup();
+    const r = await left.call(Add, { a: 1, b: 2, pad: "y".repeat(5000) } as never);
+    assert.ok("error" in r);
+    assert.equal(r.error.code, "frame_too_large");
+    assert.equal(left.pendingCount, 0);
+    assert.deepEqual(await left.call(Add, { a: 1, b: 2 }), { ok: { sum: 3 } });
+  });
+
+  test("a malformed request envelope with an id still gets an answer", async () => {
+    const { left, leftToRight, rightToLeft } = setup();
+    const answers: unknown[] = [];
+    const { FrameDecoder } = await import("../../src/protocol/frame.ts");
+    const dec = new FrameDecoder();
+    rightToLeft.on("data", (c: Buffer) => dec.push(c).forEach((f) => f.kind === "frame" && answers.push(f.value)));
+    const bad = encodeFrame({ type: "request", id: 99, method: "" });
+    assert.ok("ok" in bad);
+    leftToRight.write(bad.ok);
+    await left.call(Add, { a: 0, b: 0 });
+    const a = answers.find((x) => (x as { id: number }).id === 99) as { result: { error: { code: string } } };
+    assert.equal(a.result.error.code, "invalid_message");
+  });
+
+  test("when the peer goes away every pending call fails with a clear error", async () => {
+    const { left, leftToRight, rightToLeft } = setup();
+    const calls = [left.call(Wait, { ms: 10_000 }), left.call(Wait, { ms: 10_000 })];
+    await new Promise((r) => setTimeout(r, 10));
+    rightToLeft.end(); // the other side's output closes
+    leftToRight.resume();
+    for (const r of await Promise.all(calls)) {
+      assert.ok("error" in r);
+      assert.equal(r.error.code, "peer_closed");
+      assert.match(r.error.message, /wait failed: left closed the connection \(its output stream ended\)/);
+    }
+    const after = await left.call(Add, { a: 1, b: 1 });
+    assert.ok("error" in after && after.error.code === "peer_closed");
+    assert.equal(await left.closed, "its output stream ended");
+  });
+
+  test("garbage on the input closes the connection with the diagnosis", async () => {
+    const { left, rightToLeft } = setup();
+    const pending = left.call(Wait, { ms: 10_000 });
+    rightToLeft.write("Traceback (most recent call last):\n");
+    const r = await pending;
+    assert.ok("error" in r);
+    assert.match(r.error.message, /protocol error: frame header announces \d+ bytes.*printed to stdout/);
+  });
+});
