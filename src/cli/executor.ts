@@ -1,8 +1,43 @@
 import { Command } from "@commander-js/extra-typings";
-import { notBuiltYet } from "./unbuilt.ts";
+import { serveExecutor } from "../executor/server.ts";
+import { startDeathGuard } from "../executor/spawn/death-guard.ts";
+import { runUntilClosed, serveStdio } from "../protocol/index.ts";
 
 export function executorCommand() {
   return new Command("executor")
     .description("serve host-local tools (exec_command, write_stdin, file tools) over the framed protocol on stdio")
-    .action(() => notBuiltYet("relay executor", 3));
+    .option("--frame-limit <bytes>", "maximum frame size in bytes (default 16 MiB)", (v) => Number.parseInt(v, 10))
+    .addHelpText(
+      "after",
+      `
+The executor is started by \`relay run\` (or any orchestrator) and speaks the framed protocol on
+stdin/stdout; it is not meant to be typed at. Any command line that gives such a pipe is a
+remote executor, e.g. \`relay run --executor "ssh build-host relay executor" ...\`.
+
+Methods: executor/info, tools/list, tools/call, process/exec, process/write,
+process/terminate, process/list; notification process/exited.
+
+Processes: tty=true runs on a PTY (Bun builds), otherwise on pipes with stdin closed. Each
+process keeps 1 MiB of output (head + tail); at most 64 stay open (least recently used exited
+ones are pruned first). When the executor exits, for any reason including SIGKILL, every
+process it started is killed with its whole tree.
+
+Sandbox: read-only and workspace-write are applied on Linux with bubblewrap (bwrap) when it is
+installed (apt-get install bubblewrap). If a requested sandbox cannot be applied the command
+is refused with the reason; danger-full-access runs without a sandbox.`,
+    )
+    .action(async (opts) => {
+      const peer = serveStdio({ name: "executor", frameLimit: opts.frameLimit });
+      const manager = serveExecutor(peer, { deterministicIds: process.env.RELAY_DETERMINISTIC_IDS === "1" });
+      startDeathGuard(manager.instanceId);
+      const stop = (code: number) => () => {
+        manager.killAllNow();
+        process.exit(code);
+      };
+      process.on("SIGTERM", stop(143));
+      process.on("SIGINT", stop(130));
+      process.on("SIGHUP", stop(129));
+      process.on("exit", () => manager.killAllNow());
+      await runUntilClosed(peer, () => manager.killAllNow());
+    });
 }

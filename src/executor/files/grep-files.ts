@@ -1,0 +1,281 @@
+/** grep_files: which files contain a regular expression, newest first. Pure TypeScript, no ripgrep. */
+import fs from "node:fs/promises";
+import type { Dirent } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { defineTool } from "../tool.ts";
+import { err, ok, errorMessage, type Result } from "../../util/result.ts";
+import { fsError, resolveToolPath } from "./paths.ts";
+
+export const DEFAULT_GREP_LIMIT = 100;
+export const MAX_SCANNED_FILES = 20_000;
+export const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
+const SKIPPED_DIRS = new Set([".git", "node_modules"]);
+const CONCURRENCY = 16;
+
+const parameters = z.object({
+  pattern: z
+    .string()
+    .min(1)
+    .describe("JavaScript regular expression searched for in file contents, e.g. `function\\s+main` or `(?i)todo`."),
+  include: z
+    .string()
+    .optional()
+    .describe('Only search files matching this glob: "*.ts" matches file names, "src/**/*.ts" paths relative to `path`.'),
+  path: z
+    .string()
+    .optional()
+    .describe("Directory (or single file) to search: absolute, or relative to the working directory. Defaults to the working directory."),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(2000)
+    .default(DEFAULT_GREP_LIMIT)
+    .describe(`Maximum number of file paths to return. Defaults to ${DEFAULT_GREP_LIMIT}.`),
+});
+
+export interface GrepLimits {
+  /** Files the walk visits before it stops. */
+  maxFiles: number;
+  /** Larger files are skipped (and counted in the output). */
+  maxFileBytes: number;
+}
+
+export const DEFAULT_GREP_LIMITS: GrepLimits = { maxFiles: MAX_SCANNED_FILES, maxFileBytes: MAX_GREP_FILE_BYTES };
+
+/** The tool with its walk limits; tests use small ones. */
+export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
+  return defineTool({
+    name: "grep_files",
+    description:
+      "Finds the files whose contents match a regular expression and returns their absolute paths, one per line, " +
+      `most recently modified first. Skips .git, node_modules, binary files and files over ${formatBytes(limits.maxFileBytes)}. ` +
+      "Use read_file to see the matching lines.",
+    parameters,
+    readOnly: true,
+    async execute(args, ctx) {
+      const re = compilePattern(args.pattern);
+      if ("error" in re) return re;
+      let glob: Glob | undefined;
+      if (args.include !== undefined && args.include.trim() !== "") {
+        try {
+          glob = compileGlob(args.include);
+        } catch (e) {
+          return err("invalid_arguments", `include ${JSON.stringify(args.include)} is not a usable glob: ${errorMessage(e)}`);
+        }
+      }
+      const root = resolveToolPath(ctx.cwd, args.path ?? ".");
+      try {
+        return await grep(root, re.ok, glob, args.limit, limits, ctx.cwd, ctx.signal);
+      } catch (e) {
+        return err("io_error", `grep_files failed in ${root}: ${errorMessage(e)}`);
+      }
+    },
+  });
+}
+
+export const grepFilesTool = createGrepFilesTool();
+
+/** Compiles with the `u` flag when the pattern allows it; accepts a leading `(?i)` as ripgrep does. */
+export function compilePattern(pattern: string): Result<RegExp> {
+  let source = pattern;
+  let flags = "m";
+  if (source.startsWith("(?i)")) {
+    source = source.slice(4);
+    flags += "i";
+  }
+  try {
+    return ok(new RegExp(source, `${flags}u`));
+  } catch {
+    try {
+      return ok(new RegExp(source, flags));
+    } catch (e) {
+      return err(
+        "invalid_arguments",
+        `pattern ${JSON.stringify(pattern)} is not a valid JavaScript regular expression: ${errorMessage(e)}. Escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
+      );
+    }
+  }
+}
+
+interface Candidate {
+  abs: string;
+}
+
+async function grep(
+  root: string,
+  re: RegExp,
+  glob: Glob | undefined,
+  limit: number,
+  limits: GrepLimits,
+  cwd: string,
+  signal: AbortSignal,
+): Promise<Result<{ text: string; metadata: Record<string, unknown> }>> {
+  const aborted = () => err("aborted", "grep_files was cancelled.");
+  let rootStat;
+  try {
+    rootStat = await fs.stat(root);
+  } catch (e) {
+    return fsError(e, root, cwd);
+  }
+
+  const candidates: Candidate[] = [];
+  let capped = false;
+  let visited = 0; // files seen by the walk, whether or not `include` keeps them
+  if (rootStat.isDirectory()) {
+    const stack = [root];
+    walking: while (stack.length > 0) {
+      if (signal.aborted) return aborted();
+      const dir = stack.pop() as string;
+      let entries: Dirent[];
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch {
+        continue; // unreadable subdirectory: skip it like ripgrep does
+      }
+      for (const entry of entries) {
+        const abs = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          if (!SKIPPED_DIRS.has(entry.name)) stack.push(abs);
+        } else if (entry.isFile()) {
+          if (visited >= limits.maxFiles) {
+            capped = true;
+            break walking;
+          }
+          visited++;
+          if (glob && !glob.test(toPosix(path.relative(root, abs)))) continue;
+          candidates.push({ abs });
+        }
+      }
+    }
+  } else if (rootStat.isFile()) {
+    candidates.push({ abs: root });
+  } else {
+    return err("not_a_directory", `${root} is neither a directory nor a regular file.`);
+  }
+
+  const matches: { abs: string; mtimeMs: number }[] = [];
+  let skippedLarge = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < candidates.length && !signal.aborted) {
+      const c = candidates[next++] as Candidate;
+      const hit = await searchFile(c.abs, re, limits.maxFileBytes);
+      if (hit === "large") skippedLarge++;
+      else if (hit) matches.push({ abs: c.abs, mtimeMs: hit.mtimeMs });
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  if (signal.aborted) return aborted();
+
+  matches.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
+  const shown = matches.slice(0, limit);
+  const lines = shown.map((m) => m.abs);
+  if (matches.length === 0) lines.push(`No files under ${root} matched ${re.source}.`);
+  if (matches.length > limit) {
+    lines.push(`[${matches.length - limit} more matching files not shown; raise limit or narrow the search with path or include.]`);
+  }
+  if (capped) {
+    lines.push(`[Stopped after walking ${limits.maxFiles} files; results are incomplete. Narrow the search with path.]`);
+  }
+  if (skippedLarge > 0) lines.push(`[Skipped ${skippedLarge} files larger than ${formatBytes(limits.maxFileBytes)}.]`);
+  return ok({
+    text: lines.join("\n"),
+    metadata: {
+      root,
+      matches: matches.length,
+      returned: shown.length,
+      visited_files: visited,
+      scanned_files: candidates.length,
+      capped,
+      skipped_large: skippedLarge,
+    },
+  });
+}
+
+async function searchFile(abs: string, re: RegExp, maxBytes: number): Promise<{ mtimeMs: number } | "large" | null> {
+  try {
+    const stat = await fs.stat(abs);
+    if (stat.size > maxBytes) return "large";
+    const bytes = await fs.readFile(abs);
+    if (bytes.includes(0)) return null;
+    return re.test(bytes.toString("utf8")) ? { mtimeMs: stat.mtimeMs } : null;
+  } catch {
+    return null; // vanished or unreadable: not a match
+  }
+}
+
+function formatBytes(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+}
+
+function toPosix(p: string): string {
+  return path.sep === "/" ? p : p.split(path.sep).join("/");
+}
+
+/** Shell-style include globs turned into regular expressions. */
+export interface Glob {
+  /** True when the glob names directories, so it is matched against the relative path. */
+  readonly matchesPath: boolean;
+  test(relativePosixPath: string): boolean;
+}
+
+export function compileGlob(glob: string): Glob {
+  const cleaned = glob.trim().replace(/\\/g, "/").replace(/^\.\//, "");
+  const matchesPath = cleaned.includes("/");
+  const re = new RegExp(`^${globBody(cleaned)}$`);
+  return {
+    matchesPath,
+    test(rel) {
+      if (matchesPath) return re.test(rel);
+      const slash = rel.lastIndexOf("/");
+      return re.test(slash === -1 ? rel : rel.slice(slash + 1));
+    },
+  };
+}
+
+function globBody(glob: string): string {
+  let out = "";
+  let braces = 0;
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i] as string;
+    if (c === "*") {
+      if (glob[i + 1] === "*") {
+        const atSegmentStart = i === 0 || glob[i - 1] === "/";
+        if (atSegmentStart && glob[i + 2] === "/") {
+          out += "(?:.*/)?"; // `**/` also matches no directory at all
+          i += 2;
+        } else {
+          out += ".*";
+          i += 1;
+        }
+      } else {
+        out += "[^/]*";
+      }
+    } else if (c === "?") {
+      out += "[^/]";
+    } else if (c === "[") {
+      const close = glob.indexOf("]", i + 2);
+      if (close === -1) {
+        out += "\\[";
+      } else {
+        let cls = glob.slice(i + 1, close);
+        if (cls.startsWith("!")) cls = `^${cls.slice(1)}`;
+        out += `[${cls.replace(/\\/g, "\\\\")}]`;
+        i = close;
+      }
+    } else if (c === "{") {
+      braces++;
+      out += "(?:";
+    } else if (c === "}" && braces > 0) {
+      braces--;
+      out += ")";
+    } else if (c === "," && braces > 0) {
+      out += "|";
+    } else {
+      out += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+    }
+  }
+  return out + ")".repeat(braces);
+}

@@ -1,0 +1,79 @@
+/** Path resolution and the write check shared by the file tools and apply_patch. */
+import fs from "node:fs/promises";
+import path from "node:path";
+import { err, ok, errorMessage, type Result } from "../../util/result.ts";
+import type { SandboxPolicy } from "../sandbox-policy.ts";
+
+/** A tool path argument: absolute, or relative to the tool's cwd. */
+export function resolveToolPath(cwd: string, p: string): string {
+  return path.resolve(cwd, p);
+}
+
+/**
+ * Resolves symlinks of the deepest existing ancestor and appends the part that does not exist
+ * yet, so `root/link-to-etc/new-file` resolves to `/etc/new-file`.
+ */
+export async function realPathOfPossiblyMissing(absPath: string): Promise<string> {
+  let current = path.resolve(absPath);
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      const real = await fs.realpath(current);
+      return rest.length === 0 ? real : path.join(real, ...rest);
+    } catch {
+      const parent = path.dirname(current);
+      if (parent === current) return path.resolve(absPath);
+      rest.unshift(path.basename(current));
+      current = parent;
+    }
+  }
+}
+
+export function isInside(child: string, root: string): boolean {
+  const rel = path.relative(root, child);
+  if (rel === "") return true;
+  return rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+}
+
+/** Whether the sandbox lets the tools write `absPath`; the value is the symlink-free path. */
+export async function checkWritable(absPath: string, sandbox: SandboxPolicy): Promise<Result<string>> {
+  try {
+    if (sandbox.mode === "danger-full-access") return ok(path.resolve(absPath));
+    if (sandbox.mode === "read-only") {
+      return err(
+        "sandbox_denied",
+        `Cannot write ${absPath}: the sandbox is read-only, so no file may be created, changed or deleted. Ask the user for write access instead of retrying.`,
+      );
+    }
+    const real = await realPathOfPossiblyMissing(absPath);
+    const roots = await Promise.all(sandbox.writable_roots.map((r) => realPathOfPossiblyMissing(r)));
+    if (roots.some((root) => isInside(real, root))) return ok(real);
+    const shown = real === path.resolve(absPath) ? absPath : `${absPath} (which resolves to ${real})`;
+    const allowed = sandbox.writable_roots.length > 0 ? sandbox.writable_roots.join(", ") : "(none)";
+    return err(
+      "sandbox_denied",
+      `Cannot write ${shown}: the workspace-write sandbox only allows writes inside its writable roots: ${allowed}. Write inside one of those directories instead.`,
+    );
+  } catch (e) {
+    return err("io_error", `Could not check whether ${absPath} is writable: ${errorMessage(e)}`);
+  }
+}
+
+/** Node-style error code of a thrown fs error, if any. */
+export function fsErrorCode(e: unknown): string | undefined {
+  if (typeof e === "object" && e !== null && "code" in e && typeof e.code === "string") return e.code;
+  return undefined;
+}
+
+/** Turns a failed stat/open into an error value the model can act on. */
+export function fsError(e: unknown, absPath: string, cwd: string): Result<never> {
+  const code = fsErrorCode(e);
+  if (code === "ENOENT" || code === "ENOTDIR") {
+    return err(
+      "not_found",
+      `${absPath} does not exist. Check the path (relative paths resolve against ${cwd}); list_dir or grep_files can help find it.`,
+    );
+  }
+  if (code === "EACCES" || code === "EPERM") return err("permission_denied", `Permission denied: ${absPath}`);
+  return err("io_error", `Could not access ${absPath}: ${errorMessage(e)}`);
+}

@@ -1,0 +1,294 @@
+/**
+ * Starts, tracks and polls the executor's processes. Ids are minted here; each process keeps
+ * a 1 MiB head+tail buffer; every poll drains what it returns, so output is never repeated.
+ * At most 64 processes stay open: beyond that the least recently used exited one (else the
+ * least recently used one) outside the 8 most recent is killed with its whole tree.
+ */
+import { randomBytes, randomInt } from "node:crypto";
+import { Buffer } from "node:buffer";
+import { err, ok, type Result } from "../util/result.ts";
+import { HeadTailBuffer } from "./head-tail-buffer.ts";
+import * as L from "./limits.ts";
+import type { ExecCommandRequest, ExecResult } from "./protocol.ts";
+import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
+import { spawnProcess, type ProcessExit, type RunningProcess } from "./spawn/index.ts";
+import { killTree, killTreeNow, MARKER_VAR } from "./spawn/kill-tree.ts";
+import { truncateMiddle } from "./truncate.ts";
+
+/** Variables forced on every child, over whatever the orchestrator sent. */
+export const FORCED_ENV: Readonly<Record<string, string>> = {
+  NO_COLOR: "1",
+  TERM: "dumb",
+  COLORTERM: "",
+  LANG: "C.UTF-8",
+  LC_CTYPE: "C.UTF-8",
+  LC_ALL: "C.UTF-8",
+  PAGER: "cat",
+  GIT_PAGER: "cat",
+  GH_PAGER: "cat",
+};
+
+/** With stdin closed nothing can answer a prompt, so ask tools not to prompt at all. */
+const PIPE_ENV: Readonly<Record<string, string>> = {
+  GIT_TERMINAL_PROMPT: "0",
+  DEBIAN_FRONTEND: "noninteractive",
+};
+
+interface Entry {
+  id: number;
+  proc: RunningProcess;
+  command: string[];
+  cwd: string;
+  tty: boolean;
+  startedAt: Date;
+  lastUsed: number;
+  lastUsedAt: Date;
+  buffer: HeadTailBuffer;
+  /** Incomplete UTF-8 bytes held back from the previous drain. */
+  utf8Rest: Uint8Array;
+  exit?: ProcessExit;
+  outputDone: boolean;
+  /** Wakes a collector waiting for output or exit. */
+  wake?: () => void;
+}
+
+export interface ManagerOptions {
+  /** Deterministic ids from 1000 (tests); random in [1000, 100000) otherwise. */
+  deterministicIds?: boolean;
+  /** Prefix for the marker variable that identifies this executor's children. */
+  instanceId?: string;
+  maxProcesses?: number;
+  onExit?: (processId: number, exitCode: number) => void;
+}
+
+export class ProcessManager {
+  private readonly store = new Map<number, Entry>();
+  private readonly reserved = new Set<number>();
+  private nextDeterministicId = 1000;
+  private useCounter = 0;
+  readonly instanceId: string;
+  private readonly maxProcesses: number;
+
+  constructor(private readonly options: ManagerOptions = {}) {
+    this.instanceId = options.instanceId ?? randomBytes(6).toString("hex");
+    this.maxProcesses = options.maxProcesses ?? L.MAX_PROCESSES;
+  }
+
+  get size(): number {
+    return this.store.size;
+  }
+
+  async exec(req: ExecCommandRequest & { sandboxedArgv?: string[] }): Promise<Result<ExecResult>> {
+    const started = performance.now();
+    const id = this.allocateId();
+    const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
+    const spawned = spawnProcess({
+      argv: req.sandboxedArgv ?? req.command,
+      cwd: req.cwd,
+      env,
+      tty: req.tty ?? false,
+      cols: req.cols,
+      rows: req.rows,
+    });
+    if ("error" in spawned) {
+      this.reserved.delete(id);
+      return spawned;
+    }
+    const entry: Entry = {
+      id,
+      proc: spawned.ok,
+      command: req.command,
+      cwd: req.cwd,
+      tty: req.tty ?? false,
+      startedAt: new Date(),
+      lastUsed: ++this.useCounter,
+      lastUsedAt: new Date(),
+      buffer: new HeadTailBuffer(L.OUTPUT_BUFFER_BYTES),
+      utf8Rest: new Uint8Array(0),
+      outputDone: false,
+    };
+    this.attach(entry);
+    const yieldMs = L.clamp(req.yield_time_ms ?? L.DEFAULT_EXEC_YIELD_TIME_MS, L.MIN_YIELD_TIME_MS, L.MAX_YIELD_TIME_MS);
+    await this.collect(entry, started + yieldMs);
+    if (entry.exit) {
+      this.reserved.delete(id);
+      return ok(this.result(entry, started, req.max_output_tokens, false));
+    }
+    this.pruneIfNeeded();
+    this.store.set(id, entry);
+    return ok(this.result(entry, started, req.max_output_tokens, true));
+  }
+
+  async write(req: { process_id: number; input?: string; yield_time_ms?: number; max_output_tokens?: number }): Promise<Result<ExecResult>> {
+    const started = performance.now();
+    const entry = this.store.get(req.process_id);
+    if (!entry) return err("unknown_process", `Unknown process id ${req.process_id}`);
+    entry.lastUsed = ++this.useCounter;
+    entry.lastUsedAt = new Date();
+    const input = req.input ?? "";
+    let yieldMs: number;
+    if (input.length > 0) {
+      if (entry.exit) {
+        // fall through to report the exit; writing to a dead process is pointless
+      } else {
+        const w = entry.proc.write(input);
+        if ("error" in w) return w;
+      }
+      yieldMs = L.clamp(req.yield_time_ms ?? L.DEFAULT_WRITE_YIELD_TIME_MS, L.MIN_YIELD_TIME_MS, L.MAX_YIELD_TIME_MS);
+    } else {
+      yieldMs = L.clamp(req.yield_time_ms ?? L.DEFAULT_WRITE_YIELD_TIME_MS, L.MIN_EMPTY_POLL_MS, L.MAX_EMPTY_POLL_MS);
+    }
+    await this.collect(entry, started + yieldMs);
+    if (entry.exit) {
+      this.store.delete(entry.id);
+      this.reserved.delete(entry.id);
+      return ok(this.result(entry, started, req.max_output_tokens, false));
+    }
+    return ok(this.result(entry, started, req.max_output_tokens, true));
+  }
+
+  /** Kills a stored process and its tree. */
+  async terminate(processId: number): Promise<{ running: boolean }> {
+    const entry = this.store.get(processId);
+    if (!entry) return { running: false };
+    this.store.delete(processId);
+    this.reserved.delete(processId);
+    const running = !entry.exit;
+    if (running) await killTree(entry.proc.pid, `${this.instanceId}:${entry.id}`);
+    return { running };
+  }
+
+  list() {
+    return [...this.store.values()].map((e) => ({
+      process_id: e.id,
+      pid: e.proc.pid,
+      command: e.command,
+      cwd: e.cwd,
+      tty: e.tty,
+      running: !e.exit,
+      ...(e.exit ? { exit_code: e.exit.code } : {}),
+      started_at: e.startedAt.toISOString(),
+      last_used_at: e.lastUsedAt.toISOString(),
+    }));
+  }
+
+  /** Kills every process this manager started, synchronously (safe in exit handlers). */
+  killAllNow(): void {
+    for (const e of this.store.values()) if (!e.exit) killTreeNow(e.proc.pid, `${this.instanceId}:${e.id}`);
+    this.store.clear();
+    this.reserved.clear();
+  }
+
+  /** Whether `id` is still tracked (for tests and listings). */
+  has(id: number): boolean {
+    return this.store.has(id);
+  }
+
+  private allocateId(): number {
+    if (this.options.deterministicIds) {
+      let id = Math.max(this.nextDeterministicId, ...this.reserved, 999) ;
+      while (this.reserved.has(id)) id++;
+      this.nextDeterministicId = id + 1;
+      this.reserved.add(id);
+      return id;
+    }
+    for (;;) {
+      const id = randomInt(1000, 100_000);
+      if (!this.reserved.has(id)) {
+        this.reserved.add(id);
+        return id;
+      }
+    }
+  }
+
+  private attach(entry: Entry): void {
+    entry.proc.onData((chunk) => {
+      entry.buffer.push(chunk);
+      entry.wake?.();
+    });
+    void entry.proc.exited.then((exit) => {
+      entry.exit = exit;
+      entry.wake?.();
+      if (this.store.has(entry.id)) this.options.onExit?.(entry.id, exit.code);
+    });
+    void entry.proc.outputClosed.then(() => {
+      entry.outputDone = true;
+      entry.wake?.();
+    });
+  }
+
+  /** Waits until the deadline, or until the process has exited and its output has drained. */
+  private async collect(entry: Entry, deadline: number): Promise<void> {
+    for (;;) {
+      if (entry.exit) {
+        if (!entry.outputDone) await this.waitForEvent(entry, Math.min(deadline, performance.now() + L.TRAILING_OUTPUT_GRACE_MS));
+        return;
+      }
+      const now = performance.now();
+      if (now >= deadline) return;
+      await this.waitForEvent(entry, deadline);
+    }
+  }
+
+  private waitForEvent(entry: Entry, until: number): Promise<void> {
+    const ms = Math.max(0, until - performance.now());
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        entry.wake = undefined;
+        resolve();
+      }
+      // Output alone does not end a wait: only exit, stream close or the deadline do.
+      entry.wake = () => {
+        if (entry.exit) done();
+      };
+    });
+  }
+
+  private result(entry: Entry, started: number, maxTokens: number | undefined, running: boolean): ExecResult {
+    const drained = entry.buffer.drain();
+    const held = entry.utf8Rest.length;
+    let bytes: Uint8Array = held ? Buffer.concat([entry.utf8Rest, drained.bytes]) : drained.bytes;
+    if (running) {
+      const split = splitUtf8Tail(bytes);
+      bytes = split.complete;
+      entry.utf8Rest = split.rest;
+    } else {
+      entry.utf8Rest = new Uint8Array(0);
+    }
+    const decode = (b: Uint8Array) => renderTerminalText(Buffer.from(b).toString("utf8"));
+    let text: string;
+    if (drained.omittedBytes > 0) {
+      // Mark the gap exactly where the buffer dropped bytes: between its head and its tail.
+      const cut = Math.min(bytes.length, held + drained.headBytes);
+      const marker = `\n[… ${drained.omittedBytes} bytes of output were dropped here (over the 1 MiB buffer) …]\n`;
+      text = decode(bytes.subarray(0, cut)) + marker + decode(bytes.subarray(cut));
+    } else {
+      text = decode(bytes);
+    }
+    const t = truncateMiddle(text, maxTokens ?? L.DEFAULT_MAX_OUTPUT_TOKENS);
+    return {
+      chunk_id: randomBytes(3).toString("hex"),
+      wall_time_seconds: Math.round(performance.now() - started) / 1000,
+      ...(entry.exit ? { exit_code: entry.exit.code } : {}),
+      ...(running ? { process_id: entry.id } : {}),
+      original_token_count: t.originalTokens,
+      total_lines: t.totalLines,
+      truncated: t.truncated,
+      omitted_bytes: drained.omittedBytes,
+      output: t.text,
+    };
+  }
+
+  private pruneIfNeeded(): void {
+    if (this.store.size < this.maxProcesses) return;
+    const byRecency = [...this.store.values()].sort((a, b) => b.lastUsed - a.lastUsed);
+    const candidates = byRecency.slice(L.PROTECTED_RECENT_PROCESSES).reverse(); // least recent first
+    const victim = candidates.find((e) => e.exit) ?? candidates[0];
+    if (!victim) return;
+    this.store.delete(victim.id);
+    this.reserved.delete(victim.id);
+    if (!victim.exit) void killTree(victim.proc.pid, `${this.instanceId}:${victim.id}`, 0);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The executor's wire contract. The orchestrator sends final argv, cwd and env (it owns
+ * policy); the executor runs, buffers and slices output (it owns host-local execution).
+ */
+import { z } from "zod";
+import { defineMethod, defineNotification } from "../protocol/method.ts";
+import { SandboxPolicySchema } from "./sandbox-policy.ts";
+
+export const ExecApprovalRequirementSchema = z.discriminatedUnion("type", [
+  /** Policy needs no approval for this command. */
+  z.object({ type: z.literal("skip") }),
+  /** Approval was required; `approved` records the user's (or policy's) answer. */
+  z.object({ type: z.literal("needs_approval"), approved: z.boolean(), reason: z.string().optional() }),
+  /** Policy forbids the command outright. */
+  z.object({ type: z.literal("forbidden"), reason: z.string() }),
+]);
+export type ExecApprovalRequirement = z.infer<typeof ExecApprovalRequirementSchema>;
+
+export const AdditionalPermissionsSchema = z.object({
+  network: z.boolean().optional(),
+  writable_roots: z.array(z.string()).optional(),
+});
+
+export const ExecCommandRequestSchema = z.object({
+  command: z.array(z.string()).min(1, "command (argv) must not be empty"),
+  cwd: z.string().refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), "cwd must be an absolute path"),
+  env: z.record(z.string(), z.string()),
+  tty: z.boolean().default(false),
+  yield_time_ms: z.number().int().min(0).optional(),
+  max_output_tokens: z.number().int().min(0).optional(),
+  sandbox_permissions: z.enum(["use_default", "require_escalated"]).default("use_default"),
+  additional_permissions: AdditionalPermissionsSchema.optional(),
+  additional_permissions_preapproved: z.boolean().default(false),
+  justification: z.string().optional(),
+  exec_approval_requirement: ExecApprovalRequirementSchema.default({ type: "skip" }),
+  /** The sandbox attempt the orchestrator selected. */
+  sandbox: SandboxPolicySchema.default({ mode: "danger-full-access", writable_roots: [], network: true }),
+  /** Terminal size for tty=true. */
+  cols: z.number().int().min(1).max(1000).optional(),
+  rows: z.number().int().min(1).max(1000).optional(),
+});
+/** What a caller sends (defaults may be omitted). */
+export type ExecCommandRequest = z.input<typeof ExecCommandRequestSchema>;
+/** What the server handles (defaults applied). */
+export type ExecCommandParams = z.output<typeof ExecCommandRequestSchema>;
+
+export const WriteStdinRequestSchema = z.object({
+  process_id: z.number().int(),
+  input: z.string().default(""),
+  yield_time_ms: z.number().int().min(0).optional(),
+  max_output_tokens: z.number().int().min(0).optional(),
+});
+export type WriteStdinRequest = z.input<typeof WriteStdinRequestSchema>;
+
+export const ExecResultSchema = z.object({
+  /** 6 lowercase hex digits identifying this response. */
+  chunk_id: z.string(),
+  wall_time_seconds: z.number(),
+  /** Present once the process has exited. */
+  exit_code: z.number().int().optional(),
+  /** Present only while the process is still running. */
+  process_id: z.number().int().optional(),
+  original_token_count: z.number().int(),
+  total_lines: z.number().int(),
+  truncated: z.boolean(),
+  /** Bytes dropped between the buffer's head and tail before this slice was taken. */
+  omitted_bytes: z.number().int(),
+  output: z.string(),
+});
+export type ExecResult = z.infer<typeof ExecResultSchema>;
+
+export const ProcessInfoSchema = z.object({
+  process_id: z.number().int(),
+  pid: z.number().int(),
+  command: z.array(z.string()),
+  cwd: z.string(),
+  tty: z.boolean(),
+  running: z.boolean(),
+  exit_code: z.number().int().optional(),
+  started_at: z.string(),
+  last_used_at: z.string(),
+});
+
+export const ToolSpecSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  /** JSON schema of the model-facing arguments. */
+  input_schema: z.record(z.string(), z.unknown()),
+  read_only: z.boolean(),
+  /** How the orchestrator calls it: `process/exec`, `process/write` or generic `tools/call`. */
+  route: z.enum(["exec", "write_stdin", "call"]),
+});
+export type ToolSpec = z.infer<typeof ToolSpecSchema>;
+
+export const ExecutorInfoSchema = z.object({
+  version: z.string(),
+  runtime: z.string(),
+  platform: z.string(),
+  arch: z.string(),
+  hostname: z.string(),
+  pid: z.number().int(),
+  home: z.string(),
+  pty: z.boolean(),
+  sandbox: z.object({ available: z.boolean(), mechanism: z.string(), detail: z.string() }),
+});
+export type ExecutorInfo = z.infer<typeof ExecutorInfoSchema>;
+
+export const ToolCallRequestSchema = z.object({
+  name: z.string(),
+  arguments: z.unknown(),
+  cwd: z.string(),
+  sandbox: SandboxPolicySchema.default({ mode: "danger-full-access", writable_roots: [], network: true }),
+});
+
+export const ToolCallResultSchema = z.object({
+  text: z.string(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const ExecutorMethods = {
+  info: defineMethod("executor/info", z.object({}).optional(), ExecutorInfoSchema),
+  toolsList: defineMethod("tools/list", z.object({}).optional(), z.object({ tools: z.array(ToolSpecSchema) })),
+  toolsCall: defineMethod("tools/call", ToolCallRequestSchema, ToolCallResultSchema),
+  exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema),
+  write: defineMethod("process/write", WriteStdinRequestSchema, ExecResultSchema),
+  terminate: defineMethod("process/terminate", z.object({ process_id: z.number().int() }), z.object({ running: z.boolean() })),
+  list: defineMethod("process/list", z.object({}).optional(), z.object({ processes: z.array(ProcessInfoSchema) })),
+} as const;
+
+/** Sent when a stored process exits, so an orchestrator can tell its session. */
+export const ProcessExitedNotification = defineNotification(
+  "process/exited",
+  z.object({ process_id: z.number().int(), exit_code: z.number().int() }),
+);

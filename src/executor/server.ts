@@ -1,0 +1,107 @@
+/**
+ * The executor server: answers the executor methods on a peer. It advertises tool specs,
+ * runs processes and file tools on this host, and applies the sandbox attempt it is given.
+ */
+import os from "node:os";
+import { currentRuntime } from "../protocol/child.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { VERSION } from "../version.ts";
+import { EXEC_COMMAND_DESCRIPTION, ExecCommandArgsSchema, WRITE_STDIN_DESCRIPTION, WriteStdinArgsSchema } from "./exec-tools.ts";
+import { fileTools } from "./files/index.ts";
+import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
+import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
+import { sandboxArgv, probeSandbox } from "./sandbox.ts";
+import type { SandboxPolicy } from "./sandbox-policy.ts";
+import { ptySupported } from "./spawn/index.ts";
+import { parseToolArgs, toolJsonSchema, type ExecutorTool } from "./tool.ts";
+import { z } from "zod";
+
+export interface ExecutorServerOptions extends ManagerOptions {
+  tools?: ExecutorTool[];
+}
+
+export function toolSpecs(tools: ExecutorTool[]): ToolSpec[] {
+  const jsonSchema = (s: z.ZodType) => {
+    const j = z.toJSONSchema(s, { io: "input" }) as Record<string, unknown>;
+    delete j.$schema;
+    return j;
+  };
+  return [
+    { name: "exec_command", description: EXEC_COMMAND_DESCRIPTION, input_schema: jsonSchema(ExecCommandArgsSchema), read_only: false, route: "exec" },
+    { name: "write_stdin", description: WRITE_STDIN_DESCRIPTION, input_schema: jsonSchema(WriteStdinArgsSchema), read_only: false, route: "write_stdin" },
+    ...tools.map((t): ToolSpec => ({ name: t.name, description: t.description, input_schema: toolJsonSchema(t), read_only: t.readOnly, route: "call" })),
+  ];
+}
+
+/** Decides the sandbox to apply from the request, refusing what approval does not cover. */
+function effectiveSandbox(req: ExecCommandParams): Result<SandboxPolicy> {
+  const approval = req.exec_approval_requirement;
+  if (approval.type === "forbidden") return err("forbidden", `the command is forbidden by policy: ${approval.reason}`);
+  if (approval.type === "needs_approval" && !approval.approved) {
+    return err("approval_required", `the command needs approval and was not approved${approval.reason ? ` (${approval.reason})` : ""}`);
+  }
+  const approved = req.additional_permissions_preapproved || (approval.type === "needs_approval" && approval.approved);
+  const base: SandboxPolicy = req.sandbox;
+  if (req.sandbox_permissions === "require_escalated") {
+    if (!approved) return err("escalation_not_approved", "require_escalated was asked without approval; the orchestrator must approve escalation first");
+    return ok({ mode: "danger-full-access", writable_roots: [], network: true });
+  }
+  const extra = req.additional_permissions;
+  if (extra && (extra.network || extra.writable_roots?.length)) {
+    if (!approved) return err("escalation_not_approved", "additional_permissions were asked without approval");
+    return ok({ ...base, network: base.network || Boolean(extra.network), writable_roots: [...base.writable_roots, ...(extra.writable_roots ?? [])] });
+  }
+  return ok(base);
+}
+
+export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}): ProcessManager {
+  const tools = options.tools ?? fileTools;
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const manager = new ProcessManager({
+    ...options,
+    onExit: (process_id, exit_code) => {
+      peer.notify(ProcessExitedNotification, { process_id, exit_code });
+      options.onExit?.(process_id, exit_code);
+    },
+  });
+
+  peer.handle(ExecutorMethods.info, () => {
+    const sandbox = probeSandbox();
+    return ok({
+      version: VERSION,
+      runtime: currentRuntime(),
+      platform: process.platform,
+      arch: process.arch,
+      hostname: os.hostname(),
+      pid: process.pid,
+      home: os.homedir(),
+      pty: ptySupported(),
+      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail },
+    });
+  });
+
+  peer.handle(ExecutorMethods.toolsList, () => ok({ tools: toolSpecs(tools) }));
+
+  peer.handle(ExecutorMethods.exec, async (req) => {
+    const sandbox = effectiveSandbox(req);
+    if ("error" in sandbox) return sandbox;
+    const argv = sandboxArgv(req.command, sandbox.ok, req.cwd, req.tty);
+    if ("error" in argv) return argv;
+    return manager.exec({ ...req, sandboxedArgv: argv.ok });
+  });
+
+  peer.handle(ExecutorMethods.write, (req) => manager.write(req));
+  peer.handle(ExecutorMethods.terminate, async (req) => ok(await manager.terminate(req.process_id)));
+  peer.handle(ExecutorMethods.list, () => ok({ processes: manager.list() }));
+
+  peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {
+    const tool = byName.get(req.name);
+    if (!tool) return err("unknown_tool", `unknown tool ${JSON.stringify(req.name)}; this executor has: ${[...byName.keys()].join(", ")}`);
+    const args = parseToolArgs(tool, req.arguments);
+    if ("error" in args) return args;
+    return tool.execute(args.ok, { cwd: req.cwd, sandbox: req.sandbox, signal: ctx.signal });
+  });
+
+  return manager;
+}

@@ -1,0 +1,95 @@
+/**
+ * Ends a child and everything it started. A process group is not enough: interactive shells
+ * put background jobs in their own groups, and daemons call setsid. Every child the executor
+ * starts carries a marker variable, so on Linux the tree is found through /proc (group,
+ * session, parent chain, and the marker), whoever re-parented it.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+export const MARKER_VAR = "RELAY_EXEC_MARKER";
+
+interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  sid: number;
+}
+
+function readStat(pid: number): ProcInfo | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name is in parentheses and may itself contain spaces or parentheses.
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]) };
+  } catch {
+    return undefined;
+  }
+}
+
+function hasMarker(pid: number, marker: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${MARKER_VAR}=${marker}`);
+  } catch {
+    return false;
+  }
+}
+
+/** Pids belonging to the tree rooted at `leader` (leader included), Linux only. */
+export function findTree(leader: number, marker?: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [leader];
+  }
+  const procs: ProcInfo[] = [];
+  for (const e of entries) {
+    const pid = Number(e);
+    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
+    const info = readStat(pid);
+    if (info) procs.push(info);
+  }
+  const members = new Set<number>([leader]);
+  for (const p of procs) {
+    if (p.pgid === leader || p.sid === leader || (marker !== undefined && hasMarker(p.pid, marker))) members.add(p.pid);
+  }
+  // Descendants by parent chain (covers children that changed group and session).
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const p of procs) {
+      if (!members.has(p.pid) && members.has(p.ppid)) {
+        members.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return [...members];
+}
+
+function signalAll(pids: number[], leader: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-leader, signal);
+  } catch {
+    // group already gone
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** SIGTERM the whole tree, then SIGKILL whatever is left after `graceMs`. */
+export async function killTree(leader: number, marker?: string, graceMs = 250): Promise<void> {
+  const tree = findTree(leader, marker);
+  signalAll(tree, leader, "SIGTERM");
+  if (graceMs > 0) await new Promise((r) => setTimeout(r, graceMs));
+  signalAll([...new Set([...tree, ...findTree(leader, marker)])], leader, "SIGKILL");
+}
+
+export function killTreeNow(leader: number, marker?: string): void {
+  signalAll(findTree(leader, marker), leader, "SIGKILL");
+}

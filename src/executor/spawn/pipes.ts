@@ -1,0 +1,56 @@
+/**
+ * Pipe-mode children: stdin is /dev/null from the start (a command waiting for input ends
+ * instead of hanging), stdout and stderr merge into one stream, and the child leads its own
+ * process group so the whole tree can be signalled.
+ */
+import { spawn } from "node:child_process";
+import { err, type Result } from "../../util/result.ts";
+import { exitCodeFor } from "./signals.ts";
+import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
+
+export function spawnPipes(req: SpawnRequest): Result<RunningProcess> {
+  let child;
+  try {
+    child = spawn(req.argv[0]!, req.argv.slice(1), {
+      cwd: req.cwd,
+      env: req.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+  } catch (e) {
+    return err("spawn_failed", `could not start ${JSON.stringify(req.argv[0])}: ${(e as Error).message}`);
+  }
+  const listeners: Array<(c: Uint8Array) => void> = [];
+  const early: Uint8Array[] = [];
+  const emit = (c: Uint8Array) => (listeners.length ? listeners.forEach((l) => l(c)) : early.push(c));
+  child.stdout!.on("data", emit);
+  child.stderr!.on("data", emit);
+  let spawnError: Error | undefined;
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code: exitCodeFor(code, signal), signal }));
+    child.once("error", (e) => {
+      spawnError = e;
+      resolve({ code: -1, signal: null });
+    });
+  });
+  const ended = (s: NodeJS.ReadableStream) => new Promise<void>((r) => (s.once("close", r), s.once("error", () => r())));
+  const outputClosed = Promise.all([ended(child.stdout!), ended(child.stderr!)]).then(() => undefined);
+  if (child.pid === undefined) {
+    // Node reports spawn failures (ENOENT, EACCES) asynchronously through "error".
+    return err("spawn_failed", `could not start ${JSON.stringify(req.argv[0])}: ${spawnError?.message ?? "no such file or not executable"}`);
+  }
+  return {
+    ok: {
+      pid: child.pid,
+      tty: false,
+      onData(cb) {
+        listeners.push(cb);
+        early.splice(0).forEach(cb);
+      },
+      exited,
+      outputClosed,
+      write: () =>
+        err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
+    },
+  };
+}

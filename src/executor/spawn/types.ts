@@ -1,0 +1,29 @@
+/** One started child, whether on a PTY or on pipes. */
+import type { Result } from "../../util/result.ts";
+
+export interface ProcessExit {
+  /** The exit status; 128 + signal number when a signal ended it; -1 when unknown. */
+  code: number;
+  signal: string | null;
+}
+
+export interface RunningProcess {
+  readonly pid: number;
+  readonly tty: boolean;
+  /** Merged stdout+stderr (pipes) or the terminal stream (PTY). Chunks may be reused: copy them. */
+  onData(cb: (chunk: Uint8Array) => void): void;
+  readonly exited: Promise<ProcessExit>;
+  /** Settles once no more output can arrive (all output streams ended). May never settle if a
+   * background grandchild keeps the stream open, so callers bound their wait. */
+  readonly outputClosed: Promise<void>;
+  write(data: string): Result<null>;
+}
+
+export interface SpawnRequest {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  tty: boolean;
+  cols?: number;
+  rows?: number;
+}

@@ -1,0 +1,281 @@
+/**
+ * `RELAY_HOME/config.toml`: optional (a missing file means all defaults). Every error is a value
+ * whose message names the file and the offending line/column (syntax) or key path (schema), ready
+ * for the CLI to print before exiting 2. Unknown keys are warnings, not errors.
+ */
+import { readFile } from "node:fs/promises";
+import { parse as parseToml, TomlError } from "smol-toml";
+import { z } from "zod";
+import { SandboxModeSchema } from "../executor/sandbox-policy.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { configPath, relayHome } from "./home.ts";
+
+export const ModelProviderSchema = z.enum(["openai-responses", "openai-chat", "scripted"]);
+export type ModelProvider = z.infer<typeof ModelProviderSchema>;
+export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "never"]);
+export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
+
+const httpUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+}, "must be an http:// or https:// URL");
+
+const nonEmpty = z.string().min(1);
+const posInt = z.number().int().positive();
+const nonNegInt = z.number().int().nonnegative();
+
+export const ShellConfigSchema = z.object({
+  /** Shell binary; unset = the user's login shell / platform default. */
+  path: nonEmpty.optional(),
+  /** Run commands through a login shell (`-l`). */
+  login: z.boolean().default(false),
+});
+
+export const ExecConfigSchema = z.object({
+  max_output_tokens: posInt.default(10_000),
+  yield_time_ms: nonNegInt.default(10_000),
+});
+
+export const DEFAULT_MODEL = "gpt-5.1-codex";
+
+export const RelayConfigSchema = z.object({
+  model: nonEmpty.default(DEFAULT_MODEL),
+  model_provider: ModelProviderSchema.default("openai-responses"),
+  base_url: httpUrl.optional(),
+  /** Name of the environment variable that holds the API key (never the key itself). */
+  api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").default("OPENAI_API_KEY"),
+  approval_policy: ApprovalPolicySchema.default("on-request"),
+  sandbox_mode: SandboxModeSchema.default("workspace-write"),
+  /** Context window in tokens; unset = the provider's known value, if any. */
+  model_context_window: posInt.optional(),
+  /** Auto-compact when used tokens reach this fraction of the context window. */
+  auto_compact_fraction: z.number().gt(0).lte(1).default(0.9),
+  shell: ShellConfigSchema.default({ login: false }),
+  exec: ExecConfigSchema.default({ max_output_tokens: 10_000, yield_time_ms: 10_000 }),
+  /** Command line that starts a remote executor (speaks the protocol on stdio). */
+  executor: nonEmpty.optional(),
+  project_doc_max_bytes: nonNegInt.default(32_768),
+});
+export type RelayConfig = z.infer<typeof RelayConfigSchema>;
+
+export interface LoadedConfig {
+  config: RelayConfig;
+  /** Human-readable notes (unknown keys); print them, do not fail. */
+  warnings: string[];
+  path: string;
+  /** False when the file does not exist and `config` is all defaults. */
+  exists: boolean;
+}
+
+export interface ConfigIssue {
+  /** Dotted key path, e.g. `shell.login`. */
+  key: string;
+  message: string;
+}
+
+export function defaultConfig(): RelayConfig {
+  return RelayConfigSchema.parse({});
+}
+
+/** Reads `<home>/config.toml`. */
+export async function loadConfig(home: string = relayHome()): Promise<Result<LoadedConfig>> {
+  const file = configPath(home);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return ok({ config: defaultConfig(), warnings: [], path: file, exists: false });
+    return err("config_read", `cannot read ${file}: ${(e as Error).message}`, { path: file });
+  }
+  return parseConfig(text, file);
+}
+
+/** Parses config text; `file` is only used in messages. */
+export function parseConfig(text: string, file: string): Result<LoadedConfig> {
+  let raw: Record<string, unknown>;
+  try {
+    raw = parseToml(text) as Record<string, unknown>;
+  } catch (e) {
+    if (e instanceof TomlError) {
+      const reason = (e.message.split("\n")[0] ?? "").replace(/^Invalid TOML document:\s*/, "");
+      const snippet = e.codeblock ? `\n${e.codeblock.trimEnd()}` : "";
+      return err("config_syntax", `${file}:${e.line}:${e.column}: TOML syntax error: ${reason}${snippet}`, {
+        path: file,
+        line: e.line,
+        column: e.column,
+      });
+    }
+    return err("config_syntax", `${file}: TOML syntax error: ${(e as Error).message}`, { path: file });
+  }
+  const parsed = RelayConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = describeIssues(parsed.error.issues, raw);
+    return err("config_invalid", formatIssues(file, issues), { path: file, issues });
+  }
+  const warnings = unknownKeys(RelayConfigSchema, raw, "").map((w) => `${file}: ${w}`);
+  return ok({ config: parsed.data, warnings, path: file, exists: true });
+}
+
+/** Command-line overrides; `undefined` members are ignored. Raw strings are validated like the file. */
+export interface ConfigOverrides {
+  model?: string;
+  provider?: string;
+  base_url?: string;
+  api_key_env?: string;
+  approval_policy?: string;
+  sandbox_mode?: string;
+  model_context_window?: number | string;
+  auto_compact_fraction?: number | string;
+  executor?: string;
+  shell_path?: string;
+  shell_login?: boolean;
+  max_output_tokens?: number | string;
+  yield_time_ms?: number | string;
+  project_doc_max_bytes?: number | string;
+}
+
+export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides): Result<RelayConfig> {
+  const o = overrides;
+  const num = (v: number | string | undefined): unknown =>
+    typeof v === "string" && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v;
+  const merged: Record<string, unknown> = {
+    ...config,
+    shell: { ...config.shell },
+    exec: { ...config.exec },
+  };
+  const set = (target: Record<string, unknown>, key: string, v: unknown) => {
+    if (v !== undefined) target[key] = v;
+  };
+  set(merged, "model", o.model);
+  set(merged, "model_provider", o.provider);
+  set(merged, "base_url", o.base_url);
+  set(merged, "api_key_env", o.api_key_env);
+  set(merged, "approval_policy", o.approval_policy);
+  set(merged, "sandbox_mode", o.sandbox_mode);
+  set(merged, "model_context_window", num(o.model_context_window));
+  set(merged, "auto_compact_fraction", num(o.auto_compact_fraction));
+  set(merged, "executor", o.executor);
+  set(merged, "project_doc_max_bytes", num(o.project_doc_max_bytes));
+  set(merged.shell as Record<string, unknown>, "path", o.shell_path);
+  set(merged.shell as Record<string, unknown>, "login", o.shell_login);
+  set(merged.exec as Record<string, unknown>, "max_output_tokens", num(o.max_output_tokens));
+  set(merged.exec as Record<string, unknown>, "yield_time_ms", num(o.yield_time_ms));
+  const parsed = RelayConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issues = describeIssues(parsed.error.issues, merged);
+    return err("config_invalid", formatIssues("command-line override", issues), { issues });
+  }
+  return ok(parsed.data);
+}
+
+function formatIssues(source: string, issues: ConfigIssue[]): string {
+  if (issues.length === 1) return `${source}: ${issues[0]!.message}`;
+  return `${source}: ${issues.length} problems:\n${issues.map((i) => `  - ${i.message}`).join("\n")}`;
+}
+
+function valueAt(raw: unknown, keyPath: PropertyKey[]): unknown {
+  let cur: unknown = raw;
+  for (const k of keyPath) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[k];
+  }
+  return cur;
+}
+
+function describeValue(v: unknown): string {
+  if (v === undefined) return "nothing";
+  if (Array.isArray(v)) return "an array";
+  if (v instanceof Date) return "a date";
+  if (v !== null && typeof v === "object") return "a table";
+  return JSON.stringify(v);
+}
+
+const TYPE_NAMES: Record<string, string> = {
+  object: "a table",
+  string: "a string",
+  boolean: "true or false",
+  number: "a number",
+  int: "an integer",
+  array: "an array",
+};
+
+function describeIssues(issues: readonly z.core.$ZodIssue[], raw: unknown): ConfigIssue[] {
+  return issues.map((issue) => {
+    const key = issue.path.map(String).join(".") || "(top level)";
+    const got = `(got ${describeValue(valueAt(raw, issue.path))})`;
+    let what: string;
+    switch (issue.code) {
+      case "invalid_value":
+        what = `must be one of ${issue.values.map(String).join(", ")}`;
+        break;
+      case "invalid_type":
+        what = `must be ${TYPE_NAMES[issue.expected] ?? issue.expected}`;
+        break;
+      case "too_small":
+        what =
+          issue.origin === "string"
+            ? "must not be empty"
+            : `must be ${issue.inclusive ? "at least" : "greater than"} ${String(issue.minimum)}`;
+        break;
+      case "too_big":
+        what = `must be ${issue.inclusive ? "at most" : "less than"} ${String(issue.maximum)}`;
+        break;
+      default:
+        what = issue.message;
+    }
+    return { key, message: `${key} ${what} ${got}` };
+  });
+}
+
+/** Unwraps default/optional wrappers down to an object schema's shape, if any. */
+function shapeOf(schema: z.ZodType): Record<string, z.ZodType> | undefined {
+  let cur: z.ZodType = schema;
+  for (;;) {
+    if (cur instanceof z.ZodDefault || cur instanceof z.ZodOptional) cur = cur.unwrap() as z.ZodType;
+    else break;
+  }
+  return cur instanceof z.ZodObject ? (cur.shape as Record<string, z.ZodType>) : undefined;
+}
+
+function unknownKeys(schema: z.ZodType, raw: unknown, prefix: string): string[] {
+  const shape = shapeOf(schema);
+  if (!shape || raw === null || typeof raw !== "object" || Array.isArray(raw)) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(raw)) {
+    const sub = shape[k];
+    if (sub) {
+      out.push(...unknownKeys(sub, v, `${prefix}${k}.`));
+      continue;
+    }
+    const hint = closest(k, Object.keys(shape));
+    out.push(`unknown key "${prefix}${k}" ignored${hint ? ` (did you mean "${prefix}${hint}"?)` : ""}`);
+  }
+  return out;
+}
+
+function closest(word: string, candidates: string[]): string | undefined {
+  let best: string | undefined;
+  let bestDist = Math.max(2, Math.floor(word.length / 4)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c);
+    if (d < bestDist) [best, bestDist] = [c, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length]!;
+}

@@ -1,0 +1,178 @@
+/**
+ * Reads a rollout line by line (files can be large) and rebuilds the model history.
+ * Damage is tolerated, never fatal past the first line: a torn last line (crash mid-write) and
+ * garbled or invalid lines anywhere else are skipped, each with a warning naming where it was.
+ */
+import { Buffer } from "node:buffer";
+import { open } from "node:fs/promises";
+import { assistantMessage, type ResponseItem } from "../../model/items.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import { parseRolloutLine, type RolloutLine, type SessionMeta, type TurnContext } from "./schema.ts";
+
+export interface RawLine {
+  /** 1-based. */
+  lineNo: number;
+  text: string;
+  bytes: number;
+  /** False only for a last line without a trailing newline. */
+  terminated: boolean;
+}
+
+const CHUNK = 64 * 1024;
+
+/** Splits a file into lines without loading it whole. Throws on I/O errors. */
+export async function* rawLines(file: string): AsyncGenerator<RawLine> {
+  const fh = await open(file, "r");
+  try {
+    const buf = Buffer.alloc(CHUNK);
+    let pending: Buffer[] = [];
+    let lineNo = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
+      if (bytesRead === 0) break;
+      const chunk = buf.subarray(0, bytesRead);
+      let start = 0;
+      for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+        const piece = chunk.subarray(start, nl);
+        const line = pending.length ? Buffer.concat([...pending, piece]) : piece;
+        pending = [];
+        yield { lineNo: ++lineNo, text: line.toString("utf8"), bytes: line.length + 1, terminated: true };
+        start = nl + 1;
+      }
+      // `buf` is reused by the next read, so keep a copy of the unfinished tail.
+      if (start < bytesRead) pending.push(Buffer.from(chunk.subarray(start)));
+    }
+    if (pending.length) {
+      const line = Buffer.concat(pending);
+      yield { lineNo: ++lineNo, text: line.toString("utf8"), bytes: line.length, terminated: false };
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+export type RolloutEntry =
+  | { kind: "line"; lineNo: number; line: RolloutLine }
+  | { kind: "skipped"; lineNo: number; torn: boolean; message: string };
+
+/** Parsed lines in file order; unusable lines come out as `skipped` with a ready-made message. */
+export async function* streamRollout(file: string): AsyncGenerator<RolloutEntry> {
+  for await (const raw of rawLines(file)) {
+    if (raw.text.trim() === "") continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw.text);
+    } catch {
+      if (!raw.terminated) {
+        yield {
+          kind: "skipped",
+          lineNo: raw.lineNo,
+          torn: true,
+          message: `ignored a torn last line (${raw.bytes} bytes) at the end of ${file}: the previous run probably crashed mid-write`,
+        };
+      } else {
+        yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: not valid JSON` };
+      }
+      continue;
+    }
+    const parsed = parseRolloutLine(value);
+    if ("error" in parsed) {
+      yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: ${parsed.error}` };
+      continue;
+    }
+    yield { kind: "line", lineNo: raw.lineNo, line: parsed.ok };
+  }
+}
+
+export interface Rollout {
+  path: string;
+  /** From the first line (later session_meta lines, e.g. from forks, stay in `lines`). */
+  meta: SessionMeta;
+  /** Every usable line, including types Relay does not interpret. */
+  lines: RolloutLine[];
+  /** The model-visible history to resume from. */
+  items: ResponseItem[];
+  lastTurnContext?: TurnContext;
+  warnings: string[];
+}
+
+/**
+ * Reads a whole rollout. Errors (as values): missing/unreadable file, empty file, or a first
+ * line that is not a valid session_meta.
+ */
+export async function readRollout(file: string): Promise<Result<Rollout>> {
+  let meta: SessionMeta | undefined;
+  const lines: RolloutLine[] = [];
+  const warnings: string[] = [];
+  let lastTurnContext: TurnContext | undefined;
+  try {
+    for await (const entry of streamRollout(file)) {
+      if (meta === undefined) {
+        const first = firstLineMeta(file, entry);
+        if ("error" in first) return first;
+        meta = first.ok;
+      }
+      if (entry.kind === "skipped") {
+        warnings.push(entry.message);
+        continue;
+      }
+      lines.push(entry.line);
+      if (entry.line.type === "turn_context") lastTurnContext = (entry.line.payload as TurnContext);
+    }
+  } catch (e) {
+    return ioError(file, e);
+  }
+  if (meta === undefined) return err("rollout_empty", `rollout ${file} is empty`, { path: file });
+  return ok({ path: file, meta, lines, items: reconstructHistory(lines), lastTurnContext, warnings });
+}
+
+/** Reads only the first line's session_meta (cheap: stops after one line). */
+export async function readSessionMeta(file: string): Promise<Result<SessionMeta>> {
+  try {
+    for await (const entry of streamRollout(file)) return firstLineMeta(file, entry);
+  } catch (e) {
+    return ioError(file, e);
+  }
+  return err("rollout_empty", `rollout ${file} is empty`, { path: file });
+}
+
+function firstLineMeta(file: string, entry: RolloutEntry): Result<SessionMeta> {
+  if (entry.kind === "line" && entry.line.type === "session_meta") return ok(entry.line.payload as SessionMeta);
+  const why =
+    entry.kind === "line"
+      ? `its first line is a ${entry.line.type} line`
+      : entry.torn
+        ? "it holds only a torn line (the run probably crashed while creating it)"
+        : entry.message.replace(/^skipped /, "");
+  return err("rollout_invalid", `${file} is not a rollout: it must start with a session_meta line, but ${why}`, { path: file });
+}
+
+function ioError(file: string, e: unknown): { error: { code: string; message: string; data?: unknown } } {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return err("rollout_not_found", `rollout ${file} does not exist`, { path: file });
+  return err("rollout_read", `cannot read rollout ${file}: ${errorMessage(e)}`, { path: file });
+}
+
+/**
+ * Replays history: response items in order; a `compacted` line with `replacement_history`
+ * replaces everything before it. A legacy `compacted` line without it (only old Codex files;
+ * Relay always writes the replacement) becomes a single assistant message with the summary text:
+ * the summary is written as a self-contained handoff, and re-deriving the kept user messages
+ * would need the exact prompts and token budget of the build that wrote the file.
+ * Legacy `ghost_snapshot` items are dropped.
+ */
+export function reconstructHistory(lines: Iterable<RolloutLine>): ResponseItem[] {
+  let items: ResponseItem[] = [];
+  for (const line of lines) {
+    if (line.type === "response_item") {
+      const item = line.payload as ResponseItem;
+      if (item.type !== "ghost_snapshot") items.push(item);
+    } else if (line.type === "compacted") {
+      const c = line.payload as { message: string; replacement_history?: ResponseItem[] | null };
+      items = c.replacement_history
+        ? c.replacement_history.filter((i) => i.type !== "ghost_snapshot")
+        : [assistantMessage(c.message)];
+    }
+  }
+  return items;
+}

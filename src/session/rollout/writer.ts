@@ -1,0 +1,231 @@
+/**
+ * Append-only JSONL rollout writer. Each `append` batch becomes one buffer of whole lines and one
+ * write loop; batches are chained so they never interleave, and a crash can at worst tear the
+ * last line (which the reader skips and reports). `flush()` fsyncs.
+ */
+import { Buffer } from "node:buffer";
+import { mkdir, open, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import type { ResponseItem } from "../../model/items.ts";
+import { err, errorMessage, isErr, ok, type Result } from "../../util/result.ts";
+import { VERSION } from "../../version.ts";
+import { sessionsDir } from "../home.ts";
+import { uuidv7 } from "./ids.ts";
+import { readSessionMeta } from "./reader.ts";
+import type { Compacted, EventMsg, GitInfo, RelaySessionSource, SessionMeta, TurnContext } from "./schema.ts";
+
+/** What a caller supplies for a new session; id, timestamp, originator and version are filled in. */
+export interface NewSessionMeta {
+  id?: string;
+  cwd: string;
+  source: RelaySessionSource | (string & {});
+  originator?: string;
+  cli_version?: string;
+  model_provider?: string;
+  base_instructions?: { text: string };
+  forked_from_id?: string;
+  git?: GitInfo;
+  /** Extra keys are written as-is. */
+  [extra: string]: unknown;
+}
+
+type Stamp = { timestamp?: string };
+export type RolloutLineInput = Stamp &
+  (
+    | { type: "session_meta"; payload: SessionMeta }
+    | { type: "response_item"; payload: ResponseItem }
+    | { type: "event_msg"; payload: EventMsg }
+    | { type: "turn_context"; payload: TurnContext }
+    | { type: "compacted"; payload: Compacted }
+  );
+
+// Persistence policy (after the reference system's): history-bearing items and the events a
+// resumed UI or the memory pipeline needs. `exec_command_end` is NOT persisted by default: its
+// output is already in the `function_call_output` item, and keeping both would double the size
+// of long sessions. "extended" adds it plus errors and warnings for debugging.
+const PERSISTED_EVENTS = new Set([
+  "user_message",
+  "agent_message",
+  "agent_reasoning",
+  "agent_reasoning_raw_content",
+  "token_count",
+  "context_compacted",
+  "turn_aborted",
+  "task_started",
+  "turn_started",
+  "task_complete",
+  "turn_complete",
+  "patch_apply_end",
+  "mcp_tool_call_end",
+  "web_search_end",
+  "image_generation_end",
+  "entered_review_mode",
+  "exited_review_mode",
+  "thread_rolled_back",
+  "thread_goal_updated",
+]);
+const EXTENDED_EVENTS = new Set(["exec_command_end", "error", "warning", "stream_error"]);
+
+export type EventPersistence = "limited" | "extended";
+
+/** Whether an event_msg of this type belongs in the rollout. Deltas and begin events never do. */
+export function shouldPersistEvent(type: string, mode: EventPersistence = "limited"): boolean {
+  if (type.endsWith("_delta") || type.endsWith("_begin")) return false;
+  return PERSISTED_EVENTS.has(type) || (mode === "extended" && EXTENDED_EVENTS.has(type));
+}
+
+/** Response items are all persisted except transient markers. */
+export function shouldPersistItem(item: { type: string }): boolean {
+  return item.type !== "compaction_trigger" && item.type !== "ghost_snapshot";
+}
+
+/** `rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl` in local time, and its `YYYY/MM/DD` directory. */
+export function rolloutRelativePath(id: string, at: Date): string {
+  const p = (n: number) => String(n).padStart(2, "0");
+  const [y, m, d] = [String(at.getFullYear()), p(at.getMonth() + 1), p(at.getDate())];
+  const stamp = `${y}-${m}-${d}T${p(at.getHours())}-${p(at.getMinutes())}-${p(at.getSeconds())}`;
+  return path.join(y, m, d, `rollout-${stamp}-${id}.jsonl`);
+}
+
+export class RolloutWriter {
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    readonly path: string,
+    readonly meta: SessionMeta,
+    private readonly fh: FileHandle,
+    /** The file may end in a partial line (crash, failed write): terminate it before appending. */
+    private needsNewline: boolean,
+  ) {}
+
+  get id(): string {
+    return this.meta.id;
+  }
+
+  static async create(opts: { home: string; meta: NewSessionMeta; now?: Date }): Promise<Result<RolloutWriter>> {
+    const now = opts.now ?? new Date();
+    const meta: SessionMeta = {
+      ...opts.meta,
+      id: opts.meta.id ?? uuidv7(now.getTime()),
+      timestamp: now.toISOString(),
+      cwd: opts.meta.cwd,
+      originator: opts.meta.originator ?? "relay",
+      cli_version: opts.meta.cli_version ?? VERSION,
+      source: opts.meta.source,
+    };
+    const file = path.join(sessionsDir(opts.home), rolloutRelativePath(meta.id, now));
+    let fh: FileHandle;
+    try {
+      await mkdir(path.dirname(file), { recursive: true });
+      fh = await open(file, "ax");
+    } catch (e) {
+      return err("rollout_create", `cannot create rollout ${file}: ${errorMessage(e)}`, { path: file });
+    }
+    const writer = new RolloutWriter(file, meta, fh, false);
+    const first = await writer.append([{ type: "session_meta", payload: meta, timestamp: meta.timestamp }]);
+    if (isErr(first)) {
+      await fh.close().catch(() => {});
+      return first;
+    }
+    return ok(writer);
+  }
+
+  /** Reopens an existing rollout to append to the same file (no copy). */
+  static async resume(file: string): Promise<Result<RolloutWriter>> {
+    const meta = await readSessionMeta(file);
+    if (isErr(meta)) return meta;
+    let fh: FileHandle;
+    let needsNewline = false;
+    try {
+      fh = await open(file, "a+");
+      const { size } = await fh.stat();
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await fh.read(last, 0, 1, size - 1);
+        needsNewline = last[0] !== 0x0a;
+      }
+    } catch (e) {
+      return err("rollout_open", `cannot open rollout ${file} for appending: ${errorMessage(e)}`, { path: file });
+    }
+    return ok(new RolloutWriter(file, meta.ok, fh, needsNewline));
+  }
+
+  /** Writes the lines as one batch, in order, after every earlier batch. */
+  append(lines: readonly RolloutLineInput[]): Promise<Result<null>> {
+    let text: string;
+    try {
+      text = lines
+        .map((l) => JSON.stringify({ timestamp: l.timestamp ?? new Date().toISOString(), type: l.type, payload: l.payload }) + "\n")
+        .join("");
+    } catch (e) {
+      return Promise.resolve(err("rollout_encode", `cannot encode a rollout line: ${errorMessage(e)}`));
+    }
+    if (text === "") return Promise.resolve(ok(null));
+    return this.enqueue(async () => {
+      if (this.needsNewline) text = "\n" + text;
+      const buf = Buffer.from(text, "utf8");
+      try {
+        let off = 0;
+        while (off < buf.length) {
+          const { bytesWritten } = await this.fh.write(buf, off, buf.length - off);
+          off += bytesWritten;
+        }
+        this.needsNewline = false;
+        return ok(null);
+      } catch (e) {
+        this.needsNewline = true;
+        return err("rollout_write", `cannot write to rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
+      }
+    });
+  }
+
+  /** Appends the items that belong in history (see `shouldPersistItem`). */
+  appendItems(items: readonly ResponseItem[]): Promise<Result<null>> {
+    return this.append(items.filter(shouldPersistItem).map((payload) => ({ type: "response_item" as const, payload })));
+  }
+
+  /** Appends the events the persistence policy keeps; the others are dropped. */
+  appendEvents(events: readonly EventMsg[], mode: EventPersistence = "limited"): Promise<Result<null>> {
+    return this.append(
+      events.filter((e) => shouldPersistEvent(e.type, mode)).map((payload) => ({ type: "event_msg" as const, payload })),
+    );
+  }
+
+  /** Waits for every earlier append, then fsyncs. */
+  flush(): Promise<Result<null>> {
+    return this.enqueue(async () => {
+      try {
+        await this.fh.sync();
+        return ok(null);
+      } catch (e) {
+        return err("rollout_sync", `cannot sync rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
+      }
+    });
+  }
+
+  /** Waits for earlier appends, fsyncs and closes; appends made after this call fail with `rollout_closed`. */
+  close(): Promise<Result<null>> {
+    if (this.closed) return Promise.resolve(ok(null));
+    this.closed = true;
+    const p = this.tail.then(async (): Promise<Result<null>> => {
+      try {
+        await this.fh.sync();
+        await this.fh.close();
+        return ok(null);
+      } catch (e) {
+        await this.fh.close().catch(() => {});
+        return err("rollout_close", `cannot sync and close rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
+      }
+    });
+    this.tail = p;
+    return p;
+  }
+
+  private enqueue<T>(op: () => Promise<Result<T>>): Promise<Result<T>> {
+    if (this.closed) return Promise.resolve(err("rollout_closed", `rollout ${this.path} is already closed`));
+    const p = this.tail.then(op, op);
+    this.tail = p;
+    return p;
+  }
+}
