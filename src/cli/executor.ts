@@ -2,16 +2,20 @@ import { Command } from "@commander-js/extra-typings";
 import { serveExecutor } from "../executor/server.ts";
 import { startDeathGuard } from "../executor/spawn/death-guard.ts";
 import { runUntilClosed, serveStdio } from "../protocol/index.ts";
+import { checkExecutor } from "./executor-check.ts";
 
 export function executorCommand() {
   return new Command("executor")
     .description("serve host-local tools (exec_command, write_stdin, file tools) over the framed protocol on stdio")
     .option("--frame-limit <bytes>", "maximum frame size in bytes (default 16 MiB)", (v) => Number.parseInt(v, 10))
+    .option("--check", "instead of serving: start an executor, print what it offers and run a test command through it")
+    .option("--executor <command-line>", "with --check: the executor to start, e.g. \"ssh build-host relay executor\" (default: this relay)")
+    .option("--json", "with --check: print the report as JSON")
     .addHelpText(
       "after",
       `
 The executor is started by \`relay run\` (or any orchestrator) and speaks the framed protocol on
-stdin/stdout; it is not meant to be typed at. Any command line that gives such a pipe is a
+stdin/stdout; it is not meant to be typed at (try \`relay executor --check\`). Any command line that gives such a pipe is a
 remote executor, e.g. \`relay run --executor "ssh build-host relay executor" ...\`.
 
 Methods: executor/info, tools/list, tools/call, process/exec, process/write,
@@ -27,6 +31,7 @@ installed (apt-get install bubblewrap). If a requested sandbox cannot be applied
 is refused with the reason; danger-full-access runs without a sandbox.`,
     )
     .action(async (opts) => {
+      if (opts.check) process.exit(await checkExecutor(opts.executor, Boolean(opts.json)));
       const peer = serveStdio({ name: "executor", frameLimit: opts.frameLimit });
       const manager = serveExecutor(peer, { deterministicIds: process.env.RELAY_DETERMINISTIC_IDS === "1" });
       startDeathGuard(manager.instanceId);

@@ -74,22 +74,21 @@ export function sandboxArgv(argv: string[], policy: SandboxPolicy, cwd: string, 
     );
   }
   const args = [support.program ?? "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent"];
+  // bwrap applies mounts in order, so a later bind over a parent would undo an earlier
+  // read-only bind below it: writable binds first (parents before children), protections last.
   if (policy.mode === "workspace-write") {
-    const roots = new Set<string>();
-    for (const r of policy.writable_roots) {
-      if (!existsSync(r)) continue;
-      roots.add(realpathSync(r));
-    }
-    for (const root of [...roots].sort()) {
-      args.push("--bind", root, root);
-      // Keep history safe: a writable workspace still has a read-only .git.
+    const roots = new Set<string>(["/tmp"]);
+    for (const r of policy.writable_roots) if (existsSync(r)) roots.add(realpathSync(r));
+    const sorted = [...roots].sort((a, b) => a.length - b.length);
+    for (const root of sorted) args.push("--bind", root, root);
+    // A writable workspace still keeps its history read-only.
+    for (const root of sorted) {
       const git = path.join(root, ".git");
-      if (existsSync(git)) args.push("--ro-bind", git, git);
+      if (root !== "/tmp" && existsSync(git)) args.push("--ro-bind", git, git);
     }
-    args.push("--bind", "/tmp", "/tmp");
     if (!policy.network) args.push("--unshare-net");
   } else {
-    args.push("--tmpfs", "/tmp", "--unshare-net");
+    args.push("--unshare-net");
   }
   // A new session stops TIOCSTI input injection into the caller's terminal, but would break
   // job control on a PTY, where the PTY already gives the child its own session.

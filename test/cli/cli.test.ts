@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { describe, test } from "node:test";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { REPO_ROOT } from "../support/paths.ts";
+import { relayArgv } from "../support/self.ts";
+
+function relay(args: string[], env: Record<string, string> = {}) {
+  const [cmd, ...pre] = relayArgv();
+  return spawnSync(cmd!, [...pre, ...args], { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, ...env }, timeout: 60_000 });
+}
+
+describe("relay CLI", () => {
+  test("--help lists every subcommand and exits 0", () => {
+    const r = relay(["--help"]);
+    assert.equal(r.status, 0);
+    for (const sub of ["run", "executor", "code-mode-host", "infty", "memories", "package"]) assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
+    assert.doesNotMatch(r.stdout, /rpc-echo/, "internal commands stay hidden");
+  });
+
+  test("unknown commands and flags exit 2 with a clear message", () => {
+    const cmd = relay(["frobnicate"]);
+    assert.equal(cmd.status, 2);
+    assert.match(cmd.stderr, /unknown command 'frobnicate'/);
+    const flag = relay(["executor", "--no-such-flag"]);
+    assert.equal(flag.status, 2);
+    assert.match(flag.stderr, /unknown option '--no-such-flag'/);
+  });
+
+  test("executor --check reports a working executor as JSON", () => {
+    const r = relay(["executor", "--check", "--json"]);
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as { info: { pty: boolean }; tools: string[]; test_command: { output: string; exit_code: number } };
+    assert.ok(report.tools.includes("exec_command"));
+    assert.match(report.test_command.output, /^ok from /);
+    assert.equal(report.test_command.exit_code, 0);
+  });
+
+  test("executor --check through a command line, and a broken one", () => {
+    const good = relay(["executor", "--check", "--executor", joinCommandLine(["sh", "-c", `exec ${joinCommandLine(relayArgv())} executor`])]);
+    assert.equal(good.status, 0, good.stderr);
+    assert.match(good.stdout, /tools: exec_command, write_stdin/);
+    const bad = relay(["executor", "--check", "--executor", "/nonexistent/relay executor"]);
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /executor check failed: .*could not start "\/nonexistent\/relay"/);
+    const unterminated = relay(["executor", "--check", "--executor", "ssh 'host"]);
+    assert.equal(unterminated.status, 2);
+    assert.match(unterminated.stderr, /unterminated ' quote/);
+  });
+});
