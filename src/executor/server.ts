@@ -12,6 +12,7 @@ import { fileTools } from "./files/index.ts";
 import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
 import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
 import { sandboxArgv, probeSandbox } from "./sandbox.ts";
+import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import type { SandboxPolicy } from "./sandbox-policy.ts";
 import { ptySupported } from "./spawn/index.ts";
 import { parseToolArgs, toolJsonSchema, type ExecutorTool } from "./tool.ts";
@@ -94,6 +95,9 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(ExecutorMethods.write, (req) => manager.write(req));
   peer.handle(ExecutorMethods.terminate, async (req) => ok(await manager.terminate(req.process_id)));
   peer.handle(ExecutorMethods.list, () => ok({ processes: manager.list() }));
+
+  peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
+  peer.handle(SkillsReadMethod, (req) => readSkill(req.path));
 
   peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {
     const tool = byName.get(req.name);

@@ -1,0 +1,329 @@
+/**
+ * Chat Completions client (`POST {baseUrl}/chat/completions`) for OpenAI-compatible servers:
+ * Ollama, vLLM, llama.cpp, LM Studio. Converts Responses-shaped history to chat messages and
+ * assembles streamed tool-call fragments back into function_call items.
+ */
+import { z } from "zod";
+import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
+import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
+import type { ContentPart, ResponseItem } from "./items.ts";
+import { jsonPayloads, type SseEvent } from "./sse.ts";
+
+export const ChatToolCallSchema = z.object({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+export type ChatToolCall = z.infer<typeof ChatToolCallSchema>;
+
+export const ChatContentPartSchema = z.union([
+  z.object({ type: z.literal("text"), text: z.string() }),
+  z.object({ type: z.literal("image_url"), image_url: z.object({ url: z.string(), detail: z.string().optional() }) }),
+]);
+
+export const ChatMessageSchema = z.union([
+  z.object({ role: z.enum(["system", "user"]), content: z.union([z.string(), z.array(ChatContentPartSchema)]) }),
+  z.object({ role: z.literal("assistant"), content: z.string().nullable(), tool_calls: z.array(ChatToolCallSchema).optional() }),
+  z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
+]);
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+
+export const ChatToolSchema = z.object({
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }),
+});
+export type ChatTool = z.infer<typeof ChatToolSchema>;
+
+export const ChatRequestBodySchema = z.object({
+  model: z.string(),
+  messages: z.array(ChatMessageSchema),
+  tools: z.array(ChatToolSchema).optional(),
+  tool_choice: z.literal("auto").optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  stream: z.literal(true),
+  stream_options: z.object({ include_usage: z.literal(true) }),
+});
+export type ChatRequestBody = z.infer<typeof ChatRequestBodySchema>;
+
+/** Custom (freeform) tools become function tools with one string argument, `input`. */
+export const CUSTOM_TOOL_PARAMETERS = {
+  type: "object",
+  properties: { input: { type: "string", description: "The raw text input for this tool." } },
+  required: ["input"],
+  additionalProperties: false,
+} as const;
+
+export function chatTool(tool: ModelTool): ChatTool {
+  const parameters = tool.kind === "custom" ? { ...CUSTOM_TOOL_PARAMETERS } : (tool.parameters ?? { type: "object", properties: {} });
+  return { type: "function", function: { name: tool.name, description: tool.description, parameters } };
+}
+
+/**
+ * Responses items → chat messages. Developer and system messages become `system` (the most
+ * widely accepted role); those before the first other message join the instructions in one
+ * leading system message, since many local chat templates accept only that. Function calls
+ * that follow an assistant message join it as `tool_calls`; reasoning and unknown items have no
+ * chat form and are left out.
+ */
+export function chatMessages(instructions: string, items: ResponseItem[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  if (instructions !== "") out.push({ role: "system", content: instructions });
+  const pushCall = (call: ChatToolCall) => {
+    const last = out.at(-1);
+    if (last?.role === "assistant") (last.tool_calls ??= []).push(call);
+    else out.push({ role: "assistant", content: null, tool_calls: [call] });
+  };
+  for (const item of items) {
+    switch (item.type) {
+      case "message": {
+        const { role, content } = item as { role: string; content: ContentPart[] };
+        const text = content.map((c) => ("text" in c ? c.text : "")).join("");
+        if (role === "assistant") out.push({ role: "assistant", content: text });
+        else if (role === "user" && content.some((c) => c.type === "input_image")) out.push({ role: "user", content: content.map(chatPart) });
+        else if (role === "user") out.push({ role: "user", content: text });
+        else if (out.length === 1 && out[0]!.role === "system" && typeof out[0]!.content === "string") out[0]!.content += `\n\n${text}`;
+        else out.push({ role: "system", content: text });
+        break;
+      }
+      case "function_call": {
+        const c = item as { call_id: string; name: string; arguments: string };
+        pushCall({ id: c.call_id, type: "function", function: { name: c.name, arguments: c.arguments } });
+        break;
+      }
+      case "custom_tool_call": {
+        const c = item as { call_id: string; name: string; input: string };
+        pushCall({ id: c.call_id, type: "function", function: { name: c.name, arguments: JSON.stringify({ input: c.input }) } });
+        break;
+      }
+      case "function_call_output":
+      case "custom_tool_call_output": {
+        const o = item as { call_id: string; output: unknown };
+        out.push({ role: "tool", tool_call_id: o.call_id, content: outputText(o.output) });
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+function chatPart(c: ContentPart): z.infer<typeof ChatContentPartSchema> {
+  if (c.type === "input_image") return { type: "image_url", image_url: c.detail ? { url: c.image_url, detail: c.detail } : { url: c.image_url } };
+  return { type: "text", text: c.text };
+}
+
+/** Outputs are strings in Relay; Codex rollouts may hold content-part arrays. */
+function outputText(output: unknown): string {
+  if (typeof output === "string") return output;
+  if (Array.isArray(output)) return output.map((p) => (typeof p?.text === "string" ? p.text : "")).join("");
+  return JSON.stringify(output);
+}
+
+export function chatRequestBody(request: ModelRequest): ChatRequestBody {
+  const body: ChatRequestBody = {
+    model: request.model,
+    messages: chatMessages(request.instructions, request.input),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map(chatTool);
+    body.tool_choice = "auto";
+    body.parallel_tool_calls = request.parallelToolCalls;
+  }
+  return body;
+}
+
+const ErrorSchema = z.looseObject({ message: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish(), type: z.string().nullish() });
+
+const ToolCallDeltaSchema = z.looseObject({
+  index: z.number().nullish(),
+  id: z.string().nullish(),
+  type: z.string().nullish(),
+  function: z
+    .looseObject({
+      name: z.string().nullish(),
+      // A few servers send the whole arguments object instead of JSON text.
+      arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+    })
+    .nullish(),
+});
+
+const TextSchema = z.union([z.string(), z.array(z.looseObject({ text: z.string().nullish() }))]).nullish();
+
+const ChunkSchema = z.looseObject({
+  id: z.string().nullish(),
+  choices: z
+    .array(
+      z.looseObject({
+        index: z.number().nullish(),
+        delta: z
+          .looseObject({
+            content: TextSchema,
+            reasoning_content: z.string().nullish(),
+            reasoning: z.string().nullish(),
+            tool_calls: z.array(ToolCallDeltaSchema).nullish(),
+          })
+          .nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
+  usage: z
+    .looseObject({
+      prompt_tokens: z.number(),
+      completion_tokens: z.number(),
+      total_tokens: z.number().nullish(),
+      prompt_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
+    })
+    .nullish(),
+  error: z.union([ErrorSchema, z.string()]).nullish(),
+});
+type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
+
+interface PartialCall {
+  id: string | undefined;
+  name: string;
+  arguments: string;
+}
+
+/** Rebuilds tool calls from fragments: by `index`, else by `id`, else as a continuation. */
+export class ToolCallAssembler {
+  readonly calls: PartialCall[] = [];
+  private readonly byIndex = new Map<number, PartialCall>();
+
+  push(fragments: ToolCallDelta[]): void {
+    for (const f of fragments) {
+      const call = this.slot(f);
+      if (f.id && !call.id) call.id = f.id;
+      const name = f.function?.name;
+      // Names normally come whole in the first fragment; some servers repeat them.
+      if (name && name !== call.name) call.name = call.name === "" ? name : call.name + name;
+      const args = f.function?.arguments;
+      if (typeof args === "string") call.arguments += args;
+      else if (args) call.arguments = JSON.stringify(args);
+    }
+  }
+
+  private slot(f: ToolCallDelta): PartialCall {
+    if (typeof f.index === "number") {
+      const existing = this.byIndex.get(f.index);
+      // Some servers reuse index 0 for every parallel call; a new id means a new call.
+      if (existing && !(f.id && existing.id && f.id !== existing.id)) return existing;
+      const call = this.create();
+      this.byIndex.set(f.index, call);
+      return call;
+    }
+    if (f.id) return this.calls.find((c) => c.id === f.id) ?? this.create();
+    return this.calls.at(-1) ?? this.create();
+  }
+
+  private create(): PartialCall {
+    const call: PartialCall = { id: undefined, name: "", arguments: "" };
+    this.calls.push(call);
+    return call;
+  }
+}
+
+export function chatUsage(u: NonNullable<z.infer<typeof ChunkSchema>["usage"]>): TokenUsage {
+  const usage: TokenUsage = {
+    input_tokens: u.prompt_tokens,
+    output_tokens: u.completion_tokens,
+    total_tokens: u.total_tokens ?? u.prompt_tokens + u.completion_tokens,
+  };
+  const cached = u.prompt_tokens_details?.cached_tokens;
+  if (typeof cached === "number") usage.cached_input_tokens = cached;
+  return usage;
+}
+
+function parser(opts: Pick<TransportOptions, "baseUrl" | "model">, customTools: Set<string>) {
+  return async function* parseChat(events: AsyncIterable<SseEvent>): AsyncGenerator<ModelEvent> {
+    let text = "";
+    let reasoning = "";
+    let responseId: string | undefined;
+    let usage: TokenUsage | undefined;
+    let finished = false;
+    const calls = new ToolCallAssembler();
+
+    const finish = function* (): Generator<ModelEvent> {
+      if (reasoning !== "") yield { type: "item", item: { type: "reasoning", summary: [{ type: "summary_text", text: reasoning }] } };
+      if (text !== "") yield { type: "item", item: { type: "message", role: "assistant", content: [{ type: "output_text", text }] } };
+      for (const c of calls.calls) {
+        const callId = c.id || `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+        if (customTools.has(c.name)) yield { type: "item", item: { type: "custom_tool_call", name: c.name, input: customInput(c.arguments), call_id: callId } };
+        else yield { type: "item", item: { type: "function_call", name: c.name, arguments: c.arguments === "" ? "{}" : c.arguments, call_id: callId } };
+      }
+      const done: ModelEvent = { type: "completed" };
+      if (responseId) done.responseId = responseId;
+      if (usage) done.usage = usage;
+      yield done;
+    };
+
+    for await (const sse of events) {
+      let payloads: unknown[];
+      try {
+        payloads = jsonPayloads(sse.data);
+      } catch (e) {
+        throw new ModelError("stream", `Malformed chat completion chunk: ${(e as Error).message}`);
+      }
+      for (const payload of payloads) {
+        if (payload === "[DONE]") {
+          yield* finish();
+          return;
+        }
+        const parsed = ChunkSchema.safeParse(payload);
+        if (!parsed.success) throw new ModelError("stream", `Malformed chat completion chunk: ${z.prettifyError(parsed.error)}`);
+        const chunk = parsed.data;
+        if (chunk.error) {
+          const e = typeof chunk.error === "string" ? { message: chunk.error } : chunk.error;
+          const failure: { message: string; code?: string; type?: string } = { message: e.message ?? JSON.stringify(chunk.error) };
+          if ("code" in e && e.code != null) failure.code = String(e.code);
+          if ("type" in e && e.type) failure.type = e.type;
+          throw inStreamFailure(failure, opts);
+        }
+        if (chunk.id) responseId = chunk.id;
+        if (chunk.usage) usage = chatUsage(chunk.usage);
+        const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
+        if (!choice) continue;
+        const d = choice.delta;
+        const content = typeof d?.content === "string" ? d.content : (d?.content ?? []).map((p) => p.text ?? "").join("");
+        if (content) {
+          text += content;
+          yield { type: "text_delta", delta: content };
+        }
+        const thought = d?.reasoning_content ?? d?.reasoning;
+        if (thought) {
+          reasoning += thought;
+          yield { type: "reasoning_delta", delta: thought };
+        }
+        if (d?.tool_calls) calls.push(d.tool_calls);
+        if (choice.finish_reason) finished = true;
+      }
+    }
+    // Some servers end the stream after the finish reason without sending [DONE].
+    if (!finished) throw streamEndedEarly("its finish_reason and [DONE]");
+    yield* finish();
+  };
+}
+
+function customInput(args: string): string {
+  try {
+    const v = JSON.parse(args);
+    if (typeof v?.input === "string") return v.input;
+  } catch {
+    // not JSON: the model sent the raw input
+  }
+  return args;
+}
+
+export function createChatClient(opts: TransportOptions): ModelClient {
+  return {
+    provider: "openai-chat",
+    stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+      const transport = { ...opts, model: request.model || opts.model };
+      const customTools = new Set(request.tools.filter((t) => t.kind === "custom").map((t) => t.name));
+      return streamWithRetry(transport, "chat/completions", chatRequestBody({ ...request, model: transport.model }), parser(transport, customTools), signal);
+    },
+  };
+}

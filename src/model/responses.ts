@@ -1,0 +1,197 @@
+/** OpenAI Responses API client: `POST {baseUrl}/responses` with `stream: true`, `store: false`. */
+import { z } from "zod";
+import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
+import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
+import { ResponseItemSchema, type ResponseItem } from "./items.ts";
+import { jsonPayloads, type SseEvent } from "./sse.ts";
+
+export const ReasoningOptionsSchema = z.object({
+  /** e.g. "minimal", "low", "medium", "high"; models differ, so any word passes. */
+  effort: z.string().min(1).optional(),
+  summary: z.enum(["auto", "concise", "detailed"]).optional(),
+});
+export type ReasoningOptions = z.infer<typeof ReasoningOptionsSchema>;
+
+export interface ResponsesClientOptions extends TransportOptions {
+  /** Sent as `reasoning`; also asks for encrypted reasoning so it can be replayed with store=false. */
+  reasoning?: ReasoningOptions;
+}
+
+export const ResponsesToolSchema = z.union([
+  z.object({
+    type: z.literal("function"),
+    name: z.string(),
+    description: z.string(),
+    parameters: z.record(z.string(), z.unknown()),
+    strict: z.boolean(),
+  }),
+  z.object({ type: z.literal("custom"), name: z.string(), description: z.string() }),
+]);
+
+export const ResponsesRequestBodySchema = z.object({
+  model: z.string(),
+  instructions: z.string(),
+  input: z.array(z.record(z.string(), z.unknown())),
+  tools: z.array(ResponsesToolSchema),
+  tool_choice: z.literal("auto"),
+  parallel_tool_calls: z.boolean(),
+  stream: z.literal(true),
+  store: z.literal(false),
+  reasoning: ReasoningOptionsSchema.optional(),
+  include: z.array(z.string()).optional(),
+});
+export type ResponsesRequestBody = z.infer<typeof ResponsesRequestBodySchema>;
+
+export function responsesTool(tool: ModelTool): z.infer<typeof ResponsesToolSchema> {
+  if (tool.kind === "custom") return { type: "custom", name: tool.name, description: tool.description };
+  return { type: "function", name: tool.name, description: tool.description, parameters: tool.parameters ?? { type: "object", properties: {} }, strict: false };
+}
+
+/**
+ * History items as request input. With `store: false` the server keeps nothing, so item ids
+ * would point at nothing and are dropped; reasoning without encrypted content cannot be replayed.
+ */
+export function responsesInput(items: ResponseItem[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const item of items) {
+    if (item.type === "reasoning" && !(item as { encrypted_content?: unknown }).encrypted_content) continue;
+    const { id: _id, ...rest } = item as Record<string, unknown>;
+    out.push(rest);
+  }
+  return out;
+}
+
+export function responsesRequestBody(request: ModelRequest, reasoning?: ReasoningOptions): ResponsesRequestBody {
+  const body: ResponsesRequestBody = {
+    model: request.model,
+    instructions: request.instructions,
+    input: responsesInput(request.input),
+    tools: request.tools.map(responsesTool),
+    tool_choice: "auto",
+    parallel_tool_calls: request.parallelToolCalls,
+    stream: true,
+    store: false,
+  };
+  if (reasoning) {
+    body.reasoning = reasoning;
+    body.include = ["reasoning.encrypted_content"];
+  }
+  return body;
+}
+
+const UsageSchema = z.looseObject({
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+  total_tokens: z.number().optional(),
+  input_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
+});
+
+const ErrorSchema = z.looseObject({ code: z.string().nullish(), message: z.string().nullish(), type: z.string().nullish() });
+
+const ResponseObjectSchema = z.looseObject({
+  id: z.string().optional(),
+  usage: UsageSchema.nullish(),
+  error: ErrorSchema.nullish(),
+  incomplete_details: z.looseObject({ reason: z.string().nullish() }).nullish(),
+});
+
+/** The parts of Responses stream events that Relay reads; everything else passes unchecked. */
+const StreamEventSchema = z.looseObject({
+  type: z.string().optional(),
+  delta: z.string().optional(),
+  item: z.unknown().optional(),
+  response: ResponseObjectSchema.optional(),
+  code: z.string().nullish(),
+  message: z.string().nullish(),
+  error: ErrorSchema.nullish(),
+});
+
+export function responsesUsage(u: z.infer<typeof UsageSchema>): TokenUsage {
+  const usage: TokenUsage = {
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+    total_tokens: u.total_tokens ?? u.input_tokens + u.output_tokens,
+  };
+  const cached = u.input_tokens_details?.cached_tokens;
+  if (typeof cached === "number") usage.cached_input_tokens = cached;
+  return usage;
+}
+
+function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
+  return async function* parseResponses(events: AsyncIterable<SseEvent>): AsyncGenerator<ModelEvent> {
+    let responseId: string | undefined;
+    for await (const sse of events) {
+      let payloads: unknown[];
+      try {
+        payloads = jsonPayloads(sse.data);
+      } catch (e) {
+        throw new ModelError("stream", `Malformed Responses stream event: ${(e as Error).message}`);
+      }
+      for (const payload of payloads) {
+        if (payload === "[DONE]") continue;
+        const parsed = StreamEventSchema.safeParse(payload);
+        if (!parsed.success) throw new ModelError("stream", `Malformed Responses stream event: ${z.prettifyError(parsed.error)}`);
+        const ev = parsed.data;
+        switch (ev.type ?? sse.event) {
+          case "response.created":
+          case "response.in_progress":
+            responseId = ev.response?.id ?? responseId;
+            break;
+          case "response.output_text.delta":
+            if (ev.delta) yield { type: "text_delta", delta: ev.delta };
+            break;
+          case "response.reasoning_summary_text.delta":
+          case "response.reasoning_text.delta":
+            if (ev.delta) yield { type: "reasoning_delta", delta: ev.delta };
+            break;
+          case "response.output_item.done": {
+            const item = ResponseItemSchema.safeParse(ev.item);
+            if (!item.success) throw new ModelError("stream", `Malformed output item from the model: ${z.prettifyError(item.error)}`);
+            yield { type: "item", item: item.data as ResponseItem };
+            break;
+          }
+          case "response.completed": {
+            const done: ModelEvent = { type: "completed" };
+            const id = ev.response?.id ?? responseId;
+            if (id) done.responseId = id;
+            if (ev.response?.usage) done.usage = responsesUsage(ev.response.usage);
+            yield done;
+            return;
+          }
+          case "response.incomplete": {
+            const reason = ev.response?.incomplete_details?.reason ?? "unknown reason";
+            throw new ModelError("stream", `The model returned an incomplete response (${reason})`);
+          }
+          case "response.failed": {
+            const e = ev.response?.error;
+            throw inStreamFailure({ message: e?.message ?? "response.failed without a message", ...codeAndType(e) }, opts);
+          }
+          case "error": {
+            const e = ev.error ?? ev;
+            throw inStreamFailure({ message: e.message ?? JSON.stringify(payload), ...codeAndType(e) }, opts);
+          }
+          default:
+            break;
+        }
+      }
+    }
+    throw streamEndedEarly("response.completed");
+  };
+}
+
+function codeAndType(e: { code?: string | null; type?: string | null } | null | undefined): { code?: string; type?: string } {
+  const out: { code?: string; type?: string } = {};
+  if (e?.code) out.code = e.code;
+  if (e?.type && e.type !== "error") out.type = e.type;
+  return out;
+}
+
+export function createResponsesClient(opts: ResponsesClientOptions): ModelClient {
+  return {
+    provider: "openai-responses",
+    stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+      const transport = { ...opts, model: request.model || opts.model };
+      return streamWithRetry(transport, "responses", responsesRequestBody({ ...request, model: transport.model }, opts.reasoning), parser(transport), signal);
+    },
+  };
+}

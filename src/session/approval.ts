@@ -1,0 +1,109 @@
+/**
+ * Approval policy, evaluated by the orchestrator before anything reaches the executor.
+ *   never       never ask; commands run in the sandbox; escalation is refused
+ *   on-request  run in the sandbox without asking; ask when the model requests escalation
+ *   untrusted   ask before every command that is not known to be read-only, and every patch
+ * Asking needs a terminal; without one the request is refused with a clear message.
+ */
+import { createInterface } from "node:readline/promises";
+import type { ApprovalPolicy } from "./config.ts";
+
+export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
+
+export interface ApprovalRequest {
+  kind: "exec" | "patch" | "escalation";
+  /** What will run or change, for the prompt. */
+  summary: string;
+  justification?: string;
+  cwd: string;
+}
+
+export interface Approver {
+  readonly interactive: boolean;
+  ask(req: ApprovalRequest): Promise<ApprovalDecision>;
+}
+
+/** Commands that only read; `untrusted` runs them without asking. */
+const SAFE_COMMANDS = new Set(["ls", "cat", "head", "tail", "wc", "pwd", "echo", "grep", "rg", "find", "stat", "file", "which", "true", "date", "uname", "whoami", "id", "tree", "du", "df", "sort", "uniq", "cut", "nl", "sed", "diff"]);
+const SAFE_GIT = new Set(["status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame"]);
+
+/** A command is known-safe when every pipeline stage is a read-only command (no redirection). */
+export function isKnownSafe(cmd: string): boolean {
+  if (/[><`]|\$\(/.test(cmd)) return false;
+  if (/\bsed\b.*\s-i/.test(cmd) || /\bfind\b.*\s-(exec|delete|ok)/.test(cmd)) return false;
+  const stages = cmd.split(/\|\||&&|;|\|/).map((s) => s.trim()).filter(Boolean);
+  if (stages.length === 0) return false;
+  return stages.every((stage) => {
+    const [bin, sub] = stage.split(/\s+/);
+    const name = bin?.split("/").pop() ?? "";
+    if (name === "git") return SAFE_GIT.has(sub ?? "");
+    return SAFE_COMMANDS.has(name);
+  });
+}
+
+export type ApprovalNeed = { type: "skip" } | { type: "ask"; request: ApprovalRequest } | { type: "refuse"; reason: string };
+
+export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, escalation: boolean, justification?: string): ApprovalNeed {
+  if (escalation) {
+    if (policy === "never") {
+      return { type: "refuse", reason: `approval policy is never; reject command — you cannot ask for escalated permissions if the approval policy is never` };
+    }
+    return { type: "ask", request: { kind: "escalation", summary: cmd, justification, cwd } };
+  }
+  if (policy === "untrusted" && !isKnownSafe(cmd)) return { type: "ask", request: { kind: "exec", summary: cmd, justification, cwd } };
+  return { type: "skip" };
+}
+
+export function evaluatePatch(policy: ApprovalPolicy, summary: string, cwd: string): ApprovalNeed {
+  if (policy === "untrusted") return { type: "ask", request: { kind: "patch", summary, cwd } };
+  return { type: "skip" };
+}
+
+/** Refuses every request: for runs without a terminal. */
+export const nonInteractiveApprover: Approver = {
+  interactive: false,
+  async ask() {
+    return "denied";
+  },
+};
+
+/** Asks on the terminal: y = once, a = for the rest of the session, n = no. */
+export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stderr): Approver {
+  return {
+    interactive: true,
+    async ask(req) {
+      const rl = createInterface({ input, output });
+      try {
+        const what = req.kind === "patch" ? "apply this patch" : req.kind === "escalation" ? "run this command OUTSIDE the sandbox" : "run this command";
+        output.write(`\nrelay wants to ${what} in ${req.cwd}:\n  ${req.summary.split("\n").join("\n  ")}\n`);
+        if (req.justification) output.write(`reason: ${req.justification}\n`);
+        for (;;) {
+          const a = (await rl.question("approve? [y]es / [a]lways this session / [n]o: ")).trim().toLowerCase();
+          if (a === "y" || a === "yes") return "approved";
+          if (a === "a" || a === "always") return "approved_for_session";
+          if (a === "n" || a === "no" || a === "") return "denied";
+        }
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}
+
+/** Remembers "always" answers for the rest of the session, per kind and summary. */
+export class ApprovalCache {
+  private readonly always = new Set<string>();
+  constructor(private readonly approver: Approver) {}
+
+  get interactive(): boolean {
+    return this.approver.interactive;
+  }
+
+  async decide(req: ApprovalRequest): Promise<ApprovalDecision> {
+    const key = `${req.kind}\0${req.summary}`;
+    if (this.always.has(key) || this.always.has(`${req.kind}\0*`)) return "approved";
+    const d = await this.approver.ask(req);
+    if (d === "approved_for_session") this.always.add(key);
+    return d;
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * Routes the model's tool calls to the executor. The tool list comes from the executor
+ * (`tools/list`); this side turns a call into the final wire request: shell and argv, cwd,
+ * environment, approval, sandbox attempt and output budget.
+ */
+import path from "node:path";
+import { z } from "zod";
+import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
+import { ExecutorMethods, type ExecApprovalRequirement, type ToolSpec } from "../executor/protocol.ts";
+import type { SandboxPolicy } from "../executor/sandbox-policy.ts";
+import type { ModelTool } from "../model/client.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { ApprovalCache, evaluateExec, evaluatePatch, type ApprovalNeed } from "./approval.ts";
+import type { ApprovalPolicy } from "./config.ts";
+import { formatExecResult } from "./exec-format.ts";
+import { commandArgv, pickShell } from "./shell.ts";
+
+export interface RouterSettings {
+  cwd: string;
+  env: Record<string, string>;
+  approvalPolicy: ApprovalPolicy;
+  sandbox: SandboxPolicy;
+  shellPath?: string;
+  loginShell: boolean;
+  /** Upper bound and default for max_output_tokens. */
+  maxOutputTokens: number;
+  defaultYieldMs: number;
+}
+
+export interface ToolCallOutcome {
+  output: string;
+  success: boolean;
+  /** For progress display: the command line or target. */
+  display: string;
+}
+
+/** `apply_patch <<'EOF' ... EOF` written as a shell command is applied as a patch. */
+const HEREDOC_PATCH = /^\s*apply_patch\s+<<\s*['"]?([A-Za-z_]+)['"]?\s*\n([\s\S]*?)\n\1\s*$/;
+
+export class ToolRouter {
+  private constructor(
+    private readonly executor: RpcPeer,
+    readonly specs: ToolSpec[],
+    private readonly settings: RouterSettings,
+    private readonly approvals: ApprovalCache,
+  ) {}
+
+  static async connect(executor: RpcPeer, settings: RouterSettings, approvals: ApprovalCache): Promise<Result<ToolRouter>> {
+    const listed = await executor.call(ExecutorMethods.toolsList, {}, { timeoutMs: 30_000 });
+    if ("error" in listed) return err(listed.error.code, `could not list the executor's tools: ${listed.error.message}`);
+    return ok(new ToolRouter(executor, listed.ok.tools, settings, approvals));
+  }
+
+  get cwd(): string {
+    return this.settings.cwd;
+  }
+
+  modelTools(): ModelTool[] {
+    return this.specs.map((s) => ({ kind: "function", name: s.name, description: s.description, parameters: s.input_schema }));
+  }
+
+  isReadOnly(name: string): boolean {
+    return this.specs.find((s) => s.name === name)?.read_only ?? false;
+  }
+
+  async call(name: string, rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome> {
+    const spec = this.specs.find((s) => s.name === name);
+    if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
+    let args: unknown;
+    try {
+      args = rawArguments.trim() === "" ? {} : JSON.parse(rawArguments);
+    } catch (e) {
+      return { output: `failed to parse function arguments: ${(e as Error).message}`, success: false, display: name };
+    }
+    if (spec.route === "exec") return this.execCommand(args, signal);
+    if (spec.route === "write_stdin") return this.writeStdin(args, signal);
+    return this.callTool(spec.name, args, signal);
+  }
+
+  private resolveDir(workdir: string | undefined): string {
+    if (!workdir) return this.settings.cwd;
+    return path.resolve(this.settings.cwd, workdir);
+  }
+
+  private async approve(need: ApprovalNeed): Promise<Result<ExecApprovalRequirement>> {
+    if (need.type === "skip") return ok({ type: "skip" });
+    if (need.type === "refuse") return err("refused", need.reason);
+    if (!this.approvals.interactive) {
+      return err(
+        "approval_unavailable",
+        `this needs the user's approval (approval policy ${this.settings.approvalPolicy}), but relay is not running on a terminal, so it was not run. ` +
+          `Do the work without it, or the user can rerun with --approval never to let commands run in the sandbox without asking.`,
+      );
+    }
+    const d = await this.approvals.decide(need.request);
+    if (d === "denied") return err("denied", `the user declined: ${need.request.summary}`);
+    return ok({ type: "needs_approval", approved: true });
+  }
+
+  private async execCommand(raw: unknown, signal?: AbortSignal): Promise<ToolCallOutcome> {
+    const parsed = ExecCommandArgsSchema.safeParse(raw);
+    if (!parsed.success) return invalid("exec_command", parsed.error);
+    const a = parsed.data;
+    const heredoc = HEREDOC_PATCH.exec(a.cmd);
+    if (heredoc) return this.callTool("apply_patch", { input: heredoc[2] }, signal, a.workdir);
+    const cwd = this.resolveDir(a.workdir);
+    const escalate = a.sandbox_permissions === "require_escalated";
+    const approval = await this.approve(evaluateExec(this.settings.approvalPolicy, a.cmd, cwd, escalate, a.justification));
+    if ("error" in approval) return { output: `exec_command was not run: ${approval.error.message}`, success: false, display: a.cmd };
+    const shell = pickShell({ requested: a.shell, configured: this.settings.shellPath, login: a.login ?? this.settings.loginShell });
+    const r = await this.executor.call(
+      ExecutorMethods.exec,
+      {
+        command: commandArgv(shell, a.cmd, a.login ?? this.settings.loginShell),
+        cwd,
+        env: this.settings.env,
+        tty: a.tty ?? false,
+        yield_time_ms: a.yield_time_ms ?? this.settings.defaultYieldMs,
+        max_output_tokens: Math.min(a.max_output_tokens ?? this.settings.maxOutputTokens, this.settings.maxOutputTokens),
+        sandbox_permissions: escalate ? "require_escalated" : "use_default",
+        additional_permissions_preapproved: false,
+        justification: a.justification,
+        exec_approval_requirement: approval.ok,
+        sandbox: { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, cwd])] },
+      },
+      { signal },
+    );
+    if ("error" in r) return { output: `exec_command failed for \`${a.cmd}\`: ${r.error.message}`, success: false, display: a.cmd };
+    return { output: formatExecResult(r.ok), success: r.ok.exit_code === undefined || r.ok.exit_code === 0, display: a.cmd };
+  }
+
+  private async writeStdin(raw: unknown, signal?: AbortSignal): Promise<ToolCallOutcome> {
+    const parsed = WriteStdinArgsSchema.safeParse(raw);
+    if (!parsed.success) return invalid("write_stdin", parsed.error);
+    const a = parsed.data;
+    const r = await this.executor.call(
+      ExecutorMethods.write,
+      {
+        process_id: a.session_id,
+        input: a.chars ?? "",
+        yield_time_ms: a.yield_time_ms,
+        max_output_tokens: Math.min(a.max_output_tokens ?? this.settings.maxOutputTokens, this.settings.maxOutputTokens),
+      },
+      { signal },
+    );
+    const display = `session ${a.session_id}${a.chars ? ` <- ${JSON.stringify(a.chars)}` : " (poll)"}`;
+    if ("error" in r) return { output: `write_stdin failed: ${r.error.message}`, success: false, display };
+    return { output: formatExecResult(r.ok), success: true, display };
+  }
+
+  private async callTool(name: string, args: unknown, signal?: AbortSignal, workdir?: string): Promise<ToolCallOutcome> {
+    const cwd = this.resolveDir(workdir);
+    const display = `${name} ${summarizeArgs(args)}`;
+    if (name === "apply_patch") {
+      const input = (args as { input?: unknown })?.input;
+      const approval = await this.approve(evaluatePatch(this.settings.approvalPolicy, typeof input === "string" ? input : "", cwd));
+      if ("error" in approval) return { output: `apply_patch was not applied: ${approval.error.message}`, success: false, display };
+    }
+    const r = await this.executor.call(
+      ExecutorMethods.toolsCall,
+      { name, arguments: args, cwd, sandbox: { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, this.settings.cwd])] } },
+      { signal },
+    );
+    if ("error" in r) return { output: r.error.message, success: false, display };
+    return { output: r.ok.text, success: true, display };
+  }
+}
+
+function invalid(tool: string, e: z.ZodError): ToolCallOutcome {
+  return { output: `The ${tool} tool was called with invalid arguments: ${z.prettifyError(e)}`, success: false, display: tool };
+}
+
+function summarizeArgs(args: unknown): string {
+  if (!args || typeof args !== "object") return "";
+  const a = args as Record<string, unknown>;
+  const v = a.file_path ?? a.dir_path ?? a.pattern ?? a.path;
+  if (typeof v === "string") return v;
+  if (typeof a.input === "string") {
+    const files = [...a.input.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1]);
+    return files.join(", ");
+  }
+  return "";
+}
