@@ -1,9 +1,103 @@
-import { Command } from "@commander-js/extra-typings";
-import { notBuiltYet } from "./unbuilt.ts";
+import { Command, Option } from "@commander-js/extra-typings";
+import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
+import { applyOverrides, loadConfig } from "../session/config.ts";
+import { relayHome } from "../session/home.ts";
+import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
+import { humanRenderer, jsonRenderer } from "./run-render.ts";
+import { ExitCode, fail } from "./usage.ts";
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export function runCommand() {
   return new Command("run")
-    .description("run one agent session for a prompt")
-    .argument("<prompt>", "what the agent should do")
-    .action(() => notBuiltYet("relay run", 4));
+    .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
+    .argument("[prompt]", "what the agent should do (optional with --resume when the last turn was cut off)")
+    .option("-m, --model <name>", "model name (config: model)")
+    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(["openai-responses", "openai-chat", "scripted"] as const))
+    .option("--base-url <url>", "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)")
+    .option("--api-key-env <name>", "environment variable that holds the API key (config: api_key_env; default OPENAI_API_KEY)")
+    .option("--script <file>", "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)")
+    .addOption(new Option("-a, --approval <policy>", "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)").choices(["untrusted", "on-request", "never"] as const))
+    .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(["read-only", "workspace-write", "danger-full-access"] as const))
+    .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
+    .option("--executor <command-line>", 'run tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)')
+    .option("--executor-name <name>", "environment name of the executor for --capability-root (default: local, or remote with --executor)")
+    .option("--capability-root <env:path>", "discover skills (SKILL.md) under this path on the named executor; repeatable", collect)
+    .option("-r, --resume <id>", "continue a saved session: its id, a unique id prefix, or last")
+    .option("--context-window <tokens>", "model context window in tokens (config: model_context_window; default 128000)")
+    .option("--auto-compact <fraction>", "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)")
+    .option("--max-steps <n>", "model requests allowed for this turn", "200")
+    .option("--json", "print one JSON event per line on stdout instead of human progress")
+    .addHelpText(
+      "after",
+      `
+Configuration comes from $RELAY_HOME/config.toml (default ~/.relay), then these flags.
+Sessions are saved as JSONL rollouts under $RELAY_HOME/sessions/YYYY/MM/DD/.
+
+Exit codes: 0 the turn completed; 1 the model or session failed, or the step limit was hit;
+2 bad usage or config; 130 interrupted (the session is saved: relay run --resume last).
+
+Examples:
+  relay run "fix the failing test in src/parser"
+  relay run --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder "explain this repo"
+  relay run --script examples/demo-script.json --approval never "create hello.py and run it"
+  relay run --resume last "now add a README"`,
+    )
+    .action(async (prompt, opts) => {
+      const home = relayHome();
+      const loaded = await loadConfig(home);
+      if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
+      for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
+      const config = applyOverrides(loaded.ok.config, {
+        model: opts.model ?? (opts.script && !opts.model ? "scripted" : undefined),
+        provider: opts.provider,
+        base_url: opts.baseUrl,
+        api_key_env: opts.apiKeyEnv,
+        approval_policy: opts.approval,
+        sandbox_mode: opts.sandbox,
+        executor: opts.executor,
+        model_context_window: opts.contextWindow,
+        auto_compact_fraction: opts.autoCompact,
+      });
+      if ("error" in config) fail(config.error.message, ExitCode.Usage);
+      const roots: CapabilityRoot[] = [];
+      for (const spec of opts.capabilityRoot ?? []) {
+        const r = parseCapabilityRoot(spec);
+        if ("error" in r) fail(r.error.message, ExitCode.Usage);
+        roots.push(r.ok);
+      }
+      const maxSteps = Number(opts.maxSteps);
+      if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
+      if (prompt === undefined && !opts.resume) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
+
+      const ctrl = new AbortController();
+      let interrupts = 0;
+      process.on("SIGINT", () => {
+        if (++interrupts > 1) process.exit(ExitCode.Interrupted);
+        ctrl.abort();
+      });
+      const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
+      const result = await runSession({
+        home,
+        config: config.ok,
+        prompt,
+        resume: opts.resume,
+        cwd: opts.cd,
+        scriptPath: opts.script,
+        executorName: opts.executorName,
+        capabilityRoots: roots,
+        maxSteps,
+        approver: interactive ? terminalApprover() : nonInteractiveApprover,
+        emit: opts.json ? jsonRenderer() : humanRenderer(),
+        signal: ctrl.signal,
+      });
+      if ("error" in result) {
+        const code = result.error.code;
+        if (!opts.json || !code.startsWith("model_")) process.stderr.write(`relay: ${result.error.message}\n`);
+        process.exit(code === "usage" || code.startsWith("invalid") || code.startsWith("session_") || code === "nothing_to_resume" ? ExitCode.Usage : ExitCode.Failure);
+      }
+      const { outcome } = result.ok;
+      if (outcome.status === "aborted") process.exit(ExitCode.Interrupted);
+      process.exit(outcome.status === "completed" ? ExitCode.Ok : ExitCode.Failure);
+    });
 }

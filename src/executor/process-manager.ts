@@ -64,7 +64,6 @@ export interface ManagerOptions {
 export class ProcessManager {
   private readonly store = new Map<number, Entry>();
   private readonly reserved = new Set<number>();
-  private nextDeterministicId = 1000;
   private useCounter = 0;
   readonly instanceId: string;
   private readonly maxProcesses: number;
@@ -186,9 +185,8 @@ export class ProcessManager {
 
   private allocateId(): number {
     if (this.options.deterministicIds) {
-      let id = Math.max(this.nextDeterministicId, ...this.reserved, 999) ;
-      while (this.reserved.has(id)) id++;
-      this.nextDeterministicId = id + 1;
+      // Ids released on exit are reused: the next id follows the highest one still reserved.
+      const id = Math.max(999, ...this.reserved) + 1;
       this.reserved.add(id);
       return id;
     }

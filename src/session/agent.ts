@@ -1,0 +1,234 @@
+/**
+ * One agent session: user turns, model sampling, tool calls, persistence and compaction.
+ * Every item goes to the rollout as soon as it exists, so a crash loses at most the step in
+ * flight, and `--resume` continues from the file.
+ */
+import { ModelError, type ModelClient, type TokenUsage } from "../model/client.ts";
+import { assistantMessage, developerMessage, messageText, userMessage, type FunctionCallItem, type MessageItem, type ResponseItem } from "../model/items.ts";
+import { estimateTokens } from "../executor/truncate.ts";
+import type { RolloutWriter } from "./rollout/writer.ts";
+import type { TurnContext } from "./rollout/schema.ts";
+import { buildCompactedHistory, pruneToolOutputs, summarize } from "./compaction.ts";
+import type { EmitEvent } from "./events.ts";
+import type { ToolRouter } from "./tool-router.ts";
+
+export interface AgentOptions {
+  model: ModelClient;
+  modelName: string;
+  router: ToolRouter;
+  rollout: RolloutWriter;
+  instructions: string;
+  developerInstructions: string;
+  contextWindow: number;
+  autoCompactFraction: number;
+  /** Model requests allowed per user turn. */
+  maxSteps: number;
+  turnContext: Omit<TurnContext, "model">;
+  emit: EmitEvent;
+}
+
+export type TurnStatus = "completed" | "max_steps" | "aborted";
+
+export interface TurnOutcome {
+  status: TurnStatus;
+  finalMessage: string;
+  steps: number;
+}
+
+export class AgentSession {
+  history: ResponseItem[];
+  private turn = 0;
+  /** Tokens the last request used, the best estimate of the context size. */
+  private contextTokens = 0;
+
+  constructor(
+    private readonly o: AgentOptions,
+    initialHistory: ResponseItem[] = [],
+  ) {
+    this.history = [...initialHistory];
+    this.contextTokens = estimateTokens(JSON.stringify(initialHistory));
+  }
+
+  get compactLimit(): number {
+    return Math.floor(this.o.contextWindow * this.o.autoCompactFraction);
+  }
+
+  /** What a resumed session can continue without a new prompt. */
+  pendingWork(): "none" | "continue" {
+    const last = this.history.at(-1);
+    if (!last) return "none";
+    if (last.type === "function_call_output" || last.type === "function_call") return "continue";
+    if (last.type === "message" && (last as MessageItem).role === "user") return "continue";
+    return "none";
+  }
+
+  /** Gives every call left without an output (a crash mid-call) an output saying so. */
+  async repairDanglingCalls(): Promise<number> {
+    const answered = new Set(this.history.filter((i) => i.type === "function_call_output").map((i) => (i as { call_id: string }).call_id));
+    const missing = this.history.filter((i): i is FunctionCallItem => i.type === "function_call" && !answered.has((i as FunctionCallItem).call_id));
+    for (const call of missing) {
+      await this.record([{ type: "function_call_output", call_id: call.call_id, output: "aborted: the previous run ended before this tool call finished; check the state before retrying it" }]);
+    }
+    return missing.length;
+  }
+
+  async runTurn(prompt: string | undefined, signal: AbortSignal, preamble: ResponseItem[] = []): Promise<TurnOutcome> {
+    this.turn++;
+    this.o.emit({ type: "turn_started", turn: this.turn });
+    await this.o.rollout.append([{ type: "turn_context", payload: { ...this.o.turnContext, model: this.o.modelName } as TurnContext }]);
+    if (preamble.length) await this.record(preamble);
+    if (prompt !== undefined) {
+      await this.record([userMessage(prompt)]);
+      await this.o.rollout.appendEvents([{ type: "user_message", message: prompt }]);
+    }
+    let steps = 0;
+    let finalMessage = "";
+    while (steps < this.o.maxSteps) {
+      if (signal.aborted) return this.aborted(steps, finalMessage);
+      if (this.contextTokens >= this.compactLimit) await this.compact(signal);
+      steps++;
+      let items: ResponseItem[];
+      try {
+        items = await this.sample(signal);
+      } catch (e) {
+        if (signal.aborted) return this.aborted(steps, finalMessage);
+        if (e instanceof ModelError && e.code === "context_window") {
+          await this.compact(signal, true);
+          continue;
+        }
+        throw e;
+      }
+      const calls = items.filter((i): i is FunctionCallItem => i.type === "function_call");
+      const text = items.filter((i): i is MessageItem => i.type === "message" && (i as MessageItem).role === "assistant").map(messageText).join("\n");
+      if (text) {
+        finalMessage = text;
+        this.o.emit({ type: "assistant_message", text });
+        await this.o.rollout.appendEvents([{ type: "agent_message", message: text }]);
+      }
+      const custom = items.filter((i) => i.type === "custom_tool_call");
+      for (const c of custom) {
+        await this.record([{ type: "custom_tool_call_output", call_id: (c as { call_id: string }).call_id, output: `tool ${(c as { name: string }).name} is not available in this session` }]);
+      }
+      if (calls.length === 0 && custom.length === 0) {
+        this.o.emit({ type: "turn_completed", turn: this.turn, final_message: finalMessage, steps });
+        await this.o.rollout.appendEvents([{ type: "task_complete", last_agent_message: finalMessage }]);
+        await this.o.rollout.flush();
+        return { status: "completed", finalMessage, steps };
+      }
+      await this.runCalls(calls, signal);
+      if (signal.aborted) return this.aborted(steps, finalMessage);
+    }
+    this.o.emit({ type: "warning", message: `stopped after ${steps} model requests in this turn (--max-steps); resume the session to let it continue` });
+    await this.o.rollout.flush();
+    return { status: "max_steps", finalMessage, steps };
+  }
+
+  private async aborted(steps: number, finalMessage: string): Promise<TurnOutcome> {
+    this.o.emit({ type: "turn_aborted", reason: "interrupted" });
+    await this.o.rollout.appendEvents([{ type: "turn_aborted", reason: "interrupted" }]);
+    await this.o.rollout.flush();
+    return { status: "aborted", finalMessage, steps };
+  }
+
+  private async record(items: ResponseItem[]): Promise<void> {
+    this.history.push(...items);
+    const r = await this.o.rollout.appendItems(items);
+    if ("error" in r) this.o.emit({ type: "warning", message: r.error.message });
+  }
+
+  private async sample(signal: AbortSignal): Promise<ResponseItem[]> {
+    const items: ResponseItem[] = [];
+    let text = "";
+    let usage: TokenUsage | undefined;
+    const input = [developerMessage(this.o.developerInstructions), ...this.history];
+    for await (const e of this.o.model.stream(
+      { model: this.o.modelName, instructions: this.o.instructions, input, tools: this.o.router.modelTools(), parallelToolCalls: true },
+      signal,
+    )) {
+      if (e.type === "text_delta") {
+        text += e.delta;
+        this.o.emit({ type: "text_delta", delta: e.delta });
+      } else if (e.type === "reasoning_delta") {
+        this.o.emit({ type: "reasoning_delta", delta: e.delta });
+      } else if (e.type === "item") {
+        items.push(e.item);
+        // Persist as each item completes: a crash after this keeps it.
+        await this.record([e.item]);
+      } else if (e.type === "retrying") {
+        this.o.emit({ type: "retrying", attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
+      } else if (e.type === "completed") {
+        usage = e.usage;
+      }
+    }
+    // Some servers stream text without a final message item.
+    if (text && !items.some((i) => i.type === "message")) {
+      const msg = assistantMessage(text);
+      items.push(msg);
+      await this.record([msg]);
+    }
+    this.contextTokens = usage?.total_tokens ?? estimateTokens(JSON.stringify(input)) + estimateTokens(JSON.stringify(items));
+    if (usage) {
+      this.o.emit({ type: "token_usage", usage, context_tokens: this.contextTokens, context_window: this.o.contextWindow });
+      await this.o.rollout.appendEvents([{ type: "token_count", info: { last_token_usage: usage, model_context_window: this.o.contextWindow } }]);
+    }
+    return items;
+  }
+
+  /** Runs calls in order; consecutive read-only calls run together. */
+  private async runCalls(calls: FunctionCallItem[], signal: AbortSignal): Promise<void> {
+    let i = 0;
+    while (i < calls.length) {
+      const batch = [calls[i]!];
+      if (this.o.router.isReadOnly(calls[i]!.name)) {
+        while (i + batch.length < calls.length && this.o.router.isReadOnly(calls[i + batch.length]!.name)) batch.push(calls[i + batch.length]!);
+      }
+      const outcomes = await Promise.all(
+        batch.map(async (call) => {
+          this.o.emit({ type: "tool_call", call_id: call.call_id, name: call.name, display: displayOf(call) });
+          const out = await this.o.router.call(call.name, call.arguments, signal);
+          this.o.emit({ type: "tool_result", call_id: call.call_id, name: call.name, success: out.success, output: out.output });
+          return { call, out };
+        }),
+      );
+      await this.record(outcomes.map(({ call, out }) => ({ type: "function_call_output" as const, call_id: call.call_id, output: out.output })));
+      i += batch.length;
+      if (signal.aborted) return;
+    }
+  }
+
+  private async compact(signal: AbortSignal, forced = false): Promise<void> {
+    const before = this.history.length;
+    const tokensBefore = this.contextTokens;
+    let next: ResponseItem[];
+    let summary = "";
+    let fallback = false;
+    try {
+      summary = await summarize(this.o.model, { model: this.o.modelName, instructions: this.o.instructions }, this.history, signal);
+      next = buildCompactedHistory(this.history, summary);
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.o.emit({ type: "warning", message: `compaction's summary turn failed (${(e as Error).message}); emptied older tool outputs instead` });
+      next = pruneToolOutputs(this.history);
+      fallback = true;
+    }
+    this.history = next;
+    this.contextTokens = estimateTokens(JSON.stringify(next));
+    await this.o.rollout.append([{ type: "compacted", payload: { message: summary, replacement_history: next } }]);
+    await this.o.rollout.appendEvents([{ type: "context_compacted", tokens_before: tokensBefore, forced }]);
+    this.o.emit({ type: "context_compacted", tokens_before: tokensBefore, items_before: before, items_after: next.length, fallback });
+  }
+}
+
+function displayOf(call: FunctionCallItem): string {
+  try {
+    const a = JSON.parse(call.arguments) as Record<string, unknown>;
+    if (call.name === "exec_command" && typeof a.cmd === "string") return a.cmd;
+    if (call.name === "write_stdin") return `session ${a.session_id}${a.chars ? ` <- ${JSON.stringify(a.chars)}` : " (poll)"}`;
+    const target = a.file_path ?? a.dir_path ?? a.pattern;
+    if (typeof target === "string") return target;
+    if (typeof a.input === "string") return [...a.input.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1]).join(", ");
+  } catch {
+    // fall through
+  }
+  return call.arguments.slice(0, 80);
+}

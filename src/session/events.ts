@@ -1,0 +1,22 @@
+/** Events a session emits: rendered on a terminal, or printed one JSON object a line with --json. */
+import { z } from "zod";
+import { TokenUsageSchema } from "../model/client.ts";
+
+export const SessionEventSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("session_started"), session_id: z.string(), rollout_path: z.string(), model: z.string(), provider: z.string(), cwd: z.string(), resumed: z.boolean() }),
+  z.object({ type: z.literal("warning"), message: z.string() }),
+  z.object({ type: z.literal("turn_started"), turn: z.number().int() }),
+  z.object({ type: z.literal("text_delta"), delta: z.string() }),
+  z.object({ type: z.literal("reasoning_delta"), delta: z.string() }),
+  z.object({ type: z.literal("assistant_message"), text: z.string() }),
+  z.object({ type: z.literal("tool_call"), call_id: z.string(), name: z.string(), display: z.string() }),
+  z.object({ type: z.literal("tool_result"), call_id: z.string(), name: z.string(), success: z.boolean(), output: z.string() }),
+  z.object({ type: z.literal("retrying"), attempt: z.number().int(), delay_ms: z.number(), reason: z.string() }),
+  z.object({ type: z.literal("token_usage"), usage: TokenUsageSchema, context_tokens: z.number().int(), context_window: z.number().int() }),
+  z.object({ type: z.literal("context_compacted"), tokens_before: z.number().int(), items_before: z.number().int(), items_after: z.number().int(), fallback: z.boolean() }),
+  z.object({ type: z.literal("turn_completed"), turn: z.number().int(), final_message: z.string(), steps: z.number().int() }),
+  z.object({ type: z.literal("turn_aborted"), reason: z.string() }),
+  z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
+]);
+export type SessionEvent = z.infer<typeof SessionEventSchema>;
+export type EmitEvent = (e: SessionEvent) => void;

@@ -1,0 +1,226 @@
+/**
+ * Starts one session end to end: model client, executor (spawned or remote), skills, rollout
+ * (new or resumed), tool router, and the agent loop for one user turn.
+ */
+import os from "node:os";
+import path from "node:path";
+import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
+import { SkillsListMethod, SkillsReadMethod, type Skill } from "../executor/skills.ts";
+import { ModelError } from "../model/client.ts";
+import { createModelClient } from "../model/factory.ts";
+import { userMessage, type ResponseItem } from "../model/items.ts";
+import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { VERSION } from "../version.ts";
+import { AgentSession, type TurnOutcome } from "./agent.ts";
+import { ApprovalCache, type Approver } from "./approval.ts";
+import type { RelayConfig } from "./config.ts";
+import { commandEnv } from "./env.ts";
+import type { EmitEvent } from "./events.ts";
+import { BASE_INSTRUCTIONS, developerInstructions, skillsCatalog } from "./instructions.ts";
+import { readRollout } from "./rollout/reader.ts";
+import { findRollout } from "./rollout/find.ts";
+import { RolloutWriter } from "./rollout/writer.ts";
+import { pickShell } from "./shell.ts";
+import { ToolRouter } from "./tool-router.ts";
+
+export const DEFAULT_CONTEXT_WINDOW = 128_000;
+
+export interface CapabilityRoot {
+  environment: string;
+  path: string;
+}
+
+export interface SessionRunOptions {
+  home: string;
+  config: RelayConfig;
+  prompt?: string;
+  /** A session id, unique id prefix, `last`, or a rollout path. */
+  resume?: string;
+  cwd?: string;
+  scriptPath?: string;
+  /** Command line of a remote executor; default: re-exec relay's own `executor`. */
+  executorCommand?: string;
+  /** Environment name of this session's executor (`local` for the built-in one). */
+  executorName?: string;
+  capabilityRoots?: CapabilityRoot[];
+  maxSteps?: number;
+  approver: Approver;
+  emit: EmitEvent;
+  signal: AbortSignal;
+  source?: string;
+  /** Extra developer instructions (e.g. a role prompt, memories). */
+  extraInstructions?: string[];
+}
+
+export interface SessionRunResult {
+  sessionId: string;
+  rolloutPath: string;
+  outcome: TurnOutcome;
+}
+
+export function parseCapabilityRoot(spec: string): Result<CapabilityRoot> {
+  const i = spec.indexOf(":");
+  if (i <= 0 || i === spec.length - 1) return err("invalid_capability_root", `--capability-root takes <environment>:<absolute path> (got ${JSON.stringify(spec)}), e.g. local:/home/me/skills`);
+  return ok({ environment: spec.slice(0, i), path: spec.slice(i + 1) });
+}
+
+function startExecutor(command: string | undefined): Result<ChildPeer> {
+  return command ? spawnCommandLine(command, { name: "executor" }) : spawnSelf("executor", [], { name: "executor" });
+}
+
+export async function runSession(o: SessionRunOptions): Promise<Result<SessionRunResult>> {
+  const { config } = o;
+  // Resume first: it decides the cwd and the history.
+  let resumed: { path: string; items: ResponseItem[]; cwd: string } | undefined;
+  if (o.resume) {
+    const found = await findRollout(o.home, o.resume, { listHint: "start one with `relay run \"...\"`" });
+    if ("error" in found) return found;
+    const r = await readRollout(found.ok.path);
+    if ("error" in r) return r;
+    for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
+    resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
+  }
+  const cwd = path.resolve(o.cwd ?? resumed?.cwd ?? process.cwd());
+
+  let model;
+  try {
+    model = createModelClient({
+      provider: o.scriptPath ? "scripted" : config.model_provider,
+      model: config.model,
+      baseUrl: config.base_url,
+      apiKeyEnv: config.api_key_env,
+      scriptPath: o.scriptPath,
+    });
+  } catch (e) {
+    return err("model_config", (e as Error).message);
+  }
+
+  const exec = startExecutor(o.executorCommand ?? config.executor);
+  if ("error" in exec) return exec;
+  const executor = exec.ok;
+  try {
+    const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
+    if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
+    const info: ExecutorInfo = infoR.ok;
+    const remote = Boolean(o.executorCommand ?? config.executor);
+    const executorName = o.executorName ?? (remote ? "remote" : "local");
+
+    const writer = resumed
+      ? await RolloutWriter.resume(resumed.path)
+      : await RolloutWriter.create({
+          home: o.home,
+          meta: {
+            cwd,
+            source: o.source ?? "cli",
+            originator: "relay",
+            cli_version: VERSION,
+            model_provider: model.provider,
+            base_instructions: { text: BASE_INSTRUCTIONS },
+            executor: { name: executorName, hostname: info.hostname },
+          },
+        });
+    if ("error" in writer) return writer;
+    const rollout = writer.ok;
+    o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: config.model, provider: model.provider, cwd, resumed: Boolean(resumed) });
+
+    // Skills come from the executor's filesystem only; never from ours.
+    const skills: Skill[] = [];
+    for (const root of o.capabilityRoots ?? []) {
+      if (root.environment !== executorName) {
+        o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} skipped: this session has no executor named "${root.environment}" (its executor is "${executorName}"); skills are never read from the local filesystem instead` });
+        continue;
+      }
+      const listed = await executor.peer.call(SkillsListMethod, { roots: [root.path] });
+      if ("error" in listed) {
+        o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} unavailable: ${listed.error.message}` });
+        continue;
+      }
+      for (const w of listed.ok.warnings) o.emit({ type: "warning", message: `capability root ${root.environment}:${w.root}: ${w.message}` });
+      skills.push(...listed.ok.skills);
+    }
+    const catalog = skillsCatalog(skills);
+
+    const sandboxMode = config.sandbox_mode;
+    const env = remote
+      ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: info.home, RELAY_SESSION_ID: rollout.id }
+      : commandEnv(rollout.id);
+    const shell = remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
+    const approvals = new ApprovalCache(o.approver);
+    const routerR = await ToolRouter.connect(
+      executor.peer,
+      {
+        cwd,
+        env,
+        approvalPolicy: config.approval_policy,
+        sandbox: { mode: sandboxMode, writable_roots: [cwd], network: false },
+        shellPath: shell,
+        loginShell: config.shell.login,
+        maxOutputTokens: config.exec.max_output_tokens,
+        defaultYieldMs: config.exec.yield_time_ms,
+      },
+      approvals,
+    );
+    if ("error" in routerR) return routerR;
+
+    const agent = new AgentSession(
+      {
+        model,
+        modelName: config.model,
+        router: routerR.ok,
+        rollout,
+        instructions: BASE_INSTRUCTIONS,
+        developerInstructions: developerInstructions(
+          { cwd, shell, approvalPolicy: config.approval_policy, sandboxMode, executor: `${executorName} (${info.hostname}, ${info.platform})` },
+          [catalog.text, ...(o.extraInstructions ?? [])],
+        ),
+        contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
+        autoCompactFraction: config.auto_compact_fraction,
+        maxSteps: o.maxSteps ?? 200,
+        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode }, user: os.userInfo().username },
+        emit: o.emit,
+      },
+      resumed?.items ?? [],
+    );
+
+    let prompt = o.prompt;
+    if (resumed) {
+      const repaired = await agent.repairDanglingCalls();
+      if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
+      if (prompt === undefined && agent.pendingWork() === "none") {
+        return err("nothing_to_resume", `session ${rollout.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${rollout.id.slice(0, 8)} "next request"`);
+      }
+    } else if (prompt === undefined) {
+      return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
+    }
+
+    // `$skill-name` in the prompt loads that skill's body through the same executor.
+    const preamble: ResponseItem[] = [];
+    for (const m of new Set([...(prompt ?? "").matchAll(/\$([A-Za-z0-9][A-Za-z0-9_.-]*)/g)].map((x) => x[1]!))) {
+      const skill = skills.find((s) => s.name === m);
+      if (!skill) continue;
+      const body = await executor.peer.call(SkillsReadMethod, { path: skill.path });
+      if ("error" in body) {
+        o.emit({ type: "warning", message: `skill $${m}: ${body.error.message}` });
+        continue;
+      }
+      preamble.push(userMessage(`<skill name="${skill.name}" path="${skill.path}">\n${body.ok.body}\n</skill>`));
+    }
+
+    let outcome: TurnOutcome;
+    try {
+      outcome = await agent.runTurn(prompt, o.signal, preamble);
+    } catch (e) {
+      await rollout.flush();
+      await rollout.close();
+      const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
+      const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id.slice(0, 8)})`;
+      o.emit({ type: "error", code, message });
+      return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
+    }
+    await rollout.close();
+    return ok({ sessionId: rollout.id, rolloutPath: rollout.path, outcome });
+  } finally {
+    await executor.shutdown();
+  }
+}
