@@ -81,6 +81,7 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
     for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
     resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
   }
+  if (!resumed && o.prompt === undefined) return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
   const cwd = path.resolve(o.cwd ?? resumed?.cwd ?? process.cwd());
 
   let model;
@@ -99,6 +100,7 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
   const exec = startExecutor(o.executorCommand ?? config.executor);
   if ("error" in exec) return exec;
   const executor = exec.ok;
+  let rolloutToClose: RolloutWriter | undefined;
   try {
     const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
     if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
@@ -122,6 +124,7 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
         });
     if ("error" in writer) return writer;
     const rollout = writer.ok;
+    rolloutToClose = rollout;
     o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: config.model, provider: model.provider, cwd, resumed: Boolean(resumed) });
 
     // Skills come from the executor's filesystem only; never from ours.
@@ -188,10 +191,8 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
       const repaired = await agent.repairDanglingCalls();
       if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
       if (prompt === undefined && agent.pendingWork() === "none") {
-        return err("nothing_to_resume", `session ${rollout.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${rollout.id.slice(0, 8)} "next request"`);
+        return err("nothing_to_resume", `session ${rollout.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${rollout.id} "next request"`);
       }
-    } else if (prompt === undefined) {
-      return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
     }
 
     // `$skill-name` in the prompt loads that skill's body through the same executor.
@@ -212,15 +213,15 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
       outcome = await agent.runTurn(prompt, o.signal, preamble);
     } catch (e) {
       await rollout.flush();
-      await rollout.close();
       const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
-      const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id.slice(0, 8)})`;
+      const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
       o.emit({ type: "error", code, message });
       return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
     }
-    await rollout.close();
     return ok({ sessionId: rollout.id, rolloutPath: rollout.path, outcome });
   } finally {
+    // Every path closes the rollout: an open handle would be closed by GC, which Bun reports as an error.
+    await rolloutToClose?.close();
     await executor.shutdown();
   }
 }
