@@ -6,10 +6,11 @@ import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
 import { SkillsListMethod, SkillsReadMethod, type Skill } from "../executor/skills.ts";
-import { ModelError } from "../model/client.ts";
+import { ModelError, type ModelClient } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";
 import { userMessage, type ResponseItem } from "../model/items.ts";
 import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { AgentSession, type TurnOutcome } from "./agent.ts";
@@ -69,7 +70,43 @@ function startExecutor(command: string | undefined): Result<ChildPeer> {
   return command ? spawnCommandLine(command, { name: "executor" }) : spawnSelf("executor", [], { name: "executor" });
 }
 
+/** An open session: one executor and one history, for as many user turns as needed. */
+export interface SessionHandle {
+  readonly id: string;
+  readonly rolloutPath: string;
+  readonly agent: AgentSession;
+  readonly cwd: string;
+  /** Runs one user turn (no prompt: continue unfinished work after a resume). */
+  runTurn(prompt: string | undefined, signal: AbortSignal): Promise<Result<TurnOutcome>>;
+  close(): Promise<void>;
+}
+
+export interface OpenSessionOptions extends Omit<SessionRunOptions, "prompt" | "signal"> {
+  /** A model client to use instead of building one from config (e.g. a scripted role). */
+  model?: ModelClient;
+  /** The prompt the first turn will get; only used to find `$skill` mentions and to validate. */
+  firstPrompt?: string;
+  /** Require a prompt for a new session (true for `relay run`). */
+  requirePrompt?: boolean;
+}
+
 export async function runSession(o: SessionRunOptions): Promise<Result<SessionRunResult>> {
+  const opened = await openSession({ ...o, firstPrompt: o.prompt, requirePrompt: true });
+  if ("error" in opened) return opened;
+  const s = opened.ok;
+  try {
+    if (o.prompt === undefined && s.agent.pendingWork() === "none") {
+      return err("nothing_to_resume", `session ${s.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${s.id} "next request"`);
+    }
+    const outcome = await s.runTurn(o.prompt, o.signal);
+    if ("error" in outcome) return outcome;
+    return ok({ sessionId: s.id, rolloutPath: s.rolloutPath, outcome: outcome.ok });
+  } finally {
+    await s.close();
+  }
+}
+
+export async function openSession(o: OpenSessionOptions): Promise<Result<SessionHandle>> {
   const { config } = o;
   // Resume first: it decides the cwd and the history.
   let resumed: { path: string; items: ResponseItem[]; cwd: string } | undefined;
@@ -81,12 +118,12 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
     for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
     resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
   }
-  if (!resumed && o.prompt === undefined) return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
+  if (!resumed && o.requirePrompt && o.firstPrompt === undefined) return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
   const cwd = path.resolve(o.cwd ?? resumed?.cwd ?? process.cwd());
 
-  let model;
+  let model: ModelClient;
   try {
-    model = createModelClient({
+    model = o.model ?? createModelClient({
       provider: o.scriptPath ? "scripted" : config.model_provider,
       model: config.model,
       baseUrl: config.base_url,
@@ -101,6 +138,7 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
   if ("error" in exec) return exec;
   const executor = exec.ok;
   let rolloutToClose: RolloutWriter | undefined;
+  let handedOver = false;
   try {
     const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
     if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
@@ -186,42 +224,59 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
       resumed?.items ?? [],
     );
 
-    let prompt = o.prompt;
     if (resumed) {
       const repaired = await agent.repairDanglingCalls();
       if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
-      if (prompt === undefined && agent.pendingWork() === "none") {
-        return err("nothing_to_resume", `session ${rollout.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${rollout.id} "next request"`);
-      }
     }
 
-    // `$skill-name` in the prompt loads that skill's body through the same executor.
-    const preamble: ResponseItem[] = [];
-    for (const m of new Set([...(prompt ?? "").matchAll(/\$([A-Za-z0-9][A-Za-z0-9_.-]*)/g)].map((x) => x[1]!))) {
-      const skill = skills.find((s) => s.name === m);
-      if (!skill) continue;
-      const body = await executor.peer.call(SkillsReadMethod, { path: skill.path });
-      if ("error" in body) {
-        o.emit({ type: "warning", message: `skill $${m}: ${body.error.message}` });
-        continue;
-      }
-      preamble.push(userMessage(`<skill name="${skill.name}" path="${skill.path}">\n${body.ok.body}\n</skill>`));
-    }
-
-    let outcome: TurnOutcome;
-    try {
-      outcome = await agent.runTurn(prompt, o.signal, preamble);
-    } catch (e) {
-      await rollout.flush();
-      const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
-      const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
-      o.emit({ type: "error", code, message });
-      return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
-    }
-    return ok({ sessionId: rollout.id, rolloutPath: rollout.path, outcome });
+    let closed = false;
+    const handle: SessionHandle = {
+      id: rollout.id,
+      rolloutPath: rollout.path,
+      agent,
+      cwd,
+      async runTurn(prompt, signal) {
+        const preamble = await skillPreamble(prompt ?? "", skills, executor.peer, o.emit);
+        try {
+          return ok(await agent.runTurn(prompt, signal, preamble));
+        } catch (e) {
+          await rollout.flush();
+          const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
+          const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
+          o.emit({ type: "error", code, message });
+          return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
+        }
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        // An open handle would be closed by GC, which Bun reports as an error.
+        await rollout.close();
+        await executor.shutdown();
+      },
+    };
+    handedOver = true;
+    return ok(handle);
   } finally {
-    // Every path closes the rollout: an open handle would be closed by GC, which Bun reports as an error.
-    await rolloutToClose?.close();
-    await executor.shutdown();
+    if (!handedOver) {
+      await rolloutToClose?.close();
+      await executor.shutdown();
+    }
   }
+}
+
+/** `$skill-name` in a prompt loads that skill's body through the same executor. */
+async function skillPreamble(prompt: string, skills: Skill[], peer: RpcPeer, emit: EmitEvent): Promise<ResponseItem[]> {
+  const preamble: ResponseItem[] = [];
+  for (const m of new Set([...prompt.matchAll(/\$([A-Za-z0-9][A-Za-z0-9_.-]*)/g)].map((x) => x[1]!))) {
+    const skill = skills.find((s) => s.name === m);
+    if (!skill) continue;
+    const body = await peer.call(SkillsReadMethod, { path: skill.path });
+    if ("error" in body) {
+      emit({ type: "warning", message: `skill $${m}: ${body.error.message}` });
+      continue;
+    }
+    preamble.push(userMessage(`<skill name="${skill.name}" path="${skill.path}">\n${body.ok.body}\n</skill>`));
+  }
+  return preamble;
 }
