@@ -1,0 +1,63 @@
+/**
+ * Checks a deliverable folder: README.md with the required sections and a manifest whose every
+ * listed file exists with the stated size; files present but unlisted are reported too.
+ */
+import { readdir, readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import { err, ok, type Result } from "../util/result.ts";
+
+export interface ManifestEntry {
+  path: string;
+  bytes: number;
+}
+
+export interface DeliverableReport {
+  dir: string;
+  entries: ManifestEntry[];
+  totalBytes: number;
+}
+
+const REQUIRED_SECTIONS = [/^##\s+Manifest/im, /^##\s+How to verify/im, /^##\s+Limitations/im];
+
+async function listFiles(dir: string, base = dir): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await listFiles(p, base)));
+    else if (e.isFile()) out.push(path.relative(base, p));
+  }
+  return out.sort();
+}
+
+export async function checkDeliverable(dir: string): Promise<Result<DeliverableReport>> {
+  let readme: string;
+  try {
+    readme = await readFile(path.join(dir, "README.md"), "utf8");
+  } catch {
+    return err("deliverable_invalid", `${dir}/README.md is missing`);
+  }
+  const missingSections = REQUIRED_SECTIONS.filter((re) => !re.test(readme)).map((re) => re.source.replace(/\^##\\s\+/, "## "));
+  if (missingSections.length) return err("deliverable_invalid", `README.md lacks the sections: ${missingSections.join(", ")}`);
+  const manifestText = readme.split(/^##\s+Manifest.*$/im)[1]?.split(/^##\s/m)[0] ?? "";
+  const entries: ManifestEntry[] = [];
+  for (const m of manifestText.matchAll(/^\s*[-*]\s+`?([^`(\s][^`(]*?)`?\s*\((\d+)\s*bytes?\)/gim)) entries.push({ path: m[1]!.trim(), bytes: Number(m[2]) });
+  if (entries.length === 0) return err("deliverable_invalid", 'README.md\'s manifest lists no files as "- <path> (<size> bytes)"');
+  const problems: string[] = [];
+  for (const e of entries) {
+    const abs = path.resolve(dir, e.path);
+    if (path.relative(dir, abs).startsWith("..")) {
+      problems.push(`${e.path} is outside the deliverable`);
+      continue;
+    }
+    try {
+      const s = await stat(abs);
+      if (s.size !== e.bytes) problems.push(`${e.path} is ${s.size} bytes, the manifest says ${e.bytes}`);
+    } catch {
+      problems.push(`${e.path} is listed but missing`);
+    }
+  }
+  const listed = new Set(entries.map((e) => path.normalize(e.path)));
+  for (const f of await listFiles(dir)) if (f !== "README.md" && !listed.has(f)) problems.push(`${f} is in the deliverable but not in the manifest`);
+  if (problems.length) return err("manifest_mismatch", `the deliverable's manifest does not match its files:\n- ${problems.join("\n- ")}`);
+  return ok({ dir, entries, totalBytes: entries.reduce((a, e) => a + e.bytes, 0) });
+}

@@ -1,0 +1,185 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
+import { RunStore } from "../../src/infty/run-store.ts";
+import { defaultConfig } from "../../src/session/config.ts";
+import { findTree } from "../../src/executor/spawn/kill-tree.ts";
+import { reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import { isAlive, waitUntil } from "../support/executor.ts";
+import { REPO_ROOT } from "../support/paths.ts";
+import { relayArgv, useSourceRelay } from "../support/self.ts";
+
+const sig = (o: unknown) => reply().text(JSON.stringify(o));
+const patch = (file: string, text: string) => ({ input: `*** Begin Patch\n*** Add File: ${file}\n${text.split("\n").map((l) => `+${l}`).join("\n")}\n*** End Patch\n` });
+const DELIVER =
+  "mkdir -p deliverable && cp artifacts/answer.txt deliverable/ && { echo '# Answer'; echo '## Manifest'; echo \"- answer.txt ($(wc -c < deliverable/answer.txt | tr -d ' ') bytes)\"; echo '## How to verify'; echo 'cat answer.txt'; echo '## Limitations'; echo 'none'; } > deliverable/README.md";
+
+async function setup() {
+  useSourceRelay();
+  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-home-"));
+  const server = await startFakeModelServer();
+  const events: InftyEvent[] = [];
+  return {
+    home,
+    server,
+    events,
+    config: { ...defaultConfig(), model: "m", model_provider: "openai-responses" as const, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
+    async [Symbol.asyncDispose]() {
+      await server.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The text of the last user message in a recorded request. */
+function lastUser(server: FakeModelServer, i: number): string {
+  const input = (server.requests[i]!.body.input ?? []) as Array<{ type: string; role?: string; content?: Array<{ text?: string }> }>;
+  const u = input.filter((x) => x.type === "message" && x.role === "user").at(-1);
+  return (u?.content ?? []).map((c) => c.text ?? "").join("");
+}
+
+describe("relay infty orchestration", () => {
+  test("direction relay, failed verification, fix, pass, verified deliverable", async () => {
+    await using t = await setup();
+    t.server.enqueue(
+      reply().toolCall("apply_patch", patch("artifacts/answer.txt", "41")),
+      sig({ type: "direction_request", prompt: "Is 41 the right answer?" }),
+      sig({ directive: "The answer must be 42. Fix it and ask for verification.", rationale: "the objective says so" }),
+      reply().toolCall("apply_patch", patch("memory/claims/answer.json", '{"claim":"answer is in artifacts/answer.txt"}')),
+      sig({ type: "verification_request", claim_path: "memory/claims/answer.json", notes: null }),
+      reply().toolCall("exec_command", { cmd: "cat artifacts/answer.txt" }),
+      sig({ verdict: "fail", reasons: ["answer.txt says 41, not 42"], suggestions: ["write 42"] }),
+      reply().toolCall("exec_command", { cmd: "echo 42 > artifacts/answer.txt" }),
+      sig({ type: "verification_request", claim_path: "memory/claims/answer.json", notes: "fixed" }),
+      sig({ verdict: "pass", reasons: ["answer.txt says 42"], suggestions: [] }),
+      reply().toolCall("exec_command", { cmd: DELIVER }),
+      sig({ type: "final_delivery", deliverable_path: "deliverable", summary: "the answer is 42" }),
+    );
+    const r = await runInfty({ home: t.home, config: t.config, objective: "Find the answer; it must be 42.", runId: "r-full", verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal, heartbeatMs: 50 });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(r.ok.status, "complete", r.ok.detail);
+    assert.equal(readFileSync(path.join(r.ok.deliverable!, "answer.txt"), "utf8"), "42\n");
+    assert.equal(t.server.queued, 0, "every scripted reply was used");
+    // the Director got the Solver's question; the Solver got the directive and the failure
+    assert.match(lastUser(t.server, 2), /"type": "direction_request"[\s\S]*Is 41 the right answer\?/);
+    assert.match(lastUser(t.server, 3), /"type": "directive"[\s\S]*must be 42/);
+    assert.match(lastUser(t.server, 7), /"overall": "fail"[\s\S]*says 41, not 42/);
+    assert.match(lastUser(t.server, 10), /"overall": "pass"[\s\S]*Finalize now/);
+    const store = await RunStore.load(t.home, "r-full");
+    assert.ok("ok" in store);
+    assert.equal(store.ok.state.status, "complete");
+    assert.ok(store.ok.state.verified_at);
+    const notes = readFileSync(path.join(store.ok.dir, "memory/notes.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { kind: string });
+    assert.deepEqual(notes.map((n) => n.kind), ["directive", "verdict", "verdict", "final_delivery"]);
+    assert.ok(t.events.some((e) => e.type === "heartbeat"));
+    assert.ok(t.events.some((e) => e.type === "verification_summary" && e.overall === "fail"));
+  });
+
+  test("a malformed verdict gets one corrective retry; two malformed replies fail the run clearly", async () => {
+    await using t = await setup();
+    t.server.enqueue(
+      reply().toolCall("apply_patch", patch("memory/claims/c.json", "{}")),
+      sig({ type: "verification_request", claim_path: "memory/claims/c.json" }),
+      reply().text("Looks good to me!"),
+      sig({ verdict: "fail", reasons: ["nothing to check"], suggestions: [] }),
+      sig({ type: "verification_request", claim_path: "memory/claims/c.json" }),
+      reply().text("PASS"),
+      reply().text("{\"verdict\": \"maybe\"}"),
+    );
+    const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: "r-mal", verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal });
+    assert.ok("ok" in r);
+    assert.equal(r.ok.status, "failed");
+    assert.match(r.ok.detail, /verifier-1 replied twice without following its JSON contract/);
+    assert.match(lastUser(t.server, 3), /Your last reply could not be used: the verifier-1 reply is not JSON/);
+    assert.match(lastUser(t.server, 4), /"overall": "fail"/, "the corrected verdict reached the Solver");
+    const store = await RunStore.load(t.home, "r-mal");
+    assert.ok("ok" in store && store.ok.state.status === "failed");
+  });
+
+  test("three verifiers with a split vote: majority passes, all-must-pass fails", async () => {
+    for (const consensus of ["majority", "all"] as const) {
+      await using t = await setup();
+      t.server.enqueue(
+        reply().toolCall("apply_patch", patch("memory/claims/c.json", "{}")),
+        sig({ type: "verification_request", claim_path: "memory/claims/c.json" }),
+        sig({ verdict: "pass", reasons: ["a"], suggestions: [] }),
+        sig({ verdict: "fail", reasons: ["b"], suggestions: [] }),
+        sig({ verdict: "pass", reasons: ["c"], suggestions: [] }),
+        reply().text("thinking"),
+      );
+      const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: `r-${consensus}`, verifiers: 3, consensus, maxTurns: 2, report: (e) => t.events.push(e), signal: new AbortController().signal });
+      assert.ok("ok" in r);
+      const summary = t.events.find((e) => e.type === "verification_summary");
+      assert.deepEqual(summary, { type: "verification_summary", overall: consensus === "majority" ? "pass" : "fail", passes: 2, total: 3 });
+      assert.equal(r.ok.status, "budget_exhausted");
+      assert.match(r.ok.detail, /relay infty resume r-\w+ --max-turns N/);
+      assert.equal(/Finalize now/.test(lastUser(t.server, 5)), consensus === "majority");
+    }
+  });
+
+  test("a delivery before any passing verification is sent back; a stalled Solver is nudged", async () => {
+    await using t = await setup();
+    t.server.enqueue(
+      reply().text("Should I use tabs or spaces?"),
+      sig({ type: "final_delivery", deliverable_path: "deliverable", summary: "done" }),
+      reply().text("ok"),
+    );
+    const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: "r-early", verifiers: 1, maxTurns: 3, report: (e) => t.events.push(e), signal: new AbortController().signal });
+    assert.ok("ok" in r);
+    assert.match(lastUser(t.server, 1), /Nobody will answer questions: continue autonomously/);
+    assert.match(lastUser(t.server, 2), /delivery_rejected[\s\S]*no claim has passed verification yet/);
+  });
+});
+
+describe("relay infty CLI", () => {
+  test("SIGKILL mid-run, then resume: nothing written before the kill is lost and the run completes", async () => {
+    await using t = await setup();
+    const env = { ...process.env, RELAY_HOME: t.home };
+    const [cmd, ...pre] = relayArgv();
+    t.server.enqueue(
+      reply().toolCall("apply_patch", patch("artifacts/answer.txt", "42")),
+      reply().toolCall("exec_command", { cmd: "sleep 30; echo slow", yield_time_ms: 30000 }, { callId: "call_slow" }),
+    );
+    const child = spawn(cmd!, [...pre, "infty", "run", "--run-id", "r-kill", "--base-url", t.server.baseUrl, "-m", "m", "-s", "danger-full-access", "the objective"], { cwd: REPO_ROOT, env, stdio: "ignore" });
+    const sleeper = () => (child.pid ? findTree(child.pid).find((p) => { try { return readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("sleep\u000030"); } catch { return false; } }) : undefined);
+    assert.ok(await waitUntil(() => sleeper() !== undefined, 30_000), "the slow command started");
+    const pid = sleeper()!;
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    assert.ok(await waitUntil(() => !isAlive(pid), 5000), "the run's commands died with it");
+    const runDir = path.join(t.home, "infty", "r-kill");
+    assert.equal(readFileSync(path.join(runDir, "artifacts/answer.txt"), "utf8"), "42\n", "work from before the kill is there");
+    const before = await RunStore.load(t.home, "r-kill");
+    assert.ok("ok" in before && before.ok.state.status === "running" && before.ok.state.pending?.type === "solver_message");
+
+    t.server.enqueue(
+      reply().toolCall("apply_patch", patch("memory/claims/c.json", "{}")),
+      sig({ type: "verification_request", claim_path: "memory/claims/c.json" }),
+      sig({ verdict: "pass", reasons: ["ok"], suggestions: [] }),
+      reply().toolCall("exec_command", { cmd: DELIVER }),
+      sig({ type: "final_delivery", deliverable_path: "deliverable", summary: "42" }),
+    );
+    const resumed = spawn(cmd!, [...pre, "infty", "resume", "r-kill", "--base-url", t.server.baseUrl, "-m", "m", "-s", "danger-full-access"], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let errText = "";
+    resumed.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    resumed.stderr.setEncoding("utf8").on("data", (d: string) => (errText += d));
+    const code = await new Promise((r) => resumed.once("exit", r));
+    assert.equal(code, 0, errText);
+    assert.equal(out.trim(), path.join(runDir, "deliverable"));
+    assert.match(errText, /resumed in/);
+    assert.match(errText, /were cut off by the previous run's end/);
+    const firstResumed = JSON.stringify(t.server.requests[2]!.body.input);
+    assert.match(firstResumed, /aborted: the previous run ended before this tool call finished/);
+    assert.match(firstResumed, /the objective/, "the Solver's history survived");
+    const after = await RunStore.load(t.home, "r-kill");
+    assert.ok("ok" in after && after.ok.state.status === "complete");
+    assert.ok(existsSync(path.join(runDir, "deliverable/README.md")));
+    const log = readFileSync(path.join(runDir, "events.jsonl"), "utf8");
+    assert.equal(log.match(/"type":"run_started"/g)?.length, 2);
+  });
+});
