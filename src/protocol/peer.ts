@@ -68,7 +68,9 @@ export class RpcPeer {
     input.on("data", (chunk: Uint8Array) => this.onData(chunk));
     input.on("end", () => void this.onEnd("its output stream ended"));
     input.on("error", (e: Error) => void this.onEnd(`its output stream failed: ${e.message}`, true));
-    output.on("error", (e: Error) => this.close(`writing to it failed: ${e.message}`, true));
+    // A write error usually means the other side is gone: end through the same path as EOF so
+    // the reason carries its exit status and last stderr.
+    output.on("error", (e: Error) => void this.onEnd(`writing to it failed: ${e.message}`, true));
   }
 
   /** Resolves with the reason once the connection is closed. */
