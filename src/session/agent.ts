@@ -8,7 +8,7 @@ import { assistantMessage, developerMessage, messageText, userMessage, type Func
 import { estimateTokens } from "../executor/truncate.ts";
 import type { RolloutWriter } from "./rollout/writer.ts";
 import type { TurnContext } from "./rollout/schema.ts";
-import { buildCompactedHistory, pruneToolOutputs, summarize } from "./compaction.ts";
+import { buildCompactedHistory, pruneToolOutputs, summarize, USER_MESSAGE_BUDGET_TOKENS } from "./compaction.ts";
 import type { EmitEvent } from "./events.ts";
 import type { ToolRouter } from "./tool-router.ts";
 
@@ -204,7 +204,8 @@ export class AgentSession {
     let fallback = false;
     try {
       summary = await summarize(this.o.model, { model: this.o.modelName, instructions: this.o.instructions }, this.history, signal);
-      next = buildCompactedHistory(this.history, summary);
+      // Kept user messages get at most a quarter of the limit, or compaction could not get under it.
+      next = buildCompactedHistory(this.history, summary, Math.min(USER_MESSAGE_BUDGET_TOKENS, Math.floor(this.compactLimit / 4)));
     } catch (e) {
       if (signal.aborted) throw e;
       this.o.emit({ type: "warning", message: `compaction's summary turn failed (${(e as Error).message}); emptied older tool outputs instead` });

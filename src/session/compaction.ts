@@ -49,8 +49,9 @@ export function keptUserMessages(history: ResponseItem[], budget = USER_MESSAGE_
   return { earlier, latest };
 }
 
-export function buildCompactedHistory(history: ResponseItem[], summary: string): ResponseItem[] {
-  const { earlier, latest } = keptUserMessages(history);
+/** `budget` bounds the earlier user messages kept; callers scale it to the context window. */
+export function buildCompactedHistory(history: ResponseItem[], summary: string, budget = USER_MESSAGE_BUDGET_TOKENS): ResponseItem[] {
+  const { earlier, latest } = keptUserMessages(history, budget);
   const out: ResponseItem[] = [...earlier, userMessage(`${SUMMARY_PREFIX}\n\n${summary.trim() || "(no summary available)"}`)];
   if (latest) out.push(latest);
   return out;

@@ -1,0 +1,28 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { REPO_ROOT } from "../support/paths.ts";
+
+// The README's main job must keep working as written.
+describe("npm run demo", () => {
+  test("the offline demo session runs real commands and writes files", async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-demo-test-"));
+    try {
+      const child = spawn(process.execPath, [path.join(REPO_ROOT, "scripts/demo.ts")], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
+      const code = await new Promise((r) => child.once("exit", r));
+      assert.equal(code, 0, out);
+      assert.match(out, /Hello, Relay!\n\s+test passed/);
+      assert.match(out, /Hi, Relay/, "the PTY prompt was answered through write_stdin");
+      assert.match(out, /Hello, world! \(from relay\)/, "the patch was applied");
+      assert.match(out, /files in .*: hello\.js, hello\.test\.mjs, package\.json/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { createScriptedClient } from "../../src/model/scripted.ts";
+import { runInfty } from "../../src/infty/orchestrator.ts";
+import { RunStore } from "../../src/infty/run-store.ts";
+import { readRollout } from "../../src/session/rollout/reader.ts";
+import { defaultConfig } from "../../src/session/config.ts";
+import { REPO_ROOT } from "../support/paths.ts";
+import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { waitUntil } from "../support/executor.ts";
+
+describe("infty long-run hygiene", () => {
+  test("1000 Solver turns stay within a small context window through compaction", async () => {
+    useSourceRelay();
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-long-"));
+    try {
+      const solver = createScriptedClient({ script: { turns: Array.from({ length: 3000 }, () => ({ text: "still working on it" })) } });
+      const config = { ...defaultConfig(), model: "scripted", model_context_window: 8000, auto_compact_fraction: 0.5, sandbox_mode: "danger-full-access" as const };
+      const r = await runInfty({
+        home,
+        config,
+        objective: "keep going",
+        runId: "long",
+        verifiers: 0,
+        maxTurns: 1000,
+        maxNudges: Number.MAX_SAFE_INTEGER,
+        modelFor: (role) => (role === "solver" ? solver : undefined),
+        report: () => {},
+        signal: new AbortController().signal,
+      });
+      assert.ok("ok" in r, JSON.stringify(r));
+      assert.equal(r.ok.status, "budget_exhausted");
+      const store = await RunStore.load(home, "long");
+      assert.ok("ok" in store && store.ok.state.turns === 1000);
+      const rollout = await readRollout(store.ok.rolloutOf("solver")!);
+      assert.ok("ok" in rollout);
+      const compactions = rollout.ok.lines.filter((l) => l.type === "compacted").length;
+      assert.ok(compactions >= 10, `compacted ${compactions} times`);
+      // What a resume would load is bounded, however long the run was.
+      assert.ok(rollout.ok.items.length < 200, `history after 1000 turns: ${rollout.ok.items.length} items`);
+      assert.ok(JSON.stringify(rollout.ok.items).length < 8000 * 4, "history fits the window");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("Ctrl-C stops the run cleanly: exit 130, status interrupted, resumable", async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-int-"));
+    try {
+      const [cmd, ...pre] = relayArgv();
+      const script = path.join(home, "s.json");
+      const fs = await import("node:fs");
+      fs.writeFileSync(script, JSON.stringify({ solver: { turns: [{ tool_calls: [{ name: "exec_command", arguments: { cmd: "sleep 20", yield_time_ms: 30000 } }] }, { text: "ok" }] } }));
+      const child = spawn(cmd!, [...pre, "infty", "run", "--run-id", "int", "--script", script, "-s", "danger-full-access", "x"], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+      assert.ok(await waitUntil(() => stderr.includes("exec_command: sleep 20"), 20_000), stderr);
+      child.kill("SIGINT");
+      const code = await new Promise((r) => child.once("exit", (c) => r(c)));
+      assert.equal(code, 130, stderr);
+      assert.match(stderr, /stays resumable/);
+      const meta = JSON.parse(readFileSync(path.join(home, "infty", "int", "run.json"), "utf8")) as { status: string; status_detail: string; pending: unknown };
+      assert.equal(meta.status, "interrupted");
+      assert.match(meta.status_detail, /relay infty resume int/);
+      assert.ok(meta.pending, "the next action is kept for the resume");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});

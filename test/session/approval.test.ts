@@ -1,0 +1,40 @@
+import assert from "node:assert/strict";
+import { PassThrough } from "node:stream";
+import { describe, test } from "node:test";
+import { ApprovalCache, evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
+
+describe("approvals", () => {
+  test("known-safe commands are read-only pipelines without redirection", () => {
+    for (const c of ["ls -la", "git status", "cat a | grep b", "rg foo src && wc -l x"]) assert.ok(isKnownSafe(c), c);
+    for (const c of ["rm -rf x", "echo hi > f", "git push", "sed -i s/a/b/ f", "find . -delete", "cat $(which sh)", "npm test"]) assert.ok(!isKnownSafe(c), c);
+  });
+
+  test("policies decide skip, ask or refuse", () => {
+    assert.equal(evaluateExec("never", "rm x", "/", false).type, "skip");
+    assert.equal(evaluateExec("never", "rm x", "/", true).type, "refuse");
+    assert.equal(evaluateExec("on-request", "rm x", "/", false).type, "skip");
+    assert.equal(evaluateExec("on-request", "rm x", "/", true).type, "ask");
+    assert.equal(evaluateExec("untrusted", "ls", "/", false).type, "skip");
+    assert.equal(evaluateExec("untrusted", "make", "/", false).type, "ask");
+  });
+
+  test("the terminal prompt re-asks on unclear answers and remembers 'always' for the session", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let shown = "";
+    output.on("data", (d: Buffer) => (shown += d.toString()));
+    const cache = new ApprovalCache(terminalApprover(input, output));
+    const first = cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv", justification: "ship it" });
+    input.write("maybe\n");
+    await new Promise((r) => setTimeout(r, 20));
+    input.write("a\n");
+    assert.equal(await first, "approved_for_session");
+    assert.match(shown, /relay wants to run this command in \/srv:\n  make deploy\nreason: ship it/);
+    assert.equal((shown.match(/approve\? \[y\]es/g) ?? []).length, 2, "asked again after an unclear answer");
+    assert.equal(await cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv" }), "approved", "remembered without asking");
+    const other = cache.decide({ kind: "escalation", summary: "rm -rf /tmp/x", cwd: "/" });
+    input.write("n\n");
+    assert.equal(await other, "denied");
+    assert.match(shown, /OUTSIDE the sandbox/);
+  });
+});
