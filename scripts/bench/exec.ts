@@ -6,20 +6,13 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
 import { spawnSelf } from "../../src/protocol/child.ts";
-import { joinCommandLine } from "../../src/protocol/command-line.ts";
-import { fmtMs, printTable, summarize } from "./stats.ts";
+import { fmtMs, numberFlag, printTable, ROOT, summarize, useSourceRelay } from "./stats.ts";
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const RUNS = arg("--runs", 40);
-const MB = arg("--mb", 100);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-process.env.RELAY_SELF_COMMAND ??= joinCommandLine([process.execPath, path.join(ROOT, "src/main.ts")]);
+const RUNS = numberFlag("--runs", 40);
+const MB = numberFlag("--mb", 100);
+useSourceRelay();
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
 function direct(argv: string[]): Promise<number> {

@@ -4,23 +4,15 @@
  *   bun scripts/bench/frames.ts [--rounds 1000] [--mib 8]
  */
 import { PassThrough } from "node:stream";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { EchoMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnSelf } from "../../src/protocol/child.ts";
-import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { RpcPeer } from "../../src/protocol/peer.ts";
 import { ok } from "../../src/util/result.ts";
-import { fmtMs, printTable, summarize } from "./stats.ts";
+import { fmtMs, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const ROUNDS = arg("--rounds", 1000);
-const MIB = arg("--mib", 8);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-process.env.RELAY_SELF_COMMAND ??= joinCommandLine([process.execPath, path.join(ROOT, "src/main.ts")]);
+const ROUNDS = numberFlag("--rounds", 1000);
+const MIB = numberFlag("--mib", 8);
+useSourceRelay();
 
 function inProcessPeer(): RpcPeer {
   const a = new PassThrough({ highWaterMark: 1 << 20 });

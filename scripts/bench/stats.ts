@@ -1,4 +1,20 @@
-/** Small helpers shared by the benchmarks: percentiles and aligned ratio tables. */
+/** Small helpers shared by the benchmarks: flags, percentiles and aligned ratio tables. */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** A numeric `--name value` flag. */
+export function numberFlag(name: string, dflt: number): number {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+}
+
+/** Child processes re-exec relay from source, not the benchmark script. */
+export function useSourceRelay(): void {
+  process.env.RELAY_SELF_COMMAND ??= joinCommandLine([process.execPath, path.join(ROOT, "src/main.ts")]);
+}
 export function percentile(sortedMs: number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
   const i = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
