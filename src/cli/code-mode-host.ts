@@ -1,8 +1,32 @@
+/** `relay code-mode-host`: QuickJS code-mode sessions served over the framed protocol on stdio. */
 import { Command } from "@commander-js/extra-typings";
-import { notBuiltYet } from "./unbuilt.ts";
+import { CodeModeEngine } from "../codemode/engine.ts";
+import { serveCodeMode } from "../codemode/host.ts";
+import { runUntilClosed, serveStdio } from "../protocol/index.ts";
 
 export function codeModeHostCommand() {
   return new Command("code-mode-host")
     .description("serve sandboxed JavaScript (QuickJS) sessions over the framed protocol on stdio (code mode)")
-    .action(() => notBuiltYet("relay code-mode-host", 5));
+    .addHelpText(
+      "after",
+      `
+Internal: relay starts this itself for \`relay run --code-mode\`; you rarely run it by hand.
+It reads framed requests on stdin and writes framed responses on stdout; stderr is free text.
+
+Methods (client -> host): codemode/hello, codemode/create_session, codemode/execute,
+codemode/wait, codemode/terminate, codemode/shutdown_session.
+Host -> client: codemode/invoke_tool and codemode/notify requests, codemode/initial_response
+and codemode/cell_closed notifications.
+
+Each cell runs in a fresh QuickJS runtime with a memory limit (default 64 MiB) and a CPU
+budget (default 10 s); no imports, console, filesystem or network. The host exits when stdin
+closes. A host binary can be pointed to with RELAY_CODE_MODE_HOST_PATH.`,
+    )
+    .action(async () => {
+      // Load QuickJS before reading requests, so every request finds its handler.
+      const engine = await CodeModeEngine.load();
+      const peer = serveStdio({ name: "code-mode-host" });
+      const shutdown = serveCodeMode(peer, engine);
+      await runUntilClosed(peer, shutdown);
+    });
 }

@@ -1,11 +1,260 @@
-import { Command } from "@commander-js/extra-typings";
-import { notBuiltYet } from "./unbuilt.ts";
+/**
+ * `relay memories`: the two-phase memory pipeline over session rollouts.
+ * Exit codes of `consolidate` (safe from cron): 0 ran (including "no changes"); 1 a phase failed;
+ * 2 bad usage, config or state DB; 3 phase 2 did not run: another run holds the lock, success
+ * cooldown, or retry backoff after a failure (try later).
+ */
+import { Command, Option } from "@commander-js/extra-typings";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { agentConsolidator, heuristicConsolidator, type Consolidator } from "../memories/consolidate.ts";
+import { openStateDb, type StateDb } from "../memories/db.ts";
+import { heuristicExtractor, modelExtractor, type Extractor } from "../memories/extract.ts";
+import { consolidateMemories, summaryLine } from "../memories/pipeline.ts";
+import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
+import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
+import { forgetThread, getOutput, getThread, listOutputs, readPhase2Job, statusCounts } from "../memories/store.ts";
+import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
+import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
+import { memoriesDir, relayHome } from "../session/home.ts";
+import { ExitCode, fail } from "./usage.ts";
+
+export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
+
+const int = (name: string) => (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+  return n;
+};
+
+const DB_HELP = "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
+
+async function openDb(spec: string | undefined, home: string): Promise<StateDb> {
+  const r = await openStateDb(stateDbSpec(home, await settingsFor(home), spec));
+  if ("error" in r) fail(r.error.message, ExitCode.Usage);
+  return r.ok;
+}
+
+async function settingsFor(home: string): Promise<MemorySettings> {
+  const r = await loadMemorySettings(home);
+  if ("error" in r) fail(r.error.message, ExitCode.Usage);
+  return r.ok;
+}
+
+/** Whether sampling can work without a first failing request (see the help text). */
+export function modelUsable(c: RelayConfig, env: Record<string, string | undefined> = process.env): boolean {
+  if (c.model_provider === "scripted") return true;
+  if (!isOpenAiHost(c.base_url ?? (env.OPENAI_BASE_URL?.trim() || DEFAULT_BASE_URL))) return true;
+  return Boolean(env[c.api_key_env]?.trim());
+}
+
+function consolidateCommand() {
+  return new Command("consolidate")
+    .description("extract memories from recent idle rollouts (phase 1) and consolidate them into $RELAY_HOME/memories (phase 2)")
+    .option("--db <url>", DB_HELP)
+    .option("--codex-home <dir>", "also read Codex sessions from <dir>/sessions")
+    .addOption(
+      new Option("--extractor <kind>", "phase 1: model (structured JSON reply), heuristic (offline, no model), or auto: model when one is usable (see below)")
+        .choices(["auto", "model", "heuristic"] as const)
+        .default("auto" as const),
+    )
+    .addOption(
+      new Option("--consolidator <kind>", "phase 2: agent (a locked-down relay sub-session), heuristic (offline), or auto: agent when a model is usable")
+        .choices(["auto", "agent", "heuristic"] as const)
+        .default("auto" as const),
+    )
+    .option("-m, --model <name>", "model for both phases (config: [memories] extract_model / consolidation_model, then model)")
+    .option("--script <file>", "SCRIPTED consolidation agent (offline tests)")
+    .option("--extract-script <file>", "SCRIPTED extractor: each turn's text is one JSON reply (offline tests)")
+    .option("--max-rollouts <n>", "rollouts claimed this run (config: [memories] max_rollouts_per_run)", int("--max-rollouts"))
+    .option("--min-idle-hours <n>", "a rollout must be idle this long (config: [memories] min_rollout_idle_hours)", int("--min-idle-hours"))
+    .option("--max-age-days <n>", "ignore rollouts older than this (config: [memories] max_rollout_age_days)", int("--max-age-days"))
+    .option("--skip-phase1", "only consolidate what phase 1 already stored")
+    .option("--skip-phase2", "only extract (phase 1): for hosts that share a Postgres DB but not the memory folder")
+    .option("--json", "print the report as one JSON object instead of one line")
+    .addHelpText("after", `
+A model is usable when the provider is scripted, the base URL is not api.openai.com (a local
+server), or the API key variable (config api_key_env, default OPENAI_API_KEY) is set. Otherwise
+auto runs offline, so cron works without a key.
+
+Exit codes: 0 ran (also when nothing changed); 1 a phase failed; 2 bad usage, config or state DB;
+3 phase 2 skipped: another run holds the lock, cooldown, or retry backoff (try later).
+
+Cron (every 30 minutes, one line per run appended to a log):
+  */30 * * * * relay memories consolidate >> ~/.relay/logs/memories.log 2>&1`)
+    .action(async (opts) => {
+      const home = relayHome();
+      const loaded = await loadConfig(home);
+      if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
+      const settings = await settingsFor(home);
+      if (opts.maxRollouts !== undefined) settings.max_rollouts_per_run = Math.max(1, opts.maxRollouts);
+      if (opts.minIdleHours !== undefined) settings.min_rollout_idle_hours = opts.minIdleHours;
+      if (opts.maxAgeDays !== undefined) settings.max_rollout_age_days = opts.maxAgeDays;
+      const base = loaded.ok.config;
+      const usable = modelUsable(base);
+      const extractorKind = opts.extractor === "auto" ? (usable || opts.extractScript ? "model" : "heuristic") : opts.extractor;
+      const consolidatorKind = opts.consolidator === "auto" ? (usable || opts.script ? "agent" : "heuristic") : opts.consolidator;
+      let extractor: Extractor = heuristicExtractor;
+      if (extractorKind === "model") {
+        const model = opts.model ?? settings.extract_model ?? base.model;
+        try {
+          const client = opts.extractScript
+            ? createModelClient({ provider: "scripted", model, scriptPath: opts.extractScript })
+            : createModelClient({ provider: base.model_provider, model, baseUrl: base.base_url, apiKeyEnv: base.api_key_env });
+          extractor = modelExtractor(client, model, { inputTokenBudget: Math.floor((base.model_context_window ?? 200_000) * 0.7) });
+        } catch (e) {
+          fail(`cannot build the extraction model: ${(e as Error).message}`, ExitCode.Usage);
+        }
+      }
+      let consolidator: Consolidator = heuristicConsolidator;
+      if (consolidatorKind === "agent") {
+        const cfg = applyOverrides(base, { model: opts.model ?? settings.consolidation_model ?? (opts.script ? "scripted" : undefined) });
+        if ("error" in cfg) fail(cfg.error.message, ExitCode.Usage);
+        consolidator = agentConsolidator({ home, config: cfg.ok, scriptPath: opts.script });
+      }
+      if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
+      const state = await openDb(opts.db, home);
+      const ctrl = new AbortController();
+      process.once("SIGINT", () => ctrl.abort());
+      try {
+        const r = await consolidateMemories({
+          state,
+          relayHome: home,
+          memoriesRoot: memoriesDir(home),
+          codexHome: opts.codexHome ? path.resolve(opts.codexHome) : undefined,
+          settings,
+          extractor,
+          consolidator,
+          skipPhase1: opts.skipPhase1,
+          skipPhase2: opts.skipPhase2,
+          signal: ctrl.signal,
+        });
+        if ("error" in r) {
+          if (opts.json) process.stdout.write(JSON.stringify({ ok: false, error: r.error }) + "\n");
+          fail(r.error.message, r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure);
+        }
+        const rep = r.ok;
+        const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
+        const p2 = rep.phase2?.status;
+        const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
+        if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: extractorKind, consolidator: consolidatorKind, ...rep }) + "\n");
+        else process.stdout.write(`relay memories: ${summaryLine(rep)}${extractorKind === "heuristic" && consolidatorKind === "heuristic" && opts.extractor === "auto" ? " (offline: no API key or model server configured)" : ""}\n`);
+        process.exitCode = code;
+      } finally {
+        await state.close();
+      }
+    });
+}
 
 export function memoriesCommand() {
-  const memories = new Command("memories").description("the two-phase memory pipeline over session rollouts");
+  const memories = new Command("memories")
+    .description("the two-phase memory pipeline over session rollouts")
+    .addHelpText(
+      "after",
+      `
+Files: $RELAY_HOME/memories/ holds MEMORY.md (handbook), memory_summary.md (injected into new
+sessions; relay run --no-memories turns that off), raw_memories.md and rollout_summaries/ (inputs),
+and .git (the baseline of the last consolidation). The state DB holds jobs and stored memories.
+
+Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or state DB;
+3 consolidate skipped phase 2 (lock held, cooldown or backoff). See docs/memories.md.`,
+    );
+  memories.addCommand(consolidateCommand());
   memories
-    .command("consolidate")
-    .description("extract memories from recent rollouts and consolidate them into the memory folder")
-    .action(() => notBuiltYet("relay memories consolidate", 7));
+    .command("status")
+    .description("counts of rollouts, memories and jobs, and the last consolidation")
+    .option("--db <url>", DB_HELP)
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const home = relayHome();
+      const state = await openDb(opts.db, home);
+      try {
+        const counts = await statusCounts(state);
+        if ("error" in counts) fail(counts.error.message, ExitCode.Usage);
+        const job = await readPhase2Job(state);
+        if ("error" in job) fail(job.error.message, ExitCode.Usage);
+        const j = job.ok;
+        const out = {
+          db: state.location,
+          memories_dir: memoriesDir(home),
+          ...counts.ok,
+          phase2: j ? { status: j.status, finished_at: j.finished_at, last_error: j.last_error, last_success_watermark: j.last_success_watermark, input_watermark: j.input_watermark } : null,
+        };
+        if (opts.json) process.stdout.write(JSON.stringify(out) + "\n");
+        else {
+          const jobs = Object.entries(out.jobs).map(([k, v]) => `${k}=${v}`).join(" ") || "none";
+          const p2 = j ? `${j.status}${j.finished_at ? ` at ${new Date(j.finished_at * 1000).toISOString()}` : ""}${j.last_error ? ` (${j.last_error})` : ""}` : "never run";
+          process.stdout.write(`state DB: ${out.db}\nmemory folder: ${out.memories_dir}\nrollouts seen: ${out.threads}\nmemories: ${out.outputs}\nphase 1 jobs: ${jobs}\nlast consolidation: ${p2}\n`);
+        }
+      } finally {
+        await state.close();
+      }
+    });
+  memories
+    .command("list")
+    .description("stored memories, newest first")
+    .option("--db <url>", DB_HELP)
+    .option("--json", "print JSON lines")
+    .action(async (opts) => {
+      const state = await openDb(opts.db, relayHome());
+      try {
+        const rows = await listOutputs(state);
+        if ("error" in rows) fail(rows.error.message, ExitCode.Usage);
+        for (const r of rows.ok) {
+          if (opts.json) process.stdout.write(JSON.stringify(r) + "\n");
+          else {
+            const title = r.rollout_summary.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "").slice(0, 80) ?? "";
+            process.stdout.write(`${r.thread_id}  ${new Date(r.source_updated_at * 1000).toISOString().slice(0, 16)}  used=${r.usage_count ?? 0}${r.selected_for_phase2 ? "  *" : "   "} ${title}\n`);
+          }
+        }
+        if (!opts.json && !rows.ok.length) process.stdout.write("no memories yet: run relay memories consolidate\n");
+      } finally {
+        await state.close();
+      }
+    });
+  memories
+    .command("show")
+    .description("one memory: its raw memory and rollout summary")
+    .argument("<thread-id>", "session id")
+    .option("--db <url>", DB_HELP)
+    .option("--json", "print JSON")
+    .action(async (id, opts) => {
+      const home = relayHome();
+      const state = await openDb(opts.db, home);
+      try {
+        const r = await getOutput(state, id);
+        if ("error" in r) fail(r.error.message, ExitCode.Usage);
+        if (!r.ok) fail(`no memory for session ${id} (see relay memories list)`, ExitCode.Failure);
+        const th = await getThread(state, id);
+        if ("error" in th) fail(th.error.message, ExitCode.Usage);
+        if (opts.json) {
+          process.stdout.write(JSON.stringify({ ...r.ok, thread: th.ok ?? null }) + "\n");
+          return;
+        }
+        const file = th.ok ? path.join(memoriesDir(home), SUMMARIES_DIR, `${stemOf({ ...r.ok, thread: th.ok })}.md`) : undefined;
+        let onDisk = "";
+        if (file) onDisk = await readFile(file, "utf8").then(() => `\nsummary file: ${file}`, () => "");
+        process.stdout.write(`session: ${id}\nrollout: ${th.ok?.rollout_path ?? "?"}\ncwd: ${th.ok?.cwd ?? "?"}\nused: ${r.ok.usage_count ?? 0}${onDisk}\n\n## Raw memory\n${r.ok.raw_memory.trim()}\n\n## Rollout summary\n${r.ok.rollout_summary.trim()}\n`);
+      } finally {
+        await state.close();
+      }
+    });
+  memories
+    .command("forget")
+    .description("forget one session: drop its memory and never extract it again; the next consolidate removes it from the memory folder")
+    .argument("<thread-id>", "session id")
+    .option("--db <url>", DB_HELP)
+    .option("--json", "print JSON")
+    .action(async (id, opts) => {
+      const state = await openDb(opts.db, relayHome());
+      try {
+        const r = await forgetThread(state, id, Math.floor(Date.now() / 1000));
+        if ("error" in r) fail(r.error.message, ExitCode.Usage);
+        if (opts.json) process.stdout.write(JSON.stringify({ thread_id: id, had_memory: r.ok }) + "\n");
+        else process.stdout.write(r.ok ? `forgot ${id}; run relay memories consolidate to update the memory folder\n` : `nothing stored for ${id}; it will not be extracted\n`);
+      } finally {
+        await state.close();
+      }
+    });
   return memories;
 }

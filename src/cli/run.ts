@@ -28,6 +28,8 @@ export function runCommand() {
     .option("--auto-compact <fraction>", "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)")
     .option("--max-steps <n>", "model requests allowed for this turn", "200")
     .option("--json", "print one JSON event per line on stdout instead of human progress")
+    .option("--code-mode", "also offer the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use this session's tools) and wait")
+    .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)")
     .addHelpText(
       "after",
       `
@@ -90,6 +92,8 @@ Examples:
         approver: interactive ? terminalApprover() : nonInteractiveApprover,
         emit: opts.json ? jsonRenderer() : humanRenderer(),
         signal: ctrl.signal,
+        codeMode: opts.codeMode,
+        useMemories: opts.memories,
       });
       if ("error" in result) {
         const code = result.error.code;

@@ -10,6 +10,8 @@ export const SandboxPolicySchema = z.object({
   writable_roots: z.array(z.string()).default([]),
   /** Network access inside the sandbox (`workspace-write` only; read-only never has it). */
   network: z.boolean().default(false),
+  /** `workspace-write` also makes /tmp writable unless this is false (writes confined to the roots). */
+  tmp_writable: z.boolean().optional(),
 });
 export type SandboxPolicy = z.infer<typeof SandboxPolicySchema>;
 

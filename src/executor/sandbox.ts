@@ -77,7 +77,7 @@ export function sandboxArgv(argv: string[], policy: SandboxPolicy, cwd: string, 
   // bwrap applies mounts in order, so a later bind over a parent would undo an earlier
   // read-only bind below it: writable binds first (parents before children), protections last.
   if (policy.mode === "workspace-write") {
-    const roots = new Set<string>(["/tmp"]);
+    const roots = new Set<string>(policy.tmp_writable === false ? [] : ["/tmp"]);
     for (const r of policy.writable_roots) if (existsSync(r)) roots.add(realpathSync(r));
     const sorted = [...roots].sort((a, b) => a.length - b.length);
     for (const root of sorted) args.push("--bind", root, root);

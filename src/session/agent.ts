@@ -106,8 +106,12 @@ export class AgentSession {
         await this.o.rollout.appendEvents([{ type: "agent_message", message: text }]);
       }
       const custom = items.filter((i) => i.type === "custom_tool_call");
-      for (const c of custom) {
-        await this.record([{ type: "custom_tool_call_output", call_id: (c as { call_id: string }).call_id, output: `tool ${(c as { name: string }).name} is not available in this session` }]);
+      for (const item of custom) {
+        const c = item as { call_id: string; name: string; input: string };
+        this.o.emit({ type: "tool_call", call_id: c.call_id, name: c.name, display: c.input.slice(0, 80) });
+        const out = await this.o.router.callCustom(c.name, c.input, c.call_id, signal);
+        this.o.emit({ type: "tool_result", call_id: c.call_id, name: c.name, success: out.success, output: out.output });
+        await this.record([{ type: "custom_tool_call_output", call_id: c.call_id, output: out.output }]);
       }
       if (calls.length === 0 && custom.length === 0) {
         this.o.emit({ type: "turn_completed", turn: this.turn, final_message: finalMessage, steps });

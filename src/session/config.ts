@@ -59,6 +59,8 @@ export const RelayConfigSchema = z.object({
   /** Command line that starts a remote executor (speaks the protocol on stdio). */
   executor: nonEmpty.optional(),
   project_doc_max_bytes: nonNegInt.default(32_768),
+  /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
+  memories: z.record(z.string(), z.unknown()).optional(),
 });
 export type RelayConfig = z.infer<typeof RelayConfigSchema>;
 

@@ -24,6 +24,8 @@ import { findRollout } from "./rollout/find.ts";
 import { RolloutWriter } from "./rollout/writer.ts";
 import { pickShell } from "./shell.ts";
 import { ToolRouter } from "./tool-router.ts";
+import { CodeModeTools } from "./code-mode.ts";
+import { recordCitationUsage, sessionMemoryBlock } from "../memories/read.ts";
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 
@@ -52,6 +54,12 @@ export interface SessionRunOptions {
   source?: string;
   /** Extra developer instructions (e.g. a role prompt, memories). */
   extraInstructions?: string[];
+  /** Offer the `exec` (JavaScript) and `wait` tools, run on a code-mode host (`--code-mode`). */
+  codeMode?: boolean;
+  /** Inject memory_summary.md and count memory citations (default true; RELAY_NO_MEMORIES=1 or `[memories] use_memories = false` turn it off). */
+  useMemories?: boolean;
+  /** Only the cwd is writable: not /tmp, not another workdir (the memory consolidation agent). */
+  confineWrites?: boolean;
 }
 
 export interface SessionRunResult {
@@ -194,7 +202,8 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         cwd,
         env,
         approvalPolicy: config.approval_policy,
-        sandbox: { mode: sandboxMode, writable_roots: [cwd], network: false },
+        sandbox: { mode: sandboxMode, writable_roots: [cwd], network: false, ...(o.confineWrites ? { tmp_writable: false } : {}) },
+        pinWritableRoots: o.confineWrites,
         shellPath: shell,
         loginShell: config.shell.login,
         maxOutputTokens: config.exec.max_output_tokens,
@@ -203,7 +212,11 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       approvals,
     );
     if ("error" in routerR) return routerR;
+    // The host is spawned on the first exec call, not here.
+    const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
+    if (codeMode) routerR.ok.attachCodeMode(codeMode);
 
+    const memoryBlock = o.useMemories === false ? undefined : await sessionMemoryBlock(o.home);
     const agent = new AgentSession(
       {
         model,
@@ -213,7 +226,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         instructions: BASE_INSTRUCTIONS,
         developerInstructions: developerInstructions(
           { cwd, shell, approvalPolicy: config.approval_policy, sandboxMode, executor: `${executorName} (${info.hostname}, ${info.platform})` },
-          [catalog.text, ...(o.extraInstructions ?? [])],
+          [catalog.text, ...(memoryBlock ? [memoryBlock] : []), ...(o.extraInstructions ?? [])],
         ),
         contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
         autoCompactFraction: config.auto_compact_fraction,
@@ -238,7 +251,12 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       async runTurn(prompt, signal) {
         const preamble = await skillPreamble(prompt ?? "", skills, executor.peer, o.emit);
         try {
-          return ok(await agent.runTurn(prompt, signal, preamble));
+          const outcome = await agent.runTurn(prompt, signal, preamble);
+          if (o.useMemories !== false && outcome.finalMessage.includes("<oai-mem-citation>")) {
+            const used = await recordCitationUsage(o.home, outcome.finalMessage);
+            if ("error" in used) o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
+          }
+          return ok(outcome);
         } catch (e) {
           await rollout.flush();
           const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
@@ -252,6 +270,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         closed = true;
         // An open handle would be closed by GC, which Bun reports as an error.
         await rollout.close();
+        await codeMode?.close();
         await executor.shutdown();
       },
     };

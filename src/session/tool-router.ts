@@ -12,6 +12,7 @@ import type { ModelTool } from "../model/client.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { ApprovalCache, evaluateExec, evaluatePatch, type ApprovalNeed } from "./approval.ts";
+import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeModeTools } from "./code-mode.ts";
 import type { ApprovalPolicy } from "./config.ts";
 import { formatExecResult } from "./exec-format.ts";
 import { commandArgv, pickShell } from "./shell.ts";
@@ -26,6 +27,8 @@ export interface RouterSettings {
   /** Upper bound and default for max_output_tokens. */
   maxOutputTokens: number;
   defaultYieldMs: number;
+  /** Keep writes inside `sandbox.writable_roots` even when a call names another workdir. */
+  pinWritableRoots?: boolean;
 }
 
 export interface ToolCallOutcome {
@@ -33,12 +36,16 @@ export interface ToolCallOutcome {
   success: boolean;
   /** For progress display: the command line or target. */
   display: string;
+  /** What a code-mode script's `tools.*` promise resolves with instead of `output` (exec results as JSON). */
+  codeModeResult?: unknown;
 }
 
 /** `apply_patch <<'EOF' ... EOF` written as a shell command is applied as a patch. */
 const HEREDOC_PATCH = /^\s*apply_patch\s+<<\s*['"]?([A-Za-z_]+)['"]?\s*\n([\s\S]*?)\n\1\s*$/;
 
 export class ToolRouter {
+  private codeMode: CodeModeTools | undefined;
+
   private constructor(
     private readonly executor: RpcPeer,
     readonly specs: ToolSpec[],
@@ -57,7 +64,19 @@ export class ToolRouter {
   }
 
   modelTools(): ModelTool[] {
-    return this.specs.map((s) => ({ kind: "function", name: s.name, description: s.description, parameters: s.input_schema }));
+    const tools: ModelTool[] = this.specs.map((s) => ({ kind: "function", name: s.name, description: s.description, parameters: s.input_schema }));
+    return this.codeMode ? [...tools, ...codeModeModelTools()] : tools;
+  }
+
+  /** `--code-mode`: offers `exec` (custom) and `wait`, and routes them to code mode. */
+  attachCodeMode(codeMode: CodeModeTools): void {
+    this.codeMode = codeMode;
+  }
+
+  /** A custom (freeform) tool call: only code mode's `exec` exists. */
+  async callCustom(name: string, input: string, callId: string, signal?: AbortSignal): Promise<ToolCallOutcome> {
+    if (this.codeMode && name === EXEC_TOOL) return this.codeMode.exec(callId, input, signal);
+    return { output: `tool ${name} is not available in this session`, success: false, display: name };
   }
 
   isReadOnly(name: string): boolean {
@@ -65,6 +84,7 @@ export class ToolRouter {
   }
 
   async call(name: string, rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome> {
+    if (this.codeMode && name === WAIT_TOOL) return this.codeMode.wait(rawArguments);
     const spec = this.specs.find((s) => s.name === name);
     if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
     let args: unknown;
@@ -122,12 +142,12 @@ export class ToolRouter {
         additional_permissions_preapproved: false,
         justification: a.justification,
         exec_approval_requirement: approval.ok,
-        sandbox: { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, cwd])] },
+        sandbox: this.settings.pinWritableRoots ? this.settings.sandbox : { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, cwd])] },
       },
       { signal },
     );
     if ("error" in r) return { output: `exec_command failed for \`${a.cmd}\`: ${r.error.message}`, success: false, display: a.cmd };
-    return { output: formatExecResult(r.ok), success: r.ok.exit_code === undefined || r.ok.exit_code === 0, display: a.cmd };
+    return { output: formatExecResult(r.ok), success: r.ok.exit_code === undefined || r.ok.exit_code === 0, display: a.cmd, codeModeResult: execResultJson(r.ok) };
   }
 
   private async writeStdin(raw: unknown, signal?: AbortSignal): Promise<ToolCallOutcome> {
@@ -146,7 +166,7 @@ export class ToolRouter {
     );
     const display = `session ${a.session_id}${a.chars ? ` <- ${JSON.stringify(a.chars)}` : " (poll)"}`;
     if ("error" in r) return { output: `write_stdin failed: ${r.error.message}`, success: false, display };
-    return { output: formatExecResult(r.ok), success: true, display };
+    return { output: formatExecResult(r.ok), success: true, display, codeModeResult: execResultJson(r.ok) };
   }
 
   private async callTool(name: string, args: unknown, signal?: AbortSignal, workdir?: string): Promise<ToolCallOutcome> {

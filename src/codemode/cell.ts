@@ -1,0 +1,474 @@
+/**
+ * One cell: a prepared QuickJS VM (src/codemode/vm.ts) running one script with the session's
+ * memory limit and CPU budget, plus the yield/observe state machine. Everything the script can
+ * make the host hold (output, timers, calls in flight, stored values) is capped, because it
+ * lives outside the QuickJS memory limit.
+ */
+import type { QuickJSHandle } from "quickjs-emscripten-core";
+import { err, ok, type Result } from "../util/result.ts";
+import { EXIT_SENTINEL } from "./prelude.ts";
+import { CodeModeErrorCode, type ContentItem, type ExecuteRequest, type NestedToolCall, type RuntimeResponse } from "./protocol.ts";
+import { CellWrites, type StoredValues } from "./stored.ts";
+import type { PreparedVm, VmOwner } from "./vm.ts";
+
+/** What a session needs from its owner: nested tool calls and notifications. */
+export interface EngineDelegate {
+  invokeTool(call: Omit<NestedToolCall, "session_id">, signal: AbortSignal): Promise<Result<unknown>>;
+  notify(n: { call_id: string; cell_id: string; text: string }, signal: AbortSignal): Promise<void>;
+  cellClosed?(cellId: string): void;
+  /**
+   * Called every BUSY_POLL_MS while a cell has been inside the VM for longer than that: the
+   * terminate request cannot be read while a CPU-bound script holds the thread, so the host
+   * checks for an out-of-band one here. True stops the cell as terminated.
+   */
+  whileBusy?(cellId: string): boolean;
+}
+
+export interface Limits {
+  memoryLimitBytes: number;
+  cpuLimitMs: number;
+}
+
+/** What a cell needs from the engine. */
+export interface CellHost {
+  /** A prepared VM (throws when none can be allocated). */
+  takeVm(): PreparedVm;
+  /** Frees `vm` and `handles` later, off the response path. */
+  releaseVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void;
+  /** A host exception unwound the VM: new cells must use a fresh wasm module. */
+  poisoned(): void;
+}
+
+/** Output characters kept between two yields (each item also counts ITEM_COST). */
+export const MAX_PENDING_OUTPUT = 1 << 20;
+const ITEM_COST = 32;
+export const MAX_NOTIFY_CHARS = 64 * 1024;
+export const MAX_ERROR_CHARS = 64 * 1024;
+export const MAX_TIMERS = 10_000;
+export const MAX_CALLS_IN_FLIGHT = 1_000;
+
+/** How often (and after how long inside the VM) `whileBusy` is called. */
+const BUSY_POLL_MS = 20;
+
+interface Observer {
+  resolve(r: RuntimeResponse): void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+type Disposable = { alive: boolean; dispose(): void };
+
+export class Cell {
+  private vm: PreparedVm | undefined;
+  private main: QuickJSHandle | undefined;
+  private readonly liveHandles = new Set<Disposable>();
+  private items: ContentItem[] = [];
+  private pendingCost = 0;
+  private droppedChars = 0;
+  private final: RuntimeResponse | undefined;
+  private delivered = false;
+  private observer: Observer | undefined;
+  private yieldRequested = false;
+  private readonly writes: CellWrites;
+  /** Nested tool calls in flight: cancelled whenever the cell ends. */
+  private readonly calls = new Set<AbortController>();
+  /** Notifications in flight: cancelled by termination, drained by natural completion. */
+  private readonly notes = new Set<AbortController>();
+  private closeWhenDrained = false;
+  private readonly timers = new Map<number, ReturnType<typeof setTimeout>>();
+  private toolSeq = 0;
+  private cpuUsedMs = 0;
+  private entryStart = 0;
+  private inVm = false;
+  private interruptReason: "cpu" | "terminate" | undefined;
+  private terminating = false;
+  private broken = false;
+  private lastPoll = 0;
+
+  constructor(
+    readonly id: string,
+    private readonly engine: CellHost,
+    private readonly limits: Limits,
+    private readonly delegate: EngineDelegate,
+    stored: StoredValues,
+    private readonly req: ExecuteRequest,
+    private readonly onClosed: () => void,
+  ) {
+    this.writes = new CellWrites(stored);
+  }
+
+  get finalResponse(): RuntimeResponse | undefined {
+    return this.final;
+  }
+
+  // ---- observation -------------------------------------------------------------------------
+
+  observe(yieldTimeMs: number): Result<Promise<RuntimeResponse>> {
+    if (this.observer) return err("busy_observer", `exec cell ${this.id} already has an active observer`);
+    if (this.final) return ok(Promise.resolve(this.deliverFinal()));
+    if (this.yieldRequested) {
+      this.yieldRequested = false;
+      return ok(Promise.resolve(this.yielded()));
+    }
+    return ok(
+      new Promise<RuntimeResponse>((resolve) => {
+        const obs: Observer = { resolve, timer: undefined };
+        obs.timer = setTimeout(() => {
+          if (this.observer !== obs) return;
+          this.observer = undefined;
+          resolve(this.yielded());
+        }, yieldTimeMs);
+        this.observer = obs;
+      }),
+    );
+  }
+
+  private yielded(): RuntimeResponse {
+    return { Yielded: { cell_id: this.id, content_items: this.drain() } };
+  }
+
+  private drain(): ContentItem[] {
+    const out = this.items;
+    if (this.droppedChars > 0) {
+      out.push({ type: "input_text", text: `[${this.droppedChars} more characters of output were dropped: a cell keeps at most ${MAX_PENDING_OUTPUT} between yields]` });
+    }
+    this.items = [];
+    this.pendingCost = 0;
+    this.droppedChars = 0;
+    return out;
+  }
+
+  /** Hands out the final response; the cell closes once its notifications are settled too. */
+  private deliverFinal(): RuntimeResponse {
+    const r = this.final!;
+    if (!this.delivered) {
+      this.delivered = true;
+      if (this.notes.size === 0) queueMicrotask(this.onClosed);
+      else this.closeWhenDrained = true;
+    }
+    return r;
+  }
+
+  private requestYield(): void {
+    const obs = this.observer;
+    if (!obs) {
+      this.yieldRequested = true;
+      return;
+    }
+    clearTimeout(obs.timer);
+    this.observer = undefined;
+    obs.resolve(this.yielded());
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------
+
+  start(source: string): void {
+    if (this.final) return; // terminated before it started
+    let vm: PreparedVm;
+    try {
+      vm = this.engine.takeVm();
+    } catch (e) {
+      this.finish({ Result: { cell_id: this.id, content_items: [], error_text: `could not start a JS runtime: ${(e as Error).message}` } });
+      return;
+    }
+    this.vm = vm;
+    const adopted = this.enter(() => vm.adopt(this.owner(), this.limits.memoryLimitBytes, this.req.enabled_tools ?? []));
+    if (adopted !== undefined) return this.fail(adopted);
+    const evaluated = this.enter(() => {
+      const r = vm.ctx.evalCode(source, "exec_main.mjs", { type: "module" });
+      if (r.error) {
+        const e = this.errorText(r.error);
+        r.error.dispose();
+        return e;
+      }
+      this.main = r.value;
+      return undefined;
+    });
+    if (evaluated === EXIT_SENTINEL) return this.complete(null);
+    if (evaluated !== undefined) return this.fail(evaluated);
+    this.pump();
+  }
+
+  /** Stops the cell now (natural completion wins); its stored writes are discarded. */
+  terminate(): RuntimeResponse {
+    if (this.final) {
+      if (this.observer) {
+        // A pending observer gets the final result; the terminate caller gets it too.
+        const obs = this.observer;
+        this.observer = undefined;
+        clearTimeout(obs.timer);
+        obs.resolve(this.final);
+      }
+      return this.deliverFinal();
+    }
+    this.terminating = true;
+    this.interruptReason = "terminate";
+    this.writes.discard();
+    this.finish({ Terminated: { cell_id: this.id, content_items: this.drain() } });
+    return this.deliverFinal();
+  }
+
+  private shouldInterrupt(): boolean {
+    if (this.terminating) return true;
+    const now = performance.now();
+    if (now - this.entryStart + this.cpuUsedMs > this.limits.cpuLimitMs) {
+      this.interruptReason = "cpu";
+      return true;
+    }
+    if (this.delegate.whileBusy && now - this.entryStart > BUSY_POLL_MS && now - this.lastPoll > BUSY_POLL_MS) {
+      this.lastPoll = now;
+      if (this.delegate.whileBusy(this.id)) {
+        this.terminating = true;
+        this.interruptReason = "terminate";
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Runs `fn` inside the VM with CPU accounting; returns an error text or undefined. */
+  private enter(fn: () => string | undefined): string | undefined {
+    this.entryStart = performance.now();
+    this.inVm = true;
+    try {
+      return fn();
+    } catch (e) {
+      // The VM was unwound by a host exception: never touch this runtime again.
+      this.broken = true;
+      this.engine.poisoned();
+      return `the JS runtime failed: ${(e as Error).message}`;
+    } finally {
+      this.inVm = false;
+      this.cpuUsedMs += performance.now() - this.entryStart;
+    }
+  }
+
+  private errorText(h: QuickJSHandle): string {
+    if (this.interruptReason === "cpu") return `exec cell ${this.id} exceeded its CPU time limit of ${this.limits.cpuLimitMs} ms`;
+    const ctx = this.vm!.ctx;
+    let text: string;
+    try {
+      if (ctx.typeof(h) === "string") {
+        text = ctx.getString(h);
+      } else {
+        const d = ctx.dump(h) as unknown;
+        if (d && typeof d === "object" && "message" in d) {
+          const o = d as { name?: unknown; message?: unknown; stack?: unknown };
+          const head = `${typeof o.name === "string" ? o.name : "Error"}: ${String(o.message)}`;
+          text = typeof o.stack === "string" && o.stack.trim() ? `${head}\n${o.stack.trimEnd()}` : head;
+        } else {
+          const s = JSON.stringify(d);
+          text = s === undefined ? String(d) : s;
+        }
+      }
+    } catch {
+      return "uncaught exception (could not be described)";
+    }
+    if (text.length <= MAX_ERROR_CHARS) return text;
+    const half = MAX_ERROR_CHARS / 2;
+    return `${text.slice(0, half)}\n[... ${text.length - MAX_ERROR_CHARS} characters omitted ...]\n${text.slice(-half)}`;
+  }
+
+  /** Runs pending jobs, then decides whether the cell finished. */
+  private pump(): void {
+    if (this.final || !this.vm) return;
+    const rt = this.vm.rt;
+    const jobErr = this.enter(() => {
+      const r = rt.executePendingJobs(-1);
+      if ("error" in r && r.error) {
+        const e = this.errorText(r.error);
+        r.error.dispose();
+        return e;
+      }
+      return undefined;
+    });
+    if (jobErr === EXIT_SENTINEL) return this.complete(null);
+    if (jobErr !== undefined) return this.fail(jobErr);
+    this.checkMain();
+  }
+
+  private checkMain(): void {
+    if (this.final || !this.vm || !this.main) return;
+    const ctx = this.vm.ctx;
+    const st = ctx.getPromiseState(this.main);
+    if (st.type === "pending") {
+      if (this.calls.size === 0 && this.notes.size === 0 && this.timers.size === 0) {
+        this.fail("the script is awaiting a promise that can never settle (no tool call or timer is pending)");
+      }
+      return;
+    }
+    if (st.type === "fulfilled") {
+      st.value.dispose();
+      return this.complete(null);
+    }
+    const text = this.errorText(st.error);
+    st.error.dispose();
+    if (text === EXIT_SENTINEL) return this.complete(null);
+    this.fail(text);
+  }
+
+  private complete(errorText: string | null): void {
+    if (this.final) return;
+    if (this.terminating) {
+      // Interrupted by an out-of-band terminate: the pending terminate request will find this.
+      this.writes.discard();
+      this.finish({ Terminated: { cell_id: this.id, content_items: this.drain() } });
+      return;
+    }
+    if (errorText === null) this.writes.commit();
+    else this.writes.discard();
+    this.finish({ Result: { cell_id: this.id, content_items: this.drain(), error_text: errorText } });
+  }
+
+  private fail(text: string): void {
+    this.complete(text);
+  }
+
+  private finish(r: RuntimeResponse): void {
+    if (this.final) return;
+    this.final = r;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    for (const c of this.calls) c.abort();
+    this.calls.clear();
+    if ("Terminated" in r) for (const c of this.notes) c.abort();
+    this.releaseVm();
+    const obs = this.observer;
+    if (obs) {
+      this.observer = undefined;
+      clearTimeout(obs.timer);
+      obs.resolve(this.deliverFinal());
+    }
+  }
+
+  private releaseVm(): void {
+    const vm = this.vm;
+    this.vm = undefined;
+    // Freeing a runtime left inconsistent by an unwound host exception aborts wasm: leak it.
+    if (vm && !this.broken) this.engine.releaseVm(vm, [...this.liveHandles, ...(this.main ? [this.main] : [])]);
+    this.liveHandles.clear();
+    this.main = undefined;
+  }
+
+  // ---- globals -----------------------------------------------------------------------------
+
+  private owner(): VmOwner {
+    return {
+      text: (s) => {
+        const room = MAX_PENDING_OUTPUT - this.pendingCost - ITEM_COST;
+        if (room < s.length) {
+          this.droppedChars += s.length - Math.max(0, room);
+          if (room <= 0) return undefined;
+          s = s.slice(0, room);
+        }
+        this.items.push({ type: "input_text", text: s });
+        this.pendingCost += s.length + ITEM_COST;
+        return undefined;
+      },
+      notify: (s) => this.notify(s),
+      store: (k, v) => this.writes.set(k, v),
+      load: (k) => this.writes.get(k),
+      yieldNow: () => this.requestYield(),
+      setTimer: (id, ms) => {
+        if (this.timers.size >= MAX_TIMERS) return `too many pending timers (at most ${MAX_TIMERS})`;
+        const t = setTimeout(() => {
+          this.timers.delete(id);
+          this.fireTimer(id);
+        }, ms);
+        this.timers.set(id, t);
+        return undefined;
+      },
+      clearTimer: (id) => {
+        const t = this.timers.get(id);
+        if (t !== undefined) clearTimeout(t);
+        this.timers.delete(id);
+      },
+      tool: (name, input) => this.invokeTool(name, input),
+      shouldInterrupt: () => this.shouldInterrupt(),
+    };
+  }
+
+  private tooManyCalls(): string | undefined {
+    return this.calls.size + this.notes.size >= MAX_CALLS_IN_FLIGHT ? `too many tool calls and notifications in flight (at most ${MAX_CALLS_IN_FLIGHT})` : undefined;
+  }
+
+  private notify(text: string): string | undefined {
+    const busy = this.tooManyCalls();
+    if (busy) return busy;
+    if (text.length > MAX_NOTIFY_CHARS) text = `${text.slice(0, MAX_NOTIFY_CHARS)}\n[... ${text.length - MAX_NOTIFY_CHARS} characters dropped]`;
+    const c = new AbortController();
+    this.notes.add(c);
+    void this.delegate
+      .notify({ call_id: this.req.tool_call_id, cell_id: this.id, text }, c.signal)
+      .catch(() => undefined)
+      .then(() => {
+        this.notes.delete(c);
+        if (this.closeWhenDrained && this.notes.size === 0) {
+          this.closeWhenDrained = false;
+          this.onClosed();
+        }
+        if (!this.final && !this.inVm) this.checkMain();
+      });
+    return undefined;
+  }
+
+  private invokeTool(name: string, input: string): QuickJSHandle | string {
+    const busy = this.tooManyCalls();
+    if (busy) return busy;
+    const deferred = this.vm!.ctx.newPromise();
+    this.liveHandles.add(deferred);
+    const n = ++this.toolSeq;
+    const tool = this.req.enabled_tools?.find((t) => t.name === name);
+    const ctrl = new AbortController();
+    this.calls.add(ctrl);
+    let parsed: unknown;
+    try {
+      parsed = input === "" ? undefined : JSON.parse(input);
+    } catch {
+      parsed = input;
+    }
+    void this.delegate
+      .invokeTool(
+        { cell_id: this.id, call_id: this.req.tool_call_id, runtime_tool_call_id: `tool-${n}`, tool_name: name, tool_kind: tool?.kind ?? "function", input: parsed },
+        ctrl.signal,
+      )
+      .catch((e: unknown) => err(CodeModeErrorCode.Runtime, (e as Error)?.message ?? String(e)))
+      .then((r) => {
+        this.calls.delete(ctrl);
+        if (this.final || !this.vm || !deferred.alive) return;
+        const c = this.vm.ctx;
+        const fail = this.enter(() => {
+          if ("error" in r) {
+            const m = c.newString(r.error.message);
+            deferred.reject(m);
+            m.dispose();
+          } else {
+            const s = r.ok === undefined ? undefined : JSON.stringify(r.ok);
+            const v = s === undefined ? c.undefined : c.newString(s);
+            deferred.resolve(v);
+            if (s !== undefined) v.dispose();
+          }
+          return undefined;
+        });
+        deferred.dispose();
+        this.liveHandles.delete(deferred);
+        if (fail !== undefined) return this.fail(fail);
+        this.pump();
+      });
+    return deferred.handle.dup();
+  }
+
+  private fireTimer(id: number): void {
+    if (this.final || !this.vm) return;
+    const vm = this.vm;
+    const e = this.enter(() => {
+      const thrown = vm.fireTimer(id);
+      if (!thrown) return undefined;
+      const t = this.errorText(thrown);
+      thrown.dispose();
+      return t;
+    });
+    if (e === EXIT_SENTINEL) return this.complete(null);
+    if (e !== undefined) return this.fail(e);
+    this.pump();
+  }
+}

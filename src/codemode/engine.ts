@@ -1,0 +1,201 @@
+/**
+ * The QuickJS code-mode runtime: sessions of cells, each cell a fresh QuickJS runtime+context
+ * with its own memory limit and CPU budget. Used in-process (tests, bench baseline) and by
+ * `relay code-mode-host`. Async host calls use the sync variant: host functions return
+ * promises from `ctx.newPromise()` and the engine pumps `rt.executePendingJobs()`.
+ */
+import { setImmediate } from "node:timers";
+import { newQuickJSWASMModuleFromVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
+import { err, ok, type Result } from "../util/result.ts";
+import { Cell, type CellHost, type EngineDelegate, type Limits } from "./cell.ts";
+import { CodeModeErrorCode, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
+import { StoredValues } from "./stored.ts";
+import { PreparedVm } from "./vm.ts";
+
+export type { EngineDelegate } from "./cell.ts";
+
+export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_CPU_LIMIT_MS = 10_000;
+export const DEFAULT_EXEC_YIELD_TIME_MS = 10_000;
+
+let modulePromise: Promise<QuickJSWASMModule> | undefined;
+
+/** Loads the QuickJS wasm module once per process (single-file variant: no separate .wasm). */
+export function loadQuickJS(): Promise<QuickJSWASMModule> {
+  modulePromise ??= newQuickJSWASMModuleFromVariant(variant);
+  return modulePromise;
+}
+
+export class CodeModeEngine implements CellHost {
+  private replacing = false;
+  /** How many times a broken wasm module was replaced. */
+  replacements = 0;
+  /** The next cell's VM, prepared while the host is idle. */
+  private spare: PreparedVm | undefined;
+  private chores: Array<() => void> = [];
+  private choresScheduled = false;
+
+  private constructor(private qjs: QuickJSWASMModule) {}
+
+  static async load(): Promise<CodeModeEngine> {
+    return new CodeModeEngine(await loadQuickJS());
+  }
+
+  takeVm(): PreparedVm {
+    const vm = this.spare;
+    this.spare = undefined;
+    this.refill();
+    if (vm && vm.module === this.qjs) return vm;
+    vm?.dispose();
+    return PreparedVm.create(this.qjs, DEFAULT_MEMORY_LIMIT_BYTES);
+  }
+
+  releaseVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void {
+    this.later(() => vm.dispose(handles));
+  }
+
+  /** Frees the spare VM (an in-process provider closing). */
+  dropSpare(): void {
+    this.spare?.dispose();
+    this.spare = undefined;
+  }
+
+  private refill(): void {
+    this.later(() => {
+      if (this.spare) return;
+      try {
+        this.spare = PreparedVm.create(this.qjs, DEFAULT_MEMORY_LIMIT_BYTES);
+      } catch {
+        // The next cell reports the failure when it creates its own VM.
+      }
+    });
+  }
+
+  /**
+   * Housekeeping (freeing and preparing VMs) runs two event-loop turns later: after the current
+   * request's response and initial_response are written, and after any request already waiting.
+   */
+  private later(fn: () => void): void {
+    this.chores.push(fn);
+    if (this.choresScheduled) return;
+    this.choresScheduled = true;
+    setImmediate(() =>
+      setImmediate(() => {
+        this.choresScheduled = false;
+        const chores = this.chores;
+        this.chores = [];
+        for (const c of chores) {
+          try {
+            c();
+          } catch {
+            // Freeing a VM that is already gone: nothing left to do.
+          }
+        }
+      }),
+    );
+  }
+
+  /**
+   * A host exception escaped the VM (e.g. the native stack overflowed inside wasm): that module's
+   * memory may be inconsistent, so new cells move to a freshly loaded one.
+   */
+  poisoned(): void {
+    if (this.replacing) return;
+    this.replacing = true;
+    void newQuickJSWASMModuleFromVariant(variant).then(
+      (m) => {
+        this.qjs = m;
+        this.replacements++;
+        this.replacing = false;
+      },
+      () => {
+        this.replacing = false;
+      },
+    );
+  }
+
+  openSession(delegate: EngineDelegate, limits: SessionLimits = {}): EngineSession {
+    return new EngineSession(this, delegate, {
+      memoryLimitBytes: limits.memory_limit_bytes ?? DEFAULT_MEMORY_LIMIT_BYTES,
+      cpuLimitMs: limits.cpu_limit_ms ?? DEFAULT_CPU_LIMIT_MS,
+    });
+  }
+}
+
+export interface StartedCell {
+  cell_id: string;
+  /** First yield, result or termination. */
+  initial: Promise<RuntimeResponse>;
+}
+
+export class EngineSession {
+  /** Committed stored values, shared by this session's cells only. */
+  private readonly stored = new StoredValues();
+  private readonly cells = new Map<string, Cell>();
+  /** Cells that closed as Terminated before their terminate request was read (out-of-band). */
+  private readonly terminated = new Map<string, RuntimeResponse>();
+  private nextCell = 1;
+  private closing = false;
+
+  constructor(
+    private readonly engine: CodeModeEngine,
+    private readonly delegate: EngineDelegate,
+    private readonly limits: Limits,
+  ) {}
+
+  get activeCells(): number {
+    return this.cells.size;
+  }
+
+  execute(req: ExecuteRequest): Result<StartedCell> {
+    if (this.closing) return err(CodeModeErrorCode.ShuttingDown, "code mode session is shutting down");
+    const id = String(this.nextCell++);
+    const cell = new Cell(id, this.engine, this.limits, this.delegate, this.stored, req, () => this.onClosed(id));
+    this.cells.set(id, cell);
+    const initial = cell.observe(req.yield_time_ms ?? DEFAULT_EXEC_YIELD_TIME_MS);
+    // Run the script on the next turn: ExecutionStarted goes out first, even for a busy loop.
+    setImmediate(() => cell.start(req.source));
+    if ("error" in initial) return initial;
+    return ok({ cell_id: id, initial: initial.ok });
+  }
+
+  async wait(cellId: string, yieldTimeMs: number): Promise<Result<WaitOutcome>> {
+    const cell = this.cells.get(cellId);
+    if (!cell) return ok(missing(cellId));
+    const r = cell.observe(yieldTimeMs);
+    if ("error" in r) return r;
+    return ok({ LiveCell: await r.ok });
+  }
+
+  async terminate(cellId: string): Promise<Result<WaitOutcome>> {
+    const cell = this.cells.get(cellId);
+    const done = this.terminated.get(cellId);
+    if (!cell && done) {
+      this.terminated.delete(cellId);
+      return ok({ LiveCell: done });
+    }
+    if (!cell) return ok(missing(cellId));
+    return ok({ LiveCell: cell.terminate() });
+  }
+
+  /** Terminates every cell; new cells are refused afterwards. */
+  shutdown(): void {
+    this.closing = true;
+    for (const cell of [...this.cells.values()]) cell.terminate();
+  }
+
+  private onClosed(id: string): void {
+    const final = this.cells.get(id)?.finalResponse;
+    if (final && "Terminated" in final) {
+      this.terminated.set(id, final);
+      if (this.terminated.size > 16) this.terminated.delete(this.terminated.keys().next().value!);
+    }
+    this.cells.delete(id);
+    this.delegate.cellClosed?.(id);
+  }
+}
+
+function missing(cellId: string): WaitOutcome {
+  return { MissingCell: { Result: { cell_id: cellId, content_items: [], error_text: `exec cell ${cellId} not found` } } };
+}

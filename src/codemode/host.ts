@@ -1,0 +1,142 @@
+/**
+ * Server side of `relay code-mode-host`: maps the `codemode/...` methods onto engine sessions
+ * and turns nested tool calls and notifications into host -> client requests.
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { setImmediate } from "node:timers";
+import { ErrorCode } from "../protocol/envelope.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { CodeModeEngine, type EngineSession } from "./engine.ts";
+import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "./protocol.ts";
+
+export function unknownSession(id: number) {
+  return err(CodeModeErrorCode.UnknownSession, `unknown code-mode session ${id}`);
+}
+
+/**
+ * Runs throwaway cells (yielding between batches) so the JIT has compiled the engine's hot
+ * paths before real commands arrive: a cold cell costs about twice a warm one.
+ */
+export async function warmUp(engine: CodeModeEngine, cells = 400): Promise<void> {
+  const session = engine.openSession({ invokeTool: async () => ok(null), notify: async () => {} });
+  for (let i = 0; i < cells; i++) {
+    if (i % 20 === 0) await new Promise((r) => setImmediate(r));
+    const r = session.execute({ tool_call_id: "warmup", source: "text('ok')" });
+    if ("error" in r) break;
+    await r.ok.initial;
+  }
+  session.shutdown();
+}
+
+/** Registers every code-mode method on `peer`; returns a function that shuts all sessions down. */
+export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void {
+  const sessions = new Map<number, EngineSession>();
+  let nextSession = 1;
+  /** `session:cell` -> settles once that cell's initial_response is written (cell_closed waits for it). */
+  const initialSent = new Map<string, Promise<void>>();
+
+  // Terminate requests cannot be read while a CPU-bound cell holds the thread; the client also
+  // drops a marker file here, which running cells poll from the interrupt handler.
+  let controlDir: string | undefined;
+  try {
+    controlDir = mkdtempSync(path.join(os.tmpdir(), "relay-code-mode-"));
+  } catch {
+    controlDir = undefined;
+  }
+  const marker = (session: number, cell: string) => (controlDir ? path.join(controlDir, `${session}-${cell}`) : undefined);
+  // Only hosts started ahead of use (a pool) warm up: for a host started by an exec call, the
+  // throwaway cells would compete with that very call.
+  let warm = false;
+  let warming: Promise<void> | undefined;
+  peer.handle(CodeModeMethods.hello, async (p) => {
+    if (p.await_warmup) {
+      warming ??= warmUp(engine).then(() => {
+        warm = true;
+      });
+      await warming;
+    }
+    return ok({ pid: process.pid, sessions: sessions.size, warm, control_dir: controlDir });
+  });
+
+  peer.handle(CodeModeMethods.createSession, (p) => {
+    const id = nextSession++;
+    const session = engine.openSession(
+      {
+        async invokeTool(call, signal) {
+          const r = await peer.call(CodeModeMethods.invokeTool, { ...call, session_id: id }, { signal });
+          if ("error" in r) return r;
+          return ok(r.ok.result);
+        },
+        async notify(n, signal) {
+          await peer.call(CodeModeMethods.notify, { ...n, session_id: id }, { signal });
+        },
+        cellClosed(cellId) {
+          const m = marker(id, cellId);
+          if (m) rmSync(m, { force: true });
+          const key = `${id}:${cellId}`;
+          const gate = initialSent.get(key);
+          initialSent.delete(key);
+          void (gate ?? Promise.resolve()).then(() => peer.notify(CodeModeNotifications.cellClosed, { session_id: id, cell_id: cellId }));
+        },
+        whileBusy(cellId) {
+          const m = marker(id, cellId);
+          return m !== undefined && existsSync(m);
+        },
+      },
+      p.limits,
+    );
+    sessions.set(id, session);
+    return ok({ session_id: id });
+  });
+
+  peer.handle(CodeModeMethods.execute, (p, ctx) => {
+    const session = sessions.get(p.session_id);
+    if (!session) return unknownSession(p.session_id);
+    const started = session.execute(p.request);
+    if ("error" in started) return started;
+    const { cell_id, initial } = started.ok;
+    const base = { id: ctx.requestId, session_id: p.session_id, cell_id };
+    const send = (response: Result<RuntimeResponse>) => {
+      const sent = peer.notify(CodeModeNotifications.initialResponse, { ...base, response });
+      // Never leave the client waiting: an unsendable response (e.g. over the frame limit) becomes an error.
+      if ("error" in sent && sent.error.code !== ErrorCode.PeerClosed && "ok" in response) {
+        peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${sent.error.message}`) });
+      }
+    };
+    // The script starts on the next turn, so the response (ExecutionStarted) is always written first.
+    const done = initial.then(ok, (e: unknown) => err(CodeModeErrorCode.Runtime, String((e as Error)?.message ?? e))).then(send);
+    initialSent.set(`${p.session_id}:${cell_id}`, done);
+    return ok({ cell_id, execute_id: ctx.requestId });
+  });
+
+  peer.handle(CodeModeMethods.wait, async (p) => {
+    const session = sessions.get(p.session_id);
+    if (!session) return unknownSession(p.session_id);
+    const r = await session.wait(p.request.cell_id, p.request.yield_time_ms);
+    if ("error" in r) return r;
+    return ok({ outcome: r.ok });
+  });
+
+  peer.handle(CodeModeMethods.terminate, async (p) => {
+    const session = sessions.get(p.session_id);
+    if (!session) return unknownSession(p.session_id);
+    const r = await session.terminate(p.cell_id);
+    if ("error" in r) return r;
+    return ok({ outcome: r.ok });
+  });
+
+  peer.handle(CodeModeMethods.shutdownSession, (p) => {
+    sessions.get(p.session_id)?.shutdown();
+    sessions.delete(p.session_id);
+    return ok({ shutdown: true as const });
+  });
+
+  return () => {
+    for (const s of sessions.values()) s.shutdown();
+    sessions.clear();
+    if (controlDir) rmSync(controlDir, { recursive: true, force: true });
+  };
+}

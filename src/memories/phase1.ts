@@ -1,0 +1,139 @@
+/** Phase 1: claim eligible rollouts, extract {raw_memory, rollout_summary, rollout_slug}, store. */
+import os from "node:os";
+import { readRollout } from "../session/rollout/reader.ts";
+import { errorMessage, ok, type Result } from "../util/result.ts";
+import type { StateDb } from "./db.ts";
+import type { Extractor } from "./extract.ts";
+import { memoryItems } from "./filter.ts";
+import type { ThreadRow } from "./rows.ts";
+import { INTERACTIVE_SOURCES, scanRollouts } from "./scan.ts";
+import { listClaimCandidates, markStage1Failed, markStage1NoOutput, markStage1Succeeded, needsStage1, tryClaimStage1 } from "./store.ts";
+
+export const STAGE1_LEASE_SECONDS = 3600;
+export const STAGE1_RETRY_DELAY_SECONDS = 3600;
+export const STAGE1_SCAN_LIMIT = 5000;
+
+export interface Phase1Options {
+  state: StateDb;
+  relayHome: string;
+  codexHome?: string;
+  extractor: Extractor;
+  workerId: string;
+  /** Epoch milliseconds. */
+  now: () => number;
+  maxAgeDays: number;
+  minIdleHours: number;
+  maxClaims: number;
+  maxRunningJobs: number;
+  concurrency: number;
+  scanLimit?: number;
+  leaseSeconds?: number;
+  retryDelaySeconds?: number;
+  sources?: readonly string[];
+  excludeThreadId?: string;
+  /** Default $RELAY_MEMORIES_HOST, else os.hostname(): threads other hosts scanned into a shared DB are not claimed here. */
+  host?: string;
+  signal?: AbortSignal;
+}
+
+export interface Phase1Outcome {
+  threadId: string;
+  status: "succeeded" | "succeeded_no_output" | "failed" | "lost_claim";
+  error?: string;
+}
+
+export interface Phase1Report {
+  scanned: number;
+  candidates: number;
+  claimed: number;
+  skipped: Record<string, number>;
+  outcomes: Phase1Outcome[];
+  warnings: string[];
+}
+
+const secs = (ms: number) => Math.floor(ms / 1000);
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function pool<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  });
+  await Promise.all(workers);
+  return out;
+}
+
+export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>> {
+  const scanLimit = o.scanLimit ?? STAGE1_SCAN_LIMIT;
+  const host = o.host ?? (process.env.RELAY_MEMORIES_HOST?.trim() || os.hostname());
+  const scan = await scanRollouts(o.state, { relayHome: o.relayHome, codexHome: o.codexHome, scanLimit, host });
+  if ("error" in scan) return scan;
+  const cands = await listClaimCandidates(o.state, {
+    nowMs: o.now(),
+    maxAgeDays: o.maxAgeDays,
+    minIdleHours: o.minIdleHours,
+    scanLimit,
+    sources: o.sources ?? INTERACTIVE_SOURCES,
+    excludeThreadId: o.excludeThreadId,
+    host,
+  });
+  if ("error" in cands) return cands;
+  const skipped: Record<string, number> = {};
+  const claimed: Array<{ thread: ThreadRow; token: string }> = [];
+  for (const thread of cands.ok) {
+    if (claimed.length >= o.maxClaims) break;
+    const sourceUpdatedAt = secs(thread.updated_at_ms);
+    const needs = await needsStage1(o.state, thread.id, sourceUpdatedAt);
+    if ("error" in needs) return needs;
+    if (!needs.ok) {
+      skipped.skipped_up_to_date = (skipped.skipped_up_to_date ?? 0) + 1;
+      continue;
+    }
+    const c = await tryClaimStage1(o.state, {
+      threadId: thread.id,
+      sourceUpdatedAt,
+      workerId: o.workerId,
+      leaseSeconds: o.leaseSeconds ?? STAGE1_LEASE_SECONDS,
+      maxRunningJobs: o.maxRunningJobs,
+      now: secs(o.now()),
+    });
+    if ("error" in c) return c;
+    if (c.ok.kind === "claimed") claimed.push({ thread, token: c.ok.token });
+    else skipped[c.ok.kind] = (skipped[c.ok.kind] ?? 0) + 1;
+  }
+  const outcomes = await pool(claimed, o.concurrency, (c) => extractOne(o, c.thread, c.token));
+  return ok({ scanned: scan.ok.seen, candidates: cands.ok.length, claimed: claimed.length, skipped, outcomes, warnings: scan.ok.warnings });
+}
+
+async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): Promise<Phase1Outcome> {
+  const sourceUpdatedAt = secs(thread.updated_at_ms);
+  const fail = async (reason: string): Promise<Phase1Outcome> => {
+    const m = await markStage1Failed(o.state, thread.id, token, reason, o.retryDelaySeconds ?? STAGE1_RETRY_DELAY_SECONDS, secs(o.now()));
+    return { threadId: thread.id, status: "failed", error: "error" in m ? `${reason}; and recording it failed: ${m.error.message}` : reason };
+  };
+  let extracted;
+  try {
+    const rollout = await readRollout(thread.rollout_path);
+    if ("error" in rollout) return await fail(rollout.error.message);
+    extracted = await o.extractor(
+      { threadId: thread.id, rolloutPath: thread.rollout_path, cwd: thread.cwd, gitBranch: thread.git_branch, items: memoryItems(rollout.ok.lines) },
+      o.signal,
+    );
+  } catch (e) {
+    return fail(`extraction crashed: ${errorMessage(e)}`);
+  }
+  if ("error" in extracted) return fail(extracted.error.message);
+  const res = extracted.ok;
+  if (res.rawMemory.trim() === "" || res.rolloutSummary.trim() === "") {
+    const m = await markStage1NoOutput(o.state, thread.id, token, secs(o.now()));
+    if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
+    return { threadId: thread.id, status: m.ok ? "succeeded_no_output" : "lost_claim" };
+  }
+  const m = await markStage1Succeeded(o.state, thread.id, token, sourceUpdatedAt, res, secs(o.now()));
+  if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
+  return { threadId: thread.id, status: m.ok ? "succeeded" : "lost_claim" };
+}

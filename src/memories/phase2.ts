@@ -1,0 +1,144 @@
+/** Phase 2: under the global lock, sync inputs, diff against the baseline, consolidate, reset. */
+import os from "node:os";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { errorMessage, ok, type Result } from "../util/result.ts";
+import type { Consolidator } from "./consolidate.ts";
+import type { StateDb } from "./db.ts";
+import { existsSync } from "node:fs";
+import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
+import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, selectPhase2Inputs, tryClaimPhase2 } from "./store.ts";
+import { prepareWorkspace, resetBaseline, workspaceDiff, writeDiffFile, type WorkspaceChange } from "./workspace.ts";
+
+export const PHASE2_LEASE_SECONDS = 3600;
+export const PHASE2_RETRY_DELAY_SECONDS = 3600;
+export const PHASE2_HEARTBEAT_MS = 90_000;
+
+export type Phase2Status =
+  | "succeeded"
+  | "succeeded_no_workspace_changes"
+  /** No memories and no memory files yet: the baseline is set without running the consolidator. */
+  | "succeeded_nothing_to_consolidate"
+  | "skipped_running"
+  | "skipped_cooldown"
+  | "skipped_retry_unavailable"
+  | "failed";
+
+export interface Phase2Options {
+  state: StateDb;
+  root: string;
+  consolidator: Consolidator;
+  workerId: string;
+  /** Epoch milliseconds. */
+  now: () => number;
+  maxRawMemories: number;
+  maxUnusedDays: number;
+  cooldownSeconds: number;
+  leaseSeconds?: number;
+  retryDelaySeconds?: number;
+  heartbeatMs?: number;
+  signal?: AbortSignal;
+  /** Test hook: runs after the inputs are synced, before the agent (e.g. to simulate a crash). */
+  afterSync?: () => Promise<void>;
+}
+
+export interface Phase2Report {
+  status: Phase2Status;
+  /** Failure label (`failed_*`) or the consolidator's one-line summary. */
+  detail?: string;
+  inputs: number;
+  changes: WorkspaceChange[];
+  watermark?: number;
+}
+
+const secs = (ms: number) => Math.floor(ms / 1000);
+
+/** `relay-memories:<host>:<pid>:<random>`: lets a rerun on the same host see that a holder died. */
+export function newWorkerId(): string {
+  return `relay-memories:${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/** True when `workerId` names a process on this host that no longer exists. */
+export function workerIsDead(workerId: string | null): boolean {
+  const m = /^relay-memories:(.+):(\d+):[a-z0-9]+$/.exec(workerId ?? "");
+  if (!m || m[1] !== os.hostname()) return false;
+  const pid = Number(m[2]);
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>> {
+  const lease = o.leaseSeconds ?? PHASE2_LEASE_SECONDS;
+  const claim = await tryClaimPhase2(o.state, { workerId: o.workerId, leaseSeconds: lease, cooldownSeconds: o.cooldownSeconds, now: secs(o.now()), stealIf: workerIsDead });
+  if ("error" in claim) return claim;
+  if (claim.ok.kind !== "claimed") return ok({ status: claim.ok.kind, inputs: 0, changes: [] });
+  const token = claim.ok.token;
+  const failed = async (label: string, message: string): Promise<Result<Phase2Report>> => {
+    const m = await markPhase2Failed(o.state, token, `${label}: ${message}`, o.retryDelaySeconds ?? PHASE2_RETRY_DELAY_SECONDS, secs(o.now()));
+    const extra = "error" in m ? ` (recording the failure also failed: ${m.error.message})` : "";
+    return ok({ status: "failed", detail: `${label}: ${message}${extra}`, inputs: 0, changes: [] });
+  };
+
+  const prep = await prepareWorkspace(o.root);
+  if ("error" in prep) return failed("failed_prepare_workspace", prep.error.message);
+  const sel = await selectPhase2Inputs(o.state, o.maxRawMemories, o.maxUnusedDays, secs(o.now()));
+  if ("error" in sel) {
+    await failed("failed_load_stage1_outputs", sel.error.message);
+    return sel;
+  }
+  const selection = sel.ok;
+  const watermark = Math.max(claim.ok.inputWatermark, ...selection.map((s) => s.source_updated_at));
+  const refs = selection.map((s) => ({ threadId: s.thread_id, sourceUpdatedAt: s.source_updated_at }));
+  try {
+    await syncInputs(o.root, selection);
+  } catch (e) {
+    return failed("failed_sync_workspace_inputs", errorMessage(e));
+  }
+  if (o.afterSync) await o.afterSync();
+  const diff = await workspaceDiff(o.root);
+  if ("error" in diff) return failed("failed_workspace_status", diff.error.message);
+  if (!diff.ok.changes.length) {
+    const done = await markPhase2Succeeded(o.state, token, watermark, refs, secs(o.now()));
+    if ("error" in done) return done;
+    return ok({ status: "succeeded_no_workspace_changes", inputs: selection.length, changes: [], watermark });
+  }
+  if (!selection.length && !existsSync(path.join(o.root, MEMORY_MD)) && !existsSync(path.join(o.root, MEMORY_SUMMARY))) {
+    const reset = await resetBaseline(o.root, new Date(o.now()));
+    if ("error" in reset) return failed("failed_workspace_commit", reset.error.message);
+    const done = await markPhase2Succeeded(o.state, token, watermark, refs, secs(o.now()));
+    if ("error" in done) return done;
+    return ok({ status: "succeeded_nothing_to_consolidate", inputs: 0, changes: diff.ok.changes, watermark });
+  }
+  const wrote = await writeDiffFile(o.root, diff.ok);
+  if ("error" in wrote) return failed("failed_workspace_diff_file", wrote.error.message);
+
+  let lost = false;
+  const beat = setInterval(() => {
+    void heartbeatPhase2(o.state, token, lease, secs(o.now())).then((r) => {
+      if ("error" in r || !r.ok) lost = true;
+    });
+  }, o.heartbeatMs ?? PHASE2_HEARTBEAT_MS);
+  let result;
+  try {
+    result = await o.consolidator({ root: o.root, selection, diff: diff.ok, signal: o.signal });
+  } catch (e) {
+    result = { error: { code: "failed_agent", message: errorMessage(e) } };
+  } finally {
+    clearInterval(beat);
+  }
+  if ("error" in result) return failed(result.error.code.startsWith("failed_") ? result.error.code : "failed_agent", result.error.message);
+  const owned = await heartbeatPhase2(o.state, token, lease, secs(o.now()));
+  if ("error" in owned) return failed("failed_confirm_ownership", owned.error.message);
+  if (!owned.ok || lost) return ok({ status: "failed", detail: "failed_confirm_ownership: another run took the lock while this one was consolidating", inputs: selection.length, changes: diff.ok.changes });
+  await rm(path.join(o.root, DIFF_FILE), { force: true });
+  const reset = await resetBaseline(o.root, new Date(o.now()));
+  if ("error" in reset) return failed("failed_workspace_commit", reset.error.message);
+  const done = await markPhase2Succeeded(o.state, token, watermark, refs, secs(o.now()));
+  if ("error" in done) return done;
+  return ok({ status: "succeeded", detail: result.ok.summary, inputs: selection.length, changes: diff.ok.changes, watermark });
+}

@@ -1,0 +1,90 @@
+/** One `relay memories consolidate` run: prune, phase 1, phase 2; returns a report value. */
+import type { Result } from "../util/result.ts";
+import { ok } from "../util/result.ts";
+import type { Consolidator } from "./consolidate.ts";
+import type { StateDb } from "./db.ts";
+import type { Extractor } from "./extract.ts";
+import { runPhase1, type Phase1Report } from "./phase1.ts";
+import { newWorkerId, runPhase2, type Phase2Report } from "./phase2.ts";
+import type { MemorySettings } from "./settings.ts";
+import { pruneStage1 } from "./store.ts";
+
+export const PRUNE_BATCH = 200;
+
+export interface ConsolidateOptions {
+  state: StateDb;
+  relayHome: string;
+  memoriesRoot: string;
+  codexHome?: string;
+  settings: MemorySettings;
+  extractor: Extractor;
+  consolidator: Consolidator;
+  skipPhase1?: boolean;
+  /** Extraction only (e.g. the hosts of a shared Postgres DB that do not hold the memory folder). */
+  skipPhase2?: boolean;
+  now?: () => number;
+  workerId?: string;
+  signal?: AbortSignal;
+}
+
+export interface ConsolidateReport {
+  pruned: number;
+  phase1?: Phase1Report;
+  /** Absent with `skipPhase2`. */
+  phase2?: Phase2Report;
+}
+
+export async function consolidateMemories(o: ConsolidateOptions): Promise<Result<ConsolidateReport>> {
+  const now = o.now ?? Date.now;
+  const workerId = o.workerId ?? newWorkerId();
+  const s = o.settings;
+  const pruned = await pruneStage1(o.state, s.max_unused_days, PRUNE_BATCH, Math.floor(now() / 1000));
+  if ("error" in pruned) return pruned;
+  let phase1: Phase1Report | undefined;
+  if (!o.skipPhase1) {
+    const p1 = await runPhase1({
+      state: o.state,
+      relayHome: o.relayHome,
+      codexHome: o.codexHome,
+      extractor: o.extractor,
+      workerId,
+      now,
+      maxAgeDays: s.max_rollout_age_days,
+      minIdleHours: s.min_rollout_idle_hours,
+      maxClaims: s.max_rollouts_per_run,
+      maxRunningJobs: s.max_running_jobs,
+      concurrency: s.extract_concurrency,
+      signal: o.signal,
+    });
+    if ("error" in p1) return p1;
+    phase1 = p1.ok;
+  }
+  if (o.skipPhase2) return ok({ pruned: pruned.ok, phase1 });
+  const p2 = await runPhase2({
+    state: o.state,
+    root: o.memoriesRoot,
+    consolidator: o.consolidator,
+    workerId,
+    now,
+    maxRawMemories: s.max_raw_memories_for_consolidation,
+    maxUnusedDays: s.max_unused_days,
+    cooldownSeconds: s.phase2_cooldown_seconds,
+    signal: o.signal,
+  });
+  if ("error" in p2) return p2;
+  return ok({ pruned: pruned.ok, phase1, phase2: p2.ok });
+}
+
+/** `phase1 claimed=2 ok=1 no_output=1 failed=0; phase2 succeeded inputs=5 changes=3` */
+export function summaryLine(r: ConsolidateReport): string {
+  const parts: string[] = [];
+  if (r.phase1) {
+    const c = (st: string) => r.phase1!.outcomes.filter((x) => x.status === st).length;
+    parts.push(`phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}`);
+  } else parts.push("phase1 skipped");
+  const p = r.phase2;
+  if (!p) parts.push("phase2 skipped");
+  else parts.push(`phase2 ${p.status} inputs=${p.inputs} changes=${p.changes.length}${p.detail && p.status === "failed" ? ` (${p.detail.split("\n")[0]})` : ""}`);
+  if (r.pruned) parts.push(`pruned=${r.pruned}`);
+  return parts.join("; ");
+}

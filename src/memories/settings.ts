@@ -1,0 +1,64 @@
+/** `[memories]` in RELAY_HOME/config.toml, read on its own so the main config stays untouched. */
+import { readFile } from "node:fs/promises";
+import { parse as parseToml } from "smol-toml";
+import { z } from "zod";
+import { configPath, stateDbPath } from "../session/home.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
+
+const clampInt = (lo: number, hi: number, dflt: number) =>
+  z
+    .number()
+    .int()
+    .default(dflt)
+    .transform((v) => Math.min(hi, Math.max(lo, v)));
+
+export const MemorySettingsSchema = z.object({
+  /** Inject memory_summary.md into new sessions. */
+  use_memories: z.boolean().default(true),
+  max_raw_memories_for_consolidation: clampInt(1, 4096, 256),
+  max_unused_days: clampInt(0, 365, 30),
+  max_rollout_age_days: clampInt(0, 90, 10),
+  max_rollouts_per_run: clampInt(1, 512, 16),
+  min_rollout_idle_hours: clampInt(0, 48, 6),
+  /** Cross-process cap on running phase 1 jobs (independent of the per-run claim count). */
+  max_running_jobs: clampInt(1, 256, 16),
+  extract_concurrency: clampInt(1, 64, 8),
+  extract_model: z.string().min(1).optional(),
+  consolidation_model: z.string().min(1).optional(),
+  /** Read-path budget for memory_summary.md. */
+  summary_max_tokens: clampInt(100, 20_000, 2_500),
+  /** Seconds between successful consolidations. */
+  phase2_cooldown_seconds: clampInt(0, 7 * 86_400, 0),
+  /** State DB: a postgres:// URL; unset = SQLite at RELAY_HOME/state.sqlite. */
+  db: z.string().min(1).optional(),
+});
+export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
+
+/** `--db`, else $RELAY_MEMORIES_DB, else `[memories] db`, else RELAY_HOME/state.sqlite. */
+export function stateDbSpec(home: string, settings: Pick<MemorySettings, "db">, explicit?: string, env: Record<string, string | undefined> = process.env): string {
+  return explicit?.trim() || env.RELAY_MEMORIES_DB?.trim() || settings.db || stateDbPath(home);
+}
+
+export function defaultMemorySettings(): MemorySettings {
+  return MemorySettingsSchema.parse({});
+}
+
+export async function loadMemorySettings(home: string): Promise<Result<MemorySettings>> {
+  const file = configPath(home);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return ok(defaultMemorySettings());
+    return err("config_read", `cannot read ${file}: ${errorMessage(e)}`);
+  }
+  let raw: Record<string, unknown>;
+  try {
+    raw = parseToml(text) as Record<string, unknown>;
+  } catch (e) {
+    return err("config_syntax", `${file}: ${errorMessage(e).split("\n")[0]}`);
+  }
+  const r = MemorySettingsSchema.safeParse(raw.memories ?? {});
+  if (!r.success) return err("config_invalid", `${file}: [memories]: ${z.prettifyError(r.error)}`);
+  return ok(r.data);
+}

@@ -1,0 +1,89 @@
+/**
+ * kysely's SqliteDialect over the runtime's built-in SQLite: bun:sqlite under Bun, node:sqlite
+ * under Deno and Node >= 22.5. Node 20 has neither: opening gives a clear error value.
+ */
+import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from "kysely";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
+
+interface NativeStatement {
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+  iterate(...params: unknown[]): IterableIterator<unknown>;
+  columnNames?: string[];
+  columns?: () => unknown[];
+}
+interface NativeDatabase {
+  prepare(sql: string): NativeStatement;
+  exec(sql: string): unknown;
+  close(): void;
+}
+
+const READER_RE = /^\s*(select|with|pragma|values|explain)\b|\breturning\b/i;
+
+function adapt(db: NativeDatabase): SqliteDatabase {
+  return {
+    close: () => db.close(),
+    prepare(query: string): SqliteStatement {
+      const s = db.prepare(query);
+      const reader = Array.isArray(s.columnNames)
+        ? s.columnNames.length > 0
+        : typeof s.columns === "function"
+          ? s.columns().length > 0
+          : READER_RE.test(query);
+      return {
+        reader,
+        all: (p) => s.all(...(p as unknown[])),
+        run: (p) => {
+          const r = s.run(...(p as unknown[]));
+          return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+        },
+        iterate: (p) => s.iterate(...(p as unknown[])),
+      };
+    },
+  };
+}
+
+export type SqliteRuntime = "bun:sqlite" | "node:sqlite";
+
+/** Opens `file` with the runtime's SQLite and applies the pragmas every connection needs. */
+export async function openNativeSqlite(file: string): Promise<Result<{ db: NativeDatabase; runtime: SqliteRuntime }>> {
+  let db: NativeDatabase;
+  let runtime: SqliteRuntime;
+  try {
+    if (process.versions.bun) {
+      const spec = "bun:sqlite";
+      const mod = (await import(spec)) as { Database: new (f: string, o?: { create?: boolean }) => NativeDatabase };
+      db = new mod.Database(file, { create: true });
+      runtime = "bun:sqlite";
+    } else {
+      const spec = "node:sqlite";
+      let mod: { DatabaseSync: new (f: string) => NativeDatabase };
+      try {
+        mod = (await import(spec)) as typeof mod;
+      } catch {
+        return err(
+          "sqlite_unavailable",
+          `this runtime has no built-in SQLite (node:sqlite needs Node >= 22.5; this is Node ${process.versions.node}). ` +
+            "Use the relay binary (Bun), Deno 2, a newer Node, or a Postgres state DB with --db postgres://...",
+        );
+      }
+      db = new mod.DatabaseSync(file);
+      runtime = "node:sqlite";
+    }
+  } catch (e) {
+    return err("db_open", `cannot open the SQLite state DB ${file}: ${errorMessage(e)}`, { path: file });
+  }
+  try {
+    db.exec("PRAGMA busy_timeout = 15000");
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = NORMAL");
+  } catch (e) {
+    db.close();
+    return err("db_open", `cannot open the SQLite state DB ${file}: ${errorMessage(e)} (is it a SQLite file?)`, { path: file });
+  }
+  return ok({ db, runtime });
+}
+
+export function sqliteDialect(db: NativeDatabase): SqliteDialect {
+  return new SqliteDialect({ database: adapt(db) });
+}

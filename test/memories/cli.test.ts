@@ -1,0 +1,130 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { HOUR, tempHome, writeRollout, sqliteSkip } from "./support.ts";
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function relay(home: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const [cmd, ...pre] = relayArgv();
+  return new Promise((resolve) => {
+    const p = spawn(cmd!, [...pre, ...args], { env: { ...process.env, RELAY_HOME: home, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    p.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const OFFLINE = ["--extractor", "heuristic", "--consolidator", "heuristic"];
+
+describe("relay memories CLI", { skip: sqliteSkip }, () => {
+  test("consolidate prints one line, --json a report; status, list, show, forget", async () => {
+    await using h = tempHome();
+    const a = writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["set up the CI pipeline"] });
+    const r1 = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
+    assert.equal(r1.code, 0, r1.stderr);
+    assert.match(r1.stdout, /^relay memories: phase1 scanned=1 claimed=1 ok=1 no_output=0 failed=0; phase2 succeeded inputs=1 changes=\d+\n$/);
+    assert.ok(existsSync(path.join(h.memories, "MEMORY.md")));
+    const r2 = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
+    assert.equal(r2.code, 0, r2.stderr);
+    const rep = JSON.parse(r2.stdout);
+    assert.equal(rep.phase2.status, "succeeded_no_workspace_changes");
+    assert.equal(rep.exit_code, 0);
+    const st = await relay(h.home, ["memories", "status", "--json"]);
+    assert.equal(JSON.parse(st.stdout).outputs, 1);
+    const ls = await relay(h.home, ["memories", "list"]);
+    assert.match(ls.stdout, new RegExp(`^${a.id} .*set up the CI pipeline`));
+    const show = await relay(h.home, ["memories", "show", a.id]);
+    assert.match(show.stdout, /## Rollout summary\n# set up the CI pipeline/);
+    const fg = await relay(h.home, ["memories", "forget", a.id]);
+    assert.equal(fg.code, 0);
+    const r3 = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
+    const rep3 = JSON.parse(r3.stdout);
+    assert.equal(rep3.phase1.claimed, 0, "a forgotten session is not extracted again");
+    assert.ok(rep3.phase2.changes.some((c: { status: string }) => c.status === "D"));
+    assert.doesNotMatch(readFileSync(path.join(h.memories, "raw_memories.md"), "utf8"), new RegExp(a.id));
+  });
+
+  test("two concurrent cron runs: each rollout extracted once, at most one consolidates", async () => {
+    await using h = tempHome();
+    for (let i = 0; i < 6; i++) writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR - i * 60_000 });
+    const runs = await Promise.all([0, 1].map(() => relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"])));
+    const reps = runs.map((r) => {
+      assert.ok(r.code === 0 || r.code === 3, `exit ${r.code}: ${r.stderr}`);
+      return JSON.parse(r.stdout);
+    });
+    assert.equal(reps[0].phase1.claimed + reps[1].phase1.claimed, 6);
+    assert.equal(reps.filter((r) => r.phase2.status === "succeeded").length, 1);
+    for (const r of reps) if (r.phase2.status === "skipped_running") assert.equal(r.exit_code, 3);
+  });
+
+  test("with no API key the default runs offline; cooldown skips with exit 3", async () => {
+    await using h = tempHome();
+    writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["document the release steps"] });
+    const env = { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" };
+    const r1 = await relay(h.home, ["memories", "consolidate"], env);
+    assert.equal(r1.code, 0, r1.stdout + r1.stderr);
+    assert.match(r1.stdout, /phase2 succeeded .*\(offline: no API key or model server configured\)\n$/);
+    writeFileSync(path.join(h.home, "config.toml"), "[memories]\nphase2_cooldown_seconds = 3600\n");
+    writeRollout(h.home, { mtimeMs: Date.now() - 8 * HOUR, user: ["another task"] });
+    const r2 = await relay(h.home, ["memories", "consolidate", "--json"], env);
+    assert.equal(r2.code, 3, r2.stderr);
+    const rep = JSON.parse(r2.stdout);
+    assert.equal(rep.phase2.status, "skipped_cooldown");
+    assert.equal(rep.phase1.claimed, 1, "phase 1 still runs during the phase 2 cooldown");
+    assert.deepEqual([rep.extractor, rep.consolidator], ["heuristic", "heuristic"]);
+    const help = await relay(h.home, ["memories", "consolidate", "--help"]);
+    assert.match(help.stdout, /Exit codes: 0 ran/);
+  });
+
+  test("a consolidate killed mid-phase-2 (SIGKILL) leaves a live lease; the rerun takes over and completes", async () => {
+    useSourceRelay();
+    await using h = tempHome();
+    writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["migrate the build to bun"] });
+    const script = path.join(h.home, "agent-script.json");
+    writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: "exec_command", arguments: { cmd: "touch agent-started && sleep 60", yield_time_ms: 60000 } }] }, { text: "never reached" }] }));
+    const [cmd, ...pre] = relayArgv();
+    const child = spawn(cmd!, [...pre, "memories", "consolidate", "--extractor", "heuristic", "--consolidator", "agent", "--script", script], {
+      env: { ...process.env, RELAY_HOME: h.home },
+      stdio: "ignore",
+    });
+    const exited = new Promise((r) => child.on("exit", r));
+    const started = path.join(h.memories, "agent-started");
+    for (let i = 0; i < 300 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(existsSync(started), "the consolidation agent did not start");
+    assert.ok(existsSync(path.join(h.memories, "phase2_workspace_diff.md")));
+    child.kill("SIGKILL");
+    await exited;
+    const st = JSON.parse((await relay(h.home, ["memories", "status", "--json"])).stdout);
+    assert.equal(st.phase2.status, "running", "the killed run still holds a live lease");
+    const rerun = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
+    assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+    const rep = JSON.parse(rerun.stdout);
+    assert.equal(rep.phase2.status, "succeeded");
+    assert.ok(rep.phase2.changes.some((c: { path: string }) => c.path === "raw_memories.md"), "the killed run's inputs are still pending");
+    assert.match(readFileSync(path.join(h.memories, "MEMORY.md"), "utf8"), /migrate the build to bun/);
+    assert.ok(!existsSync(path.join(h.memories, "phase2_workspace_diff.md")));
+  });
+
+  test("a broken DB file and bad config are usage errors (exit 2) with a clear message", async () => {
+    await using h = tempHome();
+    writeFileSync(h.dbFile, "this is not a database".repeat(100));
+    const r = await relay(h.home, ["memories", "status"]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /state DB/);
+    await using h2 = tempHome();
+    writeFileSync(path.join(h2.home, "config.toml"), "[memories]\nmax_unused_days = \"soon\"\n");
+    const c = await relay(h2.home, ["memories", "consolidate", ...OFFLINE]);
+    assert.equal(c.code, 2);
+    assert.match(c.stderr, /\[memories\]/);
+  });
+});

@@ -1,0 +1,455 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
+import { readBinaryHeader } from "../../src/package/binary-header.ts";
+import { parseManifest, type PackageManifest } from "../../src/package/manifest.ts";
+import { hostTarget } from "../../src/package/targets.ts";
+import { verifyPackage } from "../../src/package/verify.ts";
+import { spawnPeer } from "../../src/protocol/child.ts";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { defineMethod } from "../../src/protocol/method.ts";
+import { z } from "zod";
+import { VERSION } from "../../src/version.ts";
+import { ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ARCHIVE_FORMATS, readArchive, writeArchive, type ArchiveFormat } from "../../src/package/archive.ts";
+import { ensureTargetBun, npmFetcher } from "../../src/package/bun-cache.ts";
+import { walkTree } from "../../src/package/manifest.ts";
+import { TARGETS } from "../../src/package/targets.ts";
+import { fakeElf, fakePackage, writeExec } from "./fixtures.ts";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const hasBun = Boolean(process.versions.bun);
+const host = hostTarget();
+const hostName = "ok" in host ? host.ok.name : "unknown";
+const hostIsX64Linux = process.platform === "linux" && process.arch === "x64";
+
+const canRun = (cmd: string, args: string[]) => !spawnSync(cmd, args, { stdio: "ignore" }).error;
+const HAS = { tar: canRun("tar", ["--version"]), unzip: canRun("unzip", ["-v"]), zstd: canRun("zstd", ["--version"]) };
+
+/** argv (the destination directory is appended) that extracts an archive with system tools, when present. */
+const SYSTEM_EXTRACT: Record<ArchiveFormat, (file: string) => string[] | undefined> = {
+  "tar.gz": (f) => (HAS.tar ? ["tar", "-xzf", f, "-C"] : undefined),
+  "tar.zst": (f) => (HAS.tar && HAS.zstd ? ["sh", "-c", 'zstd -dc "$0" | tar -xf - -C "$1"', f] : undefined),
+  zip: (f) => (HAS.unzip ? ["unzip", "-q", f, "-d"] : undefined),
+};
+
+/** path, type, permission bits, size and sha256 of everything under a directory. */
+function snapshot(dir: string) {
+  const t = walkTree(dir);
+  if ("error" in t) throw new Error(t.error.message);
+  const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
+  return t.ok.map((e) => ({ path: e.path, type: e.type, mode: e.mode, size: e.size, sha256: e.type === "file" ? sha(e.abs) : "" }));
+}
+
+/** Newest mtime (ms) under src/ and of package.json: other people may edit the tree during a run. */
+function newestSourceMtime(): number {
+  const t = walkTree(path.join(ROOT, "src"));
+  if ("error" in t) return Number.POSITIVE_INFINITY;
+  return Math.max(statSync(path.join(ROOT, "package.json")).mtimeMs, ...t.ok.map((e) => statSync(e.abs).mtimeMs));
+}
+
+function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.RELAY_SELF_COMMAND;
+  delete env.RELAY_SOURCE_DIR;
+  delete env.RELAY_BUN_PATH;
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/** `relay package ...` from source, under the bun running the tests. */
+function relay(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT) {
+  return spawnSync(process.execPath, [path.join(ROOT, "src/main.ts"), "package", ...args], { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 });
+}
+
+interface BuildJson {
+  ok: boolean;
+  packageDir: string;
+  manifest: PackageManifest;
+  archives: { format: string; path: string; bytes: number; ms: number }[];
+  compiled: { bunVersion: string; ms: number; bytes: number; fetched?: boolean; compileExecutablePath?: string } | null;
+  notes: string[];
+}
+
+function parseBuild(r: ReturnType<typeof relay>): BuildJson {
+  assert.equal(r.status, 0, `exit ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop()!) as BuildJson;
+}
+
+describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile" }, () => {
+  let tmp = "";
+  let home = "";
+  let built: BuildJson;
+  let builtAt = 0;
+  let pkgDir = "";
+  before(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-"));
+    home = path.join(tmp, "home");
+    pkgDir = path.join(tmp, "host");
+    const started = Date.now();
+    builtAt = started - 1000;
+    built = parseBuild(relay(["build", "--package-dir", pkgDir, "--json"], cleanEnv({ RELAY_HOME: home })));
+    process.stderr.write(`# host package build: ${Date.now() - started} ms, binary ${built.compiled?.bytes} bytes\n`);
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  test("writes the layout and a manifest that verifies", async () => {
+    const m = parseManifest(readFileSync(path.join(pkgDir, "relay-package.json"), "utf8"));
+    assert.ok("ok" in m, JSON.stringify(m));
+    assert.deepEqual(m.ok, built.manifest);
+    assert.equal(m.ok.target, hostName);
+    assert.equal(m.ok.version, VERSION);
+    assert.equal(m.ok.variant, "relay");
+    assert.equal(m.ok.bunVersion, process.versions.bun);
+    assert.deepEqual(m.ok.entrypoints, { main: "bin/relay", codeModeHost: "bin/relay-code-mode-host" });
+    assert.deepEqual(m.ok.files.map((f) => f.path), ["bin/relay", "bin/relay-code-mode-host"]);
+    assert.ok(m.ok.files.every((f) => f.executable && f.size > 1_000_000));
+    assert.equal(m.ok.files[0]!.sha256, m.ok.files[1]!.sha256, "the code-mode host is the entrypoint's binary");
+    assert.equal(statSync(path.join(pkgDir, "bin/relay-code-mode-host")).ino, statSync(path.join(pkgDir, "bin/relay")).ino, "a hard link, not a second copy");
+    assert.ok(existsSync(path.join(pkgDir, "relay-path")));
+    const v = await verifyPackage(pkgDir);
+    assert.ok("ok" in v);
+    assert.deepEqual(v.ok.problems, []);
+    const cli = relay(["verify", pkgDir], cleanEnv());
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^OK .*2 files match/);
+  });
+
+  test("the packaged binary prints its version from any directory", () => {
+    for (const bin of ["relay", "relay-code-mode-host"]) {
+      const v = spawnSync(path.join(pkgDir, "bin", bin), ["--version"], { cwd: "/", encoding: "utf8", env: cleanEnv() });
+      assert.equal(v.status, 0, v.stderr);
+      assert.equal(v.stdout.trim(), VERSION);
+    }
+  });
+
+  test("the packaged binary re-execs itself (relay_echo through a grandchild)", async () => {
+    for (const bin of ["relay", "relay-code-mode-host"]) {
+      const c = spawnPeer([path.join(pkgDir, "bin", bin), "rpc-echo"], { cwd: "/", env: cleanEnv(), name: `packaged ${bin}` });
+      assert.ok("ok" in c, JSON.stringify(c));
+      assert.deepEqual(await c.ok.peer.call(EchoMethod, "hi"), { ok: "hi" });
+      const r = await c.ok.peer.call(RelayEchoMethod, { through: bin });
+      assert.ok("ok" in r, JSON.stringify(r));
+      assert.deepEqual(r.ok.echoed, { through: bin });
+      assert.notEqual(r.ok.childPid, r.ok.selfPid);
+      const exit = await c.ok.shutdown();
+      assert.equal(exit.code, 0);
+    }
+  });
+
+  test("bin/relay-code-mode-host started without arguments serves code mode (the client runs it that way)", async () => {
+    const Hello = defineMethod("codemode/hello", z.object({}).passthrough(), z.object({ pid: z.number() }).passthrough());
+    const c = spawnPeer([path.join(pkgDir, "bin/relay-code-mode-host")], { cwd: "/", env: cleanEnv(), name: "packaged code-mode host" });
+    assert.ok("ok" in c, JSON.stringify(c));
+    const r = await c.ok.peer.call(Hello, {});
+    assert.ok("ok" in r, `${JSON.stringify(r)} ${c.ok.stderr}`);
+    assert.equal(r.ok.pid, c.ok.pid);
+    const exit = await c.ok.shutdown();
+    assert.equal(exit.code, 0);
+  });
+
+  for (const format of ARCHIVE_FORMATS) {
+    test(`${format} of the real package round-trips to the directory: relay's reader and system tools`, async () => {
+      const outDir = path.join(tmp, "archives");
+      const want = snapshot(pkgDir);
+      const file = path.join(outDir, `relay.${format}`);
+      let started = Date.now();
+      const w = await writeArchive(pkgDir, file, format);
+      assert.ok("ok" in w, JSON.stringify(w));
+      const writeMs = Date.now() - started;
+      started = Date.now();
+      const entries = await readArchive(file);
+      assert.ok("ok" in entries, JSON.stringify(entries));
+      assert.deepEqual(
+        entries.ok.map((e) => ({ path: e.path, type: e.type, mode: e.mode, size: e.size, sha256: e.type === "file" ? e.sha256 : "" })),
+        want,
+        `${format} read back by relay`,
+      );
+      const readMs = Date.now() - started;
+      const v = await verifyPackage(file);
+      assert.ok("ok" in v);
+      assert.deepEqual(v.ok.problems, []);
+      const sys = SYSTEM_EXTRACT[format](file);
+      let sysNote = "system tool absent";
+      if (sys) {
+        const dest = path.join(outDir, `x-${format}`);
+        mkdirSync(dest, { recursive: true });
+        const r = spawnSync(sys[0]!, [...sys.slice(1), dest], { encoding: "utf8" });
+        assert.equal(r.status, 0, `${sys.join(" ")}: ${r.stderr}`);
+        assert.deepEqual(snapshot(dest), want, `${format} extracted by ${sys[0]}`);
+        rmSync(dest, { recursive: true, force: true });
+        sysNote = `checked with ${sys[0] === "sh" ? "zstd | tar" : sys[0]}`;
+      }
+      process.stderr.write(`# real ${format}: ${statSync(file).size} bytes, written in ${writeMs} ms, read in ${readMs} ms, ${sysNote}\n`);
+      rmSync(file, { force: true });
+    });
+  }
+
+  test("prebuilt binaries are used as they are (never rebuilt); variant, rg and a real tar.zst archive", { skip: !hostIsX64Linux && "uses an x64 ELF fake rg" }, async () => {
+    const prebuilt = path.join(tmp, "prebuilt-relay");
+    copyFileSync(path.join(pkgDir, "bin/relay"), prebuilt);
+    chmodSync(prebuilt, 0o755);
+    const rg = writeExec(path.join(tmp, "rg"), fakeElf(62, 2048));
+    const out = path.join(tmp, "exec-pkg");
+    const started = Date.now();
+    const b = parseBuild(
+      relay(["build", "--variant", "relay-executor", "--package-dir", out, "--entrypoint-bin", prebuilt, "--rg-bin", rg, "--archive", "tar.zst", "--json"], cleanEnv({ RELAY_HOME: home })),
+    );
+    process.stderr.write(`# prebuilt package + tar.zst: ${Date.now() - started} ms, archive ${b.archives[0]?.bytes} bytes in ${b.archives[0]?.ms} ms\n`);
+    assert.equal(b.compiled, null);
+    assert.deepEqual(b.manifest.files.map((f) => f.path), ["bin/relay-code-mode-host", "bin/relay-executor", "relay-path/rg"]);
+    assert.equal(b.manifest.entrypoints.main, "bin/relay-executor");
+    assert.deepEqual(readFileSync(path.join(out, "bin/relay-executor")), readFileSync(prebuilt));
+    assert.deepEqual(readFileSync(path.join(out, "relay-path/rg")), readFileSync(rg));
+    assert.equal(statSync(path.join(out, "relay-path/rg")).mode & 0o777, 0o755);
+    assert.equal(b.archives.length, 1);
+    const v = await verifyPackage(b.archives[0]!.path);
+    assert.ok("ok" in v);
+    assert.deepEqual(v.ok.problems, []);
+    // Run bare, bin/relay-executor serves the executor protocol (`ssh host relay-executor`).
+    const ex = spawnPeer([path.join(out, "bin/relay-executor")], { cwd: "/", env: cleanEnv(), name: "packaged relay-executor" });
+    assert.ok("ok" in ex, JSON.stringify(ex));
+    const info = await ex.ok.peer.call(ExecutorMethods.info, {}, { timeoutMs: 30_000 });
+    assert.ok("ok" in info, `${JSON.stringify(info)} ${ex.ok.stderr}`);
+    assert.equal(info.ok.version, VERSION);
+    assert.equal((await ex.ok.shutdown()).code, 0);
+    // A non-empty package dir that was named needs --force ...
+    const again = relay(["build", "--package-dir", out, "--entrypoint-bin", prebuilt], cleanEnv({ RELAY_HOME: home }));
+    assert.equal(again.status, 2);
+    assert.match(again.stderr, /is not empty \(pass --force/);
+    const forced = relay(["build", "--package-dir", out, "--entrypoint-bin", prebuilt, "--force"], cleanEnv({ RELAY_HOME: home }));
+    assert.equal(forced.status, 0, forced.stderr);
+    // ... while the default directory (dist/package/<variant>-<target> under cwd) is build output, replaced on every run.
+    const cwd = path.join(tmp, "cwd");
+    mkdirSync(cwd);
+    for (let i = 0; i < 2; i++) {
+      const d = relay(["build", "--entrypoint-bin", prebuilt], cleanEnv({ RELAY_HOME: home }), cwd);
+      assert.equal(d.status, 0, d.stderr);
+      assert.match(d.stdout, new RegExp(`Built relay package directory at ${path.join(cwd, "dist/package", `relay-${hostName}`)} `));
+    }
+  });
+
+  test("bad targets, variants, archive formats and overrides: exit 2 with a clear message", () => {
+    const env = cleanEnv({ RELAY_HOME: home });
+    const out = path.join(tmp, "bad");
+    const cases: [string[], RegExp][] = [
+      [["--target", "linux-mips"], /unknown target 'linux-mips'; supported targets: linux-x64, linux-x64-baseline/],
+      [["--variant", "relay-server"], /argument 'relay-server' is invalid\. Allowed choices are relay, relay-executor/],
+      [["--archive", "tar.gz,7z"], /unknown archive format '7z'/],
+      [["--entrypoint-bin", path.join(tmp, "nope")], /--entrypoint-bin .*nope: no such file/],
+      [["--rg-bin", path.join(tmp, "nope-rg")], /--rg-bin .*: no such file/],
+      [["--target", "linux-arm64", "--entrypoint-bin", path.join(pkgDir, "bin/relay")], /--entrypoint-bin: .* is ELF 64-bit x64.*, not a linux-arm64 executable/],
+      [["--target", "windows-x64", "--compile-executable-path", path.join(pkgDir, "bin/relay")], /--compile-executable-path: .*not a windows-x64 executable \(format elf/],
+    ];
+    if (hostIsX64Linux) {
+      const script = writeExec(path.join(tmp, "script.sh"), "#!/bin/sh\necho hi\n");
+      cases.push([["--code-mode-host-bin", script], /--code-mode-host-bin: .*not an ELF, Mach-O or PE executable/]);
+      const noexec = path.join(tmp, "noexec");
+      writeFileSync(noexec, fakeElf(62));
+      chmodSync(noexec, 0o644);
+      cases.push([["--entrypoint-bin", noexec], /not executable/]);
+    }
+    for (const [args, re] of cases) {
+      const r = relay(["build", "--package-dir", out, ...args], env);
+      assert.equal(r.status, 2, `${args.join(" ")}: exit ${r.status}\n${r.stderr}`);
+      assert.match(r.stderr, re, args.join(" "));
+    }
+    assert.equal(existsSync(out), false, "nothing is created when the request is refused");
+    const bv = relay(["verify", path.join(tmp, "nothing-here.tar.gz")], env);
+    assert.equal(bv.status, 2);
+    const help = relay(["build", "--help"], env);
+    assert.equal(help.status, 0);
+    assert.match(help.stdout, /--compile-executable-path/);
+    assert.match(help.stdout, /RELAY_HOME\/cache\/bun/);
+  });
+
+  test("relay package verify: exit 1 with the list of problems, --json report", async () => {
+    const dir = path.join(tmp, "fake");
+    await fakePackage(dir);
+    const good = relay(["verify", dir, "--json"], cleanEnv());
+    assert.equal(good.status, 0, good.stderr);
+    assert.deepEqual(JSON.parse(good.stdout), { ok: true, source: dir, kind: "dir", files: 5, target: "linux-x64", problems: [] });
+    writeFileSync(path.join(dir, "relay-path/README.txt"), "changed!!\n");
+    writeFileSync(path.join(dir, "stray"), "x");
+    const bad = relay(["verify", dir], cleanEnv());
+    assert.equal(bad.status, 1);
+    assert.match(bad.stdout, /^FAILED .*: 2 problem\(s\)\n  size mismatch: relay-path\/README.txt .*\n  extra file: stray\n$/);
+  });
+
+  test("from the compiled binary: clear errors without a source tree or bun, and a real build with RELAY_SOURCE_DIR", () => {
+    const bin = path.join(pkgDir, "bin/relay");
+    const out = path.join(tmp, "from-compiled");
+    const noSrc = spawnSync(bin, ["package", "build", "--package-dir", out], { cwd: "/", encoding: "utf8", env: cleanEnv({ RELAY_HOME: home }) });
+    assert.equal(noSrc.status, 1, noSrc.stderr);
+    assert.match(noSrc.stderr, /cannot find the Relay source tree \(src\/main.ts\).*RELAY_SOURCE_DIR/);
+    const noBun = spawnSync(bin, ["package", "build", "--package-dir", out], {
+      cwd: "/",
+      encoding: "utf8",
+      env: cleanEnv({ RELAY_HOME: home, RELAY_SOURCE_DIR: ROOT, RELAY_BUN_PATH: path.join(tmp, "no-bun") }),
+    });
+    assert.equal(noBun.status, 1);
+    assert.match(noBun.stderr, /RELAY_BUN_PATH=.*no-bun is not an executable file/);
+    const started = Date.now();
+    const okBuild = spawnSync(bin, ["package", "build", "--package-dir", out, "--json"], {
+      cwd: "/",
+      encoding: "utf8",
+      env: cleanEnv({ RELAY_HOME: home, RELAY_SOURCE_DIR: ROOT, PATH: "/usr/bin:/bin" }),
+    });
+    assert.equal(okBuild.status, 0, okBuild.stderr);
+    process.stderr.write(`# build from the compiled binary: ${Date.now() - started} ms\n`);
+    const v = spawnSync(path.join(out, "bin/relay"), ["--version"], { cwd: "/", encoding: "utf8", env: cleanEnv() });
+    assert.equal(v.stdout.trim(), VERSION);
+    // Same source tree, same bun: the same bytes (bun's output depends only on them and the output name).
+    const second = JSON.parse(okBuild.stdout.trim()) as BuildJson;
+    if (newestSourceMtime() < builtAt) assert.deepEqual(second.manifest.files, built.manifest.files, "a second build is byte-identical");
+    else process.stderr.write("# sources changed since the first build: byte-identity not checked\n");
+  });
+});
+
+// A persistent RELAY_HOME so repeated runs fetch @oven/bun-linux-aarch64 once.
+const CROSS_HOME = process.env.RELAY_PACKAGE_TEST_HOME ?? path.join(os.tmpdir(), "relay-package-test-home");
+
+function which(cmd: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const f = path.join(dir, cmd);
+    if (dir && existsSync(f)) return f;
+  }
+  return undefined;
+}
+
+const FETCH_FAILED = /fetch_failed|npm pack .* failed|cannot run npm/;
+
+describe("relay package build --target linux-arm64 (cross)", { skip: !hasBun && "needs Bun to compile" }, () => {
+  let tmp = "";
+  let result: ReturnType<typeof relay> | undefined;
+  before(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-arm-"));
+    mkdirSync(CROSS_HOME, { recursive: true });
+    const started = Date.now();
+    result = relay(["build", "--target", "linux-arm64", "--package-dir", path.join(tmp, "arm64"), "--json"], cleanEnv({ RELAY_HOME: CROSS_HOME }));
+    process.stderr.write(`# linux-arm64 cross build: ${Date.now() - started} ms (exit ${result.status})\n`);
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+  const cachedRuntime = () => path.join(CROSS_HOME, "cache", "bun", process.versions.bun!, "linux-arm64", "bun");
+
+  test("produces an aarch64 ELF and caches the target runtime with meta", (t) => {
+    if (result?.status !== 0 && FETCH_FAILED.test(result?.stderr ?? "")) {
+      t.skip(`cannot fetch @oven/bun-linux-aarch64 (offline?): ${result?.stderr.trim().slice(-300)}`);
+      return;
+    }
+    const b = parseBuild(result!);
+    assert.equal(b.manifest.target, "linux-arm64");
+    const bin = path.join(b.packageDir, "bin/relay");
+    const h = readBinaryHeader(bin);
+    assert.ok("ok" in h);
+    assert.equal(h.ok.format, "elf");
+    assert.equal(h.ok.bits, 64);
+    assert.equal(h.ok.arch, "arm64");
+    assert.match(h.ok.interpreter ?? "", /ld-linux-aarch64/);
+    const metaPath = path.join(path.dirname(cachedRuntime()), "meta.json");
+    const meta = JSON.parse(readFileSync(metaPath, "utf8")) as { size: number; sha256: string; package: string };
+    assert.equal(meta.package, "@oven/bun-linux-aarch64");
+    assert.equal(statSync(cachedRuntime()).size, meta.size);
+    process.stderr.write(`# arm64 runtime ${b.compiled?.fetched ? "fetched" : "reused from cache"}; packaged binary ${b.compiled?.bytes} bytes\n`);
+  });
+
+  test("offline with --compile-executable-path: nothing is fetched or cached", (t) => {
+    if (!existsSync(cachedRuntime())) return void t.skip("no cached linux-arm64 runtime (the fetch above was skipped)");
+    const home = path.join(tmp, "fresh-home");
+    const b = parseBuild(
+      relay(["build", "--target", "linux-arm64", "--package-dir", path.join(tmp, "offline"), "--compile-executable-path", cachedRuntime(), "--json"], cleanEnv({ RELAY_HOME: home })),
+    );
+    assert.equal(b.compiled?.compileExecutablePath, cachedRuntime());
+    assert.equal(b.compiled?.fetched, undefined);
+    assert.equal(existsSync(path.join(home, "cache")), false);
+    const h = readBinaryHeader(path.join(tmp, "offline", "bin/relay"));
+    assert.ok("ok" in h && h.ok.arch === "arm64");
+  });
+
+  test("a corrupted cached runtime is detected and fetched again through npm", async (t) => {
+    if (!existsSync(cachedRuntime())) return void t.skip("no cached linux-arm64 runtime (the fetch above was skipped)");
+    const bin = cachedRuntime();
+    const before = readFileSync(path.join(path.dirname(bin), "meta.json"), "utf8");
+    const bytes = readFileSync(bin);
+    bytes[bytes.length >> 1] = bytes[bytes.length >> 1]! ^ 0xff; // same size, different sha256
+    writeFileSync(bin, bytes);
+    const started = Date.now();
+    const r = await ensureTargetBun({ home: CROSS_HOME, version: process.versions.bun!, target: TARGETS["linux-arm64"], fetcher: npmFetcher });
+    if ("error" in r && FETCH_FAILED.test(r.error.message)) return void t.skip(`cannot refetch (offline?): ${r.error.message}`);
+    assert.ok("ok" in r, JSON.stringify(r));
+    process.stderr.write(`# corrupted arm64 runtime refetched in ${Date.now() - started} ms\n`);
+    assert.equal(r.ok.fetched, true);
+    assert.match(r.ok.notes.join("\n"), /is unusable \(sha256 .* != recorded .*\); refetching/);
+    const meta = JSON.parse(readFileSync(path.join(path.dirname(bin), "meta.json"), "utf8")) as { sha256: string; size: number };
+    assert.equal(meta.sha256, (JSON.parse(before) as { sha256: string }).sha256, "the same runtime came back");
+    const again = await ensureTargetBun({ home: CROSS_HOME, version: process.versions.bun!, target: TARGETS["linux-arm64"], fetcher: npmFetcher });
+    assert.ok("ok" in again && !again.ok.fetched);
+  });
+
+  test("runs under qemu-aarch64 when installed", (t) => {
+    const qemu = which("qemu-aarch64-static") ?? which("qemu-aarch64");
+    const sysroot = "/usr/aarch64-linux-gnu";
+    if (!qemu) return void t.skip("qemu-aarch64(-static) not installed (apt-get install qemu-user-static libc6-arm64-cross)");
+    if (!existsSync(path.join(sysroot, "lib"))) return void t.skip("no aarch64 sysroot at /usr/aarch64-linux-gnu (apt-get install libc6-arm64-cross)");
+    if (result?.status !== 0) return void t.skip("the cross build did not run");
+    const bin = path.join(tmp, "arm64", "bin/relay");
+    const r = spawnSync(qemu, ["-L", sysroot, bin, "--version"], { cwd: "/", encoding: "utf8", env: cleanEnv(), timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), VERSION);
+  });
+
+  test("under qemu, the arm64 binary serves the protocol and starts a second copy of itself", async (t) => {
+    const qemu = which("qemu-aarch64-static") ?? which("qemu-aarch64");
+    const sysroot = "/usr/aarch64-linux-gnu";
+    if (!qemu || !existsSync(path.join(sysroot, "lib"))) return void t.skip("needs qemu-user-static and libc6-arm64-cross");
+    if (result?.status !== 0) return void t.skip("the cross build did not run");
+    // Without binfmt_misc the kernel cannot exec an aarch64 file directly, so the re-exec goes
+    // through RELAY_SELF_COMMAND = qemu + the same binary.
+    const self = [qemu, "-L", sysroot, path.join(tmp, "arm64", "bin/relay")];
+    const c = spawnPeer([...self, "rpc-echo"], { cwd: "/", env: cleanEnv({ RELAY_SELF_COMMAND: joinCommandLine(self) }), name: "arm64 under qemu" });
+    assert.ok("ok" in c, JSON.stringify(c));
+    const r = await c.ok.peer.call(RelayEchoMethod, { arch: "arm64" }, { timeoutMs: 60_000 });
+    assert.ok("ok" in r, `${JSON.stringify(r)} ${c.ok.stderr}`);
+    assert.deepEqual(r.ok.echoed, { arch: "arm64" });
+    assert.equal((await c.ok.shutdown(10_000)).code, 0);
+  });
+});
+
+describe("relay package build: windows-x64 and darwin-arm64 (cross, headers only)", { skip: !hasBun && "needs Bun to compile" }, () => {
+  let tmp = "";
+  before(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-x-"));
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+  const cases = [
+    { target: "windows-x64", files: ["bin/relay-code-mode-host.exe", "bin/relay.exe"], format: "pe", arch: "x64" },
+    { target: "darwin-arm64", files: ["bin/relay", "bin/relay-code-mode-host"], format: "macho", arch: "arm64" },
+  ] as const;
+  for (const c of cases) {
+    test(`${c.target}: ${c.format} ${c.arch} binaries named ${c.files.join(", ")}`, (t) => {
+      const started = Date.now();
+      const r = relay(["build", "--target", c.target, "--package-dir", path.join(tmp, c.target), "--json"], cleanEnv({ RELAY_HOME: CROSS_HOME }));
+      if (r.status !== 0 && FETCH_FAILED.test(r.stderr)) return void t.skip(`cannot fetch the ${c.target} runtime (offline?)`);
+      const b = parseBuild(r);
+      process.stderr.write(`# ${c.target} cross build: ${Date.now() - started} ms, binary ${b.compiled?.bytes} bytes\n`);
+      assert.deepEqual(b.manifest.files.map((f) => f.path), c.files);
+      assert.equal(b.manifest.entrypoints.main, c.files.find((f) => f.startsWith("bin/relay.") || f === "bin/relay"));
+      for (const f of c.files) {
+        const h = readBinaryHeader(path.join(b.packageDir, f));
+        assert.ok("ok" in h);
+        assert.equal(h.ok.format, c.format);
+        assert.equal(h.ok.arch, c.arch);
+        assert.equal(h.ok.bits, 64);
+      }
+    });
+  }
+});
