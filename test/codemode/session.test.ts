@@ -6,18 +6,9 @@ import { describe, test } from "node:test";
 import { parseExecInput } from "../../src/session/code-mode.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv } from "../support/self.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 
-function runRelay(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const [cmd, ...pre] = relayArgv();
-  const child = spawn(cmd!, [...pre, "run", ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-  return new Promise((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
-}
 
 describe("relay run --code-mode", () => {
   test("the model's JS calls tools.exec_command on the real executor; wait and a failing script", async () => {
@@ -87,3 +78,7 @@ describe("relay run --code-mode", () => {
     assert.deepEqual(parseExecInput("text(2)"), { ok: { source: "text(2)", pragma: {} } });
   });
 });
+
+function runRelay(args: string[], env: NodeJS.ProcessEnv) {
+  return runRelayAsync(["run", ...args], env);
+}

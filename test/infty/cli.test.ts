@@ -5,17 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv } from "../support/self.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
 
-function relay(args: string[], home: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const [cmd, ...pre] = relayArgv();
-  const c = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  c.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  c.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-  return new Promise((r) => c.once("close", (status) => r({ status, stdout, stderr })));
-}
 
 describe("relay infty CLI", () => {
   test("the scripted demo completes; status, list and logs describe it", async () => {
@@ -62,3 +53,7 @@ describe("relay infty CLI", () => {
     }
   });
 });
+
+function relay(args: string[], home: string) {
+  return runRelayAsync(args, { ...process.env, RELAY_HOME: home });
+}

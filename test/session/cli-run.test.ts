@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import { listRollouts } from "../../src/session/rollout/find.ts";
 import { SessionEventSchema } from "../../src/session/events.ts";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv } from "../support/self.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { isAlive, waitUntil } from "../support/executor.ts";
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import { reply } from "../support/fake-model-server.ts";
@@ -16,16 +16,6 @@ function relayEnv(home: string, extra: Record<string, string> = {}) {
   return { ...process.env, RELAY_HOME: home, NO_COLOR: "1", ...extra };
 }
 
-/** Async on purpose: the fake model server lives in this process and must keep answering. */
-function runRelay(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const [cmd, ...pre] = relayArgv();
-  const child = spawn(cmd!, [...pre, "run", ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-  return new Promise((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
-}
 
 describe("relay run CLI", () => {
   test("SIGKILL mid-tool-call, a torn last line, then --resume last continues the turn", async () => {
@@ -137,4 +127,8 @@ function findSync(home: string): string[] {
   };
   walk(path.join(home, "sessions"));
   return out;
+}
+
+function runRelay(args: string[], env: NodeJS.ProcessEnv) {
+  return runRelayAsync(["run", ...args], env);
 }

@@ -3,7 +3,8 @@
  * to start relay through RELAY_SELF_COMMAND (children inherit it).
  */
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
-import { MAIN_TS, NODE_BUNDLE } from "./paths.ts";
+import { spawn } from "node:child_process";
+import { MAIN_TS, NODE_BUNDLE, REPO_ROOT } from "./paths.ts";
 
 export function relayArgv(): string[] {
   const deno = (globalThis as { Deno?: { execPath(): string } }).Deno;
@@ -14,4 +15,18 @@ export function relayArgv(): string[] {
 
 export function useSourceRelay(): void {
   process.env.RELAY_SELF_COMMAND = joinCommandLine(relayArgv());
+}
+
+/**
+ * Runs relay with `args` and collects its output. Async on purpose: tests often serve a fake
+ * model from their own process, which must keep answering while relay runs.
+ */
+export function runRelayAsync(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const [cmd, ...pre] = relayArgv();
+  const child = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  return new Promise((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
 }
