@@ -59,7 +59,8 @@ describe("infty long-run hygiene", () => {
       let stderr = "";
       child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
       assert.ok(await waitUntil(() => stderr.includes("exec_command: sleep 20"), 20_000), stderr);
-      child.kill("SIGINT");
+      // process.kill, not child.kill: Deno's child_process then reports the exit code as null.
+      process.kill(child.pid!, "SIGINT");
       const code = await new Promise((r) => child.once("exit", (c) => r(c)));
       assert.equal(code, 130, stderr);
       assert.match(stderr, /stays resumable/);
