@@ -22,6 +22,12 @@ export interface EngineDelegate {
    * checks for an out-of-band one here. True stops the cell as terminated.
    */
   whileBusy?(cellId: string): boolean;
+  /**
+   * Called on every interrupt check once a VM entry has lasted LONG_ENTRY_MS: the host writes the
+   * frames it held back to send together (ExecutionStarted, notifications, delegate requests),
+   * so a busy script cannot delay them.
+   */
+  longEntry?(): void;
 }
 
 export interface Limits {
@@ -49,6 +55,7 @@ export const MAX_CALLS_IN_FLIGHT = 1_000;
 
 /** How often (and after how long inside the VM) `whileBusy` is called. */
 const BUSY_POLL_MS = 20;
+const LONG_ENTRY_MS = 1;
 
 interface Observer {
   resolve(r: RuntimeResponse): void;
@@ -102,15 +109,27 @@ export class Cell {
 
   // ---- observation -------------------------------------------------------------------------
 
-  observe(yieldTimeMs: number): Result<Promise<RuntimeResponse>> {
+  /**
+   * The cell's next yield, result or termination. `onResponse` hears it synchronously, at the
+   * moment it is decided (the host writes it in the same turn); the promise settles after.
+   */
+  observe(yieldTimeMs: number, onResponse?: (r: RuntimeResponse) => void): Result<Promise<RuntimeResponse>> {
     if (this.observer) return err("busy_observer", `exec cell ${this.id} already has an active observer`);
-    if (this.final) return ok(Promise.resolve(this.deliverFinal()));
+    const now = (r: RuntimeResponse) => {
+      onResponse?.(r);
+      return ok(Promise.resolve(r));
+    };
+    if (this.final) return now(this.deliverFinal());
     if (this.yieldRequested) {
       this.yieldRequested = false;
-      return ok(Promise.resolve(this.yielded()));
+      return now(this.yielded());
     }
     return ok(
-      new Promise<RuntimeResponse>((resolve) => {
+      new Promise<RuntimeResponse>((resolvePromise) => {
+        const resolve = (r: RuntimeResponse) => {
+          onResponse?.(r);
+          resolvePromise(r);
+        };
         const obs: Observer = { resolve, timer: undefined };
         obs.timer = setTimeout(() => {
           if (this.observer !== obs) return;
@@ -210,6 +229,7 @@ export class Cell {
   private shouldInterrupt(): boolean {
     if (this.terminating) return true;
     const now = performance.now();
+    if (now - this.entryStart > LONG_ENTRY_MS) this.delegate.longEntry?.();
     if (now - this.entryStart + this.cpuUsedMs > this.limits.cpuLimitMs) {
       this.interruptReason = "cpu";
       return true;

@@ -123,6 +123,16 @@ export class CodeModeEngine implements CellHost {
   }
 }
 
+export interface ExecuteOptions {
+  /**
+   * When the script begins (default: the next event-loop turn). The host starts it right after
+   * the ExecutionStarted response is queued, so that answer always goes out first.
+   */
+  schedule?: (start: () => void) => void;
+  /** Hears the first yield, result or termination synchronously, as it is decided. */
+  onInitial?: (r: RuntimeResponse) => void;
+}
+
 export interface StartedCell {
   cell_id: string;
   /** First yield, result or termination. */
@@ -148,15 +158,14 @@ export class EngineSession {
     return this.cells.size;
   }
 
-  execute(req: ExecuteRequest): Result<StartedCell> {
+  execute(req: ExecuteRequest, opts: ExecuteOptions = {}): Result<StartedCell> {
     if (this.closing) return err(CodeModeErrorCode.ShuttingDown, "code mode session is shutting down");
     const id = String(this.nextCell++);
     const cell = new Cell(id, this.engine, this.limits, this.delegate, this.stored, req, () => this.onClosed(id));
     this.cells.set(id, cell);
-    const initial = cell.observe(req.yield_time_ms ?? DEFAULT_EXEC_YIELD_TIME_MS);
-    // Run the script on the next turn: ExecutionStarted goes out first, even for a busy loop.
-    setImmediate(() => cell.start(req.source));
+    const initial = cell.observe(req.yield_time_ms ?? DEFAULT_EXEC_YIELD_TIME_MS, opts.onInitial);
     if ("error" in initial) return initial;
+    (opts.schedule ?? ((start) => void setImmediate(start)))(() => cell.start(req.source));
     return ok({ cell_id: id, initial: initial.ok });
   }
 

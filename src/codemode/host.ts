@@ -35,7 +35,7 @@ export async function warmUp(engine: CodeModeEngine, cells = 400): Promise<void>
 export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void {
   const sessions = new Map<number, EngineSession>();
   let nextSession = 1;
-  /** `session:cell` -> settles once that cell's initial_response is written (cell_closed waits for it). */
+  /** `session:cell` -> settles once that cell's initial_response is written (cell_closed waits for it); only while pending. */
   const initialSent = new Map<string, Promise<void>>();
 
   // Terminate requests cannot be read while a CPU-bound cell holds the thread; the client also
@@ -79,8 +79,14 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
           const key = `${id}:${cellId}`;
           const gate = initialSent.get(key);
           initialSent.delete(key);
-          void (gate ?? Promise.resolve()).then(() => peer.notify(CodeModeNotifications.cellClosed, { session_id: id, cell_id: cellId }));
+          const closed = () => void peer.notify(CodeModeNotifications.cellClosed, { session_id: id, cell_id: cellId });
+          // cell_closed follows every answer that carries the cell's result. Corked, it joins the
+          // chunk being built after them; otherwise it waits a turn for a response being written.
+          if (gate) void gate.then(() => setImmediate(closed));
+          else if (peer.corked) closed();
+          else setImmediate(closed);
         },
+        longEntry: () => peer.flush(),
         whileBusy(cellId) {
           const m = marker(id, cellId);
           return m !== undefined && existsSync(m);
@@ -95,19 +101,26 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
   peer.handle(CodeModeMethods.execute, (p, ctx) => {
     const session = sessions.get(p.session_id);
     if (!session) return unknownSession(p.session_id);
-    const started = session.execute(p.request);
-    if ("error" in started) return started;
-    const { cell_id, initial } = started.ok;
-    const base = { id: ctx.requestId, session_id: p.session_id, cell_id };
+    let cellId = "";
+    let sent: () => void = () => {};
+    const done = new Promise<void>((r) => (sent = r));
     const send = (response: Result<RuntimeResponse>) => {
-      const sent = peer.notify(CodeModeNotifications.initialResponse, { ...base, response });
+      const base = { id: ctx.requestId, session_id: p.session_id, cell_id: cellId };
+      const r = peer.notify(CodeModeNotifications.initialResponse, { ...base, response });
       // Never leave the client waiting: an unsendable response (e.g. over the frame limit) becomes an error.
-      if ("error" in sent && sent.error.code !== ErrorCode.PeerClosed && "ok" in response) {
-        peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${sent.error.message}`) });
+      if ("error" in r && r.error.code !== ErrorCode.PeerClosed && "ok" in response) {
+        peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`) });
       }
+      initialSent.delete(`${p.session_id}:${cellId}`);
+      sent();
     };
-    // The script starts on the next turn, so the response (ExecutionStarted) is always written first.
-    const done = initial.then(ok, (e: unknown) => err(CodeModeErrorCode.Runtime, String((e as Error)?.message ?? e))).then(send);
+    // The script starts right after the response (ExecutionStarted) is queued, in the same turn
+    // and with the peer corked: a script that finishes at once has its initial_response written
+    // in the same chunk, so the client wakes once.
+    const started = session.execute(p.request, { schedule: (start) => ctx.afterResponse(start), onInitial: (r) => send(ok(r)) });
+    if ("error" in started) return started;
+    const { cell_id } = started.ok;
+    cellId = cell_id;
     initialSent.set(`${p.session_id}:${cell_id}`, done);
     return ok({ cell_id, execute_id: ctx.requestId });
   });

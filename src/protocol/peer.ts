@@ -3,6 +3,7 @@
  * notifications. Every request is answered with a Result value; nothing is thrown across the
  * wire. When the peer goes away, every pending call resolves with a `peer_closed` error.
  */
+import { Buffer } from "node:buffer";
 import type { Readable, Writable } from "node:stream";
 import { z } from "zod";
 import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
@@ -15,6 +16,12 @@ export interface HandlerContext {
   readonly signal: AbortSignal;
   readonly requestId: number;
   readonly peer: RpcPeer;
+  /**
+   * Runs `fn` right after the response is queued, in the same turn, with the peer corked: frames
+   * it sends go out in one write with the response. Long synchronous work should call
+   * `peer.flush()` so the response is not held back.
+   */
+  afterResponse(fn: () => void): void;
 }
 
 type AnyHandler = (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>;
@@ -46,6 +53,9 @@ export class RpcPeer {
   readonly name: string;
   readonly frameLimit: number;
   private nextId = 1;
+  /** Frames held while corked (see cork()); written together as one chunk. */
+  private held: Buffer[] | undefined;
+  private corks = 0;
   private readonly pending = new Map<number, Pending>();
   private readonly inflight = new Map<number, AbortController>();
   private readonly handlers = new Map<string, { spec: MethodSpec; fn: AnyHandler }>();
@@ -142,11 +152,46 @@ export class RpcPeer {
     return this.send({ type: "notification", method: spec.name, params });
   }
 
+  /**
+   * Holds outgoing frames until the matching uncork(), then writes them as one chunk: the other
+   * side wakes once for several messages (e.g. a response and the notification that follows it
+   * in the same turn). Nests; flush() writes what is held without ending the cork.
+   */
+  cork(): void {
+    this.corks++;
+    this.held ??= [];
+  }
+
+  /** True between cork() and the matching uncork(). */
+  get corked(): boolean {
+    return this.corks > 0;
+  }
+
+  uncork(): void {
+    if (this.corks === 0) return;
+    if (--this.corks === 0) {
+      this.flush();
+      this.held = undefined;
+    }
+  }
+
+  /** Writes the frames held by cork() now (a long synchronous task must not delay them). */
+  flush(): void {
+    const held = this.held;
+    if (!held || held.length === 0) return;
+    this.held = [];
+    this.write(held.length === 1 ? held[0]! : Buffer.concat(held));
+  }
+
   /** Stops the connection: ends our output and fails every pending call. */
   close(reason = "closed by this side", isError = false): void {
     if (this.closedReason !== undefined) return;
     this.closedReason = reason;
     this.closedOnError = isError;
+    // What was held is still written: e.g. the last answers before a deliberate close.
+    if (this.held?.length) this.write(Buffer.concat(this.held));
+    this.held = undefined;
+    this.corks = 0;
     for (const [id] of this.pending) this.settle(id, this.closedError(this.pending.get(id)!.method));
     for (const ctrl of this.inflight.values()) ctrl.abort();
     this.inflight.clear();
@@ -179,13 +224,22 @@ export class RpcPeer {
   private send(envelope: Envelope): Result<null> {
     const frame = encodeFrame(envelope, this.frameLimit);
     if ("error" in frame) return frame;
+    if (this.held) {
+      this.held.push(frame.ok);
+      return ok(null);
+    }
+    if (!this.write(frame.ok)) return this.closedError(envelope.type === "response" ? "response" : "method" in envelope ? envelope.method : "cancel");
+    return ok(null);
+  }
+
+  private write(bytes: Buffer): boolean {
     try {
-      this.output.write(frame.ok);
+      this.output.write(bytes);
+      return true;
     } catch (e) {
       this.close(`writing to it failed: ${(e as Error).message}`, true);
-      return this.closedError(envelope.type === "response" ? "response" : "method" in envelope ? envelope.method : "cancel");
+      return false;
     }
-    return ok(null);
   }
 
   private onData(chunk: Uint8Array): void {
@@ -273,6 +327,7 @@ export class RpcPeer {
 
   private async onRequest(req: RequestEnvelope): Promise<void> {
     const h = this.handlers.get(req.method);
+    const after: Array<() => void> = [];
     let result: Result<unknown>;
     if (!h) {
       const known = [...this.handlers.keys()].sort().join(", ");
@@ -285,7 +340,9 @@ export class RpcPeer {
         const ctrl = new AbortController();
         this.inflight.set(req.id, ctrl);
         try {
-          result = await h.fn(checked.data, { signal: ctrl.signal, requestId: req.id, peer: this });
+          const r = h.fn(checked.data, { signal: ctrl.signal, requestId: req.id, peer: this, afterResponse: (fn) => void after.push(fn) });
+          // A synchronous handler is answered in the same turn (no await, no extra microtask hop).
+          result = r instanceof Promise ? await r : r;
         } catch (e) {
           result = err(ErrorCode.Internal, `${req.method} failed: ${(e as Error)?.message ?? String(e)}`);
         } finally {
@@ -293,10 +350,27 @@ export class RpcPeer {
         }
       }
     }
-    if (this.closedReason !== undefined) return;
-    const sent = this.send({ type: "response", id: req.id, result });
-    if ("error" in sent && sent.error.code === ErrorCode.FrameTooLarge) {
-      this.send({ type: "response", id: req.id, result: err(ErrorCode.FrameTooLarge, `the response to ${req.method} was too large: ${sent.error.message}`) });
+    // Frames sent by the after-response work join the response in one write.
+    if (after.length) this.cork();
+    try {
+      if (this.closedReason === undefined) {
+        const sent = this.send({ type: "response", id: req.id, result });
+        if ("error" in sent && sent.error.code === ErrorCode.FrameTooLarge) {
+          this.send({ type: "response", id: req.id, result: err(ErrorCode.FrameTooLarge, `the response to ${req.method} was too large: ${sent.error.message}`) });
+        }
+      }
+      for (const fn of after) {
+        try {
+          fn();
+        } catch (e) {
+          this.protocolError(`${req.method}: after-response work failed: ${(e as Error)?.message ?? String(e)}`);
+        }
+      }
+    } finally {
+      // Uncork after the microtasks that this work queued: promise callbacks it settled (e.g. a
+      // notification that a cell closed) still join the chunk.
+      if (after.length) queueMicrotask(() => this.uncork());
     }
   }
+
 }

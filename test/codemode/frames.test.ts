@@ -22,12 +22,15 @@ class RawHost {
   private readonly decoder = new FrameDecoder();
   private wake: (() => void) | undefined;
   stderr = "";
+  /** Reads of the host's stdout so far (how many times a client would have woken). */
+  chunks = 0;
   readonly exited: Promise<number | null>;
 
   constructor() {
     const [cmd, ...pre] = relayArgv();
     this.child = spawn(cmd!, [...pre, "code-mode-host"], { stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout.on("data", (chunk: Buffer) => {
+      this.chunks++;
       for (const f of this.decoder.push(chunk)) if (f.kind === "frame") this.frames.push(f.value as Frame);
       this.wake?.();
     });
@@ -162,6 +165,39 @@ describe("code-mode host frames", () => {
     assert.deepEqual(frames.find((f) => f.type === "response")?.result, { ok: { outcome: { LiveCell: terminated } } });
     assert.deepEqual(frames.find((f) => f.method === "codemode/initial_response")?.params?.response, { ok: terminated });
     assert.ok(Date.now() - sent < 10_000, "stopped long before the CPU budget");
+    h.child.stdin.end();
+    assert.equal(await h.exited, 0, h.stderr);
+  });
+
+  test("a script that finishes at once: response, initial_response and cell_closed arrive as one chunk", async () => {
+    const h = new RawHost();
+    h.request(1, "codemode/create_session", {});
+    await h.next();
+    const before = h.chunks;
+    h.request(2, "codemode/execute", { session_id: 1, request: { tool_call_id: "c", source: 'text("ok")' } });
+    const frames = [await h.next(), await h.next(), await h.next()];
+    assert.deepEqual(frames.map(label), ["response 2", "notification codemode/initial_response", "notification codemode/cell_closed"]);
+    assert.equal(h.chunks - before, 1, "the client wakes once per command");
+    h.child.stdin.end();
+    assert.equal(await h.exited, 0, h.stderr);
+  });
+
+  test("a busy script cannot hold back frames: a notify after 50 ms of spinning arrives while it still spins", async () => {
+    const h = new RawHost();
+    h.request(1, "codemode/hello", {});
+    const controlDir = (await h.next()).result?.ok?.control_dir as string;
+    h.request(2, "codemode/create_session", { limits: { cpu_limit_ms: 60_000 } });
+    await h.next();
+    const source = 'const t = Date.now(); while (Date.now() - t < 50) {} notify("midway"); while (true) {}';
+    h.request(3, "codemode/execute", { session_id: 1, request: { tool_call_id: "c", source, yield_time_ms: 60_000 } });
+    assert.equal(label(await h.next()), "response 3");
+    const note = await h.next();
+    assert.equal(note.method, "codemode/notify");
+    assert.equal(note.params?.text, "midway");
+    writeFileSync(path.join(controlDir, "1-1"), "");
+    const frames: Frame[] = [];
+    while (!frames.some((f) => f.method === "codemode/cell_closed")) frames.push(await h.next());
+    assert.ok(frames.some((f) => f.method === "codemode/initial_response" && "Terminated" in ((f.params?.response as { ok?: object } | undefined)?.ok ?? {})));
     h.child.stdin.end();
     assert.equal(await h.exited, 0, h.stderr);
   });

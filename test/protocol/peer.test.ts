@@ -167,4 +167,60 @@ describe("rpc peer", () => {
     assert.ok("error" in r);
     assert.match(r.error.message, /protocol error: frame header announces \d+ bytes.*printed to stdout/);
   });
+
+  test("after-response work runs once the answer is queued; what it sends leaves in the same chunk", async () => {
+    const pair = peerPair();
+    const Start = defineMethod("start", z.object({}), z.object({ started: z.literal(true) }));
+    const order: string[] = [];
+    pair.right.handle(Start, (_p, ctx) => {
+      ctx.afterResponse(() => {
+        order.push("after");
+        pair.right.notify(Progress, { pct: 100 });
+        queueMicrotask(() => void pair.right.notify(Progress, { pct: 101 }));
+      });
+      order.push("handler");
+      return ok({ started: true as const });
+    });
+    const chunks: Buffer[] = [];
+    pair.rightToLeft.on("data", (c: Buffer) => chunks.push(c));
+    const notes: number[] = [];
+    pair.left.onNotification(Progress, (p) => notes.push(p.pct));
+    assert.deepEqual(await pair.left.call(Start, {}), { ok: { started: true } });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(order, ["handler", "after"]);
+    assert.deepEqual(notes, [100, 101], "notifications follow the response, in order");
+    assert.equal(chunks.length, 1, "response and both notifications were written together");
+    assert.equal(pair.right.corked, false);
+  });
+
+  test("cork nests, flush writes what is held without uncorking, close writes the rest", async () => {
+    const pair = peerPair();
+    const chunks: Buffer[] = [];
+    pair.rightToLeft.on("data", (c: Buffer) => chunks.push(c));
+    const notes: number[] = [];
+    pair.left.onNotification(Progress, (p) => notes.push(p.pct));
+    const settle = () => new Promise((r) => setTimeout(r, 5));
+    pair.right.cork();
+    pair.right.cork();
+    pair.right.notify(Progress, { pct: 1 });
+    pair.right.uncork();
+    await settle();
+    assert.equal(chunks.length, 0, "still corked once");
+    pair.right.flush();
+    await settle();
+    assert.deepEqual(notes, [1]);
+    assert.ok(pair.right.corked);
+    pair.right.notify(Progress, { pct: 2 });
+    pair.right.notify(Progress, { pct: 3 });
+    pair.right.uncork();
+    await settle();
+    assert.deepEqual(notes, [1, 2, 3]);
+    assert.equal(chunks.length, 2, "one write per flush");
+    pair.right.uncork(); // unbalanced: ignored
+    pair.right.cork();
+    pair.right.notify(Progress, { pct: 4 });
+    pair.right.close();
+    await settle();
+    assert.deepEqual(notes, [1, 2, 3, 4], "closing writes what was held");
+  });
 });
