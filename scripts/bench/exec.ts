@@ -5,7 +5,6 @@
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import path from "node:path";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
 import { spawnSelf } from "../../src/protocol/child.ts";
 import { fmtMs, numberFlag, printTable, ROOT, summarize, useSourceRelay } from "./stats.ts";

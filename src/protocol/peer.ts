@@ -67,7 +67,7 @@ export class RpcPeer {
   private resolveClosed!: (reason: string) => void;
 
   constructor(
-    private readonly input: Readable,
+    input: Readable,
     private readonly output: Writable,
     private readonly options: PeerOptions = {},
   ) {

@@ -1,12 +1,10 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { parseExecInput } from "../../src/session/code-mode.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv, runRelayAsync } from "../support/self.ts";
+import { runRelayAsync } from "../support/self.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 
 

@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv, runRelayAsync } from "../support/self.ts";
+import { runRelayAsync } from "../support/self.ts";
 
 
 describe("relay infty CLI", () => {
