@@ -455,7 +455,8 @@ export class Cell {
       .then((r) => {
         this.calls.delete(ctrl);
         if (this.final || !this.vm || !deferred.alive) return;
-        const c = this.vm.ctx;
+        const vm = this.vm;
+        const c = vm.ctx;
         const fail = this.enter(() => {
           if ("error" in r) {
             const m = c.newString(r.error.message);
@@ -463,7 +464,7 @@ export class Cell {
             m.dispose();
           } else {
             const s = r.ok === undefined ? undefined : JSON.stringify(r.ok);
-            const v = s === undefined ? c.undefined : c.newString(s);
+            const v = s === undefined ? c.undefined : vm.fromJson(s);
             deferred.resolve(v);
             if (s !== undefined) v.dispose();
           }

@@ -1,11 +1,12 @@
 /**
- * A QuickJS runtime + context with the code-mode globals already installed. Building one costs
- * most of a cell (parsing the prelude alone is ~0.3 ms), so the engine prepares the next VM off
- * the request path and a cell only binds itself (`adopt`) and evaluates its source. The host
- * functions reach the cell through `owner`, which stays unset until adoption.
+ * A QuickJS runtime + context with the code-mode globals already installed. The engine prepares
+ * the next VM off the request path, so a cell only binds itself (`adopt`) and evaluates its
+ * source. The globals are host functions rather than a JS prelude: QuickJS (as wasm) compiles
+ * about 13 KB of source per ms, and a 3 KB prelude was two thirds of preparing a VM. They reach
+ * the cell through `owner`, which stays unset until adoption.
  */
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { normalizeToolIdentifier, PRELUDE_SOURCE } from "./prelude.ts";
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule, VmCallResult } from "quickjs-emscripten-core";
+import { EXIT_SENTINEL, normalizeToolIdentifier } from "./prelude.ts";
 import type { ExecuteRequest } from "./protocol.ts";
 
 type ToolDefinition = NonNullable<ExecuteRequest["enabled_tools"]>[number];
@@ -13,8 +14,11 @@ type ToolDefinition = NonNullable<ExecuteRequest["enabled_tools"]>[number];
 /** Small enough that QuickJS reports `stack overflow` before the host's native stack runs out. */
 const MAX_STACK_BYTES = 256 * 1024;
 
+/** Ambient capabilities a script must not have. */
+const REMOVED_GLOBALS = ["console", "Atomics", "SharedArrayBuffer", "WebAssembly"];
+
 /**
- * What the globals call. A returned string is an error message the prelude throws as a
+ * What the globals call. A returned string is an error message thrown into the script as a
  * RangeError (a limit was hit); `undefined` means done.
  */
 export interface VmOwner {
@@ -26,16 +30,34 @@ export interface VmOwner {
   yieldNow(): void;
   setTimer(id: number, ms: number): string | undefined;
   clearTimer(id: number): void;
-  /** A promise handle that resolves with the tool's JSON text, or an error message. */
+  /** A promise handle (settled later by the owner, see `fromJson`), or an error message. */
   tool(name: string, input: string): QuickJSHandle | string;
   shouldInterrupt(): boolean;
 }
 
-const BRIDGE = ["text", "notify", "store", "load", "yieldNow", "setTimer", "clearTimer", "tool"] as const;
+/** What a global returns: nothing, a value, or `{error}` to throw. */
+type Returned = QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
+
+/**
+ * Built-ins captured before any script runs: a script that overwrites `JSON.stringify` or
+ * `String` only breaks itself, never the globals.
+ */
+interface Intrinsics {
+  stringify: QuickJSHandle;
+  parse: QuickJSHandle;
+  toString: QuickJSHandle;
+  freeze: QuickJSHandle;
+  isArray: QuickJSHandle;
+  rangeError: QuickJSHandle;
+  typeError: QuickJSHandle;
+}
 
 export class PreparedVm {
   owner: VmOwner | undefined;
-  private helpers: QuickJSHandle | undefined;
+  private intrinsics: Intrinsics | undefined;
+  /** Callbacks of pending `setTimeout`s, by id. */
+  private readonly timers = new Map<number, QuickJSHandle>();
+  private nextTimer = 0;
 
   private constructor(
     readonly module: QuickJSWASMModule,
@@ -64,18 +86,31 @@ export class PreparedVm {
   adopt(owner: VmOwner, memoryLimitBytes: number, tools: readonly ToolDefinition[]): string | undefined {
     this.owner = owner;
     this.rt.setMemoryLimit(memoryLimitBytes);
-    const defs = tools.map((t) => ({ name: t.name, id: normalizeToolIdentifier(t.name), description: t.description ?? "", kind: t.kind ?? "function" }));
-    return this.callHelper("setTools", (ctx) => ctx.newString(JSON.stringify(defs)));
+    try {
+      this.defineTools(tools);
+      return undefined;
+    } catch (e) {
+      return `could not set up the globals: ${(e as Error).message}`;
+    }
+  }
+
+  /** A VM value parsed from JSON text (the caller disposes it). */
+  fromJson(json: string): QuickJSHandle {
+    const s = this.ctx.newString(json);
+    try {
+      return this.ctx.unwrapResult(this.ctx.callFunction(this.i.parse, this.ctx.undefined, s));
+    } finally {
+      s.dispose();
+    }
   }
 
   /** Runs the JS callback of timer `id`; returns the thrown value's handle, if any (caller disposes). */
   fireTimer(id: number): QuickJSHandle | undefined {
-    const ctx = this.ctx;
-    const fire = ctx.getProp(this.helpers!, "fire");
-    const idH = ctx.newNumber(id);
-    const r = ctx.callFunction(fire, this.helpers!, idH);
-    fire.dispose();
-    idH.dispose();
+    const fn = this.timers.get(id);
+    if (!fn) return undefined;
+    this.timers.delete(id);
+    const r = this.ctx.callFunction(fn, this.ctx.undefined);
+    fn.dispose();
     if (r.error) return r.error;
     r.value.dispose();
     return undefined;
@@ -85,7 +120,9 @@ export class PreparedVm {
   dispose(handles: Iterable<{ alive: boolean; dispose(): void }> = []): void {
     this.owner = undefined;
     for (const h of handles) if (h.alive) h.dispose();
-    if (this.helpers?.alive) this.helpers.dispose();
+    for (const fn of this.timers.values()) if (fn.alive) fn.dispose();
+    this.timers.clear();
+    for (const h of Object.values(this.intrinsics ?? {})) if (h.alive) h.dispose();
     try {
       this.ctx.dispose();
       this.rt.dispose();
@@ -94,63 +131,218 @@ export class PreparedVm {
     }
   }
 
+  // ---- globals -----------------------------------------------------------------------------
+
+  private get i(): Intrinsics {
+    return this.intrinsics!;
+  }
+
   private install(): void {
     const ctx = this.ctx;
-    const h = ctx.newObject();
+    const removed = ctx.evalCode(REMOVED_GLOBALS.map((g) => `delete globalThis.${g};`).join(""), "relay_globals.js");
+    if (removed.error) {
+      const e = ctx.dump(removed.error) as unknown;
+      removed.error.dispose();
+      throw new Error(`could not set up the globals: ${JSON.stringify(e)}`);
+    }
+    removed.value.dispose();
+    const get = (path: string) => {
+      const [obj, key] = path.split(".") as [string, string];
+      const o = ctx.getProp(ctx.global, obj);
+      const v = ctx.getProp(o, key);
+      o.dispose();
+      return v;
+    };
+    this.intrinsics = {
+      stringify: get("JSON.stringify"),
+      parse: get("JSON.parse"),
+      toString: ctx.getProp(ctx.global, "String"),
+      freeze: get("Object.freeze"),
+      isArray: get("Array.isArray"),
+      rangeError: ctx.getProp(ctx.global, "RangeError"),
+      typeError: ctx.getProp(ctx.global, "TypeError"),
+    };
+
+    this.define("text", (v) => this.withText(v, (s) => this.check(this.owner?.text(s))));
+    this.define("notify", (v) =>
+      this.withText(v, (s) => (s.trim() === "" ? this.throwError("typeError", "notify expects non-empty text") : this.check(this.owner?.notify(s)))),
+    );
+    this.define("store", (key, value) => {
+      const k = this.string(key);
+      if (typeof k !== "string") return k;
+      const s = value === undefined ? undefined : this.stringify(value);
+      if (typeof s !== "string") {
+        s?.error.dispose();
+        return this.throwError("typeError", `Unable to store ${JSON.stringify(k)}. Only plain serializable objects can be stored.`);
+      }
+      return this.check(this.owner?.store(k, s));
+    });
+    this.define("load", (key) => {
+      const k = this.string(key);
+      if (typeof k !== "string") return k;
+      const s = this.owner?.load(k);
+      return s === undefined ? undefined : this.fromJson(s);
+    });
+    this.define("yield_control", () => void this.owner?.yieldNow());
+    this.define("exit", () => ({ error: ctx.newString(EXIT_SENTINEL) }));
+    this.define("setTimeout", (fn, ms) => {
+      if (fn === undefined || ctx.typeof(fn) !== "function") return this.throwError("typeError", "setTimeout expects a function callback");
+      const n = ms !== undefined && ctx.typeof(ms) === "number" ? ctx.getNumber(ms) : 0;
+      const delay = Number.isFinite(n) && n > 0 ? n : 0;
+      const id = ++this.nextTimer;
+      const refused = this.check(this.owner?.setTimer(id, delay));
+      if (refused) return refused;
+      this.timers.set(id, fn.dup());
+      return ctx.newNumber(id);
+    });
+    this.define("clearTimeout", (idH) => {
+      if (idH === undefined || ctx.typeof(idH) !== "number") return undefined;
+      const id = ctx.getNumber(idH);
+      const fn = this.timers.get(id);
+      if (!(id > 0) || !fn) return undefined;
+      fn.dispose();
+      this.timers.delete(id);
+      this.owner?.clearTimer(id);
+      return undefined;
+    });
+  }
+
+  /** `tools` (one async function per enabled tool) and `ALL_TOOLS`, both frozen. */
+  private defineTools(defs: readonly ToolDefinition[]): void {
+    const ctx = this.ctx;
+    const tools = ctx.newObject();
+    const all = ctx.newArray();
     try {
-      const str = (x: QuickJSHandle | undefined) => (x !== undefined && ctx.typeof(x) === "string" ? ctx.getString(x) : "");
-      const num = (x: QuickJSHandle | undefined) => (x !== undefined && ctx.typeof(x) === "number" ? ctx.getNumber(x) : 0);
-      const msg = (m: string | undefined) => (m === undefined ? undefined : ctx.newString(m));
-      const impl: Record<(typeof BRIDGE)[number], (...a: QuickJSHandle[]) => QuickJSHandle | undefined> = {
-        text: (v) => msg(this.owner?.text(str(v))),
-        notify: (v) => msg(this.owner?.notify(str(v))),
-        store: (k, v) => msg(this.owner?.store(str(k), str(v))),
-        load: (k) => msg(this.owner?.load(str(k))),
-        yieldNow: () => void this.owner?.yieldNow(),
-        setTimer: (id, ms) => msg(this.owner?.setTimer(num(id), num(ms))),
-        clearTimer: (id) => void this.owner?.clearTimer(num(id)),
-        tool: (name, input) => {
-          const r = this.owner?.tool(str(name), str(input)) ?? "no cell owns this runtime";
-          return typeof r === "string" ? ctx.newString(r) : r;
-        },
-      };
-      for (const name of BRIDGE) {
-        const f = ctx.newFunction(name, impl[name]);
-        ctx.setProp(h, name, f);
-        f.dispose();
+      let n = 0;
+      for (const t of defs) {
+        const id = normalizeToolIdentifier(t.name);
+        const fn = ctx.newFunction(id, (args) => this.callTool(t, args));
+        ctx.defineProp(tools, id, { value: fn, enumerable: true, configurable: false });
+        fn.dispose();
+        const entry = ctx.newObject();
+        const name = ctx.newString(id);
+        const description = ctx.newString(t.description ?? "");
+        ctx.setProp(entry, "name", name);
+        ctx.setProp(entry, "description", description);
+        name.dispose();
+        description.dispose();
+        this.freeze(entry);
+        ctx.setProp(all, n++, entry);
+        entry.dispose();
       }
-      const prelude = ctx.evalCode(PRELUDE_SOURCE, "relay_prelude.js");
-      if (prelude.error) {
-        const e = ctx.dump(prelude.error) as unknown;
-        prelude.error.dispose();
-        throw new Error(`could not set up the globals: ${JSON.stringify(e)}`);
-      }
-      const helpers = ctx.callFunction(prelude.value, ctx.undefined, h);
-      prelude.value.dispose();
-      if (helpers.error) {
-        const e = ctx.dump(helpers.error) as unknown;
-        helpers.error.dispose();
-        throw new Error(`could not set up the globals: ${JSON.stringify(e)}`);
-      }
-      this.helpers = helpers.value;
+      this.freeze(tools);
+      this.freeze(all);
+      ctx.defineProp(ctx.global, "tools", { value: tools, enumerable: false, configurable: false });
+      ctx.defineProp(ctx.global, "ALL_TOOLS", { value: all, enumerable: false, configurable: false });
     } finally {
-      h.dispose();
+      tools.dispose();
+      all.dispose();
     }
   }
 
-  private callHelper(name: string, arg: (ctx: QuickJSContext) => QuickJSHandle): string | undefined {
+  /** A tool call: always a promise; bad arguments reject it rather than throw. */
+  private callTool(t: ToolDefinition, args: QuickJSHandle | undefined): Returned {
     const ctx = this.ctx;
-    const fn = ctx.getProp(this.helpers!, name);
-    const a = arg(ctx);
-    const r = ctx.callFunction(fn, this.helpers!, a);
-    fn.dispose();
-    a.dispose();
-    if (r.error) {
-      const e = ctx.dump(r.error) as unknown;
-      r.error.dispose();
-      return `could not set up the globals: ${JSON.stringify(e)}`;
+    const name = t.name;
+    const tick = "`";
+    let input: string;
+    if ((t.kind ?? "function") === "freeform") {
+      if (args === undefined || ctx.typeof(args) !== "string") return this.rejected("typeError", `tool ${tick}${name}${tick} expects a string input`);
+      input = JSON.stringify(ctx.getString(args));
+    } else if (args === undefined || ctx.typeof(args) === "undefined") {
+      input = "{}";
+    } else {
+      if (ctx.typeof(args) !== "object" || this.isNullOrArray(args)) return this.rejected("typeError", `tool ${tick}${name}${tick} expects a JSON object for arguments`);
+      const s = this.stringify(args);
+      if (s !== undefined && typeof s !== "string") {
+        s.error.dispose();
+        return this.rejected("typeError", `tool ${tick}${name}${tick} arguments are not JSON-serialisable`);
+      }
+      input = s ?? "";
     }
+    const p = this.owner?.tool(name, input) ?? "no cell owns this runtime";
+    return typeof p === "string" ? this.rejected("rangeError", p) : p;
+  }
+
+  private define(name: string, impl: (...args: Array<QuickJSHandle | undefined>) => Returned): void {
+    const fn = this.ctx.newFunction(name, (...args) => impl(...args));
+    this.ctx.defineProp(this.ctx.global, name, { value: fn, enumerable: false, configurable: false });
+    fn.dispose();
+  }
+
+  /** Renders a value as the prelude's `text` did: strings as they are, else JSON, else String(v). */
+  private withText(v: QuickJSHandle | undefined, then: (s: string) => Returned): Returned {
+    const ctx = this.ctx;
+    if (v !== undefined && ctx.typeof(v) === "string") return then(ctx.getString(v));
+    const json = v === undefined ? undefined : this.stringify(v);
+    if (typeof json === "string") return then(json);
+    json?.error.dispose();
+    const s = this.string(v);
+    return typeof s === "string" ? then(s) : s;
+  }
+
+  /** JSON.stringify inside the VM: the text, undefined (nothing to serialise) or the thrown error. */
+  private stringify(v: QuickJSHandle): string | undefined | { error: QuickJSHandle } {
+    const r = this.ctx.callFunction(this.i.stringify, this.ctx.undefined, v);
+    if (r.error) return { error: r.error };
+    const out = this.ctx.typeof(r.value) === "string" ? this.ctx.getString(r.value) : undefined;
     r.value.dispose();
-    return undefined;
+    return out;
+  }
+
+  /** String(v) inside the VM, or `{error}` when the conversion throws. */
+  private string(v: QuickJSHandle | undefined): string | { error: QuickJSHandle } {
+    const r = this.ctx.callFunction(this.i.toString, this.ctx.undefined, v ?? this.ctx.undefined);
+    if (r.error) return { error: r.error };
+    const s = this.ctx.getString(r.value);
+    r.value.dispose();
+    return s;
+  }
+
+  private isNullOrArray(v: QuickJSHandle): boolean {
+    const ctx = this.ctx;
+    if (ctx.sameValue(v, ctx.null)) return true;
+    const r = ctx.callFunction(this.i.isArray, ctx.undefined, v);
+    if (r.error) {
+      r.error.dispose(); // a revoked Proxy: treated as a plain object, stringify decides
+      return false;
+    }
+    const yes = ctx.sameValue(r.value, ctx.true);
+    r.value.dispose();
+    return yes;
+  }
+
+  private freeze(h: QuickJSHandle): void {
+    const r = this.ctx.callFunction(this.i.freeze, this.ctx.undefined, h);
+    this.ctx.unwrapResult(r).dispose();
+  }
+
+  /** A limit message becomes a thrown RangeError; no message means success. */
+  private check(message: string | undefined): Returned {
+    return message === undefined ? undefined : this.throwError("rangeError", message);
+  }
+
+  private newError(kind: "rangeError" | "typeError", message: string): QuickJSHandle {
+    const m = this.ctx.newString(message);
+    try {
+      // Called without `new`, the error constructors still construct.
+      return this.ctx.unwrapResult(this.ctx.callFunction(this.i[kind], this.ctx.undefined, m));
+    } finally {
+      m.dispose();
+    }
+  }
+
+  private throwError(kind: "rangeError" | "typeError", message: string): Returned {
+    return { error: this.newError(kind, message) };
+  }
+
+  private rejected(kind: "rangeError" | "typeError", message: string): QuickJSHandle {
+    const d = this.ctx.newPromise();
+    const e = this.newError(kind, message);
+    d.reject(e);
+    e.dispose();
+    const p = d.handle.dup();
+    d.dispose();
+    return p;
   }
 }

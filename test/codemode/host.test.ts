@@ -194,6 +194,78 @@ for (const kind of ["host", "in-process"] as const) {
       await s.shutdown();
     });
 
+    test("globals behave like plain JS: rendering, error types, rejections, frozen tools, tamper-proof built-ins", async () => {
+      const log: unknown[] = [];
+      const s = await open(callbacks(log));
+      const tools = [...echoTools, { name: "raw patch", description: "freeform", kind: "freeform" as const }, { name: "9lives", description: "", kind: "function" as const }];
+      const source = `
+        const cyclic = {}; cyclic.self = cyclic;
+        text({a: [1, "x"]}); text(undefined); text(cyclic); text(Symbol("s")); text(() => 1); text(42);
+        const kind = (f) => { try { f(); return "ok" } catch (e) { return (e instanceof TypeError ? "TypeError" : e instanceof RangeError ? "RangeError" : typeof e) + ": " + (e.message ?? e) } };
+        text(kind(() => notify("   ")));
+        text(kind(() => store("k", undefined)));
+        text(kind(() => store("f", () => 1)));
+        text(kind(() => setTimeout("code", 1)));
+        text(kind(() => text({ toJSON() { throw new Error("no") }, toString() { throw new SyntaxError("nope") } })));
+        store("obj", {n: 1}); const a = load("obj"); a.n = 2; text(String(load("obj").n) + " " + String(load("missing")));
+        const t1 = setTimeout(() => text("fired"), NaN); const t2 = setTimeout(() => text("cleared"), 0); clearTimeout(t2); clearTimeout("junk"); clearTimeout(-1);
+        text(String(t2 - t1));
+        const p = tools.echo([1]); text(String(p instanceof Promise));
+        for (const [label, call] of [["array", () => tools.echo([1])], ["null", () => tools.echo(null)], ["freeform", () => tools.raw_patch({})], ["cyclic", () => tools.echo(cyclic)]]) {
+          try { await call(); text(label + " resolved") } catch (e) { text(label + " " + e.name + ": " + e.message) }
+        }
+        const r = await tools.echo(); text(JSON.stringify(r));
+        const f = await tools.raw_patch("*** Begin"); text(JSON.stringify(f.input));
+        await tools._lives({q: 1});
+        text(kind(() => { text = 1 }));
+        text(String(Object.isFrozen(tools)) + " " + String(Object.isFrozen(ALL_TOOLS)) + " " + JSON.stringify(ALL_TOOLS === undefined ? null : Object.keys(tools)));
+        text(ALL_TOOLS.map((t) => t.name + "=" + t.description).join(","));
+        text(String(Object.getOwnPropertyDescriptor(globalThis, "text").writable) + " " + String(Object.keys(globalThis).includes("text")));
+        JSON.stringify = () => "hacked"; String = () => "hacked"; JSON.parse = () => "hacked";
+        text({still: "json"}); store("after", [1]); text("" + load("after")[0]);
+        await new Promise((res) => setTimeout(res, 5));
+      `;
+      const r = await s.execute({ tool_call_id: "g", enabled_tools: tools, source });
+      assert.ok("ok" in r && "Result" in r.ok, JSON.stringify(r));
+      assert.equal(r.ok.Result.error_text, null);
+      // The NaN-delay timer fires whenever the script next waits (over IPC, during a tool call).
+      const all = texts(r.ok);
+      assert.equal(all.filter((t) => t === "fired").length, 1, "the NaN-delay timer fired once, the cleared one never");
+      assert.ok(!all.includes("cleared"));
+      const out = all.filter((t) => t !== "fired");
+      assert.deepEqual(out.slice(0, 6), ['{"a":[1,"x"]}', "undefined", "[object Object]", "Symbol(s)", "() => 1", "42"]);
+      assert.deepEqual(out.slice(6, 11), [
+        "TypeError: notify expects non-empty text",
+        'TypeError: Unable to store "k". Only plain serializable objects can be stored.',
+        'TypeError: Unable to store "f". Only plain serializable objects can be stored.',
+        "TypeError: setTimeout expects a function callback",
+        "object: nope",
+      ]);
+      assert.equal(out[11], "1 undefined", "load returns a fresh copy; a missing key is undefined");
+      assert.equal(out[12], "1", "timer ids count up");
+      assert.equal(out[13], "true", "a tool call with bad arguments still returns a promise");
+      assert.deepEqual(out.slice(14, 18), [
+        "array TypeError: tool `echo` expects a JSON object for arguments",
+        "null TypeError: tool `echo` expects a JSON object for arguments",
+        "freeform TypeError: tool `raw patch` expects a string input",
+        "cyclic TypeError: tool `echo` arguments are not JSON-serialisable",
+      ]);
+      assert.equal(out[18], '{"value":"output","input":{}}', "no arguments means {}; the result arrives parsed");
+      assert.equal(out[19], '"*** Begin"', "a freeform tool receives the string itself");
+      assert.match(out[20] ?? "", /^TypeError: /, "globals are read-only (modules are strict)");
+      assert.equal(out[21], 'true true ["echo","fail_tool","raw_patch","_lives"]');
+      assert.equal(out[22], "echo=echo,fail_tool=fails,raw_patch=freeform,_lives=");
+      assert.equal(out[23], "false false", "non-writable, non-enumerable");
+      assert.deepEqual(out.slice(24), ['{"still":"json"}', "1"], "overwritten built-ins do not reach the globals");
+      const calls = log as Array<{ tool_name: string; tool_kind: string; input: unknown }>;
+      assert.deepEqual(
+        calls.map((c) => [c.tool_name, c.tool_kind, c.input]),
+        [["echo", "function", {}], ["raw patch", "freeform", "*** Begin"], ["9lives", "function", { q: 1 }]],
+        "only well-formed calls reached the client",
+      );
+      await s.shutdown();
+    });
+
     test("caps on what a script makes the host hold: output, timers, stored bytes", async () => {
       const closed: string[] = [];
       const s = await open({ ...callbacks(), cellClosed: (id) => closed.push(id) });
