@@ -2,7 +2,7 @@
  * Server side of `relay code-mode-host`: maps the `codemode/...` methods onto engine sessions
  * and turns nested tool calls and notifications into host -> client requests.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { setImmediate } from "node:timers";
@@ -74,8 +74,6 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
           await peer.call(CodeModeMethods.notify, { ...n, session_id: id }, { signal });
         },
         cellClosed(cellId) {
-          const m = marker(id, cellId);
-          if (m) rmSync(m, { force: true });
           const key = `${id}:${cellId}`;
           const gate = initialSent.get(key);
           initialSent.delete(key);
@@ -137,6 +135,10 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
     const session = sessions.get(p.session_id);
     if (!session) return unknownSession(p.session_id);
     const r = await session.terminate(p.cell_id);
+    // The client drops a marker before every terminate request; the request is where it is
+    // cleared (not per cell: an unlink per command is a syscall on the hot path).
+    const m = marker(p.session_id, p.cell_id);
+    if (m) rmSync(m, { force: true });
     if ("error" in r) return r;
     return ok({ outcome: r.ok });
   });
@@ -144,6 +146,14 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
   peer.handle(CodeModeMethods.shutdownSession, (p) => {
     sessions.get(p.session_id)?.shutdown();
     sessions.delete(p.session_id);
+    // Markers the client dropped for the session's open cells before asking for the shutdown.
+    if (controlDir) {
+      try {
+        for (const f of readdirSync(controlDir)) if (f.startsWith(`${p.session_id}-`)) rmSync(path.join(controlDir, f), { force: true });
+      } catch {
+        // The directory is gone: nothing to clear.
+      }
+    }
     return ok({ shutdown: true as const });
   });
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { Buffer } from "node:buffer";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
@@ -165,6 +165,7 @@ describe("code-mode host frames", () => {
     assert.deepEqual(frames.find((f) => f.type === "response")?.result, { ok: { outcome: { LiveCell: terminated } } });
     assert.deepEqual(frames.find((f) => f.method === "codemode/initial_response")?.params?.response, { ok: terminated });
     assert.ok(Date.now() - sent < 10_000, "stopped long before the CPU budget");
+    assert.equal(existsSync(path.join(controlDir, "1-1")), false, "the terminate request cleared the marker");
     h.child.stdin.end();
     assert.equal(await h.exited, 0, h.stderr);
   });
