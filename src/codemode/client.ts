@@ -55,7 +55,8 @@ export class InProcessProvider implements CodeModeProvider {
     this.sessions.add(s);
     return ok({
       async execute(req, signal) {
-        const r = s.execute(req);
+        // Nothing has to be written first in-process: the script starts in the same turn, as on the host.
+        const r = s.execute(req, { schedule: queueMicrotask });
         if ("error" in r) return r;
         return ok(await untilAborted(r.ok.initial, signal, () => void s.terminate(r.ok.cell_id)));
       },

@@ -69,31 +69,36 @@ export class CodeModeEngine implements CellHost {
       } catch {
         // The next cell reports the failure when it creates its own VM.
       }
-    });
+    }, true);
   }
 
   /**
-   * Housekeeping (freeing and preparing VMs) runs two event-loop turns later: after the current
-   * request's response and initial_response are written, and after any request already waiting.
+   * Housekeeping (preparing the next VM, freeing used ones) starts two event-loop turns later,
+   * after the current request's answers are written, and then does one job per turn: a request
+   * that arrives meanwhile waits for one job at most, never for the whole queue. Preparing the
+   * spare goes first.
    */
-  private later(fn: () => void): void {
-    this.chores.push(fn);
+  private later(fn: () => void, first = false): void {
+    if (first) this.chores.unshift(fn);
+    else this.chores.push(fn);
     if (this.choresScheduled) return;
     this.choresScheduled = true;
-    setImmediate(() =>
-      setImmediate(() => {
-        this.choresScheduled = false;
-        const chores = this.chores;
-        this.chores = [];
-        for (const c of chores) {
-          try {
-            c();
-          } catch {
-            // Freeing a VM that is already gone: nothing left to do.
-          }
-        }
-      }),
-    );
+    setImmediate(() => setImmediate(() => this.nextChore()));
+  }
+
+  private nextChore(): void {
+    const chore = this.chores.shift();
+    if (!chore) {
+      this.choresScheduled = false;
+      return;
+    }
+    try {
+      chore();
+    } catch {
+      // Freeing a VM that is already gone: nothing left to do.
+    }
+    if (this.chores.length) setImmediate(() => this.nextChore());
+    else this.choresScheduled = false;
   }
 
   /**
