@@ -72,7 +72,7 @@ export class InProcessProvider implements CodeModeProvider {
   async close(): Promise<void> {
     for (const s of this.sessions) s.shutdown();
     this.sessions.clear();
-    if (this.engine) (await this.engine).dropSpare();
+    if (this.engine) (await this.engine).dropIdleVms();
   }
 }
 

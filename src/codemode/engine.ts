@@ -11,6 +11,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import { Cell, type CellHost, type EngineDelegate, type Limits } from "./cell.ts";
 import { CodeModeErrorCode, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
 import { StoredValues } from "./stored.ts";
+import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
 
 export type { EngineDelegate } from "./cell.ts";
@@ -31,10 +32,10 @@ export class CodeModeEngine implements CellHost {
   private replacing = false;
   /** How many times a broken wasm module was replaced. */
   replacements = 0;
-  /** The next cell's VM, prepared while the host is idle. */
-  private spare: PreparedVm | undefined;
-  private chores: Array<() => void> = [];
-  private choresScheduled = false;
+  private readonly vms = new VmPool(
+    () => PreparedVm.create(this.qjs, DEFAULT_MEMORY_LIMIT_BYTES),
+    (vm) => vm.module === this.qjs,
+  );
 
   private constructor(private qjs: QuickJSWASMModule) {}
 
@@ -43,62 +44,16 @@ export class CodeModeEngine implements CellHost {
   }
 
   takeVm(): PreparedVm {
-    const vm = this.spare;
-    this.spare = undefined;
-    this.refill();
-    if (vm && vm.module === this.qjs) return vm;
-    vm?.dispose();
-    return PreparedVm.create(this.qjs, DEFAULT_MEMORY_LIMIT_BYTES);
+    return this.vms.take();
   }
 
   releaseVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void {
-    this.later(() => vm.dispose(handles));
+    this.vms.release(vm, handles);
   }
 
-  /** Frees the spare VM (an in-process provider closing). */
-  dropSpare(): void {
-    this.spare?.dispose();
-    this.spare = undefined;
-  }
-
-  private refill(): void {
-    this.later(() => {
-      if (this.spare) return;
-      try {
-        this.spare = PreparedVm.create(this.qjs, DEFAULT_MEMORY_LIMIT_BYTES);
-      } catch {
-        // The next cell reports the failure when it creates its own VM.
-      }
-    }, true);
-  }
-
-  /**
-   * Housekeeping (preparing the next VM, freeing used ones) starts two event-loop turns later,
-   * after the current request's answers are written, and then does one job per turn: a request
-   * that arrives meanwhile waits for one job at most, never for the whole queue. Preparing the
-   * spare goes first.
-   */
-  private later(fn: () => void, first = false): void {
-    if (first) this.chores.unshift(fn);
-    else this.chores.push(fn);
-    if (this.choresScheduled) return;
-    this.choresScheduled = true;
-    setImmediate(() => setImmediate(() => this.nextChore()));
-  }
-
-  private nextChore(): void {
-    const chore = this.chores.shift();
-    if (!chore) {
-      this.choresScheduled = false;
-      return;
-    }
-    try {
-      chore();
-    } catch {
-      // Freeing a VM that is already gone: nothing left to do.
-    }
-    if (this.chores.length) setImmediate(() => this.nextChore());
-    else this.choresScheduled = false;
+  /** Frees the prepared and used VMs now (an in-process provider closing). */
+  dropIdleVms(): void {
+    this.vms.drain();
   }
 
   /**
