@@ -139,9 +139,12 @@ printTable(rows);
 const f = summarize(floor);
 const bf = summarize(burstFloor);
 process.stdout.write(`\nbare IPC round trip to the same host (codemode/hello): after the same gap p50 ${fmtMs(f.p50)} (mean ${fmtMs(f.mean)}), back to back p50 ${fmtMs(bf.p50)} (mean ${fmtMs(bf.mean)})\n`);
-for (const [k, what] of [["warm", "after idle"], ["burst", "back to back"]] as const) {
+for (const [k, what, rtt] of [["warm", "after idle", f.p50], ["burst", "back to back", bf.p50]] as const) {
   const overhead = summarize(ipc[k]).p50 - summarize(inProc[k]).p50;
-  process.stdout.write(`warm-command IPC overhead p50 (${what}): ${fmtMs(overhead)} (target <= 0.25 ms) ${overhead <= 0.25 ? "OK" : "MISSED"}\n`);
+  // The part above a bare round trip is what relay's code adds; the round trip is the machine's.
+  process.stdout.write(
+    `warm-command IPC overhead p50 (${what}): ${fmtMs(overhead)} (target <= 0.25 ms) ${overhead <= 0.25 ? "OK" : "MISSED"}; above the bare round trip: ${fmtMs(overhead - rtt)}\n`,
+  );
 }
 const fresh = summarize(ipc.fresh).p50;
 process.stdout.write(`fresh host (pre-spawned pool) + first command p50: ${fmtMs(fresh)} (target <= 7 ms) ${fresh <= 7 ? "OK" : "MISSED"}\n`);
