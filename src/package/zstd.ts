@@ -1,6 +1,7 @@
 /**
  * zstd for archives: node:zlib's native zstd where the runtime has it (Bun, Deno, Node >= 22.15),
- * else @bokuweb/zstd-wasm (Node 20), which works on whole buffers only.
+ * else @bokuweb/zstd-wasm (Node 20). Compression takes the whole tar at once on both (see
+ * zstdCompressStream); decompression streams on the native backend.
  */
 import { Transform, type TransformCallback } from "node:stream";
 import * as zlib from "node:zlib";
@@ -13,14 +14,14 @@ import * as zlib from "node:zlib";
 export const ZSTD_LEVEL = 6;
 
 interface NativeZstd {
-  createZstdCompress(options?: { params?: Record<number, number> }): Transform;
+  zstdCompress(input: Buffer, options: { params: Record<number, number> }, cb: (e: Error | null, out: Buffer) => void): void;
   createZstdDecompress(): Transform;
   constants: { ZSTD_c_compressionLevel: number };
 }
 
 function native(): NativeZstd | undefined {
   const z = zlib as unknown as Partial<NativeZstd> & { constants: Record<string, number> };
-  if (typeof z.createZstdCompress === "function" && typeof z.createZstdDecompress === "function" && z.constants.ZSTD_c_compressionLevel !== undefined) {
+  if (typeof z.zstdCompress === "function" && typeof z.createZstdDecompress === "function" && z.constants.ZSTD_c_compressionLevel !== undefined) {
     return z as NativeZstd;
   }
   return undefined;
@@ -63,10 +64,20 @@ class WholeBuffer extends Transform {
   }
 }
 
-/** `backend` is for tests (the wasm path runs by itself only where node:zlib lacks zstd). */
+/**
+ * Compresses the whole input at once, on both backends: native streaming zstd emits different
+ * bytes depending on how its input arrives in time (writes that queue up while it works are
+ * compressed differently from writes it waits for), which broke byte-identical rebuilds under
+ * load. `backend` is for tests (the wasm path runs by itself only where node:zlib lacks zstd).
+ */
 export function zstdCompressStream(level = ZSTD_LEVEL, backend: ZstdBackend = zstdBackend()): Transform {
   const n = backend === "native" ? native() : undefined;
-  if (n) return n.createZstdCompress({ params: { [n.constants.ZSTD_c_compressionLevel]: level } });
+  if (n) {
+    const params = { [n.constants.ZSTD_c_compressionLevel]: level };
+    return new WholeBuffer(
+      (b) => new Promise<Uint8Array>((resolve, reject) => n.zstdCompress(b, { params }, (e, out) => (e ? reject(e) : resolve(out)))),
+    );
+  }
   return new WholeBuffer(async (b) => (await wasm()).compress(b, level));
 }
 
