@@ -8,7 +8,7 @@ import path from "node:path";
 import { setImmediate } from "node:timers";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
-import { err, ok, type Result } from "../util/result.ts";
+import { err, ok } from "../util/result.ts";
 import { CodeModeEngine, type EngineSession } from "./engine.ts";
 import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "./protocol.ts";
 
@@ -35,8 +35,6 @@ export async function warmUp(engine: CodeModeEngine, cells = 400): Promise<void>
 export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void {
   const sessions = new Map<number, EngineSession>();
   let nextSession = 1;
-  /** `session:cell` -> settles once that cell's initial_response is written (cell_closed waits for it); only while pending. */
-  const initialSent = new Map<string, Promise<void>>();
 
   // Terminate requests cannot be read while a CPU-bound cell holds the thread; the client also
   // drops a marker file here, which running cells poll from the interrupt handler.
@@ -74,14 +72,12 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
           await peer.call(CodeModeMethods.notify, { ...n, session_id: id }, { signal });
         },
         cellClosed(cellId) {
-          const key = `${id}:${cellId}`;
-          const gate = initialSent.get(key);
-          initialSent.delete(key);
+          // A cell closes after its initial_response went out (that is written the moment the
+          // engine decides it). cell_closed also follows any other answer carrying the result:
+          // corked, it joins the chunk being built after them; else it waits a turn for a
+          // response being written (a terminate's).
           const closed = () => void peer.notify(CodeModeNotifications.cellClosed, { session_id: id, cell_id: cellId });
-          // cell_closed follows every answer that carries the cell's result. Corked, it joins the
-          // chunk being built after them; otherwise it waits a turn for a response being written.
-          if (gate) void gate.then(() => setImmediate(closed));
-          else if (peer.corked) closed();
+          if (peer.corked) closed();
           else setImmediate(closed);
         },
         longEntry: () => peer.flush(),
@@ -100,27 +96,21 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
     const session = sessions.get(p.session_id);
     if (!session) return unknownSession(p.session_id);
     let cellId = "";
-    let sent: () => void = () => {};
-    const done = new Promise<void>((r) => (sent = r));
-    const send = (response: Result<RuntimeResponse>) => {
+    const send = (response: RuntimeResponse) => {
       const base = { id: ctx.requestId, session_id: p.session_id, cell_id: cellId };
-      const r = peer.notify(CodeModeNotifications.initialResponse, { ...base, response });
+      const r = peer.notify(CodeModeNotifications.initialResponse, { ...base, response: ok(response) });
       // Never leave the client waiting: an unsendable response (e.g. over the frame limit) becomes an error.
-      if ("error" in r && r.error.code !== ErrorCode.PeerClosed && "ok" in response) {
+      if ("error" in r && r.error.code !== ErrorCode.PeerClosed) {
         peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`) });
       }
-      initialSent.delete(`${p.session_id}:${cellId}`);
-      sent();
     };
     // The script starts right after the response (ExecutionStarted) is queued, in the same turn
     // and with the peer corked: a script that finishes at once has its initial_response written
     // in the same chunk, so the client wakes once.
-    const started = session.execute(p.request, { schedule: (start) => ctx.afterResponse(start), onInitial: (r) => send(ok(r)) });
+    const started = session.execute(p.request, { schedule: (start) => ctx.afterResponse(start), onInitial: send });
     if ("error" in started) return started;
-    const { cell_id } = started.ok;
-    cellId = cell_id;
-    initialSent.set(`${p.session_id}:${cell_id}`, done);
-    return ok({ cell_id, execute_id: ctx.requestId });
+    cellId = started.ok.cell_id;
+    return ok({ cell_id: cellId, execute_id: ctx.requestId });
   });
 
   peer.handle(CodeModeMethods.wait, async (p) => {
