@@ -9,7 +9,7 @@ import { newQuickJSWASMModuleFromVariant, type QuickJSWASMModule } from "quickjs
 import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
 import { err, ok, type Result } from "../util/result.ts";
 import { Cell, type CellHost, type EngineDelegate, type Limits } from "./cell.ts";
-import { CodeModeErrorCode, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
+import { CodeModeErrorCode, missingCell, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
 import { StoredValues } from "./stored.ts";
 import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
@@ -166,5 +166,5 @@ export class EngineSession {
 }
 
 function missing(cellId: string): WaitOutcome {
-  return { MissingCell: { Result: { cell_id: cellId, content_items: [], error_text: `exec cell ${cellId} not found` } } };
+  return { MissingCell: missingCell(cellId) };
 }

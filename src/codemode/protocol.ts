@@ -135,3 +135,8 @@ export const CodeModeErrorCode = {
 export function cellOf(r: RuntimeResponse): { cell_id: string; content_items: ContentItem[] } {
   return "Yielded" in r ? r.Yielded : "Terminated" in r ? r.Terminated : r.Result;
 }
+
+/** What waiting on an unknown (or already finished and collected) cell returns. */
+export function missingCell(cellId: string): RuntimeResponse {
+  return { Result: { cell_id: cellId, content_items: [], error_text: `exec cell ${cellId} not found` } };
+}

@@ -7,11 +7,12 @@
 import { z } from "zod";
 import { HostProvider, type CodeModeProvider, type CodeModeSession } from "../codemode/client.ts";
 import { DEFAULT_EXEC_YIELD_TIME_MS } from "../codemode/engine.ts";
-import { cellOf, CodeModeErrorCode, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
+import { cellOf, CodeModeErrorCode, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
 import type { ExecResult } from "../executor/protocol.ts";
 import { truncateMiddle } from "../executor/truncate.ts";
 import type { ModelTool } from "../model/client.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { parseToolArguments } from "./tool-args.ts";
 import type { ToolCallOutcome } from "./tool-router.ts";
 
 export const EXEC_TOOL = "exec";
@@ -186,16 +187,13 @@ export class CodeModeTools {
   }
 
   async wait(rawArguments: string): Promise<ToolCallOutcome> {
-    let args: z.infer<typeof WaitArgsSchema>;
-    try {
-      const parsed = WaitArgsSchema.safeParse(rawArguments.trim() === "" ? {} : JSON.parse(rawArguments));
-      if (!parsed.success) return { output: `The wait tool was called with invalid arguments: ${z.prettifyError(parsed.error)}`, success: false, display: WAIT_TOOL };
-      args = parsed.data;
-    } catch (e) {
-      return { output: `failed to parse function arguments: ${(e as Error).message}`, success: false, display: WAIT_TOOL };
-    }
+    const raw = parseToolArguments(rawArguments);
+    if ("error" in raw) return { output: raw.error.message, success: false, display: WAIT_TOOL };
+    const parsed = WaitArgsSchema.safeParse(raw.ok);
+    if (!parsed.success) return { output: `The wait tool was called with invalid arguments: ${z.prettifyError(parsed.error)}`, success: false, display: WAIT_TOOL };
+    const args = parsed.data;
     const s = this.session;
-    if (!s) return formatRuntimeResponse({ Result: { cell_id: args.cell_id, content_items: [], error_text: `exec cell ${args.cell_id} not found` } }, 0, DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL);
+    if (!s) return formatRuntimeResponse(missingCell(args.cell_id), 0, DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL);
     const started = performance.now();
     const r: Result<WaitOutcome> = args.terminate ? await s.terminate(args.cell_id) : await s.wait(args.cell_id, args.yield_time_ms ?? DEFAULT_WAIT_YIELD_TIME_MS);
     this.dropIfDead(r);

@@ -16,6 +16,7 @@ import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeMode
 import type { ApprovalPolicy } from "./config.ts";
 import { formatExecResult } from "./exec-format.ts";
 import { commandArgv, pickShell } from "./shell.ts";
+import { parseToolArguments } from "./tool-args.ts";
 
 export interface RouterSettings {
   cwd: string;
@@ -87,12 +88,9 @@ export class ToolRouter {
     if (this.codeMode && name === WAIT_TOOL) return this.codeMode.wait(rawArguments);
     const spec = this.specs.find((s) => s.name === name);
     if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
-    let args: unknown;
-    try {
-      args = rawArguments.trim() === "" ? {} : JSON.parse(rawArguments);
-    } catch (e) {
-      return { output: `failed to parse function arguments: ${(e as Error).message}`, success: false, display: name };
-    }
+    const parsed = parseToolArguments(rawArguments);
+    if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };
+    const args = parsed.ok;
     if (spec.route === "exec") return this.execCommand(args, signal);
     if (spec.route === "write_stdin") return this.writeStdin(args, signal);
     return this.callTool(spec.name, args, signal);
