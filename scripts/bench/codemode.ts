@@ -5,7 +5,7 @@
  * provisioning (create_session on a running host), warm command (execute in an open session).
  *   bun scripts/bench/codemode.ts [--rounds 200] [--cold 10]
  */
-import { HostProvider, InProcessProvider, type CodeModeCallbacks, type CodeModeProvider, type CodeModeSession } from "../../src/codemode/client.ts";
+import { HostProvider, InProcessProvider, type CodeModeCallbacks, type CodeModeSession } from "../../src/codemode/client.ts";
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
 import { warmUp } from "../../src/codemode/host.ts";
 import { CodeModeMethods } from "../../src/codemode/protocol.ts";
@@ -48,7 +48,7 @@ interface Figures {
 }
 
 type Kind = "in-process" | "ipc";
-const make = (kind: Kind, pool = 0): CodeModeProvider => (kind === "ipc" ? new HostProvider({ pool }) : new InProcessProvider());
+const make = (kind: Kind, pool = 0): HostProvider | InProcessProvider => (kind === "ipc" ? new HostProvider({ pool }) : new InProcessProvider());
 
 async function cold(kind: Kind, f: Figures): Promise<void> {
   // Session startup: a brand-new provider (IPC: spawn a host, no pool) until the session is open.
@@ -92,10 +92,18 @@ for (let i = 0; i < 50; i++) {
   await command(sa);
   await command(sb);
 }
-// Every timed step starts after a short idle gap, as exec calls do between model turns: the
-// deferred work of the previous step (freeing a VM, preparing the next one) is done by then,
-// and it never lands in the other side's measurement (both providers share this process).
-const gap = () => new Promise((r) => setTimeout(r, 2));
+// Every timed step starts once both sides have finished the VM housekeeping of the last one,
+// then after a short idle gap, as exec calls do between model turns. That work is deferred until
+// a side has been quiet for a millisecond and then done one job per timer tick; the in-process
+// engine shares this process, so without the wait its housekeeping would land in the IPC
+// measurement (and the host's in the floor's).
+const settled = async () => {
+  for (let i = 0; i < 500 && !((await a.vmsSettled()) && (await b.vmsSettled())); i++) await new Promise((r) => setTimeout(r, 1));
+};
+const gap = async () => {
+  await settled();
+  await new Promise((r) => setTimeout(r, 2));
+};
 for (let i = 0; i < ROUNDS; i++) {
   for (const [p, f] of [[a, inProc], [b, ipc]] as const) {
     let s: CodeModeSession | undefined;
@@ -110,12 +118,13 @@ for (let i = 0; i < ROUNDS; i++) {
   await gap();
   floor.push(await timed(async () => void (await must(hostPeer.call(CodeModeMethods.hello, {})))));
 }
-// Back to back: blocks of commands per side (interleaving single commands would let one side's
-// deferred work land in the other's measurement). The host prepares its next VM while the client
-// reads the answer; in-process that work competes with the next command.
+// Back to back: bursts of commands per side, each burst starting once both sides are settled.
 for (let i = 0; i < ROUNDS / 10; i++) {
+  await settled();
   for (let j = 0; j < 10; j++) inProc.burst.push(await timed(() => command(sa)));
+  await settled();
   for (let j = 0; j < 10; j++) ipc.burst.push(await timed(() => command(sb)));
+  await settled();
   for (let j = 0; j < 10; j++) burstFloor.push(await timed(async () => void (await must(hostPeer.call(CodeModeMethods.hello, {})))));
 }
 await a.close();

@@ -55,8 +55,8 @@ export class InProcessProvider implements CodeModeProvider {
     this.sessions.add(s);
     return ok({
       async execute(req, signal) {
-        // Nothing has to be written first in-process: the script starts in the same turn, as on the host.
-        const r = s.execute(req, { schedule: queueMicrotask });
+        // The script starts at once, as it does inside the host's execute handler.
+        const r = s.execute(req, { schedule: (start) => start() });
         if ("error" in r) return r;
         return ok(await untilAborted(r.ok.initial, signal, () => void s.terminate(r.ok.cell_id)));
       },
@@ -67,6 +67,11 @@ export class InProcessProvider implements CodeModeProvider {
         this.sessions.delete(s);
       },
     });
+  }
+
+  /** Whether the engine's VM housekeeping is done (benchmarks wait for it between blocks). */
+  async vmsSettled(): Promise<boolean> {
+    return this.engine ? (await this.engine).vmCounts.settled : true;
   }
 
   async close(): Promise<void> {
@@ -200,6 +205,7 @@ class HostConnection {
     for (let i = 0; i < rounds; i++) {
       const started = await peer.call(CodeModeMethods.execute, { session_id: id, request: { tool_call_id: "warmup", source: "text('ok')" } });
       if ("error" in started) return started;
+      if (started.ok.initial) continue;
       const r = await this.initialResponse(id, started.ok.cell_id);
       if ("error" in r) return r;
     }
@@ -263,6 +269,14 @@ export class HostProvider implements CodeModeProvider {
       this.spares.push(c.ok);
     }
     await Promise.all(this.spares.map((s) => s.warm()));
+  }
+
+  /** Whether the live host's VM housekeeping is done (benchmarks wait for it between blocks). */
+  async vmsSettled(): Promise<boolean> {
+    const c = this.current;
+    if (!c?.alive) return true;
+    const r = await c.child.peer.call(CodeModeMethods.hello, {});
+    return "error" in r || (r.ok.vms?.settled ?? true);
   }
 
   /** Starts (or reuses) the current host and waits until it has warmed up. */
@@ -346,9 +360,12 @@ export class HostProvider implements CodeModeProvider {
         const started = conn.hostError(await peer.call(CodeModeMethods.execute, { session_id: id, request: req }));
         if ("error" in started) return started;
         const cellId = started.ok.cell_id;
-        if (cells.get(cellId) === "closed") cells.delete(cellId);
+        if (started.ok.closed) callbacks.cellClosed?.(cellId);
+        else if (cells.get(cellId) === "closed") cells.delete(cellId);
         else cells.set(cellId, "open");
-        return untilAborted(conn.initialResponse(id, cellId), signal, () => void session.terminate(cellId));
+        // A script that ended or yielded at once came back with the answer.
+        const initial = started.ok.initial ? Promise.resolve(ok(started.ok.initial)) : conn.initialResponse(id, cellId);
+        return untilAborted(initial, signal, () => void session.terminate(cellId));
       },
       async wait(cellId, ms) {
         const r = conn.hostError(await peer.call(CodeModeMethods.wait, { session_id: id, request: { cell_id: cellId, yield_time_ms: ms } }));

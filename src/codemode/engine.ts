@@ -51,6 +51,11 @@ export class CodeModeEngine implements CellHost {
     this.vms.release(vm, handles);
   }
 
+  /** Prepared and used VMs, and whether housekeeping has nothing left to do. */
+  get vmCounts(): { spares: number; used: number; settled: boolean } {
+    return { ...this.vms.counts, settled: this.vms.settled };
+  }
+
   /** Frees the prepared and used VMs now (an in-process provider closing). */
   dropIdleVms(): void {
     this.vms.drain();
@@ -85,10 +90,10 @@ export class CodeModeEngine implements CellHost {
 
 export interface ExecuteOptions {
   /**
-   * When the script begins (default: the next event-loop turn). The host starts it right after
-   * the ExecutionStarted response is queued, so that answer always goes out first.
+   * When the script begins (default: the next event-loop turn). The host starts it at once, inside
+   * its execute handler, so that a script that ends (or yields) right away is answered in one frame.
    */
-  schedule?: (start: () => void) => void;
+  schedule?: (start: () => void, cellId: string) => void;
   /** Hears the first yield, result or termination synchronously, as it is decided. */
   onInitial?: (r: RuntimeResponse) => void;
 }
@@ -125,7 +130,7 @@ export class EngineSession {
     this.cells.set(id, cell);
     const initial = cell.observe(req.yield_time_ms ?? DEFAULT_EXEC_YIELD_TIME_MS, opts.onInitial);
     if ("error" in initial) return initial;
-    (opts.schedule ?? ((start) => void setImmediate(start)))(() => cell.start(req.source));
+    (opts.schedule ?? ((start) => void setImmediate(start)))(() => cell.start(req.source), id);
     return ok({ cell_id: id, initial: initial.ok });
   }
 

@@ -8,6 +8,7 @@ import path from "node:path";
 import { setImmediate } from "node:timers";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import type { z } from "zod";
 import { err, ok } from "../util/result.ts";
 import { CodeModeEngine, type EngineSession } from "./engine.ts";
 import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "./protocol.ts";
@@ -56,22 +57,31 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
       });
       await warming;
     }
-    return ok({ pid: process.pid, sessions: sessions.size, warm, control_dir: controlDir });
+    return ok({ pid: process.pid, sessions: sessions.size, warm, control_dir: controlDir, vms: engine.vmCounts });
   });
+
+  // While an execute handler runs its script: sends the ExecutionStarted answer early. One at a
+  // time (the script runs synchronously inside the handler).
+  let answerStarted: (() => void) | undefined;
+  // Cells whose execute answer said `closed`: their cell_closed notification is not sent.
+  const closedInAnswer = new Set<string>();
 
   peer.handle(CodeModeMethods.createSession, (p) => {
     const id = nextSession++;
     const session = engine.openSession(
       {
         async invokeTool(call, signal) {
+          answerStarted?.();
           const r = await peer.call(CodeModeMethods.invokeTool, { ...call, session_id: id }, { signal });
           if ("error" in r) return r;
           return ok(r.ok.result);
         },
         async notify(n, signal) {
+          answerStarted?.();
           await peer.call(CodeModeMethods.notify, { ...n, session_id: id }, { signal });
         },
         cellClosed(cellId) {
+          if (closedInAnswer.delete(`${id}:${cellId}`)) return;
           // A cell closes after its initial_response went out (that is written the moment the
           // engine decides it). cell_closed also follows any other answer carrying the result:
           // corked, it joins the chunk being built after them; else it waits a turn for a
@@ -80,7 +90,10 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
           if (peer.corked) closed();
           else setImmediate(closed);
         },
-        longEntry: () => peer.flush(),
+        longEntry: () => {
+          answerStarted?.();
+          peer.flush();
+        },
         whileBusy(cellId) {
           const m = marker(id, cellId);
           return m !== undefined && existsSync(m);
@@ -95,22 +108,50 @@ export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void
   peer.handle(CodeModeMethods.execute, (p, ctx) => {
     const session = sessions.get(p.session_id);
     if (!session) return unknownSession(p.session_id);
-    let cellId = "";
-    const send = (response: RuntimeResponse) => {
-      const base = { id: ctx.requestId, session_id: p.session_id, cell_id: cellId };
+    const answer: z.input<typeof CodeModeMethods.execute.result> = { cell_id: "", execute_id: ctx.requestId };
+    let answered = false;
+    const answerNow = () => {
+      if (answered) return;
+      answered = true;
+      ctx.respond(ok(answer));
+    };
+    const notifyInitial = (response: RuntimeResponse) => {
+      const base = { id: ctx.requestId, session_id: p.session_id, cell_id: answer.cell_id };
       const r = peer.notify(CodeModeNotifications.initialResponse, { ...base, response: ok(response) });
       // Never leave the client waiting: an unsendable response (e.g. over the frame limit) becomes an error.
       if ("error" in r && r.error.code !== ErrorCode.PeerClosed) {
         peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`) });
       }
     };
-    // The script starts right after the response (ExecutionStarted) is queued, in the same turn
-    // and with the peer corked: a script that finishes at once has its initial_response written
-    // in the same chunk, so the client wakes once.
-    const started = session.execute(p.request, { schedule: (start) => ctx.afterResponse(start), onInitial: send });
+    // The script runs inside this handler, corked. One that ends or yields at once is answered in
+    // a single frame; before anything else it sends (a tool call, a notification), and once it has
+    // run for a millisecond, the plain ExecutionStarted answer goes out first.
+    const started = session.execute(p.request, {
+      schedule: (start, cellId) => {
+        answer.cell_id = cellId;
+        answerStarted = answerNow;
+        peer.cork();
+        try {
+          start();
+        } finally {
+          answerStarted = undefined;
+          peer.uncork();
+        }
+      },
+      onInitial: (response) => {
+        if (answered) return notifyInitial(response);
+        answer.initial = response;
+        // Nothing was sent for the cell (that would have answered first), so no notification is
+        // pending: a final response means the cell closes right after.
+        if (!("Yielded" in response)) {
+          answer.closed = true;
+          closedInAnswer.add(`${p.session_id}:${answer.cell_id}`);
+        }
+      },
+    });
     if ("error" in started) return started;
-    cellId = started.ok.cell_id;
-    return ok({ cell_id: cellId, execute_id: ctx.requestId });
+    answered = true; // what follows is an initial_response notification
+    return ok(answer);
   });
 
   peer.handle(CodeModeMethods.wait, async (p) => {

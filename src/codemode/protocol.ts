@@ -89,14 +89,25 @@ export const CodeModeMethods = {
     "codemode/hello",
     z.object({ await_warmup: z.boolean().optional() }),
     /** control_dir: a file `<session_id>-<cell_id>` there asks a CPU-bound cell to stop. */
-    z.object({ pid: z.number().int(), sessions: z.number().int(), warm: z.boolean(), control_dir: z.string().optional() }),
+    z.object({
+      pid: z.number().int(),
+      sessions: z.number().int(),
+      warm: z.boolean(),
+      control_dir: z.string().optional(),
+      /** Prepared and used QuickJS VMs; `settled` when housekeeping has nothing left to do. */
+      vms: z.object({ spares: z.number().int(), used: z.number().int(), settled: z.boolean() }).optional(),
+    }),
   ),
   createSession: defineMethod("codemode/create_session", z.object({ limits: SessionLimitsSchema.optional() }), z.object({ session_id: SessionIdSchema })),
   execute: defineMethod(
     "codemode/execute",
     z.object({ session_id: SessionIdSchema, request: ExecuteRequestSchema }),
-    /** ExecutionStarted; `execute_id` echoes the request id the initial_response will carry. */
-    z.object({ cell_id: CellIdSchema, execute_id: RequestIdSchema }),
+    /**
+     * ExecutionStarted; `execute_id` echoes the request id an initial_response would carry. A script
+     * that ends or yields before this answer leaves has its first response folded in (`initial`,
+     * and `closed` when the cell is over): then neither notification follows.
+     */
+    z.object({ cell_id: CellIdSchema, execute_id: RequestIdSchema, initial: RuntimeResponseSchema.optional(), closed: z.literal(true).optional() }),
   ),
   wait: defineMethod(
     "codemode/wait",

@@ -1,16 +1,18 @@
 /**
- * Prepared VMs for the next cells, and used ones waiting to be freed. Housekeeping waits until
- * no cell has started or ended for QUIET_MS, so it never competes with a command: on a small
- * machine, work the host does right after answering slows the client's reading of that answer
- * too. Only when a burst has used up every spare is one prepared at once, and a request that
- * arrives meanwhile waits for one job at most (one job per event-loop turn).
+ * Prepared VMs for the next cells, and used ones waiting to be freed.
+ *
+ * Making a VM (about 0.1 ms hot, several times that cold) and freeing one never happen while
+ * commands are arriving: a burst takes prepared spares, and housekeeping waits until no cell has
+ * started or ended for QUIET_MS. It then does one job per timer tick, so a request that arrives
+ * meanwhile waits for one job at most. Never on immediates: under Bun, a loop kept busy with
+ * immediates reads its input late (an echo that takes 0.05 ms arrived after 0.3-5 ms), so the
+ * request would wait for all of it. Only a burst longer than the spares makes a VM on the spot.
  */
-import { setImmediate } from "node:timers";
 import type { PreparedVm } from "./vm.ts";
 
-/** Spares kept ready: a second command right after the first still finds one. */
-export const SPARE_VMS = 2;
-/** Used VMs kept for freeing later (a prepared runtime holds about 0.2 MB). */
+/** Spares kept ready: a burst of this many commands finds every VM prepared (about 0.2 MB each). */
+export const SPARE_VMS = 8;
+/** Used VMs kept for freeing later; past this, the oldest are freed on the next timer tick. */
 export const MAX_USED_VMS = 32;
 const QUIET_MS = 1;
 
@@ -21,9 +23,7 @@ export class VmPool {
   private readonly used: Array<() => void> = [];
   private lastActivity = 0;
   private quietTimer: ReturnType<typeof setTimeout> | undefined;
-  private urgent: Array<() => void> = [];
-  private urgentScheduled = false;
-  private refillQueued = false;
+  private overflowTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** `create` makes a VM for the current wasm module; `current` says whether a VM still is one. */
   constructor(
@@ -39,13 +39,6 @@ export class VmPool {
       vm.dispose();
       vm = this.spares.pop();
     }
-    if (this.spares.length === 0 && !this.refillQueued) {
-      this.refillQueued = true;
-      this.soon(() => {
-        this.refillQueued = false;
-        this.refill();
-      });
-    }
     this.whenQuiet();
     return vm ?? this.create();
   }
@@ -54,12 +47,15 @@ export class VmPool {
   release(vm: PreparedVm, handles: Handle[]): void {
     this.lastActivity = performance.now();
     this.used.push(() => vm.dispose(handles));
-    if (this.used.length > MAX_USED_VMS) this.soon(this.used.shift()!);
+    if (this.used.length > MAX_USED_VMS) this.freeOverflow();
     this.whenQuiet();
   }
 
   /** Frees the spares and every used VM now (an in-process provider closing). */
   drain(): void {
+    if (this.quietTimer) clearTimeout(this.quietTimer);
+    if (this.overflowTimer) clearTimeout(this.overflowTimer);
+    this.quietTimer = this.overflowTimer = undefined;
     for (const vm of this.spares.splice(0)) vm.dispose();
     for (const free of this.used.splice(0)) safely(free);
   }
@@ -68,58 +64,52 @@ export class VmPool {
     return { spares: this.spares.length, used: this.used.length };
   }
 
-  private refill(): boolean {
-    if (this.spares.length >= SPARE_VMS) return false;
-    try {
-      this.spares.push(this.create());
-    } catch {
-      // The next cell reports the failure when it creates its own VM.
-      return false;
-    }
-    return true;
+  /** Nothing left for housekeeping: every spare prepared, every used VM freed. */
+  get settled(): boolean {
+    return this.used.length === 0 && this.spares.length >= SPARE_VMS;
   }
 
   /** One housekeeping job: a spare first, else a used VM freed. False when nothing was left. */
   private job(): boolean {
-    if (this.refill()) return true;
+    if (this.spares.length < SPARE_VMS) {
+      try {
+        this.spares.push(this.create());
+        return true;
+      } catch {
+        // The next cell reports the failure when it makes its own VM; free memory meanwhile.
+      }
+    }
     const free = this.used.shift();
     if (!free) return false;
     safely(free);
     return true;
   }
 
-  /** Housekeeping once the engine has been quiet for QUIET_MS, one job per turn while it stays so. */
+  /** Housekeeping once the engine has been quiet for QUIET_MS, one job per tick while it stays so. */
   private whenQuiet(): void {
     if (this.quietTimer) return;
     const check = () => {
-      const quietFor = performance.now() - this.lastActivity;
-      if (quietFor < QUIET_MS) {
-        this.quietTimer = setTimeout(check, QUIET_MS - quietFor);
-        this.quietTimer.unref?.();
-        return;
-      }
       this.quietTimer = undefined;
-      if (!this.job()) return;
-      this.quietTimer = setTimeout(check, 0);
-      this.quietTimer.unref?.();
+      const quietFor = performance.now() - this.lastActivity;
+      if (quietFor < QUIET_MS) return this.later(check, QUIET_MS - quietFor);
+      if (this.job()) this.later(check, 0);
     };
-    this.quietTimer = setTimeout(check, QUIET_MS);
+    this.later(check, QUIET_MS);
+  }
+
+  private later(fn: () => void, ms: number): void {
+    this.quietTimer = setTimeout(fn, ms);
     this.quietTimer.unref?.();
   }
 
-  /** Jobs that cannot wait for a quiet moment: two turns later (after this turn's answers), one per turn. */
-  private soon(fn: () => void): void {
-    this.urgent.push(fn);
-    if (this.urgentScheduled) return;
-    this.urgentScheduled = true;
-    setImmediate(() => setImmediate(() => this.nextUrgent()));
-  }
-
-  private nextUrgent(): void {
-    const fn = this.urgent.shift();
-    if (fn) safely(fn);
-    if (this.urgent.length) setImmediate(() => this.nextUrgent());
-    else this.urgentScheduled = false;
+  /** A burst that outran the bound: free the excess on the next tick, not on the response path. */
+  private freeOverflow(): void {
+    if (this.overflowTimer) return;
+    this.overflowTimer = setTimeout(() => {
+      this.overflowTimer = undefined;
+      while (this.used.length > MAX_USED_VMS) safely(this.used.shift()!);
+    }, 0);
+    this.overflowTimer.unref?.();
   }
 }
 

@@ -17,11 +17,10 @@ export interface HandlerContext {
   readonly requestId: number;
   readonly peer: RpcPeer;
   /**
-   * Runs `fn` right after the response is queued, in the same turn, with the peer corked: frames
-   * it sends go out in one write with the response. Long synchronous work should call
-   * `peer.flush()` so the response is not held back.
+   * Answers the request now, before the handler returns (whose value is then ignored): a handler
+   * that goes on working synchronously can let its caller know it has started. Honours cork().
    */
-  afterResponse(fn: () => void): void;
+  respond(result: Result<unknown>): void;
 }
 
 type AnyHandler = (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>;
@@ -327,7 +326,12 @@ export class RpcPeer {
 
   private async onRequest(req: RequestEnvelope): Promise<void> {
     const h = this.handlers.get(req.method);
-    const after: Array<() => void> = [];
+    let answered = false;
+    const respond = (r: Result<unknown>) => {
+      if (answered) return;
+      answered = true;
+      this.sendResponse(req, r);
+    };
     let result: Result<unknown>;
     if (!h) {
       const known = [...this.handlers.keys()].sort().join(", ");
@@ -340,7 +344,7 @@ export class RpcPeer {
         const ctrl = new AbortController();
         this.inflight.set(req.id, ctrl);
         try {
-          const r = h.fn(checked.data, { signal: ctrl.signal, requestId: req.id, peer: this, afterResponse: (fn) => void after.push(fn) });
+          const r = h.fn(checked.data, { signal: ctrl.signal, requestId: req.id, peer: this, respond });
           // A synchronous handler is answered in the same turn (no await, no extra microtask hop).
           result = r instanceof Promise ? await r : r;
         } catch (e) {
@@ -350,27 +354,14 @@ export class RpcPeer {
         }
       }
     }
-    // Frames sent by the after-response work join the response in one write.
-    if (after.length) this.cork();
-    try {
-      if (this.closedReason === undefined) {
-        const sent = this.send({ type: "response", id: req.id, result });
-        if ("error" in sent && sent.error.code === ErrorCode.FrameTooLarge) {
-          this.send({ type: "response", id: req.id, result: err(ErrorCode.FrameTooLarge, `the response to ${req.method} was too large: ${sent.error.message}`) });
-        }
-      }
-      for (const fn of after) {
-        try {
-          fn();
-        } catch (e) {
-          this.protocolError(`${req.method}: after-response work failed: ${(e as Error)?.message ?? String(e)}`);
-        }
-      }
-    } finally {
-      // Uncork after the microtasks that this work queued: promise callbacks it settled (e.g. a
-      // notification that a cell closed) still join the chunk.
-      if (after.length) queueMicrotask(() => this.uncork());
-    }
+    respond(result);
   }
 
+  private sendResponse(req: RequestEnvelope, result: Result<unknown>): void {
+    if (this.closedReason !== undefined) return;
+    const sent = this.send({ type: "response", id: req.id, result });
+    if ("error" in sent && sent.error.code === ErrorCode.FrameTooLarge) {
+      this.send({ type: "response", id: req.id, result: err(ErrorCode.FrameTooLarge, `the response to ${req.method} was too large: ${sent.error.message}`) });
+    }
+  }
 }

@@ -69,17 +69,28 @@ class RawHost {
 const label = (f: Frame) => (f.type === "response" ? `response ${f.id}` : `${f.type} ${f.method}`);
 
 describe("code-mode host frames", () => {
-  test("execute: response, then initial_response, then cell_closed; shutdown closes open cells in order", async () => {
+  test("execute: an answer that carries a quick result, else initial_response and cell_closed later; shutdown closes open cells in order", async () => {
     const h = new RawHost();
     h.request(1, "codemode/create_session", {});
     assert.deepEqual((await h.next()).result, { ok: { session_id: 1 } });
 
+    // Ends at once: the answer carries the result and says the cell is closed; nothing follows.
     h.request(2, "codemode/execute", { session_id: 1, request: { tool_call_id: "call-1", source: 'text("hi")' } });
+    const answer = await h.next();
+    assert.equal(label(answer), "response 2");
+    const hi = { Result: { cell_id: "1", content_items: [{ type: "input_text", text: "hi" }], error_text: null } };
+    assert.deepEqual(answer.result, { ok: { cell_id: "1", execute_id: 2, initial: hi, closed: true } });
+    h.request(6, "codemode/hello", {});
+    assert.equal(label(await h.next()), "response 6", "no initial_response or cell_closed followed the answer");
+
+    // Ends after a timer: ExecutionStarted, then initial_response, then cell_closed.
+    h.request(7, "codemode/execute", { session_id: 1, request: { tool_call_id: "call-0", source: 'await new Promise((r) => setTimeout(r, 10)); text("late")' } });
     const order = [await h.next(), await h.next(), await h.next()];
-    assert.deepEqual(order.map(label), ["response 2", "notification codemode/initial_response", "notification codemode/cell_closed"]);
-    assert.deepEqual(order[0]!.result, { ok: { cell_id: "1", execute_id: 2 } });
-    assert.deepEqual(order[1]!.params, { id: 2, session_id: 1, cell_id: "1", response: { ok: { Result: { cell_id: "1", content_items: [{ type: "input_text", text: "hi" }], error_text: null } } } });
-    assert.deepEqual(order[2]!.params, { session_id: 1, cell_id: "1" });
+    assert.deepEqual(order.map(label), ["response 7", "notification codemode/initial_response", "notification codemode/cell_closed"]);
+    assert.deepEqual(order[0]!.result, { ok: { cell_id: "2", execute_id: 7 } });
+    const late = { Result: { cell_id: "2", content_items: [{ type: "input_text", text: "late" }], error_text: null } };
+    assert.deepEqual(order[1]!.params, { id: 7, session_id: 1, cell_id: "2", response: { ok: late } });
+    assert.deepEqual(order[2]!.params, { session_id: 1, cell_id: "2" });
 
     // Two cells that keep running, and a notification delegate request in between.
     h.request(3, "codemode/execute", { session_id: 1, request: { tool_call_id: "call-2", source: 'notify("notice"); await new Promise(() => setTimeout(() => {}, 60000))', yield_time_ms: 20 } });
@@ -87,7 +98,7 @@ describe("code-mode host frames", () => {
     while (seen.filter((f) => f.method === "codemode/initial_response").length === 0) {
       const f = await h.next();
       if (f.type === "request" && f.method === "codemode/notify") {
-        assert.deepEqual(f.params, { session_id: 1, call_id: "call-2", cell_id: "2", text: "notice" });
+        assert.deepEqual(f.params, { session_id: 1, call_id: "call-2", cell_id: "3", text: "notice" });
         h.send({ type: "response", id: f.id, result: { ok: { delivered: true } } });
       }
       seen.push(f);
@@ -102,9 +113,9 @@ describe("code-mode host frames", () => {
     const tail = [await h.next(), await h.next(), await h.next()];
     assert.deepEqual(
       tail.map((f) => (f.type === "response" ? `response ${f.id}` : `closed ${f.params?.cell_id}`)).sort(),
-      ["closed 2", "closed 3", "response 5"],
+      ["closed 3", "closed 4", "response 5"],
     );
-    assert.deepEqual(tail.filter((f) => f.type === "notification").map((f) => f.params?.cell_id), ["2", "3"], "cells close in order");
+    assert.deepEqual(tail.filter((f) => f.type === "notification").map((f) => f.params?.cell_id), ["3", "4"], "cells close in order");
 
     h.child.stdin.end();
     assert.equal(await h.exited, 0, h.stderr);
@@ -116,9 +127,11 @@ describe("code-mode host frames", () => {
     await h.next();
     const tools = [{ name: "echo", description: "echoes", kind: "function" }];
     const source = 'const r = await tools.echo({value: "persisted"}); text(r.value); await tools.echo({}); text("never")';
+    const before = h.chunks;
     h.request(2, "codemode/execute", { session_id: 1, request: { tool_call_id: "call-1", enabled_tools: tools, source, yield_time_ms: 60000 } });
-    assert.equal(label(await h.next()), "response 2");
+    assert.equal(label(await h.next()), "response 2", "ExecutionStarted goes out before the script's first tool call");
     const call = await h.next();
+    assert.equal(h.chunks - before, 1, "and both leave in one write");
     assert.equal(call.method, "codemode/invoke_tool");
     assert.deepEqual(call.params, { session_id: 1, cell_id: "1", call_id: "call-1", runtime_tool_call_id: "tool-1", tool_name: "echo", tool_kind: "function", input: { value: "persisted" } });
     h.send({ type: "response", id: call.id, result: { ok: { result: { value: "output" } } } });
@@ -170,15 +183,27 @@ describe("code-mode host frames", () => {
     assert.equal(await h.exited, 0, h.stderr);
   });
 
-  test("a script that finishes at once: response, initial_response and cell_closed arrive as one chunk", async () => {
+  test("a script that finishes or yields at once is answered with one frame in one chunk", async () => {
     const h = new RawHost();
     h.request(1, "codemode/create_session", {});
     await h.next();
-    const before = h.chunks;
+    let before = h.chunks;
     h.request(2, "codemode/execute", { session_id: 1, request: { tool_call_id: "c", source: 'text("ok")' } });
-    const frames = [await h.next(), await h.next(), await h.next()];
-    assert.deepEqual(frames.map(label), ["response 2", "notification codemode/initial_response", "notification codemode/cell_closed"]);
+    const answer = await h.next();
+    assert.equal(label(answer), "response 2");
+    assert.deepEqual(answer.result?.ok?.initial, { Result: { cell_id: "1", content_items: [{ type: "input_text", text: "ok" }], error_text: null } });
+    assert.equal(answer.result?.ok?.closed, true);
     assert.equal(h.chunks - before, 1, "the client wakes once per command");
+    // A yield at once: the answer carries the Yielded response; the cell stays open.
+    before = h.chunks;
+    h.request(3, "codemode/execute", { session_id: 1, request: { tool_call_id: "c", source: 'text("a"); yield_control(); await new Promise((r) => setTimeout(r, 10)); text("b")' } });
+    const yielded = await h.next();
+    assert.deepEqual(yielded.result, { ok: { cell_id: "2", execute_id: 3, initial: { Yielded: { cell_id: "2", content_items: [{ type: "input_text", text: "a" }] } } } });
+    assert.equal(h.chunks - before, 1);
+    h.request(4, "codemode/wait", { session_id: 1, request: { cell_id: "2", yield_time_ms: 5000 } });
+    const rest = [await h.next(), await h.next()];
+    assert.deepEqual(rest.map(label), ["response 4", "notification codemode/cell_closed"], "cell_closed follows once the result is collected");
+    assert.deepEqual(rest[0]!.result, { ok: { outcome: { LiveCell: { Result: { cell_id: "2", content_items: [{ type: "input_text", text: "b" }], error_text: null } } } } });
     h.child.stdin.end();
     assert.equal(await h.exited, 0, h.stderr);
   });

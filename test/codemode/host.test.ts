@@ -46,10 +46,9 @@ describe("code-mode host: raw protocol", () => {
     });
     assert.ok("ok" in started, JSON.stringify(started));
     assert.equal(started.ok.cell_id, "1");
-    for (let i = 0; i < 100 && initial.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    const first = initial.shift() as { id: number; response: { ok: RuntimeResponse } };
-    assert.equal(first.id, started.ok.execute_id);
-    assert.deepEqual(first.response.ok, { Yielded: { cell_id: "1", content_items: [{ type: "input_text", text: "hello" }] } });
+    // The script yielded before the answer left, so the answer carries that first response.
+    assert.deepEqual(started.ok.initial, { Yielded: { cell_id: "1", content_items: [{ type: "input_text", text: "hello" }] } });
+    assert.equal(started.ok.closed, undefined);
     const waited = await host.peer.call(CodeModeMethods.wait, { session_id: sid, request: { cell_id: "1", yield_time_ms: 5000 } });
     assert.ok("ok" in waited);
     assert.deepEqual(waited.ok.outcome, { LiveCell: { Result: { cell_id: "1", content_items: [{ type: "input_text", text: "tool-1" }, { type: "input_text", text: "world" }], error_text: null } } });
@@ -59,6 +58,12 @@ describe("code-mode host: raw protocol", () => {
 
     const loop = await host.peer.call(CodeModeMethods.execute, { session_id: sid, request: { tool_call_id: "call-2", source: 'text("spin"); await new Promise(() => setTimeout(() => {}, 60000))', yield_time_ms: 20 } });
     assert.ok("ok" in loop);
+    assert.equal(loop.ok.initial, undefined, "still running when answered");
+    // Its first response comes later, as a notification carrying the execute request's id.
+    for (let i = 0; i < 100 && initial.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const first = initial.shift() as { id: number; response: { ok: RuntimeResponse } };
+    assert.equal(first.id, loop.ok.execute_id);
+    assert.deepEqual(first.response.ok, { Yielded: { cell_id: "2", content_items: [{ type: "input_text", text: "spin" }] } });
     const term = await host.peer.call(CodeModeMethods.terminate, { session_id: sid, cell_id: loop.ok.cell_id });
     assert.ok("ok" in term);
     assert.ok("LiveCell" in term.ok.outcome && "Terminated" in term.ok.outcome.LiveCell, JSON.stringify(term.ok.outcome));

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
-import { encodeFrame } from "../../src/protocol/frame.ts";
+import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
 import { err, ok } from "../../src/util/result.ts";
 import { peerPair } from "../support/streams.ts";
 
@@ -168,29 +169,28 @@ describe("rpc peer", () => {
     assert.match(r.error.message, /protocol error: frame header announces \d+ bytes.*printed to stdout/);
   });
 
-  test("after-response work runs once the answer is queued; what it sends leaves in the same chunk", async () => {
+  test("a handler can answer before it returns; its return value is then dropped", async () => {
     const pair = peerPair();
-    const Start = defineMethod("start", z.object({}), z.object({ started: z.literal(true) }));
-    const order: string[] = [];
+    const Start = defineMethod("start", z.object({}), z.object({ started: z.number() }));
     pair.right.handle(Start, (_p, ctx) => {
-      ctx.afterResponse(() => {
-        order.push("after");
-        pair.right.notify(Progress, { pct: 100 });
-        queueMicrotask(() => void pair.right.notify(Progress, { pct: 101 }));
-      });
-      order.push("handler");
-      return ok({ started: true as const });
+      pair.right.cork();
+      ctx.respond(ok({ started: 1 }));
+      pair.right.notify(Progress, { pct: 100 });
+      ctx.respond(ok({ started: 2 })); // a second answer is ignored
+      pair.right.uncork();
+      return ok({ started: 3 });
     });
     const chunks: Buffer[] = [];
     pair.rightToLeft.on("data", (c: Buffer) => chunks.push(c));
     const notes: number[] = [];
     pair.left.onNotification(Progress, (p) => notes.push(p.pct));
-    assert.deepEqual(await pair.left.call(Start, {}), { ok: { started: true } });
+    assert.deepEqual(await pair.left.call(Start, {}), { ok: { started: 1 } });
     await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(order, ["handler", "after"]);
-    assert.deepEqual(notes, [100, 101], "notifications follow the response, in order");
-    assert.equal(chunks.length, 1, "response and both notifications were written together");
-    assert.equal(pair.right.corked, false);
+    assert.deepEqual(notes, [100]);
+    assert.equal(chunks.length, 1, "the early answer and the notification were written together");
+    // Exactly one response frame went out.
+    const frames = new FrameDecoder().push(Buffer.concat(chunks)).map((f) => (f.kind === "frame" ? (f.value as { type: string }).type : f.kind));
+    assert.deepEqual(frames, ["response", "notification"]);
   });
 
   test("cork nests, flush writes what is held without uncorking, close writes the rest", async () => {
