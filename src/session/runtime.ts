@@ -212,9 +212,12 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       approvals,
     );
     if ("error" in routerR) return routerR;
-    // The host is spawned on the first exec call, not here.
+    // The host starts now, while the model works on its first answer.
     const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
-    if (codeMode) routerR.ok.attachCodeMode(codeMode);
+    if (codeMode) {
+      routerR.ok.attachCodeMode(codeMode);
+      codeMode.prestart();
+    }
 
     const memoryBlock = o.useMemories === false ? undefined : await sessionMemoryBlock(o.home);
     const agent = new AgentSession(

@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { parseExecInput } from "../../src/session/code-mode.ts";
+import { HostProvider } from "../../src/codemode/client.ts";
+import { CodeModeTools, parseExecInput } from "../../src/session/code-mode.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { runRelayAsync } from "../support/self.ts";
+import { runRelayAsync, useSourceRelay } from "../support/self.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 
 
@@ -66,6 +67,28 @@ describe("relay run --code-mode", () => {
     assert.equal(off.status, 0, off.stderr);
     assert.ok(!(h.server.requests[2]!.body.tools as Array<{ name: string }>).some((t) => t.name === "exec"));
     assert.equal(inputOf(h.server.requests[3]!.body).find((i) => i.call_id === "c2" && i.type === "custom_tool_call_output")?.output, "tool exec is not available in this session");
+  });
+
+  test("the host starts with the session, before the first exec; a host that cannot start fails that exec clearly", async () => {
+    useSourceRelay();
+    const runner = { specs: [], call: async () => ({ output: "", success: true, display: "" }) };
+    const provider = new HostProvider();
+    const tools = new CodeModeTools(runner, provider);
+    tools.prestart();
+    for (let i = 0; i < 500 && provider.hostPid === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(provider.hostPid, "a host runs before any exec call");
+    const pid = provider.hostPid;
+    const out = await tools.exec("c1", 'text("ready")');
+    assert.match(out.output, /^Script completed\n[\s\S]*ready/);
+    assert.equal(provider.hostPid, pid, "the first exec used the host started ahead");
+    await tools.close();
+
+    const missing = new CodeModeTools(runner, new HostProvider({ program: { kind: "path", path: "/nonexistent/relay-code-mode-host", source: "env" } }));
+    missing.prestart();
+    const failed = await missing.exec("c2", 'text("x")');
+    assert.equal(failed.success, false);
+    assert.match(failed.output, /^exec failed: .*code-mode host/);
+    await missing.close();
   });
 
   test("exec input: pragma and empty input", () => {
