@@ -402,6 +402,19 @@ export class FakeModelServer {
     return this.held.size;
   }
 
+  /**
+   * Resets the connections of the held requests now. A test that calls this once its client has
+   * shown some output knows that output arrived before the drop (a timed drop cannot promise
+   * that on a loaded machine: the kernel discards what the client had not read yet).
+   */
+  dropHeld(): void {
+    for (const res of this.held) {
+      res.destroy();
+      res.socket?.destroy();
+    }
+    this.held.clear();
+  }
+
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.on("error", () => {});
     const chunks: Buffer[] = [];
