@@ -16,7 +16,8 @@ It reads framed requests on stdin and writes framed responses on stdout; stderr 
 Methods (client -> host): codemode/hello, codemode/create_session, codemode/execute,
 codemode/wait, codemode/terminate, codemode/shutdown_session.
 Host -> client: codemode/invoke_tool and codemode/notify requests, codemode/initial_response
-and codemode/cell_closed notifications.
+and codemode/cell_closed notifications. A script that ends or yields before it sends anything
+is answered in one frame: the execute answer carries its first response (and closed: true).
 
 Each cell runs in a fresh QuickJS runtime with a memory limit (default 64 MiB) and a CPU
 budget (default 10 s); no imports, console, filesystem or network. The host exits when stdin

@@ -4,14 +4,15 @@
  * request has the peer's u64 id and every answer is a Result value. Mapping:
  *
  *   Request{id, CreateSession}                 -> request codemode/create_session -> {session_id}
- *   Request{id, Execute{session_id, request}}  -> request codemode/execute -> {cell_id, execute_id} (ExecutionStarted, at once)
- *   InitialResponse{id, response}              -> notification codemode/initial_response {id = the execute request id, ...}
+ *   Request{id, Execute{session_id, request}}  -> request codemode/execute -> {cell_id, execute_id, initial?, closed?} (ExecutionStarted)
+ *   InitialResponse{id, response}              -> `initial` in that answer when the script ended or yielded before it left;
+ *                                                 else notification codemode/initial_response {id = the execute request id, ...}
  *   Request{id, Wait | Terminate}              -> codemode/wait, codemode/terminate -> {outcome: WaitOutcome} (WaitCompleted)
  *   Request{id, ShutdownSession}               -> codemode/shutdown_session -> {shutdown: true} (SessionShutdown)
  *   DelegateRequest{InvokeTool | Notify}       -> host->client requests codemode/invoke_tool, codemode/notify
  *   DelegateResponse{id, ...}                  -> the response to those requests
  *   CancelDelegateRequest{id}                  -> the peer's {type: "cancel", id} envelope
- *   CellClosed{session_id, cell_id}            -> notification codemode/cell_closed
+ *   CellClosed{session_id, cell_id}            -> `closed: true` in the execute answer, else notification codemode/cell_closed
  *   Response{Err: text}                        -> {error: {code, message}} (e.g. unknown_session)
  *
  * Inner payloads keep the reference shapes: RuntimeResponse / WaitOutcome externally tagged
