@@ -25,7 +25,8 @@ export async function warmUp(engine: CodeModeEngine, cells = 400): Promise<void>
   const session = engine.openSession({ invokeTool: async () => ok(null), notify: async () => {} });
   for (let i = 0; i < cells; i++) {
     if (i % 20 === 0) await new Promise((r) => setImmediate(r));
-    const r = session.execute({ tool_call_id: "warmup", source: "text('ok')" });
+    // Started at once, as the execute handler starts scripts, so the path it serves is the one warmed.
+    const r = session.execute({ tool_call_id: "warmup", source: "text('ok')" }, { schedule: (start) => start() });
     if ("error" in r) break;
     await r.ok.initial;
   }
