@@ -1,0 +1,271 @@
+/*
+ * The native half of relay's built-in Linux sandbox, compiled at run time by Bun's embedded
+ * TinyCC (bun:ffi cc), so no system compiler or header is needed: every type and constant is
+ * declared here. TypeScript decides the policy (Landlock rules, the seccomp BPF program, the
+ * paths to keep read-only); this file only applies it and execs.
+ *
+ * Two entry points:
+ *   relay_confine_exec   confine the calling thread, then execve. Used when no mount is needed:
+ *                        the command replaces the helper, keeping its pid and exit status.
+ *   relay_spawn_ns       fork a single-threaded child (unshare(CLONE_NEWUSER) refuses a
+ *                        threaded caller such as Bun), give it a user + mount namespace, bind
+ *                        the protected paths read-only, confine and exec; the parent waits,
+ *                        forwards signals and mirrors the child's exit.
+ * Errors come back as -(stage * 1000 + errno) so the caller can say which step failed.
+ */
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+long syscall(long n, ...);
+int *__errno_location(void);
+int open(const char *path, int flags, ...);
+int close(int fd);
+long read(int fd, void *buf, unsigned long n);
+long write(int fd, const void *buf, unsigned long n);
+int pipe2(int fds[2], int flags);
+int fork(void);
+void _exit(int code);
+int getpid(void);
+unsigned getuid(void);
+unsigned getgid(void);
+int kill(int pid, int sig);
+int waitpid(int pid, int *status, int options);
+int unshare(int flags);
+int mount(const char *src, const char *dst, const char *type, unsigned long flags, const void *data);
+int prctl(int op, unsigned long a, unsigned long b, unsigned long c, unsigned long d);
+int execve(const char *path, char *const argv[], char *const envp[]);
+typedef void (*sighandler_t)(int);
+sighandler_t signal(int sig, sighandler_t handler);
+int raise(int sig);
+
+#define O_RDONLY 0
+#define O_WRONLY 1
+#define O_CLOEXEC 02000000
+#define O_PATH 010000000
+#define EINTR 4
+#define PR_SET_NO_NEW_PRIVS 38
+#define PR_SET_PDEATHSIG 1
+#define PR_SET_SECCOMP 22
+#define SECCOMP_MODE_FILTER 2
+#define CLONE_NEWNS 0x00020000
+#define CLONE_NEWUSER 0x10000000
+#define MS_BIND 4096
+#define MS_REC 16384
+#define MS_PRIVATE (1 << 18)
+#define AT_FDCWD -100
+#define AT_RECURSIVE 0x8000
+#define MOUNT_ATTR_RDONLY 1
+#define SYS_MOUNT_SETATTR 442
+#define SYS_LANDLOCK_CREATE_RULESET 444
+#define SYS_LANDLOCK_ADD_RULE 445
+#define SYS_LANDLOCK_RESTRICT_SELF 446
+#define LANDLOCK_RULE_PATH_BENEATH 1
+#define SIGINT 2
+#define SIGQUIT 3
+#define SIGKILL 9
+#define SIGTERM 15
+#define SIGHUP 1
+#define SIGUSR1 10
+#define SIGUSR2 12
+#define SIG_IGN ((sighandler_t)1)
+#define SIG_DFL ((sighandler_t)0)
+
+/* Stages, reported in errors (keep in sync with native.ts). */
+#define ST_NO_NEW_PRIVS 1
+#define ST_RULESET 2
+#define ST_OPEN_RULE_PATH 3
+#define ST_ADD_RULE 4
+#define ST_RESTRICT 5
+#define ST_SECCOMP 6
+#define ST_EXECVE 7
+#define ST_PIPE 8
+#define ST_FORK 9
+#define ST_UNSHARE 10
+#define ST_ID_MAP 11
+#define ST_MOUNT_PRIVATE 12
+#define ST_BIND 13
+#define ST_READ_ONLY 14
+
+struct ruleset_attr { u64 handled_fs; u64 handled_net; u64 scoped; };
+struct path_beneath_attr { u64 allowed; int parent_fd; } __attribute__((packed));
+struct mount_attr { u64 set; u64 clr; u64 propagation; u64 userns_fd; };
+struct sock_fprog { u16 len; void *filter; };
+
+static int fail(int stage) { return -(stage * 1000 + *__errno_location()); }
+
+/*
+ * Confines the calling thread. rule_paths is NULL-terminated with one access mask per path;
+ * attr_size is 8, 16 or 24 bytes as the running Landlock ABI knows. bpf may be NULL.
+ * Integers are passed as 64-bit values: 32-bit arguments on the stack came through bun:ffi as 0.
+ */
+static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len) {
+  struct ruleset_attr attr;
+  struct path_beneath_attr rule;
+  struct sock_fprog prog;
+  int ruleset, i, fd;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(ST_NO_NEW_PRIVS);
+  if (handled_fs || handled_net || scoped) {
+    attr.handled_fs = handled_fs;
+    attr.handled_net = handled_net;
+    attr.scoped = scoped;
+    ruleset = (int)syscall(SYS_LANDLOCK_CREATE_RULESET, &attr, (unsigned long)attr_size, 0);
+    if (ruleset < 0) return fail(ST_RULESET);
+    for (i = 0; rule_paths[i]; i++) {
+      fd = open(rule_paths[i], O_PATH | O_CLOEXEC);
+      if (fd < 0) { int e = fail(ST_OPEN_RULE_PATH); close(ruleset); return e; }
+      rule.allowed = rule_access[i];
+      rule.parent_fd = fd;
+      if (syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+        int e = fail(ST_ADD_RULE); close(fd); close(ruleset); return e;
+      }
+      close(fd);
+    }
+    if (syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0) { int e = fail(ST_RESTRICT); close(ruleset); return e; }
+    close(ruleset);
+  }
+  if (bpf && bpf_len > 0) {
+    prog.len = (u16)bpf_len;
+    prog.filter = bpf;
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)&prog, 0, 0) != 0) return fail(ST_SECCOMP);
+  }
+  return 0;
+}
+
+int relay_confine_exec(char *path, char **argv, char **envp,
+                       u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len) {
+  int r = confine(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+  if (r != 0) return r;
+  execve(path, argv, envp);
+  return fail(ST_EXECVE);
+}
+
+static int write_file(const char *path, const char *text, int len) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  long n;
+  if (fd < 0) return -1;
+  n = write(fd, text, (unsigned long)len);
+  close(fd);
+  return n == len ? 0 : -1;
+}
+
+static int format_map(char *out, unsigned id) {
+  /* "<id> <id> 1\n": the caller's own id, the only mapping an unprivileged process may write. */
+  char digits[12];
+  int n = 0, len = 0, i, k;
+  do { digits[n++] = (char)('0' + id % 10); id /= 10; } while (id);
+  for (k = 0; k < 2; k++) {
+    for (i = n - 1; i >= 0; i--) out[len++] = digits[i];
+    out[len++] = ' ';
+  }
+  out[len++] = '1';
+  out[len++] = '\n';
+  return len;
+}
+
+static int enter_namespaces(unsigned uid, unsigned gid, char **read_only) {
+  char map[32];
+  struct mount_attr ro;
+  int i, len;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return fail(ST_UNSHARE);
+  if (write_file("/proc/self/setgroups", "deny", 4) != 0) return fail(ST_ID_MAP);
+  len = format_map(map, uid);
+  if (write_file("/proc/self/uid_map", map, len) != 0) return fail(ST_ID_MAP);
+  len = format_map(map, gid);
+  if (write_file("/proc/self/gid_map", map, len) != 0) return fail(ST_ID_MAP);
+  /* Keep our mounts to ourselves. */
+  if (mount("none", "/", 0, MS_REC | MS_PRIVATE, 0) != 0) return fail(ST_MOUNT_PRIVATE);
+  ro.set = MOUNT_ATTR_RDONLY;
+  ro.clr = 0;
+  ro.propagation = 0;
+  ro.userns_fd = 0;
+  for (i = 0; read_only[i]; i++) {
+    if (mount(read_only[i], read_only[i], 0, MS_BIND | MS_REC, 0) != 0) return fail(ST_BIND);
+    /* mount_setattr changes only the read-only bit, leaving the locked nosuid/nodev flags be. */
+    if (syscall(SYS_MOUNT_SETATTR, AT_FDCWD, read_only[i], AT_RECURSIVE, &ro, sizeof ro) != 0) return fail(ST_READ_ONLY);
+  }
+  return 0;
+}
+
+static volatile int child_pid = 0;
+
+static void forward(int sig) {
+  if (child_pid > 0) kill(child_pid, sig);
+}
+
+/*
+ * Returns the command's exit status encoded as the shell does (code, or 128 + signal after
+ * re-raising it), or a negative stage error if the child failed before its execve.
+ */
+int relay_spawn_ns(char *path, char **argv, char **envp,
+                   u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only) {
+  int fds[2], status = 0, report = 0, pid, r;
+  long n;
+  unsigned uid = getuid(), gid = getgid();
+  if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
+  pid = fork();
+  if (pid < 0) { int e = fail(ST_FORK); close(fds[0]); close(fds[1]); return e; }
+  if (pid == 0) {
+    close(fds[0]);
+    /* The helper's death must not leave the command running unobserved. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    r = enter_namespaces(uid, gid, read_only);
+    if (r == 0) r = relay_confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    write(fds[1], &r, sizeof r);
+    _exit(126);
+  }
+  close(fds[1]);
+  child_pid = pid;
+  /* The terminal already sends INT and QUIT to the whole foreground group, child included. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  signal(SIGTERM, forward);
+  signal(SIGHUP, forward);
+  signal(SIGUSR1, forward);
+  signal(SIGUSR2, forward);
+  do { n = read(fds[0], &report, sizeof report); } while (n < 0 && *__errno_location() == EINTR);
+  close(fds[0]);
+  while (waitpid(pid, &status, 0) < 0) {
+    if (*__errno_location() != EINTR) return fail(ST_FORK);
+  }
+  if (n == (long)sizeof report && report < 0) return report;
+  if ((status & 0x7f) == 0) return (status >> 8) & 0xff;
+  r = status & 0x7f;
+  signal(r, SIG_DFL);
+  raise(r);
+  return 128 + r;
+}
+
+/* Probes, for choosing a mechanism and for `relay doctor`. */
+
+/* The Landlock ABI version, or -errno (EOPNOTSUPP: built but disabled; ENOSYS: not built). */
+int relay_landlock_abi(void) {
+  long r = syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1);
+  return r < 0 ? -*__errno_location() : (int)r;
+}
+
+/* 0 when seccomp filters can return errors (SECCOMP_GET_ACTION_AVAIL), else -errno. */
+int relay_seccomp_available(long seccomp_nr) {
+  u32 action = 0x00050000; /* SECCOMP_RET_ERRNO */
+  return syscall(seccomp_nr, 2, 0, &action) == 0 ? 0 : -*__errno_location();
+}
+
+/* 0 when a child can make the user + mount namespace relay_spawn_ns needs, else a stage error. */
+int relay_probe_userns(void) {
+  int status = 0, pid = fork();
+  char *none[1];
+  none[0] = 0;
+  if (pid < 0) return fail(ST_FORK);
+  if (pid == 0) {
+    int r = enter_namespaces(getuid(), getgid(), none);
+    _exit(r == 0 ? 0 : (-r) / 1000);
+  }
+  while (waitpid(pid, &status, 0) < 0) {
+    if (*__errno_location() != EINTR) return fail(ST_FORK);
+  }
+  if ((status & 0x7f) != 0) return -(ST_FORK * 1000);
+  return -(((status >> 8) & 0xff) * 1000);
+}

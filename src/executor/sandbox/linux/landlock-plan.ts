@@ -1,0 +1,162 @@
+/**
+ * Turns a sandbox policy into what the kernel is asked for: the Landlock access rights to
+ * handle, one rule per allowed path, the scopes, and the paths a mount namespace must keep
+ * read-only (Landlock only adds rights, so `.git` under a writable root cannot be excluded by
+ * a rule: it gets a read-only bind mount instead). Pure, so every case is unit-tested.
+ */
+import { existsSync, lstatSync, realpathSync } from "node:fs";
+import path from "node:path";
+import type { SandboxPolicy } from "../../sandbox-policy.ts";
+
+/** Landlock filesystem access rights (uapi/linux/landlock.h) and the ABI that introduced each. */
+export const Fs = {
+  EXECUTE: 1 << 0,
+  WRITE_FILE: 1 << 1,
+  READ_FILE: 1 << 2,
+  READ_DIR: 1 << 3,
+  REMOVE_DIR: 1 << 4,
+  REMOVE_FILE: 1 << 5,
+  MAKE_CHAR: 1 << 6,
+  MAKE_DIR: 1 << 7,
+  MAKE_REG: 1 << 8,
+  MAKE_SOCK: 1 << 9,
+  MAKE_FIFO: 1 << 10,
+  MAKE_BLOCK: 1 << 11,
+  MAKE_SYM: 1 << 12,
+  /** ABI 2: link or rename a file into another directory. */
+  REFER: 1 << 13,
+  /** ABI 3: truncate(2), ftruncate, open(O_TRUNC). */
+  TRUNCATE: 1 << 14,
+  /** ABI 5: ioctl on character and block devices. */
+  IOCTL_DEV: 1 << 15,
+} as const;
+
+export const Net = { BIND_TCP: 1 << 0, CONNECT_TCP: 1 << 1 } as const;
+export const Scope = { ABSTRACT_UNIX_SOCKET: 1 << 0, SIGNAL: 1 << 1 } as const;
+
+/** Every filesystem right the running ABI can restrict. */
+export function handledFsFor(abi: number): number {
+  if (abi < 1) return 0;
+  let mask = (1 << 13) - 1;
+  if (abi >= 2) mask |= Fs.REFER;
+  if (abi >= 3) mask |= Fs.TRUNCATE;
+  if (abi >= 5) mask |= Fs.IOCTL_DEV;
+  return mask;
+}
+
+/** Landlock's ruleset attribute grew with the ABI: handled_fs, then handled_net (4), then scoped (6). */
+export function rulesetAttrSize(abi: number): number {
+  return abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
+}
+
+const READ = Fs.EXECUTE | Fs.READ_FILE | Fs.READ_DIR;
+/** Rights that make sense on a file (not a directory) rule. */
+const FILE_RIGHTS = Fs.EXECUTE | Fs.WRITE_FILE | Fs.READ_FILE | Fs.TRUNCATE | Fs.IOCTL_DEV;
+/** Device nodes any program expects to write (`> /dev/null` opens with O_TRUNC). */
+const WRITABLE_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"];
+/** Directories whose `.git` / `.relay` stay read-only even when the directory is writable. */
+export const PROTECTED_NAMES = [".git", ".relay"];
+
+export interface LandlockRule {
+  path: string;
+  access: number;
+}
+
+export interface ConfinePlan {
+  abi: number;
+  handledFs: number;
+  handledNet: number;
+  scoped: number;
+  rules: LandlockRule[];
+  /** Paths to bind read-only in a private mount namespace before confining. */
+  readOnly: string[];
+  /** Whether socket() is filtered (network off). */
+  filterSockets: boolean;
+  /** What the running kernel could not enforce (only ever non-empty with best effort). */
+  gaps: string[];
+}
+
+export interface PlanInput {
+  policy: SandboxPolicy;
+  abi: number;
+  /** The command's temp directory ($TMPDIR), writable alongside /tmp when the policy allows it. */
+  tmpdir?: string;
+  /** Whether a user namespace can be made, for the read-only binds. */
+  userns: boolean;
+}
+
+function real(p: string): string | undefined {
+  try {
+    return realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The writable directories the policy names, symlink-free, existing, without duplicates. */
+export function writableRoots(policy: SandboxPolicy, tmpdir?: string): { roots: string[]; temp: string[] } {
+  const temp = policy.mode === "workspace-write" && policy.tmp_writable !== false ? ["/tmp", "/var/tmp", "/dev/shm", ...(tmpdir ? [tmpdir] : [])] : [];
+  const roots = policy.mode === "workspace-write" ? policy.writable_roots : [];
+  const uniq = (list: string[]) => [...new Set(list.map(real).filter((p): p is string => p !== undefined))];
+  return { roots: uniq(roots), temp: uniq(temp) };
+}
+
+/** `.git` and `.relay` entries directly inside the writable roots. */
+export function protectedPaths(roots: string[]): string[] {
+  const out: string[] = [];
+  for (const root of roots) {
+    for (const name of PROTECTED_NAMES) {
+      const p = path.join(root, name);
+      try {
+        lstatSync(p);
+      } catch {
+        continue;
+      }
+      if (existsSync(p)) out.push(real(p) ?? p);
+    }
+  }
+  return [...new Set(out)];
+}
+
+export type PlanResult = { ok: ConfinePlan } | { missing: string[] };
+
+/**
+ * Plans the confinement, or lists what the kernel lacks for the policy in full. With
+ * `best_effort` the plan keeps what is possible and names the rest in `gaps`.
+ */
+export function planConfinement(input: PlanInput): PlanResult {
+  const { policy, abi } = input;
+  const missing: string[] = [];
+  if (abi < 1) missing.push("Landlock (Linux 5.13+, with landlock in the kernel's LSM list)");
+  else if (abi < 3) missing.push(`Landlock ABI 3 for truncate control (this kernel has ABI ${abi}; Linux 6.2+)`);
+  const { roots, temp } = writableRoots(policy, input.tmpdir);
+  const readOnly = protectedPaths(roots);
+  if (readOnly.length > 0 && !input.userns) {
+    missing.push(`unprivileged user namespaces, to keep ${readOnly.map((p) => path.basename(p)).join(" and ")} read-only inside the workspace`);
+  }
+  if (missing.length > 0 && !policy.best_effort) return { missing };
+  const handledFs = handledFsFor(abi);
+  const writeAll = handledFs & ~(Fs.MAKE_CHAR | Fs.MAKE_BLOCK);
+  const deviceRights = (Fs.WRITE_FILE | Fs.READ_FILE | Fs.TRUNCATE | Fs.IOCTL_DEV) & handledFs;
+  const rules: LandlockRule[] = [];
+  if (handledFs) {
+    rules.push({ path: "/", access: READ });
+    if (existsSync("/dev")) rules.push({ path: "/dev", access: (READ | Fs.IOCTL_DEV) & handledFs });
+    for (const d of WRITABLE_DEVICES) if (existsSync(d)) rules.push({ path: d, access: deviceRights & FILE_RIGHTS });
+    if (existsSync("/dev/pts")) rules.push({ path: "/dev/pts", access: deviceRights });
+    for (const root of [...roots, ...temp]) rules.push({ path: root, access: writeAll });
+  }
+  const network = policy.mode === "workspace-write" && policy.network;
+  return {
+    ok: {
+      abi,
+      handledFs,
+      handledNet: !network && abi >= 4 ? Net.BIND_TCP | Net.CONNECT_TCP : 0,
+      scoped: abi >= 6 ? Scope.SIGNAL | Scope.ABSTRACT_UNIX_SOCKET : 0,
+      rules,
+      readOnly: input.userns ? readOnly : [],
+      filterSockets: !network,
+      gaps: missing,
+    },
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Loads confine.c through Bun's embedded TinyCC and wraps its entry points. Bun only: Node and
+ * Deno have no `bun:ffi`, so the built-in sandbox is unavailable there (bubblewrap still works).
+ */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { err, type Result } from "../../../util/result.ts";
+import { rulesetAttrSize, type ConfinePlan } from "./landlock-plan.ts";
+import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
+
+type Pointer = number;
+interface NativeSymbols {
+  relay_confine_exec(...args: unknown[]): number;
+  relay_spawn_ns(...args: unknown[]): number;
+  relay_landlock_abi(): number;
+  relay_seccomp_available(nr: number): number;
+  relay_probe_userns(): number;
+}
+interface BunFfi {
+  cc(o: { source: string; symbols: Record<string, { args: string[]; returns: string }> }): { symbols: NativeSymbols };
+  ptr(view: ArrayBufferView): Pointer;
+}
+
+const STAGES: Record<number, string> = {
+  1: "prctl(PR_SET_NO_NEW_PRIVS)",
+  2: "landlock_create_ruleset",
+  3: "opening a path for a Landlock rule",
+  4: "landlock_add_rule",
+  5: "landlock_restrict_self",
+  6: "installing the seccomp filter",
+  7: "execve",
+  8: "pipe2",
+  9: "fork",
+  10: "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
+  11: "writing the user namespace's id maps",
+  12: "making the mount namespace private",
+  13: "bind-mounting a protected path",
+  14: "making a protected path read-only",
+};
+
+const ERRNO: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP" };
+
+/** A native stage error as `step: ERRNO (n)`. */
+export function describeNativeError(code: number): { stage: number; errno: number; text: string } {
+  const n = -code;
+  const stage = Math.floor(n / 1000);
+  const errno = n % 1000;
+  return { stage, errno, text: `${STAGES[stage] ?? `stage ${stage}`} failed: ${ERRNO[errno] ?? "errno"} (${errno})` };
+}
+
+const SECCOMP_NR: Record<string, number> = { x64: 317, arm64: 277 };
+
+let loaded: { symbols: NativeSymbols; ffi: BunFfi } | undefined;
+let loadError: string | undefined;
+
+async function sourcePath(): Promise<string> {
+  // In a compiled binary the file is embedded ($bunfs path); from source it is the file itself.
+  const mod = (await import("./confine.c", { with: { type: "file" } })) as { default: string };
+  return mod.default.startsWith("/") || mod.default.includes("$bunfs") ? mod.default : path.join(path.dirname(fileURLToPath(import.meta.url)), "confine.c");
+}
+
+/** Compiles confine.c once per process; the reason when that cannot work here. */
+export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi: BunFfi }>> {
+  if (loaded) return { ok: loaded };
+  if (loadError) return err("sandbox_native", loadError);
+  if (!(globalThis as { Bun?: unknown }).Bun) {
+    loadError = `the built-in sandbox needs Bun's FFI, and this process runs on ${(globalThis as { Deno?: unknown }).Deno ? "Deno" : "Node"}; run it from the relay binary (or under bun)`;
+    return err("sandbox_native", loadError);
+  }
+  if (process.platform !== "linux" || !(process.arch in SECCOMP_NR)) {
+    loadError = `the built-in sandbox supports Linux on x64 and arm64, not ${process.platform}-${process.arch}`;
+    return err("sandbox_native", loadError);
+  }
+  try {
+    const ffi = (await import("bun:ffi")) as unknown as BunFfi;
+    const strs = ["ptr", "ptr", "ptr", "u64", "u64", "u64", "i64", "ptr", "ptr", "ptr", "i64"];
+    const { symbols } = ffi.cc({
+      source: await sourcePath(),
+      symbols: {
+        relay_confine_exec: { args: strs, returns: "i32" },
+        relay_spawn_ns: { args: [...strs, "ptr"], returns: "i32" },
+        relay_landlock_abi: { args: [], returns: "i32" },
+        relay_seccomp_available: { args: ["i64"], returns: "i32" },
+        relay_probe_userns: { args: [], returns: "i32" },
+      },
+    });
+    loaded = { symbols, ffi };
+    return { ok: loaded };
+  } catch (e) {
+    loadError = `could not compile the sandbox's native part with Bun's TinyCC: ${(e as Error).message}`;
+    return err("sandbox_native", loadError);
+  }
+}
+
+export function seccompSyscallNumber(): number | undefined {
+  return SECCOMP_NR[process.arch];
+}
+
+/** Keeps C strings and pointer arrays alive for the duration of a native call. */
+class CArgs {
+  private readonly keep: ArrayBufferView[] = [];
+  constructor(private readonly ffi: BunFfi) {}
+
+  str(s: string): Pointer {
+    const b = Buffer.from(`${s}\0`, "utf8");
+    this.keep.push(b);
+    return this.ffi.ptr(b);
+  }
+
+  strArray(list: readonly string[]): Pointer {
+    const arr = new BigUint64Array(list.length + 1);
+    list.forEach((s, i) => (arr[i] = BigInt(this.str(s))));
+    this.keep.push(arr);
+    return this.ffi.ptr(arr);
+  }
+
+  u64Array(list: readonly number[]): Pointer {
+    const arr = new BigUint64Array(Math.max(1, list.length));
+    list.forEach((n, i) => (arr[i] = BigInt(n)));
+    this.keep.push(arr);
+    return this.ffi.ptr(arr);
+  }
+
+  bytes(b: Uint8Array): Pointer {
+    this.keep.push(b);
+    return this.ffi.ptr(b);
+  }
+}
+
+export interface ExecTarget {
+  /** Absolute path of the program. */
+  file: string;
+  argv: readonly string[];
+  env: Record<string, string | undefined>;
+}
+
+function envList(env: Record<string, string | undefined>): string[] {
+  return Object.entries(env)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => `${k}=${v}`);
+}
+
+/**
+ * Applies `plan` and execs the target. Without read-only paths this never returns on success
+ * (the command replaces this process); with them it returns the command's exit status. A
+ * negative number is a native stage error (see describeNativeError).
+ */
+export function confineAndExec(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget): number {
+  const c = new CArgs(native.ffi);
+  const insns = plan.filterSockets ? networkFilter(process.arch) : undefined;
+  const bpf = insns ? encodeFilter(insns) : undefined;
+  const args = [
+    c.str(target.file),
+    c.strArray(target.argv),
+    c.strArray(envList(target.env)),
+    plan.handledFs,
+    plan.handledNet,
+    plan.scoped,
+    rulesetAttrSize(plan.abi),
+    c.strArray(plan.rules.map((r) => r.path)),
+    c.u64Array(plan.rules.map((r) => r.access)),
+    bpf ? c.bytes(bpf) : null,
+    insns?.length ?? 0,
+  ];
+  if (plan.readOnly.length === 0) return native.symbols.relay_confine_exec(...args);
+  return native.symbols.relay_spawn_ns(...args, c.strArray(plan.readOnly));
+}
