@@ -1,17 +1,13 @@
 #!/usr/bin/env bun
-/** The `relay` executable: one binary, many subcommands. */
-import { buildProgram } from "./cli/program.ts";
-import { ExitCode, UsageError } from "./cli/usage.ts";
-import { applyPersonality } from "./package/personality.ts";
-import { currentRuntime } from "./protocol/child.ts";
+/**
+ * The `relay` executable: one binary, many subcommands. The sandbox helper, which runs once
+ * per sandboxed command, is dispatched before the command tree is even loaded.
+ */
+import { SANDBOX_EXEC_ARG } from "./executor/sandbox/linux/helper-arg.ts";
 
 // No top-level await: `bun build --bytecode` compiles this entry as a script.
-buildProgram()
-  // A packaged copy named relay-code-mode-host acts as `relay code-mode-host` (src/package/personality.ts).
-  .parseAsync(applyPersonality(process.argv, process.execPath, currentRuntime() === "bun-compiled"))
-  .catch((e: unknown) => {
-    const usage = e instanceof UsageError;
-    process.stderr.write(`relay: ${e instanceof Error ? e.message : String(e)}\n`);
-    if (!usage && process.env.RELAY_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
-    process.exit(usage ? ExitCode.Usage : ExitCode.Failure);
-  });
+if (process.argv[2] === SANDBOX_EXEC_ARG) {
+  void import("./executor/sandbox/linux/helper.ts").then((m) => m.sandboxExecMain(process.argv.slice(3)));
+} else {
+  void import("./cli/entry.ts").then((m) => m.runCli());
+}

@@ -117,6 +117,14 @@ export const ToolCallResultSchema = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** Whether a policy can be enforced here, and how; asked once when a session starts. */
+export const SandboxCheckRequestSchema = z.object({
+  sandbox: SandboxPolicySchema,
+  cwd: z.string(),
+  env: z.record(z.string(), z.string()).default({}),
+});
+export const SandboxCheckResultSchema = z.object({ mechanism: z.string(), gaps: z.array(z.string()) });
+
 export const ExecutorMethods = {
   info: defineMethod("executor/info", z.object({}).optional(), ExecutorInfoSchema),
   toolsList: defineMethod("tools/list", z.object({}).optional(), z.object({ tools: z.array(ToolSpecSchema) })),
@@ -124,6 +132,7 @@ export const ExecutorMethods = {
   exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema),
   write: defineMethod("process/write", WriteStdinRequestSchema, ExecResultSchema),
   terminate: defineMethod("process/terminate", z.object({ process_id: z.number().int() }), z.object({ running: z.boolean() })),
+  sandboxCheck: defineMethod("sandbox/check", SandboxCheckRequestSchema, SandboxCheckResultSchema),
   list: defineMethod("process/list", z.object({}).optional(), z.object({ processes: z.array(ProcessInfoSchema) })),
 } as const;
 

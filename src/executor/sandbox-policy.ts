@@ -4,6 +4,10 @@ import { z } from "zod";
 export const SandboxModeSchema = z.enum(["read-only", "workspace-write", "danger-full-access"]);
 export type SandboxMode = z.infer<typeof SandboxModeSchema>;
 
+/** How a policy is enforced: `auto` prefers the built-in Landlock sandbox, then bubblewrap. */
+export const SandboxMechanismSchema = z.enum(["auto", "landlock", "bwrap"]);
+export type SandboxMechanism = z.infer<typeof SandboxMechanismSchema>;
+
 export const SandboxPolicySchema = z.object({
   mode: SandboxModeSchema,
   /** Absolute roots that may be written under `workspace-write` (the cwd is usually one). */
@@ -12,6 +16,9 @@ export const SandboxPolicySchema = z.object({
   network: z.boolean().default(false),
   /** `workspace-write` also makes /tmp writable unless this is false (writes confined to the roots). */
   tmp_writable: z.boolean().optional(),
+  mechanism: SandboxMechanismSchema.optional(),
+  /** Run with what the kernel can enforce when it cannot enforce everything (said in the header). */
+  best_effort: z.boolean().optional(),
 });
 export type SandboxPolicy = z.infer<typeof SandboxPolicySchema>;
 

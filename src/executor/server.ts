@@ -11,7 +11,7 @@ import { EXEC_COMMAND_DESCRIPTION, ExecCommandArgsSchema, WRITE_STDIN_DESCRIPTIO
 import { fileTools } from "./files/index.ts";
 import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
 import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
-import { sandboxArgv, probeSandbox } from "./sandbox.ts";
+import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import type { SandboxPolicy } from "./sandbox-policy.ts";
 import { ptySupported } from "./spawn/index.ts";
@@ -67,8 +67,8 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     },
   });
 
-  peer.handle(ExecutorMethods.info, () => {
-    const sandbox = probeSandbox();
+  peer.handle(ExecutorMethods.info, async () => {
+    const sandbox = await probeSandbox();
     return ok({
       version: VERSION,
       runtime: currentRuntime(),
@@ -87,9 +87,15 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(ExecutorMethods.exec, async (req) => {
     const sandbox = effectiveSandbox(req);
     if ("error" in sandbox) return sandbox;
-    const argv = sandboxArgv(req.command, sandbox.ok, req.cwd, req.tty);
-    if ("error" in argv) return argv;
-    return manager.exec({ ...req, sandboxedArgv: argv.ok });
+    const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env });
+    if ("error" in attempt) return attempt;
+    return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv });
+  });
+
+  peer.handle(ExecutorMethods.sandboxCheck, async (req) => {
+    const attempt = await prepareSandbox(["true"], req.sandbox, { cwd: req.cwd, tty: false, env: req.env });
+    if ("error" in attempt) return attempt;
+    return ok({ mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps });
   });
 
   peer.handle(ExecutorMethods.write, (req) => manager.write(req));

@@ -5,13 +5,13 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
-import { probeSandbox } from "../../src/executor/sandbox.ts";
+import { probeSandbox } from "../../src/executor/sandbox/index.ts";
 import { spawnCommandLine, type ChildPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { exec, startExecutor } from "../support/executor.ts";
 import { relayArgv } from "../support/self.ts";
 
-const sandbox = probeSandbox();
+const sandbox = await probeSandbox();
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
 describe("sandbox attempts", { skip: !sandbox.available && `no usable bubblewrap here: ${sandbox.detail}` }, () => {

@@ -6,10 +6,10 @@
 import { parseJsonWith } from "../../../util/json.ts";
 import type { ConfinePlan } from "./landlock-plan.ts";
 import { confineAndExec, describeNativeError, loadNative } from "./native.ts";
+import { SANDBOX_EXEC_ARG } from "./helper-arg.ts";
 import { ConfinePlanSchema } from "./plan-schema.ts";
 import { resolveProgram } from "./which.ts";
 
-export const SANDBOX_EXEC_ARG = "__sandbox-exec";
 
 /** Shell conventions: 126 found but cannot run, 127 not found. */
 const EXIT_CANNOT_RUN = 126;

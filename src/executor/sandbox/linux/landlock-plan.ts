@@ -83,6 +83,8 @@ export interface PlanInput {
   tmpdir?: string;
   /** Whether a user namespace can be made, for the read-only binds. */
   userns: boolean;
+  /** Whether seccomp filters work, for turning the network off. */
+  seccomp: boolean;
 }
 
 function real(p: string): string | undefined {
@@ -134,6 +136,8 @@ export function planConfinement(input: PlanInput): PlanResult {
   if (readOnly.length > 0 && !input.userns) {
     missing.push(`unprivileged user namespaces, to keep ${readOnly.map((p) => path.basename(p)).join(" and ")} read-only inside the workspace`);
   }
+  const network = policy.mode === "workspace-write" && policy.network;
+  if (!network && !input.seccomp) missing.push("seccomp filters, to turn the network off");
   if (missing.length > 0 && !policy.best_effort) return { missing };
   const handledFs = handledFsFor(abi);
   const writeAll = handledFs & ~(Fs.MAKE_CHAR | Fs.MAKE_BLOCK);
@@ -146,7 +150,6 @@ export function planConfinement(input: PlanInput): PlanResult {
     if (existsSync("/dev/pts")) rules.push({ path: "/dev/pts", access: deviceRights });
     for (const root of [...roots, ...temp]) rules.push({ path: root, access: writeAll });
   }
-  const network = policy.mode === "workspace-write" && policy.network;
   return {
     ok: {
       abi,
@@ -155,7 +158,7 @@ export function planConfinement(input: PlanInput): PlanResult {
       scoped: abi >= 6 ? Scope.SIGNAL | Scope.ABSTRACT_UNIX_SOCKET : 0,
       rules,
       readOnly: input.userns ? readOnly : [],
-      filterSockets: !network,
+      filterSockets: !network && input.seccomp,
       gaps: missing,
     },
   };

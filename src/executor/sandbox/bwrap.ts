@@ -1,0 +1,76 @@
+/**
+ * The bubblewrap mechanism: the filesystem is mounted read-only, with writable binds only for
+ * the allowed roots (their `.git` and `.relay` bound read-only again) and a private network
+ * namespace unless network is allowed. Optional: used when asked for, or by `auto` where the
+ * built-in sandbox cannot enforce the policy.
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync, realpathSync } from "node:fs";
+import path from "node:path";
+import type { SandboxPolicy } from "../sandbox-policy.ts";
+import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
+
+export interface BwrapSupport {
+  works: boolean;
+  detail: string;
+  program?: string;
+}
+
+let cached: BwrapSupport | undefined;
+
+function findOnPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(path.delimiter)) {
+    const p = path.join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+}
+
+/** Checks once whether bubblewrap exists and can make a sandbox here (containers often forbid it). */
+export function probeBwrap(): BwrapSupport {
+  if (cached) return cached;
+  const bwrap = findOnPath("bwrap");
+  if (!bwrap) return (cached = { works: false, detail: "bubblewrap (bwrap) is not installed (optional: apt-get install bubblewrap)" });
+  const r = spawnSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "/bin/true"], { encoding: "utf8", timeout: 5000 });
+  if (r.status !== 0) {
+    const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim();
+    return (cached = { works: false, detail: `bubblewrap at ${bwrap} cannot create a sandbox here: ${why} (user namespaces may be disabled)` });
+  }
+  return (cached = { works: true, detail: `bubblewrap at ${bwrap}`, program: bwrap });
+}
+
+export function resetBwrapProbe(): void {
+  cached = undefined;
+}
+
+/** The argv that runs `argv` under `policy` with bubblewrap at `program`. */
+export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy, cwd: string, tty: boolean): string[] {
+  const args = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent"];
+  // bwrap applies mounts in order, so a later bind over a parent would undo an earlier
+  // read-only bind below it: writable binds first (parents before children), protections last.
+  if (policy.mode === "workspace-write") {
+    const roots = new Set<string>(policy.tmp_writable === false ? [] : ["/tmp"]);
+    for (const r of policy.writable_roots) if (existsSync(r)) roots.add(realpathSync(r));
+    const sorted = [...roots].sort((a, b) => a.length - b.length);
+    for (const root of sorted) args.push("--bind", root, root);
+    for (const root of sorted) {
+      for (const name of PROTECTED_NAMES) {
+        const p = path.join(root, name);
+        if (root !== "/tmp" && existsSync(p)) args.push("--ro-bind", p, p);
+      }
+    }
+    if (!policy.network) args.push("--unshare-net");
+  } else {
+    args.push("--unshare-net");
+  }
+  // A new session stops TIOCSTI input injection into the caller's terminal, but would break
+  // job control on a PTY, where the PTY already gives the child its own session.
+  if (!tty) args.push("--new-session");
+  args.push("--chdir", cwd, "--");
+  return [...args, ...argv];
+}
