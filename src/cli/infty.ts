@@ -13,6 +13,8 @@ interface ModelFlags {
   baseUrl?: string;
   script?: string;
   sandbox?: "read-only" | "workspace-write" | "danger-full-access";
+  sandboxMechanism?: "auto" | "landlock" | "bwrap";
+  sandboxBestEffort?: boolean;
   json?: boolean;
 }
 
@@ -23,6 +25,8 @@ function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
     .option("--base-url <url>", "API base URL (config: base_url)")
     .option("--script <file>", "SCRIPTED models: replay each role's turns from a JSON file {solver, director, verifiers[]} (offline demos and tests)")
     .addOption(new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(["read-only", "workspace-write", "danger-full-access"] as const))
+    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)").choices(["auto", "landlock", "bwrap"] as const))
+    .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature (config: sandbox.best_effort)")
     .option("--json", "print one JSON event per line on stdout instead of progress lines") as T;
 }
 
@@ -30,7 +34,7 @@ async function configFor(flags: ModelFlags): Promise<{ config: RelayConfig; mode
   const home = relayHome();
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  const config = applyOverrides(loaded.ok.config, { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox });
+  const config = applyOverrides(loaded.ok.config, { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox, sandbox_mechanism: flags.sandboxMechanism, sandbox_best_effort: flags.sandboxBestEffort });
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   if (!flags.script) return { config: config.ok };
   if (!existsSync(flags.script)) fail(`script file not found: ${flags.script}`, ExitCode.Usage);

@@ -24,6 +24,11 @@ export function humanRenderer(opts: { stdout?: NodeJS.WritableStream; stderr?: N
       case "session_started":
         err.write(dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id} · ${e.provider}/${e.model} · ${e.cwd}\n`));
         return;
+      case "sandbox":
+        if (e.refused) err.write(red(`relay: sandbox: every command will be refused: ${e.refused}\n`));
+        else err.write(dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`));
+        if (e.gaps.length) err.write(red(`relay: sandbox is best effort; not enforced here: ${e.gaps.join("; ")}\n`));
+        return;
       case "text_delta":
         out.write(e.delta);
         midLine = !e.delta.endsWith("\n");

@@ -19,6 +19,8 @@ export function runCommand() {
     .option("--script <file>", "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)")
     .addOption(new Option("-a, --approval <policy>", "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)").choices(["untrusted", "on-request", "never"] as const))
     .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(["read-only", "workspace-write", "danger-full-access"] as const))
+    .addOption(new Option("--sandbox-mechanism <mechanism>", "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)").choices(["auto", "landlock", "bwrap"] as const))
+    .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)")
     .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
     .option("--executor <command-line>", 'run tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)')
     .option("--executor-name <name>", "environment name of the executor for --capability-root (default: local, or remote with --executor)")
@@ -57,6 +59,8 @@ Examples:
         api_key_env: opts.apiKeyEnv,
         approval_policy: opts.approval,
         sandbox_mode: opts.sandbox,
+        sandbox_mechanism: opts.sandboxMechanism,
+        sandbox_best_effort: opts.sandboxBestEffort,
         executor: opts.executor,
         model_context_window: opts.contextWindow,
         auto_compact_fraction: opts.autoCompact,

@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
-import { SandboxModeSchema } from "../executor/sandbox-policy.ts";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox-policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { configPath, relayHome } from "./home.ts";
 
@@ -40,6 +40,14 @@ export const ExecConfigSchema = z.object({
   yield_time_ms: nonNegInt.default(10_000),
 });
 
+/** `[sandbox]`: how the sandbox mode is enforced. */
+export const SandboxConfigSchema = z.object({
+  /** auto: the built-in Landlock sandbox, else bubblewrap; or force one of them. */
+  mechanism: SandboxMechanismSchema.default("auto"),
+  /** Run with weaker enforcement when the kernel lacks a feature (said in the session header). */
+  best_effort: z.boolean().default(false),
+});
+
 export const DEFAULT_MODEL = "gpt-5.1-codex";
 
 export const RelayConfigSchema = z.object({
@@ -50,6 +58,7 @@ export const RelayConfigSchema = z.object({
   api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").default("OPENAI_API_KEY"),
   approval_policy: ApprovalPolicySchema.default("on-request"),
   sandbox_mode: SandboxModeSchema.default("workspace-write"),
+  sandbox: SandboxConfigSchema.default({ mechanism: "auto", best_effort: false }),
   /** Context window in tokens; unset = the provider's known value, if any. */
   model_context_window: posInt.optional(),
   /** Auto-compact when used tokens reach this fraction of the context window. */
@@ -131,6 +140,8 @@ export interface ConfigOverrides {
   api_key_env?: string;
   approval_policy?: string;
   sandbox_mode?: string;
+  sandbox_mechanism?: string;
+  sandbox_best_effort?: boolean;
   model_context_window?: number | string;
   auto_compact_fraction?: number | string;
   executor?: string;
@@ -149,6 +160,7 @@ export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides):
     ...config,
     shell: { ...config.shell },
     exec: { ...config.exec },
+    sandbox: { ...config.sandbox },
   };
   const set = (target: Record<string, unknown>, key: string, v: unknown) => {
     if (v !== undefined) target[key] = v;
@@ -167,6 +179,8 @@ export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides):
   set(merged.shell as Record<string, unknown>, "login", o.shell_login);
   set(merged.exec as Record<string, unknown>, "max_output_tokens", num(o.max_output_tokens));
   set(merged.exec as Record<string, unknown>, "yield_time_ms", num(o.yield_time_ms));
+  set(merged.sandbox as Record<string, unknown>, "mechanism", o.sandbox_mechanism);
+  set(merged.sandbox as Record<string, unknown>, "best_effort", o.sandbox_best_effort);
   const parsed = RelayConfigSchema.safeParse(merged);
   if (!parsed.success) {
     const issues = describeIssues(parsed.error.issues, merged);

@@ -5,6 +5,8 @@ import { TokenUsageSchema } from "../model/client.ts";
 export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("session_started"), session_id: z.string(), rollout_path: z.string(), model: z.string(), provider: z.string(), cwd: z.string(), resumed: z.boolean() }),
   z.object({ type: z.literal("warning"), message: z.string() }),
+  /** How commands will be confined: the mechanism, anything best effort left out, or why none can run. */
+  z.object({ type: z.literal("sandbox"), mode: z.string(), mechanism: z.string(), gaps: z.array(z.string()), refused: z.string().optional() }),
   z.object({ type: z.literal("turn_started"), turn: z.number().int() }),
   z.object({ type: z.literal("text_delta"), delta: z.string() }),
   z.object({ type: z.literal("reasoning_delta"), delta: z.string() }),

@@ -5,6 +5,7 @@
 import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
+import type { SandboxPolicy } from "../executor/sandbox-policy.ts";
 import { SkillsListMethod, SkillsReadMethod, type Skill } from "../executor/skills.ts";
 import { ModelError, type ModelClient } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";
@@ -23,6 +24,7 @@ import { readRollout } from "./rollout/reader.ts";
 import { findRollout } from "./rollout/find.ts";
 import { RolloutWriter } from "./rollout/writer.ts";
 import { pickShell } from "./shell.ts";
+import { checkSandbox } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
 import { CodeModeTools } from "./code-mode.ts";
 import { recordCitationUsage, sessionMemoryBlock } from "../memories/read.ts";
@@ -195,6 +197,16 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: info.home, RELAY_SESSION_ID: rollout.id }
       : commandEnv(rollout.id);
     const shell = remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
+    const sandboxPolicy: SandboxPolicy = {
+      mode: sandboxMode,
+      writable_roots: [cwd],
+      network: false,
+      mechanism: config.sandbox.mechanism,
+      best_effort: config.sandbox.best_effort,
+      ...(o.confineWrites ? { tmp_writable: false } : {}),
+    };
+    const sandboxState = await checkSandbox(executor.peer, sandboxPolicy, cwd, env);
+    o.emit({ type: "sandbox", mode: sandboxMode, ...sandboxState });
     const approvals = new ApprovalCache(o.approver);
     const routerR = await ToolRouter.connect(
       executor.peer,
@@ -202,7 +214,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         cwd,
         env,
         approvalPolicy: config.approval_policy,
-        sandbox: { mode: sandboxMode, writable_roots: [cwd], network: false, ...(o.confineWrites ? { tmp_writable: false } : {}) },
+        sandbox: sandboxPolicy,
         pinWritableRoots: o.confineWrites,
         shellPath: shell,
         loginShell: config.shell.login,
@@ -234,7 +246,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
         autoCompactFraction: config.auto_compact_fraction,
         maxSteps: o.maxSteps ?? 200,
-        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode }, user: os.userInfo().username },
+        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username },
         emit: o.emit,
       },
       resumed?.items ?? [],

@@ -1,0 +1,23 @@
+/**
+ * Asks the executor, once at session start, how it will confine commands under the session's
+ * policy, so the header says it (and any best-effort gap) before the first command runs.
+ */
+import { ExecutorMethods } from "../executor/protocol.ts";
+import type { SandboxPolicy } from "../executor/sandbox-policy.ts";
+import { ErrorCode } from "../protocol/envelope.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+
+export interface SandboxState {
+  mechanism: string;
+  gaps: string[];
+  /** Why no command can run under the policy; they are refused one by one with this reason. */
+  refused?: string;
+}
+
+export async function checkSandbox(peer: RpcPeer, policy: SandboxPolicy, cwd: string, env: Record<string, string>): Promise<SandboxState> {
+  const r = await peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy, cwd, env }, { timeoutMs: 30_000 });
+  if ("ok" in r) return { mechanism: r.ok.mechanism, gaps: r.ok.gaps };
+  // An older executor without the method: its commands will say for themselves.
+  if (r.error.code === ErrorCode.MethodNotFound) return { mechanism: "unknown", gaps: [] };
+  return { mechanism: "none", gaps: [], refused: r.error.message };
+}
