@@ -2,12 +2,14 @@
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { VERSION } from "../version.ts";
 import { codeModeHostCommand } from "./code-mode-host.ts";
+import { doctorCommand } from "./doctor.ts";
 import { executorCommand } from "./executor.ts";
 import { inftyCommand } from "./infty.ts";
 import { memoriesCommand } from "./memories.ts";
 import { packageCommand } from "./package.ts";
 import { rpcEchoCommand } from "./rpc-echo.ts";
 import { runCommand } from "./run.ts";
+import { sandboxCommand } from "./sandbox.ts";
 import { ExitCode } from "./usage.ts";
 
 export function buildProgram() {
@@ -18,6 +20,8 @@ export function buildProgram() {
     )
     .version(VERSION, "-V, --version", "print the relay version")
     .showHelpAfterError("(run with --help for usage)")
+    // `relay sandbox CMD -x` passes -x to CMD, which needs options to be positional.
+    .enablePositionalOptions()
     .showSuggestionAfterError(true)
     .addHelpText(
       "after",
@@ -31,6 +35,8 @@ export function buildProgram() {
   program.addCommand(inftyCommand());
   program.addCommand(memoriesCommand());
   program.addCommand(packageCommand());
+  program.addCommand(sandboxCommand());
+  program.addCommand(doctorCommand());
   program.addCommand(rpcEchoCommand(), { hidden: true });
   applyUsageExitCode(program);
   return program;

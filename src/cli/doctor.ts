@@ -1,0 +1,60 @@
+/** `relay doctor`: can this host run relay sessions? One line per check, with the fix for each. */
+import { Command } from "@commander-js/extra-typings";
+import { doctorReport, runDoctorChecks, type DoctorCheck } from "../session/doctor.ts";
+import { relayHome } from "../session/home.ts";
+import { ExitCode } from "./usage.ts";
+
+const STATUS_WIDTH = "missing".length + 2;
+
+/** Aligned lines: status, name, detail; an indented `fix:` under each line that is not ok. */
+export function renderDoctorChecks(checks: readonly DoctorCheck[]): string {
+  const nameWidth = Math.max(...checks.map((c) => c.name.length)) + 2;
+  const indent = " ".repeat(STATUS_WIDTH + nameWidth);
+  const lines: string[] = [];
+  for (const c of checks) {
+    const [first = "", ...rest] = c.detail.split("\n");
+    const optional = c.status !== "ok" && !c.required && !first.includes("optional") ? " (optional)" : "";
+    lines.push(`${c.status.padEnd(STATUS_WIDTH)}${c.name.padEnd(nameWidth)}${first}${optional}`);
+    for (const more of rest) lines.push(`${indent}${more}`);
+    if (c.status !== "ok" && c.fix) lines.push(`${indent}fix: ${c.fix}`);
+  }
+  const failed = checks.filter((c) => c.required && c.status !== "ok");
+  const warnings = checks.filter((c) => c.status !== "ok" && !c.required).length;
+  const note = warnings ? ` (${warnings} optional check(s) not ok)` : "";
+  lines.push(failed.length === 0 ? `all required checks passed${note}` : `${failed.length} required check(s) failed: ${failed.map((c) => c.name).join(", ")}${note}`);
+  return lines.join("\n") + "\n";
+}
+
+export function doctorCommand() {
+  return new Command("doctor")
+    .description("check that this host can run relay: sandbox, PTY, RELAY_HOME, config, model credentials, executor and code-mode host")
+    .option("--json", "print one JSON object {checks: [{name, status, detail, fix?, required}], ok} instead of lines")
+    .addHelpText(
+      "after",
+      `
+Each check is ok, missing or warn, and says how to fix what is not ok. Checks, in order:
+  sandbox            a mechanism that can enforce sandbox_mode (required unless danger-full-access)
+  landlock, seccomp  what the kernel offers the built-in sandbox (Landlock ABI 3+ = Linux 6.2+)
+  user namespaces    keep .git and .relay read-only inside a writable workspace
+  bubblewrap         the optional fallback sandbox (bwrap)
+  pty                a test command on a PTY (tty=true commands need it)
+  relay home         $RELAY_HOME (default ~/.relay) exists, or is created, and is writable
+  config             $RELAY_HOME/config.toml parses (errors name file:line)
+  model credentials  the API key variable (api_key_env, default OPENAI_API_KEY) is set; its
+                     value is never printed. The scripted provider and local servers need none.
+  executor           relay executor starts and answers executor/info
+  code-mode host     relay code-mode-host starts and answers codemode/hello
+  git                git on PATH (optional)
+
+RELAY_SANDBOX_SIMULATE (comma separated: landlock-abi=N, no-userns, no-seccomp) makes the
+probes report a weaker kernel, to see what relay would do there.
+
+Exit codes: 0 every required check is ok; 1 a required check is not ok; 2 bad usage.`,
+    )
+    .action(async (opts) => {
+      const checks = await runDoctorChecks({ home: relayHome(), env: process.env });
+      const report = doctorReport(checks);
+      process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : renderDoctorChecks(checks));
+      process.exit(report.ok ? ExitCode.Ok : ExitCode.Failure);
+    });
+}

@@ -1,0 +1,61 @@
+/** `relay sandbox`: run one command under the policy the executor would apply, to see what it may do. */
+import path from "node:path";
+import { Command, Option } from "@commander-js/extra-typings";
+import { SandboxPolicySchema, type SandboxPolicy } from "../executor/sandbox-policy.ts";
+import { describeAttempt, explainAttempt, runSandboxed } from "../executor/sandbox/run.ts";
+import { ExitCode, fail } from "./usage.ts";
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+export function sandboxCommand() {
+  return new Command("sandbox")
+    .description("run one command under exactly the sandbox policy the executor would apply")
+    .argument("<command...>", "the command and its arguments (options after the command are its own)")
+    .passThroughOptions()
+    .addOption(new Option("--mode <mode>", "the sandbox mode").choices(["read-only", "workspace-write", "danger-full-access"] as const).default("workspace-write" as const))
+    .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
+    .option("--network", "allow network access (workspace-write only; read-only never has it)")
+    .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
+    .addOption(new Option("--mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap").choices(["auto", "landlock", "bwrap"] as const).default("auto" as const))
+    .option("--best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
+    .option("--no-tmp", "workspace-write: keep /tmp and $TMPDIR read-only too")
+    .option("--explain", "print the mechanism and the rules as JSON instead of running the command")
+    .addHelpText(
+      "after",
+      `
+workspace-write (default): read and execute everywhere; write only under the workspace (-C, or
+the current directory), each --writable-root, the temp directories and /dev/null-like devices.
+.git and .relay inside a writable root stay read-only. read-only: no writes at all. Either way
+the network is off (sockets other than Unix-domain are refused with EPERM) unless --network.
+On Linux the built-in sandbox uses Landlock (ABI 3+, Linux 6.2+) and seccomp, with a user and
+mount namespace for the read-only .git; nothing needs installing. Check this host: relay doctor.
+
+Exit status: the command's own; 126 when the sandbox cannot be applied (the reason is printed,
+the command is not run), 127 when the command is not found, 2 for bad usage.
+
+Examples:
+  relay sandbox -- sh -c 'echo x > /tmp/outside-of-workspace'
+  relay sandbox -C ~/src/app -- npm test
+  relay sandbox --network -- curl -sI https://example.com
+  relay sandbox --mode read-only --explain -- make`,
+    )
+    .action(async (command, opts) => {
+      const cwd = path.resolve(opts.cd ?? process.cwd());
+      const parsed = SandboxPolicySchema.safeParse({
+        mode: opts.mode,
+        writable_roots: [cwd, ...(opts.writableRoot ?? []).map((d) => path.resolve(d))],
+        network: Boolean(opts.network) && opts.mode === "workspace-write",
+        ...(opts.tmp === false ? { tmp_writable: false } : {}),
+        mechanism: opts.mechanism,
+        best_effort: Boolean(opts.bestEffort),
+      });
+      if (!parsed.success) fail(`invalid sandbox policy: ${parsed.error.message}`, ExitCode.Usage);
+      const policy: SandboxPolicy = parsed.data;
+      if (opts.explain) {
+        const attempt = await describeAttempt({ policy, argv: command, cwd });
+        process.stdout.write(`${JSON.stringify("error" in attempt ? { refused: attempt.error.message } : explainAttempt(attempt.ok), null, 2)}\n`);
+        process.exit("error" in attempt ? 126 : ExitCode.Ok);
+      }
+      process.exit(await runSandboxed({ policy, argv: command, cwd }));
+    });
+}

@@ -1,0 +1,225 @@
+/**
+ * The escape suite: real commands through a real executor try to get out of the sandbox, under
+ * workspace-write and read-only, with every mechanism this host has. Each case asserts the
+ * denial *and* that nothing changed on disk; the allowed side checks that ordinary work runs.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import dgram from "node:dgram";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { SandboxMechanism, SandboxMode, SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
+import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
+import type { ChildPeer } from "../../../src/protocol/child.ts";
+import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
+
+const support = await probeSandbox();
+const bwrap = process.platform === "linux" ? probeBwrap() : { works: false, detail: "not Linux" };
+const hasPython = spawnSync("python3", ["-c", "0"]).status === 0;
+const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() };
+
+const mechanisms: Array<{ name: SandboxMechanism; skip: string | false }> = [
+  { name: "landlock", skip: support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}` },
+  { name: "bwrap", skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}` },
+];
+for (const m of mechanisms) if (m.skip) process.stderr.write(`escape suite: skipping mechanism ${m.name}: ${m.skip}\n`);
+
+/** A loopback listener that counts connections and datagrams, to prove none arrived. */
+async function listeners() {
+  let tcpHits = 0;
+  let udpHits = 0;
+  const tcp = net.createServer((s) => {
+    tcpHits++;
+    s.end("hello\n");
+  });
+  await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
+  const udp = dgram.createSocket("udp4");
+  udp.on("message", () => udpHits++);
+  await new Promise<void>((r) => udp.bind(0, "127.0.0.1", r));
+  return {
+    tcpPort: (tcp.address() as net.AddressInfo).port,
+    udpPort: udp.address().port,
+    hits: () => ({ tcp: tcpHits, udp: udpHits }),
+    close: () => Promise.all([new Promise((r) => tcp.close(r)), new Promise((r) => udp.close(() => r(null)))]),
+  };
+}
+
+for (const mechanism of mechanisms) {
+  describe(`escape suite (mechanism: ${mechanism.name})`, { skip: mechanism.skip }, () => {
+    let ex: ChildPeer;
+    let base = "";
+    let ws = "";
+    let out = "";
+    let net0: Awaited<ReturnType<typeof listeners>>;
+    before(async () => {
+      ex = await startExecutor();
+      base = mkdtempSync(path.join(os.homedir(), ".relay-escape-"));
+      ws = path.join(base, "ws");
+      out = path.join(base, "outside");
+      mkdirSync(path.join(ws, ".git", "hooks"), { recursive: true });
+      mkdirSync(out);
+      writeFileSync(path.join(ws, ".git", "config"), "[core]\n");
+      writeFileSync(path.join(ws, "file.txt"), "workspace file\n");
+      writeFileSync(path.join(out, "existing.txt"), "keep me\n");
+      symlinkSync(path.join(out, "via-link.txt"), path.join(ws, "link-to-outside"));
+      symlinkSync(out, path.join(ws, "dir-link"));
+      net0 = await listeners();
+    });
+    after(async () => {
+      await ex.shutdown();
+      await net0.close();
+      rmSync(base, { recursive: true, force: true });
+    });
+
+    const policy = (mode: SandboxMode): SandboxPolicy => ({ mode, writable_roots: [ws], network: false, mechanism: mechanism.name });
+    const run = (mode: SandboxMode, script: string, extra: { tty?: boolean; yield_time_ms?: number } = {}) =>
+      exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: policy(mode), yield_time_ms: 20_000, ...extra });
+
+    const untouched = () => {
+      assert.equal(readFileSync(path.join(out, "existing.txt"), "utf8"), "keep me\n", "the file outside still has its content");
+      assert.equal(readFileSync(path.join(ws, ".git", "config"), "utf8"), "[core]\n", ".git/config is unchanged");
+      assert.equal(readFileSync(path.join(ws, "file.txt"), "utf8"), "workspace file\n");
+    };
+    const absent = (...names: string[]) => {
+      for (const n of names) assert.ok(!existsSync(n) && !isLink(n), `${n} must not exist`);
+    };
+    const isLink = (p: string) => {
+      try {
+        return lstatSync(p).isSymbolicLink();
+      } catch {
+        return false;
+      }
+    };
+
+    for (const mode of ["workspace-write", "read-only"] as const) {
+      describe(mode, () => {
+        test("writing outside the roots directly, through a symlink, or into a linked directory is refused", async () => {
+          const r = await run(mode, `echo x > ${out}/direct.txt; echo "direct:$?"; echo x > link-to-outside; echo "link:$?"; echo x > dir-link/in-dir.txt; echo "dirlink:$?"`);
+          assert.match(r.output, /direct:1\n[\s\S]*link:1\n[\s\S]*dirlink:1\n/);
+          absent(path.join(out, "direct.txt"), path.join(out, "via-link.txt"), path.join(out, "in-dir.txt"));
+          untouched();
+        });
+
+        test("renaming or hard-linking a workspace file out of the workspace is refused", async () => {
+          const r = await run(mode, `mv file.txt ${out}/moved.txt 2>/dev/null; echo "mv:$?"; ln file.txt ${out}/hard.txt 2>/dev/null; echo "ln:$?"; ln -s /etc/passwd ${out}/sym 2>/dev/null; echo "symlink:$?"`);
+          assert.match(r.output, /mv:1\n[\s\S]*ln:1\n[\s\S]*symlink:1\n/);
+          absent(path.join(out, "moved.txt"), path.join(out, "hard.txt"), path.join(out, "sym"));
+          assert.ok(existsSync(path.join(ws, "file.txt")));
+          untouched();
+        });
+
+        test("truncating a file outside is refused, by truncate(2) and by O_TRUNC", async () => {
+          const r = await run(mode, `truncate -s 0 ${out}/existing.txt 2>/dev/null; echo "truncate:$?"; : > ${out}/existing.txt; echo "otrunc:$?"`);
+          assert.match(r.output, /truncate:1\n[\s\S]*otrunc:1\n/);
+          untouched();
+        });
+
+        test("making a fifo outside, or a device node anywhere, is refused", async () => {
+          const r = await run(mode, `mkfifo ${out}/fifo 2>/dev/null; echo "fifo:$?"; mknod ${out}/null-dev c 1 3 2>/dev/null; echo "mknod-out:$?"; mknod ws-dev c 1 3 2>/dev/null; echo "mknod-ws:$?"`);
+          assert.match(r.output, /fifo:1\n[\s\S]*mknod-out:1\n[\s\S]*mknod-ws:1\n/);
+          absent(path.join(out, "fifo"), path.join(out, "null-dev"), path.join(ws, "ws-dev"));
+        });
+
+        test(".git inside the workspace stays read-only: hooks, config, rename into it", async () => {
+          const r = await run(
+            mode,
+            `echo 'touch /tmp/pwned' > .git/hooks/pre-commit 2>/dev/null; echo "hook:$?"; echo '[core] hooksPath=/tmp' >> .git/config 2>/dev/null; echo "config:$?"; cp file.txt evil && mv evil .git/hooks/post-checkout 2>/dev/null; echo "mv-in:$?"; rm -rf .git 2>/dev/null; echo "rm:$?"`,
+          );
+          assert.match(r.output, /hook:1\n[\s\S]*config:1\n[\s\S]*mv-in:1\n[\s\S]*rm:1\n/);
+          absent(path.join(ws, ".git", "hooks", "pre-commit"), path.join(ws, ".git", "hooks", "post-checkout"));
+          assert.ok(existsSync(path.join(ws, ".git", "hooks")));
+          rmSync(path.join(ws, "evil"), { force: true });
+          untouched();
+        });
+
+        test("TCP connect to and bind on loopback are refused, and no connection arrives", async () => {
+          const script = [
+            `(exec 3<>/dev/tcp/127.0.0.1/${net0.tcpPort}) 2>/dev/null; echo "connect:$?"`,
+            `node -e "require('net').createServer().on('error',e=>console.log('bind:'+e.code)).listen(0,'127.0.0.1',()=>console.log('bind:ok'))"`,
+            `node -e "require('net').connect(${net0.tcpPort},'127.0.0.1').on('connect',()=>{console.log('nodeconnect:ok');process.exit()}).on('error',e=>console.log('nodeconnect:'+e.code))"`,
+          ].join("; ");
+          const r = await run(mode, script);
+          assert.match(r.output, /connect:1\n/);
+          assert.match(r.output, /bind:(EPERM|EACCES)\n/);
+          assert.match(r.output, /nodeconnect:(EPERM|EACCES)\n/);
+          assert.equal(net0.hits().tcp, 0);
+        });
+
+        test("UDP send is refused and nothing arrives", async () => {
+          const r = await run(mode, `node -e "const s=require('dgram').createSocket('udp4');s.on('error',e=>{console.log('udp:'+e.code);process.exit()});s.send('x',${net0.udpPort},'127.0.0.1',e=>{console.log('udp:'+(e?e.code:'sent'));process.exit()})"`);
+          assert.match(r.output, /udp:(EPERM|EACCES)\n/);
+          assert.equal(net0.hits().udp, 0);
+        });
+
+        test("a netlink socket is refused", { skip: !hasPython && "python3 is not installed (it opens the AF_NETLINK socket)" }, async () => {
+          const r = await run(mode, `python3 -c "import socket
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink:open')
+except OSError as e: print('netlink:' + str(e.errno))"`);
+          assert.match(r.output, /netlink:1\n/, "EPERM");
+        });
+
+        test("signalling the executor (the command's parent) is refused", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "signal scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
+          const pid = ex.pid!;
+          const r = await run(mode, `kill -TERM ${pid} 2>/dev/null; echo "kill:$?"; kill -TERM $PPID 2>/dev/null; echo "ppid:$?"`);
+          assert.match(r.output, /kill:1\n[\s\S]*ppid:1\n/);
+          assert.ok(isAlive(pid), "the executor is alive");
+          const again = await run(mode, "echo still-serving");
+          assert.equal(again.output, "still-serving\n");
+        });
+
+        test("a double-forked, setsid daemon is still confined", async () => {
+          // `| cat` ends when the daemon closes its stdout, so the wait is for the event itself.
+          const r = await run(mode, `( setsid bash -c 'echo x > ${out}/daemon.txt 2>/dev/null; echo "daemon:$?"' & ) | cat`);
+          assert.match(r.output, /daemon:1\n/);
+          absent(path.join(out, "daemon.txt"));
+          untouched();
+        });
+      });
+    }
+
+    describe("allowed side", () => {
+      test("workspace-write: build and test a small project in the workspace; temp dir and /dev/null work", async () => {
+        const proj = path.join(ws, "proj");
+        mkdirSync(proj, { recursive: true });
+        writeFileSync(path.join(proj, "build.js"), `require("fs").mkdirSync("dist",{recursive:true});require("fs").writeFileSync("dist/add.js","exports.add=(a,b)=>a+b\\n");`);
+        writeFileSync(path.join(proj, "add.test.js"), `const t=require("node:test");const a=require("node:assert");t.test("adds",()=>a.equal(require("./dist/add.js").add(2,3),5));`);
+        const tmp = mkdtempSync(path.join(os.tmpdir(), "relay-escape-tmp-"));
+        try {
+          const r = await run("workspace-write", `cd proj && node build.js && node --test add.test.js >/dev/null && echo tests-passed; echo ok > ${tmp}/t && cat ${tmp}/t; echo gone > /dev/null && echo devnull-ok; mkdir -p newdir/deep && echo n > newdir/deep/f && echo newdir-ok; echo top > ../top-level.txt && echo top-ok`);
+          assert.equal(r.exit_code, 0, r.output);
+          assert.match(r.output, /tests-passed\nok\ndevnull-ok\nnewdir-ok\ntop-ok\n/);
+          assert.equal(readFileSync(path.join(proj, "dist", "add.js"), "utf8"), "exports.add=(a,b)=>a+b\n");
+          assert.equal(readFileSync(path.join(ws, "top-level.txt"), "utf8"), "top\n");
+        } finally {
+          rmSync(tmp, { recursive: true, force: true });
+        }
+      });
+
+      test("read-only: reads, pipes and /dev/null work; the temp dir is not writable", async () => {
+        const r = await run("read-only", `cat file.txt | tr a-z A-Z; echo x > /dev/null && echo devnull-ok; (echo x > /tmp/relay-ro-$$) 2>/dev/null; echo "tmp:$?"`);
+        assert.equal(r.output, "WORKSPACE FILE\ndevnull-ok\ntmp:1\n");
+      });
+
+      test("exit status and environment pass through unchanged", async () => {
+        const r = await exec(ex, { command: ["sh", "-c", 'echo "$RELAY_ESCAPE_VAR:$(pwd)"; exit 7'], cwd: ws, env: { ...env, RELAY_ESCAPE_VAR: "kept" }, sandbox: policy("workspace-write") });
+        assert.equal(r.exit_code, 7);
+        assert.equal(r.output, `kept:${ws}\n`);
+      });
+
+      for (const mode of ["workspace-write", "read-only"] as const) {
+        test(`${mode}: a PTY session is a terminal and reads stdin`, async () => {
+          const started = await run(mode, `test -t 0 && test -t 1 && echo is-a-tty; read -r name; echo "hi:$name"`, { tty: true, yield_time_ms: 300 });
+          assert.ok(started.process_id !== undefined, started.output);
+          const done = await write(ex, started.process_id!, "relay\n", { yield_time_ms: 10_000 });
+          assert.match(started.output + done.output, /is-a-tty[\s\S]*hi:relay/);
+          assert.equal(done.exit_code, 0);
+        });
+      }
+    });
+  });
+}
