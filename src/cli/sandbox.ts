@@ -18,13 +18,14 @@ export function sandboxCommand() {
     .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
     .addOption(new Option("--mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap").choices(["auto", "landlock", "bwrap"] as const).default("auto" as const))
     .option("--best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
-    .option("--no-tmp", "workspace-write: keep /tmp and $TMPDIR read-only too")
+    .option("--tmp", "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do")
     .option("--explain", "print the mechanism and the rules as JSON instead of running the command")
     .addHelpText(
       "after",
       `
 workspace-write (default): read and execute everywhere; write only under the workspace (-C, or
-the current directory), each --writable-root, the temp directories and /dev/null-like devices.
+the current directory), each --writable-root and /dev/null-like devices. relay run's sessions
+also allow the temp directories: add --tmp for exactly their policy.
 .git and .relay inside a writable root stay read-only. read-only: no writes at all. Either way
 the network is off (sockets other than Unix-domain are refused with EPERM) unless --network.
 On Linux the built-in sandbox uses Landlock (ABI 3+, Linux 6.2+) and seccomp, with a user and
@@ -34,8 +35,9 @@ Exit status: the command's own; 126 when the sandbox cannot be applied (the reas
 the command is not run), 127 when the command is not found, 2 for bad usage.
 
 Examples:
-  relay sandbox -- sh -c 'echo x > /tmp/outside-of-workspace'
-  relay sandbox -C ~/src/app -- npm test
+  relay sandbox -- sh -c 'echo x > /tmp/outside'        # refused: /tmp is not the workspace
+  relay sandbox -C /tmp -- sh -c 'echo x > /tmp/outside' # allowed: the workspace is /tmp
+  relay sandbox --tmp -C ~/src/app -- npm test
   relay sandbox --network -- curl -sI https://example.com
   relay sandbox --mode read-only --explain -- make`,
     )
@@ -45,7 +47,7 @@ Examples:
         mode: opts.mode,
         writable_roots: [cwd, ...(opts.writableRoot ?? []).map((d) => path.resolve(d))],
         network: Boolean(opts.network) && opts.mode === "workspace-write",
-        ...(opts.tmp === false ? { tmp_writable: false } : {}),
+        tmp_writable: Boolean(opts.tmp),
         mechanism: opts.mechanism,
         best_effort: Boolean(opts.bestEffort),
       });

@@ -107,7 +107,7 @@ function sandboxCheck(support: SandboxSupport, config: RelayConfig): DoctorCheck
   if (linux && forced === "bwrap") {
     const b = support.bwrap ?? probeBwrap();
     if (b.works) return check(name, "ok", `bubblewrap (sandbox.mechanism = bwrap): ${b.detail}${note}`, needed);
-    return check(name, "missing", `sandbox.mechanism = bwrap, but ${b.detail}${note}`, needed, `install bubblewrap, or set [sandbox] mechanism = "auto"; or ${SANDBOX_CHOICES}`);
+    return check(name, "missing", `sandbox.mechanism = bwrap, but ${b.detail}${note}`, needed, 'install bubblewrap (apt-get install bubblewrap); or set [sandbox] mechanism = "auto" to use the built-in sandbox; or run without a sandbox with --sandbox danger-full-access');
   }
   if (support.available) {
     const shown = support.detail.startsWith("built-in: ") ? `${support.mechanism} (built-in): ${support.detail.slice("built-in: ".length)}` : `${support.mechanism}: ${support.detail}`;
@@ -119,7 +119,7 @@ function sandboxCheck(support: SandboxSupport, config: RelayConfig): DoctorCheck
 /** With `[sandbox] best_effort = true` the built-in sandbox runs with what the kernel has. */
 function bestEffortOr(name: string, support: SandboxSupport, config: RelayConfig, detail: string, needed: boolean): DoctorCheck {
   if (needed && config.sandbox.best_effort && support.landlock?.native && config.sandbox.mechanism !== "bwrap") {
-    return check(name, "warn", `best effort (sandbox.best_effort = true): commands run with weaker enforcement; ${detail}`, false, SANDBOX_CHOICES);
+    return check(name, "warn", `best effort (sandbox.best_effort = true): commands run with weaker enforcement; ${detail}`, false, "for full enforcement: a kernel with Landlock ABI 3+ (Linux 6.2+), or bubblewrap (apt-get install bubblewrap)");
   }
   return check(name, "missing", detail, needed, SANDBOX_CHOICES);
 }

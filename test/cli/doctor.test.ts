@@ -139,7 +139,7 @@ describe("relay doctor", () => {
     assert.match(human.stdout, /^ok +model credentials +OPENAI_API_KEY is set/m);
     // Human mode: aligned columns and a summary line.
     assert.match(human.stdout, /^ok {7}pty {16}a test command ran on a PTY/m);
-    assert.match(human.stdout, /\n(all required checks passed|\d+ required check\(s\) failed: .*)\n$/);
+    assert.match(human.stdout, /\n(all required checks passed|\d+ required check\(s\) failed: )[^\n]*\n$/);
   });
 
   test("without the API key the credentials check fails with the variable to set", () => {

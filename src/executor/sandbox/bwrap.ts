@@ -34,6 +34,9 @@ function findOnPath(name: string): string | undefined {
 /** Checks once whether bubblewrap exists and can make a sandbox here (containers often forbid it). */
 export function probeBwrap(): BwrapSupport {
   if (cached) return cached;
+  if (/(^|,)\s*no-bwrap\s*(,|$)/.test(process.env.RELAY_SANDBOX_SIMULATE ?? "")) {
+    return (cached = { works: false, detail: "bubblewrap is not installed (simulated by RELAY_SANDBOX_SIMULATE)" });
+  }
   const bwrap = findOnPath("bwrap");
   if (!bwrap) return (cached = { works: false, detail: "bubblewrap (bwrap) is not installed (optional: apt-get install bubblewrap)" });
   const r = spawnSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "/bin/true"], { encoding: "utf8", timeout: 5000 });

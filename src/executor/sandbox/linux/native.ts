@@ -2,8 +2,9 @@
  * Loads confine.c through Bun's embedded TinyCC and wraps its entry points. Bun only: Node and
  * Deno have no `bun:ffi`, so the built-in sandbox is unavailable there (bubblewrap still works).
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { err, type Result } from "../../../util/result.ts";
 import { rulesetAttrSize, type ConfinePlan } from "./landlock-plan.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
@@ -53,10 +54,25 @@ const SECCOMP_NR: Record<string, number> = { x64: 317, arm64: 277 };
 let loaded: { symbols: NativeSymbols; ffi: BunFfi } | undefined;
 let loadError: string | undefined;
 
-async function sourcePath(): Promise<string> {
-  // In a compiled binary the file is embedded ($bunfs path); from source it is the file itself.
-  const mod = (await import("./confine.c", { with: { type: "file" } })) as { default: string };
-  return mod.default.startsWith("/") || mod.default.includes("$bunfs") ? mod.default : path.join(path.dirname(fileURLToPath(import.meta.url)), "confine.c");
+interface SourceFile {
+  path: string;
+  cleanup(): void;
+}
+
+/**
+ * A real file holding confine.c. From source it is the file itself; in a compiled binary the
+ * embedded copy ($bunfs) is not visible to TinyCC, so it is copied into a private directory
+ * (mode 0700, so no other user can swap it before it is compiled) and removed right after.
+ */
+async function sourceFile(): Promise<SourceFile> {
+  const embedded = ((await import("./confine.c", { with: { type: "file" } })) as { default: string }).default;
+  if (!embedded.includes("$bunfs")) return { path: embedded, cleanup: () => {} };
+  const bun = (globalThis as unknown as { Bun: { file(p: string): { text(): Promise<string> } } }).Bun;
+  const text = await bun.file(embedded).text();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cc-"));
+  const file = path.join(dir, "confine.c");
+  writeFileSync(file, text, { mode: 0o600 });
+  return { path: file, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** Compiles confine.c once per process; the reason when that cannot work here. */
@@ -71,11 +87,13 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
     loadError = `the built-in sandbox supports Linux on x64 and arm64, not ${process.platform}-${process.arch}`;
     return err("sandbox_native", loadError);
   }
+  let source: SourceFile | undefined;
   try {
     const ffi = (await import("bun:ffi")) as unknown as BunFfi;
+    source = await sourceFile();
     const strs = ["ptr", "ptr", "ptr", "u64", "u64", "u64", "i64", "ptr", "ptr", "ptr", "i64"];
     const { symbols } = ffi.cc({
-      source: await sourcePath(),
+      source: source.path,
       symbols: {
         relay_confine_exec: { args: strs, returns: "i32" },
         relay_spawn_ns: { args: [...strs, "ptr"], returns: "i32" },
@@ -87,8 +105,10 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
     loaded = { symbols, ffi };
     return { ok: loaded };
   } catch (e) {
-    loadError = `could not compile the sandbox's native part with Bun's TinyCC: ${(e as Error).message}`;
+    loadError = `could not compile the sandbox's native part with Bun's TinyCC: ${(e as Error).message.trim()}`;
     return err("sandbox_native", loadError);
+  } finally {
+    source?.cleanup();
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * What the running kernel offers the built-in sandbox, probed once per process: the Landlock
  * ABI, seccomp filters and unprivileged user namespaces. Tests (and `relay doctor` checks)
- * simulate a weaker machine with RELAY_SANDBOX_SIMULATE, e.g. `landlock-abi=0,no-userns`.
+ * simulate a weaker machine with RELAY_SANDBOX_SIMULATE, e.g. `landlock-abi=0,no-userns`
+ * (also `no-seccomp`, and `no-bwrap`, which bwrap.ts reads).
  */
 import { loadNative, seccompSyscallNumber, describeNativeError } from "./native.ts";
 
