@@ -35,6 +35,7 @@ export function simulated(): Simulated {
 
 function abiDetail(raw: number): string {
   if (raw >= 1) return `Landlock ABI ${raw}`;
+  if (raw === 0) return "this kernel has no Landlock";
   if (raw === -95) return "Landlock is built into this kernel but disabled (add landlock to the lsm= boot parameter)";
   if (raw === -38) return "this kernel has no Landlock (it needs Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)";
   return `Landlock is unavailable (errno ${-raw})`;
