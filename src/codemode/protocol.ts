@@ -22,7 +22,7 @@
 import { z } from "zod";
 import { defineMethod, defineNotification } from "../protocol/method.ts";
 import { RequestIdSchema } from "../protocol/envelope.ts";
-import { ErrorValueSchema } from "../util/result.ts";
+import { ErrorValueSchema } from "../util/result-schema.ts";
 
 export const CellIdSchema = z.string().min(1);
 export type CellId = z.infer<typeof CellIdSchema>;

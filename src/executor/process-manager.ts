@@ -77,10 +77,10 @@ export class ProcessManager {
     return this.store.size;
   }
 
-  async exec(req: ExecCommandRequest & { sandboxedArgv?: string[] }): Promise<Result<ExecResult>> {
+  async exec(req: ExecCommandRequest & { sandboxedArgv?: string[]; sandboxEnv?: Record<string, string> }): Promise<Result<ExecResult>> {
     const started = performance.now();
     const id = this.allocateId();
-    const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
+    const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}`, ...req.sandboxEnv };
     const spawned = spawnProcess({
       argv: req.sandboxedArgv ?? req.command,
       cwd: req.cwd,

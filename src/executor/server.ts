@@ -89,7 +89,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     if ("error" in sandbox) return sandbox;
     const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env });
     if ("error" in attempt) return attempt;
-    return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv });
+    return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env });
   });
 
   peer.handle(ExecutorMethods.sandboxCheck, async (req) => {

@@ -1,6 +1,6 @@
 /** The wire envelope shared by every Relay peer. */
 import { z } from "zod";
-import { ErrorValueSchema } from "../util/result.ts";
+import { ErrorValueSchema } from "../util/result-schema.ts";
 
 /** u64 on the wire; JSON numbers keep integers exact up to 2^53-1, so ids stay in that range. */
 export const RequestIdSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

@@ -1,12 +1,7 @@
-import { z } from "zod";
+// Type-only: the sandbox helper imports this module once per command and must not load zod.
+import type { ErrorValue } from "./result-schema.ts";
 
-/** Error carried as a value: across the wire and at every tool boundary. */
-export const ErrorValueSchema = z.object({
-  code: z.string(),
-  message: z.string(),
-  data: z.unknown().optional(),
-});
-export type ErrorValue = z.infer<typeof ErrorValueSchema>;
+export type { ErrorValue };
 
 /** `{ok: value}` or `{error: {code, message}}`; never thrown across a process boundary. */
 export type Result<T> = { ok: T } | { error: ErrorValue };

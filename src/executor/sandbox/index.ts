@@ -8,7 +8,7 @@ import { selfCommand } from "../../protocol/child.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import type { SandboxPolicy } from "../sandbox-policy.ts";
 import { bwrapArgv, probeBwrap, resetBwrapProbe, type BwrapSupport } from "./bwrap.ts";
-import { SANDBOX_EXEC_ARG } from "./linux/helper-arg.ts";
+import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
 import { planConfinement, protectedPaths, writableRoots, type ConfinePlan } from "./linux/landlock-plan.ts";
 import { probeLandlock, probeUserns, resetLandlockProbe, type LandlockSupport } from "./linux/support.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
@@ -26,6 +26,8 @@ export interface SandboxSupport {
 
 export interface SandboxAttempt {
   argv: string[];
+  /** Variables the wrapper process needs on top of the command's environment. */
+  env?: Record<string, string>;
   mechanism: MechanismName;
   /** What could not be enforced (best effort only). */
   gaps: string[];
@@ -80,7 +82,15 @@ async function landlockAttempt(argv: string[], policy: SandboxPolicy, ctx: Attem
   if ("error" in plan) return plan;
   const self = selfCommand();
   if ("error" in self) return self;
-  return ok({ argv: [...self.ok, SANDBOX_EXEC_ARG, JSON.stringify(plan.ok), "--", ...argv], mechanism: "landlock", gaps: plan.ok.gaps });
+  // A single-threaded helper can unshare a user namespace in place, without forking.
+  const restoreEnv = Object.fromEntries(Object.keys(SINGLE_THREAD_ENV).map((name) => [name, ctx.env[name] ?? null]));
+  const helperPlan: ConfinePlan = { ...plan.ok, restoreEnv };
+  return ok({
+    argv: [...self.ok, SANDBOX_EXEC_ARG, JSON.stringify(helperPlan), "--", ...argv],
+    env: { ...SINGLE_THREAD_ENV },
+    mechanism: "landlock",
+    gaps: plan.ok.gaps,
+  });
 }
 
 function bwrapAttempt(argv: string[], policy: SandboxPolicy, ctx: AttemptContext): Result<SandboxAttempt> {

@@ -14,19 +14,27 @@ import { after, before, describe, test } from "node:test";
 import type { SandboxMechanism, SandboxMode, SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
-import type { ChildPeer } from "../../../src/protocol/child.ts";
+import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";
+import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
 
 const support = await probeSandbox();
 const bwrap = process.platform === "linux" ? probeBwrap() : { works: false, detail: "not Linux" };
 const hasPython = spawnSync("python3", ["-c", "0"]).status === 0;
-const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() };
+const baseEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() };
 
-const mechanisms: Array<{ name: SandboxMechanism; skip: string | false }> = [
-  { name: "landlock", skip: support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}` },
-  { name: "bwrap", skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}` },
+const builtinSkip = support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`;
+/**
+ * Each way a command gets confined. The compiled binary's helper is single-threaded and confines
+ * itself in place; from source Bun has transpiler threads, so its helper forks (confine.c), which
+ * `simulate: "threaded"` also forces. `simulate` reaches the helper through the command's env.
+ */
+const mechanisms: Array<{ name: SandboxMechanism; label: string; compiled?: boolean; simulate?: string; skip: string | false }> = [
+  { name: "landlock", label: "landlock, compiled binary: in place", compiled: true, skip: builtinSkip || (!process.versions.bun && "compiling relay needs Bun") },
+  { name: "landlock", label: "landlock, forked helper", simulate: "threaded", skip: builtinSkip },
+  { name: "bwrap", label: "bwrap", skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}` },
 ];
-for (const m of mechanisms) if (m.skip) process.stderr.write(`escape suite: skipping mechanism ${m.name}: ${m.skip}\n`);
+for (const m of mechanisms) if (m.skip) process.stderr.write(`escape suite: skipping ${m.label}: ${m.skip}\n`);
 
 /** A loopback listener that counts connections and datagrams, to prove none arrived. */
 async function listeners() {
@@ -49,14 +57,21 @@ async function listeners() {
 }
 
 for (const mechanism of mechanisms) {
-  describe(`escape suite (mechanism: ${mechanism.name})`, { skip: mechanism.skip }, () => {
+  describe(`escape suite (${mechanism.label})`, { skip: mechanism.skip }, () => {
+    const env: Record<string, string> = { ...baseEnv, ...(mechanism.simulate ? { RELAY_SANDBOX_SIMULATE: mechanism.simulate } : {}) };
     let ex: ChildPeer;
     let base = "";
     let ws = "";
     let out = "";
     let net0: Awaited<ReturnType<typeof listeners>>;
     before(async () => {
-      ex = await startExecutor();
+      if (mechanism.compiled) {
+        const c = spawnPeer([compiledRelay(), "executor"], { env: envWithoutSelfCommand(), name: "compiled-executor" });
+        assert.ok("ok" in c, JSON.stringify(c));
+        ex = c.ok;
+      } else {
+        ex = await startExecutor();
+      }
       base = mkdtempSync(path.join(os.homedir(), ".relay-escape-"));
       ws = path.join(base, "ws");
       out = path.join(base, "outside");
@@ -205,10 +220,20 @@ except OSError as e: print('netlink:' + str(e.errno))"`);
         assert.equal(r.output, "WORKSPACE FILE\ndevnull-ok\ntmp:1\n");
       });
 
+      test("in place: the helper became the command, so its parent is the executor", { skip: !mechanism.compiled }, async () => {
+        const r = await run("workspace-write", `tr '\\0' ' ' < /proc/$PPID/cmdline`);
+        assert.match(r.output, /relay executor $/);
+      });
+
+      test("forked: the helper waits as the command's parent", { skip: mechanism.simulate !== "threaded" }, async () => {
+        const r = await run("workspace-write", `tr '\\0' ' ' < /proc/$PPID/cmdline`);
+        assert.match(r.output, / __sandbox-exec /);
+      });
+
       test("exit status and environment pass through unchanged", async () => {
-        const r = await exec(ex, { command: ["sh", "-c", 'echo "$RELAY_ESCAPE_VAR:$(pwd)"; exit 7'], cwd: ws, env: { ...env, RELAY_ESCAPE_VAR: "kept" }, sandbox: policy("workspace-write") });
+        const r = await exec(ex, { command: ["sh", "-c", 'echo "$RELAY_ESCAPE_VAR:$(pwd):${BUN_JSC_useConcurrentJIT-unset}:${MIMALLOC_PURGE_DELAY-unset}"; exit 7'], cwd: ws, env: { ...env, RELAY_ESCAPE_VAR: "kept" }, sandbox: policy("workspace-write") });
         assert.equal(r.exit_code, 7);
-        assert.equal(r.output, `kept:${ws}\n`);
+        assert.equal(r.output, `kept:${ws}:unset:unset\n`, "the helper's own variables are not left to the command");
       });
 
       for (const mode of ["workspace-write", "read-only"] as const) {

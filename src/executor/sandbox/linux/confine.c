@@ -4,13 +4,13 @@
  * declared here. TypeScript decides the policy (Landlock rules, the seccomp BPF program, the
  * paths to keep read-only); this file only applies it and execs.
  *
- * Two entry points:
- *   relay_confine_exec   confine the calling thread, then execve. Used when no mount is needed:
- *                        the command replaces the helper, keeping its pid and exit status.
+ * The usual path needs no C (confine-ffi.ts confines the helper in place). This file covers
+ * what needs a forked child:
  *   relay_spawn_ns       fork a single-threaded child (unshare(CLONE_NEWUSER) refuses a
- *                        threaded caller such as Bun), give it a user + mount namespace, bind
- *                        the protected paths read-only, confine and exec; the parent waits,
+ *                        threaded caller), give it a user + mount namespace, bind the
+ *                        protected paths read-only, confine and exec; the parent waits,
  *                        forwards signals and mirrors the child's exit.
+ *   relay_probe_userns   whether such a namespace can be made here at all.
  * Errors come back as -(stage * 1000 + errno) so the caller can say which step failed.
  */
 typedef unsigned long long u64;
@@ -133,7 +133,7 @@ static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
   return 0;
 }
 
-int relay_confine_exec(char *path, char **argv, char **envp,
+static int confine_exec(char *path, char **argv, char **envp,
                        u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                        char **rule_paths, u64 *rule_access, void *bpf, long bpf_len) {
   int r = confine(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
@@ -213,7 +213,7 @@ int relay_spawn_ns(char *path, char **argv, char **envp,
     /* The helper's death must not leave the command running unobserved. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     r = enter_namespaces(uid, gid, read_only);
-    if (r == 0) r = relay_confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
     write(fds[1], &r, sizeof r);
     _exit(126);
   }
@@ -239,20 +239,7 @@ int relay_spawn_ns(char *path, char **argv, char **envp,
   return 128 + r;
 }
 
-/* Probes, for choosing a mechanism and for `relay doctor`. */
-
-/* The Landlock ABI version, or -errno (EOPNOTSUPP: built but disabled; ENOSYS: not built). */
-int relay_landlock_abi(void) {
-  long r = syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1);
-  return r < 0 ? -*__errno_location() : (int)r;
-}
-
-/* 0 when seccomp filters can return errors (SECCOMP_GET_ACTION_AVAIL), else -errno. */
-int relay_seccomp_available(long seccomp_nr) {
-  u32 action = 0x00050000; /* SECCOMP_RET_ERRNO */
-  return syscall(seccomp_nr, 2, 0, &action) == 0 ? 0 : -*__errno_location();
-}
-
+/* For choosing a mechanism and for `relay doctor`. */
 /* 0 when a child can make the user + mount namespace relay_spawn_ns needs, else a stage error. */
 int relay_probe_userns(void) {
   int status = 0, pid = fork();

@@ -4,9 +4,10 @@
  * read-only (Landlock only adds rights, so `.git` under a writable root cannot be excluded by
  * a rule: it gets a read-only bind mount instead). Pure, so every case is unit-tested.
  */
-import { existsSync, lstatSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { SandboxPolicy } from "../../sandbox-policy.ts";
+import type { ConfinePlan, LandlockRule } from "./plan-schema.ts";
 
 /** Landlock filesystem access rights (uapi/linux/landlock.h) and the ABI that introduced each. */
 export const Fs = {
@@ -57,24 +58,7 @@ const WRITABLE_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", 
 /** Directories whose `.git` / `.relay` stay read-only even when the directory is writable. */
 export const PROTECTED_NAMES = [".git", ".relay"];
 
-export interface LandlockRule {
-  path: string;
-  access: number;
-}
-
-export interface ConfinePlan {
-  abi: number;
-  handledFs: number;
-  handledNet: number;
-  scoped: number;
-  rules: LandlockRule[];
-  /** Paths to bind read-only in a private mount namespace before confining. */
-  readOnly: string[];
-  /** Whether socket() is filtered (network off). */
-  filterSockets: boolean;
-  /** What the running kernel could not enforce (only ever non-empty with best effort). */
-  gaps: string[];
-}
+export type { ConfinePlan, LandlockRule };
 
 export interface PlanInput {
   policy: SandboxPolicy;
@@ -148,7 +132,11 @@ export function planConfinement(input: PlanInput): PlanResult {
     if (existsSync("/dev")) rules.push({ path: "/dev", access: (READ | Fs.IOCTL_DEV) & handledFs });
     for (const d of WRITABLE_DEVICES) if (existsSync(d)) rules.push({ path: d, access: deviceRights & FILE_RIGHTS });
     if (existsSync("/dev/pts")) rules.push({ path: "/dev/pts", access: deviceRights });
-    for (const root of [...roots, ...temp]) rules.push({ path: root, access: writeAll });
+    for (const root of [...roots, ...temp]) {
+      // A file root gets file rights only: directory rights on a file make the kernel refuse the rule.
+      const dir = statSync(root, { throwIfNoEntry: false })?.isDirectory() ?? false;
+      rules.push({ path: root, access: dir ? writeAll : writeAll & FILE_RIGHTS });
+    }
   }
   return {
     ok: {
@@ -160,6 +148,7 @@ export function planConfinement(input: PlanInput): PlanResult {
       readOnly: input.userns ? readOnly : [],
       filterSockets: !network && input.seccomp,
       gaps: missing,
+      restoreEnv: {},
     },
   };
 }

@@ -1,13 +1,27 @@
-/** The confinement plan as it crosses from the executor to the helper on the command line. */
+/**
+ * The confinement plan as it crosses from the executor to the helper on the command line: the
+ * Landlock rights to handle, one rule per path, the scopes, the paths to bind read-only, and
+ * whether sockets are filtered. The helper checks it with plan-guard.ts (it must not load zod);
+ * a test keeps the two in agreement.
+ */
 import { z } from "zod";
+
+const mask = z.number().int().min(0).max(0xffffffff);
 
 export const ConfinePlanSchema = z.object({
   abi: z.number().int().min(0),
-  handledFs: z.number().int().min(0),
-  handledNet: z.number().int().min(0),
-  scoped: z.number().int().min(0),
-  rules: z.array(z.object({ path: z.string().startsWith("/"), access: z.number().int().min(0) })),
+  handledFs: mask,
+  handledNet: mask,
+  scoped: mask,
+  rules: z.array(z.object({ path: z.string().startsWith("/"), access: mask })),
+  /** Paths to bind read-only in a private mount namespace before confining. */
   readOnly: z.array(z.string().startsWith("/")),
+  /** Whether socket() is filtered (network off). */
   filterSockets: z.boolean(),
+  /** What the running kernel could not enforce (only ever non-empty with best effort). */
   gaps: z.array(z.string()),
+  /** Variables set only for the helper, with the command's own value (null: unset) to put back. */
+  restoreEnv: z.record(z.string(), z.string().nullable()).default({}),
 });
+export type ConfinePlan = z.infer<typeof ConfinePlanSchema>;
+export type LandlockRule = ConfinePlan["rules"][number];

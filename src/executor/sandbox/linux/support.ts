@@ -2,9 +2,16 @@
  * What the running kernel offers the built-in sandbox, probed once per process: the Landlock
  * ABI, seccomp filters and unprivileged user namespaces. Tests (and `relay doctor` checks)
  * simulate a weaker machine with RELAY_SANDBOX_SIMULATE, e.g. `landlock-abi=0,no-userns`
- * (also `no-seccomp`, and `no-bwrap`, which bwrap.ts reads).
+ * (also `no-seccomp`, `threaded` for the helper's forking path, and `no-bwrap`, which bwrap.ts reads).
  */
-import { loadNative, seccompSyscallNumber, describeNativeError } from "./native.ts";
+import { describeNativeError, loadNative } from "./confine-cc.ts";
+import { CArgs, loadLibc } from "./libc.ts";
+
+const SYS_LANDLOCK_CREATE_RULESET = 444;
+const LANDLOCK_CREATE_RULESET_VERSION = 1;
+const SECCOMP_NR: Record<string, number> = { x64: 317, arm64: 277 };
+const SECCOMP_GET_ACTION_AVAIL = 2;
+const SECCOMP_RET_ERRNO = 0x00050000;
 
 export interface LandlockSupport {
   /** The native part loaded (Bun on Linux x64/arm64). */
@@ -20,15 +27,18 @@ interface Simulated {
   abi?: number;
   noUserns: boolean;
   noSeccomp: boolean;
+  /** The helper acts as if it had threads, which makes it take the forking path. */
+  threaded: boolean;
 }
 
 export function simulated(): Simulated {
-  const out: Simulated = { noUserns: false, noSeccomp: false };
+  const out: Simulated = { noUserns: false, noSeccomp: false, threaded: false };
   for (const part of (process.env.RELAY_SANDBOX_SIMULATE ?? "").split(",")) {
     const [key, value] = part.trim().split("=");
     if (key === "landlock-abi" && value !== undefined) out.abi = Number(value);
     if (key === "no-userns") out.noUserns = true;
     if (key === "no-seccomp") out.noSeccomp = true;
+    if (key === "threaded") out.threaded = true;
   }
   return out;
 }
@@ -45,11 +55,18 @@ let cached: LandlockSupport | undefined;
 
 export async function probeLandlock(): Promise<LandlockSupport> {
   if (cached) return cached;
-  const native = await loadNative();
-  if ("error" in native) return (cached = { native: false, abi: 0, seccomp: false, detail: native.error.message });
+  if (process.platform !== "linux" || !(process.arch in SECCOMP_NR)) {
+    return (cached = { native: false, abi: 0, seccomp: false, detail: `the built-in sandbox supports Linux on x64 and arm64, not ${process.platform}-${process.arch}` });
+  }
+  const loaded = await loadLibc();
+  if ("error" in loaded) return (cached = { native: false, abi: 0, seccomp: false, detail: loaded.error.message });
+  const { libc, ffi } = loaded.ok;
   const sim = simulated();
-  const raw = sim.abi ?? native.ok.symbols.relay_landlock_abi();
-  const seccomp = !sim.noSeccomp && native.ok.symbols.relay_seccomp_available(seccompSyscallNumber() ?? -1) === 0;
+  const version = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, LANDLOCK_CREATE_RULESET_VERSION, 0, 0, 0);
+  const raw = sim.abi ?? (version < 0 ? -libc.errno() : version);
+  const action = new Uint32Array([SECCOMP_RET_ERRNO]);
+  const seccompOk = libc.syscall(SECCOMP_NR[process.arch]!, SECCOMP_GET_ACTION_AVAIL, 0, new CArgs(ffi).bytes(action), 0, 0, 0) === 0;
+  const seccomp = !sim.noSeccomp && seccompOk;
   const parts = [sim.abi !== undefined ? `${abiDetail(raw)} (simulated by RELAY_SANDBOX_SIMULATE)` : abiDetail(raw)];
   if (!seccomp) parts.push("seccomp filters are unavailable (a kernel without CONFIG_SECCOMP_FILTER)");
   return (cached = { native: true, abi: Math.max(0, raw), seccomp, detail: parts.join("; ") });

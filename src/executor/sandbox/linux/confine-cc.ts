@@ -1,20 +1,21 @@
 /**
- * Loads confine.c through Bun's embedded TinyCC and wraps its entry points. Bun only: Node and
- * Deno have no `bun:ffi`, so the built-in sandbox is unavailable there (bubblewrap still works).
+ * confine.c through Bun's embedded TinyCC: the forking path, for when the helper is threaded
+ * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), and the
+ * user-namespace probe, which must run in a child. Bun only: Node and Deno have no bun:ffi.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { err, type Result } from "../../../util/result.ts";
-import { rulesetAttrSize, type ConfinePlan } from "./landlock-plan.ts";
+import type { ExecTarget } from "./confine-ffi.ts";
+import { rulesetAttrSize } from "./landlock-plan.ts";
+import { CArgs, envList } from "./libc.ts";
+import type { ConfinePlan } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 
 type Pointer = number;
 interface NativeSymbols {
-  relay_confine_exec(...args: unknown[]): number;
   relay_spawn_ns(...args: unknown[]): number;
-  relay_landlock_abi(): number;
-  relay_seccomp_available(nr: number): number;
   relay_probe_userns(): number;
 }
 interface BunFfi {
@@ -49,7 +50,6 @@ export function describeNativeError(code: number): { stage: number; errno: numbe
   return { stage, errno, text: `${STAGES[stage] ?? `stage ${stage}`} failed: ${ERRNO[errno] ?? "errno"} (${errno})` };
 }
 
-const SECCOMP_NR: Record<string, number> = { x64: 317, arm64: 277 };
 
 let loaded: { symbols: NativeSymbols; ffi: BunFfi } | undefined;
 let loadError: string | undefined;
@@ -83,7 +83,7 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
     loadError = `the built-in sandbox needs Bun's FFI, and this process runs on ${(globalThis as { Deno?: unknown }).Deno ? "Deno" : "Node"}; run it from the relay binary (or under bun)`;
     return err("sandbox_native", loadError);
   }
-  if (process.platform !== "linux" || !(process.arch in SECCOMP_NR)) {
+  if (process.platform !== "linux" || !["x64", "arm64"].includes(process.arch)) {
     loadError = `the built-in sandbox supports Linux on x64 and arm64, not ${process.platform}-${process.arch}`;
     return err("sandbox_native", loadError);
   }
@@ -95,10 +95,7 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
     const { symbols } = ffi.cc({
       source: source.path,
       symbols: {
-        relay_confine_exec: { args: strs, returns: "i32" },
         relay_spawn_ns: { args: [...strs, "ptr"], returns: "i32" },
-        relay_landlock_abi: { args: [], returns: "i32" },
-        relay_seccomp_available: { args: ["i64"], returns: "i32" },
         relay_probe_userns: { args: [], returns: "i32" },
       },
     });
@@ -112,60 +109,12 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
   }
 }
 
-export function seccompSyscallNumber(): number | undefined {
-  return SECCOMP_NR[process.arch];
-}
-
-/** Keeps C strings and pointer arrays alive for the duration of a native call. */
-class CArgs {
-  private readonly keep: ArrayBufferView[] = [];
-  constructor(private readonly ffi: BunFfi) {}
-
-  str(s: string): Pointer {
-    const b = Buffer.from(`${s}\0`, "utf8");
-    this.keep.push(b);
-    return this.ffi.ptr(b);
-  }
-
-  strArray(list: readonly string[]): Pointer {
-    const arr = new BigUint64Array(list.length + 1);
-    list.forEach((s, i) => (arr[i] = BigInt(this.str(s))));
-    this.keep.push(arr);
-    return this.ffi.ptr(arr);
-  }
-
-  u64Array(list: readonly number[]): Pointer {
-    const arr = new BigUint64Array(Math.max(1, list.length));
-    list.forEach((n, i) => (arr[i] = BigInt(n)));
-    this.keep.push(arr);
-    return this.ffi.ptr(arr);
-  }
-
-  bytes(b: Uint8Array): Pointer {
-    this.keep.push(b);
-    return this.ffi.ptr(b);
-  }
-}
-
-export interface ExecTarget {
-  /** Absolute path of the program. */
-  file: string;
-  argv: readonly string[];
-  env: Record<string, string | undefined>;
-}
-
-function envList(env: Record<string, string | undefined>): string[] {
-  return Object.entries(env)
-    .filter((e): e is [string, string] => e[1] !== undefined)
-    .map(([k, v]) => `${k}=${v}`);
-}
-
 /**
- * Applies `plan` and execs the target. Without read-only paths this never returns on success
- * (the command replaces this process); with them it returns the command's exit status. A
- * negative number is a native stage error (see describeNativeError).
+ * Forks a child that enters a user + mount namespace, binds the read-only paths, confines
+ * itself and execs the target; waits, forwarding signals. Returns the command's exit status,
+ * or a negative native stage error (see describeNativeError).
  */
-export function confineAndExec(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget): number {
+export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget): number {
   const c = new CArgs(native.ffi);
   const insns = plan.filterSockets ? networkFilter(process.arch) : undefined;
   const bpf = insns ? encodeFilter(insns) : undefined;
@@ -182,6 +131,5 @@ export function confineAndExec(native: { symbols: NativeSymbols; ffi: BunFfi }, 
     bpf ? c.bytes(bpf) : null,
     insns?.length ?? 0,
   ];
-  if (plan.readOnly.length === 0) return native.symbols.relay_confine_exec(...args);
   return native.symbols.relay_spawn_ns(...args, c.strArray(plan.readOnly));
 }

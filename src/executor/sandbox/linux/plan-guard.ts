@@ -1,0 +1,42 @@
+/**
+ * ConfinePlanSchema's check without zod: the helper runs once per sandboxed command and zod's
+ * import alone costs it tens of milliseconds. test/executor/sandbox/plan-guard.test.ts checks
+ * that this guard and the schema accept and refuse the same plans.
+ */
+import type { ConfinePlan } from "./plan-schema.ts";
+
+const isMask = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0xffffffff;
+const isAbsolute = (v: unknown): v is string => typeof v === "string" && v.startsWith("/");
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The first problem with `v` as a plan, or undefined when it is one. */
+export function planProblem(v: unknown): string | undefined {
+  if (!isObject(v)) return "the plan is not an object";
+  if (!Number.isInteger(v.abi) || (v.abi as number) < 0) return "abi must be a non-negative integer";
+  for (const k of ["handledFs", "handledNet", "scoped"] as const) if (!isMask(v[k])) return `${k} must be a 32-bit mask`;
+  if (!Array.isArray(v.rules)) return "rules must be an array";
+  for (const [i, r] of v.rules.entries()) {
+    if (!isObject(r) || !isAbsolute(r.path) || !isMask(r.access)) return `rules.${i} must be {path: absolute path, access: mask}`;
+  }
+  if (!Array.isArray(v.readOnly) || !v.readOnly.every(isAbsolute)) return "readOnly must be an array of absolute paths";
+  if (typeof v.filterSockets !== "boolean") return "filterSockets must be a boolean";
+  if (!Array.isArray(v.gaps) || !v.gaps.every((g) => typeof g === "string")) return "gaps must be an array of strings";
+  if (v.restoreEnv !== undefined) {
+    if (!isObject(v.restoreEnv)) return "restoreEnv must be an object";
+    for (const [k, val] of Object.entries(v.restoreEnv)) if (val !== null && typeof val !== "string") return `restoreEnv.${k} must be a string or null`;
+  }
+  return undefined;
+}
+
+export function parsePlan(text: string): { ok: ConfinePlan } | { problem: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return { problem: `the sandbox plan is not valid JSON: ${(e as Error).message}` };
+  }
+  const problem = planProblem(v);
+  if (problem) return { problem: `the sandbox plan is malformed: ${problem}` };
+  const plan = v as ConfinePlan;
+  return { ok: { ...plan, restoreEnv: plan.restoreEnv ?? {} } };
+}

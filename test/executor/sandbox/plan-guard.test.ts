@@ -1,0 +1,65 @@
+/** The helper's zod-free plan check must agree with ConfinePlanSchema, the plan's definition. */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { parsePlan, planProblem } from "../../../src/executor/sandbox/linux/plan-guard.ts";
+import { ConfinePlanSchema } from "../../../src/executor/sandbox/linux/plan-schema.ts";
+
+const valid = {
+  abi: 7,
+  handledFs: 0xffff,
+  handledNet: 3,
+  scoped: 3,
+  rules: [{ path: "/", access: 13 }, { path: "/work/ws", access: 0xff3f }],
+  readOnly: ["/work/ws/.git"],
+  filterSockets: true,
+  gaps: [],
+  restoreEnv: { BUN_JSC_useConcurrentJIT: null, KEPT: "1" },
+};
+
+const corrupt: Array<[string, unknown]> = [
+  ["null", null],
+  ["an array", [valid]],
+  ["a string", "plan"],
+  ["negative abi", { ...valid, abi: -1 }],
+  ["fractional abi", { ...valid, abi: 1.5 }],
+  ["abi as text", { ...valid, abi: "7" }],
+  ["a mask over 32 bits", { ...valid, handledFs: 2 ** 33 }],
+  ["a negative mask", { ...valid, scoped: -1 }],
+  ["a missing handledNet", { ...valid, handledNet: undefined }],
+  ["rules not an array", { ...valid, rules: {} }],
+  ["a relative rule path", { ...valid, rules: [{ path: "etc", access: 1 }] }],
+  ["a rule without access", { ...valid, rules: [{ path: "/" }] }],
+  ["a rule that is a string", { ...valid, rules: ["/"] }],
+  ["a relative read-only path", { ...valid, readOnly: [".git"] }],
+  ["filterSockets as a number", { ...valid, filterSockets: 1 }],
+  ["gaps with a number", { ...valid, gaps: [1] }],
+  ["gaps missing", { ...valid, gaps: undefined }],
+  ["restoreEnv as an array", { ...valid, restoreEnv: ["X"] }],
+  ["a restoreEnv value that is a number", { ...valid, restoreEnv: { X: 1 } }],
+];
+
+describe("sandbox plan guard", () => {
+  test("a valid plan passes both checks and parses to the same value", () => {
+    assert.equal(planProblem(valid), undefined);
+    assert.ok(ConfinePlanSchema.safeParse(valid).success);
+    assert.deepEqual(parsePlan(JSON.stringify(valid)), { ok: valid });
+  });
+
+  for (const [name, value] of corrupt) {
+    test(`${name}: refused by the guard and by the schema`, () => {
+      assert.equal(ConfinePlanSchema.safeParse(value).success, false, "schema");
+      assert.match(planProblem(value) ?? "", /./, "guard");
+    });
+  }
+
+  test("a plan without restoreEnv (older executor) gets an empty one, as the schema's default", () => {
+    const { restoreEnv: _, ...older } = valid;
+    assert.deepEqual(parsePlan(JSON.stringify(older)), { ok: { ...older, restoreEnv: {} } });
+    assert.deepEqual(ConfinePlanSchema.parse(older).restoreEnv, {});
+  });
+
+  test("bad JSON and a bad shape are told apart in the message", () => {
+    assert.match((parsePlan("{abi:") as { problem: string }).problem, /not valid JSON/);
+    assert.match((parsePlan('{"abi":7}') as { problem: string }).problem, /malformed: handledFs must be a 32-bit mask/);
+  });
+});
