@@ -1,73 +1,117 @@
 /**
- * Executor overhead against a direct spawn measured in the same run, plus 100 MB streamed
- * through a PTY with the executor's peak RSS.
- *   bun scripts/bench/exec.ts [--runs 40] [--mb 100]
+ * Executor overhead against a direct spawn measured in the same run: `true` and `echo` with no
+ * sandbox, under the default sandbox (workspace-write in a git workspace, built-in mechanism)
+ * and, where it works, bubblewrap; then 100 MB streamed through a PTY with the executor's peak
+ * RSS. By default it measures a freshly compiled binary, as users run it.
+ *   bun scripts/bench/exec.ts [--runs 40] [--mb 100] [--source | --relay PATH]
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { buildBinary } from "../build.ts";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
-import { spawnSelf } from "../../src/protocol/child.ts";
-import { fmtMs, numberFlag, printTable, ROOT, summarize, useSourceRelay } from "./stats.ts";
+import type { SandboxPolicy } from "../../src/executor/sandbox-policy.ts";
+import { probeBwrap } from "../../src/executor/sandbox/bwrap.ts";
+import { spawnPeer } from "../../src/protocol/child.ts";
+import { fmtMs, numberFlag, printTable, ROOT, summarize } from "./stats.ts";
 
 const RUNS = numberFlag("--runs", 40);
 const MB = numberFlag("--mb", 100);
-useSourceRelay();
+const flag = (name: string) => process.argv.includes(name);
+const relayFlag = process.argv[process.argv.indexOf("--relay") + 1];
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), "relay-bench-exec-"));
+const workspace = path.join(scratch, "ws");
+mkdirSync(path.join(workspace, ".git"), { recursive: true });
+
+function relayCommand(): { argv: string[]; what: string } {
+  if (flag("--source")) return { argv: [process.execPath, path.join(ROOT, "src/main.ts")], what: "from source (the helper forks: Bun has transpiler threads)" };
+  if (process.argv.includes("--relay") && relayFlag) return { argv: [path.resolve(relayFlag)], what: relayFlag };
+  const built = buildBinary({ outfile: path.join(scratch, "relay") });
+  return { argv: [built.outfile], what: "a freshly compiled binary" };
+}
+
+const relay = relayCommand();
+const childEnv = { ...process.env };
+delete childEnv.RELAY_SELF_COMMAND;
+const c = spawnPeer([...relay.argv, "executor"], { env: childEnv, name: "executor" });
+if ("error" in c) throw new Error(c.error.message);
+const ex = c.ok;
 
 function direct(argv: string[]): Promise<number> {
   const t = performance.now();
   return new Promise((resolve, reject) => {
-    const c = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env });
-    c.stdout.resume();
-    c.stderr.resume();
-    c.once("error", reject);
-    c.once("close", () => resolve(performance.now() - t));
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env, cwd: workspace });
+    child.stdout.resume();
+    child.stderr.resume();
+    child.once("error", reject);
+    child.once("close", () => resolve(performance.now() - t));
   });
 }
 
-const child = spawnSelf("executor");
-if ("error" in child) throw new Error(child.error.message);
-const ex = child.ok;
+const UNSANDBOXED: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };
+const sandboxed = (mechanism: SandboxPolicy["mechanism"]): SandboxPolicy => ({ mode: "workspace-write", writable_roots: [workspace], network: false, mechanism });
 
-async function viaExecutor(argv: string[], tty = false): Promise<number> {
+async function viaExecutor(argv: string[], sandbox: SandboxPolicy, tty = false): Promise<number> {
   const t = performance.now();
-  const r = await ex.peer.call(ExecutorMethods.exec, { command: argv, cwd: ROOT, env, tty, yield_time_ms: 30_000 });
+  const r = await ex.peer.call(ExecutorMethods.exec, { command: argv, cwd: workspace, env, tty, yield_time_ms: 30_000, sandbox });
   if ("error" in r) throw new Error(r.error.message);
+  if (r.ok.exit_code !== 0) throw new Error(`${argv.join(" ")} exited ${r.ok.exit_code}: ${r.ok.output}`);
   return performance.now() - t;
 }
 
-async function compare(label: string, argv: string[]): Promise<string[]> {
-  for (let i = 0; i < 5; i++) {
-    await direct(argv);
-    await viaExecutor(argv);
+/** p50 of each way, sampled in turn so that drift in machine speed hits them alike. */
+async function compare(argv: string[], ways: Array<[string, SandboxPolicy]>): Promise<Map<string, number>> {
+  const samples = new Map<string, number[]>([["direct", []], ...ways.map(([name]) => [name, []] as [string, number[]])]);
+  for (let i = 0; i < RUNS + 5; i++) {
+    const d = await direct(argv);
+    if (i >= 5) samples.get("direct")!.push(d);
+    for (const [name, policy] of ways) {
+      const v = await viaExecutor(argv, policy);
+      if (i >= 5) samples.get(name)!.push(v);
+    }
   }
-  const a: number[] = [];
-  const b: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    a.push(await direct(argv));
-    b.push(await viaExecutor(argv));
-  }
-  const sa = summarize(a);
-  const sb = summarize(b);
-  return [label, fmtMs(sa.p50), fmtMs(sb.p50), `${(sb.p50 / sa.p50).toFixed(2)}x`, fmtMs(sb.p50 - sa.p50)];
+  return new Map([...samples].map(([k, v]) => [k, summarize(v).p50]));
 }
 
-const rows = [["command", "direct spawn p50", "via executor p50", "ratio", "overhead"]];
-rows.push(await compare("true", ["true"]));
-rows.push(await compare("echo hello", ["echo", "hello"]));
+const ways: Array<[string, SandboxPolicy]> = [
+  ["executor, no sandbox", UNSANDBOXED],
+  ["executor, default sandbox (built-in)", sandboxed("landlock")],
+];
+const bwrap = probeBwrap();
+if (bwrap.works) ways.push(["executor, bubblewrap", sandboxed("bwrap")]);
+
+process.stdout.write(`exec: ${RUNS} runs each, relay ${relay.what}, bench on ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.version}`}\n`);
+if (!bwrap.works) process.stdout.write(`(bubblewrap row left out: ${bwrap.detail})\n`);
+process.stdout.write("\n");
+const verdicts: string[][] = [["name", "value", "goal", ""]];
+for (const argv of [["true"], ["echo", "hello"]]) {
+  const p50 = await compare(argv, ways);
+  const base = p50.get("direct")!;
+  const rows = [["command", "way", "p50", "ratio vs direct", "overhead"]];
+  for (const [name, v] of p50) rows.push([argv.join(" "), name, fmtMs(v), `${(v / base).toFixed(2)}x`, name === "direct" ? "" : fmtMs(v - base)]);
+  printTable(rows);
+  process.stdout.write("\n");
+  if (argv[0] === "true") {
+    const ratio = p50.get("executor, default sandbox (built-in)")! / base;
+    verdicts.push(["sandboxed true / direct spawn", `${ratio.toFixed(2)}x`, "<= 1.50x", ratio <= 1.5 ? "OK" : "MISS"]);
+    const plain = p50.get("executor, no sandbox")! / base;
+    verdicts.push(["unsandboxed true / direct spawn", `${plain.toFixed(2)}x`, "<= 1.50x", plain <= 1.5 ? "OK" : "MISS"]);
+  }
+}
 
 const bytes = MB * 1_000_000;
 const stream = ["sh", "-c", `head -c ${bytes} /dev/zero | tr '\\0' 'a'`];
 const directStream = await direct(stream);
-const ptyStream = await viaExecutor(stream, true);
-const pipeStream = await viaExecutor(stream, false);
+const ptyStream = await viaExecutor(stream, UNSANDBOXED, true);
+const pipeStream = await viaExecutor(stream, UNSANDBOXED, false);
 const status = readFileSync(`/proc/${ex.pid}/status`, "utf8");
 const peak = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]) * 1024;
 await ex.shutdown();
+rmSync(scratch, { recursive: true, force: true });
 
-process.stdout.write(`exec: ${RUNS} runs each, runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.version}`}\n\n`);
-printTable(rows);
-process.stdout.write("\n");
 const rate = (ms: number) => `${(MB / (ms / 1000)).toFixed(0)} MB/s`;
 printTable([
   [`${MB} MB of output`, "time", "throughput", "ratio vs direct"],
@@ -75,4 +119,5 @@ printTable([
   ["executor, pipes", fmtMs(pipeStream), rate(pipeStream), `${(pipeStream / directStream).toFixed(2)}x`],
   ["executor, PTY", fmtMs(ptyStream), rate(ptyStream), `${(ptyStream / directStream).toFixed(2)}x`],
 ]);
-process.stdout.write(`\nexecutor peak RSS over the whole run: ${(peak / 1048576).toFixed(1)} MiB (output buffer is capped at 1 MiB per process)\n`);
+process.stdout.write(`\nexecutor peak RSS over the whole run: ${(peak / 1048576).toFixed(1)} MiB (output buffer is capped at 1 MiB per process)\n\n`);
+printTable(verdicts);

@@ -19,16 +19,19 @@ stdin/stdout; it is not meant to be typed at (try \`relay executor --check\`). A
 remote executor, e.g. \`relay run --executor "ssh build-host relay executor" ...\`.
 
 Methods: executor/info, tools/list, tools/call, process/exec, process/write,
-process/terminate, process/list; notification process/exited.
+process/terminate, process/list, sandbox/check; notification process/exited.
 
 Processes: tty=true runs on a PTY (Bun builds), otherwise on pipes with stdin closed. Each
 process keeps 1 MiB of output (head + tail); at most 64 stay open (least recently used exited
 ones are pruned first). When the executor exits, for any reason including SIGKILL, every
 process it started is killed with its whole tree.
 
-Sandbox: read-only and workspace-write are applied on Linux with bubblewrap (bwrap) when it is
-installed (apt-get install bubblewrap). If a requested sandbox cannot be applied the command
-is refused with the reason; danger-full-access runs without a sandbox.`,
+Sandbox: read-only and workspace-write are applied by relay itself on Linux (Landlock +
+seccomp, and a user + mount namespace that keeps .git read-only; nothing to install), by
+bubblewrap when asked for (mechanism bwrap) or when the built-in one cannot run, and by
+Seatbelt on macOS. If a requested sandbox cannot be applied the command is refused with what
+is missing and the choices; danger-full-access runs without a sandbox. See relay doctor and
+relay sandbox --help.`,
     )
     .action(async (opts) => {
       if (opts.check) process.exit(await checkExecutor(opts.executor, Boolean(opts.json)));

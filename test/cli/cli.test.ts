@@ -14,8 +14,8 @@ describe("relay CLI", () => {
   test("--help lists every subcommand and exits 0", () => {
     const r = relay(["--help"]);
     assert.equal(r.status, 0);
-    for (const sub of ["run", "executor", "code-mode-host", "infty", "memories", "package"]) assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
-    assert.doesNotMatch(r.stdout, /rpc-echo/, "internal commands stay hidden");
+    for (const sub of ["run", "executor", "code-mode-host", "infty", "memories", "package", "sandbox", "doctor"]) assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
+    assert.doesNotMatch(r.stdout, /rpc-echo|__sandbox-exec/, "internal commands stay hidden");
   });
 
   test("unknown commands and flags exit 2 with a clear message", () => {
@@ -34,6 +34,29 @@ describe("relay CLI", () => {
     assert.ok(report.tools.includes("exec_command"));
     assert.match(report.test_command.output, /^ok from /);
     assert.equal(report.test_command.exit_code, 0);
+    const confined = (report as unknown as { sandboxed_command: { output?: string; exit_code?: number; error?: string } }).sandboxed_command;
+    assert.deepEqual([confined.output, confined.exit_code], ["ok", 0], JSON.stringify(confined));
+  });
+
+  test("executor --check fails, with the reason, when no sandbox can run here", () => {
+    const r = relay(["executor", "--check", "--json"], { RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" });
+    assert.equal(r.status, 1);
+    const report = JSON.parse(r.stdout) as { test_command: { exit_code: number }; sandboxed_command: { error?: string } };
+    assert.equal(report.test_command.exit_code, 0, "the executor itself works");
+    assert.match(report.sandboxed_command.error ?? "", /read-only sandbox cannot be applied on this host: .*Landlock.*danger-full-access/);
+  });
+
+  test("the hidden sandbox helper refuses a malformed plan with exit 2 and runs nothing", () => {
+    const r = relay(["__sandbox-exec", '{"abi":7}', "--", "sh", "-c", "echo ran"]);
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, "");
+    assert.match(r.stderr, /the sandbox plan is malformed: handledFs must be a 32-bit mask/);
+    const junk = relay(["__sandbox-exec", "{not json", "--", "true"]);
+    assert.equal(junk.status, 2);
+    assert.match(junk.stderr, /not valid JSON/);
+    const noCommand = relay(["__sandbox-exec", "{}"]);
+    assert.equal(noCommand.status, 2);
+    assert.match(noCommand.stderr, /usage: relay __sandbox-exec/);
   });
 
   test("executor --check through a command line, and a broken one", () => {

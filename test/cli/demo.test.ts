@@ -6,12 +6,13 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { probeSandbox } from "../../src/executor/sandbox/index.ts";
 import { REPO_ROOT } from "../support/paths.ts";
+import { skipBecause } from "../support/skip.ts";
 
 const support = await probeSandbox();
 
 // The README's main job must keep working as written.
 describe("npm run demo", () => {
-  test("the offline demo session runs real commands and writes files, every tool call in the built-in sandbox", { skip: support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}` }, async () => {
+  test("the offline demo session runs real commands and writes files, every tool call in the built-in sandbox", { skip: skipBecause("npm run demo", support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}`) }, async () => {
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-demo-test-"));
     try {
       const child = spawn(process.execPath, [path.join(REPO_ROOT, "scripts/demo.ts")], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home, RELAY_SANDBOX_SIMULATE: "no-bwrap" }, stdio: ["ignore", "pipe", "pipe"] });

@@ -7,9 +7,10 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { probeSandbox } from "../../src/executor/sandbox/index.ts";
 import { runRelayAsync } from "../support/self.ts";
+import { skipBecause } from "../support/skip.ts";
 
 const support = await probeSandbox();
-const builtin = support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`;
+const builtin = skipBecause("relay sandbox", support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`);
 
 describe("relay sandbox", { skip: builtin }, () => {
   let base = "";

@@ -10,11 +10,12 @@ import { spawnCommandLine, type ChildPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { exec, startExecutor } from "../support/executor.ts";
 import { relayArgv } from "../support/self.ts";
+import { skipBecause } from "../support/skip.ts";
 
 const sandbox = await probeSandbox();
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
-describe("sandbox attempts", { skip: !sandbox.available && `no usable bubblewrap here: ${sandbox.detail}` }, () => {
+describe("sandbox attempts", { skip: skipBecause("sandbox attempts", !sandbox.available && `no sandbox mechanism works here: ${sandbox.detail}`) }, () => {
   let ex: ChildPeer;
   let root = "";
   let outside = "";

@@ -16,6 +16,7 @@ import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
 import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";
 import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
+import { skipBecause } from "../../support/skip.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
 
 const support = await probeSandbox();
@@ -34,7 +35,7 @@ const mechanisms: Array<{ name: SandboxMechanism; label: string; compiled?: bool
   { name: "landlock", label: "landlock, forked helper", simulate: "threaded", skip: builtinSkip },
   { name: "bwrap", label: "bwrap", skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}` },
 ];
-for (const m of mechanisms) if (m.skip) process.stderr.write(`escape suite: skipping ${m.label}: ${m.skip}\n`);
+for (const m of mechanisms) skipBecause(`escape suite (${m.label})`, m.skip);
 
 /** A loopback listener that counts connections and datagrams, to prove none arrived. */
 async function listeners() {

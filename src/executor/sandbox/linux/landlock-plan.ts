@@ -113,7 +113,7 @@ export type PlanResult = { ok: ConfinePlan } | { missing: string[] };
 export function planConfinement(input: PlanInput): PlanResult {
   const { policy, abi } = input;
   const missing: string[] = [];
-  if (abi < 1) missing.push("Landlock (Linux 5.13+, with landlock in the kernel's LSM list)");
+  if (abi < 1) missing.push("Landlock (Linux 6.2+ built with it, and landlock in the kernel's lsm= list)");
   else if (abi < 3) missing.push(`Landlock ABI 3 for truncate control (this kernel has ABI ${abi}; Linux 6.2+)`);
   const { roots, temp } = writableRoots(policy, input.tmpdir);
   const readOnly = protectedPaths(roots);
