@@ -1,7 +1,8 @@
 /**
  * The bubblewrap mechanism: the filesystem is mounted read-only, with writable binds only for
- * the allowed roots (their `.git` and `.relay` bound read-only again) and a private network
- * namespace unless network is allowed. Optional: used when asked for, or by `auto` where the
+ * the allowed roots (their `.git` and `.relay` bound read-only again), a private pid namespace,
+ * and a private network namespace unless network is allowed (so sockets are isolated rather
+ * than refused: a command may bind a port that nothing outside can reach). Optional: used when asked for, or by `auto` where the
  * built-in sandbox cannot enforce the policy.
  */
 import { spawnSync } from "node:child_process";
@@ -53,7 +54,10 @@ export function resetBwrapProbe(): void {
 
 /** The argv that runs `argv` under `policy` with bubblewrap at `program`. */
 export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy, cwd: string, tty: boolean): string[] {
-  const args = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent"];
+  // A private pid namespace: a command cannot signal relay or anything else outside. Run by
+  // root, bwrap keeps root's capabilities unless told (mknod of a disk's device node, say).
+  const args = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent"];
+  if (process.getuid?.() === 0) args.push("--cap-drop", "ALL");
   // bwrap applies mounts in order, so a later bind over a parent would undo an earlier
   // read-only bind below it: writable binds first (parents before children), protections last.
   if (policy.mode === "workspace-write") {
