@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -34,6 +34,41 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     const bad = spawnSync(bin, ["frobnicate"], { cwd: "/", encoding: "utf8", env: cleanEnv() });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /unknown command 'frobnicate'/);
+  });
+
+  test("a lone copy with an empty home: the sandbox works with nothing installed", { skip: process.platform !== "linux" && "the built-in sandbox is Linux only" }, () => {
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-"));
+    try {
+      const lone = path.join(machine, "bin", "relay");
+      mkdirSync(path.dirname(lone));
+      copyFileSync(bin, lone);
+      chmodSync(lone, 0o755);
+      const home = path.join(machine, "home");
+      const ws = path.join(home, "project");
+      mkdirSync(path.join(ws, ".git"), { recursive: true });
+      // Only what a fresh login has: no RELAY_HOME, no source tree, bubblewrap out of the picture.
+      const env = { PATH: "/usr/bin:/bin", HOME: home, RELAY_SANDBOX_SIMULATE: "no-bwrap" };
+      const run = (args: string[]) => spawnSync(lone, args, { cwd: ws, encoding: "utf8", env });
+      const outside = path.join(home, "outside.txt");
+      const refused = run(["sandbox", "--", "sh", "-c", `echo x > ${outside}`]);
+      assert.notEqual(refused.status, 0);
+      assert.match(refused.stderr, /Permission denied/);
+      assert.ok(!existsSync(outside));
+      const inside = run(["sandbox", "--", "sh", "-c", "echo y > made.txt && cat made.txt && (echo z > .git/hook) 2>/dev/null || echo git-read-only"]);
+      assert.equal(inside.status, 0, inside.stderr);
+      assert.equal(inside.stdout, "y\ngit-read-only\n");
+      const check = run(["executor", "--check", "--json"]);
+      assert.equal(check.status, 0, check.stderr);
+      assert.match(check.stdout, /"sandboxed_command":\{"output":"ok","exit_code":0/);
+      const doctor = run(["doctor", "--json"]);
+      const report = JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; detail: string }> };
+      const sandbox = report.checks.find((c) => c.name === "sandbox");
+      assert.equal(sandbox?.status, "ok", sandbox?.detail);
+      assert.match(sandbox?.detail ?? "", /^landlock/);
+      assert.equal(readdirSync(os.tmpdir()).filter((f) => f.startsWith("relay-cc-")).length, 0, "no compile leftovers in the temp dir");
+    } finally {
+      rmSync(machine, { recursive: true, force: true });
+    }
   });
 
   test("re-execs itself: the binary's child spawns the same binary again", async () => {
