@@ -14,6 +14,8 @@ import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
 import { spawnProcess, type ProcessExit, type RunningProcess } from "./spawn/index.ts";
 import { killTree, killTreeNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 import { truncateMiddle } from "./truncate.ts";
+import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
+import { selfCommand } from "../protocol/child.ts";
 
 /** Variables forced on every child, over whatever the orchestrator sent. */
 export const FORCED_ENV: Readonly<Record<string, string>> = {
@@ -59,12 +61,16 @@ export interface ManagerOptions {
   instanceId?: string;
   maxProcesses?: number;
   onExit?: (processId: number, exitCode: number) => void;
+  /** Keep a sandbox helper started ahead of the next sandboxed command (default true). */
+  warmHelpers?: boolean;
 }
 
 export class ProcessManager {
   private readonly store = new Map<number, Entry>();
   private readonly reserved = new Set<number>();
   private useCounter = 0;
+  /** undefined: not started yet; null: not available. */
+  private warm: WarmHelpers | null | undefined;
   readonly instanceId: string;
   private readonly maxProcesses: number;
 
@@ -77,18 +83,22 @@ export class ProcessManager {
     return this.store.size;
   }
 
-  async exec(req: ExecCommandRequest & { sandboxedArgv?: string[]; sandboxEnv?: Record<string, string> }): Promise<Result<ExecResult>> {
+  async exec(req: ExecCommandRequest & { sandboxedArgv?: string[]; sandboxEnv?: Record<string, string>; warmLaunch?: WarmLaunch }): Promise<Result<ExecResult>> {
     const started = performance.now();
     const id = this.allocateId();
-    const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}`, ...req.sandboxEnv };
-    const spawned = spawnProcess({
-      argv: req.sandboxedArgv ?? req.command,
-      cwd: req.cwd,
-      env,
-      tty: req.tty ?? false,
-      cols: req.cols,
-      rows: req.rows,
-    });
+    const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
+    // A warm helper takes the command with its own environment; a cold one needs the helper's too.
+    const warm = req.warmLaunch && !req.tty ? this.warmHelpers()?.take(req.warmLaunch, env, req.cwd) : undefined;
+    const spawned = warm
+      ? ok(warm)
+      : spawnProcess({
+          argv: req.sandboxedArgv ?? req.command,
+          cwd: req.cwd,
+          env: { ...env, ...req.sandboxEnv },
+          tty: req.tty ?? false,
+          cols: req.cols,
+          rows: req.rows,
+        });
     if ("error" in spawned) {
       this.reserved.delete(id);
       return spawned;
@@ -171,8 +181,33 @@ export class ProcessManager {
     }));
   }
 
+  /** The warm sandbox helpers, started with the first sandboxed command; none where relay cannot re-exec. */
+  private warmHelpers(): WarmHelpers | undefined {
+    if (this.warm === undefined) {
+      const self = selfCommand();
+      if ("error" in self || this.options.warmHelpers === false) {
+        this.warm = null;
+        return undefined;
+      }
+      this.warm = new WarmHelpers(self.ok, { PATH: process.env.PATH ?? "/usr/bin:/bin", [MARKER_VAR]: `${this.instanceId}:warm` });
+    }
+    return this.warm ?? undefined;
+  }
+
+  /** Starts a spare helper now, so that the first sandboxed command finds one. */
+  prewarmSandbox(): void {
+    this.warmHelpers()?.warm();
+  }
+
+  /** How often a sandboxed command found a warm helper (hits) or had to start one (misses). */
+  warmStats(): { hits: number; misses: number } {
+    return { hits: this.warm?.hits ?? 0, misses: this.warm?.misses ?? 0 };
+  }
+
   /** Kills every process this manager started, synchronously (safe in exit handlers). */
   killAllNow(): void {
+    const spare = this.warm?.stop();
+    if (spare !== undefined) killTreeNow(spare, `${this.instanceId}:warm`);
     for (const e of this.store.values()) if (!e.exit) killTreeNow(e.proc.pid, `${this.instanceId}:${e.id}`);
     this.store.clear();
     this.reserved.clear();

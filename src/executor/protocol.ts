@@ -101,7 +101,13 @@ export const ExecutorInfoSchema = z.object({
   pid: z.number().int(),
   home: z.string(),
   pty: z.boolean(),
-  sandbox: z.object({ available: z.boolean(), mechanism: z.string(), detail: z.string() }),
+  sandbox: z.object({
+    available: z.boolean(),
+    mechanism: z.string(),
+    detail: z.string(),
+    /** Sandboxed pipe-mode commands that found a warm helper, and those that started one. */
+    warm_helpers: z.object({ hits: z.number().int(), misses: z.number().int() }).optional(),
+  }),
 });
 export type ExecutorInfo = z.infer<typeof ExecutorInfoSchema>;
 

@@ -78,7 +78,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
       pid: process.pid,
       home: os.homedir(),
       pty: ptySupported(),
-      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail },
+      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail, warm_helpers: manager.warmStats() },
     });
   });
 
@@ -89,12 +89,13 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     if ("error" in sandbox) return sandbox;
     const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env });
     if ("error" in attempt) return attempt;
-    return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env });
+    return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env, warmLaunch: attempt.ok.warm });
   });
 
   peer.handle(ExecutorMethods.sandboxCheck, async (req) => {
     const attempt = await prepareSandbox(["true"], req.sandbox, { cwd: req.cwd, tty: false, env: req.env });
     if ("error" in attempt) return attempt;
+    if (attempt.ok.warm) manager.prewarmSandbox();
     return ok({ mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps });
   });
 

@@ -12,6 +12,7 @@ import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
 import { planConfinement, protectedPaths, writableRoots, type ConfinePlan } from "./linux/landlock-plan.ts";
 import { probeLandlock, probeUserns, resetLandlockProbe, type LandlockSupport } from "./linux/support.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
+import type { WarmLaunch } from "./warm-helper.ts";
 
 export type MechanismName = "landlock" | "bubblewrap" | "seatbelt" | "none";
 
@@ -26,6 +27,8 @@ export interface SandboxSupport {
 
 export interface SandboxAttempt {
   argv: string[];
+  /** The same attempt for a warm helper (pipe mode): the plan and the bare command. */
+  warm?: WarmLaunch;
   /** Variables the wrapper process needs on top of the command's environment. */
   env?: Record<string, string>;
   mechanism: MechanismName;
@@ -88,6 +91,7 @@ async function landlockAttempt(argv: string[], policy: SandboxPolicy, ctx: Attem
   return ok({
     argv: [...self.ok, SANDBOX_EXEC_ARG, JSON.stringify(helperPlan), "--", ...argv],
     env: { ...SINGLE_THREAD_ENV },
+    warm: { plan: plan.ok, command: argv },
     mechanism: "landlock",
     gaps: plan.ok.gaps,
   });

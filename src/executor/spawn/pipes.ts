@@ -8,13 +8,21 @@ import { err, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
 import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
-export function spawnPipes(req: SpawnRequest): Result<RunningProcess> {
+/** A started child whose stdin is a pipe for one message (a warm sandbox helper's). */
+export interface ControlledProcess extends RunningProcess {
+  /** Writes `text` to the child's stdin and closes it. */
+  sendAndClose(text: string): void;
+}
+
+export function spawnPipes(req: SpawnRequest): Result<RunningProcess>;
+export function spawnPipes(req: SpawnRequest, control: true): Result<ControlledProcess>;
+export function spawnPipes(req: SpawnRequest, control = false): Result<RunningProcess | ControlledProcess> {
   let child;
   try {
     child = spawn(req.argv[0]!, req.argv.slice(1), {
       cwd: req.cwd,
       env: req.env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: [control ? "pipe" : "ignore", "pipe", "pipe"],
       detached: true,
     });
   } catch (e) {
@@ -51,6 +59,10 @@ export function spawnPipes(req: SpawnRequest): Result<RunningProcess> {
       outputClosed,
       write: () =>
         err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
+      sendAndClose(text: string) {
+        child.stdin?.on("error", () => {});
+        child.stdin?.end(text);
+      },
     },
   };
 }

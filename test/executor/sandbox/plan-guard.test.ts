@@ -1,8 +1,8 @@
 /** The helper's zod-free plan check must agree with ConfinePlanSchema, the plan's definition. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parsePlan, planProblem } from "../../../src/executor/sandbox/linux/plan-guard.ts";
-import { ConfinePlanSchema } from "../../../src/executor/sandbox/linux/plan-schema.ts";
+import { parsePlan, planProblem, warmRequestProblem } from "../../../src/executor/sandbox/linux/plan-guard.ts";
+import { ConfinePlanSchema, WarmRequestSchema } from "../../../src/executor/sandbox/linux/plan-schema.ts";
 
 const valid = {
   abi: 7,
@@ -61,5 +61,24 @@ describe("sandbox plan guard", () => {
   test("bad JSON and a bad shape are told apart in the message", () => {
     assert.match((parsePlan("{abi:") as { problem: string }).problem, /not valid JSON/);
     assert.match((parsePlan('{"abi":7}') as { problem: string }).problem, /malformed: handledFs must be a 32-bit mask/);
+  });
+
+  const request = { plan: valid, argv: ["sh", "-c", "true"], env: { PATH: "/bin" }, cwd: "/work/ws" };
+  const badRequests: Array<[string, unknown]> = [
+    ["no plan", { ...request, plan: undefined }],
+    ["a corrupt plan", { ...request, plan: { ...valid, abi: -1 } }],
+    ["an empty argv", { ...request, argv: [] }],
+    ["argv with a number", { ...request, argv: ["sh", 1] }],
+    ["env with a number", { ...request, env: { X: 1 } }],
+    ["env as an array", { ...request, env: ["X=1"] }],
+    ["a relative cwd", { ...request, cwd: "ws" }],
+  ];
+  test("a warm helper's request: the guard and WarmRequestSchema agree", () => {
+    assert.equal(warmRequestProblem(request), undefined);
+    assert.ok(WarmRequestSchema.safeParse(request).success);
+    for (const [name, value] of badRequests) {
+      assert.equal(WarmRequestSchema.safeParse(value).success, false, `schema: ${name}`);
+      assert.match(warmRequestProblem(value) ?? "", /./, `guard: ${name}`);
+    }
   });
 });

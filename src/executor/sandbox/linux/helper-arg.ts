@@ -1,5 +1,7 @@
 /** The hidden argv word that runs relay as the sandbox helper (see helper.ts). */
 export const SANDBOX_EXEC_ARG = "__sandbox-exec";
+/** `relay __sandbox-exec --wait`: a warm helper that reads its command from stdin. */
+export const SANDBOX_WAIT_FLAG = "--wait";
 
 /**
  * Set for the helper only, and put back to the command's own values before it execs: with

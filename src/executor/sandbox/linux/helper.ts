@@ -1,15 +1,17 @@
 /**
- * The hidden helper mode: `relay __sandbox-exec <plan-json> -- CMD ARGS…`. The executor runs
- * each sandboxed command through it; it confines itself as planned and execs the command,
- * which keeps this process's pid, environment, cwd, stdio (pipes or PTY) and exit status.
+ * The hidden helper mode: `relay __sandbox-exec <plan-json> -- CMD ARGS…`, or `--wait` for a
+ * warm helper that reads its command from stdin. The executor runs each sandboxed command
+ * through it; it confines itself as planned and execs the command, which keeps this process's
+ * pid, environment, cwd, stdio (pipes or PTY) and exit status.
  */
+import { closeSync, openSync, readSync } from "node:fs";
 import type { ConfinePlan } from "./plan-schema.ts";
 import { describeNativeError, loadNative, spawnConfined } from "./confine-cc.ts";
 import { confineInPlace, Stage, type ConfineFailure, type ExecTarget } from "./confine-ffi.ts";
 import { loadLibc } from "./libc.ts";
 import { simulated } from "./support.ts";
-import { SANDBOX_EXEC_ARG } from "./helper-arg.ts";
-import { parsePlan } from "./plan-guard.ts";
+import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
+import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
 import { resolveProgram } from "./which.ts";
 
 
@@ -47,23 +49,69 @@ async function viaFork(plan: ConfinePlan, target: ExecTarget): Promise<never> {
   return report(target.argv[0] ?? "", { stage: e.stage, errno: e.errno });
 }
 
-/** Confines this process per `plan` and runs `argv`; returns only by exiting. */
-export async function execConfined(plan: ConfinePlan, argv: string[]): Promise<never> {
+interface Job {
+  plan: ConfinePlan;
+  argv: string[];
+  env: Record<string, string | undefined>;
+  /** Act as if threaded (RELAY_SANDBOX_SIMULATE=threaded), to test the forking path. */
+  threaded: boolean;
+}
+
+async function runJob(job: Job): Promise<never> {
   const libc = await loadLibc();
   if ("error" in libc) die(`${libc.error.message}; the command was not run`, EXIT_CANNOT_RUN);
-  const env = commandEnv(plan);
-  const file = resolveProgram(argv[0] ?? "", env.PATH, process.cwd());
+  const file = resolveProgram(job.argv[0] ?? "", job.env.PATH, process.cwd());
   if ("error" in file) die(file.error.message, EXIT_NOT_FOUND);
-  const target: ExecTarget = { file: file.ok, argv, env };
-  const failure = simulated().threaded && plan.readOnly.length > 0 ? { stage: Stage.Unshare, errno: 22, threaded: true } : confineInPlace(libc.ok, plan, target);
-  if (failure.threaded) return viaFork(plan, target);
-  return report(argv[0] ?? "", failure);
+  const target: ExecTarget = { file: file.ok, argv: job.argv, env: job.env };
+  const threaded = job.threaded && job.plan.readOnly.length > 0;
+  const failure = threaded ? { stage: Stage.Unshare, errno: 22, threaded: true } : confineInPlace(libc.ok, job.plan, target);
+  if (failure.threaded) return viaFork(job.plan, target);
+  return report(job.argv[0] ?? "", failure);
+}
+
+/** Confines this process per `plan` and runs `argv`; returns only by exiting. */
+export async function execConfined(plan: ConfinePlan, argv: string[]): Promise<never> {
+  return runJob({ plan, argv, env: commandEnv(plan), threaded: simulated().threaded });
+}
+
+/** One line from stdin: the request ends at its newline (closing the pipe can lag by milliseconds). */
+function readRequestLine(): string {
+  const chunks: Buffer[] = [];
+  const buf = Buffer.alloc(64 * 1024);
+  for (;;) {
+    const n = readSync(0, buf, 0, buf.length, null);
+    if (n === 0) return Buffer.concat(chunks).toString("utf8");
+    const chunk = Buffer.from(buf.subarray(0, n));
+    chunks.push(chunk);
+    if (chunk.includes(0x0a)) return Buffer.concat(chunks).toString("utf8").split("\n", 1)[0]!;
+  }
+}
+
+/**
+ * `--wait`: a warm helper. Loads what it needs while idle, then blocks until the executor sends
+ * the command; stdin becomes /dev/null, as for any pipe-mode command, before it runs.
+ */
+async function warmMain(): Promise<never> {
+  const libc = await loadLibc();
+  if ("error" in libc) die(`${libc.error.message}; the command was not run`, EXIT_CANNOT_RUN);
+  const req = parseWarmRequest(readRequestLine());
+  if ("problem" in req) die(req.problem, 2);
+  const devNull = openSync("/dev/null", "r");
+  libc.ok.libc.dup2(devNull, 0);
+  closeSync(devNull);
+  try {
+    process.chdir(req.ok.cwd);
+  } catch (e) {
+    die(`cannot run in ${req.ok.cwd}: ${(e as Error).message}`, EXIT_CANNOT_RUN);
+  }
+  return runJob({ plan: req.ok.plan, argv: req.ok.argv, env: req.ok.env, threaded: simulated(req.ok.env).threaded });
 }
 
 /** Entry for the hidden mode; `args` follow SANDBOX_EXEC_ARG. */
 export async function sandboxExecMain(args: string[]): Promise<never> {
+  if (args.length === 1 && args[0] === SANDBOX_WAIT_FLAG) return warmMain();
   const sep = args.indexOf("--");
-  if (sep !== 1 || args.length < 3) die(`usage: relay ${SANDBOX_EXEC_ARG} <plan-json> -- CMD [ARGS...] (internal; see relay sandbox --help)`, 2);
+  if (sep !== 1 || args.length < 3) die(`usage: relay ${SANDBOX_EXEC_ARG} <plan-json> -- CMD [ARGS...] | ${SANDBOX_WAIT_FLAG} (internal; see relay sandbox --help)`, 2);
   const plan = parsePlan(args[0]!);
   if ("problem" in plan) die(plan.problem, 2);
   return execConfined(plan.ok, args.slice(2));

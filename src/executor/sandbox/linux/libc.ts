@@ -15,6 +15,7 @@ export interface Libc {
   open(path: Pointer, flags: number, mode: number): number;
   close(fd: number): number;
   write(fd: number, buf: Pointer, count: number): number;
+  dup2(from: number, to: number): number;
   execve(path: Pointer, argv: Pointer, envp: Pointer): number;
   errno(): number;
 }
@@ -33,6 +34,7 @@ const SYMBOLS = {
   open: { args: ["ptr", "i32", "i32"], returns: "i32" },
   close: { args: ["i32"], returns: "i32" },
   write: { args: ["i32", "ptr", "u64"], returns: "i64" },
+  dup2: { args: ["i32", "i32"], returns: "i32" },
   execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
   __errno_location: { args: [], returns: "ptr" },
 };
@@ -62,6 +64,7 @@ export async function loadLibc(): Promise<Result<{ libc: Libc; ffi: Ffi }>> {
         open: (...a) => num(s.open!(...a)),
         close: (fd) => num(s.close!(fd)),
         write: (...a) => num(s.write!(...a)),
+        dup2: (a, b) => num(s.dup2!(a, b)),
         execve: (...a) => num(s.execve!(...a)),
         errno: () => ffi.read.i32(s.__errno_location!() as Pointer, 0),
       };

@@ -3,7 +3,7 @@
  * import alone costs it tens of milliseconds. test/executor/sandbox/plan-guard.test.ts checks
  * that this guard and the schema accept and refuse the same plans.
  */
-import type { ConfinePlan } from "./plan-schema.ts";
+import type { ConfinePlan, WarmRequest } from "./plan-schema.ts";
 
 const isMask = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0xffffffff;
 const isAbsolute = (v: unknown): v is string => typeof v === "string" && v.startsWith("/");
@@ -39,4 +39,28 @@ export function parsePlan(text: string): { ok: ConfinePlan } | { problem: string
   if (problem) return { problem: `the sandbox plan is malformed: ${problem}` };
   const plan = v as ConfinePlan;
   return { ok: { ...plan, restoreEnv: plan.restoreEnv ?? {} } };
+}
+
+/** The first problem with `v` as a warm helper's request (WarmRequestSchema), or undefined. */
+export function warmRequestProblem(v: unknown): string | undefined {
+  if (!isObject(v)) return "the request is not an object";
+  const plan = planProblem(v.plan);
+  if (plan) return `plan: ${plan}`;
+  if (!Array.isArray(v.argv) || v.argv.length === 0 || !v.argv.every((a) => typeof a === "string")) return "argv must be a non-empty array of strings";
+  if (!isObject(v.env) || !Object.values(v.env).every((e) => typeof e === "string")) return "env must map names to strings";
+  if (!isAbsolute(v.cwd)) return "cwd must be an absolute path";
+  return undefined;
+}
+
+export function parseWarmRequest(text: string): { ok: WarmRequest } | { problem: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return { problem: `the warm helper's request is not valid JSON: ${(e as Error).message}` };
+  }
+  const problem = warmRequestProblem(v);
+  if (problem) return { problem: `the warm helper's request is malformed: ${problem}` };
+  const req = v as WarmRequest;
+  return { ok: { ...req, plan: { ...req.plan, restoreEnv: req.plan.restoreEnv ?? {} } } };
 }

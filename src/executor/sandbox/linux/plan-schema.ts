@@ -25,3 +25,12 @@ export const ConfinePlanSchema = z.object({
 });
 export type ConfinePlan = z.infer<typeof ConfinePlanSchema>;
 export type LandlockRule = ConfinePlan["rules"][number];
+
+/** What the executor sends a warm helper on its stdin: the command to confine and run. */
+export const WarmRequestSchema = z.object({
+  plan: ConfinePlanSchema,
+  argv: z.array(z.string()).min(1),
+  env: z.record(z.string(), z.string()),
+  cwd: z.string().startsWith("/"),
+});
+export type WarmRequest = z.infer<typeof WarmRequestSchema>;

@@ -31,9 +31,9 @@ interface Simulated {
   threaded: boolean;
 }
 
-export function simulated(): Simulated {
+export function simulated(env: Record<string, string | undefined> = process.env): Simulated {
   const out: Simulated = { noUserns: false, noSeccomp: false, threaded: false };
-  for (const part of (process.env.RELAY_SANDBOX_SIMULATE ?? "").split(",")) {
+  for (const part of (env.RELAY_SANDBOX_SIMULATE ?? "").split(",")) {
     const [key, value] = part.trim().split("=");
     if (key === "landlock-abi" && value !== undefined) out.abi = Number(value);
     if (key === "no-userns") out.noUserns = true;
