@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { buildBinary } from "../build.ts";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
-import type { SandboxPolicy } from "../../src/executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../../src/executor/sandbox/policy.ts";
 import { probeBwrap } from "../../src/executor/sandbox/bwrap.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { fmtMs, numberFlag, printTable, ROOT, summarize } from "./stats.ts";

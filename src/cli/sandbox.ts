@@ -1,7 +1,7 @@
 /** `relay sandbox`: run one command under the policy the executor would apply, to see what it may do. */
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
-import { SandboxPolicySchema, type SandboxPolicy } from "../executor/sandbox-policy.ts";
+import { SandboxPolicySchema, type SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { describeAttempt, explainAttempt, runSandboxed } from "../executor/sandbox/run.ts";
 import { ExitCode, fail } from "./usage.ts";
 

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { defineMethod, defineNotification } from "../protocol/method.ts";
-import { SandboxPolicySchema } from "./sandbox-policy.ts";
+import { SandboxPolicySchema } from "./sandbox/policy.ts";
 
 export const ExecApprovalRequirementSchema = z.discriminatedUnion("type", [
   /** Policy needs no approval for this command. */

@@ -13,7 +13,7 @@ import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
 import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
 import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
-import type { SandboxPolicy } from "./sandbox-policy.ts";
+import type { SandboxPolicy } from "./sandbox/policy.ts";
 import { ptySupported } from "./spawn/index.ts";
 import { parseToolArgs, toolJsonSchema, type ExecutorTool } from "./tool.ts";
 import { z } from "zod";

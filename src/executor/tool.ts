@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { err, type Result } from "../util/result.ts";
-import type { SandboxPolicy } from "./sandbox-policy.ts";
+import type { SandboxPolicy } from "./sandbox/policy.ts";
 
 export interface ToolContext {
   /** Absolute directory that relative paths in the arguments resolve against. */

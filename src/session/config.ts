@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox-policy.ts";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { configPath, relayHome } from "./home.ts";
 

@@ -5,7 +5,7 @@
 import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
-import type { SandboxPolicy } from "../executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { SkillsListMethod, SkillsReadMethod, type Skill } from "../executor/skills.ts";
 import { ModelError, type ModelClient } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";

@@ -3,7 +3,7 @@
  * policy, so the header says it (and any best-effort gap) before the first command runs.
  */
 import { ExecutorMethods } from "../executor/protocol.ts";
-import type { SandboxPolicy } from "../executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 

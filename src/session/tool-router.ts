@@ -7,7 +7,7 @@ import path from "node:path";
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
 import { ExecutorMethods, type ExecApprovalRequirement, type ToolSpec } from "../executor/protocol.ts";
-import type { SandboxPolicy } from "../executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import type { ModelTool } from "../model/client.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";

@@ -2,7 +2,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import type { SandboxPolicy } from "../sandbox-policy.ts";
+import type { SandboxPolicy } from "../sandbox/policy.ts";
 
 /** A tool path argument: absolute, or relative to the tool's cwd. */
 export function resolveToolPath(cwd: string, p: string): string {

@@ -8,7 +8,7 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, realpathSync } from "node:fs";
 import path from "node:path";
-import type { SandboxPolicy } from "../sandbox-policy.ts";
+import type { SandboxPolicy } from "./policy.ts";
 import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
 
 export interface BwrapSupport {

@@ -6,7 +6,7 @@
  */
 import { selfCommand } from "../../protocol/child.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import type { SandboxPolicy } from "../sandbox-policy.ts";
+import type { SandboxPolicy } from "./policy.ts";
 import { bwrapArgv, probeBwrap, resetBwrapProbe, type BwrapSupport } from "./bwrap.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
 import { planConfinement, protectedPaths, writableRoots, type ConfinePlan } from "./linux/landlock-plan.ts";

@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import os from "node:os";
-import type { SandboxPolicy } from "../sandbox-policy.ts";
+import type { SandboxPolicy } from "./policy.ts";
 import { execConfined } from "./linux/helper.ts";
 import { Fs, Net, Scope, type ConfinePlan } from "./linux/landlock-plan.ts";
 import { planBuiltin, prepareSandbox, type SandboxAttempt } from "./index.ts";

@@ -8,7 +8,7 @@
  */
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
-import type { SandboxPolicy } from "../sandbox-policy.ts";
+import type { SandboxPolicy } from "./policy.ts";
 import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
 
 export const SANDBOX_EXEC = "/usr/bin/sandbox-exec";

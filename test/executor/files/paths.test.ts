@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
 import { checkWritable, isInside, resolveToolPath } from "../../../src/executor/files/paths.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { errOf, withTmp } from "./support.ts";
 
 const ws = (...roots: string[]): SandboxPolicy => ({ mode: "workspace-write", writable_roots: roots, network: false });

@@ -7,7 +7,7 @@ import { applyPatchTool } from "../../../src/executor/patch/tool.ts";
 import { applyChunks, seekSequence } from "../../../src/executor/patch/apply.ts";
 import { fileTools } from "../../../src/executor/files/index.ts";
 import { toolJsonSchema } from "../../../src/executor/tool.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "../files/support.ts";
 
 const patch = (...lines: string[]) => ["*** Begin Patch", ...lines, "*** End Patch"].join("\n");

@@ -11,7 +11,7 @@ import dgram from "node:dgram";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { SandboxMechanism, SandboxMode, SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import type { SandboxMechanism, SandboxMode, SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
 import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";

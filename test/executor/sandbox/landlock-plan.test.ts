@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, wr
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import type { SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import {
   Fs,
   handledFsFor,

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import type { SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { SANDBOX_EXEC, seatbeltArgv, seatbeltProfile, seatbeltRoots, type SeatbeltOptions } from "../../../src/executor/sandbox/seatbelt.ts";
 
 /** Options for a fake filesystem where exactly `existing` exists and symlinks are `links`. */

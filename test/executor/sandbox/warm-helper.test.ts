@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../../src/executor/protocol.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox-policy.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { exec, startExecutor, waitUntil } from "../../support/executor.ts";
 import { relayArgv } from "../../support/self.ts";

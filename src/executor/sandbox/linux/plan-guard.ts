@@ -28,17 +28,24 @@ export function planProblem(v: unknown): string | undefined {
   return undefined;
 }
 
-export function parsePlan(text: string): { ok: ConfinePlan } | { problem: string } {
+/** JSON text checked by `problemOf`; `what` names it in the messages. */
+function parseChecked<T>(text: string, what: string, problemOf: (v: unknown) => string | undefined): { ok: T } | { problem: string } {
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch (e) {
-    return { problem: `the sandbox plan is not valid JSON: ${(e as Error).message}` };
+    return { problem: `${what} is not valid JSON: ${(e as Error).message}` };
   }
-  const problem = planProblem(v);
-  if (problem) return { problem: `the sandbox plan is malformed: ${problem}` };
-  const plan = v as ConfinePlan;
-  return { ok: { ...plan, restoreEnv: plan.restoreEnv ?? {} } };
+  const problem = problemOf(v);
+  return problem ? { problem: `${what} is malformed: ${problem}` } : { ok: v as T };
+}
+
+/** An older executor may leave restoreEnv out; the schema's default is an empty one. */
+const withDefaults = (plan: ConfinePlan): ConfinePlan => ({ ...plan, restoreEnv: plan.restoreEnv ?? {} });
+
+export function parsePlan(text: string): { ok: ConfinePlan } | { problem: string } {
+  const r = parseChecked<ConfinePlan>(text, "the sandbox plan", planProblem);
+  return "ok" in r ? { ok: withDefaults(r.ok) } : r;
 }
 
 /** The first problem with `v` as a warm helper's request (WarmRequestSchema), or undefined. */
@@ -53,14 +60,6 @@ export function warmRequestProblem(v: unknown): string | undefined {
 }
 
 export function parseWarmRequest(text: string): { ok: WarmRequest } | { problem: string } {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    return { problem: `the warm helper's request is not valid JSON: ${(e as Error).message}` };
-  }
-  const problem = warmRequestProblem(v);
-  if (problem) return { problem: `the warm helper's request is malformed: ${problem}` };
-  const req = v as WarmRequest;
-  return { ok: { ...req, plan: { ...req.plan, restoreEnv: req.plan.restoreEnv ?? {} } } };
+  const r = parseChecked<WarmRequest>(text, "the warm helper's request", warmRequestProblem);
+  return "ok" in r ? { ok: { ...r.ok, plan: withDefaults(r.ok.plan) } } : r;
 }
