@@ -37,7 +37,8 @@ if (runtime === "deno") {
   rmSync(out, { recursive: true, force: true });
   const bundle = (entries: string[], outdir: string, root: string) =>
     run(bun, ["build", "--target=node", "--packages=external", "--format=esm", "--entry-naming=[dir]/[name].mjs", "--root", root, "--outdir", outdir, ...entries]);
-  const relay = run(bun, ["build", "--target=node", "--packages=external", "--format=esm", "src/main.ts", "--outfile", "dist/node/relay.mjs"]);
+  // An outdir, not an outfile: the sandbox's C source is emitted beside the bundle as an asset.
+  const relay = run(bun, ["build", "--target=node", "--packages=external", "--format=esm", "src/main.ts", "--outdir", "dist/node", "--entry-naming", "relay.mjs"]);
   if (relay !== 0) process.exit(1);
   if (bundle(files, out, ROOT) !== 0) process.exit(1);
   const built = files.map((f) => path.join(out, f.replace(/\.ts$/, ".mjs")));
