@@ -4,7 +4,7 @@
  * denial *and* that nothing changed on disk; the allowed side checks that ordinary work runs.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import dgram from "node:dgram";
@@ -17,12 +17,13 @@ import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
 import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";
 import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
 import { skipBecause } from "../../support/skip.ts";
-import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
+import { exec, isAlive, startExecutor, waitUntil, write } from "../../support/executor.ts";
 
 const support = await probeSandbox();
 const bwrap = process.platform === "linux" ? probeBwrap() : { works: false, detail: "not Linux" };
 const hasPython = spawnSync("python3", ["-c", "0"]).status === 0;
 const hostNetNs = readlinkSync("/proc/self/ns/net");
+const FULL_ACCESS: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };
 const baseEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() };
 
 const builtinSkip = support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`;
@@ -54,6 +55,10 @@ async function listeners() {
     tcpPort: (tcp.address() as net.AddressInfo).port,
     udpPort: udp.address().port,
     hits: () => ({ tcp: tcpHits, udp: udpHits }),
+    reset: () => {
+      tcpHits = 0;
+      udpHits = 0;
+    },
     close: () => Promise.all([new Promise((r) => tcp.close(r)), new Promise((r) => udp.close(() => r(null)))]),
   };
 }
@@ -174,22 +179,61 @@ for (const mechanism of mechanisms) {
             assert.ok(!r.output.includes(hostNetNs), "a private network namespace");
           }
           assert.equal(net0.hits().tcp, 0);
+          const control = await exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: FULL_ACCESS });
+          assert.match(control.output, /connect:0\n[\s\S]*nodeconnect:ok\n/, "the same probes connect without a sandbox");
+          assert.equal(net0.hits().tcp, 2);
+          net0.reset();
         });
 
         test("UDP send is refused and nothing arrives", async () => {
-          const r = await run(mode, `node -e "const s=require('dgram').createSocket('udp4');s.on('error',e=>{console.log('udp:'+e.code);process.exit()});s.send('x',${net0.udpPort},'127.0.0.1',e=>{console.log('udp:'+(e?e.code:'sent'));process.exit()})"; readlink /proc/self/ns/net`);
+          const probe = `node -e "const s=require('dgram').createSocket('udp4');s.on('error',e=>{console.log('udp:'+e.code);process.exit()});s.send('x',${net0.udpPort},'127.0.0.1',e=>{console.log('udp:'+(e?e.code:'sent'));process.exit()})"; readlink /proc/self/ns/net`;
+          const r = await run(mode, probe);
           if (refusesSockets) assert.match(r.output, /udp:(EPERM|EACCES)\n/);
           else assert.ok(!r.output.includes(hostNetNs), "a private network namespace");
           assert.equal(net0.hits().udp, 0);
+          const control = await exec(ex, { command: ["bash", "-c", probe], cwd: ws, env, sandbox: FULL_ACCESS });
+          assert.match(control.output, /udp:sent\n/, "the same probe sends without a sandbox");
+          assert.ok(await waitUntil(() => net0.hits().udp === 1), "and its datagram arrives");
+          net0.reset();
         });
 
         test("a netlink socket is refused (or, under bubblewrap, sees only its own namespace)", { skip: !hasPython && "python3 is not installed (it opens the AF_NETLINK socket)" }, async () => {
-          const r = await run(mode, `python3 -c "import socket
+          const probe = `python3 -c "import socket
 try:
     socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink:open')
-except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/net`);
+except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/net`;
+          const r = await run(mode, probe);
           if (refusesSockets) assert.match(r.output, /netlink:1\n/, "EPERM");
           else assert.ok(!r.output.includes(hostNetNs), "a private network namespace");
+          const control = await exec(ex, { command: ["bash", "-c", probe], cwd: ws, env, sandbox: FULL_ACCESS });
+          assert.match(control.output, new RegExp(`^netlink:open\n${hostNetNs.replace(/[[\]]/g, "\\$&")}\n$`), "the same probe opens one on the host without a sandbox");
+        });
+
+        test("an abstract Unix socket outside the sandbox cannot be reached", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "abstract-socket scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
+          const name = `relay-escape-${process.pid}-${mode}-${mechanism.label.length}`;
+          // A Node listener: Node binds abstract names (a leading NUL); the test runner may not.
+          const server = spawn("node", ["-e", `const s=require('net').createServer(c=>{process.stdout.write('hit\\n');c.end()});s.listen('\\0'+process.argv[1],()=>process.stdout.write('listening\\n'))`, name], { stdio: ["ignore", "pipe", "inherit"] });
+          let out = "";
+          const seen = (text: string) => new Promise<void>((resolve) => {
+            const check = () => out.includes(text) && resolve();
+            server.stdout.on("data", (d: Buffer) => {
+              out += d.toString();
+              check();
+            });
+            check();
+          });
+          await seen("listening\n");
+          try {
+            const probe = `node -e "require('net').connect('\\\\0'+process.argv[1]).on('connect',()=>{console.log('abstract:connected');process.exit()}).on('error',e=>console.log('abstract:'+e.code))" ${name}`;
+            const r = await run(mode, probe);
+            assert.match(r.output, /abstract:(EPERM|EACCES|ECONNREFUSED)\n/);
+            const control = await exec(ex, { command: ["bash", "-c", probe], cwd: ws, env, sandbox: FULL_ACCESS });
+            assert.equal(control.output, "abstract:connected\n", "the same probe connects without a sandbox");
+            await seen("hit\n");
+            assert.equal(out.split("hit\n").length - 1, 1, "only the unsandboxed probe arrived");
+          } finally {
+            server.kill();
+          }
         });
 
         test("signalling the executor (the command's parent) is refused", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "signal scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
