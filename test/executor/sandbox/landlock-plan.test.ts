@@ -137,11 +137,9 @@ describe("planConfinement: what the kernel lacks", () => {
     assert.ok(m.some((s) => /Landlock/.test(s)), m.join("; "));
   });
 
-  test("ABI 0 with best effort plans nothing for the filesystem and says so", () => {
-    const p = okPlan({ policy: policy("read-only", [], { best_effort: true }), abi: 0 });
-    assert.equal(p.handledFs, 0);
-    assert.deepEqual(p.rules, []);
-    assert.ok(p.gaps.some((s) => /Landlock/.test(s)), p.gaps.join("; "));
+  test("ABI 0 is refused even with best effort: nothing would confine writes", () => {
+    const m = missing({ policy: policy("workspace-write", [tempDir()], { best_effort: true }), abi: 0 });
+    assert.ok(m.some((s) => /Landlock/.test(s)), m.join("; "));
   });
 
   test("ABI 2 is missing ABI 3 for truncate", () => {

@@ -122,7 +122,8 @@ export function planConfinement(input: PlanInput): PlanResult {
   }
   const network = policy.mode === "workspace-write" && policy.network;
   if (!network && !input.seccomp) missing.push("seccomp filters, to turn the network off");
-  if (missing.length > 0 && !policy.best_effort) return { missing };
+  // Best effort still needs Landlock itself: without it nothing would confine writes at all.
+  if (missing.length > 0 && (!policy.best_effort || abi < 1)) return { missing };
   const handledFs = handledFsFor(abi);
   const writeAll = handledFs & ~(Fs.MAKE_CHAR | Fs.MAKE_BLOCK);
   const deviceRights = (Fs.WRITE_FILE | Fs.READ_FILE | Fs.TRUNCATE | Fs.IOCTL_DEV) & handledFs;
