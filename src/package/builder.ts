@@ -8,6 +8,7 @@
  */
 import { accessSync, chmodSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { currentRuntime } from "../protocol/child.ts";
 import { relayHome } from "../session/home.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
@@ -150,6 +151,13 @@ async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>
 
   const packageDir = path.resolve(cwd, o.packageDir ?? path.join("dist", "package", `${variant}-${t.name}`));
   const source = findSourceTree(env, cwd);
+  // A downloaded binary packages itself for its own target: there is nothing to compile from.
+  if (!pre.entry && isHost && "error" in source && currentRuntime() === "bun-compiled") {
+    const self = checkOverride("the running relay binary", process.execPath, t);
+    if ("error" in self) return self;
+    pre.entry = self.ok;
+    note(`no source tree: packaged the running binary itself (${process.execPath})`);
+  }
   const version = "ok" in source ? source.ok.version : VERSION;
 
   const entryRel = `bin/${variant}${t.exe}`;
@@ -160,6 +168,12 @@ async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>
   // Resolve the toolchain before touching the package directory.
   let plan: { bun: string; bunVersion: string; source: SourceTree; exePath?: string; fetched?: boolean } | undefined;
   if (!pre.entry) {
+    if ("error" in source && currentRuntime() === "bun-compiled" && "ok" in host) {
+      return err(
+        "no_source_tree",
+        `this relay binary packages itself only for its own target (${host.ok.name}); a ${t.name} package needs the Relay source tree (run from the repository or set RELAY_SOURCE_DIR) or a prebuilt ${t.name} binary (--entrypoint-bin FILE)`,
+      );
+    }
     if ("error" in source) return source;
     const bun = findBun(source.ok.root, env);
     if ("error" in bun) return bun;

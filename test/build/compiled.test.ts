@@ -66,6 +66,19 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       assert.equal(sandbox?.status, "ok", sandbox?.detail);
       assert.match(sandbox?.detail ?? "", /^landlock/);
       assert.equal(readdirSync(os.tmpdir()).filter((f) => f.startsWith("relay-cc-")).length, 0, "no compile leftovers in the temp dir");
+      // It packages itself for its own target, with no source tree or bun to compile with.
+      const built = run(["package", "build", "--package-dir", path.join(machine, "pkg")]);
+      assert.equal(built.status, 0, built.stderr);
+      assert.match(built.stderr, /packaged the running binary itself/);
+      const verified = run(["package", "verify", path.join(machine, "pkg")]);
+      assert.equal(verified.status, 0, verified.stderr);
+      const packaged = spawnSync(path.join(machine, "pkg", "bin", "relay"), ["--version"], { encoding: "utf8", env });
+      assert.equal(packaged.stdout.trim(), VERSION);
+      const other = process.arch === "arm64" ? "linux-x64" : "linux-arm64";
+      const cross = run(["package", "build", "--target", other, "--package-dir", path.join(machine, "pkg-cross")]);
+      assert.equal(cross.status, 1);
+      assert.match(cross.stderr, new RegExp(`packages itself only for its own target .*a ${other} package needs the Relay source tree .*--entrypoint-bin`));
+      assert.ok(!existsSync(path.join(machine, "pkg-cross")), "nothing was left behind");
     } finally {
       rmSync(machine, { recursive: true, force: true });
     }
