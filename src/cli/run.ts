@@ -1,6 +1,7 @@
 import { Command, Option } from "@commander-js/extra-typings";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
 import { applyOverrides, loadConfig } from "../session/config.ts";
+import type { EmitEvent } from "../session/events.ts";
 import { relayHome } from "../session/home.ts";
 import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
@@ -30,6 +31,7 @@ export function runCommand() {
     .option("--auto-compact <fraction>", "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)")
     .option("--max-steps <n>", "model requests allowed for this turn", "200")
     .option("--json", "print one JSON event per line on stdout instead of human progress")
+    .option("--fail-on-tool-error", "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)")
     .option("--code-mode", "also offer the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use this session's tools) and wait")
     .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)")
     .addHelpText(
@@ -38,7 +40,8 @@ export function runCommand() {
 Configuration comes from $RELAY_HOME/config.toml (default ~/.relay), then these flags.
 Sessions are saved as JSONL rollouts under $RELAY_HOME/sessions/YYYY/MM/DD/.
 
-Exit codes: 0 the turn completed; 1 the model or session failed, or the step limit was hit;
+Exit codes: 0 the turn completed; 1 the model or session failed, the step limit was hit, or
+(with --fail-on-tool-error) a tool call failed;
 2 bad usage or config; 130 interrupted (the session is saved: relay run --resume last).
 
 Examples:
@@ -83,6 +86,12 @@ Examples:
         ctrl.abort();
       });
       const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
+      const render = opts.json ? jsonRenderer() : humanRenderer();
+      const failedTools: Array<{ name: string; output: string }> = [];
+      const emit: EmitEvent = (e) => {
+        if (e.type === "tool_result" && !e.success) failedTools.push({ name: e.name, output: e.output });
+        render(e);
+      };
       const result = await runSession({
         home,
         config: config.ok,
@@ -94,7 +103,7 @@ Examples:
         capabilityRoots: roots,
         maxSteps,
         approver: interactive ? terminalApprover() : nonInteractiveApprover,
-        emit: opts.json ? jsonRenderer() : humanRenderer(),
+        emit,
         signal: ctrl.signal,
         codeMode: opts.codeMode,
         useMemories: opts.memories,
@@ -106,6 +115,10 @@ Examples:
       }
       const { outcome } = result.ok;
       if (outcome.status === "aborted") process.exit(ExitCode.Interrupted);
+      if (opts.failOnToolError && failedTools.length > 0) {
+        const first = failedTools[0]!;
+        fail(`${failedTools.length} tool call(s) failed; the first, ${first.name}: ${first.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`, ExitCode.Failure);
+      }
       process.exit(outcome.status === "completed" ? ExitCode.Ok : ExitCode.Failure);
     });
 }

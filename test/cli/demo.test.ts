@@ -10,29 +10,45 @@ import { skipBecause } from "../support/skip.ts";
 
 const support = await probeSandbox();
 
+function runDemo(extraEnv: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  const home = mkdtempSync(path.join(os.tmpdir(), "relay-demo-test-"));
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, "scripts/demo.ts")], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
+  return new Promise((resolve) =>
+    child.once("close", (code) => {
+      rmSync(home, { recursive: true, force: true });
+      resolve({ code, out });
+    }),
+  );
+}
+
 // The README's main job must keep working as written.
 describe("npm run demo", () => {
   test("the offline demo session runs real commands and writes files, every tool call in the built-in sandbox", { skip: skipBecause("npm run demo", support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}`) }, async () => {
-    const home = mkdtempSync(path.join(os.tmpdir(), "relay-demo-test-"));
-    try {
-      const child = spawn(process.execPath, [path.join(REPO_ROOT, "scripts/demo.ts")], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home, RELAY_SANDBOX_SIMULATE: "no-bwrap" }, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-      child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
-      const code = await new Promise((r) => child.once("exit", r));
-      assert.equal(code, 0, out);
-      assert.match(out, /Hello, Relay!\n\s+test passed/);
-      assert.match(out, /Hi, Relay/, "the PTY prompt was answered through write_stdin");
-      assert.match(out, /Hello, world! \(from relay\)/, "the patch was applied");
-      assert.match(out, /files in .*: hello\.js, hello\.test\.mjs, package\.json/);
-      // Every tool call succeeded, in the default sandbox, with no bubblewrap to fall back on.
-      const calls = out.match(/▸ /g)?.length ?? 0;
-      assert.ok(calls >= 7, out);
-      assert.equal(out.match(/✓/g)?.length, calls, out);
-      assert.doesNotMatch(out, /✗/);
-      assert.match(out, /sandbox workspace-write · landlock\n/);
-    } finally {
-      rmSync(home, { recursive: true, force: true });
-    }
+    const { code, out } = await runDemo({ RELAY_SANDBOX_SIMULATE: "no-bwrap" });
+    assert.equal(code, 0, out);
+    assert.match(out, /Hello, Relay!\n\s+test passed/);
+    assert.match(out, /Hi, Relay/, "the PTY prompt was answered through write_stdin");
+    assert.match(out, /Hello, world! \(from relay\)\n\s+test passed/, "the patch was applied and the test still passes");
+    assert.match(out, /files in .*: hello\.js, hello\.test\.mjs, package\.json/);
+    // Every tool call succeeded, in the default sandbox, with no bubblewrap to fall back on.
+    const calls = out.match(/▸ /g)?.length ?? 0;
+    assert.ok(calls >= 7, out);
+    assert.doesNotMatch(out, /✗/);
+    assert.equal(out.match(/✓/g)?.length, calls + 5, "each tool call, then each of the demo's 5 checks");
+    assert.match(out, /sandbox workspace-write · landlock\n/);
+    assert.match(out, /\ndemo passed: all 5 checks\n/);
+  });
+
+  test("a broken tool makes the demo fail loudly, with the first failure's cause", async () => {
+    // No sandbox mechanism at all: every exec_command is refused, as on a host without one.
+    const { code, out } = await runDemo({ RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" });
+    assert.equal(code, 1, out);
+    assert.match(out, /relay: 4 tool call\(s\) failed; the first, exec_command: exec_command failed for `node hello.js Relay && node hello.test.mjs`: the workspace-write sandbox cannot be applied on this host/);
+    assert.match(out, /✗ the terminal prompt was answered through write_stdin/);
+    assert.match(out, /\ndemo FAILED: the session ended well, every tool call succeeding: relay exited 1/);
+    assert.doesNotMatch(out, /demo passed/);
   });
 });

@@ -66,5 +66,9 @@ describe("sandbox in the session header", { skip }, () => {
     assert.match(r.stderr, /sandbox: every command will be refused: the workspace-write sandbox cannot be applied on this host/);
     assert.match(r.stderr, /✗/, "the tool call failed");
     assert.throws(() => readFileSync(path.join(r.ws, "made.txt")), "nothing ran");
+    assert.equal(r.status, 0, "the model finished its turn, so without --fail-on-tool-error the run succeeds");
+    const strict = await session("none-strict", "landlock-abi=0,no-bwrap", ["--fail-on-tool-error"]);
+    assert.equal(strict.status, 1);
+    assert.match(strict.stderr, /relay: 1 tool call\(s\) failed; the first, exec_command: exec_command failed for `echo hello > made.txt && cat made.txt`: the workspace-write sandbox cannot be applied/);
   });
 });
