@@ -2,8 +2,9 @@ import { Command, Option } from "@commander-js/extra-typings";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { runInfty, scriptedModels, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
-import { RunStore } from "../infty/run-store.ts";
+import { RunStore, validateRunId } from "../infty/run-store.ts";
 import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
+import { checkCredentials } from "../session/preflight.ts";
 import { relayHome } from "../session/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -36,7 +37,12 @@ async function configFor(flags: ModelFlags): Promise<{ config: RelayConfig; mode
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   const config = applyOverrides(loaded.ok.config, { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox, sandbox_mechanism: flags.sandboxMechanism, sandbox_best_effort: flags.sandboxBestEffort });
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
-  if (!flags.script) return { config: config.ok };
+  if (!flags.script) {
+    // Before the run directory exists: a run that cannot start leaves nothing behind.
+    const creds = checkCredentials(config.ok, process.env);
+    if ("error" in creds) fail(creds.error.message, ExitCode.Usage);
+    return { config: config.ok };
+  }
   if (!existsSync(flags.script)) fail(`script file not found: ${flags.script}`, ExitCode.Usage);
   const models = scriptedModels(readFileSync(flags.script, "utf8"), flags.script);
   if ("error" in models) fail(models.error.message, ExitCode.Usage);
@@ -85,7 +91,18 @@ function reporter(json: boolean): (e: InftyEvent) => void {
   };
 }
 
+/** The run id's own errors come before any about models or keys: they are the more specific. */
+async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<void> {
+  if (o.runId === undefined) return;
+  const id = validateRunId(o.runId);
+  if ("error" in id) fail(id.error.message, ExitCode.Usage);
+  if (!o.resume) return;
+  const found = await RunStore.load(relayHome(), o.runId);
+  if ("error" in found) fail(found.error.message, ExitCode.Usage);
+}
+
 async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "config">, flags: ModelFlags): Promise<never> {
+  await checkRunId(o);
   const { config, modelFor } = await configFor(flags);
   const ctrl = new AbortController();
   let presses = 0;

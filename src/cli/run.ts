@@ -3,6 +3,8 @@ import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts
 import { applyOverrides, loadConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
 import { relayHome } from "../session/home.ts";
+import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
+import { ok } from "../util/result.ts";
 import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
 import { ExitCode, fail } from "./usage.ts";
@@ -78,6 +80,10 @@ Examples:
       const maxSteps = Number(opts.maxSteps);
       if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
       if (prompt === undefined && !opts.resume) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
+      // Nothing is written (no rollout) for a request that cannot start.
+      for (const check of [checkWorkingDir(opts.cd), opts.script ? ok(null) : checkCredentials(config.ok, process.env)]) {
+        if ("error" in check) fail(check.error.message, ExitCode.Usage);
+      }
 
       const ctrl = new AbortController();
       let interrupts = 0;
@@ -88,8 +94,10 @@ Examples:
       const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
       const render = opts.json ? jsonRenderer() : humanRenderer();
       const failedTools: Array<{ name: string; output: string }> = [];
+      const shownErrors = new Set<string>();
       const emit: EmitEvent = (e) => {
         if (e.type === "tool_result" && !e.success) failedTools.push({ name: e.name, output: e.output });
+        if (e.type === "error" && !opts.json) shownErrors.add(e.message);
         render(e);
       };
       const result = await runSession({
@@ -110,7 +118,8 @@ Examples:
       });
       if ("error" in result) {
         const code = result.error.code;
-        if (!opts.json || !code.startsWith("model_")) process.stderr.write(`relay: ${result.error.message}\n`);
+        // One line per error: the renderer may have shown it already.
+        if (!shownErrors.has(result.error.message) && (!opts.json || !code.startsWith("model_"))) process.stderr.write(`relay: ${result.error.message}\n`);
         process.exit(code === "usage" || code.startsWith("invalid") || code.startsWith("session_") || code === "nothing_to_resume" ? ExitCode.Usage : ExitCode.Failure);
       }
       const { outcome } = result.ok;

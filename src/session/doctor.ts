@@ -13,11 +13,11 @@ import { z } from "zod";
 import { resolveHostProgram } from "../codemode/client.ts";
 import { CodeModeMethods } from "../codemode/protocol.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
+import { credentialState, effectiveBaseUrl, showUrl } from "./preflight.ts";
 import { probeBwrap, type BwrapSupport } from "../executor/sandbox/bwrap.ts";
 import { probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
 import { probeLandlock, probeUserns, type LandlockSupport } from "../executor/sandbox/linux/support.ts";
 import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
-import { DEFAULT_BASE_URL } from "../model/factory.ts";
 import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import { errorMessage, type Result } from "../util/result.ts";
 import { defaultConfig, loadConfig, type LoadedConfig, type RelayConfig } from "./config.ts";
@@ -228,37 +228,18 @@ function configCheck(home: string, loaded: Result<LoadedConfig>): DoctorCheck {
 
 // ---- model credentials ---------------------------------------------------------------------------
 
-function isLocalUrl(url: string): boolean {
-  try {
-    const h = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
-    return h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "0.0.0.0" || /^127\.\d+\.\d+\.\d+$/.test(h);
-  } catch {
-    return false;
-  }
-}
-
-/** The URL without user info, query or fragment, for messages. */
-function showUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname === "/" ? "" : u.pathname}`;
-  } catch {
-    return "(an invalid URL)";
-  }
-}
-
 function credentialsCheck(config: RelayConfig, env: NodeJS.ProcessEnv, configOk: boolean): DoctorCheck {
   const name = "model credentials";
   const provider = config.model_provider;
   const from = configOk ? "" : " (config.toml did not load: checked the defaults)";
   if (provider === "scripted") return check(name, "ok", `provider scripted: no credentials needed${from}`, true);
   const varName = config.api_key_env;
-  const baseUrl = config.base_url ?? (env.OPENAI_BASE_URL?.trim() || DEFAULT_BASE_URL);
+  const baseUrl = effectiveBaseUrl(config, env);
   const where = `provider ${provider} at ${showUrl(baseUrl)}`;
   // Only the variable's name and whether it is set: nothing about its value.
-  const set = Boolean(env[varName]?.trim());
-  if (set) return check(name, "ok", `${varName} is set (${where})${from}`, true);
-  if (isLocalUrl(baseUrl)) {
+  const state = credentialState(config, env);
+  if (state === "set") return check(name, "ok", `${varName} is set (${where})${from}`, true);
+  if (state === "local_without_key") {
     return check(name, "warn", `${varName} is not set; the local server at ${showUrl(baseUrl)} usually needs none (${provider})${from}`, false, `export ${varName}=... if that server wants a key`);
   }
   return check(name, "missing", `${varName} is not set (${where})${from}`, true, `export ${varName}=... (or set api_key_env in ${configPath("$RELAY_HOME")} to the variable that holds your key)`);

@@ -1,0 +1,65 @@
+/**
+ * Checks made before a session or run writes anything: the working directory exists, and the
+ * configured provider has its credentials. A problem here is bad usage (exit 2): nothing is
+ * started, so no rollout or failed run is left behind. `relay doctor` reports the same facts.
+ */
+import { statSync } from "node:fs";
+import path from "node:path";
+import { DEFAULT_BASE_URL } from "../model/factory.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import type { RelayConfig } from "./config.ts";
+
+/** The base URL a model client will use: config, then OPENAI_BASE_URL, then OpenAI's. */
+export function effectiveBaseUrl(config: RelayConfig, env: NodeJS.ProcessEnv): string {
+  return config.base_url ?? (env.OPENAI_BASE_URL?.trim() || DEFAULT_BASE_URL);
+}
+
+/** A server on this machine (Ollama, llama.cpp, vLLM...), which usually wants no key. */
+export function isLocalUrl(url: string): boolean {
+  try {
+    const h = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    return h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "0.0.0.0" || /^127\.\d+\.\d+\.\d+$/.test(h);
+  } catch {
+    return false;
+  }
+}
+
+/** The URL without user info, query or fragment, for messages. */
+export function showUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname === "/" ? "" : u.pathname}`;
+  } catch {
+    return "(an invalid URL)";
+  }
+}
+
+export type CredentialState = "not_needed" | "set" | "local_without_key" | "missing";
+
+/** Whether the provider's key is there; only the variable's name is ever looked at, not its value. */
+export function credentialState(config: RelayConfig, env: NodeJS.ProcessEnv): CredentialState {
+  if (config.model_provider === "scripted") return "not_needed";
+  if (env[config.api_key_env]?.trim()) return "set";
+  return isLocalUrl(effectiveBaseUrl(config, env)) ? "local_without_key" : "missing";
+}
+
+export function checkCredentials(config: RelayConfig, env: NodeJS.ProcessEnv): Result<null> {
+  if (credentialState(config, env) !== "missing") return ok(null);
+  const v = config.api_key_env;
+  return err(
+    "usage",
+    `${v} is not set, and the ${config.model_provider} provider at ${showUrl(effectiveBaseUrl(config, env))} needs it. ` +
+      `Set it (export ${v}=...), name the variable that holds your key (--api-key-env NAME, or api_key_env in config.toml), ` +
+      `or use a local server: --provider openai-chat --base-url http://localhost:11434/v1. Nothing was started.`,
+  );
+}
+
+/** `-C DIR` must name an existing directory; it is never created. */
+export function checkWorkingDir(dir: string | undefined): Result<null> {
+  if (dir === undefined) return ok(null);
+  const abs = path.resolve(dir);
+  const st = statSync(abs, { throwIfNoEntry: false });
+  if (!st) return err("usage", `-C ${dir}: no such directory (${abs}); create it first or pick another. Nothing was started.`);
+  if (!st.isDirectory()) return err("usage", `-C ${dir}: not a directory (${abs}). Nothing was started.`);
+  return ok(null);
+}
