@@ -1,9 +1,10 @@
 import { Command, Option } from "@commander-js/extra-typings";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
-import { applyOverrides, loadConfig } from "../session/config.ts";
+import { applyOverrides, loadConfig, type ConfigOverrides } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
 import { relayHome } from "../session/home.ts";
 import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
+import { mergeOverrides, resumeOverrides } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
 import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
@@ -57,7 +58,7 @@ Examples:
       const loaded = await loadConfig(home);
       if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
       for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
-      const config = applyOverrides(loaded.ok.config, {
+      const flags: ConfigOverrides = {
         model: opts.model ?? (opts.script && !opts.model ? "scripted" : undefined),
         provider: opts.provider,
         base_url: opts.baseUrl,
@@ -69,7 +70,10 @@ Examples:
         executor: opts.executor,
         model_context_window: opts.contextWindow,
         auto_compact_fraction: opts.autoCompact,
-      });
+      };
+      // A resumed session keeps its provider, model, base URL, approval and sandbox unless a flag says otherwise.
+      const recorded = opts.resume ? await resumeOverrides(home, opts.resume, loaded.ok.config) : {};
+      const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded, flags));
       if ("error" in config) fail(config.error.message, ExitCode.Usage);
       const roots: CapabilityRoot[] = [];
       for (const spec of opts.capabilityRoot ?? []) {

@@ -24,6 +24,7 @@ import { readRollout } from "./rollout/reader.ts";
 import { findRollout } from "./rollout/find.ts";
 import { RolloutWriter } from "./rollout/writer.ts";
 import { pickShell } from "./shell.ts";
+import { modelSettings } from "./resume-settings.ts";
 import { checkSandbox } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
 import { CodeModeTools } from "./code-mode.ts";
@@ -246,7 +247,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
         autoCompactFraction: config.auto_compact_fraction,
         maxSteps: o.maxSteps ?? 200,
-        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username },
+        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username, ...modelSettings(config, model.provider) },
         emit: o.emit,
       },
       resumed?.items ?? [],

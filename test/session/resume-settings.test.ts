@@ -1,0 +1,69 @@
+/**
+ * `relay run --resume` continues a session with the provider, model, base URL, approval and
+ * sandbox it had, through the real CLI and the fake model server; a flag given on resume wins
+ * and is recorded. The recorded values are checked on the way in (a Codex provider is ignored).
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
+import { defaultConfig } from "../../src/session/config.ts";
+import { listRollouts } from "../../src/session/rollout/find.ts";
+import { recordedOverrides } from "../../src/session/resume-settings.ts";
+import { reply } from "../support/fake-model-server.ts";
+import { runRelayAsync } from "../support/self.ts";
+import { harness } from "./run-support.ts";
+
+function turnContexts(file: string): Array<Record<string, unknown>> {
+  return readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> })
+    .filter((l) => l.type === "turn_context")
+    .map((l) => l.payload);
+}
+
+describe("resume restores the session's settings", () => {
+  test("a non-default provider and base URL come back; a flag on resume overrides and is recorded", async () => {
+    await using h = await harness();
+    const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: h.home, NO_COLOR: "1" };
+    delete env.OPENAI_API_KEY;
+    delete env.OPENAI_BASE_URL;
+    h.server.enqueue(reply().text("first answer"));
+    const first = await runRelayAsync(["run", "--provider", "openai-chat", "--base-url", h.server.baseUrl, "-m", "chat-model", "--approval", "never", "--sandbox", "danger-full-access", "-C", h.workspace, "hello"], env);
+    assert.equal(first.status, 0, first.stderr);
+
+    h.server.enqueue(reply().text("second answer"));
+    const resumed = await runRelayAsync(["run", "--resume", "last", "and again"], env);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, /second answer/);
+    const second = h.server.requests[1]!;
+    assert.equal(second.path, "/v1/chat/completions", "the same provider");
+    assert.equal((second.body as { model?: unknown }).model, "chat-model", "the same model");
+
+    h.server.enqueue(reply().text("third answer"));
+    const overridden = await runRelayAsync(["run", "--resume", "last", "-m", "other-model", "once more"], env);
+    assert.equal(overridden.status, 0, overridden.stderr);
+    const third = h.server.requests[2]!;
+    assert.equal(third.path, "/v1/chat/completions");
+    assert.equal((third.body as { model?: unknown }).model, "other-model");
+
+    const [file] = await listRollouts(h.home);
+    const ctx = turnContexts(file!.path);
+    assert.equal(ctx.length, 3);
+    for (const c of ctx) {
+      assert.equal(c.model_provider, "openai-chat");
+      assert.equal(c.base_url, h.server.baseUrl);
+      assert.equal(c.approval_policy, "never");
+      assert.equal((c.sandbox_policy as { mode: string }).mode, "danger-full-access");
+    }
+    assert.deepEqual(ctx.map((c) => c.model), ["chat-model", "chat-model", "other-model"]);
+  });
+
+  test("recorded values relay cannot use fall back to the configuration", () => {
+    const base = defaultConfig();
+    const codex = { cwd: "/w", approval_policy: "on-request", sandbox_policy: { type: "workspace-write" }, model: "gpt-5", model_provider: "openai" };
+    assert.deepEqual(recordedOverrides(codex as never, base), { model: "gpt-5", approval_policy: "on-request", sandbox_mode: "workspace-write" });
+    assert.deepEqual(recordedOverrides({ cwd: "/w", approval_policy: "sometimes", sandbox_policy: "read-only", base_url: "ftp://x" } as never, base), { sandbox_mode: "read-only" });
+    assert.deepEqual(recordedOverrides(undefined, base), {});
+  });
+});
