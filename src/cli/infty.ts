@@ -2,9 +2,10 @@ import { Command, Option } from "@commander-js/extra-typings";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { runInfty, scriptedModels, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
-import { RunStore, validateRunId } from "../infty/run-store.ts";
+import { RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
 import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
 import { checkCredentials } from "../session/preflight.ts";
+import { mergeOverrides } from "../session/resume-settings.ts";
 import { relayHome } from "../session/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -31,11 +32,16 @@ function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
     .option("--json", "print one JSON event per line on stdout instead of progress lines") as T;
 }
 
-async function configFor(flags: ModelFlags): Promise<{ config: RelayConfig; modelFor?: InftyOptions["modelFor"] }> {
+/** Configuration, then what a resumed run recorded, then the flags. */
+async function configFor(flags: ModelFlags, recorded?: RunMeta["settings"]): Promise<{ config: RelayConfig; modelFor?: InftyOptions["modelFor"] }> {
   const home = relayHome();
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  const config = applyOverrides(loaded.ok.config, { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox, sandbox_mechanism: flags.sandboxMechanism, sandbox_best_effort: flags.sandboxBestEffort });
+  const fromRun = recorded
+    ? { model: recorded.model, provider: recorded.model_provider, base_url: recorded.base_url, api_key_env: recorded.api_key_env, sandbox_mode: recorded.sandbox_mode }
+    : {};
+  const fromFlags = { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox, sandbox_mechanism: flags.sandboxMechanism, sandbox_best_effort: flags.sandboxBestEffort };
+  const config = applyOverrides(loaded.ok.config, mergeOverrides(fromRun, fromFlags));
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   if (!flags.script) {
     // Before the run directory exists: a run that cannot start leaves nothing behind.
@@ -92,18 +98,19 @@ function reporter(json: boolean): (e: InftyEvent) => void {
 }
 
 /** The run id's own errors come before any about models or keys: they are the more specific. */
-async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<void> {
-  if (o.runId === undefined) return;
+async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<RunMeta["settings"]> {
+  if (o.runId === undefined) return undefined;
   const id = validateRunId(o.runId);
   if ("error" in id) fail(id.error.message, ExitCode.Usage);
-  if (!o.resume) return;
+  if (!o.resume) return undefined;
   const found = await RunStore.load(relayHome(), o.runId);
   if ("error" in found) fail(found.error.message, ExitCode.Usage);
+  return found.ok.state.settings;
 }
 
 async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "config">, flags: ModelFlags): Promise<never> {
-  await checkRunId(o);
-  const { config, modelFor } = await configFor(flags);
+  const recorded = await checkRunId(o);
+  const { config, modelFor } = await configFor(flags, recorded);
   const ctrl = new AbortController();
   let presses = 0;
   process.on("SIGINT", () => {

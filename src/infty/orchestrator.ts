@@ -15,7 +15,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
 import { CrossSessionHub } from "./hub.ts";
 import { CONTINUE_NUDGE, correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, SOLVER_PROMPT, VERIFIER_PROMPT } from "./prompts.ts";
-import { generateRunId, RunStore, validateRunId, type Pending } from "./run-store.ts";
+import { generateRunId, RunStore, validateRunId, type Pending, type RunMeta } from "./run-store.ts";
 import { aggregate, DirectiveSchema, parseReply, parseSolverSignal, VerdictSchema, type RoleVerdict } from "./signals.ts";
 
 export const InftyScriptSchema = z.strictObject({
@@ -91,6 +91,10 @@ export function scriptedModels(text: string, file: string): Result<(role: string
   });
 }
 
+function runSettings(c: RelayConfig): NonNullable<RunMeta["settings"]> {
+  return { model: c.model, model_provider: c.model_provider, api_key_env: c.api_key_env, sandbox_mode: c.sandbox_mode, ...(c.base_url ? { base_url: c.base_url } : {}) };
+}
+
 function rolePrompt(role: string): string {
   if (role === "solver") return SOLVER_PROMPT;
   if (role === "director") return DIRECTOR_PROMPT;
@@ -106,7 +110,8 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
     if ("error" in loaded) return loaded;
     store = loaded.ok;
     if (store.state.status === "complete") return err("run_complete", `run ${o.runId} is already complete; its deliverable is ${store.state.deliverable?.path}`);
-    const patch: Parameters<RunStore["update"]>[0] = { status: "running", status_detail: "" };
+    // Recorded each time: a flag given on resume is what the run uses from now on.
+    const patch: Parameters<RunStore["update"]>[0] = { status: "running", status_detail: "", settings: runSettings(o.config) };
     if (o.maxTurns) patch.max_turns = o.maxTurns;
     if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
     await store.update(patch);
@@ -122,6 +127,7 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
       consensus: o.consensus ?? "all",
       max_turns: o.maxTurns ?? 200,
       max_wall_ms: o.maxWallMs ?? 24 * 3600_000,
+      settings: runSettings(o.config),
     });
     if ("error" in created) return created;
     store = created.ok;

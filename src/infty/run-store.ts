@@ -46,6 +46,10 @@ export const RunMetaSchema = z.object({
   /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
   verified_at: z.string().nullable().default(null),
   next_note: z.number().int().min(1),
+  /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
+  settings: z
+    .object({ model: z.string(), model_provider: z.string(), base_url: z.string().optional(), api_key_env: z.string(), sandbox_mode: z.string() })
+    .optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
@@ -92,7 +96,7 @@ export class RunStore {
     return path.join(home, "infty");
   }
 
-  static async create(home: string, init: Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms">): Promise<Result<RunStore>> {
+  static async create(home: string, init: Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings">): Promise<Result<RunStore>> {
     const dir = path.join(RunStore.runsRoot(home), init.run_id);
     if (existsSync(path.join(dir, "run.json"))) return err("run_exists", `run ${init.run_id} already exists at ${dir}; resume it with: relay infty resume ${init.run_id}`);
     for (const d of RUN_DIRS) await mkdir(path.join(dir, d), { recursive: true });
