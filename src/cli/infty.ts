@@ -17,6 +17,7 @@ interface ModelFlags {
   sandbox?: "read-only" | "workspace-write" | "danger-full-access";
   sandboxMechanism?: "auto" | "landlock" | "bwrap";
   sandboxBestEffort?: boolean;
+  failOnToolError?: boolean;
   json?: boolean;
 }
 
@@ -29,6 +30,7 @@ function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
     .addOption(new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(["read-only", "workspace-write", "danger-full-access"] as const))
     .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)").choices(["auto", "landlock", "bwrap"] as const))
     .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature (config: sandbox.best_effort)")
+    .option("--fail-on-tool-error", "end the run (failed, resumable) at the first failed tool call of any role, naming it; for scripted demos and CI")
     .option("--json", "print one JSON event per line on stdout instead of progress lines") as T;
 }
 
@@ -68,6 +70,7 @@ function reporter(json: boolean): (e: InftyEvent) => void {
         return;
       case "role_event":
         if (e.event.type === "tool_call") w(`${e.role} ▸ ${e.event.name}: ${e.event.display.split("\n")[0]!.slice(0, 120)}`);
+        else if (e.event.type === "tool_result") w(`${e.role} ✗ ${e.event.name}: ${(e.event.output.split("\n").find((l) => l.trim()) ?? "").slice(0, 300)}`);
         else if (e.event.type === "warning" || e.event.type === "error") w(`${e.role}: ${e.event.message}`);
         else if (e.event.type === "context_compacted") w(`${e.role}: context compacted`);
         return;
@@ -119,7 +122,7 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
     ctrl.abort();
   });
   process.on("SIGTERM", () => ctrl.abort());
-  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal });
+  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError) });
   if ("error" in r) fail(r.error.message, r.error.code === "usage" || r.error.code.startsWith("invalid") || r.error.code === "run_not_found" || r.error.code === "run_exists" ? ExitCode.Usage : ExitCode.Failure);
   const code = r.ok.status === "complete" ? ExitCode.Ok : r.ok.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Failure;
   process.exit(code);

@@ -57,6 +57,8 @@ export interface InftyOptions {
   modelFor?: (role: string) => ModelClient | undefined;
   report: (e: InftyEvent) => void;
   signal: AbortSignal;
+  /** End the run at the first failed tool call, naming it (scripted demos, CI). */
+  failOnToolError?: boolean;
 }
 
 export interface InftyResult {
@@ -148,7 +150,11 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
   }, o.heartbeatMs ?? 15_000);
   beat.unref?.();
 
-  const finish = async (status: InftyResult["status"], detail: string, extra: Partial<InftyResult> = {}): Promise<Result<InftyResult>> => {
+  const finish = async (statusIn: InftyResult["status"], detailIn: string, extra: Partial<InftyResult> = {}): Promise<Result<InftyResult>> => {
+    // A stop for a failed tool call can surface anywhere as a cancellation: report its cause.
+    const stoppedByTool = toolFailure !== undefined && statusIn !== "complete";
+    const status = stoppedByTool ? "failed" : statusIn;
+    const detail = stoppedByTool ? `${toolFailure} (--fail-on-tool-error)` : detailIn;
     clearInterval(beat);
     await store.heartbeat(Date.now() - lastBeat);
     await store.update({ status, status_detail: detail });
@@ -160,6 +166,11 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
     o.report({ type: "run_finished", run_id: store.id, status, detail, deliverable: extra.deliverable, summary: extra.summary });
     return ok({ runId: store.id, dir: store.dir, status, detail, ...extra });
   };
+
+  // --fail-on-tool-error stops the run through this, as Ctrl-C does through o.signal.
+  const stopper = new AbortController();
+  const stop = AbortSignal.any([o.signal, stopper.signal]);
+  let toolFailure: string | undefined;
 
   // Open (or reopen from their rollouts) every role's session, registered in the hub.
   for (const role of roles) {
@@ -177,7 +188,12 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
       emit: (e) => {
         fanout(e);
         if (e.type === "tool_call") lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
-        if (e.type === "tool_call" || e.type === "warning" || e.type === "error" || e.type === "context_compacted" || e.type === "assistant_message") o.report({ type: "role_event", role, event: e });
+        const failedTool = e.type === "tool_result" && !e.success;
+        if (failedTool && o.failOnToolError && !toolFailure) {
+          toolFailure = `the ${role}'s ${e.name} call failed: ${e.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`;
+          stopper.abort();
+        }
+        if (failedTool || e.type === "tool_call" || e.type === "warning" || e.type === "error" || e.type === "context_compacted" || e.type === "assistant_message") o.report({ type: "role_event", role, event: e });
       },
     });
     if ("error" in opened) return finish("failed", `could not start the ${role} session: ${opened.error.message}`);
@@ -199,12 +215,12 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
   /** Asks a role for a JSON reply; one corrective retry on a malformed one. */
   async function askJson<T extends z.ZodType>(role: string, message: string, schema: T, shape: string): Promise<Result<z.output<T>>> {
     lastActivity = `waiting for ${role}`;
-    let text = await hub.awaitFirstAssistant(store.id, role, message, timeout, o.signal);
+    let text = await hub.awaitFirstAssistant(store.id, role, message, timeout, stop);
     if ("error" in text) return text;
     let parsed = parseReply(schema, text.ok, role);
     if ("ok" in parsed) return parsed;
     o.report({ type: "warning", message: `${parsed.error.message}; asking ${role} once more` });
-    text = await hub.awaitFirstAssistant(store.id, role, correctiveRetry(role, parsed.error.message, shape), timeout, o.signal);
+    text = await hub.awaitFirstAssistant(store.id, role, correctiveRetry(role, parsed.error.message, shape), timeout, stop);
     if ("error" in text) return text;
     parsed = parseReply(schema, text.ok, role);
     if ("error" in parsed) return err("malformed_reply", `${role} replied twice without following its JSON contract: ${parsed.error.message}`);
@@ -213,7 +229,8 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
 
   try {
     for (;;) {
-      if (o.signal.aborted) return finish("interrupted", "interrupted; resume with: relay infty resume " + store.id);
+      if (toolFailure) return finish("failed", toolFailure);
+      if (stop.aborted) return finish("interrupted", "interrupted; resume with: relay infty resume " + store.id);
       const st = store.state;
       if (st.turns >= st.max_turns) return finish("budget_exhausted", `the turn budget (${st.max_turns} Solver turns) is used up; raise it with: relay infty resume ${store.id} --max-turns N`);
       if (st.wall_ms_used + (Date.now() - lastBeat) >= st.max_wall_ms) return finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${store.id} --max-wall-minutes N`);
@@ -224,7 +241,7 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
         lastActivity = "solver working";
         // After a crash mid-turn the message is already in the Solver's history: continue instead.
         const continuing = solver.handle.agent.pendingWork() === "continue";
-        const r = await hub.postUserTurn(store.id, "solver", continuing ? undefined : pending.message, o.signal);
+        const r = await hub.postUserTurn(store.id, "solver", continuing ? undefined : pending.message, stop);
         await store.update({ turns: store.state.turns + 1 });
         if ("error" in r) return finish("failed", `the Solver's turn failed: ${r.error.message}`);
         if (r.ok.status === "aborted") continue;
@@ -306,7 +323,7 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
         o.report({ type: "verdict", role, verdict: v.ok.verdict, reasons: v.ok.reasons });
         await store.note(role, "verdict", `${v.ok.verdict}: ${v.ok.reasons.join("; ")}`);
       }
-      if (o.signal.aborted) continue;
+      if (stop.aborted) continue;
       const overall = aggregate(verdicts, st.consensus);
       const passes = verdicts.filter((v) => v.verdict === "pass").length;
       o.report({ type: "verification_summary", overall, passes, total: verdicts.length });

@@ -10,9 +10,9 @@ import { skipBecause } from "../support/skip.ts";
 
 const support = await probeSandbox();
 
-function runDemo(extraEnv: Record<string, string>): Promise<{ code: number | null; out: string }> {
+function runDemo(extraEnv: Record<string, string>, script = "scripts/demo.ts"): Promise<{ code: number | null; out: string }> {
   const home = mkdtempSync(path.join(os.tmpdir(), "relay-demo-test-"));
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, "scripts/demo.ts")], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -50,5 +50,24 @@ describe("npm run demo", () => {
     assert.match(out, /✗ the terminal prompt was answered through write_stdin/);
     assert.match(out, /\ndemo FAILED: the session ended well, every tool call succeeding: relay exited 1/);
     assert.doesNotMatch(out, /demo passed/);
+  });
+});
+
+describe("npm run demo:infty", () => {
+  test("the scripted run completes and the demo checks its deliverable itself", { skip: skipBecause("npm run demo:infty", support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}`) }, async () => {
+    const { code, out } = await runDemo({ RELAY_SANDBOX_SIMULATE: "no-bwrap" }, "scripts/demo-infty.ts");
+    assert.equal(code, 0, out);
+    assert.match(out, /complete: verified deliverable accepted/);
+    assert.doesNotMatch(out, /✗/);
+    assert.match(out, /\ndemo:infty passed: all 3 checks\n/);
+  });
+
+  test("a broken tool ends the run at once, naming the failed call and its cause", async () => {
+    const { code, out } = await runDemo({ RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" }, "scripts/demo-infty.ts");
+    assert.equal(code, 1, out);
+    assert.match(out, /solver ✗ exec_command: exec_command failed for `[^`]+`: the workspace-write sandbox cannot be applied on this host/);
+    assert.match(out, /failed: the solver's exec_command call failed: .*cannot be applied on this host.*\(--fail-on-tool-error\)/);
+    assert.doesNotMatch(out, /no turn left|manifest rejected|verification pass/, "no later symptom hides the cause");
+    assert.match(out, /\ndemo:infty FAILED: the run completed with every tool call succeeding/);
   });
 });
