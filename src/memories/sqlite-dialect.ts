@@ -2,6 +2,8 @@
  * kysely's SqliteDialect over the runtime's built-in SQLite: bun:sqlite under Bun, node:sqlite
  * under Deno and Node >= 22.5. Node 20 has neither: opening gives a clear error value.
  */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from "kysely";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 
@@ -50,6 +52,8 @@ export async function openNativeSqlite(file: string): Promise<Result<{ db: Nativ
   let db: NativeDatabase;
   let runtime: SqliteRuntime;
   try {
+    // A fresh machine has no RELAY_HOME yet: the DB's directory is made, as the DB file is.
+    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
     if (process.versions.bun) {
       const spec = "bun:sqlite";
       const mod = (await import(spec)) as { Database: new (f: string, o?: { create?: boolean }) => NativeDatabase };
