@@ -128,9 +128,11 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
   process.exit(code);
 }
 
-const positiveInt = (name: string) => (v: string) => {
+/** A whole-number flag of at least `min` (budgets and intervals: 1; counts: 0). */
+const positiveInt = (name: string, min = 1) => (v: string) => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) fail(`${name} must be a whole number (got ${v})`, ExitCode.Usage);
+  if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n)) fail(`${name} must be a whole number (got ${v})`, ExitCode.Usage);
+  if (n < min) fail(`${name} must be at least ${min} (got ${v})`, ExitCode.Usage);
   return n;
 };
 
@@ -154,7 +156,7 @@ Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage; 130
       .command("run")
       .description("start a run for an objective and drive it to a verified deliverable")
       .argument("<objective>", "what the run must achieve")
-      .option("--verifiers <n>", "number of Verifier sessions", positiveInt("--verifiers"), 1)
+      .option("--verifiers <n>", "number of Verifier sessions", positiveInt("--verifiers", 0), 1)
       .addOption(new Option("--consensus <rule>", "how verdicts combine").choices(["all", "majority"] as const).default("all" as const))
       .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
       .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", positiveInt("--max-turns"), 200)

@@ -31,6 +31,9 @@ describe("bad input at the door", () => {
     { name: "a key variable named by --api-key-env that is unset", args: ["run", "--api-key-env", "MY_RELAY_KEY", "hi"], stderr: /^relay: MY_RELAY_KEY is not set/ },
     { name: "infty run without an API key", args: ["infty", "run", "an objective"], stderr: /^relay: OPENAI_API_KEY is not set.*Nothing was started\.\n$/ },
     { name: "--max-turns abc", args: ["infty", "run", "--max-turns", "abc", "obj"], stderr: /^relay: --max-turns must be a whole number \(got abc\)\n$/ },
+    { name: "--max-turns 0", args: ["infty", "run", "--script", "examples/infty-demo.json", "--max-turns", "0", "obj"], stderr: /^relay: --max-turns must be at least 1 \(got 0\)\n$/ },
+    { name: "--verifiers -1", args: ["infty", "run", "--script", "examples/infty-demo.json", "--verifiers", "-1", "obj"], stderr: /^relay: --verifiers must be a whole number \(got -1\)\n$/ },
+    { name: "--max-steps 0", args: ["run", "--script", "examples/demo-script.json", "--max-steps", "0", "hi"], stderr: /^relay: --max-steps must be a positive integer \(got 0\)\n$/ },
     { name: "an unknown command with --help", args: ["frobnicate", "--help"], stderr: /^relay: unknown command 'frobnicate'; the commands are: run, .*sandbox, doctor/ },
   ];
   for (const c of cases) {
