@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
+import { setImmediate } from "node:timers";
 import { z } from "zod";
 import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
 import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
@@ -13,12 +14,20 @@ const Boom = defineMethod("boom", z.object({}), z.null());
 const Big = defineMethod("big", z.object({ bytes: z.number() }), z.string());
 const Progress = defineNotification("progress", z.object({ pct: z.number() }));
 
+/** Resolves once `cond` holds, checking after each turn of the event loop (no fixed delay). */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 10_000 && !cond(); i++) await new Promise((r) => setImmediate(r));
+  assert.ok(cond(), `gave up waiting for ${what}`);
+}
+
 function setup() {
   const pair = peerPair({ frameLimit: 4096 }, { frameLimit: 4096 });
   const cancelled: number[] = [];
+  const started: number[] = [];
   pair.right.handle(Add, (p) => ok({ sum: p.a + p.b }));
   pair.right.handle(Wait, (p, ctx) =>
     new Promise((resolve) => {
+      started.push(ctx.requestId);
       const t = setTimeout(() => resolve(ok({ waited: true })), p.ms);
       ctx.signal.addEventListener("abort", () => {
         clearTimeout(t);
@@ -31,7 +40,7 @@ function setup() {
     throw new Error("kaboom");
   });
   pair.right.handle(Big, (p) => ok("x".repeat(p.bytes)));
-  return { ...pair, cancelled };
+  return { ...pair, cancelled, started };
 }
 
 describe("rpc peer", () => {
@@ -74,16 +83,15 @@ describe("rpc peer", () => {
   });
 
   test("cancelling a call aborts the handler on the other side", async () => {
-    const { left, cancelled } = setup();
+    const { left, cancelled, started } = setup();
     const ctrl = new AbortController();
     const call = left.call(Wait, { ms: 10_000 }, { signal: ctrl.signal });
-    await new Promise((r) => setTimeout(r, 20));
+    await until(() => started.length === 1, "the remote handler to start");
     ctrl.abort();
     const r = await call;
     assert.ok("error" in r);
     assert.equal(r.error.code, "cancelled");
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(cancelled.length, 1, "the remote handler saw the cancellation");
+    await until(() => cancelled.length === 1, "the remote handler to see the cancellation");
     assert.equal(left.pendingCount, 0);
   });
 
@@ -93,8 +101,7 @@ describe("rpc peer", () => {
     assert.ok("error" in r);
     assert.equal(r.error.code, "timeout");
     assert.match(r.error.message, /wait got no answer from left within 30 ms/);
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(cancelled.length, 1);
+    await until(() => cancelled.length === 1, "the remote cancellation");
   });
 
   test("notifications are delivered and validated", async () => {
@@ -145,9 +152,9 @@ describe("rpc peer", () => {
   });
 
   test("when the peer goes away every pending call fails with a clear error", async () => {
-    const { left, leftToRight, rightToLeft } = setup();
+    const { left, leftToRight, rightToLeft, started } = setup();
     const calls = [left.call(Wait, { ms: 10_000 }), left.call(Wait, { ms: 10_000 })];
-    await new Promise((r) => setTimeout(r, 10));
+    await until(() => started.length === 2, "both calls to reach the other side");
     rightToLeft.end(); // the other side's output closes
     leftToRight.resume();
     for (const r of await Promise.all(calls)) {
@@ -185,7 +192,7 @@ describe("rpc peer", () => {
     const notes: number[] = [];
     pair.left.onNotification(Progress, (p) => notes.push(p.pct));
     assert.deepEqual(await pair.left.call(Start, {}), { ok: { started: 1 } });
-    await new Promise((r) => setTimeout(r, 10));
+    await until(() => notes.length === 1, "the notification");
     assert.deepEqual(notes, [100]);
     assert.equal(chunks.length, 1, "the early answer and the notification were written together");
     // Exactly one response frame went out.
@@ -199,7 +206,8 @@ describe("rpc peer", () => {
     pair.rightToLeft.on("data", (c: Buffer) => chunks.push(c));
     const notes: number[] = [];
     pair.left.onNotification(Progress, (p) => notes.push(p.pct));
-    const settle = () => new Promise((r) => setTimeout(r, 5));
+    // In-process streams deliver within a turn of the event loop: one turn is enough to see a write.
+    const settle = () => new Promise((r) => setImmediate(r));
     pair.right.cork();
     pair.right.cork();
     pair.right.notify(Progress, { pct: 1 });
