@@ -42,12 +42,11 @@ describe("relay executor", () => {
   });
 
   test("a process that exits before the first poll returns early, without a process id", async () => {
-    const t = Date.now();
-    const r = await exec(ex, { command: ["sleep", "0.05"], yield_time_ms: 31_415 });
-    assert.ok(Date.now() - t < 750, `took ${Date.now() - t} ms`);
+    const r = await exec(ex, { command: ["sleep", "0.05"], yield_time_ms: 30_000 });
     assert.equal(r.exit_code, 0);
     assert.equal(r.process_id, undefined);
-    assert.ok(r.wall_time_seconds < 0.75);
+    // Bounded by the deadline it must beat, not by a guess at this machine's speed.
+    assert.ok(r.wall_time_seconds < 15, `returned on the exit, long before the 30 s yield (${r.wall_time_seconds} s)`);
   });
 
   test("pipes: exit codes are kept, stdin is not a tty and writing to it is refused", async () => {

@@ -117,7 +117,7 @@ for (const api of APIS) {
       setTimeout(() => ac.abort(), 50);
       const events = await expectAbort(drain(client(server).stream(REQUEST, ac.signal)));
       assert.equal(events.length, 0);
-      assert.ok(Date.now() - started < 2000);
+      assert.ok(Date.now() - started < 15_000, "aborted, not left to hang");
       assert.equal(server.requests.length, 1);
     });
 
@@ -156,7 +156,7 @@ for (const api of APIS) {
         ),
       );
       assert.equal(retries(events)[0]!.delayMs, 30_000);
-      assert.ok(Date.now() - started < 2000);
+      assert.ok(Date.now() - started < 15_000, "the abort cut the 30 s backoff short");
     });
 
     test("server silence past idleTimeoutMs counts as a dropped stream: retried before output", async () => {
