@@ -221,7 +221,13 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     const first = await exec(ex, { command: ["/bin/cat"], tty: true, yield_time_ms: 250 });
     const shortLived = await exec(ex, { command: ["sleep", "0.4"], yield_time_ms: 250 });
     assert.ok(shortLived.process_id);
-    await new Promise((r) => setTimeout(r, 500)); // it has exited but was never polled
+    // Wait for it to exit without polling it (a listing does not count as use).
+    const exited = async () => {
+      const l = await ex.peer.call(ExecutorMethods.list, {});
+      return "ok" in l && l.ok.processes.some((p) => p.process_id === shortLived.process_id && !p.running);
+    };
+    for (let i = 0; i < 200 && !(await exited()); i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(await exited(), "the short-lived process exited");
     const rest = await Promise.all(Array.from({ length: 61 }, () => exec(ex, { command: ["sleep", "60"], yield_time_ms: 250 })));
     assert.ok(rest.every((r) => r.process_id));
     await write(ex, first.process_id!, "still here\n"); // touch: now among the most recent
