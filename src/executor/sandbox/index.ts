@@ -118,5 +118,5 @@ export async function prepareSandbox(argv: string[], policy: SandboxPolicy, ctx:
   if ("ok" in builtin || mechanism === "landlock") return "error" in builtin ? refusal(policy, builtin.error.message) : builtin;
   const fallback = bwrapAttempt(argv, policy, ctx);
   if ("ok" in fallback) return fallback;
-  return refusal(policy, `the built-in sandbox is missing ${builtin.error.message.replace(/^missing /, "")}, and ${fallback.error.message}`);
+  return refusal(policy, `the built-in sandbox: ${builtin.error.message}; bubblewrap: ${fallback.error.message}`);
 }
