@@ -23,34 +23,6 @@ interface BunFfi {
   ptr(view: ArrayBufferView): Pointer;
 }
 
-const STAGES: Record<number, string> = {
-  1: "prctl(PR_SET_NO_NEW_PRIVS)",
-  2: "landlock_create_ruleset",
-  3: "opening a path for a Landlock rule",
-  4: "landlock_add_rule",
-  5: "landlock_restrict_self",
-  6: "installing the seccomp filter",
-  7: "execve",
-  8: "pipe2",
-  9: "fork",
-  10: "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
-  11: "writing the user namespace's id maps",
-  12: "making the mount namespace private",
-  13: "bind-mounting a protected path",
-  14: "making a protected path read-only",
-};
-
-const ERRNO: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP" };
-
-/** A native stage error as `step: ERRNO (n)`. */
-export function describeNativeError(code: number): { stage: number; errno: number; text: string } {
-  const n = -code;
-  const stage = Math.floor(n / 1000);
-  const errno = n % 1000;
-  return { stage, errno, text: `${STAGES[stage] ?? `stage ${stage}`} failed: ${ERRNO[errno] ?? "errno"} (${errno})` };
-}
-
-
 let loaded: { symbols: NativeSymbols; ffi: BunFfi } | undefined;
 let loadError: string | undefined;
 
@@ -112,7 +84,7 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
 /**
  * Forks a child that enters a user + mount namespace, binds the read-only paths, confines
  * itself and execs the target; waits, forwarding signals. Returns the command's exit status,
- * or a negative native stage error (see describeNativeError).
+ * or a negative native stage error (see stages.ts, decodeNativeError).
  */
 export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget): number {
   const c = new CArgs(native.ffi);

@@ -9,6 +9,7 @@ import { CArgs, envList, type Ffi, type Libc } from "./libc.ts";
 import { rulesetAttrSize } from "./landlock-plan.ts";
 import type { ConfinePlan } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
+import { Stage, type ConfineFailure } from "./stages.ts";
 
 export interface ExecTarget {
   /** Absolute path of the program. */
@@ -16,9 +17,6 @@ export interface ExecTarget {
   argv: readonly string[];
   env: Record<string, string | undefined>;
 }
-
-/** Stage numbers shared with confine.c, for messages (see describeNativeError). */
-export const Stage = { NoNewPrivs: 1, Ruleset: 2, OpenRulePath: 3, AddRule: 4, Restrict: 5, Seccomp: 6, Execve: 7, Unshare: 10, IdMap: 11, MountPrivate: 12, Bind: 13, ReadOnly: 14 } as const;
 
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_SET_SECCOMP = 22;
@@ -37,7 +35,6 @@ const O_WRONLY_CLOEXEC = 1 | O_CLOEXEC;
 const EINVAL = 22;
 const SYS = { mountSetattr: 442, landlockCreate: 444, landlockAdd: 445, landlockRestrict: 446 } as const;
 
-export type ConfineFailure = { stage: number; errno: number; threaded?: boolean };
 
 class Step {
   constructor(

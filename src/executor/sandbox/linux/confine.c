@@ -71,7 +71,7 @@ int raise(int sig);
 #define SIG_IGN ((sighandler_t)1)
 #define SIG_DFL ((sighandler_t)0)
 
-/* Stages, reported in errors (keep in sync with native.ts). */
+/* Stages, reported in errors (keep in sync with stages.ts). */
 #define ST_NO_NEW_PRIVS 1
 #define ST_RULESET 2
 #define ST_OPEN_RULE_PATH 3

@@ -6,14 +6,14 @@
  */
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ConfinePlan } from "./plan-schema.ts";
-import { describeNativeError, loadNative, spawnConfined } from "./confine-cc.ts";
-import { confineInPlace, Stage, type ConfineFailure, type ExecTarget } from "./confine-ffi.ts";
+import { loadNative, spawnConfined } from "./confine-cc.ts";
+import { confineInPlace, type ExecTarget } from "./confine-ffi.ts";
 import { loadLibc } from "./libc.ts";
 import { simulated } from "./support.ts";
 import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
 import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
 import { resolveProgram } from "./which.ts";
-
+import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
 
 /** Shell conventions: 126 found but cannot run, 127 not found. */
 const EXIT_CANNOT_RUN = 126;
@@ -34,7 +34,7 @@ function commandEnv(plan: ConfinePlan): Record<string, string | undefined> {
 }
 
 function report(argv0: string, failure: ConfineFailure): never {
-  const text = describeNativeError(-(failure.stage * 1000 + failure.errno)).text;
+  const text = describeFailure(failure);
   if (failure.stage === Stage.Execve) die(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
   die(`could not apply the sandbox (${text}); the command was not run`, EXIT_CANNOT_RUN);
 }
@@ -45,8 +45,7 @@ async function viaFork(plan: ConfinePlan, target: ExecTarget): Promise<never> {
   if ("error" in native) die(`${native.error.message}; the command was not run`, EXIT_CANNOT_RUN);
   const r = spawnConfined(native.ok, plan, target);
   if (r >= 0) process.exit(r);
-  const e = describeNativeError(r);
-  return report(target.argv[0] ?? "", { stage: e.stage, errno: e.errno });
+  return report(target.argv[0] ?? "", decodeNativeError(r));
 }
 
 interface Job {

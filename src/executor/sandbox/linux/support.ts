@@ -4,7 +4,8 @@
  * simulate a weaker machine with RELAY_SANDBOX_SIMULATE, e.g. `landlock-abi=0,no-userns`
  * (also `no-seccomp`, `threaded` for the helper's forking path, and `no-bwrap`, which bwrap.ts reads).
  */
-import { describeNativeError, loadNative } from "./confine-cc.ts";
+import { loadNative } from "./confine-cc.ts";
+import { decodeNativeError, describeFailure } from "./stages.ts";
 import { CArgs, loadLibc } from "./libc.ts";
 
 const SYS_LANDLOCK_CREATE_RULESET = 444;
@@ -82,7 +83,7 @@ export async function probeUserns(): Promise<{ ok: boolean; detail: string }> {
   if ("error" in native) return (userns = { ok: false, detail: native.error.message });
   const r = native.ok.symbols.relay_probe_userns();
   if (r === 0) return (userns = { ok: true, detail: "unprivileged user namespaces work" });
-  const why = describeNativeError(r).text;
+  const why = describeFailure(decodeNativeError(r));
   return (userns = {
     ok: false,
     detail: `unprivileged user namespaces are refused here (${why}); allow them with sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0`,
