@@ -6,10 +6,11 @@
  * built-in sandbox cannot enforce the policy.
  */
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, realpathSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { SandboxPolicy } from "./policy.ts";
 import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
+import { resolveProgram } from "./linux/which.ts";
 
 export interface BwrapSupport {
   works: boolean;
@@ -19,26 +20,14 @@ export interface BwrapSupport {
 
 let cached: BwrapSupport | undefined;
 
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(path.delimiter)) {
-    const p = path.join(dir, name);
-    try {
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-}
-
 /** Checks once whether bubblewrap exists and can make a sandbox here (containers often forbid it). */
 export function probeBwrap(): BwrapSupport {
   if (cached) return cached;
   if (/(^|,)\s*no-bwrap\s*(,|$)/.test(process.env.RELAY_SANDBOX_SIMULATE ?? "")) {
     return (cached = { works: false, detail: "bubblewrap is not installed (simulated by RELAY_SANDBOX_SIMULATE)" });
   }
-  const bwrap = findOnPath("bwrap");
+  const found = resolveProgram("bwrap", process.env.PATH, "/");
+  const bwrap = "ok" in found ? found.ok : undefined;
   if (!bwrap) return (cached = { works: false, detail: "bubblewrap (bwrap) is not installed (optional: apt-get install bubblewrap)" });
   const r = spawnSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "/bin/true"], { encoding: "utf8", timeout: 5000 });
   if (r.status !== 0) {
