@@ -213,15 +213,16 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
           const name = `relay-escape-${process.pid}-${mode}-${mechanism.label.length}`;
           // A Node listener: Node binds abstract names (a leading NUL); the test runner may not.
           const server = spawn("node", ["-e", `const s=require('net').createServer(c=>{process.stdout.write('hit\\n');c.end()});s.listen('\\0'+process.argv[1],()=>process.stdout.write('listening\\n'))`, name], { stdio: ["ignore", "pipe", "inherit"] });
+          // One listener collects the output; each wait only watches it grow.
           let out = "";
-          const seen = (text: string) => new Promise<void>((resolve) => {
-            const check = () => out.includes(text) && resolve();
-            server.stdout.on("data", (d: Buffer) => {
-              out += d.toString();
-              check();
-            });
-            check();
+          const waiters: Array<() => void> = [];
+          server.stdout.on("data", (d: Buffer) => {
+            out += d.toString();
+            waiters.splice(0).forEach((w) => w());
           });
+          const seen = async (text: string) => {
+            while (!out.includes(text)) await new Promise<void>((r) => waiters.push(r));
+          };
           await seen("listening\n");
           try {
             const probe = `node -e "require('net').connect('\\\\0'+process.argv[1]).on('connect',()=>{console.log('abstract:connected');process.exit()}).on('error',e=>console.log('abstract:'+e.code))" ${name}`;
