@@ -1,11 +1,12 @@
 /**
  * Builds the single `relay` executable: `bun scripts/build.ts [--outfile dist/relay] [--target bun-linux-x64]`.
- * Bun must run this script (it is the compiler); `npm run build` does that.
+ * Bun must run this script (it is the compiler); `npm run build` does that. The binary carries
+ * its own bundle, so it can later package itself for other targets (src/package/compile.ts).
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { compileSource } from "../src/package/compile.ts";
+import { hostTarget, parseTarget } from "../src/package/targets.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -20,18 +21,19 @@ export interface BuildOptions {
 
 export function buildBinary(options: BuildOptions = {}): { outfile: string; bytes: number; ms: number } {
   const outfile = path.resolve(options.outfile ?? path.join(ROOT, "dist/relay"));
-  mkdirSync(path.dirname(outfile), { recursive: true });
   const bun = options.bunPath ?? (process.versions.bun ? process.execPath : path.join(ROOT, "node_modules/.bin/bun"));
-  const args = ["build", "--compile", "--minify", "--bytecode", path.join(ROOT, "src/main.ts"), "--outfile", outfile];
-  if (options.target) args.push(`--target=${options.target}`);
-  if (options.compileExecutablePath) args.push(`--compile-executable-path=${options.compileExecutablePath}`);
-  const started = Date.now();
-  const r = spawnSync(bun, args, { cwd: ROOT, encoding: "utf8" });
-  // bun can exit 0 without writing the output (e.g. a failed download), so check the file too.
-  if (r.status !== 0 || !existsSync(outfile)) {
-    throw new Error(`bun build failed (exit ${r.status}):\n${r.stderr || r.stdout}`);
-  }
-  return { outfile, bytes: statSync(outfile).size, ms: Date.now() - started };
+  const target = options.target ? parseTarget(options.target.replace(/^bun-/, "")) : hostTarget();
+  if ("error" in target) throw new Error(target.error.message);
+  const r = compileSource({
+    bun: { path: bun },
+    sourceRoot: ROOT,
+    target: target.ok,
+    host: !options.target,
+    outfile,
+    ...(options.compileExecutablePath ? { compileExecutablePath: options.compileExecutablePath } : {}),
+  });
+  if ("error" in r) throw new Error(r.error.message);
+  return r.ok;
 }
 
 if (import.meta.main) {

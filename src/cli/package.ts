@@ -42,10 +42,13 @@ Layout:
 Archives go beside the package directory (or in --archive-dir) as <variant>-<version>-<target>.<format>;
 an existing archive of that name is replaced.
 
-Compiling runs bun build --compile on the source tree (RELAY_SOURCE_DIR, else found from here or
-the current directory) with RELAY_BUN_PATH, node_modules/.bin/bun or bun on PATH. Cross builds
-without --compile-executable-path fetch @oven/bun-<target> (the compiling bun's version) with npm
-into $RELAY_HOME/cache/bun/<version>/<target>/ and check its size and sha256 before every reuse.
+Compiling bundles the source tree (RELAY_SOURCE_DIR, else found from here or the current
+directory) with RELAY_BUN_PATH, node_modules/.bin/bun or bun on PATH; without a source tree, this
+binary recompiles its own embedded bundle, acting as bun itself (its own target is a plain copy).
+Cross builds without --compile-executable-path fetch @oven/bun-<target> (the compiling bun's
+version) over HTTPS from the npm registry (RELAY_NPM_REGISTRY, default registry.npmjs.org) into
+$RELAY_HOME/cache/bun/<version>/<target>/, checked by sha512, then by size and sha256 before every
+reuse. Offline, the error names the tarball to place there.
 Prebuilt binaries are used as they are and must match the target (ELF/Mach-O/PE header).
 
 Exit codes: 0 built, 1 the build failed, 2 bad usage (target, variant, archive format,

@@ -16,6 +16,7 @@ import { killTree, killTreeNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 import { truncateMiddle } from "./truncate.ts";
 import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
+import { withRelayFirst } from "./relay-path.ts";
 
 /** Variables forced on every child, over whatever the orchestrator sent. */
 export const FORCED_ENV: Readonly<Record<string, string>> = {
@@ -87,6 +88,8 @@ export class ProcessManager {
     const started = performance.now();
     const id = this.allocateId();
     const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
+    // `relay` in a command is this executor's own binary.
+    env.PATH = withRelayFirst(req.env?.PATH);
     // A warm helper takes the command with its own environment; a cold one needs the helper's too.
     const warm = req.warmLaunch && !req.tty ? this.warmHelpers()?.take(req.warmLaunch, env, req.cwd) : undefined;
     const spawned = warm

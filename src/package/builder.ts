@@ -3,10 +3,13 @@
  *   relay-package.json, bin/<relay|relay-executor>[.exe], bin/relay-code-mode-host[.exe],
  *   relay-path/rg[.exe] (with --rg-bin).
  * Prebuilt binaries are authoritative (copied, never rebuilt) but must exist, be executable and
- * match the target's format and CPU. Otherwise src/main.ts is compiled with bun; cross targets use
- * --compile-executable-path or the cached @oven/bun-<target> runtime of the compiling bun's version.
+ * match the target's format and CPU. Otherwise relay is compiled (compile.ts): from the source tree
+ * with bun, or, in a downloaded binary, from its own embedded bundle with itself as bun (a host
+ * package is then the running binary, copied). Cross targets use --compile-executable-path or the
+ * cached @oven/bun-<target> runtime of the compiling bun's version (bun-cache.ts).
  */
-import { accessSync, chmodSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { currentRuntime } from "../protocol/child.ts";
 import { relayHome } from "../session/home.ts";
@@ -15,7 +18,8 @@ import { VERSION } from "../version.ts";
 import { writeArchive, type ArchiveFormat } from "./archive.ts";
 import { checkBinaryForTarget } from "./binary-header.ts";
 import { ensureTargetBun, type BunFetcher } from "./bun-cache.ts";
-import { compileRelay } from "./compile.ts";
+import { bundleSource, compileBundle, type Bundle, type BunCommand } from "./compile.ts";
+import { selfAsBun, selfBundle } from "./self-bundle.ts";
 import { describeFiles, MANIFEST_NAME, PATH_DIR, serializeManifest, type PackageManifest, type Variant } from "./manifest.ts";
 import { hostTarget, parseTarget, type TargetInfo } from "./targets.ts";
 import { bunVersion, findBun, findSourceTree, type SourceTree } from "./toolchain.ts";
@@ -53,7 +57,7 @@ export interface BuildPackageResult {
   manifest: PackageManifest;
   archives: BuiltArchive[];
   /** What was compiled (absent when every binary was prebuilt). */
-  compiled?: { bun: string; bunVersion: string; compileExecutablePath?: string; fetched?: boolean; ms: number; bytes: number };
+  compiled?: { bun: string; bunVersion: string; from: string; compileExecutablePath?: string; fetched?: boolean; ms: number; bytes: number };
   notes: string[];
 }
 
@@ -118,6 +122,44 @@ export async function buildPackage(o: BuildPackageOptions = {}): Promise<Result<
   }
 }
 
+/** What compiles: a bun and the bundle it compiles, from the source tree or from this binary itself. */
+interface Toolchain {
+  bun: BunCommand;
+  bunVersion: string;
+  /** What is compiled, for messages. */
+  from: string;
+  bundle(workDir: string): Promise<Result<Bundle>>;
+}
+
+function findToolchain(source: Result<SourceTree>, env: Env): Result<Toolchain> {
+  if ("ok" in source) {
+    const bun = findBun(source.ok.root, env);
+    if ("error" in bun) return bun;
+    const bv = bunVersion(bun.ok);
+    if ("error" in bv) return bv;
+    const cmd: BunCommand = { path: bun.ok };
+    return ok({ bun: cmd, bunVersion: bv.ok, from: source.ok.main, bundle: async (work) => bundleSource(cmd, source.ok.root, work) });
+  }
+  // A downloaded binary recompiles its own embedded bundle, acting as bun itself.
+  if (currentRuntime() === "bun-compiled" && process.versions.bun) {
+    return ok({ bun: selfAsBun(env), bunVersion: process.versions.bun, from: `this binary's own bundle (${process.execPath})`, bundle: selfBundle });
+  }
+  return source;
+}
+
+async function compileWith(plan: Toolchain & { exePath?: string }, t: TargetInfo, host: boolean, outfile: string): Promise<Result<{ outfile: string; bytes: number; ms: number }>> {
+  const work = mkdtempSync(path.join(os.tmpdir(), "relay-compile-"));
+  try {
+    const started = Date.now();
+    const bundle = await plan.bundle(work);
+    if ("error" in bundle) return bundle;
+    const out = compileBundle({ bun: plan.bun, bundle: bundle.ok, target: t, host, outfile, ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}) });
+    return "error" in out ? out : ok({ ...out.ok, ms: Date.now() - started });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>> {
   const env = o.env ?? process.env;
   const cwd = o.cwd ?? process.cwd();
@@ -163,29 +205,20 @@ async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>
   const entryRel = `bin/${variant}${t.exe}`;
   const hostRel = `bin/relay-code-mode-host${t.exe}`;
   let compiled: BuildPackageResult["compiled"];
-  let entrySrc = pre.entry;
+  const entrySrc = pre.entry;
 
   // Resolve the toolchain before touching the package directory.
-  let plan: { bun: string; bunVersion: string; source: SourceTree; exePath?: string; fetched?: boolean } | undefined;
+  let plan: (Toolchain & { exePath?: string; fetched?: boolean }) | undefined;
   if (!pre.entry) {
-    if ("error" in source && currentRuntime() === "bun-compiled" && "ok" in host) {
-      return err(
-        "no_source_tree",
-        `this relay binary packages itself only for its own target (${host.ok.name}); a ${t.name} package needs the Relay source tree (run from the repository or set RELAY_SOURCE_DIR) or a prebuilt ${t.name} binary (--entrypoint-bin FILE)`,
-      );
-    }
-    if ("error" in source) return source;
-    const bun = findBun(source.ok.root, env);
-    if ("error" in bun) return bun;
-    const bv = bunVersion(bun.ok);
-    if ("error" in bv) return bv;
-    plan = { bun: bun.ok, bunVersion: bv.ok, source: source.ok };
+    const tc = findToolchain(source, env);
+    if ("error" in tc) return tc;
+    plan = tc.ok;
     if (pre.exe) plan.exePath = pre.exe;
     else if (!isHost) {
-      const cached = await ensureTargetBun({ home: relayHome(env), version: bv.ok, target: t, ...(o.fetcher ? { fetcher: o.fetcher } : {}) });
+      const cached = await ensureTargetBun({ home: relayHome(env), version: plan.bunVersion, target: t, env, log, ...(o.fetcher ? { fetcher: o.fetcher } : {}) });
       if ("error" in cached) return cached;
       for (const n of cached.ok.notes) note(n);
-      if (cached.ok.fetched) note(`fetched ${t.ovenPackage}@${bv.ok} into ${path.dirname(cached.ok.path)}`);
+      if (cached.ok.fetched) note(`fetched ${t.ovenPackage}@${plan.bunVersion} into ${path.dirname(cached.ok.path)}`);
       plan.exePath = cached.ok.path;
       plan.fetched = cached.ok.fetched;
     }
@@ -195,23 +228,16 @@ async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>
   if ("error" in prepared) return prepared;
 
   if (plan) {
-    log(`compiling ${plan.source.main} for ${t.name} with bun ${plan.bunVersion}`);
-    const out = compileRelay({
-      bun: plan.bun,
-      source: plan.source,
-      target: t,
-      host: isHost && !plan.exePath,
-      outfile: path.join(packageDir, ...entryRel.split("/")),
-      ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}),
-    });
+    log(`compiling ${plan.from} for ${t.name} with bun ${plan.bunVersion}`);
+    const out = await compileWith(plan, t, isHost && !plan.exePath, path.join(packageDir, ...entryRel.split("/")));
     if ("error" in out) return out;
     const check = checkBinaryForTarget(out.ok.outfile, t);
     if ("error" in check) return err("compile_failed", `bun produced the wrong binary: ${check.error.message}`);
     chmodSync(out.ok.outfile, 0o755);
-    entrySrc = out.ok.outfile;
     compiled = {
-      bun: plan.bun,
+      bun: plan.bun.path,
       bunVersion: plan.bunVersion,
+      from: plan.from,
       ms: out.ok.ms,
       bytes: out.ok.bytes,
       ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}),

@@ -6,12 +6,13 @@ import { createHash } from "node:crypto";
 import { createReadStream, lstatSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { TARGET_NAMES } from "./targets.ts";
 
+export { MANIFEST_NAME, PATH_DIR };
+
 export const LAYOUT_VERSION = 1;
-export const MANIFEST_NAME = "relay-package.json";
-export const PATH_DIR = "relay-path";
 export const VARIANTS = ["relay", "relay-executor"] as const;
 export type Variant = (typeof VARIANTS)[number];
 

@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
+import { ExecutorMethods } from "../../src/executor/protocol.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
+import { sha256File } from "../../src/package/manifest.ts";
 import { VERSION } from "../../src/version.ts";
 import { buildBinary } from "../../scripts/build.ts";
 
@@ -74,11 +76,51 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       assert.equal(verified.status, 0, verified.stderr);
       const packaged = spawnSync(path.join(machine, "pkg", "bin", "relay"), ["--version"], { encoding: "utf8", env });
       assert.equal(packaged.stdout.trim(), VERSION);
-      const other = process.arch === "arm64" ? "linux-x64" : "linux-arm64";
-      const cross = run(["package", "build", "--target", other, "--package-dir", path.join(machine, "pkg-cross")]);
-      assert.equal(cross.status, 1);
-      assert.match(cross.stderr, new RegExp(`packages itself only for its own target .*a ${other} package needs the Relay source tree .*--entrypoint-bin`));
-      assert.ok(!existsSync(path.join(machine, "pkg-cross")), "nothing was left behind");
+      // Another target, offline and with nothing cached: refused, naming the file to place.
+      const offline = { ...env, RELAY_NPM_REGISTRY: "http://127.0.0.1:1" };
+      const refusedCross = spawnSync(lone, ["package", "build", "--target", "linux-arm64", "--package-dir", path.join(machine, "pkg-arm64")], { cwd: ws, encoding: "utf8", env: offline });
+      assert.equal(refusedCross.status, 1, refusedCross.stderr);
+      const placed = path.join(home, ".relay", "cache", "bun", process.versions.bun!, "linux-arm64", `bun-linux-aarch64-${process.versions.bun}.tgz`);
+      assert.ok(refusedCross.stderr.includes(`Put http://127.0.0.1:1/@oven/bun-linux-aarch64/-/bun-linux-aarch64-${process.versions.bun}.tgz at ${placed}`), refusedCross.stderr);
+      assert.ok(!existsSync(path.join(machine, "pkg-arm64")), "nothing was left behind");
+    } finally {
+      rmSync(machine, { recursive: true, force: true });
+    }
+  });
+
+  test("a lone copy recompiles itself for another target from a seeded cache, and the result does too", { skip: (process.platform !== "linux" || process.arch !== "x64") && "seeds linux-x64-baseline with this host's bun (x64 Linux only)" }, async () => {
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-cross-"));
+    try {
+      const lone = path.join(machine, "empty", "relay");
+      mkdirSync(path.dirname(lone));
+      copyFileSync(bin, lone);
+      chmodSync(lone, 0o755);
+      const home = path.join(machine, "home");
+      // The cache as a fetch would leave it, so the test stays offline: the baseline target's
+      // runtime is this host's bun (same format and CPU; the cross build cannot tell).
+      const version = process.versions.bun!;
+      const cacheDir = path.join(home, ".relay", "cache", "bun", version, "linux-x64-baseline");
+      mkdirSync(cacheDir, { recursive: true });
+      copyFileSync(realpathSync(process.execPath), path.join(cacheDir, "bun"));
+      chmodSync(path.join(cacheDir, "bun"), 0o755);
+      const meta = { package: "@oven/bun-linux-x64-baseline", version, target: "linux-x64-baseline", file: "bun", size: statSync(path.join(cacheDir, "bun")).size, sha256: await sha256File(path.join(cacheDir, "bun")), fetchedAt: new Date().toISOString() };
+      writeFileSync(path.join(cacheDir, "meta.json"), JSON.stringify(meta));
+      // No bun, no npm, no source tree: PATH has only the system, cwd is an empty directory.
+      const env = { PATH: "/usr/bin:/bin", HOME: home, RELAY_NPM_REGISTRY: "http://127.0.0.1:1" };
+      const cross = spawnSync(lone, ["package", "build", "--target", "linux-x64-baseline", "--json"], { cwd: path.dirname(lone), encoding: "utf8", env });
+      assert.equal(cross.status, 0, cross.stderr);
+      const report = JSON.parse(cross.stdout) as { packageDir: string; compiled?: { from: string; fetched?: boolean; compileExecutablePath?: string } };
+      assert.match(report.compiled?.from ?? "", /this binary's own bundle/);
+      assert.equal(report.compiled?.fetched, false);
+      assert.equal(report.compiled?.compileExecutablePath, path.join(cacheDir, "bun"));
+      const built = path.join(report.packageDir, "bin", "relay");
+      const version2 = spawnSync(built, ["--version"], { encoding: "utf8", env });
+      assert.equal(version2.stdout.trim(), VERSION, version2.stderr);
+      // The recompiled binary carries its bundle too: it packages itself again.
+      const again = spawnSync(built, ["package", "build", "--target", "linux-x64-baseline", "--package-dir", path.join(machine, "again"), "--json"], { cwd: machine, encoding: "utf8", env });
+      assert.equal(again.status, 0, again.stderr);
+      const sandboxed = spawnSync(path.join(machine, "again", "bin", "relay"), ["sandbox", "--", "sh", "-c", "echo inside"], { cwd: machine, encoding: "utf8", env });
+      assert.equal(sandboxed.stdout, "inside\n", sandboxed.stderr);
     } finally {
       rmSync(machine, { recursive: true, force: true });
     }
@@ -94,5 +136,30 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.notEqual(r.ok.childPid, r.ok.selfPid);
     const exit = await c.ok.shutdown();
     assert.equal(exit.code, 0);
+  });
+
+  test("a packaged executor's commands find this relay first on PATH, then the package's relay-path tools", { skip: process.platform !== "linux" && "Linux packages only" }, async () => {
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-path-"));
+    try {
+      const pkg = path.join(machine, "pkg");
+      const env = { PATH: "/usr/bin:/bin", HOME: machine };
+      // Any executable of the host's format stands in for ripgrep.
+      const built = spawnSync(bin, ["package", "build", "--package-dir", pkg, "--rg-bin", realpathSync("/bin/true")], { cwd: machine, encoding: "utf8", env });
+      assert.equal(built.status, 0, built.stderr);
+      const ex = spawnPeer([path.join(pkg, "bin", "relay"), "executor"], { cwd: machine, env, name: "packaged" });
+      assert.ok("ok" in ex);
+      try {
+        const r = await ex.ok.peer.call(ExecutorMethods.exec, { command: ["sh", "-c", "command -v relay; command -v rg; relay --version"], cwd: machine, env: { PATH: "/usr/bin:/bin" } });
+        assert.ok("ok" in r, JSON.stringify(r));
+        const [relayAt, rgAt, version] = r.ok.output.trim().split("\n");
+        assert.equal(realpathSync(relayAt!), realpathSync(path.join(pkg, "bin", "relay")));
+        assert.equal(rgAt, path.join(pkg, "relay-path", "rg"));
+        assert.equal(version, VERSION);
+      } finally {
+        await ex.ok.shutdown();
+      }
+    } finally {
+      rmSync(machine, { recursive: true, force: true });
+    }
   });
 });

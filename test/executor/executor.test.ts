@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import type { ChildPeer } from "../../src/protocol/child.ts";
+import { VERSION } from "../../src/version.ts";
 import { skipBecause } from "../support/skip.ts";
 import { exec, isAlive, startExecutor, waitUntil, write } from "../support/executor.ts";
 
@@ -49,6 +50,20 @@ describe("relay executor", () => {
     assert.ok(r.wall_time_seconds < 15, `returned on the exit, long before the 30 s yield (${r.wall_time_seconds} s)`);
   });
 
+  test("`relay` in a command is the executor's own relay, first on PATH, even where PATH has another", async () => {
+    const decoy = mkdtempSync(path.join(os.tmpdir(), "relay-decoy-"));
+    try {
+      writeFileSync(path.join(decoy, "relay"), "#!/bin/sh\necho decoy\n", { mode: 0o755 });
+      const r = await exec(ex, { command: ["sh", "-c", "command -v relay; relay --version"], env: { PATH: `${decoy}:/usr/bin:/bin` } });
+      assert.equal(r.exit_code, 0, r.output);
+      const [where, version] = r.output.trim().split("\n");
+      assert.match(where ?? "", /relay-path-[^/]+\/relay$/);
+      assert.equal(version, VERSION);
+    } finally {
+      rmSync(decoy, { recursive: true, force: true });
+    }
+  });
+
   test("pipes: exit codes are kept, stdin is not a tty and writing to it is refused", async () => {
     const r = await exec(ex, { command: ["sh", "-c", "test -t 0 && echo tty || echo notty; exit 17"] });
     assert.equal(r.exit_code, 17);
@@ -61,7 +76,7 @@ describe("relay executor", () => {
     assert.deepEqual(await ex.peer.call(ExecutorMethods.terminate, { process_id: long.process_id! }), { ok: { running: true } });
   });
 
-  test("forced environment wins over what the orchestrator sent; PATH is kept", async () => {
+  test("forced environment wins over what the orchestrator sent; PATH is kept, after relay's own directory", async () => {
     const r = await exec(ex, {
       command: ["env"],
       env: { PATH: process.env.PATH!, NO_COLOR: "0", TERM: "xterm-256color", MY_VAR: "kept" },
@@ -74,7 +89,9 @@ describe("relay executor", () => {
     assert.equal(env.PAGER, "cat");
     assert.equal(env.GIT_PAGER, "cat");
     assert.equal(env.MY_VAR, "kept");
-    assert.equal(env.PATH, process.env.PATH);
+    const [first, ...rest] = env.PATH!.split(":");
+    assert.match(first!, /relay-path-[^/]+$/);
+    assert.deepEqual(rest, process.env.PATH!.split(":").filter((d) => d !== ""));
     assert.equal(env.GIT_TERMINAL_PROMPT, "0", "pipe mode asks tools not to prompt");
     assert.equal(env.HOME, undefined, "nothing is inherited from the executor's own environment");
   });

@@ -1,5 +1,5 @@
-/** `import path from "./x.c" with { type: "file" }`: Bun embeds the file and gives its path. */
+/** `import source from "./x.c" with { type: "text" }`: Bun inlines the file's text. */
 declare module "*.c" {
-  const path: string;
-  export default path;
+  const text: string;
+  export default text;
 }

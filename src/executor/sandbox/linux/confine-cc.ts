@@ -32,15 +32,13 @@ interface SourceFile {
 }
 
 /**
- * A real file holding confine.c. From source it is the file itself; in a compiled binary the
- * embedded copy ($bunfs) is not visible to TinyCC, so it is copied into a private directory
- * (mode 0700, so no other user can swap it before it is compiled) and removed right after.
+ * A real file holding confine.c, which TinyCC needs. The source is imported as text so it lives
+ * inside the bundle (a compiled binary's $bunfs is not visible to TinyCC, and the bundle that a
+ * binary recompiles itself from must be one file); it is written into a private directory (mode
+ * 0700, so no other user can swap it before it is compiled) and removed right after.
  */
 async function sourceFile(): Promise<SourceFile> {
-  const embedded = ((await import("./confine.c", { with: { type: "file" } })) as { default: string }).default;
-  if (!embedded.includes("$bunfs")) return { path: embedded, cleanup: () => {} };
-  const bun = (globalThis as unknown as { Bun: { file(p: string): { text(): Promise<string> } } }).Bun;
-  const text = await bun.file(embedded).text();
+  const text = ((await import("./confine.c", { with: { type: "text" } })) as { default: string }).default;
   const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cc-"));
   const file = path.join(dir, "confine.c");
   writeFileSync(file, text, { mode: 0o600 });

@@ -1,0 +1,64 @@
+/**
+ * What goes first on PATH for every command the executor runs: a private directory holding
+ * `relay`, which is this very executor's binary (so a command that calls `relay` gets this
+ * version, not whatever else is installed), then the package's `relay-path/` (its bundled tools,
+ * such as rg) when the executor runs from a package. A login shell (`shell.login`) may reset PATH
+ * in its profile; then only the package's tools found there remain.
+ */
+import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { currentRuntime, selfCommand } from "../protocol/child.ts";
+import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
+
+let dir: string | undefined;
+
+const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** Writes `relay` into `into`: a symlink to the compiled binary, else a script that re-execs relay. */
+function writeSelf(into: string): boolean {
+  const self = selfCommand();
+  if ("error" in self) return false;
+  const target = path.join(into, "relay");
+  rmSync(target, { force: true });
+  if (currentRuntime() === "bun-compiled" && self.ok.length === 1) symlinkSync(self.ok[0]!, target);
+  else {
+    writeFileSync(target, `#!/bin/sh\nexec ${self.ok.map(quote).join(" ")} "$@"\n`);
+    chmodSync(target, 0o755);
+  }
+  return true;
+}
+
+/**
+ * The private directory, made on first use and again if something removed it (a temp cleaner
+ * during a run of several days); undefined where it cannot be made (then PATH is left alone).
+ */
+function selfDir(): string | undefined {
+  if (process.platform === "win32") return undefined;
+  if (dir && existsSync(path.join(dir, "relay"))) return dir;
+  try {
+    if (!dir || !existsSync(dir)) {
+      dir = mkdtempSync(path.join(os.tmpdir(), "relay-path-"));
+      const made = dir;
+      process.once("exit", () => rmSync(made, { recursive: true, force: true }));
+    }
+    return writeSelf(dir) ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `relay-path/` of the package this binary was installed from (bin/<name> beside relay-package.json). */
+function packageToolsDir(): string | undefined {
+  if (currentRuntime() !== "bun-compiled") return undefined;
+  const root = path.dirname(path.dirname(process.execPath));
+  const tools = path.join(root, PATH_DIR);
+  return existsSync(path.join(root, MANIFEST_NAME)) && existsSync(tools) ? tools : undefined;
+}
+
+/** `pathValue` with relay's own directories in front (each once). */
+export function withRelayFirst(pathValue: string | undefined): string {
+  const first = [selfDir(), packageToolsDir()].filter((d): d is string => d !== undefined);
+  const rest = (pathValue ?? "/usr/local/bin:/usr/bin:/bin").split(path.delimiter).filter((d) => d !== "" && !first.includes(d));
+  return [...first, ...rest].join(path.delimiter);
+}

@@ -1,0 +1,42 @@
+/**
+ * What a compiled relay needs to recompile itself for another target, with no source tree and
+ * no bun installed: its own bundle (embedded at build time by compile.ts) and a bun, which is
+ * the binary itself run with BUN_BE_BUN=1.
+ */
+import { mkdtempSync } from "node:fs";
+import path from "node:path";
+import { gunzipSync } from "node:zlib";
+import { err, type Result } from "../util/result.ts";
+import { BUNDLE_ASSET, writeBundle, type Bundle, type BunCommand } from "./compile.ts";
+
+interface EmbeddedFile {
+  name: string;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+const [stem, ext] = BUNDLE_ASSET.split(".") as [string, string];
+/** bun names an embedded file `<stem>-<hash>.<ext>`. */
+const EMBEDDED_NAME = new RegExp(`^${stem}(-[0-9a-z]+)?\\.${ext}$`);
+
+function embeddedFiles(): EmbeddedFile[] {
+  const bun = (globalThis as unknown as { Bun?: { embeddedFiles?: readonly EmbeddedFile[] } }).Bun;
+  return [...(bun?.embeddedFiles ?? [])];
+}
+
+/** The running binary's bundle, unpacked into a new directory under `workDir`. */
+export async function selfBundle(workDir: string): Promise<Result<Bundle>> {
+  const file = embeddedFiles().find((f) => EMBEDDED_NAME.test(path.basename(f.name)));
+  if (!file) return err("no_self_bundle", `this relay binary (${process.execPath}) carries no ${BUNDLE_ASSET}, so it cannot recompile itself; rebuild it with npm run build, or pass a prebuilt binary with --entrypoint-bin`);
+  let main: Uint8Array;
+  try {
+    main = gunzipSync(new Uint8Array(await file.arrayBuffer()));
+  } catch (e) {
+    return err("no_self_bundle", `this relay binary's embedded ${BUNDLE_ASSET} is corrupt (${(e as Error).message}); download the binary again`);
+  }
+  return writeBundle(mkdtempSync(path.join(workDir, "self-")), main);
+}
+
+/** The running compiled binary as bun. */
+export function selfAsBun(env: Record<string, string | undefined> = process.env): BunCommand {
+  return { path: process.execPath, env: { ...env, BUN_BE_BUN: "1" } };
+}
