@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { runInfty, scriptedModels, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
 import { RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
-import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
+import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import { checkCredentials } from "../session/preflight.ts";
 import { mergeOverrides } from "../session/resume-settings.ts";
 import { relayHome } from "../session/home.ts";
@@ -39,8 +39,20 @@ async function configFor(flags: ModelFlags, recorded?: RunMeta["settings"]): Pro
   const home = relayHome();
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  const fromRun = recorded
-    ? { model: recorded.model, provider: recorded.model_provider, base_url: recorded.base_url, api_key_env: recorded.api_key_env, sandbox_mode: recorded.sandbox_mode }
+  const fromRun: ConfigOverrides = recorded
+    ? {
+        model: recorded.model,
+        provider: recorded.model_provider,
+        base_url: recorded.base_url,
+        api_key_env: recorded.api_key_env,
+        sandbox_mode: recorded.sandbox_mode,
+        sandbox_mechanism: recorded.sandbox_mechanism,
+        sandbox_best_effort: recorded.sandbox_best_effort,
+        approval_policy: recorded.approval_policy,
+        reasoning_effort: recorded.model_reasoning_effort,
+        reasoning_summary: recorded.model_reasoning_summary,
+        executor: recorded.executor,
+      }
     : {};
   const fromFlags = { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox, sandbox_mechanism: flags.sandboxMechanism, sandbox_best_effort: flags.sandboxBestEffort };
   const config = applyOverrides(loaded.ok.config, mergeOverrides(fromRun, fromFlags));

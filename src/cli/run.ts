@@ -4,7 +4,7 @@ import { applyOverrides, loadConfig, type ConfigOverrides } from "../session/con
 import type { EmitEvent } from "../session/events.ts";
 import { relayHome } from "../session/home.ts";
 import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
-import { mergeOverrides, resumeOverrides } from "../session/resume-settings.ts";
+import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
 import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
@@ -17,6 +17,8 @@ export function runCommand() {
     .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
     .argument("[prompt]", "what the agent should do (optional with --resume when the last turn was cut off)")
     .option("-m, --model <name>", "model name (config: model)")
+    .option("--reasoning-effort <level>", "reasoning effort for the Responses API, e.g. low, medium, high (config: model_reasoning_effort)")
+    .addOption(new Option("--reasoning-summary <mode>", "reasoning summaries for the Responses API (config: model_reasoning_summary)").choices(["auto", "concise", "detailed"] as const))
     .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(["openai-responses", "openai-chat", "scripted"] as const))
     .option("--base-url <url>", "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)")
     .option("--api-key-env <name>", "environment variable that holds the API key (config: api_key_env; default OPENAI_API_KEY)")
@@ -36,11 +38,14 @@ export function runCommand() {
     .option("--json", "print one JSON event per line on stdout instead of human progress")
     .option("--fail-on-tool-error", "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)")
     .option("--code-mode", "also offer the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use this session's tools) and wait")
+    .option("--no-code-mode", "on --resume: turn code mode off for a session that had it")
     .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)")
     .addHelpText(
       "after",
       `
 Configuration comes from $RELAY_HOME/config.toml (default ~/.relay), then these flags.
+--resume continues with what the session recorded (provider, model, base URL, key variable,
+reasoning, approval, sandbox, executor, code mode, capability roots); a flag given with it wins.
 Sessions are saved as JSONL rollouts under $RELAY_HOME/sessions/YYYY/MM/DD/.
 
 Exit codes: 0 the turn completed; 1 the model or session failed, the step limit was hit, or
@@ -63,6 +68,8 @@ Examples:
         provider: opts.provider,
         base_url: opts.baseUrl,
         api_key_env: opts.apiKeyEnv,
+        reasoning_effort: opts.reasoningEffort,
+        reasoning_summary: opts.reasoningSummary,
         approval_policy: opts.approval,
         sandbox_mode: opts.sandbox,
         sandbox_mechanism: opts.sandboxMechanism,
@@ -71,16 +78,18 @@ Examples:
         model_context_window: opts.contextWindow,
         auto_compact_fraction: opts.autoCompact,
       };
-      // A resumed session keeps its provider, model, base URL, approval and sandbox unless a flag says otherwise.
-      const recorded = opts.resume ? await resumeOverrides(home, opts.resume, loaded.ok.config) : {};
-      const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded, flags));
+      // A resumed session keeps what it ran with (provider, model, base URL, approval, sandbox,
+      // reasoning, executor, code mode, capability roots) unless a flag says otherwise.
+      const recorded = opts.resume ? await resumeSettings(home, opts.resume, loaded.ok.config) : { overrides: {}, choices: {} };
+      const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
       if ("error" in config) fail(config.error.message, ExitCode.Usage);
-      const roots: CapabilityRoot[] = [];
+      let roots: CapabilityRoot[] = [];
       for (const spec of opts.capabilityRoot ?? []) {
         const r = parseCapabilityRoot(spec);
         if ("error" in r) fail(r.error.message, ExitCode.Usage);
         roots.push(r.ok);
       }
+      if (roots.length === 0) roots = recorded.choices.capabilityRoots ?? [];
       const maxSteps = Number(opts.maxSteps);
       if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
       if (prompt === undefined && !opts.resume) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
@@ -111,13 +120,13 @@ Examples:
         resume: opts.resume,
         cwd: opts.cd,
         scriptPath: opts.script,
-        executorName: opts.executorName,
+        executorName: opts.executorName ?? recorded.choices.executorName,
         capabilityRoots: roots,
         maxSteps,
         approver: interactive ? terminalApprover() : nonInteractiveApprover,
         emit,
         signal: ctrl.signal,
-        codeMode: opts.codeMode,
+        codeMode: opts.codeMode ?? recorded.choices.codeMode,
         useMemories: opts.memories,
       });
       if ("error" in result) {

@@ -94,7 +94,19 @@ export function scriptedModels(text: string, file: string): Result<(role: string
 }
 
 function runSettings(c: RelayConfig): NonNullable<RunMeta["settings"]> {
-  return { model: c.model, model_provider: c.model_provider, api_key_env: c.api_key_env, sandbox_mode: c.sandbox_mode, ...(c.base_url ? { base_url: c.base_url } : {}) };
+  return {
+    model: c.model,
+    model_provider: c.model_provider,
+    api_key_env: c.api_key_env,
+    sandbox_mode: c.sandbox_mode,
+    sandbox_mechanism: c.sandbox.mechanism,
+    sandbox_best_effort: c.sandbox.best_effort,
+    approval_policy: c.approval_policy,
+    ...(c.base_url ? { base_url: c.base_url } : {}),
+    ...(c.model_reasoning_effort ? { model_reasoning_effort: c.model_reasoning_effort } : {}),
+    ...(c.model_reasoning_summary ? { model_reasoning_summary: c.model_reasoning_summary } : {}),
+    ...(c.executor ? { executor: c.executor } : {}),
+  };
 }
 
 function rolePrompt(role: string): string {

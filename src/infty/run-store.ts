@@ -48,7 +48,19 @@ export const RunMetaSchema = z.object({
   next_note: z.number().int().min(1),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
   settings: z
-    .object({ model: z.string(), model_provider: z.string(), base_url: z.string().optional(), api_key_env: z.string(), sandbox_mode: z.string() })
+    .object({
+      model: z.string(),
+      model_provider: z.string(),
+      base_url: z.string().optional(),
+      api_key_env: z.string(),
+      sandbox_mode: z.string(),
+      sandbox_mechanism: z.string().optional(),
+      sandbox_best_effort: z.boolean().optional(),
+      approval_policy: z.string().optional(),
+      model_reasoning_effort: z.string().optional(),
+      model_reasoning_summary: z.string().optional(),
+      executor: z.string().optional(),
+    })
     .optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;

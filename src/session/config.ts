@@ -56,6 +56,9 @@ export const RelayConfigSchema = z.object({
   base_url: httpUrl.optional(),
   /** Name of the environment variable that holds the API key (never the key itself). */
   api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").default("OPENAI_API_KEY"),
+  /** Responses API reasoning effort (e.g. low, medium, high); unset = the model's default. */
+  model_reasoning_effort: nonEmpty.optional(),
+  model_reasoning_summary: z.enum(["auto", "concise", "detailed"]).optional(),
   approval_policy: ApprovalPolicySchema.default("on-request"),
   sandbox_mode: SandboxModeSchema.default("workspace-write"),
   sandbox: SandboxConfigSchema.default({ mechanism: "auto", best_effort: false }),
@@ -138,6 +141,8 @@ export interface ConfigOverrides {
   provider?: string;
   base_url?: string;
   api_key_env?: string;
+  reasoning_effort?: string;
+  reasoning_summary?: string;
   approval_policy?: string;
   sandbox_mode?: string;
   sandbox_mechanism?: string;
@@ -169,6 +174,8 @@ export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides):
   set(merged, "model_provider", o.provider);
   set(merged, "base_url", o.base_url);
   set(merged, "api_key_env", o.api_key_env);
+  set(merged, "model_reasoning_effort", o.reasoning_effort);
+  set(merged, "model_reasoning_summary", o.reasoning_summary);
   set(merged, "approval_policy", o.approval_policy);
   set(merged, "sandbox_mode", o.sandbox_mode);
   set(merged, "model_context_window", num(o.model_context_window));

@@ -1,14 +1,17 @@
 /**
- * What a session ran with, so `relay run --resume` continues it the same way: the provider,
- * base URL and key variable (recorded in each turn_context next to the model, approval and
- * sandbox mode) come back from the rollout unless a flag overrides them. The next turn_context
- * records what the resumed turn used, overrides included.
+ * What a session ran with, so `relay run --resume` continues it the same way. Each turn_context
+ * records, beside Codex's own fields (model, approval, sandbox, reasoning `effort`/`summary`),
+ * the provider, base URL, key variable and executor command line, and the session's choices:
+ * code mode, capability roots, executor name. They come back from the rollout unless a flag
+ * overrides them; the next turn_context records what the resumed turn used, overrides included.
  */
 import type { RelayConfig, ConfigOverrides } from "./config.ts";
 import { applyOverrides } from "./config.ts";
 import { findRollout } from "./rollout/find.ts";
 import { readRollout } from "./rollout/reader.ts";
 import type { TurnContext } from "./rollout/schema.ts";
+import type { ReasoningOptions } from "../model/responses.ts";
+import { formatCapabilityRoot, parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
 
 /** The relay-specific settings a turn_context carries, beside Codex's own fields. */
 export function modelSettings(config: RelayConfig, provider: string): Record<string, string> {
@@ -16,7 +19,49 @@ export function modelSettings(config: RelayConfig, provider: string): Record<str
     model_provider: provider,
     api_key_env: config.api_key_env,
     ...(config.base_url ? { base_url: config.base_url } : {}),
+    ...(config.model_reasoning_effort ? { effort: config.model_reasoning_effort } : {}),
+    ...(config.model_reasoning_summary ? { summary: config.model_reasoning_summary } : {}),
+    ...(config.executor ? { executor: config.executor } : {}),
   };
+}
+
+/** The reasoning options the configuration asks for, if any. */
+export function reasoningOf(config: RelayConfig): ReasoningOptions | undefined {
+  if (!config.model_reasoning_effort && !config.model_reasoning_summary) return undefined;
+  return {
+    ...(config.model_reasoning_effort ? { effort: config.model_reasoning_effort } : {}),
+    ...(config.model_reasoning_summary ? { summary: config.model_reasoning_summary } : {}),
+  };
+}
+
+/** A session's own choices, which are options of the run rather than configuration. */
+export interface SessionChoices {
+  codeMode?: boolean;
+  capabilityRoots?: CapabilityRoot[];
+  executorName?: string;
+}
+
+export function sessionSettings(_config: RelayConfig, c: Required<SessionChoices>): Record<string, unknown> {
+  return {
+    code_mode: c.codeMode,
+    executor_name: c.executorName,
+    ...(c.capabilityRoots.length ? { capability_roots: c.capabilityRoots.map(formatCapabilityRoot) } : {}),
+  };
+}
+
+/** The choices `ctx` recorded; a malformed one is left out (the flag default applies). */
+export function recordedChoices(ctx: TurnContext | undefined): SessionChoices {
+  if (!ctx) return {};
+  const raw = ctx as Record<string, unknown>;
+  const out: SessionChoices = {};
+  if (typeof raw.code_mode === "boolean") out.codeMode = raw.code_mode;
+  const name = text(raw.executor_name);
+  if (name) out.executorName = name;
+  if (Array.isArray(raw.capability_roots)) {
+    const roots = raw.capability_roots.map((r) => (typeof r === "string" ? parseCapabilityRoot(r) : undefined));
+    if (roots.every((r) => r !== undefined && "ok" in r)) out.capabilityRoots = roots.map((r) => (r as { ok: CapabilityRoot }).ok);
+  }
+  return out;
 }
 
 const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
@@ -41,6 +86,9 @@ export function recordedOverrides(ctx: TurnContext | undefined, base: RelayConfi
     api_key_env: text(raw.api_key_env),
     approval_policy: text(raw.approval_policy),
     sandbox_mode: sandboxMode(raw.sandbox_policy),
+    reasoning_effort: text(raw.effort),
+    reasoning_summary: text(raw.summary),
+    executor: text(raw.executor),
   };
   const kept: ConfigOverrides = {};
   for (const [key, value] of Object.entries(candidates) as Array<[keyof ConfigOverrides, string | undefined]>) {
@@ -57,9 +105,10 @@ export function mergeOverrides(recorded: ConfigOverrides, flags: ConfigOverrides
 }
 
 /** The recorded settings of the session `resumeId` names; none when it cannot be read (the resume itself then says why). */
-export async function resumeOverrides(home: string, resumeId: string, base: RelayConfig): Promise<ConfigOverrides> {
+export async function resumeSettings(home: string, resumeId: string, base: RelayConfig): Promise<{ overrides: ConfigOverrides; choices: SessionChoices }> {
   const found = await findRollout(home, resumeId);
-  if ("error" in found) return {};
+  if ("error" in found) return { overrides: {}, choices: {} };
   const r = await readRollout(found.ok.path);
-  return "error" in r ? {} : recordedOverrides(r.ok.lastTurnContext, base);
+  if ("error" in r) return { overrides: {}, choices: {} };
+  return { overrides: recordedOverrides(r.ok.lastTurnContext, base), choices: recordedChoices(r.ok.lastTurnContext) };
 }

@@ -24,18 +24,16 @@ import { readRollout } from "./rollout/reader.ts";
 import { findRollout } from "./rollout/find.ts";
 import { RolloutWriter } from "./rollout/writer.ts";
 import { pickShell } from "./shell.ts";
-import { modelSettings } from "./resume-settings.ts";
+import type { CapabilityRoot } from "./capability-root.ts";
+import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
 import { CodeModeTools } from "./code-mode.ts";
 import { recordCitationUsage, sessionMemoryBlock } from "../memories/read.ts";
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
+export { parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
 
-export interface CapabilityRoot {
-  environment: string;
-  path: string;
-}
 
 export interface SessionRunOptions {
   home: string;
@@ -69,12 +67,6 @@ export interface SessionRunResult {
   sessionId: string;
   rolloutPath: string;
   outcome: TurnOutcome;
-}
-
-export function parseCapabilityRoot(spec: string): Result<CapabilityRoot> {
-  const i = spec.indexOf(":");
-  if (i <= 0 || i === spec.length - 1) return err("invalid_capability_root", `--capability-root takes <environment>:<absolute path> (got ${JSON.stringify(spec)}), e.g. local:/home/me/skills`);
-  return ok({ environment: spec.slice(0, i), path: spec.slice(i + 1) });
 }
 
 function startExecutor(command: string | undefined): Result<ChildPeer> {
@@ -140,6 +132,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       baseUrl: config.base_url,
       apiKeyEnv: config.api_key_env,
       scriptPath: o.scriptPath,
+      ...(reasoningOf(config) ? { reasoning: reasoningOf(config) } : {}),
     });
   } catch (e) {
     return err("model_config", (e as Error).message);
@@ -247,7 +240,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
         autoCompactFraction: config.auto_compact_fraction,
         maxSteps: o.maxSteps ?? 200,
-        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username, ...modelSettings(config, model.provider) },
+        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username, ...modelSettings(config, model.provider), ...sessionSettings(config, { codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName }) },
         emit: o.emit,
       },
       resumed?.items ?? [],

@@ -17,12 +17,22 @@ describe("relay infty resume", () => {
     delete env.OPENAI_BASE_URL;
     try {
       server.enqueue(reply().text("I am still working on it."));
-      const first = await runRelayAsync(["infty", "run", "--provider", "openai-chat", "--base-url", server.baseUrl, "-m", "chat-model", "--sandbox", "danger-full-access", "--run-id", "r1", "--max-turns", "1", "an objective"], env);
+      const first = await runRelayAsync(["infty", "run", "--provider", "openai-chat", "--base-url", server.baseUrl, "-m", "chat-model", "--sandbox", "danger-full-access", "--sandbox-best-effort", "--run-id", "r1", "--max-turns", "1", "an objective"], env);
       assert.equal(first.status, 1, first.stderr);
       assert.equal(server.requests[0]?.path, "/v1/chat/completions");
-      const meta = () => JSON.parse(readFileSync(path.join(home, "infty", "r1", "run.json"), "utf8")) as { status: string; settings: Record<string, string> };
+      const meta = () => JSON.parse(readFileSync(path.join(home, "infty", "r1", "run.json"), "utf8")) as { status: string; settings: Record<string, unknown> };
       assert.equal(meta().status, "budget_exhausted");
-      assert.deepEqual(meta().settings, { model: "chat-model", model_provider: "openai-chat", api_key_env: "OPENAI_API_KEY", sandbox_mode: "danger-full-access", base_url: server.baseUrl });
+      const recorded = {
+        model: "chat-model",
+        model_provider: "openai-chat",
+        api_key_env: "OPENAI_API_KEY",
+        sandbox_mode: "danger-full-access",
+        sandbox_mechanism: "auto",
+        sandbox_best_effort: true,
+        approval_policy: "on-request",
+        base_url: server.baseUrl,
+      };
+      assert.deepEqual(meta().settings, recorded);
 
       server.enqueue(reply().text("Still going."));
       const resumed = await runRelayAsync(["infty", "resume", "r1", "--max-turns", "2"], env);
@@ -30,6 +40,7 @@ describe("relay infty resume", () => {
       const second = server.requests[1]!;
       assert.equal(second.path, "/v1/chat/completions", "the same provider and base URL");
       assert.equal((second.body as { model?: unknown }).model, "chat-model", "the same model");
+      assert.deepEqual(meta().settings, recorded, "best effort and the rest are kept without their flags");
 
       server.enqueue(reply().text("And again."));
       const overridden = await runRelayAsync(["infty", "resume", "r1", "--max-turns", "3", "-m", "other-model"], env);

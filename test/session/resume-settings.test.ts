@@ -4,7 +4,9 @@
  * and is recorded. The recorded values are checked on the way in (a Codex provider is ignored).
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, test } from "node:test";
 import { defaultConfig } from "../../src/session/config.ts";
 import { listRollouts } from "../../src/session/rollout/find.ts";
@@ -57,6 +59,40 @@ describe("resume restores the session's settings", () => {
       assert.equal((c.sandbox_policy as { mode: string }).mode, "danger-full-access");
     }
     assert.deepEqual(ctx.map((c) => c.model), ["chat-model", "chat-model", "other-model"]);
+  });
+
+  test("reasoning, code mode and capability roots come back on resume; --no-code-mode turns code mode off", async () => {
+    await using h = await harness();
+    const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: h.home, NO_COLOR: "1", OPENAI_API_KEY: "sk-test" };
+    delete env.OPENAI_BASE_URL;
+    const skills = mkdtempSync(path.join(os.tmpdir(), "relay-skills-"));
+    try {
+      const toolNames = (i: number) => ((h.server.requests[i]!.body as { tools?: Array<{ name?: string }> }).tools ?? []).map((t) => t.name);
+      const reasoning = (i: number) => (h.server.requests[i]!.body as { reasoning?: unknown }).reasoning;
+      h.server.enqueue(reply().text("first"));
+      const first = await runRelayAsync(["run", "--base-url", h.server.baseUrl, "--reasoning-effort", "high", "--reasoning-summary", "concise", "--code-mode", "--capability-root", `local:${skills}`, "--sandbox", "danger-full-access", "-C", h.workspace, "hello"], env);
+      assert.equal(first.status, 0, first.stderr);
+      h.server.enqueue(reply().text("second"));
+      const resumed = await runRelayAsync(["run", "--resume", "last", "again"], env);
+      assert.equal(resumed.status, 0, resumed.stderr);
+      assert.deepEqual(reasoning(1), { effort: "high", summary: "concise" });
+      assert.ok(toolNames(1).includes("exec"), `code mode is back: ${toolNames(1).join(", ")}`);
+      h.server.enqueue(reply().text("third"));
+      const off = await runRelayAsync(["run", "--resume", "last", "--no-code-mode", "--reasoning-effort", "low", "once more"], env);
+      assert.equal(off.status, 0, off.stderr);
+      assert.ok(!toolNames(2).includes("exec"), "--no-code-mode wins over the recorded code mode");
+      assert.deepEqual(reasoning(2), { effort: "low", summary: "concise" });
+      const [file] = await listRollouts(h.home);
+      const ctx = turnContexts(file!.path);
+      assert.deepEqual(ctx.map((c) => c.code_mode), [true, true, false]);
+      assert.deepEqual(ctx.map((c) => c.effort), ["high", "high", "low"]);
+      for (const c of ctx) {
+        assert.deepEqual(c.capability_roots, [`local:${skills}`]);
+        assert.equal(c.executor_name, "local");
+      }
+    } finally {
+      rmSync(skills, { recursive: true, force: true });
+    }
   });
 
   test("recorded values relay cannot use fall back to the configuration", () => {
