@@ -1,7 +1,9 @@
 /** `relay doctor`: can this host run relay sessions? One line per check, with the fix for each. */
+import path from "node:path";
 import { Command } from "@commander-js/extra-typings";
 import { doctorReport, runDoctorChecks, type DoctorCheck } from "../session/doctor.ts";
 import { relayHome } from "../session/home.ts";
+import { checkWorkingDir } from "../session/preflight.ts";
 import { ExitCode } from "./usage.ts";
 
 const STATUS_WIDTH = "missing".length + 2;
@@ -29,11 +31,13 @@ export function doctorCommand() {
   return new Command("doctor")
     .description("check that this host can run relay: sandbox, PTY, RELAY_HOME, config, model credentials, executor and code-mode host")
     .option("--json", "print one JSON object {checks: [{name, status, detail, fix?, required}], ok} instead of lines")
+    .option("-C, --cd <dir>", "the workspace to check the sandbox for (default: the current directory)")
     .addHelpText(
       "after",
       `
 Each check is ok, missing or warn, and says how to fix what is not ok. Checks, in order:
-  sandbox            a mechanism that can enforce sandbox_mode (required unless danger-full-access)
+  sandbox            a mechanism that can enforce sandbox_mode for a command in the workspace
+                     (-C, default the current directory); required unless danger-full-access
   landlock, seccomp  what the kernel offers the built-in sandbox (Landlock ABI 3+ = Linux 6.2+)
   user namespaces    keep .git and .relay read-only inside a writable workspace
   bubblewrap         the optional fallback sandbox (bwrap)
@@ -52,7 +56,12 @@ probes report a weaker kernel, to see what relay would do there.
 Exit codes: 0 every required check is ok; 1 a required check is not ok; 2 bad usage.`,
     )
     .action(async (opts) => {
-      const checks = await runDoctorChecks({ home: relayHome(), env: process.env });
+      const dir = checkWorkingDir(opts.cd);
+      if ("error" in dir) {
+        process.stderr.write(`relay: ${dir.error.message}\n`);
+        process.exit(ExitCode.Usage);
+      }
+      const checks = await runDoctorChecks({ home: relayHome(), env: process.env, ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}) });
       const report = doctorReport(checks);
       process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : renderDoctorChecks(checks));
       process.exit(report.ok ? ExitCode.Ok : ExitCode.Failure);

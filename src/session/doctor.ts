@@ -15,7 +15,7 @@ import { CodeModeMethods } from "../codemode/protocol.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
 import { credentialState, effectiveBaseUrl, showUrl } from "./preflight.ts";
 import { probeBwrap, type BwrapSupport } from "../executor/sandbox/bwrap.ts";
-import { probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
+import { prepareSandbox, probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
 import { probeLandlock, probeUserns, type LandlockSupport } from "../executor/sandbox/linux/support.ts";
 import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
 import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
@@ -53,6 +53,8 @@ export interface DoctorOptions {
   env: NodeJS.ProcessEnv;
   /** Bound on each child's answer (executor, code-mode host); default 30 s. */
   timeoutMs?: number;
+  /** The workspace the sandbox check decides for (a git one needs more); default the cwd. */
+  cwd?: string;
 }
 
 export function doctorPassed(checks: readonly DoctorCheck[]): boolean {
@@ -114,6 +116,20 @@ function sandboxCheck(support: SandboxSupport, config: RelayConfig): DoctorCheck
     return check(name, "ok", shown + note, needed);
   }
   return bestEffortOr(name, support, config, `no mechanism can enforce ${mode} here: ${support.detail}${note}`, needed);
+}
+
+/**
+ * The executor's own decision for a command in `cwd`, which the probes alone cannot make (a git
+ * workspace needs user namespaces to keep .git read-only, say): a refusal there turns an ok into
+ * missing with the executor's reason, and best-effort gaps are named.
+ */
+async function workspaceVerdict(probed: DoctorCheck, config: RelayConfig, cwd: string, env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  if (config.sandbox_mode === "danger-full-access" || probed.status === "missing") return probed;
+  const policy = { mode: config.sandbox_mode, writable_roots: [cwd], network: false, mechanism: config.sandbox.mechanism, best_effort: config.sandbox.best_effort };
+  const attempt = await prepareSandbox(["true"], policy, { cwd, tty: false, env: stringEnv(env) });
+  if ("error" in attempt) return check(probed.name, "missing", `commands in ${cwd} would be refused: ${attempt.error.message}`, probed.required, SANDBOX_CHOICES);
+  if (attempt.ok.gaps.length > 0) return check(probed.name, "warn", `${probed.detail}; in ${cwd}, not enforced: ${attempt.ok.gaps.join("; ")}`, false);
+  return probed;
 }
 
 /** With `[sandbox] best_effort = true` the built-in sandbox runs with what the kernel has. */
@@ -304,7 +320,7 @@ export async function runDoctorChecks(opts: DoctorOptions): Promise<DoctorCheck[
   let support: SandboxSupport | undefined;
   const sandbox = await guarded("sandbox", config.sandbox_mode !== "danger-full-access", async () => {
     support = await probeSandbox({ bwrap: true });
-    return sandboxCheck(support, config);
+    return workspaceVerdict(sandboxCheck(support, config), config, opts.cwd ?? process.cwd(), env);
   });
   const linux = process.platform === "linux";
   const landlock = linux ? await guarded("landlock", false, async () => landlockCheck(support?.landlock ?? (await probeLandlock()))) : landlockCheck(undefined);

@@ -59,7 +59,11 @@ const SECRET = "sk-test-SECRETVALUE";
 const noLandlock = { RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" };
 
 describe("relay doctor", () => {
-  const runs: Record<"simulated" | "fullAccess" | "keyHuman" | "keyJson" | "noKey" | "broken" | "normal", Run> = {} as never;
+  const runs: Record<"simulated" | "fullAccess" | "keyHuman" | "keyJson" | "noKey" | "broken" | "normal" | "gitNoUserns" | "gitBestEffort", Run> = {} as never;
+  // A git workspace: keeping its .git read-only needs user namespaces (or bubblewrap).
+  const gitWorkspace = path.join(root, "git-ws");
+  mkdirSync(path.join(gitWorkspace, ".git"), { recursive: true });
+  const noUserns = { RELAY_SANDBOX_SIMULATE: "no-userns,no-bwrap" };
 
   // Every case is its own process: start them all at once.
   before(async () => {
@@ -71,6 +75,8 @@ describe("relay doctor", () => {
       ["noKey", doctor(["--json"], relayHomeWith("no-key"))],
       ["broken", doctor(["--json"], relayHomeWith("broken", "model = \n"))],
       ["normal", doctor(["--json"], relayHomeWith("normal", 'model_provider = "scripted"\n'))],
+      ["gitNoUserns", doctor(["--json", "-C", gitWorkspace], relayHomeWith("git-no-userns", 'model_provider = "scripted"\n'), noUserns)],
+      ["gitBestEffort", doctor(["--json", "-C", gitWorkspace], relayHomeWith("git-best-effort", 'model_provider = "scripted"\n[sandbox]\nbest_effort = true\n'), noUserns)],
     ];
     const done = await Promise.all(cases.map(([, p]) => p));
     cases.forEach(([name], i) => (runs[name] = done[i]!));
@@ -101,6 +107,21 @@ describe("relay doctor", () => {
     assert.deepEqual(failedRequired(rep), ["sandbox"]);
     assert.equal(rep.ok, false);
     assert.equal(r.status, 1);
+  });
+
+  test("a git workspace without user namespaces: the sandbox is what the executor decides (refused, or best effort with the gap named)", { skip: process.platform !== "linux" && "the built-in sandbox is Linux only" }, () => {
+    const refused = report(runs.gitNoUserns);
+    const sandbox = find(refused, "sandbox");
+    assert.equal(sandbox.status, "missing", sandbox.detail);
+    assert.ok(sandbox.detail.startsWith(`commands in ${gitWorkspace} would be refused:`), sandbox.detail);
+    assert.match(sandbox.detail, /user namespaces, to keep \.git read-only/);
+    assert.match(sandbox.fix ?? "", /best-effort/);
+    assert.deepEqual(failedRequired(refused), ["sandbox"]);
+    assert.equal(runs.gitNoUserns.status, 1);
+    const weaker = find(report(runs.gitBestEffort), "sandbox");
+    assert.equal(weaker.status, "warn", weaker.detail);
+    assert.match(weaker.detail, new RegExp(`in ${gitWorkspace}, not enforced: .*\\.git`));
+    assert.equal(weaker.required, false);
   });
 
   test("sandbox_mode = danger-full-access: a missing sandbox is reported but not required", () => {
