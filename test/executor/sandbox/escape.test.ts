@@ -292,6 +292,13 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
         assert.match(r.output, / __sandbox-exec /);
       });
 
+      test("signals are the command's defaults: nothing ignored or blocked is inherited from the runtime", async () => {
+        // Bun ignores SIGPIPE; inherited, `yes | head -1` would fail with "Broken pipe".
+        const r = await run("workspace-write", `yes | head -1; grep -E '^Sig(Ign|Blk):' /proc/self/status`);
+        assert.equal(r.exit_code, 0, r.output);
+        assert.equal(r.output, "y\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+      });
+
       test("exit status and environment pass through unchanged", async () => {
         const r = await exec(ex, { command: ["sh", "-c", 'echo "$RELAY_ESCAPE_VAR:$(pwd):${BUN_JSC_useConcurrentJIT-unset}:${MIMALLOC_PURGE_DELAY-unset}"; exit 7'], cwd: ws, env: { ...env, RELAY_ESCAPE_VAR: "kept" }, sandbox: policy("workspace-write") });
         assert.equal(r.exit_code, 7);

@@ -109,6 +109,22 @@ function installSeccomp(s: Step, plan: ConfinePlan): void {
   s.check(Stage.Seccomp, s.libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, s.c.bytes(prog), 0, 0));
 }
 
+const SIGKILL = 9;
+const SIGSTOP = 19;
+const SIG_SETMASK = 2;
+/** glibc keeps 32 and 33 for itself; signal() refuses them. */
+const LIBC_INTERNAL = new Set([32, 33]);
+
+/**
+ * What a runtime ignores (Bun ignores SIGPIPE and SIGXFSZ) or blocks survives execve, and the
+ * command would inherit it: `yes | head -1` would then fail with "Broken pipe" instead of
+ * ending quietly. Every disposition and the mask go back to the defaults a shell gives.
+ */
+export function resetSignals(libc: Libc, c: CArgs): void {
+  for (let sig = 1; sig <= 64; sig++) if (sig !== SIGKILL && sig !== SIGSTOP && !LIBC_INTERNAL.has(sig)) libc.defaultSignal(sig);
+  libc.sigprocmask(SIG_SETMASK, c.bytes(new Uint8Array(128)), null);
+}
+
 /** Confines this thread per `plan` and execs; returns only on failure. */
 export function confineInPlace(native: { libc: Libc; ffi: Pick<Ffi, "ptr"> }, plan: ConfinePlan, target: ExecTarget): ConfineFailure {
   const s = new Step(native.libc, new CArgs(native.ffi));
@@ -117,6 +133,7 @@ export function confineInPlace(native: { libc: Libc; ffi: Pick<Ffi, "ptr"> }, pl
     if (plan.readOnly.length > 0) enterNamespaces(s, plan.readOnly);
     restrictLandlock(s, plan);
     installSeccomp(s, plan);
+    resetSignals(native.libc, s.c);
     native.libc.execve(s.c.str(target.file), s.c.strArray(target.argv), s.c.strArray(envList(target.env)));
     return { stage: Stage.Execve, errno: native.libc.errno() };
   } catch (e) {

@@ -38,6 +38,7 @@ int execve(const char *path, char *const argv[], char *const envp[]);
 typedef void (*sighandler_t)(int);
 sighandler_t signal(int sig, sighandler_t handler);
 int raise(int sig);
+int sigprocmask(int how, const void *set, void *old);
 
 #define O_RDONLY 0
 #define O_WRONLY 1
@@ -64,6 +65,8 @@ int raise(int sig);
 #define SIGINT 2
 #define SIGQUIT 3
 #define SIGKILL 9
+#define SIGSTOP 19
+#define SIG_SETMASK 2
 #define SIGTERM 15
 #define SIGHUP 1
 #define SIGUSR1 10
@@ -133,11 +136,27 @@ static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
   return 0;
 }
 
+/*
+ * Dispositions the runtime ignores (Bun: SIGPIPE, SIGXFSZ) and its signal mask survive execve;
+ * the command gets the defaults a shell gives instead.
+ */
+static void reset_signals(void) {
+  unsigned char empty[128];
+  int sig;
+  for (sig = 0; sig < 128; sig++) empty[sig] = 0;
+  for (sig = 1; sig <= 64; sig++) {
+    if (sig == SIGKILL || sig == SIGSTOP || sig == 32 || sig == 33) continue;
+    signal(sig, SIG_DFL);
+  }
+  sigprocmask(SIG_SETMASK, empty, 0);
+}
+
 static int confine_exec(char *path, char **argv, char **envp,
                        u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                        char **rule_paths, u64 *rule_access, void *bpf, long bpf_len) {
   int r = confine(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
   if (r != 0) return r;
+  reset_signals();
   execve(path, argv, envp);
   return fail(ST_EXECVE);
 }

@@ -17,6 +17,9 @@ export interface Libc {
   write(fd: number, buf: Pointer, count: number): number;
   dup2(from: number, to: number): number;
   execve(path: Pointer, argv: Pointer, envp: Pointer): number;
+  /** signal(2) with SIG_DFL (a null handler): the only disposition relay sets. */
+  defaultSignal(sig: number): void;
+  sigprocmask(how: number, set: Pointer, old: Pointer | null): number;
   errno(): number;
 }
 
@@ -36,6 +39,8 @@ const SYMBOLS = {
   write: { args: ["i32", "ptr", "u64"], returns: "i64" },
   dup2: { args: ["i32", "i32"], returns: "i32" },
   execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
+  signal: { args: ["i32", "ptr"], returns: "ptr" },
+  sigprocmask: { args: ["i32", "ptr", "ptr"], returns: "i32" },
   __errno_location: { args: [], returns: "ptr" },
 };
 
@@ -66,6 +71,8 @@ export async function loadLibc(): Promise<Result<{ libc: Libc; ffi: Ffi }>> {
         write: (...a) => num(s.write!(...a)),
         dup2: (a, b) => num(s.dup2!(a, b)),
         execve: (...a) => num(s.execve!(...a)),
+        defaultSignal: (sig) => void s.signal!(sig, null),
+        sigprocmask: (...a) => num(s.sigprocmask!(...a)),
         errno: () => ffi.read.i32(s.__errno_location!() as Pointer, 0),
       };
       cached = { libc, ffi };
