@@ -11,6 +11,15 @@ import { sha256File } from "../../src/package/manifest.ts";
 import { VERSION } from "../../src/version.ts";
 import { buildBinary } from "../../scripts/build.ts";
 
+/** A copy of the binary alone in `dir`, as a download would leave it. */
+function loneCopy(bin: string, dir: string): string {
+  const lone = path.join(dir, "relay");
+  mkdirSync(dir);
+  copyFileSync(bin, lone);
+  chmodSync(lone, 0o755);
+  return lone;
+}
+
 // Compiling needs Bun; the portable runs under Node and Deno skip this file's body.
 const hasBun = Boolean(process.versions.bun);
 
@@ -41,10 +50,7 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
   test("a lone copy with an empty home: the sandbox works with nothing installed", { skip: process.platform !== "linux" && "the built-in sandbox is Linux only" }, () => {
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-"));
     try {
-      const lone = path.join(machine, "bin", "relay");
-      mkdirSync(path.dirname(lone));
-      copyFileSync(bin, lone);
-      chmodSync(lone, 0o755);
+      const lone = loneCopy(bin, path.join(machine, "bin"));
       const home = path.join(machine, "home");
       const ws = path.join(home, "project");
       mkdirSync(path.join(ws, ".git"), { recursive: true });
@@ -91,10 +97,7 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
   test("a lone copy recompiles itself for another target from a seeded cache, and the result does too", { skip: (process.platform !== "linux" || process.arch !== "x64") && "seeds linux-x64-baseline with this host's bun (x64 Linux only)" }, async () => {
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-cross-"));
     try {
-      const lone = path.join(machine, "empty", "relay");
-      mkdirSync(path.dirname(lone));
-      copyFileSync(bin, lone);
-      chmodSync(lone, 0o755);
+      const lone = loneCopy(bin, path.join(machine, "empty"));
       const home = path.join(machine, "home");
       // The cache as a fetch would leave it, so the test stays offline: the baseline target's
       // runtime is this host's bun (same format and CPU; the cross build cannot tell).
