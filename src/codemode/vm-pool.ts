@@ -24,6 +24,7 @@ export class VmPool {
   private lastActivity = 0;
   private quietTimer: ReturnType<typeof setTimeout> | undefined;
   private overflowTimer: ReturnType<typeof setTimeout> | undefined;
+  private settledWaiters: Array<() => void> = [];
 
   /** `create` makes a VM for the current wasm module; `current` says whether a VM still is one. */
   constructor(
@@ -69,6 +70,16 @@ export class VmPool {
     return this.used.length === 0 && this.spares.length >= SPARE_VMS;
   }
 
+  /**
+   * Resolves once the housekeeping a take or release started has nothing left (`settled`), for
+   * tests to wait on instead of polling; while someone waits, its timer keeps the process alive.
+   */
+  whenSettled(): Promise<void> {
+    if (this.settled) return Promise.resolve();
+    this.quietTimer?.ref?.();
+    return new Promise((r) => this.settledWaiters.push(r));
+  }
+
   /** One housekeeping job: a spare first, else a used VM freed. False when nothing was left. */
   private job(): boolean {
     if (this.spares.length < SPARE_VMS) {
@@ -93,13 +104,14 @@ export class VmPool {
       const quietFor = performance.now() - this.lastActivity;
       if (quietFor < QUIET_MS) return this.later(check, QUIET_MS - quietFor);
       if (this.job()) this.later(check, 0);
+      if (this.settled) for (const r of this.settledWaiters.splice(0)) r();
     };
     this.later(check, QUIET_MS);
   }
 
   private later(fn: () => void, ms: number): void {
     this.quietTimer = setTimeout(fn, ms);
-    this.quietTimer.unref?.();
+    if (this.settledWaiters.length === 0) this.quietTimer.unref?.();
   }
 
   /** A burst that outran the bound: free the excess on the next tick, not on the response path. */

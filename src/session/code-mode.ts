@@ -142,9 +142,10 @@ export class CodeModeTools {
    * Starts the host and opens the session in the background, so the first exec does not wait
    * for a process to start (about 0.2 s compiled, 0.4 s from source): the model's first answer
    * takes longer than that. A failure is reported by the first exec, which tries again.
+   * Resolves once the session is open or failed (callers need not wait; tests do).
    */
-  prestart(): void {
-    void this.open();
+  prestart(): Promise<void> {
+    return this.open().then(() => {});
   }
 
   private async open(): Promise<Result<CodeModeSession>> {

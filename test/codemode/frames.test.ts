@@ -21,6 +21,8 @@ class RawHost {
   private readonly frames: Frame[] = [];
   private readonly decoder = new FrameDecoder();
   private wake: (() => void) | undefined;
+  /** Set once the host has exited and its output is closed: no frame can come any more. */
+  private closed: number | null | undefined;
   stderr = "";
   /** Reads of the host's stdout so far (how many times a client would have woken). */
   chunks = 0;
@@ -36,31 +38,32 @@ class RawHost {
     });
     this.child.stderr.setEncoding("utf8").on("data", (d: string) => (this.stderr += d));
     this.exited = new Promise((resolve) => this.child.once("exit", (code) => resolve(code)));
+    this.child.once("close", (code) => {
+      this.closed = code;
+      this.wake?.();
+    });
   }
 
-  send(value: unknown): void {
+  /** Writes one frame; resolves once it is in the host's stdin pipe (or the write failed: the host's exit tells why). */
+  send(value: unknown): Promise<void> {
     const f = encodeFrame(value);
     assert.ok("ok" in f);
-    this.child.stdin.write(f.ok);
+    return new Promise((resolve) => this.child.stdin.write(f.ok, () => resolve()));
   }
 
   raw(bytes: Buffer): void {
     this.child.stdin.write(bytes);
   }
 
-  request(id: number, method: string, params: unknown): void {
-    this.send({ type: "request", id, method, params });
+  request(id: number, method: string, params: unknown): Promise<void> {
+    return this.send({ type: "request", id, method, params });
   }
 
-  /** The next frame the host wrote (answering delegate requests is up to the test). */
-  async next(timeoutMs = 20_000): Promise<Frame> {
-    const deadline = Date.now() + timeoutMs;
+  /** The next frame the host wrote (answering delegate requests is up to the test); woken by its output or its exit. */
+  async next(): Promise<Frame> {
     while (this.frames.length === 0) {
-      if (Date.now() > deadline) throw new Error(`no frame from the host within ${timeoutMs} ms; stderr: ${this.stderr}`);
-      await new Promise<void>((r) => {
-        this.wake = r;
-        setTimeout(r, 50);
-      });
+      if (this.closed !== undefined) throw new Error(`the host exited (${this.closed}) without writing another frame; stderr: ${this.stderr}`);
+      await new Promise<void>((r) => (this.wake = r));
     }
     return this.frames.shift()!;
   }
@@ -169,8 +172,8 @@ describe("code-mode host frames", () => {
     assert.deepEqual((await h.next()).result, { ok: { cell_id: "1", execute_id: 3 } });
     assert.ok(Date.now() - sent < 5_000);
     assert.equal((await h.next()).method, "codemode/notify", "the loop has started");
-    h.request(4, "codemode/terminate", { session_id: 1, cell_id: "1" });
-    await new Promise((r) => setTimeout(r, 100));
+    // The terminate request is in the host's pipe (unread: the loop holds the thread) before the marker appears.
+    await h.request(4, "codemode/terminate", { session_id: 1, cell_id: "1" });
     writeFileSync(path.join(controlDir, "1-1"), "");
     const frames: Frame[] = [];
     while (!frames.some((f) => f.method === "codemode/cell_closed") || !frames.some((f) => f.type === "response")) frames.push(await h.next());

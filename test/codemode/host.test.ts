@@ -5,6 +5,7 @@ import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "..
 import { spawnSelf, type ChildPeer } from "../../src/protocol/child.ts";
 import { ok } from "../../src/util/result.ts";
 import { useSourceRelay } from "../support/self.ts";
+import { deferred, Inbox, until } from "../support/wait.ts";
 
 const texts = (r: RuntimeResponse) => ("Yielded" in r ? r.Yielded : "Terminated" in r ? r.Terminated : r.Result).content_items.map((i) => (i.type === "input_text" ? i.text : i.image_url));
 const echoTools = [
@@ -21,7 +22,7 @@ const callbacks = (log: unknown[] = []): CodeModeCallbacks => ({
 
 describe("code-mode host: raw protocol", () => {
   let host: ChildPeer;
-  const initial: unknown[] = [];
+  const initial = new Inbox<unknown>();
   before(() => {
     useSourceRelay();
     const s = spawnSelf("code-mode-host");
@@ -60,8 +61,7 @@ describe("code-mode host: raw protocol", () => {
     assert.ok("ok" in loop);
     assert.equal(loop.ok.initial, undefined, "still running when answered");
     // Its first response comes later, as a notification carrying the execute request's id.
-    for (let i = 0; i < 100 && initial.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    const first = initial.shift() as { id: number; response: { ok: RuntimeResponse } };
+    const first = (await until(initial.next(), "the cell's initial_response notification")) as { id: number; response: { ok: RuntimeResponse } };
     assert.equal(first.id, loop.ok.execute_id);
     assert.deepEqual(first.response.ok, { Yielded: { cell_id: "2", content_items: [{ type: "input_text", text: "spin" }] } });
     const term = await host.peer.call(CodeModeMethods.terminate, { session_id: sid, cell_id: loop.ok.cell_id });
@@ -152,12 +152,12 @@ for (const kind of ["host", "in-process"] as const) {
     });
 
     test("terminate cancels an outstanding nested tool call", async () => {
-      let aborted = false;
+      const aborted = deferred();
       const s = await open({
         invokeTool: (_call, signal) =>
           new Promise((resolve) => {
             signal.addEventListener("abort", () => {
-              aborted = true;
+              aborted.resolve();
               resolve(ok("late"));
             });
           }),
@@ -166,14 +166,14 @@ for (const kind of ["host", "in-process"] as const) {
       assert.ok("ok" in r && "Yielded" in r.ok, JSON.stringify(r));
       const t = await s.terminate(r.ok.Yielded.cell_id);
       assert.ok("ok" in t);
-      for (let i = 0; i < 100 && !aborted; i++) await new Promise((res) => setTimeout(res, 10));
-      assert.ok(aborted, "the delegate saw the cancellation");
+      await until(aborted.promise, "the delegate to see the cancellation");
       await s.shutdown();
     });
 
     test("aborting execute's signal terminates the cell", async () => {
       const s = await open();
       const ctrl = new AbortController();
+      // The user aborts while the cell runs; not a wait: any delay ends the same way (terminated, "x" kept).
       setTimeout(() => ctrl.abort(), 100);
       const r = await s.execute({ tool_call_id: "1", source: 'text("x"); await new Promise((res) => setTimeout(res, 60000))', yield_time_ms: 60000 }, ctrl.signal);
       assert.ok("ok" in r && "Terminated" in r.ok, JSON.stringify(r));
@@ -183,7 +183,14 @@ for (const kind of ["host", "in-process"] as const) {
 
     test("globals: exit, timers, no console/imports, notify", async () => {
       const notes: string[] = [];
-      const s = await open({ ...callbacks(), notify: (n) => notes.push(n.text) });
+      const noted = deferred();
+      const s = await open({
+        ...callbacks(),
+        notify: (n) => {
+          notes.push(n.text);
+          noted.resolve();
+        },
+      });
       const r = await s.execute({
         tool_call_id: "1",
         source: 'text("before"); notify("notice"); setTimeout(() => text("never"), 60000); text(typeof console + " " + typeof fetch + " " + typeof require); exit(); text("after")',
@@ -194,7 +201,7 @@ for (const kind of ["host", "in-process"] as const) {
       const imp = await s.execute({ tool_call_id: "2", source: 'import fs from "node:fs"; text("x")' });
       assert.ok("ok" in imp && "Result" in imp.ok);
       assert.match(imp.ok.Result.error_text ?? "", /Unsupported import in exec: node:fs/);
-      for (let i = 0; i < 50 && notes.length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+      await until(noted.promise, "the notification to reach the client");
       assert.deepEqual(notes, ["notice"]);
       await s.shutdown();
     });
@@ -273,7 +280,14 @@ for (const kind of ["host", "in-process"] as const) {
 
     test("caps on what a script makes the host hold: output, timers, stored bytes", async () => {
       const closed: string[] = [];
-      const s = await open({ ...callbacks(), cellClosed: (id) => closed.push(id) });
+      const allClosed = deferred();
+      const s = await open({
+        ...callbacks(),
+        cellClosed: (id) => {
+          closed.push(id);
+          if (closed.length === 4) allClosed.resolve();
+        },
+      });
       // 24 MiB of output would not fit a 16 MiB frame: the cell keeps 1 MiB and says what it dropped.
       const out = await s.execute({ tool_call_id: "1", source: 'const mb = "x".repeat(1 << 20); for (let i = 0; i < 24; i++) text(mb); text("end")' });
       assert.ok("ok" in out && "Result" in out.ok, JSON.stringify(out).slice(0, 300));
@@ -292,7 +306,7 @@ for (const kind of ["host", "in-process"] as const) {
       const kept = await s.execute({ tool_call_id: "4", source: 'text(String(load("k6").length))' });
       assert.ok("ok" in kept);
       assert.deepEqual(texts(kept.ok), ["1048576"], "the writes before the failure were committed");
-      for (let i = 0; i < 1000 && closed.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+      await until(allClosed.promise, "cell_closed for all four cells");
       // Cells close independently (clearing cell 2's 10000 timers takes a while): every one, in any order.
       assert.deepEqual([...closed].sort(), ["1", "2", "3", "4"], "cell_closed reached the client for every cell");
       await s.shutdown();
@@ -326,11 +340,12 @@ describe("code-mode host: terminate a CPU-bound cell", () => {
     useSourceRelay();
     const provider = new HostProvider();
     try {
-      const s = await provider.openSession(callbacks(), { cpu_limit_ms: 60_000 });
+      const spinning = deferred();
+      const s = await provider.openSession({ ...callbacks(), notify: () => spinning.resolve() }, { cpu_limit_ms: 60_000 });
       assert.ok("ok" in s);
       const started = Date.now();
-      const running = s.ok.execute({ tool_call_id: "1", source: 'store("k", 1); text("spinning"); while (true) {}', yield_time_ms: 50 });
-      await new Promise((r) => setTimeout(r, 300));
+      const running = s.ok.execute({ tool_call_id: "1", source: 'store("k", 1); text("spinning"); notify("spinning"); while (true) {}', yield_time_ms: 50 });
+      await until(spinning.promise, "the busy loop to start");
       const term = await s.ok.terminate("1");
       const first = await running;
       assert.ok(Date.now() - started < 10_000, "stopped well before the 60 s budget");
@@ -350,10 +365,13 @@ describe("code-mode host: shutdown with a CPU-bound cell", () => {
     useSourceRelay();
     const provider = new HostProvider();
     try {
-      const s = await provider.openSession(callbacks(), { cpu_limit_ms: 60_000 });
+      const spinning = deferred();
+      const s = await provider.openSession({ ...callbacks(), notify: () => spinning.resolve() }, { cpu_limit_ms: 60_000 });
       assert.ok("ok" in s);
-      const running = s.ok.execute({ tool_call_id: "1", source: "while (true) {}", yield_time_ms: 60_000 });
-      await new Promise((r) => setTimeout(r, 300));
+      const running = s.ok.execute({ tool_call_id: "1", source: 'notify("spinning"); while (true) {}', yield_time_ms: 60_000 });
+      // The host sends the ExecutionStarted answer before the notification, so the client already
+      // counts the cell as running (and shutdown knows to stop it out of band).
+      await until(spinning.promise, "the busy loop to start");
       const started = Date.now();
       await s.ok.shutdown();
       const first = await running;
@@ -376,20 +394,23 @@ describe("code-mode host crash", () => {
     const provider = new HostProvider();
     try {
       let delegateCancelled = false;
+      const toolCalled = deferred();
       const s1 = await provider.openSession({
-        invokeTool: (_call, signal) =>
-          new Promise((resolve) =>
+        invokeTool: (_call, signal) => {
+          toolCalled.resolve();
+          return new Promise((resolve) =>
             signal.addEventListener("abort", () => {
               delegateCancelled = true;
               resolve(ok(null));
             }),
-          ),
+          );
+        },
       });
       assert.ok("ok" in s1);
       const pid = provider.hostPid;
       assert.ok(pid);
       const pending = s1.ok.execute({ tool_call_id: "1", enabled_tools: echoTools, source: "await tools.echo({})", yield_time_ms: 60000 });
-      await new Promise((r) => setTimeout(r, 100));
+      await until(toolCalled.promise, "the script's tool call to reach the client");
       process.kill(pid, "SIGKILL");
       const r = await pending;
       assert.ok("error" in r, JSON.stringify(r));

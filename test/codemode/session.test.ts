@@ -7,6 +7,7 @@ import { CodeModeTools, parseExecInput } from "../../src/session/code-mode.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { runRelayAsync, useSourceRelay } from "../support/self.ts";
 import { harness, inputOf } from "../session/run-support.ts";
+import { until } from "../support/wait.ts";
 
 
 describe("relay run --code-mode", () => {
@@ -74,8 +75,7 @@ describe("relay run --code-mode", () => {
     const runner = { specs: [], call: async () => ({ output: "", success: true, display: "" }) };
     const provider = new HostProvider();
     const tools = new CodeModeTools(runner, provider);
-    tools.prestart();
-    for (let i = 0; i < 500 && provider.hostPid === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(tools.prestart(), "the session started ahead of the first exec to open");
     assert.ok(provider.hostPid, "a host runs before any exec call");
     const pid = provider.hostPid;
     const out = await tools.exec("c1", 'text("ready")');
@@ -84,7 +84,7 @@ describe("relay run --code-mode", () => {
     await tools.close();
 
     const missing = new CodeModeTools(runner, new HostProvider({ program: { kind: "path", path: "/nonexistent/relay-code-mode-host", source: "env" } }));
-    missing.prestart();
+    void missing.prestart();
     const failed = await missing.exec("c2", 'text("x")');
     assert.equal(failed.success, false);
     assert.match(failed.output, /^exec failed: .*code-mode host/);

@@ -6,7 +6,8 @@ import { MAX_USED_VMS, SPARE_VMS, VmPool } from "../../src/codemode/vm-pool.ts";
 import { PreparedVm } from "../../src/codemode/vm.ts";
 
 const LIMIT = 16 * 1024 * 1024;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** One turn of the timer queue (not a duration): timers set before this one have run. */
+const nextTimerTurn = () => new Promise((r) => setTimeout(r, 0));
 
 async function pool() {
   const qjs = await loadQuickJS();
@@ -27,7 +28,7 @@ describe("VM pool", () => {
     const { p, created } = await pool();
     const first = p.take();
     assert.equal(created(), 1, "made on the spot");
-    for (let i = 0; i < 100 && p.counts.spares < SPARE_VMS; i++) await sleep(5);
+    await p.whenSettled();
     assert.equal(p.counts.spares, SPARE_VMS);
     const second = p.take();
     assert.notEqual(second, first);
@@ -43,10 +44,11 @@ describe("VM pool", () => {
     for (const vm of vms) p.release(vm, []);
     assert.ok(vms.every((vm) => vm.rt.alive), "nothing is freed on the release path itself");
     const oldest = vms.slice(0, 3);
-    await sleep(0);
+    // The overflow is freed by a timer set during release; the one set here runs after it.
+    await nextTimerTurn();
     assert.equal(oldest.filter((vm) => vm.rt.alive).length, 0, "the oldest three were freed on the next tick");
     assert.ok(p.counts.used <= MAX_USED_VMS, "the bound holds");
-    for (let i = 0; i < 400 && p.counts.used > 0; i++) await sleep(5);
+    await p.whenSettled();
     assert.equal(p.counts.used, 0);
     assert.equal(vms.filter((vm) => vm.rt.alive).length, 0, "every used VM was freed");
     p.drain();
@@ -55,7 +57,7 @@ describe("VM pool", () => {
   test("a burst as long as the spares makes no VM on the spot", async () => {
     const { p, created } = await pool();
     p.take().dispose();
-    for (let i = 0; i < 200 && p.counts.spares < SPARE_VMS; i++) await sleep(5);
+    await p.whenSettled();
     assert.equal(p.counts.spares, SPARE_VMS);
     const before = created();
     const burst = Array.from({ length: SPARE_VMS }, () => p.take());
@@ -70,13 +72,12 @@ describe("VM pool", () => {
     const { p } = await pool();
     const vms = Array.from({ length: MAX_USED_VMS }, () => p.take());
     for (const vm of vms) p.release(vm, []);
-    // Poll from timers while the pool is quiet: if the pool did all its work in one go, no poll
-    // could see it half done.
+    // Sample from a timer while the pool is quiet: if the pool did all its work in one go, no
+    // sample could see it half done.
     const seen = new Set<string>();
-    for (let i = 0; i < 800 && (p.counts.used > 0 || p.counts.spares < SPARE_VMS); i++) {
-      seen.add(`${p.counts.spares}/${p.counts.used}`);
-      await sleep(0);
-    }
+    const sampler = setInterval(() => seen.add(`${p.counts.spares}/${p.counts.used}`), 0);
+    await p.whenSettled();
+    clearInterval(sampler);
     assert.deepEqual(p.counts, { spares: SPARE_VMS, used: 0 });
     const partial = [...seen].filter((s) => s !== `0/${MAX_USED_VMS}`);
     assert.ok(partial.length >= 2, `housekeeping was observed mid-way (states seen: ${[...seen].join(", ")})`);
@@ -86,7 +87,7 @@ describe("VM pool", () => {
   test("spares from a replaced wasm module are discarded; drain frees everything", async () => {
     const { p, created, retire } = await pool();
     p.take().dispose();
-    for (let i = 0; i < 100 && p.counts.spares < SPARE_VMS; i++) await sleep(5);
+    await p.whenSettled();
     const before = created();
     retire();
     const vm = p.take();

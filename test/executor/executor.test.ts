@@ -3,12 +3,13 @@ import { readFileSync, mkdtempSync, rmSync, existsSync, writeFileSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ExecutorMethods, ProcessExitedNotification } from "../../src/executor/protocol.ts";
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import type { ChildPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
 import { skipBecause } from "../support/skip.ts";
-import { exec, isAlive, startExecutor, waitUntil, write } from "../support/executor.ts";
+import { exec, isAlive, startExecutor, write } from "../support/executor.ts";
+import { Inbox, until, waitFor } from "../support/wait.ts";
 
 const hasPty = Boolean(process.versions.bun);
 const hasPython = existsSync("/usr/bin/python3") || existsSync("/usr/local/bin/python3") || Boolean(process.env.PATH?.split(":").some((d) => existsSync(`${d}/python3`)));
@@ -235,16 +236,16 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
   });
 
   test("65 open processes: the least recently used exited one is pruned first, the 8 most recent are protected", async () => {
+    // Wait for it to exit without touching it (a write would count as use): the executor announces the exit.
+    const exits = new Inbox<number>();
+    ex.peer.onNotification(ProcessExitedNotification, (n) => exits.push(n.process_id));
     const first = await exec(ex, { command: ["/bin/cat"], tty: true, yield_time_ms: 250 });
     const shortLived = await exec(ex, { command: ["sleep", "0.4"], yield_time_ms: 250 });
     assert.ok(shortLived.process_id);
-    // Wait for it to exit without polling it (a listing does not count as use).
-    const exited = async () => {
-      const l = await ex.peer.call(ExecutorMethods.list, {});
-      return "ok" in l && l.ok.processes.some((p) => p.process_id === shortLived.process_id && !p.running);
-    };
-    for (let i = 0; i < 200 && !(await exited()); i++) await new Promise((r) => setTimeout(r, 25));
-    assert.ok(await exited(), "the short-lived process exited");
+    // Other stored processes may exit meanwhile: their announcements are skipped.
+    while ((await until(exits.next(), "the short-lived process to exit")) !== shortLived.process_id) continue;
+    const l = await ex.peer.call(ExecutorMethods.list, {}); // a listing does not count as use
+    assert.ok("ok" in l && l.ok.processes.some((p) => p.process_id === shortLived.process_id && !p.running), "the short-lived process exited");
     const rest = await Promise.all(Array.from({ length: 61 }, () => exec(ex, { command: ["sleep", "60"], yield_time_ms: 250 })));
     assert.ok(rest.every((r) => r.process_id));
     await write(ex, first.process_id!, "still here\n"); // touch: now among the most recent
@@ -268,7 +269,7 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     await exec(ex, { command: ["sleep", "60"], yield_time_ms: 250 });
     const gone = await ex.peer.call(ExecutorMethods.write, { process_id: oldest.process_id!, input: "" });
     assert.ok("error" in gone && /Unknown process id/.test(gone.error.message));
-    assert.ok(await waitUntil(() => !isAlive(oldestPid)), "the pruned process was killed");
+    await waitFor(() => !isAlive(oldestPid), "the pruned process to be killed");
   });
 });
 
@@ -284,7 +285,7 @@ describe("relay executor: lifetime", () => {
     assert.ok(pids.every(isAlive));
     ex.kill("SIGKILL");
     await ex.exited;
-    assert.ok(await waitUntil(() => pids.every((p) => !isAlive(p)), 5000), `survivors: ${pids.filter(isAlive)}`);
+    await waitFor(() => pids.every((p) => !isAlive(p)), `every process of the tree to die (${pids.join(", ")})`);
   });
 
   test("closing the executor's stdin ends it and its children", async () => {
@@ -295,6 +296,6 @@ describe("relay executor: lifetime", () => {
     const pid = listed.ok.processes[0]!.pid;
     const exit = await ex.shutdown();
     assert.equal(exit.code, 0);
-    assert.ok(await waitUntil(() => !isAlive(pid)));
+    await waitFor(() => !isAlive(pid), "the executor's child to die");
   });
 });

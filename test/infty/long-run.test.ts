@@ -11,7 +11,7 @@ import { readRollout } from "../../src/session/rollout/reader.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
-import { waitUntil } from "../support/executor.ts";
+import { until } from "../support/wait.ts";
 
 describe("infty long-run hygiene", () => {
   test("1000 Solver turns stay within a small context window through compaction", async () => {
@@ -57,8 +57,15 @@ describe("infty long-run hygiene", () => {
       fs.writeFileSync(script, JSON.stringify({ solver: { turns: [{ tool_calls: [{ name: "exec_command", arguments: { cmd: "sleep 20", yield_time_ms: 30000 } }] }, { text: "ok" }] } }));
       const child = spawn(cmd!, [...pre, "infty", "run", "--run-id", "int", "--script", script, "-s", "danger-full-access", "x"], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
       let stderr = "";
-      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-      assert.ok(await waitUntil(() => stderr.includes("exec_command: sleep 20"), 20_000), stderr);
+      // True once the run reports the command, false if relay exits first.
+      const started = new Promise<boolean>((resolve) => {
+        child.stderr.setEncoding("utf8").on("data", (d: string) => {
+          stderr += d;
+          if (stderr.includes("exec_command: sleep 20")) resolve(true);
+        });
+        child.once("exit", () => resolve(false));
+      });
+      assert.ok(await until(started, "the run to start `sleep 20`"), stderr);
       // process.kill, not child.kill: Deno's child_process then reports the exit code as null.
       process.kill(child.pid!, "SIGINT");
       const code = await new Promise((r) => child.once("exit", (c) => r(c)));

@@ -9,7 +9,8 @@ import { RunStore } from "../../src/infty/run-store.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import { reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
-import { isAlive, waitUntil } from "../support/executor.ts";
+import { isAlive } from "../support/executor.ts";
+import { waitFor } from "../support/wait.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 
@@ -146,11 +147,11 @@ describe("relay infty CLI", () => {
     );
     const child = spawn(cmd!, [...pre, "infty", "run", "--run-id", "r-kill", "--base-url", t.server.baseUrl, "-m", "m", "-s", "danger-full-access", "the objective"], { cwd: REPO_ROOT, env, stdio: "ignore" });
     const sleeper = () => (child.pid ? findTree(child.pid).find((p) => { try { return readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("sleep\u000030"); } catch { return false; } }) : undefined);
-    assert.ok(await waitUntil(() => sleeper() !== undefined, 30_000), "the slow command started");
+    await waitFor(() => sleeper() !== undefined, "the slow command to start");
     const pid = sleeper()!;
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
-    assert.ok(await waitUntil(() => !isAlive(pid), 5000), "the run's commands died with it");
+    await waitFor(() => !isAlive(pid), "the run's commands to die with it");
     const runDir = path.join(t.home, "infty", "r-kill");
     assert.equal(readFileSync(path.join(runDir, "artifacts/answer.txt"), "utf8"), "42\n", "work from before the kill is there");
     const before = await RunStore.load(t.home, "r-kill");

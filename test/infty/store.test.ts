@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { generateRunId, RunStore, validateRunId } from "../../src/infty/run-store.ts";
 import { aggregate, extractJson, parseReply, parseSolverSignal, VerdictSchema } from "../../src/infty/signals.ts";
+import { waitFor } from "../support/wait.ts";
 
 function tmp(): string {
   return mkdtempSync(path.join(os.tmpdir(), "relay-infty-"));
@@ -71,7 +72,9 @@ describe("run store", () => {
       writeFileSync(path.join(s.dir, "artifacts", "f.txt"), "x");
       for (let i = 0; i < 4; i++) {
         await s.checkpoint(2);
-        await new Promise((res) => setTimeout(res, 5));
+        // Checkpoints are named by the millisecond: the next one needs the clock to have moved on.
+        const done = Date.now();
+        await waitFor(() => Date.now() > done, "the clock to pass the last checkpoint's millisecond");
       }
       const cps = readdirSync(path.join(s.dir, "checkpoints"));
       assert.equal(cps.length, 2);

@@ -11,6 +11,7 @@ import type { ModelClient, ModelRequest } from "../../src/model/client.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { readRollout } from "../../src/session/rollout/reader.ts";
 import { DAY, HOUR, openDb, tempHome, writeRollout, sqliteSkip, ok } from "./support.ts";
+import { deferred, until } from "../support/wait.ts";
 
 function opts(o: Partial<Phase1Options> & Pick<Phase1Options, "state" | "relayHome" | "extractor">): Phase1Options {
   return { workerId: "test", now: Date.now, maxAgeDays: 10, minIdleHours: 6, maxClaims: 16, maxRunningJobs: 16, concurrency: 4, ...o };
@@ -132,9 +133,15 @@ describe("phase 1", { skip: sqliteSkip }, () => {
     for (let i = 0; i < 12; i++) writeRollout(h.home, { mtimeMs: now - 7 * HOUR - i * 60_000 });
     let inFlight = 0;
     let peak = 0;
+    // Extractions wait until three run at once, so reaching the cap does not depend on timing.
+    const capReached = deferred();
     const slow: Extractor = async (input, signal) => {
       inFlight++;
       peak = Math.max(peak, inFlight);
+      if (inFlight === 3) capReached.resolve();
+      await until(capReached.promise, "three extractions in flight at once");
+      // Not a wait: an extraction takes a while, time in which a pool ignoring the cap would start
+      // more; a pool that keeps it passes whatever the length.
       await new Promise((r) => setTimeout(r, 20));
       inFlight--;
       return heuristicExtractor(input, signal);

@@ -114,7 +114,7 @@ for (const api of APIS) {
       server.enqueue(hang());
       const ac = new AbortController();
       const started = Date.now();
-      setTimeout(() => ac.abort(), 50);
+      void server.whenHolding().then(() => ac.abort());
       const events = await expectAbort(drain(client(server).stream(REQUEST, ac.signal)));
       assert.equal(events.length, 0);
       assert.ok(Date.now() - started < 15_000, "aborted, not left to hang");
@@ -185,9 +185,12 @@ for (const api of APIS) {
       await using server = await startFakeModelServer();
       server.enqueue(reply().text("one two"));
       const events: ModelEvent[] = [];
-      for await (const ev of client(server, { idleTimeoutMs: 30 }).stream(REQUEST)) {
+      const idleTimeoutMs = 30;
+      for await (const ev of client(server, { idleTimeoutMs }).stream(REQUEST)) {
         events.push(ev);
-        await new Promise((r) => setTimeout(r, 50));
+        // Not a wait: this is the slow consumer, busy longer than the idle timeout with each event
+        // (an idle timer left running meanwhile would trip); the assertions hold whatever its length.
+        await new Promise((r) => setTimeout(r, idleTimeoutMs + 20));
       }
       assert.equal(retries(events).length, 0);
       assert.equal(text(events), "one two");

@@ -2,11 +2,12 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { describe, test } from "node:test";
 import { ApprovalCache, evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
+import { deferred, until } from "../support/wait.ts";
 
 describe("approvals", () => {
   test("known-safe commands are read-only pipelines without redirection", () => {
     for (const c of ["ls -la", "git status", "cat a | grep b", "rg foo src && wc -l x"]) assert.ok(isKnownSafe(c), c);
-    for (const c of ["rm -rf x", "echo hi > f", "git push", "sed -i s/a/b/ f", "find . -delete", "cat $(which sh)", "npm test"]) assert.ok(!isKnownSafe(c), c);
+    for (const c of ["rm -rf x", "echo hi > f", "git push", "sed -i s/a/b/ f", "find . -delete", "cat $(rm -f x)", "npm test"]) assert.ok(!isKnownSafe(c), c);
   });
 
   test("policies decide skip, ask or refuse", () => {
@@ -22,15 +23,21 @@ describe("approvals", () => {
     const input = new PassThrough();
     const output = new PassThrough();
     let shown = "";
-    output.on("data", (d: Buffer) => (shown += d.toString()));
+    const prompts = () => (shown.match(/approve\? \[y\]es/g) ?? []).length;
+    const askedAgain = deferred();
+    output.on("data", (d: Buffer) => {
+      shown += d.toString();
+      if (prompts() === 2) askedAgain.resolve();
+    });
     const cache = new ApprovalCache(terminalApprover(input, output));
     const first = cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv", justification: "ship it" });
     input.write("maybe\n");
-    await new Promise((r) => setTimeout(r, 20));
+    // A line typed before the prompt is shown again would not answer it.
+    await until(askedAgain.promise, "the prompt to ask again after an unclear answer");
     input.write("a\n");
     assert.equal(await first, "approved_for_session");
     assert.match(shown, /relay wants to run this command in \/srv:\n  make deploy\nreason: ship it/);
-    assert.equal((shown.match(/approve\? \[y\]es/g) ?? []).length, 2, "asked again after an unclear answer");
+    assert.equal(prompts(), 2, "asked again after an unclear answer");
     assert.equal(await cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv" }), "approved", "remembered without asking");
     const other = cache.decide({ kind: "escalation", summary: "rm -rf /tmp/x", cwd: "/" });
     input.write("n\n");

@@ -7,7 +7,8 @@ import { listRollouts } from "../../src/session/rollout/find.ts";
 import { SessionEventSchema } from "../../src/session/events.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
-import { isAlive, waitUntil } from "../support/executor.ts";
+import { isAlive } from "../support/executor.ts";
+import { waitFor } from "../support/wait.ts";
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "./run-support.ts";
@@ -29,18 +30,15 @@ describe("relay run CLI", () => {
     });
     let rolloutPath = "";
     // Wait until the call is on disk and its process is running.
-    assert.ok(
-      await waitUntil(() => {
-        const files = findSync(h.home);
-        rolloutPath = files[0] ?? "";
-        return rolloutPath !== "" && readFileSync(rolloutPath, "utf8").includes('"call_long"') && findSleep() !== undefined;
-      }, 20_000),
-      "the tool call started",
-    );
+    await waitFor(() => {
+      const files = findSync(h.home);
+      rolloutPath = files[0] ?? "";
+      return rolloutPath !== "" && readFileSync(rolloutPath, "utf8").includes('"call_long"') && findSleep() !== undefined;
+    }, "the tool call to start");
     const sleeper = findSleep()!;
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
-    assert.ok(await waitUntil(() => !isAlive(sleeper), 5000), "the orphaned executor's command died with it");
+    await waitFor(() => !isAlive(sleeper), "the orphaned executor's command to die with it");
     appendFileSync(rolloutPath, '{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_it');
 
     h.server.enqueue(reply().text("The job was interrupted; I checked and it is safe to rerun."));

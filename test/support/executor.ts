@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { spawnSelf, type ChildPeer } from "../../src/protocol/child.ts";
 import { ExecutorMethods, type ExecCommandRequest, type ExecResult } from "../../src/executor/protocol.ts";
 import { useSourceRelay } from "./self.ts";
+import { waitFor } from "./wait.ts";
 
 export async function startExecutor(env: Record<string, string> = {}): Promise<ChildPeer & AsyncDisposable> {
   useSourceRelay();
@@ -36,11 +37,8 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-export async function waitUntil(cond: () => boolean, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return cond();
+/** `waitFor` (./wait.ts) for `assert.ok(await waitUntil(...))` callers: no time bound of its own, so it only ever resolves true. */
+export async function waitUntil(cond: () => boolean, what = "a condition to hold"): Promise<true> {
+  await waitFor(cond, what);
+  return true;
 }

@@ -364,6 +364,7 @@ export class FakeModelServer {
   private readonly queue: Reply[] = [];
   private readonly sockets = new Set<Socket>();
   private readonly held = new Set<ServerResponse>();
+  private holdWaiters: Array<() => void> = [];
   private closed = false;
 
   constructor(
@@ -400,6 +401,12 @@ export class FakeModelServer {
   /** Requests that are being held open (`hang()`, `hangAfter()`). */
   get holding(): number {
     return this.held.size;
+  }
+
+  /** Resolves once a request is being held open: the client is waiting on a silent server. */
+  whenHolding(): Promise<void> {
+    if (this.held.size > 0) return Promise.resolve();
+    return new Promise((r) => this.holdWaiters.push(r));
   }
 
   /**
@@ -484,6 +491,7 @@ export class FakeModelServer {
   private hold(res: ServerResponse): void {
     this.held.add(res);
     res.on("close", () => this.held.delete(res));
+    for (const r of this.holdWaiters.splice(0)) r();
   }
 
   async close(): Promise<void> {

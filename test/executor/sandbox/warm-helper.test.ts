@@ -84,7 +84,7 @@ describe("warm sandbox helpers", { skip }, () => {
       } catch {
         return true;
       }
-    }, 10_000);
+    }, `warm helper ${spare} to be gone`);
     assert.ok(gone, `warm helper ${spare} is gone`);
   });
 
