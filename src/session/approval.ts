@@ -2,10 +2,12 @@
  * Approval policy, evaluated by the orchestrator before anything reaches the executor.
  *   never       never ask; commands run in the sandbox; escalation is refused
  *   on-request  run in the sandbox without asking; ask when the model requests escalation
- *   untrusted   ask before every command that is not known to be read-only, and every patch
+ *   untrusted   ask before every command that is not known to be read-only (command-safety.ts),
+ *               and every patch
  * Asking needs a terminal; without one the request is refused with a clear message.
  */
 import { createInterface } from "node:readline/promises";
+import { commandSafety } from "./command-safety.ts";
 import type { ApprovalPolicy } from "./config.ts";
 
 export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
@@ -15,6 +17,8 @@ export interface ApprovalRequest {
   /** What will run or change, for the prompt. */
   summary: string;
   justification?: string;
+  /** Why relay asks (from the policy), e.g. "sort -o writes a file". */
+  reason?: string;
   cwd: string;
 }
 
@@ -23,22 +27,9 @@ export interface Approver {
   ask(req: ApprovalRequest): Promise<ApprovalDecision>;
 }
 
-/** Commands that only read; `untrusted` runs them without asking. */
-const SAFE_COMMANDS = new Set(["ls", "cat", "head", "tail", "wc", "pwd", "echo", "grep", "rg", "find", "stat", "file", "which", "true", "date", "uname", "whoami", "id", "tree", "du", "df", "sort", "uniq", "cut", "nl", "sed", "diff"]);
-const SAFE_GIT = new Set(["status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame"]);
-
-/** A command is known-safe when every pipeline stage is a read-only command (no redirection). */
+/** Whether `untrusted` may run `cmd` without asking: every command in it is known to only read. */
 export function isKnownSafe(cmd: string): boolean {
-  if (/[><`]|\$\(/.test(cmd)) return false;
-  if (/\bsed\b.*\s-i/.test(cmd) || /\bfind\b.*\s-(exec|delete|ok)/.test(cmd)) return false;
-  const stages = cmd.split(/\|\||&&|;|\|/).map((s) => s.trim()).filter(Boolean);
-  if (stages.length === 0) return false;
-  return stages.every((stage) => {
-    const [bin, sub] = stage.split(/\s+/);
-    const name = bin?.split("/").pop() ?? "";
-    if (name === "git") return SAFE_GIT.has(sub ?? "");
-    return SAFE_COMMANDS.has(name);
-  });
+  return commandSafety(cmd).safe;
 }
 
 export type ApprovalNeed = { type: "skip" } | { type: "ask"; request: ApprovalRequest } | { type: "refuse"; reason: string };
@@ -50,8 +41,10 @@ export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, e
     }
     return { type: "ask", request: { kind: "escalation", summary: cmd, justification, cwd } };
   }
-  if (policy === "untrusted" && !isKnownSafe(cmd)) return { type: "ask", request: { kind: "exec", summary: cmd, justification, cwd } };
-  return { type: "skip" };
+  if (policy !== "untrusted") return { type: "skip" };
+  const safety = commandSafety(cmd);
+  if (safety.safe) return { type: "skip" };
+  return { type: "ask", request: { kind: "exec", summary: cmd, justification, reason: safety.reason, cwd } };
 }
 
 export function evaluatePatch(policy: ApprovalPolicy, summary: string, cwd: string): ApprovalNeed {
@@ -77,6 +70,7 @@ export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, o
         const what = req.kind === "patch" ? "apply this patch" : req.kind === "escalation" ? "run this command OUTSIDE the sandbox" : "run this command";
         output.write(`\nrelay wants to ${what} in ${req.cwd}:\n  ${req.summary.split("\n").join("\n  ")}\n`);
         if (req.justification) output.write(`reason: ${req.justification}\n`);
+        if (req.reason) output.write(`asking because ${req.reason}\n`);
         for (;;) {
           const a = (await rl.question("approve? [y]es / [a]lways this session / [n]o: ")).trim().toLowerCase();
           if (a === "y" || a === "yes") return "approved";

@@ -108,6 +108,7 @@ export class ToolRouter {
       return err(
         "approval_unavailable",
         `this needs the user's approval (approval policy ${this.settings.approvalPolicy}), but relay is not running on a terminal, so it was not run. ` +
+          (need.request.reason ? `It needs approval because ${need.request.reason}. ` : "") +
           `Do the work without it, or the user can rerun with --approval never to let commands run in the sandbox without asking.`,
       );
     }

@@ -1,0 +1,609 @@
+/**
+ * A parser for the part of POSIX sh / bash that commands written by a model use, built for one
+ * job: letting approval see every simple command a script would run, with its words, its
+ * redirections and the scripts nested in substitutions. It evaluates nothing. Constructs it does
+ * not model (arithmetic, `case`, functions, `${x...}` operators, zsh-only expansions) raise a
+ * ShellParseError, so a caller that must be safe treats the command as unknown.
+ */
+
+export class ShellParseError extends Error {
+  override name = "ShellParseError";
+}
+
+export interface Word {
+  /** The source text of the word. */
+  raw: string;
+  /** After quote removal; expansions are kept as written. */
+  value: string;
+  /** No expansion, glob or brace: the program gets exactly `value`, as one argument. */
+  fixed: boolean;
+  /** Whether what the program gets could start with "-" (or be split into words that do). */
+  mayBeOption: boolean;
+  /** Scripts run to expand this word: `$(...)`, backticks, `<(...)`, `>(...)`. */
+  scripts: Script[];
+}
+
+export interface Redirect {
+  /** `>`, `>>`, `>|`, `&>`, `&>>`, `<`, `<>`, `<&`, `>&`, `<<`, `<<-`, `<<<`. */
+  op: string;
+  fd?: number;
+  /** The file, descriptor, here-string or here-doc delimiter. */
+  target: Word;
+  /** Scripts in the body of an unquoted here-doc. */
+  heredocScripts?: Script[];
+}
+
+export interface Assignment {
+  name: string;
+  word: Word;
+}
+
+export interface SimpleCommand {
+  type: "simple";
+  assigns: Assignment[];
+  words: Word[];
+  redirects: Redirect[];
+}
+
+/** `( )`, `{ }`, `if`, `while` and `until`: for approval only the commands inside matter. */
+export interface GroupCommand {
+  type: "group";
+  body: Script;
+  redirects: Redirect[];
+}
+
+export interface ForCommand {
+  type: "for";
+  name: string;
+  items: Word[];
+  body: Script;
+  redirects: Redirect[];
+}
+
+export type Command = SimpleCommand | GroupCommand | ForCommand;
+
+/** Every command of a script, whatever joins them (`;`, `&&`, `||`, `|`, `&`, newlines). */
+export interface Script {
+  commands: Command[];
+}
+
+const MAX_DEPTH = 16;
+const BLANK = new Set([" ", "\t"]);
+/** Characters that end an unquoted word. */
+const META = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">"]);
+const KEYWORDS = new Set(["{", "}", "!", "if", "then", "elif", "else", "fi", "while", "until", "do", "done", "for", "in", "case", "esac", "select", "function", "coproc"]);
+const NOT_MODELLED = new Set(["case", "select", "function", "coproc"]);
+const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/;
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The only `${...}` forms accepted: a name, a positional or special parameter, or its length. */
+const SIMPLE_BRACED = /^#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/;
+
+export function parseShell(src: string): Script {
+  return new Parser(src, 0).parseAll();
+}
+
+/** Collects a word's value and what is known about it while the parser reads it. */
+class WordBuilder {
+  value = "";
+  fixed = true;
+  splits = false;
+  /** The literal text before the first expansion: what every resulting word starts with. */
+  prefix = "";
+  private prefixDone = false;
+  readonly scripts: Script[] = [];
+
+  lit(s: string): void {
+    this.value += s;
+    if (!this.prefixDone) this.prefix += s;
+  }
+
+  /** An expansion; `splits` when its result undergoes word splitting. */
+  dyn(text: string, splits: boolean): void {
+    this.value += text;
+    this.fixed = false;
+    this.prefixDone = true;
+    if (splits) this.splits = true;
+  }
+
+  /** `<(...)` and `>(...)` become one /dev/fd path, never an option. */
+  procSubst(text: string): void {
+    if (!this.prefixDone) this.prefix += "/dev/fd/";
+    this.dyn(text, false);
+  }
+
+  finish(raw: string): Word {
+    const mayBeOption = this.fixed ? this.value.startsWith("-") : this.splits || this.prefix === "" || this.prefix.startsWith("-");
+    return { raw, value: this.value, fixed: this.fixed, mayBeOption, scripts: this.scripts };
+  }
+}
+
+interface PendingHeredoc {
+  redirect: Redirect;
+  delimiter: string;
+  quoted: boolean;
+  stripTabs: boolean;
+}
+
+class Parser {
+  private pos = 0;
+  private pending: PendingHeredoc[] = [];
+
+  constructor(
+    private readonly src: string,
+    private depth: number,
+  ) {
+    if (depth > MAX_DEPTH) throw new ShellParseError("substitutions are nested too deeply");
+  }
+
+  parseAll(): Script {
+    const { script } = this.parseList(new Set(), false);
+    this.readHeredocs();
+    return script;
+  }
+
+  private peek(k = 0): string {
+    return this.src.charAt(this.pos + k);
+  }
+
+  private fail(what: string): never {
+    throw new ShellParseError(`${what} at offset ${this.pos}`);
+  }
+
+  /** Runs `f` one nesting level deeper, refusing runaway nesting. */
+  private nested<T>(f: () => T): T {
+    if (this.depth + 1 > MAX_DEPTH) this.fail("the command is nested too deeply");
+    this.depth++;
+    try {
+      return f();
+    } finally {
+      this.depth--;
+    }
+  }
+
+  /** Skips blanks, line continuations and comments (a `#` where a word would start). */
+  private skipBlanks(): void {
+    for (;;) {
+      const c = this.peek();
+      if (BLANK.has(c)) this.pos++;
+      else if (c === "\\" && this.peek(1) === "\n") this.pos += 2;
+      else if (c === "#") while (this.peek() !== "" && this.peek() !== "\n") this.pos++;
+      else return;
+    }
+  }
+
+  /**
+   * Commands up to one of `terms` in command position, or up to `)` when `closeParen`, or the
+   * end. Returns which keyword ended the list.
+   */
+  private parseList(terms: ReadonlySet<string>, closeParen: boolean): { script: Script; end: string } {
+    const commands: Command[] = [];
+    let afterCommand = false;
+    let needCommand = false;
+    const separator = (len: number, joins: boolean): void => {
+      if (!afterCommand) this.fail("unexpected operator");
+      this.pos += len;
+      afterCommand = false;
+      needCommand = joins;
+    };
+    for (;;) {
+      this.skipBlanks();
+      const c = this.peek();
+      if (c === "") {
+        if (closeParen || terms.size > 0) this.fail("unexpected end of the command");
+        if (needCommand) this.fail("a command is missing after an operator");
+        return { script: { commands }, end: "" };
+      }
+      if (c === "\n") {
+        this.pos++;
+        this.readHeredocs();
+        afterCommand = false;
+        continue;
+      }
+      if (c === ")") {
+        if (!closeParen || needCommand) this.fail("unexpected )");
+        this.pos++;
+        return { script: { commands }, end: ")" };
+      }
+      if (c === ";") {
+        if (this.peek(1) === ";") this.fail("`;;` (case) is not analysed");
+        separator(1, false);
+        continue;
+      }
+      if (c === "&" && this.peek(1) !== ">") {
+        if (this.peek(1) === "&") separator(2, true);
+        else separator(1, false);
+        continue;
+      }
+      if (c === "|") {
+        separator(this.peek(1) === "|" || this.peek(1) === "&" ? 2 : 1, true);
+        continue;
+      }
+      const kw = this.peekKeyword();
+      if (kw !== undefined && terms.has(kw)) {
+        if (needCommand) this.fail(`a command is missing before ${kw}`);
+        this.pos += kw.length;
+        return { script: { commands }, end: kw };
+      }
+      if (afterCommand) this.fail("unexpected word after a compound command");
+      commands.push(this.parseCommand());
+      afterCommand = true;
+      needCommand = false;
+    }
+  }
+
+  /** A reserved word at the current position, if one stands there as a whole word. */
+  private peekKeyword(): string | undefined {
+    let j = this.pos;
+    while (j < this.src.length && !META.has(this.src.charAt(j)) && !`'"\\$\``.includes(this.src.charAt(j))) j++;
+    const word = this.src.slice(this.pos, j);
+    const next = this.src.charAt(j);
+    if (next !== "" && !META.has(next)) return undefined;
+    return KEYWORDS.has(word) ? word : undefined;
+  }
+
+  private parseCommand(): Command {
+    return this.nested(() => this.parseCommandHere());
+  }
+
+  private parseCommandHere(): Command {
+    if (this.peek() === "(") {
+      if (this.peek(1) === "(") this.fail("the arithmetic command (( )) is not analysed");
+      this.pos++;
+      return this.group(this.parseList(new Set(), true).script);
+    }
+    const kw = this.peekKeyword();
+    if (kw === undefined) return this.parseSimple();
+    if (NOT_MODELLED.has(kw)) this.fail(`\`${kw}\` is not analysed`);
+    this.pos += kw.length;
+    switch (kw) {
+      case "!":
+        this.skipBlanks();
+        return this.parseCommand();
+      case "{":
+        return this.group(this.parseList(new Set(["}"]), false).script);
+      case "if":
+        return this.group(this.parseIf());
+      case "while":
+      case "until":
+        return this.group(this.concat(this.parseList(new Set(["do"]), false).script, this.parseList(new Set(["done"]), false).script));
+      case "for":
+        return this.parseFor();
+      default:
+        return this.fail(`unexpected \`${kw}\``);
+    }
+  }
+
+  private group(body: Script): GroupCommand {
+    return { type: "group", body, redirects: this.parseTrailingRedirects() };
+  }
+
+  private concat(...scripts: Script[]): Script {
+    return { commands: scripts.flatMap((s) => s.commands) };
+  }
+
+  /** `if` was read: conditions and branches up to `fi`. */
+  private parseIf(): Script {
+    const parts: Script[] = [];
+    for (;;) {
+      parts.push(this.parseList(new Set(["then"]), false).script);
+      const branch = this.parseList(new Set(["elif", "else", "fi"]), false);
+      parts.push(branch.script);
+      if (branch.end === "fi") return this.concat(...parts);
+      if (branch.end === "else") {
+        parts.push(this.parseList(new Set(["fi"]), false).script);
+        return this.concat(...parts);
+      }
+    }
+  }
+
+  /** `for` was read: `NAME [in WORDS] ; do LIST done`. */
+  private parseFor(): ForCommand {
+    this.skipBlanks();
+    if (this.peek() === "(") this.fail("the arithmetic for (( )) is not analysed");
+    const nameWord = this.parseWord();
+    if (!nameWord.fixed || !NAME.test(nameWord.raw)) this.fail("a for loop needs a variable name");
+    const items: Word[] = [];
+    this.skipSeparators(false);
+    if (this.peekKeyword() === "in") {
+      this.pos += 2;
+      for (;;) {
+        this.skipBlanks();
+        const c = this.peek();
+        if (c === ";" || c === "\n" || c === "") break;
+        if (META.has(c)) this.fail("unexpected operator in a for list");
+        items.push(this.parseWord());
+      }
+    }
+    this.skipSeparators(true);
+    if (this.peekKeyword() !== "do") this.fail("a for loop needs `do`");
+    this.pos += 2;
+    const body = this.parseList(new Set(["done"]), false).script;
+    return { type: "for", name: nameWord.raw, items, body, redirects: this.parseTrailingRedirects() };
+  }
+
+  /** Blanks and newlines, and one `;` if `semicolon`, between the parts of a `for`. */
+  private skipSeparators(semicolon: boolean): void {
+    for (;;) {
+      this.skipBlanks();
+      const c = this.peek();
+      if (c === "\n") {
+        this.pos++;
+        this.readHeredocs();
+      } else if (c === ";" && semicolon) {
+        this.pos++;
+        semicolon = false;
+      } else return;
+    }
+  }
+
+  private parseTrailingRedirects(): Redirect[] {
+    const out: Redirect[] = [];
+    for (;;) {
+      this.skipBlanks();
+      if (!this.atRedirect()) return out;
+      out.push(this.parseRedirect());
+    }
+  }
+
+  private parseSimple(): SimpleCommand {
+    const cmd: SimpleCommand = { type: "simple", assigns: [], words: [], redirects: [] };
+    for (;;) {
+      this.skipBlanks();
+      const c = this.peek();
+      if (c === "" || c === "\n" || c === ";" || c === "|" || c === ")") break;
+      if (c === "&" && this.peek(1) !== ">") break;
+      if (c === "(") this.fail("unexpected ( (function definitions, arrays and extended globs are not analysed)");
+      if (this.atRedirect()) {
+        cmd.redirects.push(this.parseRedirect());
+        continue;
+      }
+      const word = this.parseWord();
+      const assign = cmd.words.length === 0 ? ASSIGNMENT.exec(word.raw) : null;
+      if (assign?.[1] !== undefined) cmd.assigns.push({ name: assign[1], word });
+      else cmd.words.push(word);
+    }
+    if (cmd.words.length + cmd.assigns.length + cmd.redirects.length === 0) this.fail("a command is missing");
+    return cmd;
+  }
+
+  /** A redirection starts here: `[n]<`, `[n]>`, `&>`, but not `<(` or `>(`. */
+  private atRedirect(): boolean {
+    let j = this.pos;
+    while (/[0-9]/.test(this.src.charAt(j))) j++;
+    const c = this.src.charAt(j);
+    if (c === "&") return j === this.pos && this.src.charAt(j + 1) === ">";
+    return (c === "<" || c === ">") && this.src.charAt(j + 1) !== "(";
+  }
+
+  private parseRedirect(): Redirect {
+    const digits = /^[0-9]*/.exec(this.src.slice(this.pos))?.[0] ?? "";
+    this.pos += digits.length;
+    const op = ["&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">"].find((o) => this.src.startsWith(o, this.pos));
+    if (op === undefined) return this.fail("expected a redirection");
+    this.pos += op.length;
+    this.skipBlanks();
+    const c = this.peek();
+    if (c === "" || (META.has(c) && !((c === "<" || c === ">") && this.peek(1) === "("))) this.fail(`${op} needs a target`);
+    const target = this.parseWord();
+    const redirect: Redirect = { op, target, ...(digits ? { fd: Number(digits) } : {}) };
+    if (op === "<<" || op === "<<-") {
+      const quoted = /['"\\]/.test(target.raw);
+      this.pending.push({ redirect, delimiter: target.value, quoted, stripTabs: op === "<<-" });
+    }
+    return redirect;
+  }
+
+  /** After a newline: the bodies of the here-docs opened on the line just ended. */
+  private readHeredocs(): void {
+    const pending = this.pending;
+    this.pending = [];
+    for (const h of pending) {
+      let body = "";
+      while (this.pos < this.src.length) {
+        const nl = this.src.indexOf("\n", this.pos);
+        const end = nl === -1 ? this.src.length : nl;
+        const line = this.src.slice(this.pos, end);
+        this.pos = nl === -1 ? end : end + 1;
+        if ((h.stripTabs ? line.replace(/^\t+/, "") : line) === h.delimiter) break;
+        body += `${line}\n`;
+      }
+      h.redirect.heredocScripts = h.quoted ? [] : new Parser(body, this.depth + 1).expansionsIn();
+    }
+  }
+
+  /** The scripts of the substitutions in an unquoted here-doc body (the whole source). */
+  expansionsIn(): Script[] {
+    const b = new WordBuilder();
+    while (this.pos < this.src.length) {
+      const c = this.peek();
+      if (c === "\\") this.pos += 2;
+      else if (c === "$") this.readDollar(b, true);
+      else if (c === "`") this.readBacktick(b, true);
+      else this.pos++;
+    }
+    return b.scripts;
+  }
+
+  private parseWord(): Word {
+    const start = this.pos;
+    const b = new WordBuilder();
+    for (;;) {
+      const c = this.peek();
+      if (c === "") break;
+      if (c === "<" || c === ">") {
+        if (this.peek(1) !== "(") break;
+        this.pos += 2;
+        b.scripts.push(this.nested(() => this.parseList(new Set(), true).script));
+        b.procSubst(`${c}(…)`);
+        continue;
+      }
+      if (META.has(c)) break;
+      this.readWordChar(c, b);
+    }
+    if (this.pos === start) this.fail("expected a word");
+    return b.finish(this.src.slice(start, this.pos));
+  }
+
+  /** One unquoted character, or the quoted string or expansion it starts. */
+  private readWordChar(c: string, b: WordBuilder): void {
+    if (c === "\\") {
+      const n = this.peek(1);
+      this.pos += n === "" ? 1 : 2;
+      if (n !== "\n") b.lit(n === "" ? "\\" : n);
+    } else if (c === "'") {
+      const end = this.src.indexOf("'", this.pos + 1);
+      if (end === -1) this.fail("unterminated '");
+      b.lit(this.src.slice(this.pos + 1, end));
+      this.pos = end + 1;
+    } else if (c === '"') {
+      this.pos++;
+      this.readDoubleQuoted(b);
+    } else if (c === "$") this.readDollar(b, false);
+    else if (c === "`") this.readBacktick(b, false);
+    else {
+      this.pos++;
+      if (c === "*" || c === "?" || (c === "[" && this.closes("[", "]")) || (c === "{" && this.closes("{", "}"))) b.dyn(c, false);
+      else b.lit(c);
+    }
+  }
+
+  /**
+   * Whether the `open` just read is a glob bracket or a brace expansion: its `close` follows in
+   * the same word (for braces, with a `,` or `..` inside).
+   */
+  private closes(open: string, close: string): boolean {
+    let j = this.pos;
+    let list = open === "[";
+    while (j < this.src.length && !META.has(this.src.charAt(j))) {
+      const c = this.src.charAt(j);
+      if (c === close) return list;
+      if (c === "," || this.src.startsWith("..", j)) list = true;
+      j++;
+    }
+    return false;
+  }
+
+  /** The opening `"` was read. */
+  private readDoubleQuoted(b: WordBuilder): void {
+    for (;;) {
+      const c = this.peek();
+      if (c === "") this.fail('unterminated "');
+      if (c === '"') {
+        this.pos++;
+        return;
+      }
+      if (c === "\\") {
+        const n = this.peek(1);
+        if (n === "\n") this.pos += 2;
+        else if (n !== "" && '$`"\\'.includes(n)) {
+          b.lit(n);
+          this.pos += 2;
+        } else {
+          b.lit("\\");
+          this.pos++;
+        }
+      } else if (c === "$") this.readDollar(b, true);
+      else if (c === "`") this.readBacktick(b, true);
+      else {
+        b.lit(c);
+        this.pos++;
+      }
+    }
+  }
+
+  /** At a `$`: a substitution, a parameter, a quoting form, or a literal dollar sign. */
+  private readDollar(b: WordBuilder, quoted: boolean): void {
+    const n = this.peek(1);
+    if (n === "(") {
+      if (this.peek(2) === "(") this.fail("arithmetic expansion $(( )) is not analysed");
+      this.pos += 2;
+      b.scripts.push(this.nested(() => this.parseList(new Set(), true).script));
+      b.dyn("$(…)", !quoted);
+    } else if (n === "{") {
+      const end = this.src.indexOf("}", this.pos);
+      const inner = end === -1 ? "" : this.src.slice(this.pos + 2, end);
+      if (!SIMPLE_BRACED.test(inner)) this.fail("this ${...} parameter expansion is not analysed");
+      // "$@" and "${@}" expand to one word per parameter even when quoted.
+      b.dyn(this.src.slice(this.pos, end + 1), !quoted || inner === "@");
+      this.pos = end + 1;
+    } else if (n === "'" && !quoted) {
+      this.readAnsiC(b);
+    } else if (n === '"' && !quoted) {
+      this.pos += 2;
+      this.readDoubleQuoted(b);
+    } else if (/[A-Za-z_]/.test(n)) {
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(this.src.slice(this.pos + 1))?.[0] ?? n;
+      b.dyn(`$${name}`, !quoted);
+      this.pos += 1 + name.length;
+    } else if (n !== "" && "0123456789@*#?$!-".includes(n)) {
+      b.dyn(`$${n}`, !quoted || n === "@");
+      this.pos += 2;
+    } else if (n !== "" && "[=~^+".includes(n)) {
+      this.fail(`$${n} (arithmetic or a zsh expansion) is not analysed`);
+    } else {
+      b.lit("$");
+      this.pos++;
+    }
+  }
+
+  /** At a backtick: the old form of command substitution, whose body is unescaped then parsed. */
+  private readBacktick(b: WordBuilder, inDouble: boolean): void {
+    this.pos++;
+    let body = "";
+    for (;;) {
+      const c = this.peek();
+      if (c === "") this.fail("unterminated `");
+      if (c === "`") break;
+      const n = this.peek(1);
+      if (c === "\\" && (n === "$" || n === "`" || n === "\\" || (inDouble && n === '"'))) {
+        body += n;
+        this.pos += 2;
+      } else {
+        body += c;
+        this.pos++;
+      }
+    }
+    this.pos++;
+    b.scripts.push(new Parser(body, this.depth + 1).parseAll());
+    b.dyn("`…`", !inDouble);
+  }
+
+  /** `$'...'`: backslash escapes are decoded; the text is literal. */
+  private readAnsiC(b: WordBuilder): void {
+    this.pos += 2;
+    let out = "";
+    for (;;) {
+      const c = this.peek();
+      if (c === "") this.fail("unterminated $'");
+      this.pos++;
+      if (c === "'") break;
+      out += c === "\\" ? this.ansiEscape() : c;
+    }
+    b.lit(out);
+  }
+
+  private ansiEscape(): string {
+    const simple: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
+    const c = this.peek();
+    this.pos++;
+    const known = simple[c];
+    if (known !== undefined) return known;
+    const rest = this.src.slice(this.pos);
+    const hex = (max: number): string => {
+      const digits = new RegExp(`^[0-9a-fA-F]{1,${max}}`).exec(rest)?.[0];
+      if (!digits) return `\\${c}`;
+      this.pos += digits.length;
+      return String.fromCodePoint(parseInt(digits, 16));
+    };
+    if (c === "x") return hex(2);
+    if (c === "u") return hex(4);
+    if (c === "U") return hex(8);
+    if (/[0-7]/.test(c)) {
+      const more = /^[0-7]{0,2}/.exec(rest)?.[0] ?? "";
+      this.pos += more.length;
+      return String.fromCharCode(parseInt(c + more, 8) & 0xff);
+    }
+    if (c === "c") this.fail("$'\\c' control escapes are not analysed");
+    return `\\${c}`;
+  }
+}
