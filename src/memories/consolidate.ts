@@ -8,6 +8,7 @@ import type { SessionEvent } from "../session/events.ts";
 import { openSession } from "../session/runtime.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { consolidationPrompt } from "./prompts.ts";
+import { redactSecrets } from "./redact.ts";
 import { MEMORY_MD, MEMORY_SUMMARY, rfc3339, stemOf } from "./storage.ts";
 import type { SelectedOutput } from "./store.ts";
 import type { WorkspaceDiff } from "./workspace.ts";
@@ -89,8 +90,9 @@ export const heuristicConsolidator: Consolidator = async ({ root, selection }) =
     const previous = await readFile(path.join(root, MEMORY_MD), "utf8").catch(() => "");
     const notesAt = previous.search(/^# User Notes\s*$/m);
     if (notesAt >= 0) mem.push(previous.slice(notesAt).trimEnd(), "");
-    await writeFile(path.join(root, MEMORY_MD), mem.join("\n"));
-    await writeFile(path.join(root, MEMORY_SUMMARY), summary);
+    // User notes are carried over verbatim, so the files are redacted as a whole.
+    await writeFile(path.join(root, MEMORY_MD), redactSecrets(mem.join("\n")));
+    await writeFile(path.join(root, MEMORY_SUMMARY), redactSecrets(summary));
     return ok({ summary: `heuristic: ${selection.length} memories in ${cwds.length} group(s)` });
   } catch (e) {
     return err("consolidate_heuristic", `heuristic consolidation failed: ${errorMessage(e)}`);
@@ -139,7 +141,7 @@ export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
       } catch {
         return err("failed_agent", `the consolidation agent did not write ${MEMORY_SUMMARY}`);
       }
-      return ok({ summary: r.ok.finalMessage.split("\n")[0]?.slice(0, 200) ?? "" });
+      return ok({ summary: redactSecrets(r.ok.finalMessage.split("\n")[0] ?? "").slice(0, 200) });
     } finally {
       await s.close();
     }

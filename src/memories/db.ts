@@ -49,6 +49,8 @@ export interface JobsTable {
   last_error: string | null;
   input_watermark: number | null;
   last_success_watermark: number | null;
+  /** Last sign of life of the lease holder (epoch seconds); a stale one lets others take over. */
+  heartbeat_at: number | null;
 }
 
 export interface MemoryDB {
@@ -132,6 +134,12 @@ const migrations: Record<string, Migration> = {
   "0002_thread_host": {
     async up(db: Kysely<any>) {
       await db.schema.alterTable("memory_threads").addColumn("host", "text", (c) => c.notNull().defaultTo("")).execute();
+    },
+  },
+  // Lease holders heartbeat, so that a dead holder on another host is seen long before its lease ends.
+  "0003_job_heartbeat": {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable("jobs").addColumn("heartbeat_at", "bigint").execute();
     },
   },
 };

@@ -6,7 +6,7 @@ import { messageText, userMessage, type MessageItem, type ResponseItem } from ".
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { STAGE1_SYSTEM, stage1Input } from "./prompts.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "./redact.ts";
 import type { Stage1Result } from "./store.ts";
 
 export const Stage1OutputSchema = z.strictObject({
@@ -25,10 +25,28 @@ export interface ExtractInput {
 
 export type Extractor = (input: ExtractInput, signal?: AbortSignal) => Promise<Result<Stage1Result>>;
 
-/** Redacts the three fields; an empty raw memory or summary means "no output". */
+/** Redacts the three fields (the slug also loses random-looking words); an empty raw memory or summary means "no output". */
 export function finishStage1(o: z.infer<typeof Stage1OutputSchema>): Stage1Result {
-  const slug = o.rollout_slug === null ? null : redactSecrets(o.rollout_slug).trim() || null;
-  return { rawMemory: redactSecrets(o.raw_memory), rolloutSummary: redactSecrets(o.rollout_summary), rolloutSlug: slug };
+  return { rawMemory: redactSecrets(o.raw_memory), rolloutSummary: redactSecrets(o.rollout_summary), rolloutSlug: safeSlug(o.rollout_slug) };
+}
+
+/** The same for any extractor's result: phase 1 stores nothing that did not pass through here. */
+export function redactStage1(r: Stage1Result): Stage1Result {
+  return finishStage1({ raw_memory: r.rawMemory, rollout_summary: r.rolloutSummary, rollout_slug: r.rolloutSlug });
+}
+
+/**
+ * The input with every string redacted: extractors call this before deriving anything (titles,
+ * slugs, keywords, truncation, the model prompt), so a secret cannot be cut short, lowercased
+ * or re-encoded into a form the rules no longer recognise.
+ */
+export function redactInput(input: ExtractInput): ExtractInput {
+  return {
+    ...input,
+    cwd: redactSecrets(input.cwd),
+    gitBranch: input.gitBranch === null ? null : redactSecrets(input.gitBranch),
+    items: redactDeep(input.items),
+  };
 }
 
 export function parseStage1Reply(text: string): Result<Stage1Result> {
@@ -49,8 +67,10 @@ const CHARS_PER_TOKEN = 4;
 
 export function modelExtractor(client: ModelClient, model: string, opts: { inputTokenBudget?: number } = {}): Extractor {
   const budget = (opts.inputTokenBudget ?? 150_000) * CHARS_PER_TOKEN;
-  return async (input, signal) => {
-    const conversation = truncateMiddle(redactSecrets(JSON.stringify(input.items)), budget);
+  return async (raw, signal) => {
+    const input = redactInput(raw);
+    // Leaves are redacted before serialization: JSON escapes would hide quoted values from the rules.
+    const conversation = truncateMiddle(JSON.stringify(input.items), budget);
     let text = "";
     let finalText = "";
     try {
@@ -113,7 +133,8 @@ export function slugify(text: string): string {
     .replace(/-+$/, "");
 }
 
-export function heuristicStage1(input: ExtractInput): Stage1Result {
+export function heuristicStage1(raw: ExtractInput): Stage1Result {
+  const input = redactInput(raw);
   const requests: string[] = [];
   const commands: string[] = [];
   const files = new Set<string>();
@@ -141,7 +162,9 @@ export function heuristicStage1(input: ExtractInput): Stage1Result {
   const outcome = lastAssistant ? (failures > 0 && /fail|error|could not|unable/i.test(lastAssistant) ? "partial" : "success") : "uncertain";
   const uniqueCmds = [...new Set(commands.map((c) => oneLine(c, 160)))].slice(0, 12);
   const fileList = [...files].slice(0, 20).map((f) => (path.isAbsolute(f) ? f : path.join(input.cwd, f)));
-  const keywords = [...new Set(slugify(title).split("-").filter((w) => w.length > 3))].slice(0, 8);
+  // The slug and keywords name the task, not the marker: "deploy with [REDACTED_SECRET]" -> deploy-with.
+  const slug = slugify(withoutMarkers(title));
+  const keywords = [...new Set(slug.split("-").filter((w) => w.length > 3))].slice(0, 8);
   const summary = [
     `# ${title}`,
     "",
@@ -161,7 +184,7 @@ export function heuristicStage1(input: ExtractInput): Stage1Result {
   ]
     .filter((l) => l !== undefined)
     .join("\n");
-  const raw = [
+  const rawMemory = [
     "---",
     `description: ${title}`,
     `keywords: ${keywords.join(", ")}`,
@@ -170,7 +193,7 @@ export function heuristicStage1(input: ExtractInput): Stage1Result {
     ...uniqueCmds.slice(0, 5).map((c) => `- command used: \`${c}\``),
     ...fileList.slice(0, 8).map((f) => `- file touched: ${f}`),
   ].join("\n");
-  return { rawMemory: redactSecrets(raw), rolloutSummary: redactSecrets(summary), rolloutSlug: slugify(title) || null };
+  return redactStage1({ rawMemory, rolloutSummary: summary, rolloutSlug: slug || null });
 }
 
 export const heuristicExtractor: Extractor = async (input) => ok(heuristicStage1(input));

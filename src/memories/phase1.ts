@@ -3,11 +3,13 @@ import os from "node:os";
 import { readRollout } from "../session/rollout/reader.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import type { Extractor } from "./extract.ts";
+import { redactStage1, type Extractor } from "./extract.ts";
 import { memoryItems } from "./filter.ts";
+import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
+import { redactSecrets } from "./redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { INTERACTIVE_SOURCES, scanRollouts } from "./scan.ts";
-import { listClaimCandidates, markStage1Failed, markStage1NoOutput, markStage1Succeeded, needsStage1, tryClaimStage1 } from "./store.ts";
+import { heartbeatStage1, listClaimCandidates, markStage1Failed, markStage1NoOutput, markStage1Succeeded, needsStage1, tryClaimStage1, type TakeOver, type TakeOverJudge } from "./store.ts";
 
 export const STAGE1_LEASE_SECONDS = 3600;
 export const STAGE1_RETRY_DELAY_SECONDS = 3600;
@@ -33,6 +35,9 @@ export interface Phase1Options {
   excludeThreadId?: string;
   /** Default $RELAY_MEMORIES_HOST, else os.hostname(): threads other hosts scanned into a shared DB are not claimed here. */
   host?: string;
+  /** How live claims of other workers are judged (default: holder gone or heartbeat stale). */
+  takeOver?: TakeOverJudge;
+  heartbeatMs?: number;
   signal?: AbortSignal;
 }
 
@@ -49,6 +54,10 @@ export interface Phase1Report {
   skipped: Record<string, number>;
   outcomes: Phase1Outcome[];
   warnings: string[];
+  /** Claims taken over from holders that are gone. */
+  takeovers: Array<TakeOver & { thread_id: string }>;
+  /** Rollouts skipped because a live worker is extracting them. */
+  held: Array<{ thread_id: string; holder: HolderReport }>;
 }
 
 const secs = (ms: number) => Math.floor(ms / 1000);
@@ -84,6 +93,8 @@ export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>>
   if ("error" in cands) return cands;
   const skipped: Record<string, number> = {};
   const claimed: Array<{ thread: ThreadRow; token: string }> = [];
+  const takeovers: Phase1Report["takeovers"] = [];
+  const held: Phase1Report["held"] = [];
   for (const thread of cands.ok) {
     if (claimed.length >= o.maxClaims) break;
     const sourceUpdatedAt = secs(thread.updated_at_ms);
@@ -100,18 +111,37 @@ export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>>
       leaseSeconds: o.leaseSeconds ?? STAGE1_LEASE_SECONDS,
       maxRunningJobs: o.maxRunningJobs,
       now: secs(o.now()),
+      takeOver: o.takeOver,
     });
     if ("error" in c) return c;
-    if (c.ok.kind === "claimed") claimed.push({ thread, token: c.ok.token });
-    else skipped[c.ok.kind] = (skipped[c.ok.kind] ?? 0) + 1;
+    if (c.ok.kind === "claimed") {
+      claimed.push({ thread, token: c.ok.token });
+      if (c.ok.tookOver) takeovers.push({ thread_id: thread.id, ...c.ok.tookOver });
+    } else {
+      skipped[c.ok.kind] = (skipped[c.ok.kind] ?? 0) + 1;
+      if (c.ok.kind === "skipped_running" && c.ok.holder) held.push({ thread_id: thread.id, holder: c.ok.holder });
+    }
   }
-  const outcomes = await pool(claimed, o.concurrency, (c) => extractOne(o, c.thread, c.token));
-  return ok({ scanned: scan.ok.seen, candidates: cands.ok.length, claimed: claimed.length, skipped, outcomes, warnings: scan.ok.warnings });
+  const outcomes = await withHeartbeat(o, () => pool(claimed, o.concurrency, (c) => extractOne(o, c.thread, c.token)));
+  return ok({ scanned: scan.ok.seen, candidates: cands.ok.length, claimed: claimed.length, skipped, outcomes, warnings: scan.ok.warnings, takeovers, held });
+}
+
+/** Keeps this worker's claims visibly alive while `fn` extracts (others take over stale ones). */
+async function withHeartbeat<T>(o: Phase1Options, fn: () => Promise<T>): Promise<T> {
+  const lease = o.leaseSeconds ?? STAGE1_LEASE_SECONDS;
+  const beat = setInterval(() => void heartbeatStage1(o.state, o.workerId, lease, secs(o.now())), o.heartbeatMs ?? LEASE_HEARTBEAT_SECONDS * 1000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(beat);
+  }
 }
 
 async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): Promise<Phase1Outcome> {
   const sourceUpdatedAt = secs(thread.updated_at_ms);
-  const fail = async (reason: string): Promise<Phase1Outcome> => {
+  const fail = async (why: string): Promise<Phase1Outcome> => {
+    // Parse errors quote the reply; the reason lands in jobs.last_error and the --json report.
+    const reason = redactSecrets(why);
     const m = await markStage1Failed(o.state, thread.id, token, reason, o.retryDelaySeconds ?? STAGE1_RETRY_DELAY_SECONDS, secs(o.now()));
     return { threadId: thread.id, status: "failed", error: "error" in m ? `${reason}; and recording it failed: ${m.error.message}` : reason };
   };
@@ -127,7 +157,8 @@ async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): P
     return fail(`extraction crashed: ${errorMessage(e)}`);
   }
   if ("error" in extracted) return fail(extracted.error.message);
-  const res = extracted.ok;
+  // Whatever the extractor, nothing unredacted reaches stage1_outputs.
+  const res = redactStage1(extracted.ok);
   if (res.rawMemory.trim() === "" || res.rolloutSummary.trim() === "") {
     const m = await markStage1NoOutput(o.state, thread.id, token, secs(o.now()));
     if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };

@@ -1,18 +1,19 @@
 /** Phase 2: under the global lock, sync inputs, diff against the baseline, consolidate, reset. */
-import os from "node:os";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { Consolidator } from "./consolidate.ts";
 import type { StateDb } from "./db.ts";
 import { existsSync } from "node:fs";
+import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
+import { redactSecrets } from "./redact.ts";
 import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
-import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, selectPhase2Inputs, tryClaimPhase2 } from "./store.ts";
+import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, selectPhase2Inputs, tryClaimPhase2, type TakeOver, type TakeOverJudge } from "./store.ts";
 import { prepareWorkspace, resetBaseline, workspaceDiff, writeDiffFile, type WorkspaceChange } from "./workspace.ts";
 
 export const PHASE2_LEASE_SECONDS = 3600;
 export const PHASE2_RETRY_DELAY_SECONDS = 3600;
-export const PHASE2_HEARTBEAT_MS = 90_000;
+export const PHASE2_HEARTBEAT_MS = LEASE_HEARTBEAT_SECONDS * 1000;
 
 export type Phase2Status =
   | "succeeded"
@@ -37,6 +38,8 @@ export interface Phase2Options {
   leaseSeconds?: number;
   retryDelaySeconds?: number;
   heartbeatMs?: number;
+  /** How a live lock of another worker is judged (default: holder gone or heartbeat stale). */
+  takeOver?: TakeOverJudge;
   signal?: AbortSignal;
   /** Test hook: runs after the inputs are synced, before the agent (e.g. to simulate a crash). */
   afterSync?: () => Promise<void>;
@@ -49,36 +52,29 @@ export interface Phase2Report {
   inputs: number;
   changes: WorkspaceChange[];
   watermark?: number;
+  /** skipped_running: who holds the lock. */
+  holder?: HolderReport;
+  /** The lock was taken from a holder that is gone. */
+  takeover?: TakeOver;
 }
 
 const secs = (ms: number) => Math.floor(ms / 1000);
 
-/** `relay-memories:<host>:<pid>:<random>`: lets a rerun on the same host see that a holder died. */
-export function newWorkerId(): string {
-  return `relay-memories:${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
-}
-
-/** True when `workerId` names a process on this host that no longer exists. */
-export function workerIsDead(workerId: string | null): boolean {
-  const m = /^relay-memories:(.+):(\d+):[a-z0-9]+$/.exec(workerId ?? "");
-  if (!m || m[1] !== os.hostname()) return false;
-  const pid = Number(m[2]);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
-
 export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>> {
   const lease = o.leaseSeconds ?? PHASE2_LEASE_SECONDS;
-  const claim = await tryClaimPhase2(o.state, { workerId: o.workerId, leaseSeconds: lease, cooldownSeconds: o.cooldownSeconds, now: secs(o.now()), stealIf: workerIsDead });
+  const claim = await tryClaimPhase2(o.state, { workerId: o.workerId, leaseSeconds: lease, cooldownSeconds: o.cooldownSeconds, now: secs(o.now()), takeOver: o.takeOver });
   if ("error" in claim) return claim;
+  if (claim.ok.kind === "skipped_running") return ok({ status: claim.ok.kind, inputs: 0, changes: [], holder: claim.ok.holder });
   if (claim.ok.kind !== "claimed") return ok({ status: claim.ok.kind, inputs: 0, changes: [] });
-  const token = claim.ok.token;
-  const failed = async (label: string, message: string): Promise<Result<Phase2Report>> => {
+  const r = await consolidateUnderLock(o, claim.ok.token, claim.ok.inputWatermark, lease);
+  const takeover = claim.ok.tookOver;
+  return "error" in r || !takeover ? r : ok({ ...r.ok, takeover });
+}
+
+async function consolidateUnderLock(o: Phase2Options, token: string, inputWatermark: number, lease: number): Promise<Result<Phase2Report>> {
+  const failed = async (label: string, raw: string): Promise<Result<Phase2Report>> => {
+    // Agent failures quote model output; this lands in jobs.last_error and the report.
+    const message = redactSecrets(raw);
     const m = await markPhase2Failed(o.state, token, `${label}: ${message}`, o.retryDelaySeconds ?? PHASE2_RETRY_DELAY_SECONDS, secs(o.now()));
     const extra = "error" in m ? ` (recording the failure also failed: ${m.error.message})` : "";
     return ok({ status: "failed", detail: `${label}: ${message}${extra}`, inputs: 0, changes: [] });
@@ -92,7 +88,7 @@ export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>>
     return sel;
   }
   const selection = sel.ok;
-  const watermark = Math.max(claim.ok.inputWatermark, ...selection.map((s) => s.source_updated_at));
+  const watermark = Math.max(inputWatermark, ...selection.map((s) => s.source_updated_at));
   const refs = selection.map((s) => ({ threadId: s.thread_id, sourceUpdatedAt: s.source_updated_at }));
   try {
     await syncInputs(o.root, selection);

@@ -5,7 +5,8 @@ import type { Consolidator } from "./consolidate.ts";
 import type { StateDb } from "./db.ts";
 import type { Extractor } from "./extract.ts";
 import { runPhase1, type Phase1Report } from "./phase1.ts";
-import { newWorkerId, runPhase2, type Phase2Report } from "./phase2.ts";
+import { holderName, holderSince, newWorkerId } from "./holder.ts";
+import { runPhase2, type Phase2Report } from "./phase2.ts";
 import type { MemorySettings } from "./settings.ts";
 import { pruneStage1 } from "./store.ts";
 
@@ -84,7 +85,36 @@ export function summaryLine(r: ConsolidateReport): string {
   } else parts.push("phase1 skipped");
   const p = r.phase2;
   if (!p) parts.push("phase2 skipped");
-  else parts.push(`phase2 ${p.status} inputs=${p.inputs} changes=${p.changes.length}${p.detail && p.status === "failed" ? ` (${p.detail.split("\n")[0]})` : ""}`);
+  else {
+    const why = p.detail && p.status === "failed" ? ` (${p.detail.split("\n")[0]})` : p.holder ? ` (held by ${holderName(p.holder)} ${holderSince(p.holder)})` : "";
+    parts.push(`phase2 ${p.status} inputs=${p.inputs} changes=${p.changes.length}${why}`);
+  }
   if (r.pruned) parts.push(`pruned=${r.pruned}`);
   return parts.join("; ");
+}
+
+/**
+ * One line per lease this run took over from a dead holder, and per live holder whose claims it
+ * left alone (phase 1; a held phase-2 lock is named in the summary line).
+ */
+export function leaseLines(r: ConsolidateReport): string[] {
+  const lines: string[] = [];
+  const t = r.phase2?.takeover;
+  if (t) lines.push(`took over the phase 2 lock from ${holderName(t.holder)} (held ${holderSince(t.holder)}): ${t.reason}`);
+  const groups = new Map<string, { n: number; text: string }>();
+  for (const x of r.phase1?.takeovers ?? []) {
+    const key = `${x.holder.worker_id}\0${x.reason}`;
+    const g = groups.get(key) ?? { n: 0, text: `from ${holderName(x.holder)} (held ${holderSince(x.holder)}): ${x.reason}` };
+    g.n++;
+    groups.set(key, g);
+  }
+  for (const g of groups.values()) lines.push(`took over ${g.n} phase 1 claim${g.n === 1 ? "" : "s"} ${g.text}`);
+  const held = new Map<string, { n: number; text: string }>();
+  for (const x of r.phase1?.held ?? []) {
+    const g = held.get(String(x.holder.worker_id)) ?? { n: 0, text: `${holderName(x.holder)} (${holderSince(x.holder)})` };
+    g.n++;
+    held.set(String(x.holder.worker_id), g);
+  }
+  for (const g of held.values()) lines.push(`left ${g.n} rollout${g.n === 1 ? "" : "s"} to ${g.text}, which is still extracting ${g.n === 1 ? "it" : "them"}`);
+  return lines;
 }

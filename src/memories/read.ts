@@ -5,6 +5,7 @@ import { memoriesDir } from "../session/home.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
+import { redactSecrets } from "./redact.ts";
 import { loadMemorySettings, stateDbSpec } from "./settings.ts";
 import { MEMORY_SUMMARY } from "./storage.ts";
 import { recordUsage } from "./store.ts";
@@ -24,7 +25,8 @@ export async function memoryInstructions(home: string, maxTokens: number = DEFAU
     return undefined;
   }
   if (!text) return undefined;
-  return readPathInstructions(root, truncateMiddle(text, Math.max(1, maxTokens) * 4));
+  // The file may be a hand edit or predate redaction: redact before truncating, so no secret is cut in half.
+  return readPathInstructions(root, truncateMiddle(redactSecrets(text), Math.max(1, maxTokens) * 4));
 }
 
 /** What `openSession` injects: nothing when RELAY_NO_MEMORIES is set or `[memories] use_memories = false`. */

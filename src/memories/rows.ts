@@ -49,6 +49,7 @@ export const JobRowSchema = z.object({
   last_error: ntext,
   input_watermark: nint,
   last_success_watermark: nint,
+  heartbeat_at: nint,
 });
 export type JobRow = z.infer<typeof JobRowSchema>;
 

@@ -4,6 +4,7 @@ import { listRollouts } from "../session/rollout/find.ts";
 import { readSessionMeta } from "../session/rollout/reader.ts";
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
+import { redactSecrets } from "./redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { listThreads, upsertThreads } from "./store.ts";
 
@@ -66,8 +67,9 @@ export async function scanRollouts(state: StateDb, o: ScanOptions): Promise<Resu
         origin,
         rollout_path: f.path,
         source: sourceName(m.source),
-        cwd: m.cwd,
-        git_branch: m.git?.branch ?? null,
+        // Both end up in memory files (group names, summary headers): redacted like everything else.
+        cwd: redactSecrets(m.cwd),
+        git_branch: m.git?.branch == null ? null : redactSecrets(m.git.branch),
         created_at_ms: f.createdAt.getTime(),
         updated_at_ms: mtimeMs,
         memory_mode: prev?.memory_mode ?? "enabled",

@@ -1,6 +1,7 @@
 /** Files phase 2 writes from the DB: raw_memories.md and rollout_summaries/<stem>.md. */
 import { mkdir, readdir, rm, writeFile, readFile } from "node:fs/promises";
 import path from "node:path";
+import { redactSecrets, safeSlug } from "./redact.ts";
 import type { SelectedOutput } from "./store.ts";
 
 export const RAW_MEMORIES = "raw_memories.md";
@@ -37,8 +38,8 @@ export function summaryStem(threadId: string, sourceUpdatedAt: number, slug: str
     hash = B62[n % 62]! + hash;
     n = Math.floor(n / 62);
   }
-  const cleaned = (slug ?? "")
-    .trim()
+  // Redacted again here: rows written by an older relay may hold unredacted slugs.
+  const cleaned = (safeSlug(slug) ?? "")
     .replace(/[^A-Za-z0-9]/g, "_")
     .toLowerCase()
     .slice(0, 60);
@@ -49,7 +50,12 @@ export function stemOf(o: SelectedOutput): string {
   return summaryStem(o.thread_id, o.source_updated_at, o.rollout_slug);
 }
 
+/** raw_memories.md (redacted as a whole: rows written by an older relay, cwd paths). */
 export function renderRawMemories(sel: SelectedOutput[]): string {
+  return redactSecrets(rawMemoriesText(sel));
+}
+
+function rawMemoriesText(sel: SelectedOutput[]): string {
   if (!sel.length) return "# Raw Memories\n\nNo raw memories yet.\n";
   const parts = ["# Raw Memories", "", "Merged phase 1 raw memories (ordered by thread id):", ""];
   for (const o of sel) {
@@ -70,7 +76,7 @@ export function renderRawMemories(sel: SelectedOutput[]): string {
 export function renderSummaryFile(o: SelectedOutput): string {
   const head = [`thread_id: ${o.thread_id}`, `updated_at: ${rfc3339(o.source_updated_at)}`, `rollout_path: ${o.thread.rollout_path}`, `cwd: ${o.thread.cwd}`];
   if (o.thread.git_branch) head.push(`git_branch: ${o.thread.git_branch}`);
-  return `${head.join("\n")}\n\n${o.rollout_summary.trim()}\n`;
+  return redactSecrets(`${head.join("\n")}\n\n${o.rollout_summary.trim()}\n`);
 }
 
 async function writeIfChanged(file: string, text: string): Promise<void> {

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { errorMessage, err, ok, type Result } from "../util/result.ts";
 import type { JobsTable, StateDb, Tx } from "./db.ts";
+import { holderReport, takeOverReason, type HolderReport } from "./holder.ts";
 import { JobRowSchema, must, parseRow, parseRows, RowError, Stage1RowSchema, ThreadRowSchema, type JobRow, type Stage1Row, type ThreadRow } from "./rows.ts";
 
 export const STAGE1_KIND = "memory_stage1";
@@ -13,18 +14,33 @@ export const PHASE2_KIND = "memory_consolidate_global";
 export const PHASE2_KEY = "global";
 export const DEFAULT_RETRY_BUDGET = 3;
 
+/** A live lease taken from a holder that is gone (see holder.ts): from whom, and why. */
+export interface TakeOver {
+  holder: HolderReport;
+  reason: string;
+}
+
+/**
+ * Judges a live lease held by someone else: a reason to take it over now, or undefined to
+ * respect it until it ends. Default: `takeOverReason` (holder gone, or heartbeat stale).
+ */
+export type TakeOverJudge = (job: JobRow, now: number) => string | undefined;
+
 export type Stage1Claim =
-  | { kind: "claimed"; token: string }
+  | { kind: "claimed"; token: string; tookOver?: TakeOver }
   | { kind: "skipped_up_to_date" }
-  | { kind: "skipped_running" }
+  /** `holder` is absent when the cap on running jobs, not a lease on this rollout, stopped it. */
+  | { kind: "skipped_running"; holder?: HolderReport }
   | { kind: "skipped_retry_backoff" }
   | { kind: "skipped_retry_exhausted" };
 
 export type Phase2Claim =
-  | { kind: "claimed"; token: string; inputWatermark: number }
+  | { kind: "claimed"; token: string; inputWatermark: number; tookOver?: TakeOver }
   | { kind: "skipped_retry_unavailable" }
   | { kind: "skipped_cooldown" }
-  | { kind: "skipped_running" };
+  | { kind: "skipped_running"; holder: HolderReport };
+
+const liveLease = (job: JobRow, now: number) => job.status === "running" && job.lease_until !== null && job.lease_until > now;
 
 /** Runs an exclusive transaction and turns thrown row/DB errors into values. */
 export async function tx<T>(state: StateDb, fn: (t: Tx) => Promise<T>): Promise<Result<T>> {
@@ -150,6 +166,7 @@ export interface Stage1ClaimRequest {
   leaseSeconds: number;
   maxRunningJobs: number;
   now: number;
+  takeOver?: TakeOverJudge;
 }
 
 export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Promise<Result<Stage1Claim>> {
@@ -157,15 +174,9 @@ export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Pro
     const job = await readJob(t, STAGE1_KIND, r.threadId);
     const out = await readOutput(t, r.threadId);
     if (upToDate(job, out, r.sourceUpdatedAt)) return { kind: "skipped_up_to_date" } as const;
-    const running = await t
-      .selectFrom("jobs")
-      .select((eb) => eb.fn.countAll().as("n"))
-      .where("kind", "=", STAGE1_KIND)
-      .where("status", "=", "running")
-      .where("lease_until", ">", r.now)
-      .where("job_key", "!=", r.threadId)
-      .executeTakeFirst();
-    const runningOthers = Number(running?.n ?? 0);
+    const judge = r.takeOver ?? takeOverReason;
+    // Claims of dead holders do not count against the cap: they are about to be taken over.
+    const runningOthers = (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length;
     const token = randomUUID();
     const claimed = {
       status: "running",
@@ -174,6 +185,7 @@ export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Pro
       started_at: r.now,
       finished_at: null,
       lease_until: r.now + r.leaseSeconds,
+      heartbeat_at: r.now,
       retry_at: null,
       last_error: null,
       input_watermark: r.sourceUpdatedAt,
@@ -186,14 +198,39 @@ export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Pro
         .execute();
       return { kind: "claimed", token } as const;
     }
-    const liveLease = job.status === "running" && job.lease_until !== null && job.lease_until > r.now;
     const advanced = (job.input_watermark ?? -1) < r.sourceUpdatedAt;
-    if (liveLease) return { kind: "skipped_running" } as const;
-    if (!advanced && job.retry_remaining <= 0) return { kind: "skipped_retry_exhausted" } as const;
-    if (!advanced && job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_backoff" } as const;
+    let tookOver: TakeOver | undefined;
+    if (liveLease(job, r.now)) {
+      const reason = judge(job, r.now);
+      if (reason === undefined) return { kind: "skipped_running", holder: holderReport(job, r.now) } as const;
+      tookOver = { holder: holderReport(job, r.now), reason };
+    }
+    if (!tookOver && !advanced && job.retry_remaining <= 0) return { kind: "skipped_retry_exhausted" } as const;
+    if (!tookOver && !advanced && job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_backoff" } as const;
     if (runningOthers >= r.maxRunningJobs) return { kind: "skipped_running" } as const;
     await setJob(t, STAGE1_KIND, r.threadId, { ...claimed, retry_remaining: advanced ? DEFAULT_RETRY_BUDGET : job.retry_remaining });
-    return { kind: "claimed", token } as const;
+    return tookOver ? ({ kind: "claimed", token, tookOver } as const) : ({ kind: "claimed", token } as const);
+  });
+}
+
+async function runningStage1(t: Tx, now: number, exceptKey?: string): Promise<JobRow[]> {
+  let q = t.selectFrom("jobs").selectAll().where("kind", "=", STAGE1_KIND).where("status", "=", "running").where("lease_until", ">", now);
+  if (exceptKey !== undefined) q = q.where("job_key", "!=", exceptKey);
+  const rows = await q.execute();
+  return must(parseRows(JobRowSchema, "jobs", (row) => `${STAGE1_KIND}/${String(row.job_key)}`, rows));
+}
+
+/** Renews every live phase-1 claim `workerId` holds (its heartbeat and lease). */
+export async function heartbeatStage1(state: StateDb, workerId: string, leaseSeconds: number, now: number): Promise<Result<number>> {
+  return tx(state, async (t) => {
+    const r = await t
+      .updateTable("jobs")
+      .set({ heartbeat_at: now, lease_until: now + leaseSeconds })
+      .where("kind", "=", STAGE1_KIND)
+      .where("status", "=", "running")
+      .where("worker_id", "=", workerId)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
   });
 }
 
@@ -315,15 +352,14 @@ export interface Phase2ClaimRequest {
   /** Seconds after a success during which no new run starts (0 = none). */
   cooldownSeconds: number;
   now: number;
-  /** A running claim whose holder is known to be dead (e.g. crashed on this host) is taken over. */
-  stealIf?: (workerId: string | null) => boolean;
+  takeOver?: TakeOverJudge;
 }
 
 export async function tryClaimPhase2(state: StateDb, r: Phase2ClaimRequest): Promise<Result<Phase2Claim>> {
   return tx(state, async (t) => {
     const job = await readJob(t, PHASE2_KIND, PHASE2_KEY);
     const token = randomUUID();
-    const lease = { status: "running", worker_id: r.workerId, ownership_token: token, started_at: r.now, lease_until: r.now + r.leaseSeconds };
+    const lease = { status: "running", worker_id: r.workerId, ownership_token: token, started_at: r.now, lease_until: r.now + r.leaseSeconds, heartbeat_at: r.now };
     if (!job) {
       await t
         .insertInto("jobs")
@@ -332,20 +368,25 @@ export async function tryClaimPhase2(state: StateDb, r: Phase2ClaimRequest): Pro
       return { kind: "claimed", token, inputWatermark: 0 } as const;
     }
     if (job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_unavailable" } as const;
-    const live = job.status === "running" && job.lease_until !== null && job.lease_until > r.now;
-    if (live && !(r.stealIf?.(job.worker_id) ?? false)) return { kind: "skipped_running" } as const;
+    let tookOver: TakeOver | undefined;
+    if (liveLease(job, r.now)) {
+      const reason = (r.takeOver ?? takeOverReason)(job, r.now);
+      if (reason === undefined) return { kind: "skipped_running", holder: holderReport(job, r.now) } as const;
+      tookOver = { holder: holderReport(job, r.now), reason };
+    }
     if (job.status !== "running" && job.last_error === null && job.finished_at !== null && job.finished_at > r.now - r.cooldownSeconds) {
       return { kind: "skipped_cooldown" } as const;
     }
     await setJob(t, PHASE2_KIND, PHASE2_KEY, { ...lease, retry_at: null, last_error: null, finished_at: null });
-    return { kind: "claimed", token, inputWatermark: job.input_watermark ?? 0 } as const;
+    const claimed = { kind: "claimed", token, inputWatermark: job.input_watermark ?? 0 } as const;
+    return tookOver ? { ...claimed, tookOver } : claimed;
   });
 }
 
 export async function heartbeatPhase2(state: StateDb, token: string, leaseSeconds: number, now: number): Promise<Result<boolean>> {
   return tx(state, async (t) => {
     if (!(await ownedRunning(t, PHASE2_KIND, PHASE2_KEY, token))) return false;
-    await setJob(t, PHASE2_KIND, PHASE2_KEY, { lease_until: now + leaseSeconds });
+    await setJob(t, PHASE2_KIND, PHASE2_KEY, { lease_until: now + leaseSeconds, heartbeat_at: now });
     return true;
   });
 }
@@ -388,6 +429,18 @@ export async function readPhase2Job(state: StateDb): Promise<Result<JobRow | und
     return ok(await readJob(state.db, PHASE2_KIND, PHASE2_KEY));
   } catch (e) {
     if (e instanceof RowError) return e.value;
+    return err("db_error", errorMessage(e));
+  }
+}
+
+/** Every live lease (phase-1 claims and the phase-2 lock), the phase-2 lock first. */
+export async function listLeases(state: StateDb, now: number): Promise<Result<JobRow[]>> {
+  try {
+    const rows = await state.db.selectFrom("jobs").selectAll().where("status", "=", "running").where("lease_until", ">", now).orderBy("kind").orderBy("started_at").execute();
+    const jobs = parseRows(JobRowSchema, "jobs", (r) => `${String(r.kind)}/${String(r.job_key)}`, rows);
+    if ("error" in jobs) return jobs;
+    return ok([...jobs.ok.filter((j) => j.kind === PHASE2_KIND), ...jobs.ok.filter((j) => j.kind !== PHASE2_KIND)]);
+  } catch (e) {
     return err("db_error", errorMessage(e));
   }
 }

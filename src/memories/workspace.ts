@@ -8,6 +8,8 @@ import path from "node:path";
 import { createTwoFilesPatch } from "diff";
 import git from "isomorphic-git";
 import { errorMessage, err, ok, type Result } from "../util/result.ts";
+import { redactSecrets } from "./redact.ts";
+import { redactFolder, safeRelativePath } from "./redact-files.ts";
 import { DIFF_FILE } from "./storage.ts";
 
 export const DIFF_CAP_BYTES = 4 * 1024 * 1024;
@@ -43,11 +45,13 @@ async function listFiles(root: string, rel = ""): Promise<string[]> {
   return out;
 }
 
-/** Replaces any history with one commit of the current tree (minus the diff file). */
+/** Replaces any history with one commit of the current tree (minus the diff file), redacted first. */
 export async function resetBaseline(root: string, now: Date = new Date()): Promise<Result<string>> {
   try {
-    await mkdir(root, { recursive: true });
+    await mkdir(root, { recursive: true, mode: 0o700 });
     await rm(path.join(root, DIFF_FILE), { force: true });
+    // The commit must not preserve a secret a consolidator or a hand edit wrote.
+    await redactFolder(root, [".git"]);
     await rm(path.join(root, ".git"), { recursive: true, force: true });
     await git.init({ fs, dir: root, defaultBranch: "main" });
     const files = await listFiles(root);
@@ -69,7 +73,7 @@ export async function resetBaseline(root: string, now: Date = new Date()): Promi
 /** Creates the folder, removes a stale diff file, and makes a baseline if there is none. */
 export async function prepareWorkspace(root: string): Promise<Result<void>> {
   try {
-    await mkdir(root, { recursive: true });
+    await mkdir(root, { recursive: true, mode: 0o700 });
     await rm(path.join(root, DIFF_FILE), { force: true });
     const gitDir = path.join(root, ".git");
     let valid = false;
@@ -111,7 +115,8 @@ export async function workspaceDiff(root: string): Promise<Result<WorkspaceDiff>
       const p = createTwoFilesPatch(c.status === "A" ? "/dev/null" : `a/${c.path}`, c.status === "D" ? "/dev/null" : `b/${c.path}`, before, after, "", "", { context: 3 });
       patches.push(`diff --git a/${c.path} b/${c.path}\n${p.split("\n").slice(1).join("\n")}`);
     }
-    return ok({ changes, patch: patches.join("") });
+    // Hand edits are diffed too, and the consolidator (a model) reads this; names go into reports.
+    return ok({ changes: changes.map((c) => ({ ...c, path: safeRelativePath(c.path) })), patch: redactSecrets(patches.join("")) });
   } catch (e) {
     return err("workspace_status", `cannot diff the memory folder ${root}: ${errorMessage(e)}`);
   }

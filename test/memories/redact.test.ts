@@ -7,16 +7,22 @@ const R = REDACTED;
 /** [input, expected] */
 const CASES: Array<[string, string]> = [
   // the four classic rules and their vectors
-  ["key sk-abcdefghijklmnopqrst end", `key ${R} end`],
-  ["bEaReR abcdefghijklmnop", `Bearer ${R}`],
+  ["key sk-abcdefghij0123456789 end", `key ${R} end`],
+  // no digit: not a random key body (sk-learn-style words)
+  ["key sk-abcdefghijklmnopqrst end", "key sk-abcdefghijklmnopqrst end"],
+  ["bEaReR a1b2c3d4e5f6g7h8", `bEaReR ${R}`],
   ['password: "abcdefgh"', `password: "${R}"`],
   ["Bearer short", "Bearer short"],
-  ["password=short", "password=short"],
+  // a password is short: 4 characters are enough; 3 are not
+  ["password=short", `password=${R}`],
+  ["password=abc", "password=abc"],
   ["sk-short", "sk-short"],
   ["", ""],
   ["AKIAIOSFODNN7EXAMPLE in config", `${R} in config`],
   ["api_key=0123456789abcdef", `api_key=${R}`],
-  ["API-KEY: 'zzzzzzzzzzzz'", `API-KEY: '${R}'`],
+  ["API-KEY: 'zq81xk2mwp4t'", `API-KEY: '${R}'`],
+  // one repeated character is a mask, not a key
+  ["API-KEY: 'zzzzzzzzzzzz'", "API-KEY: 'zzzzzzzzzzzz'"],
   ["apikey = qwertyuiop", `apikey = ${R}`],
   ["token: abcdefgh12345678", `token: ${R}`],
   ["secret=hunter2hunter2", `secret=${R}`],
@@ -42,11 +48,12 @@ const CASES: Array<[string, string]> = [
   // headers
   ["Authorization: Bearer abcdef0123456789xyz", `Authorization: Bearer ${R}`],
   ["authorization: Basic dXNlcjpwYXNzd29yZA==", `authorization: Basic ${R}`],
-  ['curl -H "Authorization: Bearer aaaaaaaaaaaaaaaaaaaa" https://x', `curl -H "Authorization: Bearer ${R}" https://x`],
+  ['curl -H "Authorization: Bearer a1b2c3d4e5f6g7h8i9j0" https://x', `curl -H "Authorization: Bearer ${R}" https://x`],
   // passwords in URLs
   ["postgres://app:s3cretpw@db.local:5432/prod", `postgres://app:${R}@db.local:5432/prod`],
   ["git clone https://user:tok123@github.com/o/r.git", `git clone https://user:${R}@github.com/o/r.git`],
-  ["redis://:pw@localhost:6379", "redis://:pw@localhost:6379".replace(":pw@", ":pw@")],
+  // an empty user still has a password
+  ["redis://:pw@localhost:6379", `redis://:${R}@localhost:6379`],
   ["mongodb+srv://admin:Hunter2Hunter2@cluster0.example.net/db", `mongodb+srv://admin:${R}@cluster0.example.net/db`],
   // private keys
   ["-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----", R],

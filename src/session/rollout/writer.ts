@@ -4,8 +4,9 @@
  * last line (which the reader skips and reports). `flush()` fsyncs.
  */
 import { Buffer } from "node:buffer";
-import { mkdir, open, type FileHandle } from "node:fs/promises";
+import { chmod, mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
+import process from "node:process";
 import type { ResponseItem } from "../../model/items.ts";
 import { err, errorMessage, isErr, ok, type Result } from "../../util/result.ts";
 import { VERSION } from "../../version.ts";
@@ -87,6 +88,30 @@ export function rolloutRelativePath(id: string, at: Date): string {
   return path.join(y, m, d, `rollout-${stamp}-${id}.jsonl`);
 }
 
+/** Rollouts are a verbatim record (secrets included): owner-only files in owner-only directories. */
+export const ROLLOUT_FILE_MODE = 0o600;
+export const ROLLOUT_DIR_MODE = 0o700;
+
+/**
+ * Creates `dir` and tightens it and every directory between it and `root` (`sessions/`, `YYYY/`,
+ * `MM/`, `DD/`) to 0700: `mkdir`'s mode only applies to new directories and is cut by the umask.
+ * Best effort: Windows has no such modes, and a directory we do not own keeps its own.
+ */
+export async function makePrivateDirs(root: string, dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: ROLLOUT_DIR_MODE });
+  if (process.platform === "win32") return;
+  const rel = path.relative(root, dir);
+  if (rel.startsWith("..") || path.isAbsolute(rel)) return;
+  const parts = rel.split(path.sep).filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) await chmod(path.join(root, ...parts.slice(0, i)), ROLLOUT_DIR_MODE).catch(() => undefined);
+}
+
+/** Sets 0600 on a rollout (new: against the umask; old: written before rollouts were private). */
+async function makePrivateFile(file: string): Promise<void> {
+  if (process.platform === "win32") return;
+  await chmod(file, ROLLOUT_FILE_MODE).catch(() => undefined);
+}
+
 export class RolloutWriter {
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
@@ -117,8 +142,9 @@ export class RolloutWriter {
     const file = path.join(sessionsDir(opts.home), rolloutRelativePath(meta.id, now));
     let fh: FileHandle;
     try {
-      await mkdir(path.dirname(file), { recursive: true });
-      fh = await open(file, "ax");
+      await makePrivateDirs(sessionsDir(opts.home), path.dirname(file));
+      fh = await open(file, "ax", ROLLOUT_FILE_MODE);
+      await makePrivateFile(file);
     } catch (e) {
       return err("rollout_create", `cannot create rollout ${file}: ${errorMessage(e)}`, { path: file });
     }
@@ -138,7 +164,8 @@ export class RolloutWriter {
     let fh: FileHandle;
     let needsNewline = false;
     try {
-      fh = await open(file, "a+");
+      fh = await open(file, "a+", ROLLOUT_FILE_MODE);
+      await makePrivateFile(file);
       const { size } = await fh.stat();
       if (size > 0) {
         const last = Buffer.alloc(1);
