@@ -118,7 +118,8 @@ async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<RunM
   const id = validateRunId(o.runId);
   if ("error" in id) fail(id.error.message, ExitCode.Usage);
   if (!o.resume) return undefined;
-  const found = await RunStore.load(relayHome(), o.runId);
+  // A resume finishes a creation that a crash cut short, or says what was lost (exit 2).
+  const found = await RunStore.load(relayHome(), o.runId, { recover: true });
   if ("error" in found) fail(found.error.message, ExitCode.Usage);
   return found.ok.state.settings;
 }
@@ -135,7 +136,10 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
   });
   process.on("SIGTERM", () => ctrl.abort());
   const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError) });
-  if ("error" in r) fail(r.error.message, r.error.code === "usage" || r.error.code.startsWith("invalid") || r.error.code === "run_not_found" || r.error.code === "run_exists" ? ExitCode.Usage : ExitCode.Failure);
+  if ("error" in r) {
+    const usage = ["usage", "run_not_found", "run_not_created", "run_exists"].includes(r.error.code) || r.error.code.startsWith("invalid");
+    fail(r.error.message, usage ? ExitCode.Usage : ExitCode.Failure);
+  }
   const code = r.ok.status === "complete" ? ExitCode.Ok : r.ok.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Failure;
   process.exit(code);
 }
@@ -160,7 +164,12 @@ The Solver works autonomously; it asks the Director for direction and the Verifi
 verification through JSON signals; after a passing verification it builds deliverable/
 with a README.md manifest that the orchestrator checks against the files.
 
-Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage; 130 interrupted (resumable).`,
+Every change of run.json is one atomic write, so a crash (even SIGKILL) at any point is resumable:
+\`relay infty resume <id>\` goes on from the step that was cut off and never asks a role again for an
+answer its session already recorded. Resuming a complete run checks its deliverable again (exit 0).
+
+Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage, or a run that was never
+created (the message gives the command to start over); 130 interrupted (resumable).`,
     );
 
   modelOptions(
@@ -240,7 +249,7 @@ Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage; 130
     .option("--json", "print JSON")
     .action(async (opts) => {
       const { runs, warnings } = await RunStore.list(relayHome());
-      for (const w of warnings) process.stderr.write(`relay: warning: skipped an unreadable run: ${w}\n`);
+      for (const w of warnings) process.stderr.write(`relay: warning: ${w}\n`);
       if (opts.json) {
         process.stdout.write(JSON.stringify(runs.map((r) => ({ run_id: r.run_id, status: r.status, turns: r.turns, updated_at: r.updated_at, objective: r.objective, path: path.join(RunStore.runsRoot(relayHome()), r.run_id) }))) + "\n");
         return;

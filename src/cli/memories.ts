@@ -10,10 +10,11 @@ import path from "node:path";
 import { agentConsolidator, heuristicConsolidator, type Consolidator } from "../memories/consolidate.ts";
 import { openStateDb, type StateDb } from "../memories/db.ts";
 import { heuristicExtractor, modelExtractor, type Extractor } from "../memories/extract.ts";
-import { consolidateMemories, summaryLine } from "../memories/pipeline.ts";
+import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
+import { consolidateMemories, leaseLines, summaryLine } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
 import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
-import { forgetThread, getOutput, getThread, listOutputs, readPhase2Job, statusCounts } from "../memories/store.ts";
+import { forgetThread, getOutput, getThread, listLeases, listOutputs, PHASE2_KIND, readPhase2Job, statusCounts } from "../memories/store.ts";
 import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
 import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
 import { memoriesDir, relayHome } from "../session/home.ts";
@@ -80,6 +81,11 @@ auto runs offline, so cron works without a key.
 Exit codes: 0 ran (also when nothing changed); 1 a phase failed; 2 bad usage, config or state DB;
 3 phase 2 skipped: another run holds the lock, cooldown, or retry backoff (try later).
 
+Leases: a run holds the phase 2 lock and its phase 1 claims for up to 1 h, renewing them every
+30 s. A holder that is gone (same host and its process has exited, checked by pid and process
+start time; or a heartbeat older than 5 min) is taken over at once, with a line on stderr.
+A live holder keeps them; the summary line says who holds the lock and since when.
+
 Cron (every 30 minutes, one line per run appended to a log):
   */30 * * * * relay memories consolidate >> ~/.relay/logs/memories.log 2>&1`)
     .action(async (opts) => {
@@ -134,6 +140,8 @@ Cron (every 30 minutes, one line per run appended to a log):
           fail(r.error.message, r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure);
         }
         const rep = r.ok;
+        // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
+        for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
         const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
         const p2 = rep.phase2?.status;
         const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
@@ -144,6 +152,18 @@ Cron (every 30 minutes, one line per run appended to a log):
         await state.close();
       }
     });
+}
+
+const LEASE_STATE: Record<HolderReport["state"], string> = {
+  alive: "running",
+  gone: "gone: the next consolidate takes it over",
+  unknown: "not checkable from this host: kept until its heartbeat is 5 min old or its lease ends",
+};
+
+/** `leases held: 1` and one line per lease: who, since when, heartbeat age, and what happens next. */
+function leaseText(leases: Array<HolderReport & { scope: string; key: string }>): string {
+  const lines = leases.map((l) => `  ${l.scope === "phase2" ? "phase 2 lock" : `phase 1 claim ${l.key}`}: ${holderName(l)} ${holderSince(l)} (${LEASE_STATE[l.state]})`);
+  return `leases held: ${leases.length || "none"}\n${lines.map((l) => `${l}\n`).join("")}`;
 }
 
 export function memoriesCommand() {
@@ -173,18 +193,23 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
         if ("error" in counts) fail(counts.error.message, ExitCode.Usage);
         const job = await readPhase2Job(state);
         if ("error" in job) fail(job.error.message, ExitCode.Usage);
+        const now = Math.floor(Date.now() / 1000);
+        const held = await listLeases(state, now);
+        if ("error" in held) fail(held.error.message, ExitCode.Usage);
         const j = job.ok;
+        const leases = held.ok.map((l) => ({ scope: l.kind === PHASE2_KIND ? "phase2" : "phase1", key: l.job_key, ...holderReport(l, now) }));
         const out = {
           db: state.location,
           memories_dir: memoriesDir(home),
           ...counts.ok,
           phase2: j ? { status: j.status, finished_at: j.finished_at, last_error: j.last_error, last_success_watermark: j.last_success_watermark, input_watermark: j.input_watermark } : null,
+          leases,
         };
         if (opts.json) process.stdout.write(JSON.stringify(out) + "\n");
         else {
           const jobs = Object.entries(out.jobs).map(([k, v]) => `${k}=${v}`).join(" ") || "none";
           const p2 = j ? `${j.status}${j.finished_at ? ` at ${new Date(j.finished_at * 1000).toISOString()}` : ""}${j.last_error ? ` (${j.last_error})` : ""}` : "never run";
-          process.stdout.write(`state DB: ${out.db}\nmemory folder: ${out.memories_dir}\nrollouts seen: ${out.threads}\nmemories: ${out.outputs}\nphase 1 jobs: ${jobs}\nlast consolidation: ${p2}\n`);
+          process.stdout.write(`state DB: ${out.db}\nmemory folder: ${out.memories_dir}\nrollouts seen: ${out.threads}\nmemories: ${out.outputs}\nphase 1 jobs: ${jobs}\nlast consolidation: ${p2}\n${leaseText(leases)}`);
         }
       } finally {
         await state.close();

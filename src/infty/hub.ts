@@ -78,10 +78,11 @@ export class CrossSessionHub {
   }
 
   /**
-   * Posts a turn and resolves with the first assistant message of that turn, or the turn's final
-   * message if it ends first; fails after `timeoutMs` (the turn is aborted then).
+   * Posts a turn (`text` undefined: continues the unfinished one) and resolves with the turn's
+   * final message, or its first assistant message if it has no final one; fails after
+   * `timeoutMs` (the turn is aborted then).
    */
-  async awaitFirstAssistant(runId: string, role: string, text: string, timeoutMs: number, signal: AbortSignal): Promise<Result<string>> {
+  async awaitFirstAssistant(runId: string, role: string, text: string | undefined, timeoutMs: number, signal: AbortSignal): Promise<Result<string>> {
     const s = this.get(runId, role);
     if (!s) return err("no_session", `run ${runId} has no live ${role} session`);
     const ctrl = new AbortController();

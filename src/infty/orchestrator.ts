@@ -1,11 +1,15 @@
 /**
  * The infty orchestrator: drives a Solver with a Director and N Verifiers until a verified
- * deliverable exists. Its whole state is run.json's `pending` action (what must happen next),
- * saved after every handoff, so `relay infty resume` continues after any crash.
+ * deliverable exists. Its whole state is in run.json: `pending` (what must happen next) and
+ * `inflight` (a message handed to a role whose answer is not used yet). Each transition is one
+ * atomic write, so `relay infty resume` replays at most the one a crash interrupted: an answer
+ * already in a role's rollout is used, not asked for again, and a run whose deliverable was
+ * accepted is complete, whatever else the crash cut short.
  */
 import path from "node:path";
 import { z } from "zod";
 import type { ModelClient } from "../model/client.ts";
+import type { ResponseItem } from "../model/items.ts";
 import { createScriptedClient, ScriptSchema } from "../model/scripted.ts";
 import { nonInteractiveApprover } from "../session/approval.ts";
 import type { RelayConfig } from "../session/config.ts";
@@ -13,10 +17,12 @@ import type { SessionEvent } from "../session/events.ts";
 import { openSession } from "../session/runtime.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
+import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "./hub.ts";
 import { CONTINUE_NUDGE, correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, SOLVER_PROMPT, VERIFIER_PROMPT } from "./prompts.ts";
-import { generateRunId, RunStore, validateRunId, type Pending, type RunMeta } from "./run-store.ts";
-import { aggregate, DirectiveSchema, parseReply, parseSolverSignal, VerdictSchema, type RoleVerdict } from "./signals.ts";
+import { generateRunId, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
+import { scriptTurnsUsed } from "./scripted-resume.ts";
+import { aggregate, DirectiveSchema, parseReply, parseSolverSignal, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
 
 export const InftyScriptSchema = z.strictObject({
   solver: ScriptSchema,
@@ -53,8 +59,11 @@ export interface InftyOptions {
   /** Nudges to a Solver that stops without a signal before the Director is asked to step in. */
   maxNudges?: number;
   heartbeatMs?: number;
-  /** A model per role (scripted runs); default: from config. */
-  modelFor?: (role: string) => ModelClient | undefined;
+  /**
+   * A model per role (scripted runs); default: from config. `history` is given for a resumed
+   * role: its session's history, readable from the first request on.
+   */
+  modelFor?: (role: string, history?: () => readonly ResponseItem[]) => ModelClient | undefined;
   report: (e: InftyEvent) => void;
   signal: AbortSignal;
   /** End the run at the first failed tool call, naming it (scripted demos, CI). */
@@ -70,8 +79,8 @@ export interface InftyResult {
   summary?: string | null;
 }
 
-/** Loads a scripted-run file: one script per role. */
-export function scriptedModels(text: string, file: string): Result<(role: string) => ModelClient | undefined> {
+/** Loads a scripted-run file: one script per role; a resumed role goes on where its session stopped. */
+export function scriptedModels(text: string, file: string): Result<NonNullable<InftyOptions["modelFor"]>> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -82,12 +91,12 @@ export function scriptedModels(text: string, file: string): Result<(role: string
   if (!parsed.success) return err("invalid_script", `${file} is not an infty script ({solver, director?, verifiers[]}): ${z.prettifyError(parsed.error)}`);
   const s = parsed.data;
   const clients = new Map<string, ModelClient>();
-  return ok((role: string) => {
+  return ok((role, history) => {
     let c = clients.get(role);
     if (c) return c;
     const script = role === "solver" ? s.solver : role === "director" ? s.director : s.verifiers[Number(role.split("-")[1]) - 1] ?? s.verifiers.at(-1);
     if (!script) return undefined;
-    c = createScriptedClient({ script, scriptPath: `${file} (${role})` });
+    c = createScriptedClient({ script, scriptPath: `${file} (${role})`, startAt: history ? () => scriptTurnsUsed(history(), script.turns) : 0 });
     clients.set(role, c);
     return c;
   });
@@ -116,236 +125,352 @@ function rolePrompt(role: string): string {
 }
 
 export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
-  const started = Date.now();
-  let store: RunStore;
-  if (o.resume) {
-    if (!o.runId) return err("usage", "resume needs a run id");
-    const loaded = await RunStore.load(o.home, o.runId);
-    if ("error" in loaded) return loaded;
-    store = loaded.ok;
-    if (store.state.status === "complete") return err("run_complete", `run ${o.runId} is already complete; its deliverable is ${store.state.deliverable?.path}`);
-    // Recorded each time: a flag given on resume is what the run uses from now on.
-    const patch: Parameters<RunStore["update"]>[0] = { status: "running", status_detail: "", settings: runSettings(o.config) };
-    if (o.maxTurns) patch.max_turns = o.maxTurns;
-    if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
-    await store.update(patch);
-  } else {
-    if (!o.objective?.trim()) return err("usage", "an objective is required");
-    const runId = o.runId ?? generateRunId();
-    const valid = validateRunId(runId);
-    if ("error" in valid) return valid;
-    const created = await RunStore.create(o.home, {
-      run_id: runId,
-      objective: o.objective,
-      verifiers: o.verifiers ?? 1,
-      consensus: o.consensus ?? "all",
-      max_turns: o.maxTurns ?? 200,
-      max_wall_ms: o.maxWallMs ?? 24 * 3600_000,
-      settings: runSettings(o.config),
-    });
-    if ("error" in created) return created;
-    store = created.ok;
-    await store.update({ pending: { type: "solver_message", message: objectiveMessage(o.objective) } });
-  }
+  const opened = o.resume ? await reopenStore(o) : await createStore(o);
+  if ("error" in opened) return opened;
+  const store = opened.ok;
   o.report({ type: "run_started", run_id: store.id, dir: store.dir, resumed: Boolean(o.resume), objective: store.state.objective });
   await store.log({ type: "run_started", resumed: Boolean(o.resume), pid: process.pid });
+  if (store.state.deliverable) return completeFromRecord(o, store);
+  return new InftyRun(o, store).drive();
+}
 
-  const hub = new CrossSessionHub();
-  const roles = ["solver", "director", ...Array.from({ length: store.state.verifiers }, (_, i) => `verifier-${i + 1}`)];
-  let lastActivity = "starting sessions";
-  let lastBeat = Date.now();
-  const beat = setInterval(() => {
-    const now = Date.now();
-    void store.heartbeat(now - lastBeat);
-    lastBeat = now;
-    o.report({ type: "heartbeat", turns: store.state.turns, max_turns: store.state.max_turns, elapsed_ms: now - started, last_activity: lastActivity });
-  }, o.heartbeatMs ?? 15_000);
-  beat.unref?.();
+async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
+  if (!o.objective?.trim()) return err("usage", "an objective is required");
+  const runId = o.runId ?? generateRunId();
+  const valid = validateRunId(runId);
+  if ("error" in valid) return valid;
+  const init = {
+    run_id: runId,
+    objective: o.objective,
+    verifiers: o.verifiers ?? 1,
+    consensus: o.consensus ?? "all",
+    max_turns: o.maxTurns ?? 200,
+    max_wall_ms: o.maxWallMs ?? 24 * 3600_000,
+    settings: runSettings(o.config),
+  } as const;
+  // The first pending action is in the first run.json: no run exists without one.
+  return RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
+}
 
-  const finish = async (statusIn: InftyResult["status"], detailIn: string, extra: Partial<InftyResult> = {}): Promise<Result<InftyResult>> => {
-    // A stop for a failed tool call can surface anywhere as a cancellation: report its cause.
-    const stoppedByTool = toolFailure !== undefined && statusIn !== "complete";
-    const status = stoppedByTool ? "failed" : statusIn;
-    const detail = stoppedByTool ? `${toolFailure} (--fail-on-tool-error)` : detailIn;
-    clearInterval(beat);
-    await store.heartbeat(Date.now() - lastBeat);
-    await store.update({ status, status_detail: detail });
-    await store.log({ type: "run_finished", status, detail });
-    for (const s of hub.sessions(store.id)) {
-      await s.handle.close();
-      hub.unregister(store.id, s.role);
-    }
-    o.report({ type: "run_finished", run_id: store.id, status, detail, deliverable: extra.deliverable, summary: extra.summary });
-    return ok({ runId: store.id, dir: store.dir, status, detail, ...extra });
-  };
+async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
+  if (!o.runId) return err("usage", "resume needs a run id");
+  const loaded = await RunStore.load(o.home, o.runId, { recover: true });
+  if ("error" in loaded) return loaded;
+  const store = loaded.ok;
+  if (store.state.deliverable) return loaded;
+  // Recorded each time: a flag given on resume is what the run uses from now on.
+  const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: runSettings(o.config) };
+  if (o.maxTurns) patch.max_turns = o.maxTurns;
+  if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
+  await store.update(patch);
+  return loaded;
+}
 
-  // --fail-on-tool-error stops the run through this, as Ctrl-C does through o.signal.
-  const stopper = new AbortController();
-  const stop = AbortSignal.any([o.signal, stopper.signal]);
-  let toolFailure: string | undefined;
+/** An accepted deliverable means complete, also when a crash came before the run was marked so. */
+async function completeFromRecord(o: InftyOptions, store: RunStore): Promise<Result<InftyResult>> {
+  const d = store.state.deliverable!;
+  const check = await checkDeliverable(d.path);
+  if ("error" in check) return err("deliverable_changed", `run ${store.id}'s accepted deliverable ${d.path} no longer passes its check (changed since?): ${check.error.message}`);
+  const detail = store.state.status === "complete" ? "already complete; its deliverable passed the check again" : "verified deliverable accepted (marked complete on resume)";
+  if (store.state.status !== "complete") await store.update({ status: "complete", status_detail: "verified deliverable accepted", pending: null, inflight: null });
+  await store.log({ type: "run_finished", status: "complete", detail });
+  o.report({ type: "run_finished", run_id: store.id, status: "complete", detail, deliverable: d.path, summary: d.summary });
+  return ok({ runId: store.id, dir: store.dir, status: "complete", detail, deliverable: d.path, summary: d.summary });
+}
 
-  // Open (or reopen from their rollouts) every role's session, registered in the hub.
-  for (const role of roles) {
-    let sessionId: string | undefined;
-    const fanout = hub.emitterFor(() => sessionId);
-    const opened = await openSession({
-      home: o.home,
-      config: { ...o.config, approval_policy: "never" },
-      cwd: store.dir,
-      resume: store.rolloutOf(role),
-      model: o.modelFor?.(role),
-      approver: nonInteractiveApprover,
-      source: "infty",
-      extraInstructions: [rolePrompt(role), `Run id: ${store.id}. Objective:\n${store.state.objective}`],
-      emit: (e) => {
-        fanout(e);
-        if (e.type === "tool_call") lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
-        const failedTool = e.type === "tool_result" && !e.success;
-        if (failedTool && o.failOnToolError && !toolFailure) {
-          toolFailure = `the ${role}'s ${e.name} call failed: ${e.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`;
-          stopper.abort();
-        }
-        if (failedTool || e.type === "tool_call" || e.type === "warning" || e.type === "error" || e.type === "context_compacted" || e.type === "assistant_message") o.report({ type: "role_event", role, event: e });
-      },
-    });
-    if ("error" in opened) return finish("failed", `could not start the ${role} session: ${opened.error.message}`);
-    sessionId = opened.ok.id;
-    hub.register(store.id, role, opened.ok);
-    await store.setRole(role, { session_id: opened.ok.id, rollout_path: opened.ok.rolloutPath });
+/** A role's answer: its final message, and whether Ctrl-C cut the turn short. */
+interface Reply {
+  text: string;
+  aborted: boolean;
+}
+
+/** One move of the state machine: the next pending action and how the handoff is reported. */
+interface Transition {
+  pending: Pending;
+  from: string;
+  to: string;
+  summary: string;
+}
+
+/** undefined: go on with the next pending action. */
+type Step = Result<InftyResult> | undefined;
+
+const rejected = (problem: string, summary: string): Transition => ({
+  pending: { type: "solver_message", message: JSON.stringify({ type: "delivery_rejected", problem }) },
+  from: "orchestrator",
+  to: "solver",
+  summary,
+});
+
+class InftyRun {
+  private readonly hub = new CrossSessionHub();
+  private readonly started = Date.now();
+  private lastActivity = "starting sessions";
+  private lastBeat = Date.now();
+  private beat: ReturnType<typeof setInterval> | undefined;
+  /** --fail-on-tool-error stops the run through this, as Ctrl-C does through o.signal. */
+  private readonly stopper = new AbortController();
+  private readonly stop: AbortSignal;
+  private toolFailure: string | undefined;
+  private nudges = 0;
+  private solverTurnsSinceCheckpoint = 0;
+  /** What the previous process had in flight; used once, by the exchange it belongs to. */
+  private resumed: Inflight | undefined;
+
+  constructor(
+    private readonly o: InftyOptions,
+    private readonly store: RunStore,
+  ) {
+    this.stop = AbortSignal.any([o.signal, this.stopper.signal]);
+    this.resumed = store.state.inflight ?? undefined;
   }
 
-  const solver = hub.get(store.id, "solver")!;
-  let nudges = 0;
-  let solverTurnsSinceCheckpoint = 0;
-  const timeout = o.roleTimeoutMs ?? 20 * 60_000;
-  const setPending = async (pending: Pending | null, from: string, to: string, summary: string) => {
-    await store.update({ pending });
-    await store.log({ type: "handoff", from, to, summary });
-    o.report({ type: "handoff", from, to, summary });
-  };
+  async drive(): Promise<Result<InftyResult>> {
+    this.startHeartbeat();
+    const failed = await this.openRoles();
+    if (failed) return failed;
+    try {
+      for (;;) {
+        const done = await this.step();
+        if (done) return done;
+      }
+    } catch (e) {
+      return this.finish("failed", `the orchestrator failed: ${(e as Error).message}`);
+    }
+  }
 
-  /** Asks a role for a JSON reply; one corrective retry on a malformed one. */
-  async function askJson<T extends z.ZodType>(role: string, message: string, schema: T, shape: string): Promise<Result<z.output<T>>> {
-    lastActivity = `waiting for ${role}`;
-    let text = await hub.awaitFirstAssistant(store.id, role, message, timeout, stop);
-    if ("error" in text) return text;
-    let parsed = parseReply(schema, text.ok, role);
-    if ("ok" in parsed) return parsed;
-    o.report({ type: "warning", message: `${parsed.error.message}; asking ${role} once more` });
-    text = await hub.awaitFirstAssistant(store.id, role, correctiveRetry(role, parsed.error.message, shape), timeout, stop);
-    if ("error" in text) return text;
-    parsed = parseReply(schema, text.ok, role);
+  private startHeartbeat(): void {
+    this.beat = setInterval(() => {
+      const now = Date.now();
+      void this.store.heartbeat(now - this.lastBeat).catch(() => {});
+      this.lastBeat = now;
+      this.o.report({ type: "heartbeat", turns: this.store.state.turns, max_turns: this.store.state.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity });
+    }, this.o.heartbeatMs ?? 15_000);
+    this.beat.unref?.();
+  }
+
+  /** Opens (or reopens from their rollouts) every role's session, registered in the hub. */
+  private async openRoles(): Promise<Step> {
+    const roles = ["solver", "director", ...Array.from({ length: this.store.state.verifiers }, (_, i) => `verifier-${i + 1}`)];
+    for (const role of roles) {
+      let sessionId: string | undefined;
+      let history: () => readonly ResponseItem[] = () => [];
+      const fanout = this.hub.emitterFor(() => sessionId);
+      const resume = this.store.rolloutOf(role);
+      const opened = await openSession({
+        home: this.o.home,
+        config: { ...this.o.config, approval_policy: "never" },
+        cwd: this.store.dir,
+        resume,
+        model: this.o.modelFor?.(role, resume ? () => history() : undefined),
+        approver: nonInteractiveApprover,
+        source: "infty",
+        extraInstructions: [rolePrompt(role), `Run id: ${this.store.id}. Objective:\n${this.store.state.objective}`],
+        emit: (e) => {
+          fanout(e);
+          this.onRoleEvent(role, e);
+        },
+      });
+      if ("error" in opened) return this.finish("failed", `could not start the ${role} session: ${opened.error.message}`);
+      sessionId = opened.ok.id;
+      history = () => opened.ok.agent.history;
+      this.hub.register(this.store.id, role, opened.ok);
+      await this.store.setRole(role, { session_id: opened.ok.id, rollout_path: opened.ok.rolloutPath });
+    }
+    return undefined;
+  }
+
+  private onRoleEvent(role: string, e: SessionEvent): void {
+    if (e.type === "tool_call") this.lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
+    const failedTool = e.type === "tool_result" && !e.success;
+    if (failedTool && this.o.failOnToolError && !this.toolFailure) {
+      this.toolFailure = `the ${role}'s ${e.name} call failed: ${e.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`;
+      this.stopper.abort();
+    }
+    if (failedTool || e.type === "tool_call" || e.type === "warning" || e.type === "error" || e.type === "context_compacted" || e.type === "assistant_message") this.o.report({ type: "role_event", role, event: e });
+  }
+
+  private async step(): Promise<Step> {
+    if (this.toolFailure) return this.finish("failed", this.toolFailure);
+    if (this.stop.aborted) return this.finish("interrupted", "interrupted; resume with: relay infty resume " + this.store.id);
+    const st = this.store.state;
+    if (st.turns >= st.max_turns) return this.finish("budget_exhausted", `the turn budget (${st.max_turns} Solver turns) is used up; raise it with: relay infty resume ${this.store.id} --max-turns N`);
+    if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms) return this.finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall-minutes N`);
+    const pending = st.pending;
+    if (!pending) return this.finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
+    if (pending.type === "solver_message") return this.solverStep(pending.message);
+    if (pending.type === "direction") return this.directionStep(pending.prompt);
+    return this.verificationStep(pending);
+  }
+
+  /**
+   * Hands `message` to `role` once, across crashes. If the previous process had this very
+   * message in flight, the role's rollout says whether to use the answer it recorded, continue
+   * the turn, or send the message; otherwise the in-flight record is written first.
+   */
+  private async exchange(role: string, message: string, attempt: 1 | 2, send: (text: string | undefined) => Promise<Result<Reply>>): Promise<Result<Reply>> {
+    const handle = this.hub.get(this.store.id, role)!.handle;
+    const prior = this.takeResumed(role, message, attempt);
+    if (prior) {
+      const d = await deliveryOf(handle.rolloutPath, prior.rollout_offset, message);
+      if (d.state === "answered") return ok({ text: d.reply, aborted: false });
+      if (d.state === "in_progress") return send(undefined);
+    }
+    await this.store.update({ inflight: { role, attempt, message, rollout_offset: await rolloutOffset(handle.rolloutPath) } });
+    return send(message);
+  }
+
+  private takeResumed(role: string, message: string, attempt: 1 | 2): Inflight | undefined {
+    const r = this.resumed;
+    if (!r || r.role !== role || r.attempt !== attempt || r.message !== message) return undefined;
+    this.resumed = undefined;
+    return r;
+  }
+
+  private async solverTurn(text: string | undefined): Promise<Result<Reply>> {
+    const r = await this.hub.postUserTurn(this.store.id, "solver", text, this.stop);
+    return "error" in r ? r : ok({ text: r.ok.finalMessage, aborted: r.ok.status === "aborted" });
+  }
+
+  private async roleTurn(role: string, text: string | undefined): Promise<Result<Reply>> {
+    const r = await this.hub.awaitFirstAssistant(this.store.id, role, text, this.o.roleTimeoutMs ?? 20 * 60_000, this.stop);
+    return "error" in r ? r : ok({ text: r.ok, aborted: false });
+  }
+
+  /** Saves the next pending action in one write that also clears the in-flight record. */
+  private async handoff(t: Transition, patch: Partial<RunMeta> = {}): Promise<undefined> {
+    await this.store.update({ ...patch, pending: t.pending, inflight: null, handoffs: this.store.state.handoffs + 1 });
+    await this.store.log({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
+    this.o.report({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
+    return undefined;
+  }
+
+  private async solverStep(message: string): Promise<Step> {
+    this.lastActivity = "solver working";
+    const r = await this.exchange("solver", message, 1, (text) => this.solverTurn(text));
+    const turns = this.store.state.turns + 1;
+    if ("error" in r || r.ok.aborted) {
+      await this.store.update({ turns });
+      return "error" in r ? this.finish("failed", `the Solver's turn failed: ${r.error.message}`) : undefined;
+    }
+    const signal = parseSolverSignal(r.ok.text);
+    if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.acceptDelivery(signal, turns);
+    await this.handoff(this.afterSolver(signal, r.ok.text), { turns });
+    if (++this.solverTurnsSinceCheckpoint >= (this.o.checkpointEvery ?? 5)) {
+      this.solverTurnsSinceCheckpoint = 0;
+      this.o.report({ type: "checkpoint", name: await this.store.checkpoint() });
+    }
+    return undefined;
+  }
+
+  /** What a Solver turn's final message asks for (a delivery after a passing verification excepted). */
+  private afterSolver(signal: SolverSignal | undefined, finalMessage: string): Transition {
+    if (!signal) {
+      if (++this.nudges > (this.o.maxNudges ?? 2)) {
+        this.nudges = 0;
+        const prompt = `The Solver stopped without a usable signal. Its last message:\n${finalMessage.slice(0, 4000)}\nDecide how it should proceed.`;
+        return { pending: { type: "direction", prompt }, from: "solver", to: "director", summary: "stalled Solver backstopped by the Director" };
+      }
+      return { pending: { type: "solver_message", message: CONTINUE_NUDGE }, from: "orchestrator", to: "solver", summary: "no signal; nudged to continue" };
+    }
+    this.nudges = 0;
+    if (signal.type === "direction_request") return { pending: { type: "direction", prompt: signal.prompt }, from: "solver", to: "director", summary: signal.prompt.slice(0, 120) };
+    if (signal.type === "verification_request") {
+      return { pending: { type: "verification", claim_path: signal.claim_path, notes: signal.notes, final: false, verdicts: [] }, from: "solver", to: "verifiers", summary: signal.claim_path };
+    }
+    return rejected("no claim has passed verification yet; send a verification_request first", "delivery before any passing verification rejected");
+  }
+
+  private async acceptDelivery(signal: Extract<SolverSignal, { type: "final_delivery" }>, turns: number): Promise<Step> {
+    const where = await this.store.resolveInside(signal.deliverable_path);
+    if ("error" in where) return this.handoff(rejected(where.error.message, where.error.message), { turns });
+    const check = await checkDeliverable(where.ok);
+    if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
+    await this.store.note("orchestrator", "final_delivery", `deliverable ${where.ok} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
+    await this.store.checkpoint();
+    // One write: the deliverable is accepted and the run complete, or neither.
+    await this.store.update({ turns, pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary: signal.summary }, status: "complete", status_detail: "verified deliverable accepted" });
+    return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary: signal.summary });
+  }
+
+  private async directionStep(prompt: string): Promise<Step> {
+    const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective }, null, 2);
+    const d = await this.askJson("director", payload, DirectiveSchema, '{"directive": "...", "rationale": "..."}');
+    if ("error" in d) return d.error.code === "interrupted" ? undefined : this.finish("failed", d.error.message);
+    await this.store.note("director", "directive", d.ok.directive);
+    const message = JSON.stringify({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null }, null, 2);
+    return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) });
+  }
+
+  /** Every Verifier in turn; each verdict is saved as it comes, so a resume asks only the rest. */
+  private async verificationStep(pending: Extract<Pending, { type: "verification" }>): Promise<Step> {
+    const st = this.store.state;
+    const claim = await this.store.resolveInside(pending.claim_path);
+    if ("error" in claim) {
+      const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
+      return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
+    }
+    const verdicts: RoleVerdict[] = [...pending.verdicts];
+    const payload = JSON.stringify({ type: "verification_request", claim_path: pending.claim_path, notes: pending.notes, objective: st.objective }, null, 2);
+    for (let i = 1; i <= st.verifiers; i++) {
+      const role = `verifier-${i}`;
+      if (verdicts.some((v) => v.role === role)) continue;
+      const v = await this.askJson(role, payload, VerdictSchema, '{"verdict": "pass" | "fail", "reasons": ["..."], "suggestions": ["..."]}');
+      if ("error" in v) {
+        if (v.error.code === "interrupted") break;
+        return this.finish("failed", v.error.message);
+      }
+      verdicts.push({ role, ...v.ok });
+      this.o.report({ type: "verdict", role, verdict: v.ok.verdict, reasons: v.ok.reasons });
+      await this.store.note(role, "verdict", `${v.ok.verdict}: ${v.ok.reasons.join("; ")}`);
+      await this.store.update({ pending: { ...pending, verdicts }, inflight: null });
+    }
+    if (this.stop.aborted) return undefined;
+    const overall = aggregate(verdicts, st.consensus);
+    const passes = verdicts.filter((v) => v.verdict === "pass").length;
+    this.o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
+    const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, verdicts }, null, 2);
+    const message = overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
+    const patch = overall === "pass" ? { verified_at: new Date().toISOString() } : {};
+    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary: `${overall} (${passes}/${verdicts.length} passed)` }, patch);
+  }
+
+  /** Asks a role for a JSON reply; one corrective retry on a malformed one (resumed where a crash left it). */
+  private async askJson<T extends z.ZodType>(role: string, payload: string, schema: T, shape: string): Promise<Result<z.output<T>>> {
+    this.lastActivity = `waiting for ${role}`;
+    const send = (text: string | undefined) => this.roleTurn(role, text);
+    let corrective: string;
+    if (this.resumed?.role === role && this.resumed.attempt === 2) corrective = this.resumed.message;
+    else {
+      const first = await this.exchange(role, payload, 1, send);
+      if ("error" in first) return first;
+      const parsed = parseReply(schema, first.ok.text, role);
+      if ("ok" in parsed) return parsed;
+      this.o.report({ type: "warning", message: `${parsed.error.message}; asking ${role} once more` });
+      corrective = correctiveRetry(role, parsed.error.message, shape);
+    }
+    const second = await this.exchange(role, corrective, 2, send);
+    if ("error" in second) return second;
+    const parsed = parseReply(schema, second.ok.text, role);
     if ("error" in parsed) return err("malformed_reply", `${role} replied twice without following its JSON contract: ${parsed.error.message}`);
     return parsed;
   }
 
-  try {
-    for (;;) {
-      if (toolFailure) return finish("failed", toolFailure);
-      if (stop.aborted) return finish("interrupted", "interrupted; resume with: relay infty resume " + store.id);
-      const st = store.state;
-      if (st.turns >= st.max_turns) return finish("budget_exhausted", `the turn budget (${st.max_turns} Solver turns) is used up; raise it with: relay infty resume ${store.id} --max-turns N`);
-      if (st.wall_ms_used + (Date.now() - lastBeat) >= st.max_wall_ms) return finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${store.id} --max-wall-minutes N`);
-      const pending = st.pending;
-      if (!pending) return finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
-
-      if (pending.type === "solver_message") {
-        lastActivity = "solver working";
-        // After a crash mid-turn the message is already in the Solver's history: continue instead.
-        const continuing = solver.handle.agent.pendingWork() === "continue";
-        const r = await hub.postUserTurn(store.id, "solver", continuing ? undefined : pending.message, stop);
-        await store.update({ turns: store.state.turns + 1 });
-        if ("error" in r) return finish("failed", `the Solver's turn failed: ${r.error.message}`);
-        if (r.ok.status === "aborted") continue;
-        if (++solverTurnsSinceCheckpoint >= (o.checkpointEvery ?? 5)) {
-          solverTurnsSinceCheckpoint = 0;
-          const name = await store.checkpoint();
-          o.report({ type: "checkpoint", name });
-        }
-        const signal = parseSolverSignal(r.ok.finalMessage);
-        if (!signal) {
-          nudges++;
-          if (nudges > (o.maxNudges ?? 2)) {
-            nudges = 0;
-            await setPending({ type: "direction", prompt: `The Solver stopped without a usable signal. Its last message:\n${r.ok.finalMessage.slice(0, 4000)}\nDecide how it should proceed.` }, "solver", "director", "stalled Solver backstopped by the Director");
-          } else {
-            await setPending({ type: "solver_message", message: CONTINUE_NUDGE }, "orchestrator", "solver", "no signal; nudged to continue");
-          }
-          continue;
-        }
-        nudges = 0;
-        if (signal.type === "direction_request") {
-          await setPending({ type: "direction", prompt: signal.prompt }, "solver", "director", signal.prompt.slice(0, 120));
-        } else if (signal.type === "verification_request") {
-          await setPending({ type: "verification", claim_path: signal.claim_path, notes: signal.notes, final: false }, "solver", "verifiers", signal.claim_path);
-        } else if (!store.state.verified_at) {
-          await setPending(
-            { type: "solver_message", message: JSON.stringify({ type: "delivery_rejected", problem: "no claim has passed verification yet; send a verification_request first" }) },
-            "orchestrator",
-            "solver",
-            "delivery before any passing verification rejected",
-          );
-        } else {
-          const where = await store.resolveInside(signal.deliverable_path);
-          if ("error" in where) {
-            await setPending({ type: "solver_message", message: JSON.stringify({ type: "delivery_rejected", problem: where.error.message }) }, "orchestrator", "solver", where.error.message);
-            continue;
-          }
-          const check = await checkDeliverable(where.ok);
-          if ("error" in check) {
-            await setPending({ type: "solver_message", message: JSON.stringify({ type: "delivery_rejected", problem: check.error.message }) }, "orchestrator", "solver", "deliverable manifest rejected");
-            continue;
-          }
-          await store.note("orchestrator", "final_delivery", `deliverable ${where.ok} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
-          await store.update({ pending: null, deliverable: { path: where.ok, summary: signal.summary } });
-          await store.checkpoint();
-          return finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary: signal.summary });
-        }
-        continue;
-      }
-
-      if (pending.type === "direction") {
-        const payload = JSON.stringify({ type: "direction_request", prompt: pending.prompt, objective: st.objective }, null, 2);
-        const d = await askJson("director", payload, DirectiveSchema, '{"directive": "...", "rationale": "..."}');
-        if ("error" in d) {
-          if (d.error.code === "interrupted") continue;
-          return finish("failed", d.error.message);
-        }
-        await store.note("director", "directive", d.ok.directive);
-        await setPending({ type: "solver_message", message: JSON.stringify({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null }, null, 2) }, "director", "solver", d.ok.directive.slice(0, 120));
-        continue;
-      }
-
-      // Verification by every Verifier, in turn.
-      const claim = await store.resolveInside(pending.claim_path);
-      if ("error" in claim) {
-        await setPending({ type: "solver_message", message: JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message }) }, "orchestrator", "solver", claim.error.message);
-        continue;
-      }
-      const verdicts: RoleVerdict[] = [];
-      const payload = JSON.stringify({ type: "verification_request", claim_path: pending.claim_path, notes: pending.notes, objective: st.objective }, null, 2);
-      for (let i = 1; i <= st.verifiers; i++) {
-        const role = `verifier-${i}`;
-        const v = await askJson(role, payload, VerdictSchema, '{"verdict": "pass" | "fail", "reasons": ["..."], "suggestions": ["..."]}');
-        if ("error" in v) {
-          if (v.error.code === "interrupted") break;
-          return finish("failed", v.error.message);
-        }
-        verdicts.push({ role, ...v.ok });
-        o.report({ type: "verdict", role, verdict: v.ok.verdict, reasons: v.ok.reasons });
-        await store.note(role, "verdict", `${v.ok.verdict}: ${v.ok.reasons.join("; ")}`);
-      }
-      if (stop.aborted) continue;
-      const overall = aggregate(verdicts, st.consensus);
-      const passes = verdicts.filter((v) => v.verdict === "pass").length;
-      o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
-      const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, verdicts }, null, 2);
-      if (overall === "pass") await store.update({ verified_at: new Date().toISOString() });
-      const message = overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
-      await setPending({ type: "solver_message", message }, "verifiers", "solver", `${overall} (${passes}/${verdicts.length} passed)`);
+  private async finish(statusIn: InftyResult["status"], detailIn: string, extra: Partial<InftyResult> = {}): Promise<Result<InftyResult>> {
+    // A stop for a failed tool call can surface anywhere as a cancellation: report its cause.
+    const stoppedByTool = this.toolFailure !== undefined && statusIn !== "complete";
+    const status = stoppedByTool ? "failed" : statusIn;
+    const detail = stoppedByTool ? `${this.toolFailure} (--fail-on-tool-error)` : detailIn;
+    clearInterval(this.beat);
+    const now = Date.now();
+    await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat) });
+    await this.store.log({ type: "run_finished", status, detail });
+    for (const s of this.hub.sessions(this.store.id)) {
+      await s.handle.close();
+      this.hub.unregister(this.store.id, s.role);
     }
-  } catch (e) {
-    return finish("failed", `the orchestrator failed: ${(e as Error).message}`);
+    this.o.report({ type: "run_finished", run_id: this.store.id, status, detail, deliverable: extra.deliverable, summary: extra.summary });
+    return ok({ runId: this.store.id, dir: this.store.dir, status, detail, ...extra });
   }
 }
 

@@ -1,25 +1,53 @@
 /**
  * The durable run store: RELAY_HOME/infty/<run-id>/ with artifacts/, memory/, index/,
- * checkpoints/, deliverable/, run.json (atomic rewrites), events.jsonl and memory/notes.jsonl
- * (append-only). Whatever was written before a crash, SIGKILL included, is still there.
+ * checkpoints/, deliverable/, run.json (state), events.jsonl and memory/notes.jsonl
+ * (append-only). Every run.json change is one atomic replace (temp file, fsync, rename), so a
+ * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
+ * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
  */
-import { appendFile, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
+import { appendLine, fsyncDir, removeStaleTemps, writeJsonAtomic } from "./durable.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "checkpoints", "deliverable"] as const;
 
 export const RoleNameSchema = z.string().regex(/^(solver|director|verifier-\d+)$/);
 
+export const VerdictRecordSchema = z.object({ role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), suggestions: z.array(z.string()).default([]) });
+
 export const PendingSchema = z.discriminatedUnion("type", [
   /** A message the Solver must receive next. */
   z.object({ type: z.literal("solver_message"), message: z.string() }),
   z.object({ type: z.literal("direction"), prompt: z.string() }),
-  z.object({ type: z.literal("verification"), claim_path: z.string(), notes: z.string().nullable(), final: z.boolean().default(false) }),
+  z.object({
+    type: z.literal("verification"),
+    claim_path: z.string(),
+    notes: z.string().nullable(),
+    final: z.boolean().default(false),
+    /** Verdicts already given: a resumed verification asks only the remaining Verifiers. */
+    verdicts: z.array(VerdictRecordSchema).default([]),
+  }),
 ]);
 export type Pending = z.infer<typeof PendingSchema>;
+
+/**
+ * Write-ahead record of a message handed to a role whose answer has not been acted on yet. On
+ * resume the role's rollout after `rollout_offset` tells what became of it: answered (the answer
+ * is used, not asked for again), mid-turn (the turn is continued) or never recorded (sent again).
+ * The transition that uses the answer clears it in the same write.
+ */
+export const InflightSchema = z.object({
+  role: RoleNameSchema,
+  /** 2: the corrective retry after a malformed reply. */
+  attempt: z.number().int().min(1).max(2),
+  message: z.string(),
+  /** Size of the role's rollout file when the message was sent. */
+  rollout_offset: z.number().int().min(0),
+});
+export type Inflight = z.infer<typeof InflightSchema>;
 
 export const RunStatusSchema = z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]);
 
@@ -41,6 +69,9 @@ export const RunMetaSchema = z.object({
   max_wall_ms: z.number().int().min(1),
   wall_ms_used: z.number().int().min(0),
   pending: PendingSchema.nullable(),
+  inflight: InflightSchema.nullable().default(null),
+  /** Transitions so far; notes carry it, so a transition replayed after a crash adds none twice. */
+  handoffs: z.number().int().min(0).default(0),
   deliverable: z.object({ path: z.string(), summary: z.string().nullable() }).nullable(),
   last_checkpoint: z.string().nullable(),
   /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
@@ -65,7 +96,7 @@ export const RunMetaSchema = z.object({
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
-export const NoteSchema = z.object({ id: z.string(), at: z.string(), role: z.string(), kind: z.string(), text: z.string() });
+export const NoteSchema = z.object({ id: z.string(), at: z.string(), role: z.string(), kind: z.string(), text: z.string(), handoff: z.number().int().min(0).optional() });
 export type Note = z.infer<typeof NoteSchema>;
 
 export function validateRunId(id: string): Result<string> {
@@ -80,11 +111,19 @@ export function generateRunId(now = new Date()): string {
   return `run-${t}-${Math.random().toString(16).slice(2, 6)}`;
 }
 
-let tmpCounter = 0;
-async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  await writeFile(tmp, JSON.stringify(value, null, 2) + "\n");
-  await rename(tmp, file);
+/** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
+const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
+
+type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings">;
+
+const startOver = (runId: string) => `relay infty run --run-id ${runId} "<objective>"`;
+
+/** Files (not folders) under `dir`, to tell an empty leftover from one holding work. */
+async function hasFiles(dir: string): Promise<boolean> {
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    if (e.isFile() || (e.isDirectory() && (await hasFiles(path.join(dir, e.name))))) return true;
+  }
+  return false;
 }
 
 export class RunStore {
@@ -108,10 +147,15 @@ export class RunStore {
     return path.join(home, "infty");
   }
 
-  static async create(home: string, init: Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings">): Promise<Result<RunStore>> {
-    const dir = path.join(RunStore.runsRoot(home), init.run_id);
+  static async create(home: string, init: CreateInit, pending: Pending | null = null): Promise<Result<RunStore>> {
+    const root = RunStore.runsRoot(home);
+    const dir = path.join(root, init.run_id);
     if (existsSync(path.join(dir, "run.json"))) return err("run_exists", `run ${init.run_id} already exists at ${dir}; resume it with: relay infty resume ${init.run_id}`);
-    for (const d of RUN_DIRS) await mkdir(path.join(dir, d), { recursive: true });
+    // A folder without run.json is what a creation stopped by a crash leaves (or older relays did).
+    if (existsSync(dir)) {
+      if (await hasFiles(dir)) return err("run_exists", `${dir} exists without a run.json but holds files; move it away or pick another --run-id`);
+      await rm(dir, { recursive: true, force: true });
+    }
     const now = new Date().toISOString();
     const meta: RunMeta = {
       ...init,
@@ -123,26 +167,79 @@ export class RunStore {
       roles: [],
       turns: 0,
       wall_ms_used: 0,
-      pending: null,
+      pending,
+      inflight: null,
+      handoffs: 0,
       deliverable: null,
       last_checkpoint: null,
       verified_at: null,
       next_note: 1,
     };
-    const store = new RunStore(dir, meta);
-    await store.save();
-    return ok(store);
+    const staging = stagingDir(root, init.run_id);
+    await rm(staging, { recursive: true, force: true });
+    await mkdir(staging, { recursive: true });
+    await writeJsonAtomic(path.join(staging, "run.json"), meta);
+    const placed = await RunStore.place(staging, dir);
+    if ("error" in placed) return placed;
+    return ok(new RunStore(dir, meta));
   }
 
-  static async load(home: string, runId: string): Promise<Result<RunStore>> {
+  /** Second half of a creation: the folders, then the rename that makes the run exist. */
+  private static async place(staging: string, dir: string): Promise<Result<void>> {
+    for (const d of RUN_DIRS) await mkdir(path.join(staging, d), { recursive: true });
+    try {
+      await rename(staging, dir);
+    } catch (e) {
+      return err("run_exists", `run ${path.basename(dir)} was created by another process meanwhile (${(e as Error).message}); resume it with: relay infty resume ${path.basename(dir)}`);
+    }
+    await fsyncDir(path.dirname(dir));
+    return ok(undefined);
+  }
+
+  /**
+   * Finishes a creation that a crash interrupted after run.json was written; otherwise says what
+   * was lost and how to start over. Only `relay infty resume` calls it (other commands only read).
+   */
+  private static async recoverCreation(home: string, runId: string): Promise<Result<"recovered">> {
+    const root = RunStore.runsRoot(home);
+    const dir = path.join(root, runId);
+    const staging = stagingDir(root, runId);
+    if (existsSync(path.join(staging, "run.json"))) {
+      if (existsSync(dir) && !(await hasFiles(dir))) await rm(dir, { recursive: true, force: true });
+      const placed = await RunStore.place(staging, dir);
+      return "error" in placed ? placed : ok("recovered");
+    }
+    const leftover = existsSync(staging) ? staging : existsSync(dir) && !(await hasFiles(dir)) ? dir : undefined;
+    if (leftover) {
+      await rm(leftover, { recursive: true, force: true });
+      return err(
+        "run_not_created",
+        `run ${runId} was never created: relay stopped before it saved the run's state, so nothing of it ran; only an empty folder was left (now removed). Start over with: ${startOver(runId)}`,
+      );
+    }
+    return err("run_not_found", RunStore.notFound(home, runId));
+  }
+
+  private static notFound(home: string, runId: string): string {
+    return `no run ${runId} under ${RunStore.runsRoot(home)} (a run stopped before it was created leaves none: start it with ${startOver(runId)}); list runs with: relay infty list`;
+  }
+
+  /** `recover`: finish a creation a crash interrupted (see recoverCreation); for `relay infty resume`. */
+  static async load(home: string, runId: string, opts: { recover?: boolean } = {}): Promise<Result<RunStore>> {
     const valid = validateRunId(runId);
     if ("error" in valid) return valid;
     const dir = path.join(RunStore.runsRoot(home), runId);
+    const file = path.join(dir, "run.json");
+    if (!existsSync(file)) {
+      if (!opts.recover) return err("run_not_found", existsSync(stagingDir(RunStore.runsRoot(home), runId)) ? `run ${runId} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${runId}` : RunStore.notFound(home, runId));
+      const recovered = await RunStore.recoverCreation(home, runId);
+      if ("error" in recovered) return recovered;
+    }
     let text: string;
     try {
-      text = await readFile(path.join(dir, "run.json"), "utf8");
-    } catch {
-      return err("run_not_found", `no run ${runId} under ${RunStore.runsRoot(home)}; list runs with: relay infty list`);
+      text = await readFile(file, "utf8");
+    } catch (e) {
+      return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
     }
     let raw: unknown;
     try {
@@ -152,6 +249,7 @@ export class RunStore {
     }
     const parsed = RunMetaSchema.safeParse(raw);
     if (!parsed.success) return err("run_corrupt", `${path.join(dir, "run.json")} does not match the run format: ${z.prettifyError(parsed.error)}`);
+    if (opts.recover) await removeStaleTemps(file);
     return ok(new RunStore(dir, parsed.data));
   }
 
@@ -166,9 +264,14 @@ export class RunStore {
       return { runs, warnings };
     }
     for (const name of names) {
+      if (name.startsWith(".creating-")) {
+        const id = name.slice(".creating-".length);
+        if (!existsSync(path.join(root, id, "run.json"))) warnings.push(`run ${id} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${id}`);
+        continue;
+      }
       if (!existsSync(path.join(root, name, "run.json"))) continue;
       const r = await RunStore.load(home, name);
-      if ("error" in r) warnings.push(r.error.message);
+      if ("error" in r) warnings.push(`skipped an unreadable run: ${r.error.message}`);
       else runs.push(r.ok.state);
     }
     runs.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
@@ -197,26 +300,57 @@ export class RunStore {
 
   /** Appends one event line to events.jsonl (the `relay infty logs` source). */
   async log(event: Record<string, unknown>): Promise<void> {
-    await appendFile(path.join(this.dir, "events.jsonl"), JSON.stringify({ at: new Date().toISOString(), ...event }) + "\n");
+    await appendLine(path.join(this.dir, "events.jsonl"), JSON.stringify({ at: new Date().toISOString(), ...event }));
   }
 
-  /** Appends a memory note with a stable id; notes are never rewritten. */
+  /** The notes in memory/notes.jsonl; a line torn by a crash is skipped. */
+  async notes(): Promise<Note[]> {
+    const text = await readFile(path.join(this.dir, "memory", "notes.jsonl"), "utf8").catch(() => "");
+    const out: Note[] = [];
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const n = NoteSchema.safeParse(JSON.parse(line));
+        if (n.success) out.push(n.data);
+      } catch {
+        // torn by a crash mid-append
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Appends a memory note with a stable id; notes are never rewritten. The same note in the same
+   * transition (a transition replayed after a crash) is not added twice.
+   */
   async note(role: string, kind: string, text: string): Promise<Note> {
-    const n = this.meta.next_note;
-    const note: Note = { id: `note-${String(n).padStart(4, "0")}`, at: new Date().toISOString(), role, kind, text };
-    await appendFile(path.join(this.dir, "memory", "notes.jsonl"), JSON.stringify(note) + "\n");
+    const handoff = this.meta.handoffs;
+    const existing = await this.notes();
+    const same = existing.find((x) => x.handoff === handoff && x.role === role && x.kind === kind && x.text === text);
+    if (same) return same;
+    // The counter in run.json lags the file when a crash fell between the append and the save.
+    const n = Math.max(this.meta.next_note, ...existing.map((x) => Number(/^note-(\d+)$/.exec(x.id)?.[1] ?? 0) + 1));
+    const note: Note = { id: `note-${String(n).padStart(4, "0")}`, at: new Date().toISOString(), role, kind, text, handoff };
+    await appendLine(path.join(this.dir, "memory", "notes.jsonl"), JSON.stringify(note));
     await this.update({ next_note: n + 1 });
     return note;
   }
 
-  /** A dated snapshot of artifacts/ and memory/; keeps the newest `keep`. */
+  /** A dated snapshot of artifacts/ and memory/, copied aside and renamed into place; keeps the newest `keep`. */
   async checkpoint(keep = 10): Promise<string> {
     const name = new Date().toISOString().replace(/[:.]/g, "-");
-    const target = path.join(this.dir, "checkpoints", name);
-    await mkdir(target, { recursive: true });
-    for (const d of ["artifacts", "memory"]) await cp(path.join(this.dir, d), path.join(target, d), { recursive: true, errorOnExist: false });
-    const all = (await readdir(path.join(this.dir, "checkpoints"))).sort();
-    for (const old of all.slice(0, Math.max(0, all.length - keep))) await rm(path.join(this.dir, "checkpoints", old), { recursive: true, force: true });
+    const root = path.join(this.dir, "checkpoints");
+    const partial = path.join(root, `.partial-${name}`);
+    await rm(partial, { recursive: true, force: true });
+    await mkdir(partial, { recursive: true });
+    for (const d of ["artifacts", "memory"]) await cp(path.join(this.dir, d), path.join(partial, d), { recursive: true, errorOnExist: false });
+    await rm(path.join(root, name), { recursive: true, force: true });
+    await rename(partial, path.join(root, name));
+    const entries = await readdir(root);
+    // Copies a crash cut short are never renamed into place: drop them.
+    for (const stale of entries.filter((e) => e.startsWith(".partial-") && e !== path.basename(partial))) await rm(path.join(root, stale), { recursive: true, force: true });
+    const all = entries.filter((e) => !e.startsWith(".")).sort();
+    for (const old of all.slice(0, Math.max(0, all.length - keep))) await rm(path.join(root, old), { recursive: true, force: true });
     await this.update({ last_checkpoint: name });
     return name;
   }

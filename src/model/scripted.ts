@@ -38,6 +38,11 @@ export interface ScriptedClientOptions {
   script?: Script;
   /** Pause between streamed deltas, to make demos look alive. Default 0. */
   deltaDelayMs?: number;
+  /**
+   * Turns a resumed session already used, so that it goes on where it stopped instead of
+   * replaying the script from the top. A function is called at the first request.
+   */
+  startAt?: number | (() => number);
 }
 
 export interface ScriptedModelClient extends ModelClient {
@@ -92,7 +97,7 @@ export function estimateUsage(request: ModelRequest, turn: ScriptTurn): TokenUsa
 export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModelClient {
   if (!opts.script && !opts.scriptPath) throw new ModelError("script", "The scripted model needs a script: set scriptPath to a JSON script file.");
   let script: Promise<Script> | undefined = opts.script ? Promise.resolve(parseScript(opts.script)) : undefined;
-  let next = 0;
+  let next: number | undefined;
   const source = opts.scriptPath ?? "the in-memory script";
   const delay = opts.deltaDelayMs ?? 0;
 
@@ -100,6 +105,7 @@ export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModel
     throwIfAborted(signal);
     script ??= loadScript(opts.scriptPath!);
     const { turns } = await script;
+    next ??= typeof opts.startAt === "function" ? opts.startAt() : (opts.startAt ?? 0);
     const n = next++;
     const turn = turns[n];
     if (!turn) {
@@ -142,7 +148,7 @@ export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModel
   return {
     provider: "scripted",
     get turnsUsed() {
-      return next;
+      return next ?? 0;
     },
     stream: run,
   };

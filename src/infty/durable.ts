@@ -1,0 +1,61 @@
+/**
+ * Crash-safe file writes for the run store. A SIGKILL (or power loss) at any instant leaves a
+ * replaced file either old or new, never empty or half written, and an append-only JSONL file
+ * with at most its last line torn, which the next append terminates instead of gluing onto it.
+ */
+import { Buffer } from "node:buffer";
+import { open, readdir, rename, rm } from "node:fs/promises";
+import path from "node:path";
+
+let tmpCounter = 0;
+
+/** fsyncs a folder so that a rename inside it survives a power loss too (no-op where unsupported). */
+export async function fsyncDir(dir: string): Promise<void> {
+  let fh;
+  try {
+    fh = await open(dir, "r");
+    await fh.sync();
+  } catch {
+    // Windows and some file systems cannot fsync a directory; a rename is still atomic there.
+  } finally {
+    await fh?.close().catch(() => {});
+  }
+}
+
+/** Replaces `file` with `value` as JSON: temp file in the same folder, fsync, rename, fsync of the folder. */
+export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
+  const fh = await open(tmp, "w");
+  try {
+    await fh.writeFile(JSON.stringify(value, null, 2) + "\n");
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  await fsyncDir(path.dirname(file));
+}
+
+/** Removes temp files an interrupted `writeJsonAtomic` left next to `file`. */
+export async function removeStaleTemps(file: string): Promise<void> {
+  const base = `${path.basename(file)}.tmp-`;
+  const names = await readdir(path.dirname(file)).catch(() => [] as string[]);
+  for (const n of names) if (n.startsWith(base)) await rm(path.join(path.dirname(file), n), { force: true });
+}
+
+/** Appends one line; if the file ends in a torn line (a crash mid-append), that line is terminated first. */
+export async function appendLine(file: string, line: string): Promise<void> {
+  const fh = await open(file, "a+");
+  try {
+    const { size } = await fh.stat();
+    let lead = "";
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      await fh.read(last, 0, 1, size - 1);
+      if (last[0] !== 0x0a) lead = "\n";
+    }
+    await fh.appendFile(`${lead}${line}\n`);
+  } finally {
+    await fh.close();
+  }
+}
