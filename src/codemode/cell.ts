@@ -4,7 +4,7 @@
  * make the host hold (output, timers, calls in flight, stored values) is capped, because it
  * lives outside the QuickJS memory limit.
  */
-import type { QuickJSHandle } from "quickjs-emscripten-core";
+import type { QuickJSDeferredPromise, QuickJSHandle } from "quickjs-emscripten-core";
 import { err, ok, type Result } from "../util/result.ts";
 import { EXIT_SENTINEL } from "./prelude.ts";
 import { CodeModeErrorCode, type ContentItem, type ExecuteRequest, type NestedToolCall, type RuntimeResponse } from "./protocol.ts";
@@ -455,27 +455,53 @@ export class Cell {
       .then((r) => {
         this.calls.delete(ctrl);
         if (this.final || !this.vm || !deferred.alive) return;
-        const vm = this.vm;
-        const c = vm.ctx;
-        const fail = this.enter(() => {
-          if ("error" in r) {
-            const m = c.newString(r.error.message);
-            deferred.reject(m);
-            m.dispose();
-          } else {
-            const s = r.ok === undefined ? undefined : JSON.stringify(r.ok);
-            const v = s === undefined ? c.undefined : vm.fromJson(s);
-            deferred.resolve(v);
-            if (s !== undefined) v.dispose();
-          }
-          return undefined;
-        });
+        const fail = this.settleToolCall(this.vm, deferred, r);
         deferred.dispose();
         this.liveHandles.delete(deferred);
         if (fail !== undefined) return this.fail(fail);
         this.pump();
       });
     return deferred.handle.dup();
+  }
+
+  /**
+   * Resolves the script's promise with the tool's value, or rejects it with the error message.
+   * A value that cannot become a VM value (a cycle, nesting too deep for either JSON parser)
+   * rejects it too: it is the call's failure, not the VM's, so it must not end up in `enter`'s
+   * catch (which retires the runtime).
+   */
+  private settleToolCall(vm: PreparedVm, deferred: QuickJSDeferredPromise, r: Result<unknown>): string | undefined {
+    let json: string | undefined;
+    let problem = "error" in r ? r.error.message : undefined;
+    if (!("error" in r) && r.ok !== undefined) {
+      try {
+        json = JSON.stringify(r.ok);
+      } catch (e) {
+        problem = `the result of the tool call cannot be passed to the script: ${(e as Error).message}`;
+      }
+    }
+    const c = vm.ctx;
+    return this.enter(() => {
+      if (problem !== undefined) {
+        const m = c.newString(problem);
+        deferred.reject(m);
+        m.dispose();
+        return undefined;
+      }
+      if (json === undefined) {
+        deferred.resolve(c.undefined);
+        return undefined;
+      }
+      const v = vm.parseJson(json);
+      if (v.error) {
+        deferred.reject(v.error);
+        v.error.dispose();
+      } else {
+        deferred.resolve(v.value);
+        v.value.dispose();
+      }
+      return undefined;
+    });
   }
 
   private fireTimer(id: number): void {

@@ -26,7 +26,8 @@ import { ErrorValueSchema } from "../util/result-schema.ts";
 
 export const CellIdSchema = z.string().min(1);
 export type CellId = z.infer<typeof CellIdSchema>;
-export const SessionIdSchema = RequestIdSchema;
+/** Minted by the host (1, 2, ...): a plain number, unlike request ids (u64, see envelope.ts). */
+export const SessionIdSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 export const ContentItemSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("input_text"), text: z.string() }),

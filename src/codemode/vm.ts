@@ -96,9 +96,14 @@ export class PreparedVm {
 
   /** A VM value parsed from JSON text (the caller disposes it). */
   fromJson(json: string): QuickJSHandle {
+    return this.ctx.unwrapResult(this.parseJson(json));
+  }
+
+  /** Like fromJson, but a parse failure (e.g. nesting deeper than the VM's stack) comes back as the VM's error value. */
+  parseJson(json: string): VmCallResult<QuickJSHandle> {
     const s = this.ctx.newString(json);
     try {
-      return this.ctx.unwrapResult(this.ctx.callFunction(this.i.parse, this.ctx.undefined, s));
+      return this.ctx.callFunction(this.i.parse, this.ctx.undefined, s);
     } finally {
       s.dispose();
     }

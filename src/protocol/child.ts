@@ -116,6 +116,8 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
   const name = options.name ?? argv[0]!;
   let holder: ChildPeer | undefined;
   const peer = new RpcPeer(child.stdout!, child.stdin!, {
+    // Bad frames from a child are a bug worth seeing, whoever started it.
+    onProtocolError: (m) => process.stderr.write(`relay: ${m}\n`),
     ...options,
     name,
     describeEnd: async () => {

@@ -1,9 +1,13 @@
 /** The wire envelope shared by every Relay peer. */
 import { z } from "zod";
 import { ErrorValueSchema } from "../util/result-schema.ts";
+import { MAX_REQUEST_ID } from "./wire-id.ts";
 
-/** u64 on the wire; JSON numbers keep integers exact up to 2^53-1, so ids stay in that range. */
-export const RequestIdSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/**
+ * u64 on the wire. A number up to 2^53-1 (every id this side mints), a bigint above: the peer
+ * reads such an id exactly from the raw text (wire-id.ts) and writes it back as the same token.
+ */
+export const RequestIdSchema = z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.bigint().min(0n).max(MAX_REQUEST_ID)]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
 
 export const RequestSchema = z.object({
@@ -53,5 +57,7 @@ export const ErrorCode = {
   PeerClosed: "peer_closed",
   FrameTooLarge: "frame_too_large",
   InvalidMessage: "invalid_message",
+  /** A request reused the id of a request still being handled: it was not run. */
+  DuplicateId: "duplicate_id",
   Timeout: "timeout",
 } as const;

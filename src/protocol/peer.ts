@@ -2,19 +2,41 @@
  * A symmetric RPC peer over any byte stream pair: either side may send requests and
  * notifications. Every request is answered with a Result value; nothing is thrown across the
  * wire. When the peer goes away, every pending call resolves with a `peer_closed` error.
+ *
+ * Bad input, and what happens to it (never an exception out of the stream handlers):
+ * - Fatal, the connection closes with the reason (a stdio server prints it as one line and
+ *   exits 1): a header announcing more than the frame limit, a stream that ends inside a frame.
+ * - Not fatal, the frame is dropped and the peer goes on: a payload that is empty, not UTF-8,
+ *   not JSON, nested deeper than MAX_NESTING (1000), or JSON that is not a valid message. If
+ *   its top-level "type" and "id" can still be read (wire-id.ts scans the raw text, so this
+ *   works for broken JSON too), a "request" is answered with an `invalid_message` error and a
+ *   "response" to one of our pending calls settles that call with an `invalid_message` error.
+ *   Anything else goes to `onProtocolError`, one line per frame.
+ * - A request that reuses the id of a request still being handled is answered `duplicate_id`
+ *   and not run.
+ * - Ids are u64: one above 2^53-1 is read exactly from the raw text and answered with the same
+ *   token; an id that is not an integer in [0, 2^64) makes the message invalid.
+ * - Every answer fits the frame limit (response.ts): an ok value too large becomes a
+ *   `frame_too_large` error, one that cannot be encoded an `internal` error, and an error
+ *   message too large is cut with a "…[truncated N bytes]" marker.
  */
 import { Buffer } from "node:buffer";
 import type { Readable, Writable } from "node:stream";
 import { z } from "zod";
 import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
-import { EnvelopeSchema, ErrorCode, type Envelope, type RequestEnvelope } from "./envelope.ts";
-import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder } from "./frame.ts";
+import { EnvelopeSchema, ErrorCode, RequestIdSchema, type Envelope, type RequestEnvelope, type RequestId } from "./envelope.ts";
+import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder, type DecodedFrame } from "./frame.ts";
 import type { MethodSpec, NotificationSpec } from "./method.ts";
+import { responseFrame } from "./response.ts";
+import { idFromToken, scanEnvelopeHead } from "./wire-id.ts";
+
+/** A protocol error line longer than this is cut (a frame can hold 16 MiB of bad keys). */
+const MAX_REPORT_CHARS = 2000;
 
 export interface HandlerContext {
   /** Aborted when the caller cancels the request or the peer closes. */
   readonly signal: AbortSignal;
-  readonly requestId: number;
+  readonly requestId: RequestId;
   readonly peer: RpcPeer;
   /**
    * Answers the request now, before the handler returns (whose value is then ignored): a handler
@@ -37,7 +59,7 @@ export interface PeerOptions {
   /** Shown in error messages, e.g. "executor". */
   name?: string;
   frameLimit?: number;
-  /** Called for anything that cannot be answered (undecodable frames, stray responses). */
+  /** Called, with one line, for bad input that cannot be answered (see the header comment). */
   onProtocolError?: (message: string) => void;
   /** Extra words for the close reason when the input ends, e.g. a child's exit status. */
   describeEnd?: () => Promise<string> | string;
@@ -56,7 +78,8 @@ export class RpcPeer {
   private held: Buffer[] | undefined;
   private corks = 0;
   private readonly pending = new Map<number, Pending>();
-  private readonly inflight = new Map<number, AbortController>();
+  /** Requests of the other side whose handler is running, by id. */
+  private readonly inflight = new Map<RequestId, AbortController>();
   private readonly handlers = new Map<string, { spec: MethodSpec; fn: AnyHandler }>();
   private readonly notificationHandlers = new Map<string, { spec: NotificationSpec; fn: AnyNotificationHandler }>();
   private readonly decoder: FrameDecoder;
@@ -223,12 +246,17 @@ export class RpcPeer {
   private send(envelope: Envelope): Result<null> {
     const frame = encodeFrame(envelope, this.frameLimit);
     if ("error" in frame) return frame;
-    if (this.held) {
-      this.held.push(frame.ok);
-      return ok(null);
-    }
-    if (!this.write(frame.ok)) return this.closedError(envelope.type === "response" ? "response" : "method" in envelope ? envelope.method : "cancel");
+    if (!this.emit(frame.ok)) return this.closedError("method" in envelope ? envelope.method : envelope.type);
     return ok(null);
+  }
+
+  /** Writes a frame, or holds it while corked; false when the write failed (the peer is then closed). */
+  private emit(frame: Buffer): boolean {
+    if (this.held) {
+      this.held.push(frame);
+      return true;
+    }
+    return this.write(frame);
   }
 
   private write(bytes: Buffer): boolean {
@@ -242,17 +270,26 @@ export class RpcPeer {
   }
 
   private onData(chunk: Uint8Array): void {
-    for (const f of this.decoder.push(chunk)) {
+    let frames: DecodedFrame[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (e) {
+      // A decoder bug must not escape the stream's data handler as an uncaught exception.
+      frames = [{ kind: "fatal", code: ErrorCode.Internal, message: `reading frames failed: ${(e as Error)?.message ?? String(e)}` }];
+    }
+    for (const f of frames) {
+      if (this.closedReason !== undefined) return;
       if (f.kind === "fatal") {
-        this.protocolError(f.message);
+        // The close reason carries the message: a stdio server prints it once, as it exits.
         this.close(`protocol error: ${f.message}`, true);
         return;
       }
-      if (f.kind === "invalid_json") {
-        this.protocolError(`skipped a ${f.bytes}-byte frame: ${f.message}`);
-        continue;
+      try {
+        if (f.kind === "invalid_json") this.onUnreadable(f.text, `skipped a ${f.bytes}-byte frame: ${f.message}`);
+        else this.dispatch(f.value, f.text);
+      } catch (e) {
+        this.protocolError(`skipped a ${f.bytes}-byte frame that could not be handled: ${(e as Error)?.message ?? String(e)}`);
       }
-      this.dispatch(f.value);
     }
   }
 
@@ -272,21 +309,33 @@ export class RpcPeer {
   }
 
   private protocolError(message: string): void {
-    this.options.onProtocolError?.(`${this.name}: ${message}`);
+    const line = oneLine(message);
+    const cut = line.length > MAX_REPORT_CHARS ? `${line.slice(0, MAX_REPORT_CHARS)}…[${line.length - MAX_REPORT_CHARS} more characters]` : line;
+    this.options.onProtocolError?.(`${this.name}: ${cut}`);
   }
 
-  private dispatch(value: unknown): void {
+  /** A payload that is not JSON: its head may still name a request to answer or a call to settle. */
+  private onUnreadable(text: string, problem: string): void {
+    const head = scanEnvelopeHead(text);
+    const id = head.idToken === undefined ? undefined : idFromToken(head.idToken);
+    this.onMalformed(head.type, id, problem);
+  }
+
+  /** A frame that is not a valid message: answered, settles our call, or is reported (header comment). */
+  private onMalformed(type: unknown, id: RequestId | undefined, problem: string): void {
+    if (id !== undefined && type === "request") return this.answer(id, err(ErrorCode.InvalidMessage, problem), "a malformed request");
+    const p = typeof id === "number" && type === "response" ? this.pending.get(id) : undefined;
+    if (p) return this.settle(id as number, err(ErrorCode.InvalidMessage, `the response to ${p.method} was malformed: ${problem}`));
+    this.protocolError(problem);
+  }
+
+  private dispatch(value: unknown, text: string): void {
+    restoreExactId(value, text);
     const parsed = EnvelopeSchema.safeParse(value);
     if (!parsed.success) {
-      const v = value as { type?: unknown; id?: unknown } | null;
-      const message = `not a valid message: ${z.prettifyError(parsed.error)}`;
-      // A recognisable request gets an answer so its caller does not wait forever.
-      if (v && typeof v === "object" && v.type === "request" && typeof v.id === "number" && Number.isSafeInteger(v.id)) {
-        this.send({ type: "response", id: v.id, result: err(ErrorCode.InvalidMessage, message) });
-      } else {
-        this.protocolError(message);
-      }
-      return;
+      const v: { type?: unknown; id?: unknown } = value !== null && typeof value === "object" ? value : {};
+      const id = RequestIdSchema.safeParse(v.id);
+      return this.onMalformed(v.type, id.success ? id.data : undefined, `not a valid message: ${oneLine(z.prettifyError(parsed.error))}`);
     }
     const env = parsed.data;
     switch (env.type) {
@@ -294,12 +343,14 @@ export class RpcPeer {
         void this.onRequest(env);
         return;
       case "response": {
-        const p = this.pending.get(env.id);
+        // Our ids are numbers; a bigint answers nothing of ours.
+        const p = typeof env.id === "number" ? this.pending.get(env.id) : undefined;
         if (!p) return; // late answer to a cancelled or timed-out call
-        if ("error" in env.result) return this.settle(env.id, env.result as { error: ErrorValue });
+        const id = env.id as number;
+        if ("error" in env.result) return this.settle(id, env.result as { error: ErrorValue });
         const checked = p.result.safeParse((env.result as { ok: unknown }).ok);
         this.settle(
-          env.id,
+          id,
           checked.success
             ? ok(checked.data)
             : err(ErrorCode.InvalidResult, `${this.name} answered ${p.method} with an unexpected result: ${z.prettifyError(checked.error)}`),
@@ -325,12 +376,16 @@ export class RpcPeer {
   }
 
   private async onRequest(req: RequestEnvelope): Promise<void> {
+    if (this.inflight.has(req.id)) {
+      const message = `request id ${req.id} is already taken by a request still in progress; ${req.method} was not run (ids must be unique among requests in flight)`;
+      return this.answer(req.id, err(ErrorCode.DuplicateId, message), req.method);
+    }
     const h = this.handlers.get(req.method);
     let answered = false;
     const respond = (r: Result<unknown>) => {
       if (answered) return;
       answered = true;
-      this.sendResponse(req, r);
+      this.answer(req.id, r, req.method);
     };
     let result: Result<unknown>;
     if (!h) {
@@ -357,11 +412,26 @@ export class RpcPeer {
     respond(result);
   }
 
-  private sendResponse(req: RequestEnvelope, result: Result<unknown>): void {
+  /** Answers request `id`, always with a frame that fits the limit (response.ts). */
+  private answer(id: RequestId, result: Result<unknown>, method: string): void {
     if (this.closedReason !== undefined) return;
-    const sent = this.send({ type: "response", id: req.id, result });
-    if ("error" in sent && sent.error.code === ErrorCode.FrameTooLarge) {
-      this.send({ type: "response", id: req.id, result: err(ErrorCode.FrameTooLarge, `the response to ${req.method} was too large: ${sent.error.message}`) });
-    }
+    const frame = responseFrame(id, result, method, this.frameLimit);
+    if ("error" in frame) return this.protocolError(`could not answer request ${id} (${method}): ${frame.error.message}`);
+    this.emit(frame.ok);
   }
+}
+
+/** zod's pretty errors span lines; a report is one line per frame. */
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, " ");
+}
+
+/** JSON.parse rounds ids above 2^53-1: put back the exact one from the raw text (the schema still checks it). */
+function restoreExactId(value: unknown, text: string): void {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+  const v = value as { id?: unknown };
+  if (typeof v.id !== "number" || Number.isSafeInteger(v.id)) return;
+  const token = scanEnvelopeHead(text).idToken;
+  const exact = token === undefined ? undefined : idFromToken(token);
+  if (exact !== undefined) v.id = exact;
 }

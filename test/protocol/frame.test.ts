@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
-import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
+import { encodeFrame, FrameDecoder, MAX_NESTING } from "../../src/protocol/frame.ts";
 
 function frame(value: unknown, limit?: number): Buffer {
   const r = encodeFrame(value, limit);
@@ -22,7 +22,7 @@ describe("frame codec", () => {
     const buf = frame(value);
     assert.equal(buf.readUInt32BE(0), buf.length - 4);
     const out = new FrameDecoder().push(buf);
-    assert.deepEqual(out, [{ kind: "frame", value, bytes: buf.length - 4 }]);
+    assert.deepEqual(out, [{ kind: "frame", value, text: JSON.stringify(value), bytes: buf.length - 4 }]);
   });
 
   test("a frame split into single bytes decodes once, with no frame before the last byte", () => {
@@ -30,7 +30,7 @@ describe("frame codec", () => {
     const buf = frame(value);
     const dec = new FrameDecoder();
     for (let i = 0; i < buf.length - 1; i++) assert.deepEqual(dec.push(buf.subarray(i, i + 1)), []);
-    assert.deepEqual(dec.push(buf.subarray(buf.length - 1)), [{ kind: "frame", value, bytes: buf.length - 4 }]);
+    assert.deepEqual(dec.push(buf.subarray(buf.length - 1)), [{ kind: "frame", value, text: JSON.stringify(value), bytes: buf.length - 4 }]);
     assert.equal(dec.pendingBytes, 0);
   });
 
@@ -52,7 +52,7 @@ describe("frame codec", () => {
     const atLimit = { s: "x".repeat(limit - exact) };
     const buf = frame(atLimit, limit);
     assert.equal(buf.length, 4 + limit);
-    assert.deepEqual(new FrameDecoder(limit).push(buf)[0], { kind: "frame", value: atLimit, bytes: limit });
+    assert.deepEqual(new FrameDecoder(limit).push(buf)[0], { kind: "frame", value: atLimit, text: JSON.stringify(atLimit), bytes: limit });
     const over = encodeFrame({ s: "x".repeat(limit - exact + 1) }, limit);
     assert.ok("error" in over);
     assert.equal(over.error.code, "frame_too_large");
@@ -85,7 +85,7 @@ describe("frame codec", () => {
     assert.equal(out.length, 3);
     assert.equal(out[0]!.kind, "invalid_json");
     assert.equal(out[1]!.kind, "invalid_json");
-    assert.deepEqual(out[2], { kind: "frame", value: { ok: 1 }, bytes: 8 });
+    assert.deepEqual(out[2], { kind: "frame", value: { ok: 1 }, text: '{"ok":1}', bytes: 8 });
   });
 
   test("a stream that ends inside a header or a payload reports a truncated frame", () => {
@@ -98,6 +98,39 @@ describe("frame codec", () => {
     const clean = new FrameDecoder();
     clean.push(frame({}));
     assert.equal(clean.finish(), undefined, "EOF at a frame boundary is a clean end");
+  });
+
+  test("a zero-length frame that ends a read is an empty payload, not a crash, and the stream stays in sync", () => {
+    const dec = new FrameDecoder();
+    const empty = dec.push(Buffer.alloc(4));
+    assert.equal(empty.length, 1);
+    assert.equal(empty[0]!.kind, "invalid_json");
+    assert.match((empty[0] as { message: string }).message, /the frame payload is empty/);
+    // and inside a read, between two frames
+    const out = dec.push(Buffer.concat([frame({ a: 1 }), Buffer.alloc(4), frame({ b: 2 })]));
+    assert.deepEqual(out.map((f) => f.kind), ["frame", "invalid_json", "frame"]);
+    assert.equal(dec.pendingBytes, 0);
+    assert.equal(dec.finish(), undefined);
+  });
+
+  test("nesting up to MAX_NESTING decodes; deeper is an unreadable payload, brackets inside strings do not count", () => {
+    const nest = (n: number) => "[".repeat(n) + "]".repeat(n);
+    const dec = new FrameDecoder();
+    const [within, beyond, inString] = dec.push(Buffer.concat([rawFrame(nest(MAX_NESTING)), rawFrame(nest(MAX_NESTING + 1)), rawFrame(JSON.stringify({ s: "[".repeat(5000) }))]));
+    assert.equal(within!.kind, "frame");
+    assert.equal(beyond!.kind, "invalid_json");
+    assert.match((beyond as { message: string }).message, /nests arrays and objects deeper than 1000 levels/);
+    assert.equal(inString!.kind, "frame");
+    const deep = dec.push(rawFrame(nest(100_000)));
+    assert.equal(deep[0]!.kind, "invalid_json");
+  });
+
+  test("bigints are written as exact number tokens; nothing else in the message changes", () => {
+    const tagLike = "\u0000u64:abc:1";
+    const buf = frame({ type: "response", id: 18446744073709551615n, result: { ok: { n: [1n, -2n], s: tagLike } } });
+    const text = buf.subarray(4).toString("utf8");
+    assert.equal(text, `{"type":"response","id":18446744073709551615,"result":{"ok":{"n":[1,-2],"s":${JSON.stringify(tagLike)}}}}`);
+    assert.equal(buf.readUInt32BE(0), Buffer.byteLength(text));
   });
 
   test("non-serialisable values are refused as values", () => {

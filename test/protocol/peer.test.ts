@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
 import { setImmediate } from "node:timers";
 import { z } from "zod";
+import type { RequestId } from "../../src/protocol/envelope.ts";
 import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
 import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
 import { err, ok } from "../../src/util/result.ts";
@@ -22,8 +23,8 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 
 function setup() {
   const pair = peerPair({ frameLimit: 4096 }, { frameLimit: 4096 });
-  const cancelled: number[] = [];
-  const started: number[] = [];
+  const cancelled: RequestId[] = [];
+  const started: RequestId[] = [];
   pair.right.handle(Add, (p) => ok({ sum: p.a + p.b }));
   pair.right.handle(Wait, (p, ctx) =>
     new Promise((resolve) => {
