@@ -5,27 +5,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
-import { HOUR, tempHome, writeRollout, sqliteSkip } from "./support.ts";
+import { HOUR, tempHome, writeRollout, sqliteSkip, relay, OFFLINE } from "./support.ts";
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function relay(home: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const [cmd, ...pre] = relayArgv();
-  return new Promise((resolve) => {
-    const p = spawn(cmd!, [...pre, ...args], { env: { ...process.env, RELAY_HOME: home, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    p.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const OFFLINE = ["--extractor", "heuristic", "--consolidator", "heuristic"];
 
 describe("relay memories CLI", { skip: sqliteSkip }, () => {
   test("consolidate prints one line, --json a report; status, list, show, forget", async () => {

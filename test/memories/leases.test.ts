@@ -17,27 +17,8 @@ import { hang, startFakeModelServer, type FakeModelServer } from "../support/fak
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { until } from "../support/wait.ts";
-import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout, type TempHome } from "./support.ts";
+import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout, type TempHome, relay, OFFLINE } from "./support.ts";
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function relay(home: string, args: string[]): Promise<Run> {
-  const [cmd, ...pre] = relayArgv();
-  return new Promise((resolve) => {
-    const p = spawn(cmd!, [...pre, ...args], { env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    p.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const OFFLINE = ["--extractor", "heuristic", "--consolidator", "heuristic"];
 const HOST = os.hostname();
 const re = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 

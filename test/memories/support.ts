@@ -1,9 +1,11 @@
 /** Shared fixtures for memories tests: temp homes, synthetic rollouts with chosen mtimes, DBs. */
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openStateDb, type StateDb } from "../../src/memories/db.ts";
 import { uuidv7 } from "../../src/session/rollout/ids.ts";
+import { relayArgv } from "../support/self.ts";
 
 export interface TempHome extends AsyncDisposable {
   home: string;
@@ -88,3 +90,24 @@ function nodeHasSqlite(): boolean {
 /** SQLite-backed suites need bun:sqlite or node:sqlite (Deno, Node >= 22.5); a reason to skip otherwise. */
 export const sqliteSkip: false | string =
   process.versions.bun || (globalThis as { Deno?: unknown }).Deno || nodeHasSqlite() ? false : `node:sqlite needs Node >= 22.5 (this is ${process.versions.node})`;
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `relay <args>` with RELAY_HOME = `home`, to its exit. */
+export function relay(home: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const [cmd, ...pre] = relayArgv();
+  return new Promise((resolve) => {
+    const p = spawn(cmd!, [...pre, ...args], { env: { ...process.env, RELAY_HOME: home, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    p.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export const OFFLINE = ["--extractor", "heuristic", "--consolidator", "heuristic"];
