@@ -113,11 +113,10 @@ for (const api of APIS) {
       await using server = await startFakeModelServer();
       server.enqueue(hang());
       const ac = new AbortController();
-      const started = Date.now();
       void server.whenHolding().then(() => ac.abort());
+      // The server never answers: only the abort can end this (else the runner's timeout fails it).
       const events = await expectAbort(drain(client(server).stream(REQUEST, ac.signal)));
       assert.equal(events.length, 0);
-      assert.ok(Date.now() - started < 15_000, "aborted, not left to hang");
       assert.equal(server.requests.length, 1);
     });
 
@@ -143,7 +142,6 @@ for (const api of APIS) {
       await using server = await startFakeModelServer();
       server.enqueue(rateLimited(30));
       const ac = new AbortController();
-      const started = Date.now();
       const stream = client(server).stream(REQUEST, ac.signal);
       const events = await expectAbort(
         drain(
@@ -156,7 +154,7 @@ for (const api of APIS) {
         ),
       );
       assert.equal(retries(events)[0]!.delayMs, 30_000);
-      assert.ok(Date.now() - started < 15_000, "the abort cut the 30 s backoff short");
+      assert.equal(server.requests.length, 1, "no retry was sent: the abort ended the 30 s wait");
     });
 
     test("server silence past idleTimeoutMs counts as a dropped stream: retried before output", async () => {
