@@ -2,7 +2,7 @@
  * kysely's SqliteDialect over the runtime's built-in SQLite: bun:sqlite under Bun, node:sqlite
  * under Deno and Node >= 22.5. Node 20 has neither: opening gives a clear error value.
  */
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import path from "node:path";
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from "kysely";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
@@ -47,13 +47,26 @@ function adapt(db: NativeDatabase): SqliteDatabase {
 
 export type SqliteRuntime = "bun:sqlite" | "node:sqlite";
 
+/**
+ * The DB holds memories (redacted) and session paths: only its owner reads it. SQLite gives its
+ * -wal and -shm files the DB file's mode, so the file is made (or tightened) 0600 first.
+ */
+function ownerOnly(file: string): void {
+  if (process.platform === "win32") return;
+  if (!existsSync(file)) closeSync(openSync(file, "a", 0o600));
+  else if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+}
+
 /** Opens `file` with the runtime's SQLite and applies the pragmas every connection needs. */
 export async function openNativeSqlite(file: string): Promise<Result<{ db: NativeDatabase; runtime: SqliteRuntime }>> {
   let db: NativeDatabase;
   let runtime: SqliteRuntime;
   try {
     // A fresh machine has no RELAY_HOME yet: the DB's directory is made, as the DB file is.
-    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+    if (file !== ":memory:") {
+      mkdirSync(path.dirname(file), { recursive: true });
+      ownerOnly(file);
+    }
     if (process.versions.bun) {
       const spec = "bun:sqlite";
       const mod = (await import(spec)) as { Database: new (f: string, o?: { create?: boolean }) => NativeDatabase };
