@@ -32,7 +32,7 @@ const KILLS_BY_TIME = 25;
 const PARALLEL = 3;
 const DELIVERABLE_FILES = ["README.md", "wc.mjs", "wc.test.mjs"];
 
-const longSkip = process.env.RELAY_LONG_TESTS === "1" ? noSandboxHere() : "a long suite (2-3 minutes on 2 cores): set RELAY_LONG_TESTS=1 to run it";
+const longSkip = process.env.RELAY_LONG_TESTS === "1" ? noSandboxHere() : "a long suite (2-3 minutes on 2 cores), run by .ci/run as its own step; set RELAY_LONG_TESTS=1 to run it here";
 
 /** mulberry32: a small seeded PRNG, so a failing sequence of delays can be replayed. */
 function prng(seed: number): () => number {
