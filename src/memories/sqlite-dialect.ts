@@ -47,6 +47,26 @@ function adapt(db: NativeDatabase): SqliteDatabase {
 
 export type SqliteRuntime = "bun:sqlite" | "node:sqlite";
 
+const BUSY_TIMEOUT_MS = 15_000;
+
+/**
+ * Two cron runs opening a fresh DB at once: the switch to WAL can fail with "database is locked"
+ * without SQLite's busy handler being consulted, so it is retried here within the same bound.
+ */
+function switchToWal(db: NativeDatabase): void {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      db.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (e) {
+      if (!/locked|busy/i.test(errorMessage(e)) || Date.now() > deadline) throw e;
+      Atomics.wait(pause, 0, 0, 20);
+    }
+  }
+}
+
 /**
  * The DB holds memories (redacted) and session paths: only its owner reads it. SQLite gives its
  * -wal and -shm files the DB file's mode, so the file is made (or tightened) 0600 first.
@@ -91,8 +111,8 @@ export async function openNativeSqlite(file: string): Promise<Result<{ db: Nativ
     return err("db_open", `cannot open the SQLite state DB ${file}: ${errorMessage(e)}`, { path: file });
   }
   try {
-    db.exec("PRAGMA busy_timeout = 15000");
-    db.exec("PRAGMA journal_mode = WAL");
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    switchToWal(db);
     db.exec("PRAGMA synchronous = NORMAL");
   } catch (e) {
     db.close();
