@@ -48,12 +48,19 @@ function selfDir(): string | undefined {
   }
 }
 
-/** `relay-path/` of the package this binary was installed from (bin/<name> beside relay-package.json). */
+let toolsDir: { dir: string | undefined } | undefined;
+
+/**
+ * `relay-path/` of the package this binary was installed from (bin/<name> beside
+ * relay-package.json); looked up once, not on every command.
+ */
 function packageToolsDir(): string | undefined {
-  if (currentRuntime() !== "bun-compiled") return undefined;
+  if (toolsDir) return toolsDir.dir;
   const root = path.dirname(path.dirname(process.execPath));
   const tools = path.join(root, PATH_DIR);
-  return existsSync(path.join(root, MANIFEST_NAME)) && existsSync(tools) ? tools : undefined;
+  const found = currentRuntime() === "bun-compiled" && existsSync(path.join(root, MANIFEST_NAME)) && existsSync(tools);
+  toolsDir = { dir: found ? tools : undefined };
+  return toolsDir.dir;
 }
 
 /** `pathValue` with relay's own directories in front (each once). */

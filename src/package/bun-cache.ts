@@ -90,16 +90,17 @@ async function ensure(opts: EnsureOptions): Promise<Result<CachedBun>> {
   const tmp = path.join(dir, `${file}.tmp-${process.pid}`);
   const registry = registryUrl(opts.env);
   const placed = path.join(dir, tarballName(target.ovenPackage, version));
-  const fetched = existsSync(placed)
+  const usePlaced = existsSync(placed);
+  const fetched = usePlaced
     ? await extractBun(readFileSync(placed), target, tmp, placed)
     : await (opts.fetcher ?? registryFetcher)({ pkg: target.ovenPackage, version, target, dest: tmp, registry, ...(opts.log ? { log: opts.log } : {}) });
   if ("error" in fetched) {
     rmSync(tmp, { force: true });
-    if (existsSync(placed)) return fetched;
+    if (usePlaced) return fetched;
     const url = `${registry}/${target.ovenPackage}/-/${tarballName(target.ovenPackage, version)}`;
     return err(fetched.error.code, `${fetched.error.message}\nOffline? Put ${url} at ${placed} (relay extracts and checks it), or pass --compile-executable-path with a bun ${version} executable for ${target.name}.`);
   }
-  if (existsSync(placed)) notes.push(`used the tarball placed at ${placed}`);
+  if (usePlaced) notes.push(`used the tarball placed at ${placed}`);
   if (process.platform !== "win32") chmodSync(tmp, 0o755);
   const check = checkBinaryForTarget(tmp, target);
   if ("error" in check) {

@@ -22,6 +22,7 @@ import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import { errorMessage, type Result } from "../util/result.ts";
 import { defaultConfig, loadConfig, type LoadedConfig, type RelayConfig } from "./config.ts";
 import { configPath } from "./home.ts";
+import { sessionSandboxPolicy } from "./sandbox-check.ts";
 
 export const DoctorStatusSchema = z.enum(["ok", "missing", "warn"]);
 export type DoctorStatus = z.infer<typeof DoctorStatusSchema>;
@@ -125,8 +126,7 @@ function sandboxCheck(support: SandboxSupport, config: RelayConfig): DoctorCheck
  */
 async function workspaceVerdict(probed: DoctorCheck, config: RelayConfig, cwd: string, env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
   if (config.sandbox_mode === "danger-full-access" || probed.status === "missing") return probed;
-  const policy = { mode: config.sandbox_mode, writable_roots: [cwd], network: false, mechanism: config.sandbox.mechanism, best_effort: config.sandbox.best_effort };
-  const attempt = await prepareSandbox(["true"], policy, { cwd, tty: false, env: stringEnv(env) });
+  const attempt = await prepareSandbox(["true"], sessionSandboxPolicy(config, cwd), { cwd, tty: false, env: stringEnv(env) });
   if ("error" in attempt) return check(probed.name, "missing", `commands in ${cwd} would be refused: ${attempt.error.message}`, probed.required, SANDBOX_CHOICES);
   if (attempt.ok.gaps.length > 0) return check(probed.name, "warn", `${probed.detail}; in ${cwd}, not enforced: ${attempt.ok.gaps.join("; ")}`, false);
   return probed;

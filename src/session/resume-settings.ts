@@ -41,7 +41,7 @@ export interface SessionChoices {
   executorName?: string;
 }
 
-export function sessionSettings(_config: RelayConfig, c: Required<SessionChoices>): Record<string, unknown> {
+export function sessionSettings(c: Required<SessionChoices>): Record<string, unknown> {
   return {
     code_mode: c.codeMode,
     executor_name: c.executorName,

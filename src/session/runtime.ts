@@ -5,7 +5,6 @@
 import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
-import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { SkillsListMethod, SkillsReadMethod, type Skill } from "../executor/skills.ts";
 import { ModelError, type ModelClient } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";
@@ -26,7 +25,7 @@ import { RolloutWriter } from "./rollout/writer.ts";
 import { pickShell } from "./shell.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
-import { checkSandbox } from "./sandbox-check.ts";
+import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
 import { CodeModeTools } from "./code-mode.ts";
 import { recordCitationUsage, sessionMemoryBlock } from "../memories/read.ts";
@@ -191,14 +190,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: info.home, RELAY_SESSION_ID: rollout.id }
       : commandEnv(rollout.id);
     const shell = remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
-    const sandboxPolicy: SandboxPolicy = {
-      mode: sandboxMode,
-      writable_roots: [cwd],
-      network: false,
-      mechanism: config.sandbox.mechanism,
-      best_effort: config.sandbox.best_effort,
-      ...(o.confineWrites ? { tmp_writable: false } : {}),
-    };
+    const sandboxPolicy = sessionSandboxPolicy(config, cwd, o.confineWrites);
     const sandboxState = await checkSandbox(executor.peer, sandboxPolicy, cwd, env);
     o.emit({ type: "sandbox", mode: sandboxMode, ...sandboxState });
     const approvals = new ApprovalCache(o.approver);
@@ -240,7 +232,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
         autoCompactFraction: config.auto_compact_fraction,
         maxSteps: o.maxSteps ?? 200,
-        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username, ...modelSettings(config, model.provider), ...sessionSettings(config, { codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName }) },
+        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username, ...modelSettings(config, model.provider), ...sessionSettings({ codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName }) },
         emit: o.emit,
       },
       resumed?.items ?? [],

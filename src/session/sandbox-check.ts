@@ -6,6 +6,19 @@ import { ExecutorMethods } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import type { RelayConfig } from "./config.ts";
+
+/** The policy a session's commands run under in `cwd` (also what `relay doctor` checks). */
+export function sessionSandboxPolicy(config: RelayConfig, cwd: string, confineWrites = false): SandboxPolicy {
+  return {
+    mode: config.sandbox_mode,
+    writable_roots: [cwd],
+    network: false,
+    mechanism: config.sandbox.mechanism,
+    best_effort: config.sandbox.best_effort,
+    ...(confineWrites ? { tmp_writable: false } : {}),
+  };
+}
 
 export interface SandboxState {
   mechanism: string;
