@@ -17,6 +17,13 @@ import { truncateMiddle } from "./truncate.ts";
 import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";
+import { readStartTime, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
+
+/** Whether sandboxed commands run in the executor's container, and why not when they do not. */
+export interface Containment {
+  ref?: ContainerRef;
+  detail: string;
+}
 
 /** Variables forced on every child, over whatever the orchestrator sent. */
 export const FORCED_ENV: Readonly<Record<string, string>> = {
@@ -72,6 +79,7 @@ export class ProcessManager {
   private useCounter = 0;
   /** undefined: not started yet; null: not available. */
   private warm: WarmHelpers | null | undefined;
+  private containment: Promise<Containment> | undefined;
   readonly instanceId: string;
   private readonly maxProcesses: number;
 
@@ -200,7 +208,38 @@ export class ProcessManager {
   /** Starts a spare helper now, so that the first sandboxed command finds one. */
   prewarmSandbox(): void {
     this.warmHelpers()?.warm();
+    void this.container();
   }
+
+  /**
+   * The container sandboxed commands join, started on first use (Linux, built-in sandbox) and
+   * again if its init was killed; without one, what that leaves (best effort) and why.
+   */
+  container(): Promise<Containment> {
+    const current = this.containment;
+    if (current) {
+      return current.then((c) => {
+        if (!c.ref || readStartTime(c.ref.pid) === c.ref.start) return c;
+        if (this.containment === current) this.containment = undefined;
+        void reapContainer(c.ref.pid);
+        return this.container();
+      });
+    }
+    this.containment = this.startContainer();
+    return this.containment;
+  }
+
+  private async startContainer(): Promise<Containment> {
+    const self = selfCommand();
+    if ("error" in self) return { detail: self.error.message };
+    const started = await startContainer(self.ok);
+    if ("error" in started) return { detail: started.error.message };
+    this.containerPid = started.ok.pid;
+    return { ref: started.ok, detail: "sandboxed commands run in the executor's pid namespace and end with it" };
+  }
+
+  /** The container's init, if one was started (synchronously, for exit handlers). */
+  private containerPid: number | undefined;
 
   /** How often a sandboxed command found a warm helper (hits) or had to start one (misses). */
   warmStats(): { hits: number; misses: number } {
@@ -212,6 +251,14 @@ export class ProcessManager {
     const spare = this.warm?.stop();
     if (spare !== undefined) killTreeNow(spare, `${this.instanceId}:warm`);
     for (const e of this.store.values()) if (!e.exit) killTreeNow(e.proc.pid, `${this.instanceId}:${e.id}`);
+    // Ending the container's init ends every process still inside it, background jobs too.
+    if (this.containerPid !== undefined) {
+      try {
+        process.kill(this.containerPid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
     this.store.clear();
     this.reserved.clear();
   }

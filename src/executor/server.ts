@@ -56,6 +56,12 @@ function effectiveSandbox(req: ExecCommandParams): Result<SandboxPolicy> {
   return ok(base);
 }
 
+/** What keeps a sandboxed command from outliving the executor, where the built-in mechanism is not used. */
+function containmentWithout(mechanism: string): string {
+  if (mechanism === "bubblewrap") return "each sandboxed command has its own pid namespace (bubblewrap --unshare-pid --die-with-parent): its background jobs end with it";
+  return "best effort: commands are tracked by their environment marker and process group";
+}
+
 export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}): ProcessManager {
   const tools = options.tools ?? fileTools;
   const byName = new Map(tools.map((t) => [t.name, t]));
@@ -69,6 +75,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
 
   peer.handle(ExecutorMethods.info, async () => {
     const sandbox = await probeSandbox();
+    const containment = sandbox.mechanism === "landlock" ? (await manager.container()).detail : containmentWithout(sandbox.mechanism);
     return ok({
       version: VERSION,
       runtime: currentRuntime(),
@@ -78,7 +85,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
       pid: process.pid,
       home: os.homedir(),
       pty: ptySupported(),
-      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail, warm_helpers: manager.warmStats() },
+      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail, containment, warm_helpers: manager.warmStats() },
     });
   });
 
@@ -87,7 +94,8 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(ExecutorMethods.exec, async (req) => {
     const sandbox = effectiveSandbox(req);
     if ("error" in sandbox) return sandbox;
-    const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env });
+    const container = sandbox.ok.mode === "danger-full-access" ? undefined : (await manager.container()).ref;
+    const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env, container });
     if ("error" in attempt) return attempt;
     return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env, warmLaunch: attempt.ok.warm });
   });

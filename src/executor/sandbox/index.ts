@@ -13,6 +13,7 @@ import { planConfinement, protectedPaths, writableRoots, type ConfinePlan } from
 import { probeLandlock, probeUserns, resetLandlockProbe, type LandlockSupport } from "./linux/support.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
 import type { WarmLaunch } from "./warm-helper.ts";
+import type { ContainerRef } from "./linux/container.ts";
 
 export type MechanismName = "landlock" | "bubblewrap" | "seatbelt" | "none";
 
@@ -40,6 +41,8 @@ export interface AttemptContext {
   cwd: string;
   tty: boolean;
   env: Record<string, string>;
+  /** The executor's container for the built-in mechanism to run the command in (container.ts). */
+  container?: ContainerRef;
 }
 
 const disabled = () => process.env.RELAY_SANDBOX_DISABLE === "1";
@@ -87,11 +90,12 @@ async function landlockAttempt(argv: string[], policy: SandboxPolicy, ctx: Attem
   if ("error" in self) return self;
   // A single-threaded helper can unshare a user namespace in place, without forking.
   const restoreEnv = Object.fromEntries(Object.keys(SINGLE_THREAD_ENV).map((name) => [name, ctx.env[name] ?? null]));
-  const helperPlan: ConfinePlan = { ...plan.ok, restoreEnv };
+  const contained: ConfinePlan = ctx.container ? { ...plan.ok, container: ctx.container } : plan.ok;
+  const helperPlan: ConfinePlan = { ...contained, restoreEnv };
   return ok({
     argv: [...self.ok, SANDBOX_EXEC_ARG, JSON.stringify(helperPlan), "--", ...argv],
     env: { ...SINGLE_THREAD_ENV },
-    warm: { plan: plan.ok, command: argv },
+    warm: { plan: contained, command: argv },
     mechanism: "landlock",
     gaps: plan.ok.gaps,
   });

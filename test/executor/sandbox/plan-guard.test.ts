@@ -36,6 +36,11 @@ const corrupt: Array<[string, unknown]> = [
   ["gaps missing", { ...valid, gaps: undefined }],
   ["restoreEnv as an array", { ...valid, restoreEnv: ["X"] }],
   ["a restoreEnv value that is a number", { ...valid, restoreEnv: { X: 1 } }],
+  ["a container that is a number", { ...valid, container: 42 }],
+  ["a container pid of 1", { ...valid, container: { pid: 1, start: "5" } }],
+  ["a container pid as text", { ...valid, container: { pid: "99", start: "5" } }],
+  ["a container start that is not decimal", { ...valid, container: { pid: 99, start: "5; rm" } }],
+  ["a container without start", { ...valid, container: { pid: 99 } }],
 ];
 
 describe("sandbox plan guard", () => {
@@ -43,6 +48,9 @@ describe("sandbox plan guard", () => {
     assert.equal(planProblem(valid), undefined);
     assert.ok(ConfinePlanSchema.safeParse(valid).success);
     assert.deepEqual(parsePlan(JSON.stringify(valid)), { ok: valid });
+    const contained = { ...valid, container: { pid: 4242, start: "123456" } };
+    assert.equal(planProblem(contained), undefined);
+    assert.ok(ConfinePlanSchema.safeParse(contained).success);
   });
 
   for (const [name, value] of corrupt) {

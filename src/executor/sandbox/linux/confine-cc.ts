@@ -1,7 +1,7 @@
 /**
  * confine.c through Bun's embedded TinyCC: the forking path, for when the helper is threaded
- * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), and the
- * user-namespace probe, which must run in a child. Bun only: Node and Deno have no bun:ffi.
+ * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), the
+ * user-namespace probe, which must run in a child, and the clone of the container's init. Bun only: Node and Deno have no bun:ffi.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -17,6 +17,7 @@ type Pointer = number;
 interface NativeSymbols {
   relay_spawn_ns(...args: unknown[]): number;
   relay_probe_userns(): number;
+  relay_start_container(...args: unknown[]): number;
 }
 interface BunFfi {
   cc(o: { source: string; symbols: Record<string, { args: string[]; returns: string }> }): { symbols: NativeSymbols };
@@ -65,8 +66,9 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
     const { symbols } = ffi.cc({
       source: source.path,
       symbols: {
-        relay_spawn_ns: { args: [...strs, "ptr"], returns: "i32" },
+        relay_spawn_ns: { args: [...strs, "ptr", "i64", "i64", "i64", "ptr"], returns: "i32" },
         relay_probe_userns: { args: [], returns: "i32" },
+        relay_start_container: { args: ["i64", "ptr", "ptr", "ptr"], returns: "i32" },
       },
     });
     loaded = { symbols, ffi };
@@ -79,12 +81,20 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
   }
 }
 
+/** Open namespace files of the executor's container (container.ts openContainer). */
+export interface ContainerFds {
+  user: number;
+  mnt: number;
+  pid: number;
+}
+
 /**
- * Forks a child that enters a user + mount namespace, binds the read-only paths, confines
- * itself and execs the target; waits, forwarding signals. Returns the command's exit status,
- * or a negative native stage error (see stages.ts, decodeNativeError).
+ * Forks a child that (joining the container first, when given) enters a user + mount
+ * namespace, binds the read-only paths, confines itself and execs the target; waits,
+ * forwarding signals. Returns the command's exit status, or a negative native stage error
+ * (see stages.ts, decodeNativeError).
  */
-export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget): number {
+export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget, container?: ContainerFds): number {
   const c = new CArgs(native.ffi);
   const insns = plan.filterSockets ? networkFilter(process.arch) : undefined;
   const bpf = insns ? encodeFilter(insns) : undefined;
@@ -101,5 +111,14 @@ export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, p
     bpf ? c.bytes(bpf) : null,
     insns?.length ?? 0,
   ];
-  return native.symbols.relay_spawn_ns(...args, c.strArray(plan.readOnly));
+  const join = container ? [container.user, container.mnt, container.pid, c.str(process.cwd())] : [-1, -1, -1, null];
+  return native.symbols.relay_spawn_ns(...args, c.strArray(plan.readOnly), ...join);
+}
+
+const CLONE_NR: Record<string, number> = { x64: 56, arm64: 220 };
+
+/** Clones the init of the executor's container running `argv` (see container.ts); its pid, or a negative stage error. */
+export function startContainerInit(native: { symbols: NativeSymbols; ffi: BunFfi }, argv: readonly string[], env: Record<string, string | undefined>): number {
+  const c = new CArgs(native.ffi);
+  return native.symbols.relay_start_container(CLONE_NR[process.arch] ?? -1, c.str(argv[0]!), c.strArray(argv), c.strArray(envList(env)));
 }

@@ -10,6 +10,7 @@ import { rulesetAttrSize } from "./landlock-plan.ts";
 import type { ConfinePlan } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 import { Stage, type ConfineFailure } from "./stages.ts";
+import { joinContainer, spawnAndWait } from "./container.ts";
 
 export interface ExecTarget {
   /** Absolute path of the program. */
@@ -57,17 +58,24 @@ function writeProcFile(s: Step, file: string, text: string): void {
   if (n !== bytes.length) throw { stage: Stage.IdMap, errno } satisfies ConfineFailure;
 }
 
-function enterNamespaces(s: Step, readOnly: string[]): void {
+/**
+ * A private mount namespace with the protected paths read-only. Outside a container it comes
+ * with a new user namespace (which gives the rights to mount); inside one, the container's user
+ * namespace already gives them, and its /proc could not map a process of another pid namespace.
+ */
+function enterNamespaces(s: Step, readOnly: string[], newUser: boolean): void {
   // Read before unsharing: inside the new namespace they are unmapped (65534) until mapped.
   const uid = process.getuid?.() ?? 0;
   const gid = process.getgid?.() ?? 0;
-  if (s.libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+  if (s.libc.unshare(newUser ? CLONE_NEWUSER | CLONE_NEWNS : CLONE_NEWNS) < 0) {
     const errno = s.libc.errno();
     throw { stage: Stage.Unshare, errno, threaded: errno === EINVAL } satisfies ConfineFailure;
   }
-  writeProcFile(s, "/proc/self/setgroups", "deny");
-  writeProcFile(s, "/proc/self/uid_map", `${uid} ${uid} 1\n`);
-  writeProcFile(s, "/proc/self/gid_map", `${gid} ${gid} 1\n`);
+  if (newUser) {
+    writeProcFile(s, "/proc/self/setgroups", "deny");
+    writeProcFile(s, "/proc/self/uid_map", `${uid} ${uid} 1\n`);
+    writeProcFile(s, "/proc/self/gid_map", `${gid} ${gid} 1\n`);
+  }
   s.check(Stage.MountPrivate, s.libc.mount(s.c.str("none"), s.c.str("/"), null, MS_REC | MS_PRIVATE, null));
   const attr = new BigUint64Array([BigInt(MOUNT_ATTR_RDONLY), 0n, 0n, 0n]);
   for (const p of readOnly) {
@@ -125,14 +133,20 @@ export function resetSignals(libc: Libc, c: CArgs): void {
   libc.sigprocmask(SIG_SETMASK, c.bytes(new Uint8Array(128)), null);
 }
 
-/** Confines this thread per `plan` and execs; returns only on failure. */
+/**
+ * Confines this thread per `plan` and execs; returns only on failure. With a container the
+ * command is spawned inside it instead (a pid namespace takes only new children), and this
+ * process waits and ends as the command did.
+ */
 export function confineInPlace(native: { libc: Libc; ffi: Pick<Ffi, "ptr"> }, plan: ConfinePlan, target: ExecTarget): ConfineFailure {
   const s = new Step(native.libc, new CArgs(native.ffi));
   try {
     s.check(Stage.NoNewPrivs, native.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-    if (plan.readOnly.length > 0) enterNamespaces(s, plan.readOnly);
+    if (plan.container) joinContainer(native.libc, s.c, plan.container);
+    if (plan.readOnly.length > 0 || plan.container) enterNamespaces(s, plan.readOnly, !plan.container);
     restrictLandlock(s, plan);
     installSeccomp(s, plan);
+    if (plan.container) return spawnAndWait(native.libc, s.c, target);
     resetSignals(native.libc, s.c);
     native.libc.execve(s.c.str(target.file), s.c.strArray(target.argv), s.c.strArray(envList(target.env)));
     return { stage: Stage.Execve, errno: native.libc.errno() };

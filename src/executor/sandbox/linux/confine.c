@@ -11,6 +11,10 @@
  *                        protected paths read-only, confine and exec; the parent waits,
  *                        forwards signals and mirrors the child's exit.
  *   relay_probe_userns   whether such a namespace can be made here at all.
+ *   relay_start_container
+ *                        clone the init of the executor's container: a user, pid and mount
+ *                        namespace with its own /proc, which sandboxed commands join, so
+ *                        that none of them outlives the executor (see container.ts).
  * Errors come back as -(stage * 1000 + errno) so the caller can say which step failed.
  */
 typedef unsigned long long u64;
@@ -39,6 +43,9 @@ typedef void (*sighandler_t)(int);
 sighandler_t signal(int sig, sighandler_t handler);
 int raise(int sig);
 int sigprocmask(int how, const void *set, void *old);
+int dup2(int from, int to);
+int setns(int fd, int nstype);
+int chdir(const char *path);
 
 #define O_RDONLY 0
 #define O_WRONLY 1
@@ -51,6 +58,15 @@ int sigprocmask(int how, const void *set, void *old);
 #define SECCOMP_MODE_FILTER 2
 #define CLONE_NEWNS 0x00020000
 #define CLONE_NEWUSER 0x10000000
+#define CLONE_NEWPID 0x20000000
+#define SIGCHLD 17
+#define MS_NOSUID 2
+#define MS_NODEV 4
+#define MS_NOEXEC 8
+#define MS_SLAVE (1 << 19)
+#define O_RDWR 2
+#define SYS_CLOSE_RANGE 436
+#define CLOSE_RANGE_CLOEXEC 4
 #define MS_BIND 4096
 #define MS_REC 16384
 #define MS_PRIVATE (1 << 18)
@@ -89,6 +105,9 @@ int sigprocmask(int how, const void *set, void *old);
 #define ST_MOUNT_PRIVATE 12
 #define ST_BIND 13
 #define ST_READ_ONLY 14
+#define ST_CLONE 15
+#define ST_MOUNT_PROC 16
+#define ST_JOIN 17
 
 struct ruleset_attr { u64 handled_fs; u64 handled_net; u64 scoped; };
 struct path_beneath_attr { u64 allowed; int parent_fd; } __attribute__((packed));
@@ -184,16 +203,28 @@ static int format_map(char *out, unsigned id) {
   return len;
 }
 
-static int enter_namespaces(unsigned uid, unsigned gid, char **read_only) {
+/* The id maps of a user namespace this process has just made: its own ids, nothing else. */
+static int map_ids(unsigned uid, unsigned gid) {
   char map[32];
-  struct mount_attr ro;
-  int i, len;
-  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return fail(ST_UNSHARE);
+  int len;
   if (write_file("/proc/self/setgroups", "deny", 4) != 0) return fail(ST_ID_MAP);
   len = format_map(map, uid);
   if (write_file("/proc/self/uid_map", map, len) != 0) return fail(ST_ID_MAP);
   len = format_map(map, gid);
   if (write_file("/proc/self/gid_map", map, len) != 0) return fail(ST_ID_MAP);
+  return 0;
+}
+
+/*
+ * A mount namespace of the command's own with the protected paths read-only, in a new user
+ * namespace, or (new_user 0, inside the container, whose user namespace already gives the
+ * rights and whose /proc cannot map a process outside its pid namespace) in the current one.
+ */
+static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, int new_user) {
+  struct mount_attr ro;
+  int i, r;
+  if (unshare(new_user ? CLONE_NEWUSER | CLONE_NEWNS : CLONE_NEWNS) != 0) return fail(ST_UNSHARE);
+  if (new_user && (r = map_ids(uid, gid)) != 0) return r;
   /* Keep our mounts to ourselves. */
   if (mount("none", "/", 0, MS_REC | MS_PRIVATE, 0) != 0) return fail(ST_MOUNT_PRIVATE);
   ro.set = MOUNT_ATTR_RDONLY;
@@ -214,14 +245,57 @@ static void forward(int sig) {
   if (child_pid > 0) kill(child_pid, sig);
 }
 
+/* Passes the signals a caller sends this process on to `pid`. */
+static void forward_to(int pid) {
+  child_pid = pid;
+  /* The terminal already sends INT and QUIT to the whole foreground group, child included. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  signal(SIGTERM, forward);
+  signal(SIGHUP, forward);
+  signal(SIGUSR1, forward);
+  signal(SIGUSR2, forward);
+}
+
+/* Waits for `pid` and returns its wait status (or -1). */
+static int wait_status(int pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (*__errno_location() != EINTR) return -1;
+  }
+  return status;
+}
+
+/* Ends this process as one with wait status `status` ended. */
+static void end_like(int status) {
+  int sig = status & 0x7f;
+  if (sig == 0) _exit((status >> 8) & 0xff);
+  signal(sig, SIG_DFL);
+  raise(sig);
+  _exit(128 + sig);
+}
+
+/* Joins the executor's container (fds from /proc/PID/ns, checked by the caller). */
+static int join_container(int user_fd, int mnt_fd, int pid_fd, char *cwd) {
+  if (setns(user_fd, CLONE_NEWUSER) != 0) return fail(ST_JOIN);
+  if (setns(mnt_fd, CLONE_NEWNS) != 0) return fail(ST_JOIN);
+  if (setns(pid_fd, CLONE_NEWPID) != 0) return fail(ST_JOIN);
+  /* Joining a mount namespace moves the cwd to its root. */
+  if (chdir(cwd) != 0) return fail(ST_JOIN);
+  return 0;
+}
+
 /*
  * Returns the command's exit status encoded as the shell does (code, or 128 + signal after
- * re-raising it), or a negative stage error if the child failed before its execve.
+ * re-raising it), or a negative stage error if the child failed before its execve. With a
+ * container (user_fd >= 0) the child joins it first; a pid namespace takes only new
+ * children, so the child forks the command and ends as the command does.
  */
 int relay_spawn_ns(char *path, char **argv, char **envp,
                    u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only) {
-  int fds[2], status = 0, report = 0, pid, r;
+                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
+                   long user_fd, long mnt_fd, long pid_fd, char *cwd) {
+  int fds[2], status = 0, report = 0, pid, r = 0;
   long n;
   unsigned uid = getuid(), gid = getgid();
   if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
@@ -231,25 +305,27 @@ int relay_spawn_ns(char *path, char **argv, char **envp,
     close(fds[0]);
     /* The helper's death must not leave the command running unobserved. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    r = enter_namespaces(uid, gid, read_only);
+    if (user_fd >= 0) r = join_container((int)user_fd, (int)mnt_fd, (int)pid_fd, cwd);
+    if (r == 0) r = enter_namespaces(uid, gid, read_only, user_fd < 0);
+    if (r == 0 && user_fd >= 0) {
+      int command = fork();
+      if (command < 0) r = fail(ST_FORK);
+      if (command > 0) {
+        close(fds[1]);
+        forward_to(command);
+        end_like(wait_status(command));
+      }
+    }
     if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
     write(fds[1], &r, sizeof r);
     _exit(126);
   }
   close(fds[1]);
-  child_pid = pid;
-  /* The terminal already sends INT and QUIT to the whole foreground group, child included. */
-  signal(SIGINT, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
-  signal(SIGTERM, forward);
-  signal(SIGHUP, forward);
-  signal(SIGUSR1, forward);
-  signal(SIGUSR2, forward);
+  forward_to(pid);
   do { n = read(fds[0], &report, sizeof report); } while (n < 0 && *__errno_location() == EINTR);
   close(fds[0]);
-  while (waitpid(pid, &status, 0) < 0) {
-    if (*__errno_location() != EINTR) return fail(ST_FORK);
-  }
+  status = wait_status(pid);
+  if (status < 0) return fail(ST_FORK);
   if (n == (long)sizeof report && report < 0) return report;
   if ((status & 0x7f) == 0) return (status >> 8) & 0xff;
   r = status & 0x7f;
@@ -266,7 +342,7 @@ int relay_probe_userns(void) {
   none[0] = 0;
   if (pid < 0) return fail(ST_FORK);
   if (pid == 0) {
-    int r = enter_namespaces(getuid(), getgid(), none);
+    int r = enter_namespaces(getuid(), getgid(), none, 1);
     _exit(r == 0 ? 0 : (-r) / 1000);
   }
   while (waitpid(pid, &status, 0) < 0) {
@@ -274,4 +350,60 @@ int relay_probe_userns(void) {
   }
   if ((status & 0x7f) != 0) return -(ST_FORK * 1000);
   return -(((status >> 8) & 0xff) * 1000);
+}
+
+/*
+ * The container's init, in the child of clone: pid 1 of the new pid namespace. It dies by
+ * SIGKILL with the executor (PR_SET_PDEATHSIG; the kernel then kills every process in the
+ * namespace), mounts a /proc of its own namespace (so a command's $$ and /proc/self agree),
+ * drops every inherited descriptor and becomes `exe argv` (relay's init loop, which reaps).
+ */
+static int container_child(unsigned uid, unsigned gid, char *exe, char **argv, char **envp, int report) {
+  int r, fd;
+  reset_signals();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail(ST_FORK);
+  if ((r = map_ids(uid, gid)) != 0) return r;
+  /* Mounts from the host still arrive; nothing mounted here goes back. */
+  if (mount("none", "/", 0, MS_REC | MS_SLAVE, 0) != 0) return fail(ST_MOUNT_PRIVATE);
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0) != 0) return fail(ST_MOUNT_PROC);
+  fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail(ST_FORK);
+  dup2(fd, 0);
+  dup2(fd, 1);
+  dup2(fd, 2);
+  /* Everything else the executor had open (its protocol pipes among them) stays with it;
+     the report pipe is close-on-exec already, so its closing tells the executor we ran. */
+  if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+    for (fd = 3; fd < 1024; fd++) if (fd != report) close(fd);
+  execve(exe, argv, envp);
+  return fail(ST_EXECVE);
+}
+
+/*
+ * Clones the container's init (clone_nr: the clone syscall's number on this CPU). Returns its pid once it runs `exe` (the report pipe closes on
+ * execve), or a negative stage error. Safe from a threaded process: the child only makes
+ * system calls before its execve.
+ */
+int relay_start_container(long clone_nr, char *exe, char **argv, char **envp) {
+  int fds[2], report = 0, pid, status;
+  long n;
+  unsigned uid = getuid(), gid = getgid();
+  if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
+  /* Raw clone without a new stack: fork's semantics, with the new namespaces. */
+  pid = (int)syscall(clone_nr, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) { int e = fail(ST_CLONE); close(fds[0]); close(fds[1]); return e; }
+  if (pid == 0) {
+    close(fds[0]);
+    report = container_child(uid, gid, exe, argv, envp, fds[1]);
+    write(fds[1], &report, sizeof report);
+    _exit(126);
+  }
+  close(fds[1]);
+  do { n = read(fds[0], &report, sizeof report); } while (n < 0 && *__errno_location() == EINTR);
+  close(fds[0]);
+  if (n == (long)sizeof report && report < 0) {
+    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+    return report;
+  }
+  return pid;
 }

@@ -6,14 +6,15 @@
  */
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ConfinePlan } from "./plan-schema.ts";
-import { loadNative, spawnConfined } from "./confine-cc.ts";
+import { loadNative, spawnConfined, type ContainerFds } from "./confine-cc.ts";
 import { confineInPlace, type ExecTarget } from "./confine-ffi.ts";
-import { loadLibc } from "./libc.ts";
+import { CArgs, loadLibc, type Ffi, type Libc } from "./libc.ts";
 import { simulated } from "./support.ts";
 import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
 import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
 import { resolveProgram } from "./which.ts";
 import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
+import { CONTAINER_INIT_FLAG, containerInitMain, openContainer } from "./container.ts";
 
 /** Shell conventions: 126 found but cannot run, 127 not found. */
 const EXIT_CANNOT_RUN = 126;
@@ -40,10 +41,16 @@ function report(argv0: string, failure: ConfineFailure): never {
 }
 
 /** A threaded process cannot unshare in place: a forked child does it (confine.c). */
-async function viaFork(plan: ConfinePlan, target: ExecTarget): Promise<never> {
+async function viaFork(libc: Libc, ffi: Ffi, plan: ConfinePlan, target: ExecTarget): Promise<never> {
   const native = await loadNative();
   if ("error" in native) die(`${native.error.message}; the command was not run`, EXIT_CANNOT_RUN);
-  const r = spawnConfined(native.ok, plan, target);
+  let container: ContainerFds | undefined;
+  try {
+    container = plan.container ? openContainer(libc, new CArgs(ffi), plan.container) : undefined;
+  } catch (e) {
+    return report(target.argv[0] ?? "", e as ConfineFailure);
+  }
+  const r = spawnConfined(native.ok, plan, target, container);
   if (r >= 0) process.exit(r);
   return report(target.argv[0] ?? "", decodeNativeError(r));
 }
@@ -64,7 +71,7 @@ async function runJob(job: Job): Promise<never> {
   const target: ExecTarget = { file: file.ok, argv: job.argv, env: job.env };
   const threaded = job.threaded && job.plan.readOnly.length > 0;
   const failure = threaded ? { stage: Stage.Unshare, errno: 22, threaded: true } : confineInPlace(libc.ok, job.plan, target);
-  if (failure.threaded) return viaFork(job.plan, target);
+  if (failure.threaded) return viaFork(libc.ok.libc, libc.ok.ffi, job.plan, target);
   return report(job.argv[0] ?? "", failure);
 }
 
@@ -106,8 +113,19 @@ async function warmMain(): Promise<never> {
   return runJob({ plan: req.ok.plan, argv: req.ok.argv, env: req.ok.env, threaded: simulated(req.ok.env).threaded });
 }
 
+const PR_SET_PDEATHSIG = 1;
+const SIGKILL = 9;
+
+/** A helper whose executor is gone has no one to report to: it (and an exec'd command) dies too. */
+async function dieWithParent(): Promise<void> {
+  const libc = await loadLibc();
+  if ("ok" in libc) libc.ok.libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+}
+
 /** Entry for the hidden mode; `args` follow SANDBOX_EXEC_ARG. */
 export async function sandboxExecMain(args: string[]): Promise<never> {
+  if (args.length === 1 && args[0] === CONTAINER_INIT_FLAG) return containerInitMain();
+  await dieWithParent();
   if (args.length === 1 && args[0] === SANDBOX_WAIT_FLAG) return warmMain();
   const sep = args.indexOf("--");
   if (sep !== 1 || args.length < 3) die(`usage: relay ${SANDBOX_EXEC_ARG} <plan-json> -- CMD [ARGS...] | ${SANDBOX_WAIT_FLAG} (internal; see relay sandbox --help)`, 2);

@@ -20,6 +20,21 @@ export interface Libc {
   /** signal(2) with SIG_DFL (a null handler): the only disposition relay sets. */
   defaultSignal(sig: number): void;
   sigprocmask(how: number, set: Pointer, old: Pointer | null): number;
+  /** signal(2) with SIG_IGN. */
+  ignoreSignal(sig: number): void;
+  setns(fd: number, nstype: number): number;
+  posixSpawn(pid: Pointer, path: Pointer, actions: Pointer | null, attr: Pointer, argv: Pointer, envp: Pointer): number;
+  spawnattrInit(attr: Pointer): number;
+  spawnattrSetflags(attr: Pointer, flags: number): number;
+  spawnattrSetsigdefault(attr: Pointer, set: Pointer): number;
+  spawnattrSetsigmask(attr: Pointer, set: Pointer): number;
+  sigemptyset(set: Pointer): number;
+  sigaddset(set: Pointer, sig: number): number;
+  sigtimedwait(set: Pointer, info: Pointer | null, timeout: Pointer | null): number;
+  waitpid(pid: number, status: Pointer, options: number): number;
+  kill(pid: number, sig: number): number;
+  getpid(): number;
+  setrlimit(resource: number, limit: Pointer): number;
   errno(): number;
 }
 
@@ -41,6 +56,19 @@ const SYMBOLS = {
   execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
   signal: { args: ["i32", "ptr"], returns: "ptr" },
   sigprocmask: { args: ["i32", "ptr", "ptr"], returns: "i32" },
+  setns: { args: ["i32", "i32"], returns: "i32" },
+  posix_spawn: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], returns: "i32" },
+  posix_spawnattr_init: { args: ["ptr"], returns: "i32" },
+  posix_spawnattr_setflags: { args: ["ptr", "i16"], returns: "i32" },
+  posix_spawnattr_setsigdefault: { args: ["ptr", "ptr"], returns: "i32" },
+  posix_spawnattr_setsigmask: { args: ["ptr", "ptr"], returns: "i32" },
+  sigemptyset: { args: ["ptr"], returns: "i32" },
+  sigaddset: { args: ["ptr", "i32"], returns: "i32" },
+  sigtimedwait: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
+  waitpid: { args: ["i32", "ptr", "i32"], returns: "i32" },
+  kill: { args: ["i32", "i32"], returns: "i32" },
+  getpid: { args: [], returns: "i32" },
+  setrlimit: { args: ["i32", "ptr"], returns: "i32" },
   __errno_location: { args: [], returns: "ptr" },
 };
 
@@ -73,6 +101,20 @@ export async function loadLibc(): Promise<Result<{ libc: Libc; ffi: Ffi }>> {
         execve: (...a) => num(s.execve!(...a)),
         defaultSignal: (sig) => void s.signal!(sig, null),
         sigprocmask: (...a) => num(s.sigprocmask!(...a)),
+        ignoreSignal: (sig) => void s.signal!(sig, 1),
+        setns: (fd, t) => num(s.setns!(fd, t)),
+        posixSpawn: (...a) => num(s.posix_spawn!(...a)),
+        spawnattrInit: (a) => num(s.posix_spawnattr_init!(a)),
+        spawnattrSetflags: (a, f) => num(s.posix_spawnattr_setflags!(a, f)),
+        spawnattrSetsigdefault: (a, set) => num(s.posix_spawnattr_setsigdefault!(a, set)),
+        spawnattrSetsigmask: (a, set) => num(s.posix_spawnattr_setsigmask!(a, set)),
+        sigemptyset: (set) => num(s.sigemptyset!(set)),
+        sigaddset: (set, sig) => num(s.sigaddset!(set, sig)),
+        sigtimedwait: (...a) => num(s.sigtimedwait!(...a)),
+        waitpid: (...a) => num(s.waitpid!(...a)),
+        kill: (pid, sig) => num(s.kill!(pid, sig)),
+        getpid: () => num(s.getpid!()),
+        setrlimit: (r, l) => num(s.setrlimit!(r, l)),
         errno: () => ffi.read.i32(s.__errno_location!() as Pointer, 0),
       };
       cached = { libc, ffi };

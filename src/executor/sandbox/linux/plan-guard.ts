@@ -25,6 +25,12 @@ export function planProblem(v: unknown): string | undefined {
     if (!isObject(v.restoreEnv)) return "restoreEnv must be an object";
     for (const [k, val] of Object.entries(v.restoreEnv)) if (val !== null && typeof val !== "string") return `restoreEnv.${k} must be a string or null`;
   }
+  if (v.container !== undefined) {
+    const c = v.container;
+    if (!isObject(c) || !Number.isInteger(c.pid) || (c.pid as number) < 2 || typeof c.start !== "string" || !/^[0-9]+$/.test(c.start)) {
+      return "container must be {pid: integer from 2, start: decimal string}";
+    }
+  }
   return undefined;
 }
 

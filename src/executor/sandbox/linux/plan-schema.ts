@@ -8,6 +8,10 @@ import { z } from "zod";
 
 const mask = z.number().int().min(0).max(0xffffffff);
 
+/** The executor's container: its init's pid and start time (field 22 of /proc/PID/stat), so a reused pid is never joined. */
+export const ContainerRefSchema = z.object({ pid: z.number().int().min(2), start: z.string().regex(/^[0-9]+$/) });
+export type ContainerRef = z.infer<typeof ContainerRefSchema>;
+
 export const ConfinePlanSchema = z.object({
   abi: z.number().int().min(0),
   handledFs: mask,
@@ -22,6 +26,8 @@ export const ConfinePlanSchema = z.object({
   gaps: z.array(z.string()),
   /** Variables set only for the helper, with the command's own value (null: unset) to put back. */
   restoreEnv: z.record(z.string(), z.string().nullable()).default({}),
+  /** Run the command inside the executor's container, so it cannot outlive the executor. */
+  container: ContainerRefSchema.optional(),
 });
 export type ConfinePlan = z.infer<typeof ConfinePlanSchema>;
 export type LandlockRule = ConfinePlan["rules"][number];

@@ -19,6 +19,10 @@ export const Stage = {
   MountPrivate: 12,
   Bind: 13,
   ReadOnly: 14,
+  Clone: 15,
+  MountProc: 16,
+  JoinContainer: 17,
+  Spawn: 18,
 } as const;
 
 const STAGE_TEXT: Record<number, string> = {
@@ -36,9 +40,13 @@ const STAGE_TEXT: Record<number, string> = {
   [Stage.MountPrivate]: "making the mount namespace private",
   [Stage.Bind]: "bind-mounting a protected path",
   [Stage.ReadOnly]: "making a protected path read-only",
+  [Stage.Clone]: "clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS)",
+  [Stage.MountProc]: "mounting the container's /proc",
+  [Stage.JoinContainer]: "joining the executor's container (setns)",
+  [Stage.Spawn]: "posix_spawn",
 };
 
-const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP" };
+const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN" };
 
 export interface ConfineFailure {
   stage: number;
