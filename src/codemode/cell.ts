@@ -9,7 +9,8 @@ import { err, ok, type Result } from "../util/result.ts";
 import { EXIT_SENTINEL } from "./prelude.ts";
 import { CodeModeErrorCode, type ContentItem, type ExecuteRequest, type NestedToolCall, type RuntimeResponse } from "./protocol.ts";
 import { CellWrites, type StoredValues } from "./stored.ts";
-import type { PreparedVm, VmOwner } from "./vm.ts";
+import { MAX_NOTIFY_CHARS, type PreparedVm, type VmOwner } from "./vm.ts";
+import type { HeapAccount, HeapGuard } from "./heap-guard.ts";
 
 /** What a session needs from its owner: nested tool calls and notifications. */
 export interface EngineDelegate {
@@ -43,18 +44,23 @@ export interface CellHost {
   releaseVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void;
   /** A host exception unwound the VM: new cells must use a fresh wasm module. */
   poisoned(): void;
+  /** Decides the wasm heap's growth; charged with the running cell (heap-guard.ts). */
+  readonly heap?: HeapGuard;
 }
 
 /** Output characters kept between two yields (each item also counts ITEM_COST). */
 export const MAX_PENDING_OUTPUT = 1 << 20;
+/** Characters of tool-call inputs and notifications in flight at once: more ends the cell. */
+export const MAX_IN_FLIGHT_CHARS = 16 << 20;
 const ITEM_COST = 32;
-export const MAX_NOTIFY_CHARS = 64 * 1024;
 export const MAX_ERROR_CHARS = 64 * 1024;
 export const MAX_TIMERS = 10_000;
 export const MAX_CALLS_IN_FLIGHT = 1_000;
 
 /** How often (and after how long inside the VM) `whileBusy` is called. */
 const BUSY_POLL_MS = 20;
+/** Least VM time between two measurements of a runtime's memory. */
+const MEASURE_EVERY_MS = 25;
 const LONG_ENTRY_MS = 1;
 
 interface Observer {
@@ -83,10 +89,17 @@ export class Cell {
   private closeWhenDrained = false;
   private readonly timers = new Map<number, ReturnType<typeof setTimeout>>();
   private toolSeq = 0;
+  private inFlightChars = 0;
   private cpuUsedMs = 0;
   private entryStart = 0;
   private inVm = false;
-  private interruptReason: "cpu" | "terminate" | undefined;
+  private interruptReason: "cpu" | "terminate" | "limit" | undefined;
+  /** The limit the cell hit (memory, output, calls in flight): it ends with this as its error. */
+  private limitHit: string | undefined;
+  private readonly account: HeapAccount;
+  /** VM time at the last measurement of the runtime's memory, and what the measurement cost. */
+  private lastMeasure = 0;
+  private measureCostMs = 0;
   private terminating = false;
   private broken = false;
   private lastPoll = 0;
@@ -101,6 +114,12 @@ export class Cell {
     private readonly onClosed: () => void,
   ) {
     this.writes = new CellWrites(stored);
+    this.account = { grownBytes: 0, limitBytes: limits.memoryLimitBytes, refused: (why) => this.hitLimit(`ran out of memory: ${why}`) };
+  }
+
+  /** Ends the cell at the next interrupt check (a script cannot catch that). */
+  private hitLimit(why: string): void {
+    this.limitHit ??= `exec cell ${this.id} ${why}`;
   }
 
   get finalResponse(): RuntimeResponse | undefined {
@@ -228,6 +247,10 @@ export class Cell {
 
   private shouldInterrupt(): boolean {
     if (this.terminating) return true;
+    if (this.limitHit || this.overMemory()) {
+      this.interruptReason = "limit";
+      return true;
+    }
     const now = performance.now();
     if (now - this.entryStart > LONG_ENTRY_MS) this.delegate.longEntry?.();
     if (now - this.entryStart + this.cpuUsedMs > this.limits.cpuLimitMs) {
@@ -245,10 +268,31 @@ export class Cell {
     return false;
   }
 
+  /**
+   * Whether the runtime holds more than the cell's limit. Memory freed by earlier cells is
+   * reused without growing the heap, so growth alone does not bound a cell: its usage is
+   * measured too, by walking the runtime (tens of ms for a full one), so at most every
+   * MEASURE_EVERY_MS of VM time and never more than a fifth of it.
+   */
+  private overMemory(): boolean {
+    const vm = this.vm;
+    const spent = this.cpuUsedMs + (performance.now() - this.entryStart);
+    if (!vm || spent - this.lastMeasure < Math.max(MEASURE_EVERY_MS, 5 * this.measureCostMs)) return false;
+    const t = performance.now();
+    const used = vm.usedBytes();
+    this.measureCostMs = performance.now() - t;
+    this.lastMeasure = spent;
+    if (used === undefined || used <= this.limits.memoryLimitBytes) return false;
+    this.hitLimit(`ran out of memory: its runtime holds ${Math.round(used / 2 ** 20)} MiB, over its memory limit of ${Math.round(this.limits.memoryLimitBytes / 2 ** 20)} MiB (memory_limit_bytes)`);
+    return true;
+  }
+
   /** Runs `fn` inside the VM with CPU accounting; returns an error text or undefined. */
   private enter(fn: () => string | undefined): string | undefined {
     this.entryStart = performance.now();
     this.inVm = true;
+    const heap = this.engine.heap;
+    if (heap) heap.running = this.account;
     try {
       return fn();
     } catch (e) {
@@ -257,6 +301,7 @@ export class Cell {
       this.engine.poisoned();
       return `the JS runtime failed: ${(e as Error).message}`;
     } finally {
+      if (heap) heap.running = undefined;
       this.inVm = false;
       this.cpuUsedMs += performance.now() - this.entryStart;
     }
@@ -264,6 +309,8 @@ export class Cell {
 
   private errorText(h: QuickJSHandle): string {
     if (this.interruptReason === "cpu") return `exec cell ${this.id} exceeded its CPU time limit of ${this.limits.cpuLimitMs} ms`;
+    // A limit wins over whatever the script threw meanwhile (e.g. its own catch of "out of memory").
+    if (this.limitHit) return this.limitHit;
     const ctx = this.vm!.ctx;
     let text: string;
     try {
@@ -328,6 +375,8 @@ export class Cell {
 
   private complete(errorText: string | null): void {
     if (this.final) return;
+    // A script that caught the limit's error and went on still hit it.
+    if (errorText === null && this.limitHit) errorText = this.limitHit;
     if (this.terminating) {
       // Interrupted by an out-of-band terminate: the pending terminate request will find this.
       this.writes.discard();
@@ -373,19 +422,10 @@ export class Cell {
 
   private owner(): VmOwner {
     return {
-      text: (s) => {
-        const room = MAX_PENDING_OUTPUT - this.pendingCost - ITEM_COST;
-        if (room < s.length) {
-          this.droppedChars += s.length - Math.max(0, room);
-          if (room <= 0) return undefined;
-          s = s.slice(0, room);
-        }
-        this.items.push({ type: "input_text", text: s });
-        this.pendingCost += s.length + ITEM_COST;
-        return undefined;
-      },
-      notify: (s) => this.notify(s),
-      store: (k, v) => this.writes.set(k, v),
+      room: (route) => this.room(route),
+      text: (s, length) => this.text(s, length),
+      notify: (s, length) => this.notify(s, length),
+      store: (k, v, length) => (length > v.length ? this.writes.overBudget(k) : this.writes.set(k, v)),
       load: (k) => this.writes.get(k),
       yieldNow: () => this.requestYield(),
       setTimer: (id, ms) => {
@@ -402,19 +442,47 @@ export class Cell {
         if (t !== undefined) clearTimeout(t);
         this.timers.delete(id);
       },
-      tool: (name, input) => this.invokeTool(name, input),
+      tool: (name, input, length) => this.invokeTool(name, input, length),
       shouldInterrupt: () => this.shouldInterrupt(),
+      ending: () => this.limitHit !== undefined,
     };
+  }
+
+  private room(route: "text" | "store" | "tool"): number {
+    if (route === "store") return this.writes.roomChars();
+    if (route === "tool") return MAX_IN_FLIGHT_CHARS - this.inFlightChars;
+    // Output over the room is dropped (and counted), never copied out of the VM.
+    return MAX_PENDING_OUTPUT - this.pendingCost - ITEM_COST;
+  }
+
+  /** `s` is what room() let through of a text `length` characters long. */
+  private text(s: string, length: number): string | undefined {
+    this.droppedChars += length - s.length;
+    if (s.length === 0) return undefined;
+    this.items.push({ type: "input_text", text: s });
+    this.pendingCost += s.length + ITEM_COST;
+    return undefined;
+  }
+
+  /** Input characters in flight, or the limit the new ones would break (which ends the cell). */
+  private takeInFlight(chars: number, cut: boolean): string | undefined {
+    if (cut || this.inFlightChars + chars > MAX_IN_FLIGHT_CHARS) {
+      this.hitLimit(`has more than ${MAX_IN_FLIGHT_CHARS} characters of tool-call inputs and notifications in flight`);
+      return this.limitHit;
+    }
+    this.inFlightChars += chars;
+    return undefined;
   }
 
   private tooManyCalls(): string | undefined {
     return this.calls.size + this.notes.size >= MAX_CALLS_IN_FLIGHT ? `too many tool calls and notifications in flight (at most ${MAX_CALLS_IN_FLIGHT})` : undefined;
   }
 
-  private notify(text: string): string | undefined {
-    const busy = this.tooManyCalls();
+  private notify(text: string, length: number): string | undefined {
+    const busy = this.tooManyCalls() ?? this.takeInFlight(text.length, false);
     if (busy) return busy;
-    if (text.length > MAX_NOTIFY_CHARS) text = `${text.slice(0, MAX_NOTIFY_CHARS)}\n[... ${text.length - MAX_NOTIFY_CHARS} characters dropped]`;
+    const chars = text.length;
+    if (length > MAX_NOTIFY_CHARS) text = `${text.slice(0, MAX_NOTIFY_CHARS)}\n[... ${length - MAX_NOTIFY_CHARS} characters dropped]`;
     const c = new AbortController();
     this.notes.add(c);
     void this.delegate
@@ -422,6 +490,7 @@ export class Cell {
       .catch(() => undefined)
       .then(() => {
         this.notes.delete(c);
+        this.inFlightChars -= chars;
         if (this.closeWhenDrained && this.notes.size === 0) {
           this.closeWhenDrained = false;
           this.onClosed();
@@ -431,9 +500,10 @@ export class Cell {
     return undefined;
   }
 
-  private invokeTool(name: string, input: string): QuickJSHandle | string {
-    const busy = this.tooManyCalls();
+  private invokeTool(name: string, input: string, length: number): QuickJSHandle | string {
+    const busy = this.tooManyCalls() ?? this.takeInFlight(input.length, length > input.length);
     if (busy) return busy;
+    const chars = input.length;
     const deferred = this.vm!.ctx.newPromise();
     this.liveHandles.add(deferred);
     const n = ++this.toolSeq;
@@ -454,6 +524,7 @@ export class Cell {
       .catch((e: unknown) => err(CodeModeErrorCode.Runtime, (e as Error)?.message ?? String(e)))
       .then((r) => {
         this.calls.delete(ctrl);
+        this.inFlightChars -= chars;
         if (this.final || !this.vm || !deferred.alive) return;
         const fail = this.settleToolCall(this.vm, deferred, r);
         deferred.dispose();

@@ -13,6 +13,7 @@ import { CodeModeErrorCode, missingCell, type ExecuteRequest, type RuntimeRespon
 import { StoredValues } from "./stored.ts";
 import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
+import { HeapGuard } from "./heap-guard.ts";
 
 export type { EngineDelegate } from "./cell.ts";
 
@@ -37,7 +38,17 @@ export class CodeModeEngine implements CellHost {
     (vm) => vm.module === this.qjs,
   );
 
-  private constructor(private qjs: QuickJSWASMModule) {}
+  /** Open sessions' memory limits, which the heap's ceiling is made of. */
+  private sessionLimitBytes = 0;
+  heap: HeapGuard;
+
+  private constructor(private qjs: QuickJSWASMModule) {
+    this.heap = this.guard(qjs);
+  }
+
+  private guard(qjs: QuickJSWASMModule): HeapGuard {
+    return new HeapGuard(qjs.getWasmMemory(), () => this.sessionLimitBytes);
+  }
 
   static async load(): Promise<CodeModeEngine> {
     return new CodeModeEngine(await loadQuickJS());
@@ -71,6 +82,7 @@ export class CodeModeEngine implements CellHost {
     void newQuickJSWASMModuleFromVariant(variant).then(
       (m) => {
         this.qjs = m;
+        this.heap = this.guard(m);
         this.replacements++;
         this.replacing = false;
       },
@@ -81,10 +93,10 @@ export class CodeModeEngine implements CellHost {
   }
 
   openSession(delegate: EngineDelegate, limits: SessionLimits = {}): EngineSession {
-    return new EngineSession(this, delegate, {
-      memoryLimitBytes: limits.memory_limit_bytes ?? DEFAULT_MEMORY_LIMIT_BYTES,
-      cpuLimitMs: limits.cpu_limit_ms ?? DEFAULT_CPU_LIMIT_MS,
-    });
+    const memoryLimitBytes = limits.memory_limit_bytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
+    this.sessionLimitBytes += memoryLimitBytes;
+    const released = () => (this.sessionLimitBytes -= memoryLimitBytes);
+    return new EngineSession(this, delegate, { memoryLimitBytes, cpuLimitMs: limits.cpu_limit_ms ?? DEFAULT_CPU_LIMIT_MS }, released);
   }
 }
 
@@ -117,6 +129,8 @@ export class EngineSession {
     private readonly engine: CodeModeEngine,
     private readonly delegate: EngineDelegate,
     private readonly limits: Limits,
+    /** Gives the session's share of the heap back (once). */
+    private readonly released: () => void,
   ) {}
 
   get activeCells(): number {
@@ -155,6 +169,7 @@ export class EngineSession {
 
   /** Terminates every cell; new cells are refused afterwards. */
   shutdown(): void {
+    if (!this.closing) this.released();
     this.closing = true;
     for (const cell of [...this.cells.values()]) cell.terminate();
   }

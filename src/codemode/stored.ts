@@ -43,13 +43,20 @@ export class CellWrites {
     return this.writes.get(key) ?? this.base.get(key);
   }
 
+  /** Characters a new value may have and still fit the session's budget (the script's VM cuts longer ones there). */
+  roomChars(): number {
+    return Math.max(0, Math.floor((this.base.limitBytes - this.base.bytes - this.delta) / 2));
+  }
+
+  overBudget(key: string): string {
+    return `Unable to store ${JSON.stringify(key)}: this session's stored values would exceed ${this.base.limitBytes} bytes.`;
+  }
+
   /** Records a write; returns an error message when the session's budget would be exceeded. */
   set(key: string, json: string): string | undefined {
     const prev = this.get(key);
     const change = size(key, json) - (prev === undefined ? 0 : size(key, prev));
-    if (change > 0 && this.base.bytes + this.delta + change > this.base.limitBytes) {
-      return `Unable to store ${JSON.stringify(key)}: this session's stored values would exceed ${this.base.limitBytes} bytes.`;
-    }
+    if (change > 0 && this.base.bytes + this.delta + change > this.base.limitBytes) return this.overBudget(key);
     this.writes.set(key, json);
     this.delta += change;
     return undefined;

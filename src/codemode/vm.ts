@@ -22,18 +22,36 @@ const REMOVED_GLOBALS = ["console", "Atomics", "SharedArrayBuffer", "WebAssembly
  * RangeError (a limit was hit); `undefined` means done.
  */
 export interface VmOwner {
-  text(s: string): string | undefined;
-  notify(s: string): string | undefined;
-  store(key: string, json: string): string | undefined;
+  /**
+   * How many characters a text, a stored value or a tool call's input may have now: a longer
+   * one is cut there inside the VM (so the host never copies more), and `length` says how long
+   * it was.
+   */
+  room(route: "text" | "store" | "tool"): number;
+  text(s: string, length: number): string | undefined;
+  notify(s: string, length: number): string | undefined;
+  store(key: string, json: string, length: number): string | undefined;
   /** The stored JSON text, or undefined. */
   load(key: string): string | undefined;
   yieldNow(): void;
   setTimer(id: number, ms: number): string | undefined;
   clearTimer(id: number): void;
   /** A promise handle (settled later by the owner, see `fromJson`), or an error message. */
-  tool(name: string, input: string): QuickJSHandle | string;
+  tool(name: string, input: string, length: number): QuickJSHandle | string;
   shouldInterrupt(): boolean;
+  /** Whether the cell hit a limit that ends it. */
+  ending(): boolean;
 }
+
+/** Text copied out of the VM: at most the characters asked for, and how long it really was. */
+interface Taken {
+  text: string;
+  length: number;
+}
+
+/** Longest `notify` text kept (the rest is dropped with a note) and longest stored key. */
+export const MAX_NOTIFY_CHARS = 64 * 1024;
+const MAX_KEY_CHARS = 4096;
 
 /** What a global returns: nothing, a value, or `{error}` to throw. */
 type Returned = QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
@@ -46,6 +64,7 @@ interface Intrinsics {
   stringify: QuickJSHandle;
   parse: QuickJSHandle;
   toString: QuickJSHandle;
+  slice: QuickJSHandle;
   freeze: QuickJSHandle;
   isArray: QuickJSHandle;
   rangeError: QuickJSHandle;
@@ -92,6 +111,16 @@ export class PreparedVm {
     } catch (e) {
       return `could not set up the globals: ${(e as Error).message}`;
     }
+  }
+
+  /**
+   * Bytes the runtime holds, by QuickJS's own walk of its objects ("memory used" in its dump:
+   * the counter its memory limit uses is blind in wasm builds, see heap-guard.ts). Undefined
+   * when the dump cannot be read.
+   */
+  usedBytes(): number | undefined {
+    const m = /^memory used\s+\d+\s+(\d+)/m.exec(this.rt.dumpMemoryUsage());
+    return m ? Number(m[1]) : undefined;
   }
 
   /** A VM value parsed from JSON text (the caller disposes it). */
@@ -151,41 +180,45 @@ export class PreparedVm {
       throw new Error(`could not set up the globals: ${JSON.stringify(e)}`);
     }
     removed.value.dispose();
-    const get = (path: string) => {
-      const [obj, key] = path.split(".") as [string, string];
-      const o = ctx.getProp(ctx.global, obj);
-      const v = ctx.getProp(o, key);
-      o.dispose();
+    const get = (path: string): QuickJSHandle => {
+      let v: QuickJSHandle = ctx.global.dup();
+      for (const key of path.split(".")) {
+        const next = ctx.getProp(v, key);
+        v.dispose();
+        v = next;
+      }
       return v;
     };
     this.intrinsics = {
       stringify: get("JSON.stringify"),
       parse: get("JSON.parse"),
       toString: ctx.getProp(ctx.global, "String"),
+      slice: get("String.prototype.slice"),
       freeze: get("Object.freeze"),
       isArray: get("Array.isArray"),
       rangeError: ctx.getProp(ctx.global, "RangeError"),
       typeError: ctx.getProp(ctx.global, "TypeError"),
     };
 
-    this.define("text", (v) => this.withText(v, (s) => this.check(this.owner?.text(s))));
+    this.define("text", (v) => this.withText(v, this.room("text"), (s, n) => this.check(this.owner?.text(s, n))));
     this.define("notify", (v) =>
-      this.withText(v, (s) => (s.trim() === "" ? this.throwError("typeError", "notify expects non-empty text") : this.check(this.owner?.notify(s)))),
+      this.withText(v, MAX_NOTIFY_CHARS, (s, n) => (s.trim() === "" ? this.throwError("typeError", "notify expects non-empty text") : this.check(this.owner?.notify(s, n)))),
     );
     this.define("store", (key, value) => {
-      const k = this.string(key);
-      if (typeof k !== "string") return k;
-      const s = value === undefined ? undefined : this.stringify(value);
-      if (typeof s !== "string") {
+      const k = this.string(key, MAX_KEY_CHARS);
+      if (!("text" in k)) return k;
+      if (k.length > MAX_KEY_CHARS) return this.throwError("rangeError", `a stored value's key has at most ${MAX_KEY_CHARS} characters`);
+      const s = value === undefined ? undefined : this.stringify(value, this.room("store"));
+      if (s === undefined || !("text" in s)) {
         s?.error.dispose();
-        return this.throwError("typeError", `Unable to store ${JSON.stringify(k)}. Only plain serializable objects can be stored.`);
+        return this.throwError("typeError", `Unable to store ${JSON.stringify(k.text)}. Only plain serializable objects can be stored.`);
       }
-      return this.check(this.owner?.store(k, s));
+      return this.check(this.owner?.store(k.text, s.text, s.length));
     });
     this.define("load", (key) => {
-      const k = this.string(key);
-      if (typeof k !== "string") return k;
-      const s = this.owner?.load(k);
+      const k = this.string(key, MAX_KEY_CHARS);
+      if (!("text" in k)) return k;
+      const s = k.length > MAX_KEY_CHARS ? undefined : this.owner?.load(k.text);
       return s === undefined ? undefined : this.fromJson(s);
     });
     this.define("yield_control", () => void this.owner?.yieldNow());
@@ -250,23 +283,27 @@ export class PreparedVm {
     const ctx = this.ctx;
     const name = t.name;
     const tick = "`";
-    let input: string;
+    let input: Taken;
+    const room = this.room("tool");
     if ((t.kind ?? "function") === "freeform") {
       if (args === undefined || ctx.typeof(args) !== "string") return this.rejected("typeError", `tool ${tick}${name}${tick} expects a string input`);
-      input = JSON.stringify(ctx.getString(args));
+      const raw = this.take(args, room);
+      input = { text: JSON.stringify(raw.text), length: raw.length };
     } else if (args === undefined || ctx.typeof(args) === "undefined") {
-      input = "{}";
+      input = { text: "{}", length: 2 };
     } else {
       if (ctx.typeof(args) !== "object" || this.isNullOrArray(args)) return this.rejected("typeError", `tool ${tick}${name}${tick} expects a JSON object for arguments`);
-      const s = this.stringify(args);
-      if (s !== undefined && typeof s !== "string") {
+      const s = this.stringify(args, room);
+      if (s !== undefined && !("text" in s)) {
         s.error.dispose();
         return this.rejected("typeError", `tool ${tick}${name}${tick} arguments are not JSON-serialisable`);
       }
-      input = s ?? "";
+      input = s ?? { text: "", length: 0 };
     }
-    const p = this.owner?.tool(name, input) ?? "no cell owns this runtime";
-    return typeof p === "string" ? this.rejected("rangeError", p) : p;
+    const p = this.owner?.tool(name, input.text, input.length) ?? "no cell owns this runtime";
+    if (typeof p !== "string") return p;
+    // A limit that ends the cell is thrown, so a loop of calls stops at once instead of at the next interrupt check.
+    return this.owner?.ending() ? this.throwError("rangeError", p) : this.rejected("rangeError", p);
   }
 
   private define(name: string, impl: (...args: Array<QuickJSHandle | undefined>) => Returned): void {
@@ -275,31 +312,58 @@ export class PreparedVm {
     fn.dispose();
   }
 
-  /** Renders a value as the prelude's `text` did: strings as they are, else JSON, else String(v). */
-  private withText(v: QuickJSHandle | undefined, then: (s: string) => Returned): Returned {
-    const ctx = this.ctx;
-    if (v !== undefined && ctx.typeof(v) === "string") return then(ctx.getString(v));
-    const json = v === undefined ? undefined : this.stringify(v);
-    if (typeof json === "string") return then(json);
-    json?.error.dispose();
-    const s = this.string(v);
-    return typeof s === "string" ? then(s) : s;
+  private room(route: "text" | "store" | "tool"): number {
+    return Math.max(0, this.owner?.room(route) ?? 0);
   }
 
-  /** JSON.stringify inside the VM: the text, undefined (nothing to serialise) or the thrown error. */
-  private stringify(v: QuickJSHandle): string | undefined | { error: QuickJSHandle } {
+  /**
+   * Renders a value as the prelude's `text` did: strings as they are, else JSON, else String(v);
+   * at most `max` characters of it are copied out of the VM.
+   */
+  private withText(v: QuickJSHandle | undefined, max: number, then: (s: string, length: number) => Returned): Returned {
+    const ctx = this.ctx;
+    if (v !== undefined && ctx.typeof(v) === "string") {
+      const t = this.take(v, max);
+      return then(t.text, t.length);
+    }
+    const json = v === undefined ? undefined : this.stringify(v, max);
+    if (json && "text" in json) return then(json.text, json.length);
+    json?.error.dispose();
+    const s = this.string(v, max);
+    return "text" in s ? then(s.text, s.length) : s;
+  }
+
+  /** The first `max` characters of the VM string `h` (cut inside the VM), and its full length. */
+  private take(h: QuickJSHandle, max: number): Taken {
+    const ctx = this.ctx;
+    const lengthH = ctx.getProp(h, "length");
+    const length = ctx.getNumber(lengthH);
+    lengthH.dispose();
+    if (length <= max) return { text: ctx.getString(h), length };
+    const [from, to] = [ctx.newNumber(0), ctx.newNumber(max)];
+    const cut = ctx.callFunction(this.i.slice, h, from, to);
+    from.dispose();
+    to.dispose();
+    const part = ctx.unwrapResult(cut);
+    const text = ctx.getString(part);
+    part.dispose();
+    return { text, length };
+  }
+
+  /** JSON.stringify inside the VM: the text (at most `max` characters), undefined (nothing to serialise) or the thrown error. */
+  private stringify(v: QuickJSHandle, max = Number.MAX_SAFE_INTEGER): Taken | undefined | { error: QuickJSHandle } {
     const r = this.ctx.callFunction(this.i.stringify, this.ctx.undefined, v);
     if (r.error) return { error: r.error };
-    const out = this.ctx.typeof(r.value) === "string" ? this.ctx.getString(r.value) : undefined;
+    const out = this.ctx.typeof(r.value) === "string" ? this.take(r.value, max) : undefined;
     r.value.dispose();
     return out;
   }
 
-  /** String(v) inside the VM, or `{error}` when the conversion throws. */
-  private string(v: QuickJSHandle | undefined): string | { error: QuickJSHandle } {
+  /** String(v) inside the VM (at most `max` characters), or `{error}` when the conversion throws. */
+  private string(v: QuickJSHandle | undefined, max = Number.MAX_SAFE_INTEGER): Taken | { error: QuickJSHandle } {
     const r = this.ctx.callFunction(this.i.toString, this.ctx.undefined, v ?? this.ctx.undefined);
     if (r.error) return { error: r.error };
-    const s = this.ctx.getString(r.value);
+    const s = this.take(r.value, max);
     r.value.dispose();
     return s;
   }
