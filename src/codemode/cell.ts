@@ -377,6 +377,7 @@ export class Cell {
     if (this.final) return;
     // A script that caught the limit's error and went on still hit it.
     if (errorText === null && this.limitHit) errorText = this.limitHit;
+    if (errorText === null && !this.terminating) errorText = this.unhandledRejection() ?? null;
     if (this.terminating) {
       // Interrupted by an out-of-band terminate: the pending terminate request will find this.
       this.writes.discard();
@@ -386,6 +387,19 @@ export class Cell {
     if (errorText === null) this.writes.commit();
     else this.writes.discard();
     this.finish({ Result: { cell_id: this.id, content_items: this.drain(), error_text: errorText } });
+  }
+
+  /** The cell's error when it ends with a rejection nothing handled (see vm.ts TRACKER_SOURCE). */
+  private unhandledRejection(): string | undefined {
+    const vm = this.vm;
+    if (!vm || this.broken) return undefined;
+    let text: string | undefined;
+    this.enter(() => {
+      const reasons = vm.unhandledRejections();
+      if (reasons.length > 0) text = `Unhandled promise rejection: ${reasons[0]}${reasons.length > 1 ? ` (and ${reasons.length - 1} more)` : ""}`;
+      return undefined;
+    });
+    return text;
   }
 
   private fail(text: string): void {

@@ -18,6 +18,39 @@ const MAX_STACK_BYTES = 256 * 1024;
 const REMOVED_GLOBALS = ["console", "Atomics", "SharedArrayBuffer", "WebAssembly"];
 
 /**
+ * Unhandled rejections, which this QuickJS build has no hook for: `Promise.reject`, tool calls
+ * and every promise derived from them are of a Promise subclass that notes a rejection no
+ * handler has seen (`then`, which `await`, `catch` and `Promise.all` call on a subclass,
+ * marks one seen). Rejections made inside async functions stay invisible. The completion
+ * value gives the host `wrap` (for tool functions) and `report`; the script never sees either.
+ */
+const TRACKER_SOURCE = `(() => {
+  const Native = Promise, nativeReject = Promise.reject, nativeThen = Promise.prototype.then, unhandled = new Set(), seen = new WeakSet(), reasons = new WeakMap();
+  const note = (p, e) => { if (!seen.has(p)) { unhandled.add(p); reasons.set(p, e); } };
+  class TrackedPromise extends Native {
+    constructor(executor) {
+      let self, early = false, earlyReason;
+      super((resolve, reject) => executor(resolve, (e) => { if (self) note(self, e); else { early = true; earlyReason = e; } reject(e); }));
+      self = this;
+      if (early) note(self, earlyReason);
+    }
+    then(onFulfilled, onRejected) { seen.add(this); unhandled.delete(this); return super.then(onFulfilled, onRejected); }
+  }
+  Object.defineProperty(Native, "reject", { value: function reject(e) { return Reflect.apply(nativeReject, this === Native ? TrackedPromise : this, [e]); }, writable: true, configurable: true });
+  const describe = (e) => {
+    try { return e instanceof Error ? e.name + ": " + e.message : typeof e === "string" ? e : JSON.stringify(e) ?? String(e); }
+    catch { return "(a value that cannot be described)"; }
+  };
+  return {
+    wrap: (f) => function (...args) {
+      const p = Reflect.apply(f, this, args);
+      return new TrackedPromise((resolve, reject) => Reflect.apply(nativeThen, p, [resolve, reject]));
+    },
+    report: () => [...unhandled].map((p) => describe(reasons.get(p))),
+  };
+})()`;
+
+/**
  * What the globals call. A returned string is an error message thrown into the script as a
  * RangeError (a limit was hit); `undefined` means done.
  */
@@ -69,6 +102,8 @@ interface Intrinsics {
   isArray: QuickJSHandle;
   rangeError: QuickJSHandle;
   typeError: QuickJSHandle;
+  trackWrap: QuickJSHandle;
+  trackReport: QuickJSHandle;
 }
 
 export class PreparedVm {
@@ -123,6 +158,17 @@ export class PreparedVm {
     return m ? Number(m[1]) : undefined;
   }
 
+  /** What the script's unhandled rejections were rejected with (see TRACKER_SOURCE). */
+  unhandledRejections(): string[] {
+    const h = this.ctx.unwrapResult(this.ctx.callFunction(this.i.trackReport, this.ctx.undefined));
+    try {
+      const list = this.ctx.dump(h) as unknown;
+      return Array.isArray(list) ? list.map(String) : [];
+    } finally {
+      h.dispose();
+    }
+  }
+
   /** A VM value parsed from JSON text (the caller disposes it). */
   fromJson(json: string): QuickJSHandle {
     return this.ctx.unwrapResult(this.parseJson(json));
@@ -173,13 +219,13 @@ export class PreparedVm {
 
   private install(): void {
     const ctx = this.ctx;
-    const removed = ctx.evalCode(REMOVED_GLOBALS.map((g) => `delete globalThis.${g};`).join(""), "relay_globals.js");
+    const removed = ctx.evalCode(REMOVED_GLOBALS.map((g) => `delete globalThis.${g};`).join("") + TRACKER_SOURCE, "relay_globals.js");
     if (removed.error) {
       const e = ctx.dump(removed.error) as unknown;
       removed.error.dispose();
       throw new Error(`could not set up the globals: ${JSON.stringify(e)}`);
     }
-    removed.value.dispose();
+    const tracker = removed.value;
     const get = (path: string): QuickJSHandle => {
       let v: QuickJSHandle = ctx.global.dup();
       for (const key of path.split(".")) {
@@ -198,7 +244,10 @@ export class PreparedVm {
       isArray: get("Array.isArray"),
       rangeError: ctx.getProp(ctx.global, "RangeError"),
       typeError: ctx.getProp(ctx.global, "TypeError"),
+      trackWrap: ctx.getProp(tracker, "wrap"),
+      trackReport: ctx.getProp(tracker, "report"),
     };
+    tracker.dispose();
 
     this.define("text", (v) => this.withText(v, this.room("text"), (s, n) => this.check(this.owner?.text(s, n))));
     this.define("notify", (v) =>
@@ -254,7 +303,9 @@ export class PreparedVm {
       let n = 0;
       for (const t of defs) {
         const id = normalizeToolIdentifier(t.name);
-        const fn = ctx.newFunction(id, (args) => this.callTool(t, args));
+        const raw = ctx.newFunction(id, (args) => this.callTool(t, args));
+        const fn = ctx.unwrapResult(ctx.callFunction(this.i.trackWrap, ctx.undefined, raw));
+        raw.dispose();
         ctx.defineProp(tools, id, { value: fn, enumerable: true, configurable: false });
         fn.dispose();
         const entry = ctx.newObject();
