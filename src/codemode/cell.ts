@@ -42,6 +42,8 @@ export interface CellHost {
   takeVm(): PreparedVm;
   /** Frees `vm` and `handles` later, off the response path. */
   releaseVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void;
+  /** Frees `vm` and `handles` now. */
+  freeVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void;
   /** A host exception unwound the VM: new cells must use a fresh wasm module. */
   poisoned(): void;
   /** Decides the wasm heap's growth; charged with the running cell (heap-guard.ts). */
@@ -50,8 +52,10 @@ export interface CellHost {
 
 /** Output characters kept between two yields (each item also counts ITEM_COST). */
 export const MAX_PENDING_OUTPUT = 1 << 20;
+/** Output characters a cell may write beyond what it keeps, in its whole life: more ends it (a print loop). */
+export const MAX_DROPPED_OUTPUT = 64 << 20;
 /** Characters of tool-call inputs and notifications in flight at once: more ends the cell. */
-export const MAX_IN_FLIGHT_CHARS = 16 << 20;
+export const MAX_IN_FLIGHT_CHARS = 4 << 20;
 const ITEM_COST = 32;
 export const MAX_ERROR_CHARS = 64 * 1024;
 export const MAX_TIMERS = 10_000;
@@ -61,6 +65,8 @@ export const MAX_CALLS_IN_FLIGHT = 1_000;
 const BUSY_POLL_MS = 20;
 /** Least VM time between two measurements of a runtime's memory. */
 const MEASURE_EVERY_MS = 25;
+/** VM time from which a cell's memory is also measured when it completes. */
+const END_MEASURE_MIN_MS = 2;
 const LONG_ENTRY_MS = 1;
 
 interface Observer {
@@ -90,6 +96,7 @@ export class Cell {
   private readonly timers = new Map<number, ReturnType<typeof setTimeout>>();
   private toolSeq = 0;
   private inFlightChars = 0;
+  private droppedTotal = 0;
   private cpuUsedMs = 0;
   private entryStart = 0;
   private inVm = false;
@@ -275,13 +282,19 @@ export class Cell {
    * MEASURE_EVERY_MS of VM time and never more than a fifth of it.
    */
   private overMemory(): boolean {
-    const vm = this.vm;
     const spent = this.cpuUsedMs + (performance.now() - this.entryStart);
-    if (!vm || spent - this.lastMeasure < Math.max(MEASURE_EVERY_MS, 5 * this.measureCostMs)) return false;
+    if (!this.vm || spent - this.lastMeasure < Math.max(MEASURE_EVERY_MS, 5 * this.measureCostMs)) return false;
+    this.lastMeasure = spent;
+    return this.measureMemory();
+  }
+
+  /** Measures the runtime; over the limit, the cell has hit it. */
+  private measureMemory(): boolean {
+    const vm = this.vm;
+    if (!vm || this.broken) return false;
     const t = performance.now();
     const used = vm.usedBytes();
     this.measureCostMs = performance.now() - t;
-    this.lastMeasure = spent;
     if (used === undefined || used <= this.limits.memoryLimitBytes) return false;
     this.hitLimit(`ran out of memory: its runtime holds ${Math.round(used / 2 ** 20)} MiB, over its memory limit of ${Math.round(this.limits.memoryLimitBytes / 2 ** 20)} MiB (memory_limit_bytes)`);
     return true;
@@ -294,7 +307,12 @@ export class Cell {
     const heap = this.engine.heap;
     if (heap) heap.running = this.account;
     try {
-      return fn();
+      const error = fn();
+      // An interrupt inside pending jobs can come back as success (the job that was cut short
+      // just ends): a limit that fired always ends the cell.
+      if (this.interruptReason === "cpu") return this.cpuLimitText();
+      if (this.interruptReason === "limit" && this.limitHit) return this.limitHit;
+      return error;
     } catch (e) {
       // The VM was unwound by a host exception: never touch this runtime again.
       this.broken = true;
@@ -307,8 +325,12 @@ export class Cell {
     }
   }
 
+  private cpuLimitText(): string {
+    return `exec cell ${this.id} exceeded its CPU time limit of ${this.limits.cpuLimitMs} ms`;
+  }
+
   private errorText(h: QuickJSHandle): string {
-    if (this.interruptReason === "cpu") return `exec cell ${this.id} exceeded its CPU time limit of ${this.limits.cpuLimitMs} ms`;
+    if (this.interruptReason === "cpu") return this.cpuLimitText();
     // A limit wins over whatever the script threw meanwhile (e.g. its own catch of "out of memory").
     if (this.limitHit) return this.limitHit;
     const ctx = this.vm!.ctx;
@@ -375,7 +397,9 @@ export class Cell {
 
   private complete(errorText: string | null): void {
     if (this.final) return;
-    // A script that caught the limit's error and went on still hit it.
+    // A script that caught the limit's error and went on still hit it; one too quick to be
+    // measured while it ran is measured at its end (a trivial cell is not: that costs ~1 ms).
+    if (errorText === null && !this.limitHit && this.cpuUsedMs >= END_MEASURE_MIN_MS) this.measureMemory();
     if (errorText === null && this.limitHit) errorText = this.limitHit;
     if (errorText === null && !this.terminating) errorText = this.unhandledRejection() ?? null;
     if (this.terminating) {
@@ -414,20 +438,32 @@ export class Cell {
     for (const c of this.calls) c.abort();
     this.calls.clear();
     if ("Terminated" in r) for (const c of this.notes) c.abort();
-    this.releaseVm();
+    const large = this.mayHoldMuch();
+    if (!large) this.releaseVm(false);
     const obs = this.observer;
     if (obs) {
       this.observer = undefined;
       clearTimeout(obs.timer);
       obs.resolve(this.deliverFinal());
     }
+    // After the answer went out: a large runtime freed later would hold heap the next cell needs.
+    if (large) this.releaseVm(true);
   }
 
-  private releaseVm(): void {
+  /** Whether the runtime may hold much of the heap: it grew it, hit a limit or ran long enough to be measured. */
+  private mayHoldMuch(): boolean {
+    return this.account.grownBytes > 0 || this.limitHit !== undefined || this.cpuUsedMs >= MEASURE_EVERY_MS;
+  }
+
+  private releaseVm(now: boolean): void {
     const vm = this.vm;
     this.vm = undefined;
+    const handles = [...this.liveHandles, ...(this.main ? [this.main] : [])];
     // Freeing a runtime left inconsistent by an unwound host exception aborts wasm: leak it.
-    if (vm && !this.broken) this.engine.releaseVm(vm, [...this.liveHandles, ...(this.main ? [this.main] : [])]);
+    if (vm && !this.broken) {
+      if (now) this.engine.freeVm(vm, handles);
+      else this.engine.releaseVm(vm, handles);
+    }
     this.liveHandles.clear();
     this.main = undefined;
   }
@@ -472,6 +508,11 @@ export class Cell {
   /** `s` is what room() let through of a text `length` characters long. */
   private text(s: string, length: number): string | undefined {
     this.droppedChars += length - s.length;
+    this.droppedTotal += length - s.length;
+    if (this.droppedTotal > MAX_DROPPED_OUTPUT) {
+      this.hitLimit(`wrote more than ${MAX_DROPPED_OUTPUT} characters of output it could not keep (at most ${MAX_PENDING_OUTPUT} between yields)`);
+      return this.limitHit;
+    }
     if (s.length === 0) return undefined;
     this.items.push({ type: "input_text", text: s });
     this.pendingCost += s.length + ITEM_COST;

@@ -62,6 +62,10 @@ export class CodeModeEngine implements CellHost {
     this.vms.release(vm, handles);
   }
 
+  freeVm(vm: PreparedVm, handles: Array<{ alive: boolean; dispose(): void }>): void {
+    vm.dispose(handles);
+  }
+
   /** Prepared and used VMs, and whether housekeeping has nothing left to do. */
   get vmCounts(): { spares: number; used: number; settled: boolean } {
     return { ...this.vms.counts, settled: this.vms.settled };

@@ -391,6 +391,7 @@ export class PreparedVm {
     const length = ctx.getNumber(lengthH);
     lengthH.dispose();
     if (length <= max) return { text: ctx.getString(h), length };
+    if (max <= 0) return { text: "", length };
     const [from, to] = [ctx.newNumber(0), ctx.newNumber(max)];
     const cut = ctx.callFunction(this.i.slice, h, from, to);
     from.dispose();
