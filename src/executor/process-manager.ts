@@ -17,7 +17,7 @@ import { truncateMiddle } from "./truncate.ts";
 import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";
-import { readStartTime, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
+import { containerAlive, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
 
 /** Whether sandboxed commands run in the executor's container, and why not when they do not. */
 export interface Containment {
@@ -218,15 +218,25 @@ export class ProcessManager {
   container(): Promise<Containment> {
     const current = this.containment;
     if (current) {
-      return current.then((c) => {
-        if (!c.ref || readStartTime(c.ref.pid) === c.ref.start) return c;
-        if (this.containment === current) this.containment = undefined;
-        void reapContainer(c.ref.pid);
+      return current.then(async (c) => {
+        await this.reapDeadInits();
+        if (!c.ref || containerAlive(c.ref)) return c;
+        if (this.containment === current) {
+          this.containment = undefined;
+          this.deadInits.add(c.ref.pid);
+        }
         return this.container();
       });
     }
     this.containment = this.startContainer();
     return this.containment;
+  }
+
+  /** Inits of containers that died (killed from outside), until their exit is collected. */
+  private readonly deadInits = new Set<number>();
+
+  private async reapDeadInits(): Promise<void> {
+    for (const pid of [...this.deadInits]) if (await reapContainer(pid)) this.deadInits.delete(pid);
   }
 
   private async startContainer(): Promise<Containment> {

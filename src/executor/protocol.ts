@@ -105,8 +105,8 @@ export const ExecutorInfoSchema = z.object({
     available: z.boolean(),
     mechanism: z.string(),
     detail: z.string(),
-    /** What keeps sandboxed commands from outliving the executor ("best effort: …" when little does). */
-    containment: z.string().optional(),
+    /** Whether sandboxed commands cannot outlive the executor (its container), and what holds otherwise. */
+    containment: z.object({ enforced: z.boolean(), detail: z.string() }).optional(),
     /** Sandboxed pipe-mode commands that found a warm helper, and those that started one. */
     warm_helpers: z.object({ hits: z.number().int(), misses: z.number().int() }).optional(),
   }),

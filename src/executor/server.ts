@@ -75,7 +75,8 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
 
   peer.handle(ExecutorMethods.info, async () => {
     const sandbox = await probeSandbox();
-    const containment = sandbox.mechanism === "landlock" ? (await manager.container()).detail : containmentWithout(sandbox.mechanism);
+    const contained = sandbox.mechanism === "landlock" ? await manager.container() : undefined;
+    const containment = contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(sandbox.mechanism) };
     return ok({
       version: VERSION,
       runtime: currentRuntime(),

@@ -272,15 +272,22 @@ async function withChild<T>(child: Result<ChildPeer>, use: (c: ChildPeer) => Pro
   }
 }
 
-async function executorCheck(env: NodeJS.ProcessEnv, config: RelayConfig, timeoutMs: number): Promise<DoctorCheck> {
+/** The local executor's line, and the process-containment line from what it reports. */
+async function executorChecks(env: NodeJS.ProcessEnv, config: RelayConfig, timeoutMs: number): Promise<[DoctorCheck, DoctorCheck]> {
   const name = "executor";
   const remote = config.executor ? `; config executor = ${JSON.stringify(config.executor)} is not started here (relay executor --check --executor '...' checks it)` : "";
   const r = await withChild(spawnSelf("executor", [], { name: "executor", env }), async (c) => {
     const info = await c.peer.call(ExecutorMethods.info, {}, { timeoutMs });
     return "error" in info ? { error: info.error.message } : info.ok;
   });
-  if ("error" in r) return check(name, "missing", `relay executor did not answer executor/info: ${r.error}${remote}`, true, "run relay executor --check for details; set RELAY_SELF_COMMAND if relay cannot re-run itself");
-  return check(name, "ok", `relay ${r.version} (${r.runtime}, ${r.platform}/${r.arch}, pid ${r.pid})${remote}`, true);
+  if ("error" in r) {
+    const why = `relay executor did not answer executor/info: ${r.error}${remote}`;
+    return [check(name, "missing", why, true, "run relay executor --check for details; set RELAY_SELF_COMMAND if relay cannot re-run itself"), check("containment", "warn", `not known: ${why}`, false)];
+  }
+  const executor = check(name, "ok", `relay ${r.version} (${r.runtime}, ${r.platform}/${r.arch}, pid ${r.pid})${remote}`, true);
+  const c = r.sandbox.containment;
+  if (!c) return [executor, check("containment", "warn", "this executor does not report it", false)];
+  return [executor, c.enforced ? check("containment", "ok", c.detail, false) : check("containment", "warn", c.detail, false)];
 }
 
 async function codeModeCheck(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
@@ -330,13 +337,13 @@ export async function runDoctorChecks(opts: DoctorOptions): Promise<DoctorCheck[
 
   const homeResult = await guarded("relay home", true, () => homeCheck(home));
   // The processes run side by side: each one's wait is bounded by its own exit or answer.
-  const [pty, executor, codeMode] = await Promise.all([
+  const [pty, [executor, containment], codeMode] = await Promise.all([
     guarded("pty", true, () => ptyCheck(env)),
-    guarded("executor", true, () => executorCheck(env, config, timeoutMs)),
+    executorChecks(env, config, timeoutMs).catch((e: unknown) => [check("executor", "missing", `the check itself failed: ${errorMessage(e)}`, true), check("containment", "warn", "not known: the executor check failed", false)] as const),
     guarded("code-mode host", true, () => codeModeCheck(env, timeoutMs)),
   ]);
   const cfg = configCheck(home, loaded);
   const creds = await guarded("model credentials", true, () => credentialsCheck(config, env, configOk));
   const git = await guarded("git", false, () => gitCheck(env));
-  return [sandbox, landlock, seccomp, userns, bwrap, pty, homeResult, cfg, creds, executor, codeMode, git];
+  return [sandbox, landlock, seccomp, userns, bwrap, pty, homeResult, cfg, creds, executor, containment, codeMode, git];
 }

@@ -87,7 +87,7 @@ describe("relay doctor", () => {
     const rep = report(runs.normal);
     assert.deepEqual(
       rep.checks.map((c) => c.name),
-      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "config", "model credentials", "executor", "code-mode host", "git"],
+      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "config", "model credentials", "executor", "containment", "code-mode host", "git"],
     );
     assert.equal(find(rep, "bubblewrap").required, false);
   });
@@ -190,6 +190,10 @@ describe("relay doctor", () => {
     }
     assert.match(find(rep, "executor").detail, /^relay \d+\.\d+\.\d+ \(bun, .*pid \d+\)/);
     assert.match(find(rep, "code-mode host").detail, /pid \d+/);
+    // What the executor reported: its container where the built-in sandbox runs, else what holds instead.
+    const containment = find(rep, "containment");
+    if (find(rep, "sandbox").detail.startsWith("landlock (built-in)")) assert.deepEqual([containment.status, containment.detail], ["ok", "sandboxed commands run in the executor's pid namespace and end with it"]);
+    else assert.equal(containment.status, "warn");
     assert.match(find(rep, "config").detail, /config\.toml$/, "the config that was read");
     // Only the host's sandbox can fail here; on a host that has one, everything passes.
     const sandbox = find(rep, "sandbox");

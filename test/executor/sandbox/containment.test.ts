@@ -87,7 +87,8 @@ for (const way of ways) {
         assert.equal(stillOne.output, first.output, "pid 1 outlived the signals: the same container");
         const info = await ex.peer.call(ExecutorMethods.info, {});
         assert.ok("ok" in info);
-        assert.match(info.ok.sandbox.containment ?? "", /pid namespace/);
+        assert.equal(info.ok.sandbox.containment?.enforced, true);
+        assert.match(info.ok.sandbox.containment?.detail ?? "", /pid namespace/);
         const daemon = uniqueSleep();
         await run(ex, hideScript(daemon));
         await waitFor(() => pidsRunning(daemon).length === 1, "the hidden daemon to be running");
@@ -109,7 +110,8 @@ for (const way of ways) {
       try {
         const info = await ex.peer.call(ExecutorMethods.info, {});
         assert.ok("ok" in info);
-        assert.match(info.ok.sandbox.containment ?? "", /environment marker only.*Allow unprivileged user namespaces/);
+        assert.equal(info.ok.sandbox.containment?.enforced, false);
+        assert.match(info.ok.sandbox.containment?.detail ?? "", /environment marker only.*Allow unprivileged user namespaces/);
         const r = await run(ex, "readlink /proc/self/ns/pid");
         assert.equal(r.exit_code, 0, r.output);
         assert.equal(r.output.trim(), readlinkSync("/proc/self/ns/pid"), "the host's pid namespace");

@@ -9,7 +9,7 @@
  * Three sides: the executor starts the init (startContainer), the init reaps orphans
  * (containerInitMain), and a helper joins and spawns (joinContainer, spawnAndWait).
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 import { err, ok, type Result } from "../../../util/result.ts";
 import { loadNative, startContainerInit, type ContainerFds } from "./confine-cc.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
@@ -36,13 +36,29 @@ export function readStartTime(pid: number): string | undefined {
 }
 
 /**
+ * Whether the container can still be joined: its init is the same process and not exiting
+ * (an init that is being killed drops its namespaces before it becomes a zombie).
+ */
+export function containerAlive(ref: ContainerRef): boolean {
+  if (readStartTime(ref.pid) !== ref.start) return false;
+  try {
+    readlinkSync(`/proc/${ref.pid}/ns/pid`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Collects the exit of a container init that died (it was cloned in C, so the runtime does not
  * know to wait for it and it would stay a zombie).
  */
-export async function reapContainer(pid: number): Promise<void> {
+export async function reapContainer(pid: number): Promise<boolean> {
   const loaded = await loadLibc();
-  if ("error" in loaded) return;
-  loaded.ok.libc.waitpid(pid, new CArgs(loaded.ok.ffi).bytes(new Int32Array(1)), 1 /* WNOHANG */);
+  if ("error" in loaded) return true;
+  const r = loaded.ok.libc.waitpid(pid, new CArgs(loaded.ok.ffi).bytes(new Int32Array(1)), 1 /* WNOHANG */);
+  // 0: still exiting, try again later; -1 (ECHILD): nothing left to collect.
+  return r !== 0;
 }
 
 const FIX =
