@@ -167,10 +167,9 @@ describe("code-mode host frames", () => {
     assert.ok(controlDir);
     h.request(2, "codemode/create_session", { limits: { cpu_limit_ms: 60_000 } });
     await h.next();
-    const sent = Date.now();
     h.request(3, "codemode/execute", { session_id: 1, request: { tool_call_id: "c", source: 'text("spin"); notify("looping"); while (true) {}', yield_time_ms: 60_000 } });
+    // Answered while the loop (which never ends by itself) holds the thread.
     assert.deepEqual((await h.next()).result, { ok: { cell_id: "1", execute_id: 3 } });
-    assert.ok(Date.now() - sent < 5_000);
     assert.equal((await h.next()).method, "codemode/notify", "the loop has started");
     // The terminate request is in the host's pipe (unread: the loop holds the thread) before the marker appears.
     await h.request(4, "codemode/terminate", { session_id: 1, cell_id: "1" });
@@ -180,7 +179,7 @@ describe("code-mode host frames", () => {
     const terminated = { Terminated: { cell_id: "1", content_items: [{ type: "input_text", text: "spin" }] } };
     assert.deepEqual(frames.find((f) => f.type === "response")?.result, { ok: { outcome: { LiveCell: terminated } } });
     assert.deepEqual(frames.find((f) => f.method === "codemode/initial_response")?.params?.response, { ok: terminated });
-    assert.ok(Date.now() - sent < 10_000, "stopped long before the CPU budget");
+    // Terminated, not a CPU-limit Result: the marker stopped it, not its 60 s budget.
     assert.equal(existsSync(path.join(controlDir, "1-1")), false, "the terminate request cleared the marker");
     h.child.stdin.end();
     assert.equal(await h.exited, 0, h.stderr);

@@ -343,12 +343,11 @@ describe("code-mode host: terminate a CPU-bound cell", () => {
       const spinning = deferred();
       const s = await provider.openSession({ ...callbacks(), notify: () => spinning.resolve() }, { cpu_limit_ms: 60_000 });
       assert.ok("ok" in s);
-      const started = Date.now();
       const running = s.ok.execute({ tool_call_id: "1", source: 'store("k", 1); text("spinning"); notify("spinning"); while (true) {}', yield_time_ms: 50 });
       await until(spinning.promise, "the busy loop to start");
       const term = await s.ok.terminate("1");
       const first = await running;
-      assert.ok(Date.now() - started < 10_000, "stopped well before the 60 s budget");
+      // Terminated (not a CPU-limit Result): the terminate stopped it, not its 60 s budget.
       assert.ok("ok" in term && "LiveCell" in term.ok && "Terminated" in term.ok.LiveCell, JSON.stringify(term));
       assert.ok("ok" in first && "Terminated" in first.ok, JSON.stringify(first));
       const next = await s.ok.execute({ tool_call_id: "2", source: 'text(String(load("k")))' });
@@ -372,10 +371,8 @@ describe("code-mode host: shutdown with a CPU-bound cell", () => {
       // The host sends the ExecutionStarted answer before the notification, so the client already
       // counts the cell as running (and shutdown knows to stop it out of band).
       await until(spinning.promise, "the busy loop to start");
-      const started = Date.now();
       await s.ok.shutdown();
       const first = await running;
-      assert.ok(Date.now() - started < 5_000, `shutdown took ${Date.now() - started} ms`);
       assert.ok("ok" in first && "Terminated" in first.ok, JSON.stringify(first));
       const again = await provider.openSession(callbacks());
       assert.ok("ok" in again);

@@ -43,12 +43,11 @@ describe("relay executor", () => {
     assert.match(r.chunk_id, /^[0-9a-f]{6}$/);
   });
 
-  test("a process that exits before the first poll returns early, without a process id", async () => {
+  // The test's own timeout is below the 30 s yield: waiting for the yield instead of the exit fails it.
+  test("a process that exits before the first poll returns early, without a process id", { timeout: 20_000 }, async () => {
     const r = await exec(ex, { command: ["sleep", "0.05"], yield_time_ms: 30_000 });
     assert.equal(r.exit_code, 0);
     assert.equal(r.process_id, undefined);
-    // Bounded by the deadline it must beat, not by a guess at this machine's speed.
-    assert.ok(r.wall_time_seconds < 15, `returned on the exit, long before the 30 s yield (${r.wall_time_seconds} s)`);
   });
 
   test("`relay` in a command is the executor's own relay, first on PATH, even where PATH has another", async () => {
