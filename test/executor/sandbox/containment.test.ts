@@ -111,7 +111,7 @@ for (const way of ways) {
         const info = await ex.peer.call(ExecutorMethods.info, {});
         assert.ok("ok" in info);
         assert.equal(info.ok.sandbox.containment?.enforced, false);
-        assert.match(info.ok.sandbox.containment?.detail ?? "", /environment marker only.*Allow unprivileged user namespaces/);
+        assert.match(info.ok.sandbox.containment?.detail ?? "", /environment marker only.*Full containment needs unprivileged user namespaces/);
         const r = await run(ex, "readlink /proc/self/ns/pid");
         assert.equal(r.exit_code, 0, r.output);
         assert.equal(r.output.trim(), readlinkSync("/proc/self/ns/pid"), "the host's pid namespace");

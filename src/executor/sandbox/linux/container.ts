@@ -63,7 +63,8 @@ export async function reapContainer(pid: number): Promise<boolean> {
 
 const FIX =
   "so sandboxed commands are tracked by their environment marker only, and one that clears its environment and calls setsid can outlive the executor. " +
-  "Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) for full containment";
+  "Full containment needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) " +
+  "and a /proc that may be mounted again (inside a container runtime that masks /proc, it may not)";
 
 /** Starts the container's init; the reference commands join it by, or why there can be none here. */
 export async function startContainer(self: readonly string[]): Promise<Result<ContainerRef>> {
@@ -74,7 +75,8 @@ export async function startContainer(self: readonly string[]): Promise<Result<Co
   const exe = resolveProgram(self[0] ?? "", process.env.PATH, process.cwd());
   if ("error" in exe) return err("no_container", `${exe.error.message}, ${FIX}`);
   const argv = [exe.ok, ...self.slice(1), SANDBOX_EXEC_ARG, CONTAINER_INIT_FLAG];
-  const pid = startContainerInit(native.ok, argv, { ...process.env, ...SINGLE_THREAD_ENV });
+  // The init runs no user code and needs nothing of the executor's environment (its secrets included).
+  const pid = startContainerInit(native.ok, argv, { PATH: process.env.PATH ?? "/usr/bin:/bin", ...SINGLE_THREAD_ENV });
   if (pid < 0) return err("no_container", `the executor's container could not be made (${describeFailure(decodeNativeError(pid))}), ${FIX}`);
   const start = readStartTime(pid);
   if (start === undefined) return err("no_container", `the executor's container ended as it started, ${FIX}`);
