@@ -2,7 +2,7 @@
 import path from "node:path";
 import { Command } from "@commander-js/extra-typings";
 import { doctorReport, runDoctorChecks, type DoctorCheck } from "../session/doctor.ts";
-import { relayHome } from "../session/home.ts";
+import { relayHome } from "../home/home.ts";
 import { checkWorkingDir } from "../session/preflight.ts";
 import { ExitCode } from "./usage.ts";
 

@@ -1,6 +1,6 @@
 /** Runs the relay command tree (everything but the sandbox helper, which src/main.ts starts itself). */
 import { applyPersonality } from "../package/personality.ts";
-import { currentRuntime } from "../protocol/child.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import { buildProgram } from "./program.ts";
 import { ExitCode, UsageError } from "./usage.ts";
 

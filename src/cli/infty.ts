@@ -1,4 +1,5 @@
 import { Command, Option } from "@commander-js/extra-typings";
+import { sessionMemories } from "../memories/read.ts";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { runInfty, scriptedModels, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
@@ -6,7 +7,7 @@ import { RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import { checkCredentials } from "../session/preflight.ts";
 import { mergeOverrides } from "../session/resume-settings.ts";
-import { relayHome } from "../session/home.ts";
+import { relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 interface ModelFlags {
@@ -135,7 +136,7 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
     ctrl.abort();
   });
   process.on("SIGTERM", () => ctrl.abort());
-  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError) });
+  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), memories: sessionMemories });
   if ("error" in r) {
     const usage = ["usage", "run_not_found", "run_not_created", "run_exists"].includes(r.error.code) || r.error.code.startsWith("invalid");
     fail(r.error.message, usage ? ExitCode.Usage : ExitCode.Failure);

@@ -17,7 +17,7 @@ import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
 import { forgetThread, getOutput, getThread, listLeases, listOutputs, PHASE2_KIND, readPhase2Job, statusCounts } from "../memories/store.ts";
 import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
 import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
-import { memoriesDir, relayHome } from "../session/home.ts";
+import { memoriesDir, relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;

@@ -1,8 +1,9 @@
 import { Command, Option } from "@commander-js/extra-typings";
+import { sessionMemories } from "../memories/read.ts";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
-import { relayHome } from "../session/home.ts";
+import { relayHome } from "../home/home.ts";
 import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
 import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
@@ -127,7 +128,7 @@ Examples:
         emit,
         signal: ctrl.signal,
         codeMode: opts.codeMode ?? recorded.choices.codeMode,
-        useMemories: opts.memories,
+        memories: opts.memories === false ? undefined : sessionMemories,
       });
       if ("error" in result) {
         const code = result.error.code;

@@ -13,7 +13,7 @@ import type { ExecCommandRequest, ExecResult } from "./protocol.ts";
 import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
 import { spawnProcess, type ProcessExit, type RunningProcess } from "./spawn/index.ts";
 import { killTree, killTreeNow, MARKER_VAR } from "./spawn/kill-tree.ts";
-import { truncateMiddle } from "./truncate.ts";
+import { truncateMiddle } from "../util/truncate.ts";
 import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";

@@ -8,7 +8,8 @@
 import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { currentRuntime, selfCommand } from "../protocol/child.ts";
+import { selfCommand } from "../protocol/child.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
 
 let dir: string | undefined;

@@ -3,7 +3,7 @@
  * runs processes and file tools on this host, and applies the sandbox attempt it is given.
  */
 import os from "node:os";
-import { currentRuntime } from "../protocol/child.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";

@@ -14,11 +14,11 @@ import { createScriptedClient, ScriptSchema } from "../model/scripted.ts";
 import { nonInteractiveApprover } from "../session/approval.ts";
 import type { RelayConfig } from "../session/config.ts";
 import type { SessionEvent } from "../session/events.ts";
-import { openSession } from "../session/runtime.ts";
+import { openSession, type SessionMemories } from "../session/runtime.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
-import { CrossSessionHub } from "./hub.ts";
+import { CrossSessionHub } from "../session/hub.ts";
 import { CONTINUE_NUDGE, correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, SOLVER_PROMPT, VERIFIER_PROMPT } from "./prompts.ts";
 import { generateRunId, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
 import { scriptTurnsUsed } from "./scripted-resume.ts";
@@ -68,6 +68,8 @@ export interface InftyOptions {
   signal: AbortSignal;
   /** End the run at the first failed tool call, naming it (scripted demos, CI). */
   failOnToolError?: boolean;
+  /** The memory store the roles' sessions inject from (wired by the CLI). */
+  memories?: SessionMemories;
 }
 
 export interface InftyResult {
@@ -265,6 +267,7 @@ class InftyRun {
         model: this.o.modelFor?.(role, resume ? () => history() : undefined),
         approver: nonInteractiveApprover,
         source: "infty",
+        memories: this.o.memories,
         extraInstructions: [rolePrompt(role), `Run id: ${this.store.id}. Objective:\n${this.store.state.objective}`],
         emit: (e) => {
           fanout(e);

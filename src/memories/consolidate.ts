@@ -126,7 +126,6 @@ export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
       emit: o.emit ?? (() => undefined),
       source: CONSOLIDATION_SOURCE,
       maxSteps: o.maxSteps ?? 100,
-      useMemories: false,
       confineWrites: true,
     });
     if ("error" in opened) return err("failed_spawn_agent", `cannot start the consolidation agent: ${opened.error.message}`);

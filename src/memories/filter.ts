@@ -1,6 +1,6 @@
 /** Which rollout items feed phase 1, and how they are serialized for the extractor. */
 import type { ResponseItem } from "../model/items.ts";
-import type { RolloutLine } from "../session/rollout/schema.ts";
+import type { RolloutLine } from "../rollout/schema.ts";
 
 const KEPT_TYPES = new Set([
   "message",

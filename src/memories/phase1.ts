@@ -1,6 +1,6 @@
 /** Phase 1: claim eligible rollouts, extract {raw_memory, rollout_summary, rollout_slug}, store. */
 import os from "node:os";
-import { readRollout } from "../session/rollout/reader.ts";
+import { readRollout } from "../rollout/reader.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { redactStage1, type Extractor } from "./extract.ts";

@@ -1,7 +1,8 @@
 /** Read path: the memory summary injected into new sessions, and citation feedback into usage counts. */
+import type { SessionMemories } from "../session/runtime.ts";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { memoriesDir } from "../session/home.ts";
+import { memoriesDir } from "../home/home.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
@@ -124,3 +125,9 @@ export async function recordCitationUsage(home: string, finalMessage: string, db
     await opened.ok.close();
   }
 }
+
+/** The memory store as a session sees it (wired by the CLI into openSession). */
+export const sessionMemories: SessionMemories = {
+  block: (home) => sessionMemoryBlock(home),
+  recordCitations: (home, finalMessage) => recordCitationUsage(home, finalMessage),
+};

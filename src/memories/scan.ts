@@ -1,7 +1,7 @@
 /** Finds rollouts (Relay's own and, optionally, Codex's) and records them in `memory_threads`. */
 import { stat } from "node:fs/promises";
-import { listRollouts } from "../session/rollout/find.ts";
-import { readSessionMeta } from "../session/rollout/reader.ts";
+import { listRollouts } from "../rollout/find.ts";
+import { readSessionMeta } from "../rollout/reader.ts";
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { redactSecrets } from "./redact.ts";

@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
-import { configPath, stateDbPath } from "../session/home.ts";
+import { configPath, stateDbPath } from "../home/home.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 
 const clampInt = (lo: number, hi: number, dflt: number) =>

@@ -11,8 +11,8 @@
 import { accessSync, chmodSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { currentRuntime } from "../protocol/child.ts";
-import { relayHome } from "../session/home.ts";
+import { currentRuntime } from "../util/runtime.ts";
+import { relayHome } from "../home/home.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { writeArchive, type ArchiveFormat } from "./archive.ts";

@@ -8,7 +8,7 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from "node:
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { err, ok, type Result } from "../util/result.ts";
-import { currentRuntime } from "../protocol/child.ts";
+import { currentRuntime } from "../util/runtime.ts";
 
 type Env = Record<string, string | undefined>;
 

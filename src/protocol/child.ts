@@ -6,19 +6,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { err, ok, type Result } from "../util/result.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import { splitCommandLine } from "./command-line.ts";
 import { RpcPeer, type PeerOptions } from "./peer.ts";
 
 const STDERR_TAIL_BYTES = 8 * 1024;
 
-type Runtime = "bun-compiled" | "bun" | "deno" | "node";
-
-export function currentRuntime(): Runtime {
-  const g = globalThis as { Bun?: { isStandaloneExecutable?: boolean }; Deno?: unknown };
-  if (g.Bun) return g.Bun.isStandaloneExecutable || import.meta.url.includes("$bunfs") ? "bun-compiled" : "bun";
-  if (g.Deno) return "deno";
-  return "node";
-}
 
 /** argv prefix that starts this program again; RELAY_SELF_COMMAND (a command line) overrides it. */
 export function selfCommand(): Result<string[]> {

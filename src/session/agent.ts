@@ -5,9 +5,9 @@
  */
 import { ModelError, type ModelClient, type TokenUsage } from "../model/client.ts";
 import { assistantMessage, developerMessage, messageText, userMessage, type FunctionCallItem, type MessageItem, type ResponseItem } from "../model/items.ts";
-import { estimateTokens } from "../executor/truncate.ts";
-import type { RolloutWriter } from "./rollout/writer.ts";
-import type { TurnContext } from "./rollout/schema.ts";
+import { estimateTokens } from "../util/truncate.ts";
+import type { RolloutWriter } from "../rollout/writer.ts";
+import type { TurnContext } from "../rollout/schema.ts";
 import { buildCompactedHistory, pruneToolOutputs, summarize, USER_MESSAGE_BUDGET_TOKENS } from "./compaction.ts";
 import type { EmitEvent } from "./events.ts";
 import type { ToolRouter } from "./tool-router.ts";

@@ -9,11 +9,11 @@ import { HostProvider, type CodeModeProvider, type CodeModeSession } from "../co
 import { DEFAULT_EXEC_YIELD_TIME_MS } from "../codemode/engine.ts";
 import { cellOf, CodeModeErrorCode, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
 import type { ExecResult } from "../executor/protocol.ts";
-import { truncateMiddle } from "../executor/truncate.ts";
+import { truncateMiddle } from "../util/truncate.ts";
 import type { ModelTool } from "../model/client.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { parseToolArguments } from "./tool-args.ts";
-import type { ToolCallOutcome } from "./tool-router.ts";
+import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export const EXEC_TOOL = "exec";
 export const WAIT_TOOL = "wait";

@@ -6,7 +6,7 @@
  */
 import type { ModelClient } from "../model/client.ts";
 import { messageText, userMessage, type MessageItem, type ResponseItem } from "../model/items.ts";
-import { estimateTokens } from "../executor/truncate.ts";
+import { estimateTokens } from "../util/truncate.ts";
 
 export const COMPACT_PROMPT = `Context checkpoint: the conversation is about to be compacted. Write a handoff summary that lets another model continue this work without the transcript. Include:
 - the user's goal and any constraints or preferences they stated;

@@ -8,7 +8,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { configPath, relayHome } from "./home.ts";
+import { configPath, relayHome } from "../home/home.ts";
 
 export const ModelProviderSchema = z.enum(["openai-responses", "openai-chat", "scripted"]);
 export type ModelProvider = z.infer<typeof ModelProviderSchema>;

@@ -21,7 +21,7 @@ import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
 import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import { errorMessage, type Result } from "../util/result.ts";
 import { defaultConfig, loadConfig, type LoadedConfig, type RelayConfig } from "./config.ts";
-import { configPath } from "./home.ts";
+import { configPath } from "../home/home.ts";
 import { sessionSandboxPolicy } from "./sandbox-check.ts";
 
 export const DoctorStatusSchema = z.enum(["ok", "missing", "warn"]);

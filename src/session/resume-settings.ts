@@ -7,9 +7,9 @@
  */
 import type { RelayConfig, ConfigOverrides } from "./config.ts";
 import { applyOverrides } from "./config.ts";
-import { findRollout } from "./rollout/find.ts";
-import { readRollout } from "./rollout/reader.ts";
-import type { TurnContext } from "./rollout/schema.ts";
+import { findRollout } from "../rollout/find.ts";
+import { readRollout } from "../rollout/reader.ts";
+import type { TurnContext } from "../rollout/schema.ts";
 import type { ReasoningOptions } from "../model/responses.ts";
 import { formatCapabilityRoot, parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
 

@@ -19,16 +19,15 @@ import type { RelayConfig } from "./config.ts";
 import { commandEnv } from "./env.ts";
 import type { EmitEvent } from "./events.ts";
 import { BASE_INSTRUCTIONS, developerInstructions, skillsCatalog } from "./instructions.ts";
-import { readRollout } from "./rollout/reader.ts";
-import { findRollout } from "./rollout/find.ts";
-import { RolloutWriter } from "./rollout/writer.ts";
+import { readRollout } from "../rollout/reader.ts";
+import { findRollout } from "../rollout/find.ts";
+import { RolloutWriter } from "../rollout/writer.ts";
 import { pickShell } from "./shell.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
 import { CodeModeTools } from "./code-mode.ts";
-import { recordCitationUsage, sessionMemoryBlock } from "../memories/read.ts";
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 export { parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
@@ -56,8 +55,11 @@ export interface SessionRunOptions {
   extraInstructions?: string[];
   /** Offer the `exec` (JavaScript) and `wait` tools, run on a code-mode host (`--code-mode`). */
   codeMode?: boolean;
-  /** Inject memory_summary.md and count memory citations (default true; RELAY_NO_MEMORIES=1 or `[memories] use_memories = false` turn it off). */
-  useMemories?: boolean;
+  /**
+   * The memory store to inject from and count citations in; none by default. The CLI wires
+   * src/memories/read.ts here (the session layer does not reach up into memories).
+   */
+  memories?: SessionMemories;
   /** Only the cwd is writable: not /tmp, not another workdir (the memory consolidation agent). */
   confineWrites?: boolean;
 }
@@ -106,6 +108,14 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
   } finally {
     await s.close();
   }
+}
+
+/** What a session asks of the memory store above it. */
+export interface SessionMemories {
+  /** The block added to the developer instructions (the memory summary), if any. */
+  block(home: string): Promise<string | undefined>;
+  /** Counts the memory citations in a turn's final message; how many were recorded. */
+  recordCitations(home: string, finalMessage: string): Promise<Result<number>>;
 }
 
 export async function openSession(o: OpenSessionOptions): Promise<Result<SessionHandle>> {
@@ -217,7 +227,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       codeMode.prestart();
     }
 
-    const memoryBlock = o.useMemories === false ? undefined : await sessionMemoryBlock(o.home);
+    const memoryBlock = await o.memories?.block(o.home);
     const agent = new AgentSession(
       {
         model,
@@ -253,8 +263,8 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
         const preamble = await skillPreamble(prompt ?? "", skills, executor.peer, o.emit);
         try {
           const outcome = await agent.runTurn(prompt, signal, preamble);
-          if (o.useMemories !== false && outcome.finalMessage.includes("<oai-mem-citation>")) {
-            const used = await recordCitationUsage(o.home, outcome.finalMessage);
+          if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
+            const used = await o.memories.recordCitations(o.home, outcome.finalMessage);
             if ("error" in used) o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
           }
           return ok(outcome);

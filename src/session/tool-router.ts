@@ -3,6 +3,7 @@
  * (`tools/list`); this side turns a call into the final wire request: shell and argv, cwd,
  * environment, approval, sandbox attempt and output budget.
  */
+import type { ToolCallOutcome } from "./tool-outcome.ts";
 import path from "node:path";
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
@@ -32,14 +33,6 @@ export interface RouterSettings {
   pinWritableRoots?: boolean;
 }
 
-export interface ToolCallOutcome {
-  output: string;
-  success: boolean;
-  /** For progress display: the command line or target. */
-  display: string;
-  /** What a code-mode script's `tools.*` promise resolves with instead of `output` (exec results as JSON). */
-  codeModeResult?: unknown;
-}
 
 /** `apply_patch <<'EOF' ... EOF` written as a shell command is applied as a patch. */
 const HEREDOC_PATCH = /^\s*apply_patch\s+<<\s*['"]?([A-Za-z_]+)['"]?\s*\n([\s\S]*?)\n\1\s*$/;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
 import { HeadTailBuffer } from "../../src/executor/head-tail-buffer.ts";
-import { truncateMiddle } from "../../src/executor/truncate.ts";
+import { truncateMiddle } from "../../src/util/truncate.ts";
 
 const text = (b: HeadTailBuffer) => b.peek().toString("latin1");
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { CrossSessionHub } from "../../src/infty/hub.ts";
+import { CrossSessionHub } from "../../src/session/hub.ts";
 import { nonInteractiveApprover } from "../../src/session/approval.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import type { SessionEvent } from "../../src/session/events.ts";

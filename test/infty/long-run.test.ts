@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { readRollout } from "../../src/session/rollout/reader.ts";
+import { readRollout } from "../../src/rollout/reader.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";

@@ -9,7 +9,7 @@ import { runPhase1, type Phase1Options } from "../../src/memories/phase1.ts";
 import { getOutput, listOutputs, readStage1Job } from "../../src/memories/store.ts";
 import type { ModelClient, ModelRequest } from "../../src/model/client.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
-import { readRollout } from "../../src/session/rollout/reader.ts";
+import { readRollout } from "../../src/rollout/reader.ts";
 import { DAY, HOUR, openDb, tempHome, writeRollout, sqliteSkip, ok } from "./support.ts";
 import { deferred, until } from "../support/wait.ts";
 

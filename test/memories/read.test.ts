@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { memoryInstructions, parseCitations, recordCitationUsage, sessionMemoryBlock, stripCitations } from "../../src/memories/read.ts";
+import { memoryInstructions, parseCitations, recordCitationUsage, sessionMemories, sessionMemoryBlock, stripCitations } from "../../src/memories/read.ts";
 import { markStage1Succeeded, tryClaimStage1, getOutput } from "../../src/memories/store.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "../session/run-support.ts";
@@ -67,7 +67,8 @@ describe("read path", { skip: sqliteSkip }, () => {
     writeFileSync(path.join(h.home, "memories", "memory_summary.md"), "v1\n\n## User Profile\n- prefers bun MEMORY-MARKER\n");
     await seed(path.join(h.home, "state.sqlite"), "t9");
     h.server.enqueue(reply().text(CITED(["t9"])));
-    const r = await h.run({ prompt: "hello" });
+    // The store the CLI wires into every session it opens.
+    const r = await h.run({ prompt: "hello", memories: sessionMemories });
     assert.ok("ok" in r, JSON.stringify(r));
     const first = JSON.stringify(inputOf(h.server.requests[0]!.body));
     assert.ok(first.includes("MEMORY-MARKER"));
@@ -82,14 +83,14 @@ describe("read path", { skip: sqliteSkip }, () => {
     process.env.RELAY_NO_MEMORIES = "1";
     try {
       h.server.enqueue(reply().text("ok"));
-      await h.run({ prompt: "again" });
+      await h.run({ prompt: "again", memories: sessionMemories });
       assert.ok(!JSON.stringify(inputOf(h.server.requests[1]!.body)).includes("MEMORY-MARKER"));
     } finally {
       delete process.env.RELAY_NO_MEMORIES;
     }
     // `relay run --no-memories`: no injection and citations are not counted.
     h.server.enqueue(reply().text(CITED(["t9"])));
-    await h.run({ prompt: "third", useMemories: false });
+    await h.run({ prompt: "third" });
     assert.ok(!JSON.stringify(inputOf(h.server.requests[2]!.body)).includes("MEMORY-MARKER"));
     const db2 = await openDb(path.join(h.home, "state.sqlite"));
     try {

@@ -17,7 +17,7 @@ import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor, modelExtractor, type Extractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { runPhase2 } from "../../src/memories/phase2.ts";
-import { memoryInstructions, sessionMemoryBlock } from "../../src/memories/read.ts";
+import { memoryInstructions, sessionMemoryBlock, sessionMemories } from "../../src/memories/read.ts";
 import { REDACTED } from "../../src/memories/redact.ts";
 import { listOutputs, readPhase2Job, readStage1Job } from "../../src/memories/store.ts";
 import type { ModelClient, ModelRequest } from "../../src/model/client.ts";
@@ -190,7 +190,8 @@ describe("secrets never reach memories", { skip: sqliteSkip }, () => {
     const block = (await sessionMemoryBlock(h.home, {}))!;
     assert.match(block, /MEMORY SUMMARY BEGINS/);
     h.server.enqueue(reply().text("hi"));
-    const next = await h.run({ prompt: "what do you remember?" });
+    // Wired as the CLI wires every session it opens (test/session/cli-run.test.ts checks the CLI does).
+    const next = await h.run({ prompt: "what do you remember?", memories: sessionMemories });
     assert.ok("ok" in next, JSON.stringify(next));
     const request = h.server.requests.at(-1)!.rawBody;
     assert.ok(request.includes("MEMORY SUMMARY BEGINS"), "the summary was injected");

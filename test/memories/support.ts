@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { openStateDb, type StateDb } from "../../src/memories/db.ts";
-import { uuidv7 } from "../../src/session/rollout/ids.ts";
+import { uuidv7 } from "../../src/rollout/ids.ts";
 import { relayArgv } from "../support/self.ts";
 
 export interface TempHome extends AsyncDisposable {

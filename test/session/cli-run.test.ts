@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { appendFileSync, readdirSync, readFileSync, writeFileSync, type Dirent } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync, type Dirent } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { listRollouts } from "../../src/session/rollout/find.ts";
+import { listRollouts } from "../../src/rollout/find.ts";
 import { SessionEventSchema } from "../../src/session/events.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
@@ -19,6 +19,21 @@ function relayEnv(home: string, extra: Record<string, string> = {}) {
 
 
 describe("relay run CLI", () => {
+  test("the CLI wires the memory store into its session: the summary is injected, and --no-memories leaves it out", async () => {
+    await using h = await harness();
+    mkdirSync(path.join(h.home, "memories"), { recursive: true });
+    writeFileSync(path.join(h.home, "memories", "memory_summary.md"), "v1\n\n## User Profile\n- prefers bun CLI-MEMORY-MARKER\n");
+    const args = ["--base-url", h.server.baseUrl, "-m", "test-model", "--sandbox", "danger-full-access", "-C", h.workspace];
+    h.server.enqueue(reply().text("ok"));
+    const withMemories = await runRelay([...args, "hello"], relayEnv(h.home));
+    assert.equal(withMemories.status, 0, withMemories.stderr);
+    assert.ok(h.server.requests[0]!.rawBody.includes("CLI-MEMORY-MARKER"), "injected");
+    h.server.enqueue(reply().text("ok"));
+    const without = await runRelay([...args, "--no-memories", "hello"], relayEnv(h.home));
+    assert.equal(without.status, 0, without.stderr);
+    assert.ok(!h.server.requests[1]!.rawBody.includes("CLI-MEMORY-MARKER"), "not injected");
+  });
+
   test("SIGKILL mid-tool-call, a torn last line, then --resume last continues the turn", async () => {
     await using h = await harness();
     h.server.enqueue(reply().text("starting the long job").toolCall("exec_command", { cmd: "sleep 30; echo never", yield_time_ms: 30000 }, { callId: "call_long" }));

@@ -3,9 +3,9 @@ import { copyFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { userMessage } from "../../src/model/items.ts";
-import { findRollout } from "../../src/session/rollout/find.ts";
-import { readRollout, reconstructHistory } from "../../src/session/rollout/reader.ts";
-import { RolloutWriter } from "../../src/session/rollout/writer.ts";
+import { findRollout } from "../../src/rollout/find.ts";
+import { readRollout, reconstructHistory } from "../../src/rollout/reader.ts";
+import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { must, withHome } from "./support.ts";
 

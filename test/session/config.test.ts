@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { applyOverrides, defaultConfig, loadConfig } from "../../src/session/config.ts";
-import { configPath, relayHome, relayPaths } from "../../src/session/home.ts";
+import { configPath, relayHome, relayPaths } from "../../src/home/home.ts";
 import { must, mustErr, withHome } from "./support.ts";
 
 async function writeConfig(home: string, text: string): Promise<string> {

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { sessionsDir } from "../../src/session/home.ts";
-import { findRollout, listRollouts, parseRolloutFilename } from "../../src/session/rollout/find.ts";
-import { RolloutWriter } from "../../src/session/rollout/writer.ts";
+import { sessionsDir } from "../../src/home/home.ts";
+import { findRollout, listRollouts, parseRolloutFilename } from "../../src/rollout/find.ts";
+import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { must, mustErr, withHome } from "./support.ts";
 
 const IDS = {

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { defaultConfig } from "../../src/session/config.ts";
-import { listRollouts } from "../../src/session/rollout/find.ts";
+import { listRollouts } from "../../src/rollout/find.ts";
 import { recordedOverrides } from "../../src/session/resume-settings.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { runRelayAsync } from "../support/self.ts";

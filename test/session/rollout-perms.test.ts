@@ -4,8 +4,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { sessionsDir } from "../../src/session/home.ts";
-import { RolloutWriter } from "../../src/session/rollout/writer.ts";
+import { sessionsDir } from "../../src/home/home.ts";
+import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { skipBecause } from "../support/skip.ts";
 import { must } from "./support.ts";
 

@@ -3,10 +3,10 @@ import { appendFile, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { assistantMessage, userMessage, type ResponseItem } from "../../src/model/items.ts";
-import { sessionsDir } from "../../src/session/home.ts";
-import { isUuid, uuidv7, uuidv7Time } from "../../src/session/rollout/ids.ts";
-import { readRollout, readSessionMeta } from "../../src/session/rollout/reader.ts";
-import { RolloutWriter, shouldPersistEvent, shouldPersistItem } from "../../src/session/rollout/writer.ts";
+import { sessionsDir } from "../../src/home/home.ts";
+import { isUuid, uuidv7, uuidv7Time } from "../../src/rollout/ids.ts";
+import { readRollout, readSessionMeta } from "../../src/rollout/reader.ts";
+import { RolloutWriter, shouldPersistEvent, shouldPersistItem } from "../../src/rollout/writer.ts";
 import { must, mustErr, withHome } from "./support.ts";
 
 const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { readRollout } from "../../src/session/rollout/reader.ts";
+import { readRollout } from "../../src/rollout/reader.ts";
 import { SUMMARY_PREFIX } from "../../src/session/compaction.ts";
 import { httpError, reply } from "../support/fake-model-server.ts";
 import { approverSaying, harness, inputOf } from "./run-support.ts";

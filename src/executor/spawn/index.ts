@@ -1,5 +1,5 @@
 /** Picks the spawn backend: a PTY where the runtime has one, pipes otherwise. */
-import { currentRuntime } from "../../protocol/child.ts";
+import { currentRuntime } from "../../util/runtime.ts";
 import { err, type Result } from "../../util/result.ts";
 import { spawnPipes } from "./pipes.ts";
 import { bunPtyAvailable, spawnBunPty } from "./pty-bun.ts";

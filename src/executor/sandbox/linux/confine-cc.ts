@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { err, type Result } from "../../../util/result.ts";
-import type { ExecTarget } from "./confine-ffi.ts";
+import type { ExecTarget } from "./plan-schema.ts";
 import { rulesetAttrSize } from "./landlock-plan.ts";
 import { CArgs, envList } from "./libc.ts";
 import type { ConfinePlan } from "./plan-schema.ts";

@@ -11,13 +11,8 @@ import type { ConfinePlan } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 import { Stage, type ConfineFailure } from "./stages.ts";
 import { joinContainer, spawnAndWait } from "./container.ts";
+import type { ExecTarget } from "./plan-schema.ts";
 
-export interface ExecTarget {
-  /** Absolute path of the program. */
-  file: string;
-  argv: readonly string[];
-  env: Record<string, string | undefined>;
-}
 
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_SET_SECCOMP = 22;

@@ -14,7 +14,7 @@ import { err, ok, type Result } from "../../../util/result.ts";
 import { loadNative, startContainerInit, type ContainerFds } from "./confine-cc.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
 import { CArgs, envList, loadLibc, type Libc } from "./libc.ts";
-import type { ContainerRef } from "./plan-schema.ts";
+import type { ContainerRef, ExecTarget } from "./plan-schema.ts";
 import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
 import { simulated } from "./support.ts";
 import { resolveProgram } from "./which.ts";
@@ -156,7 +156,7 @@ const HELPER_IGNORES = [1, 2, 3, 15];
  * terminal; every signal back at its default), waits for it and ends the same way: with its
  * exit code, or killed by the same signal. Returns only if the spawn failed.
  */
-export function spawnAndWait(libc: Libc, c: CArgs, target: { file: string; argv: readonly string[]; env: Record<string, string | undefined> }): ConfineFailure {
+export function spawnAndWait(libc: Libc, c: CArgs, target: ExecTarget): ConfineFailure {
   const attr = new Uint8Array(ATTR_BYTES);
   // Every bit set by hand: sigfillset leaves out libc's own signals (32, 33), and glibc's
   // posix_spawn would then leave them ignored in the command.

@@ -7,7 +7,8 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ConfinePlan } from "./plan-schema.ts";
 import { loadNative, spawnConfined, type ContainerFds } from "./confine-cc.ts";
-import { confineInPlace, type ExecTarget } from "./confine-ffi.ts";
+import { confineInPlace } from "./confine-ffi.ts";
+import type { ExecTarget } from "./plan-schema.ts";
 import { CArgs, loadLibc, type Ffi, type Libc } from "./libc.ts";
 import { simulated } from "./support.ts";
 import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";

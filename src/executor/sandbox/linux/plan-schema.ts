@@ -40,3 +40,11 @@ export const WarmRequestSchema = z.object({
   cwd: z.string().startsWith("/"),
 });
 export type WarmRequest = z.infer<typeof WarmRequestSchema>;
+
+/** The program a helper runs once confined. */
+export interface ExecTarget {
+  /** Absolute path of the program. */
+  file: string;
+  argv: readonly string[];
+  env: Record<string, string | undefined>;
+}

@@ -5,7 +5,7 @@
  * keys, so newer or older Codex files parse. Line types we do not know are kept, not rejected.
  */
 import { z } from "zod";
-import { ResponseItemSchema, type ResponseItem } from "../../model/items.ts";
+import { ResponseItemSchema, type ResponseItem } from "../model/items.ts";
 
 export const GitInfoSchema = z.looseObject({
   commit_hash: z.string().nullish(),

@@ -5,8 +5,8 @@
  */
 import { Buffer } from "node:buffer";
 import { open } from "node:fs/promises";
-import { assistantMessage, type ResponseItem } from "../../model/items.ts";
-import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import { assistantMessage, type ResponseItem } from "../model/items.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { parseRolloutLine, type RolloutLine, type SessionMeta, type TurnContext } from "./schema.ts";
 
 export interface RawLine {

@@ -1,8 +1,8 @@
 /** Listing rollouts newest-first and resolving `last`, a session id, an id prefix or a path. */
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { err, ok, type Result } from "../../util/result.ts";
-import { sessionsDir } from "../home.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { sessionsDir } from "../home/home.ts";
 import { readSessionMeta } from "./reader.ts";
 
 export interface RolloutFile {

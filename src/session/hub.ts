@@ -3,9 +3,9 @@
  * {session_id} to live sessions, posts user turns, waits for a turn's first assistant message
  * and fans out each session's events. It is orchestration plumbing: no model sees it as a tool.
  */
-import type { SessionEvent } from "../session/events.ts";
-import type { SessionHandle } from "../session/runtime.ts";
-import type { TurnOutcome } from "../session/agent.ts";
+import type { SessionEvent } from "./events.ts";
+import type { SessionHandle } from "./runtime.ts";
+import type { TurnOutcome } from "./agent.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 export interface HubSession {

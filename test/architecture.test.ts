@@ -1,0 +1,114 @@
+/**
+ * The layer order of src/ holds: every import goes to a lower layer (or stays in its folder),
+ * no two modules import each other in a cycle (type imports included), and every folder has
+ * its place. The order is read from docs/architecture.md, the one place it is written.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { REPO_ROOT } from "./support/paths.ts";
+
+const SRC = path.join(REPO_ROOT, "src");
+
+/** The fenced `layers` block of docs/architecture.md: top layer first, folders by spaces. */
+function layers(): Map<string, number> {
+  const doc = readFileSync(path.join(REPO_ROOT, "docs/architecture.md"), "utf8");
+  const block = /```layers\n([\s\S]*?)```/.exec(doc);
+  assert.ok(block, "docs/architecture.md has a ```layers block");
+  const lines = block[1]!.trim().split("\n");
+  const rank = new Map<string, number>();
+  lines.forEach((line, i) => {
+    for (const name of line.trim().split(/\s+/)) rank.set(name, lines.length - i);
+  });
+  return rank;
+}
+
+/** A module's room: its top folder under src/, or its name for a file at the top (main, version). */
+function roomOf(file: string): string {
+  const rel = path.relative(SRC, file).split(path.sep);
+  return rel.length === 1 ? rel[0]!.replace(/\.ts$/, "") : rel[0]!;
+}
+
+const IMPORT = /(?:import|export)\s[^'"]*?from\s+["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*[,)]/g;
+
+function modules(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const rel of readdirSync(SRC, { recursive: true }) as string[]) {
+    if (!rel.endsWith(".ts") || rel.endsWith(".d.ts")) continue;
+    const file = path.join(SRC, rel);
+    const text = readFileSync(file, "utf8");
+    const targets = [...text.matchAll(IMPORT)].map((m) => path.resolve(path.dirname(file), (m[1] ?? m[2])!)).filter((t) => t.endsWith(".ts"));
+    graph.set(file, targets);
+  }
+  return graph;
+}
+
+/** Strongly connected groups of more than one module (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      group.push(path.relative(REPO_ROOT, w));
+    } while (w !== v);
+    if (group.length > 1) found.push(group.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+describe("architecture", () => {
+  const rank = layers();
+  const graph = modules();
+
+  test("every room of src/ has its layer in docs/architecture.md", () => {
+    const rooms = new Set([...graph.keys()].map(roomOf));
+    assert.deepEqual([...rooms].filter((r) => !rank.has(r)).sort(), []);
+  });
+
+  test("every import goes down the layers or stays in its room", () => {
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      const from = roomOf(file);
+      for (const target of targets) {
+        const to = roomOf(target);
+        if (to !== from && !(rank.get(to)! < rank.get(from)!)) upward.push(`${path.relative(REPO_ROOT, file)} -> ${path.relative(REPO_ROOT, target)} (${from} may not import ${to})`);
+      }
+    }
+    assert.deepEqual(upward, []);
+  });
+
+  test("no modules import each other in a cycle", () => {
+    assert.deepEqual(cycles(graph), []);
+  });
+
+  test("the check sees what it must: an upward import and a cycle in a made-up graph are found", () => {
+    const fake = new Map([
+      [path.join(SRC, "util/a.ts"), [path.join(SRC, "session/b.ts")]],
+      [path.join(SRC, "session/b.ts"), [path.join(SRC, "util/a.ts")]],
+    ]);
+    assert.deepEqual(cycles(fake), [["src/session/b.ts", "src/util/a.ts"]]);
+    assert.ok(rank.get("util")! < rank.get("session")!, "util is below session");
+    assert.ok(graph.size > 100, `read ${graph.size} modules`);
+  });
+});
