@@ -3,7 +3,8 @@
  * (spawned lazily, optionally pre-spawned) and answers its delegate requests through each
  * session's callbacks; `InProcessProvider` runs the same engine without IPC.
  */
-import { accessSync, constants, rmSync, statSync, writeFileSync } from "node:fs";
+import { findOnPath, isExecutableFile } from "../util/which.ts";
+import { rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
@@ -104,22 +105,9 @@ export function resolveHostProgram(env: NodeJS.ProcessEnv = process.env, execPat
   const override = env[HOST_PATH_ENV];
   if (override) return { kind: "path", path: override, source: "env" };
   const sibling = path.join(path.dirname(execPath), HOST_BINARY_NAME);
-  if (isExecutable(sibling)) return { kind: "path", path: sibling, source: "sibling" };
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, HOST_BINARY_NAME);
-    if (isExecutable(candidate)) return { kind: "path", path: candidate, source: "path" };
-  }
-  return { kind: "self" };
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, process.platform === "win32" ? constants.F_OK : constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
+  if (isExecutableFile(sibling)) return { kind: "path", path: sibling, source: "sibling" };
+  const onPath = findOnPath(HOST_BINARY_NAME, env.PATH, { exts: [""] });
+  return onPath ? { kind: "path", path: onPath, source: "path" } : { kind: "self" };
 }
 
 function spawnHost(program: HostProgram): Result<ChildPeer> {

@@ -6,6 +6,7 @@
  * already in a role's rollout is used, not asked for again, and a run whose deliverable was
  * accepted is complete, whatever else the crash cut short.
  */
+import { parseJsonWith } from "../util/json.ts";
 import path from "node:path";
 import { z } from "zod";
 import type { ModelClient } from "../model/client.ts";
@@ -83,15 +84,9 @@ export interface InftyResult {
 
 /** Loads a scripted-run file: one script per role; a resumed role goes on where its session stopped. */
 export function scriptedModels(text: string, file: string): Result<NonNullable<InftyOptions["modelFor"]>> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return err("invalid_script", `${file} is not JSON: ${(e as Error).message}`);
-  }
-  const parsed = InftyScriptSchema.safeParse(raw);
-  if (!parsed.success) return err("invalid_script", `${file} is not an infty script ({solver, director?, verifiers[]}): ${z.prettifyError(parsed.error)}`);
-  const s = parsed.data;
+  const parsed = parseJsonWith(InftyScriptSchema, text, file, { code: "invalid_script", invalid: "is not an infty script ({solver, director?, verifiers[]})" });
+  if ("error" in parsed) return parsed;
+  const s = parsed.ok;
   const clients = new Map<string, ModelClient>();
   return ok((role, history) => {
     let c = clients.get(role);

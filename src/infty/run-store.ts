@@ -5,6 +5,7 @@
  * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
  */
+import { parseJsonWith } from "../util/json.ts";
 import { cp, mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -241,16 +242,10 @@ export class RunStore {
     } catch (e) {
       return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
     }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch (e) {
-      return err("run_corrupt", `${path.join(dir, "run.json")} is not valid JSON (${(e as Error).message}); the run's files are untouched`);
-    }
-    const parsed = RunMetaSchema.safeParse(raw);
-    if (!parsed.success) return err("run_corrupt", `${path.join(dir, "run.json")} does not match the run format: ${z.prettifyError(parsed.error)}`);
+    const parsed = parseJsonWith(RunMetaSchema, text, path.join(dir, "run.json"), { code: "run_corrupt", invalid: "does not match the run format", note: "the run's files are untouched" });
+    if ("error" in parsed) return parsed;
     if (opts.recover) await removeStaleTemps(file);
-    return ok(new RunStore(dir, parsed.data));
+    return ok(new RunStore(dir, parsed.ok));
   }
 
   static async list(home: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {

@@ -1,4 +1,5 @@
 /** Which rollout items feed phase 1, and how they are serialized for the extractor. */
+import { estimateTokens } from "../util/truncate.ts";
 import type { ResponseItem } from "../model/items.ts";
 import type { RolloutLine } from "../rollout/schema.ts";
 
@@ -49,6 +50,6 @@ export function memoryItems(lines: Iterable<RolloutLine>): ResponseItem[] {
 export function truncateMiddle(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
   const half = Math.floor(maxChars / 2);
-  const cut = text.length - 2 * half;
-  return `${text.slice(0, half)}\n…${Math.ceil(cut / 4)} tokens truncated…\n${text.slice(text.length - half)}`;
+  const cut = text.slice(half, text.length - half);
+  return `${text.slice(0, half)}\n…${estimateTokens(cut)} tokens truncated…\n${text.slice(text.length - half)}`;
 }

@@ -2,6 +2,7 @@
  * The `scripted` provider: NOT a real model. It replays the turns of a JSON script file, one
  * turn per `stream()` call, for offline demos and tests.
  */
+import { estimateTokens } from "../util/truncate.ts";
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type TokenUsage } from "./client.ts";
@@ -84,13 +85,10 @@ export function scriptDeltas(text: string): string[] {
   return out;
 }
 
-const utf8Length = (s: string) => new TextEncoder().encode(s).length;
-
-/** Rough usage when a turn gives none: a token per 4 bytes. */
+/** Rough usage when a turn gives none: a token per 4 bytes, as everywhere in relay. */
 export function estimateUsage(request: ModelRequest, turn: ScriptTurn): TokenUsage {
-  const input = Math.ceil(utf8Length(request.instructions + JSON.stringify(request.input) + JSON.stringify(request.tools)) / 4);
-  const outputText = (turn.reasoning ?? "") + (turn.text ?? "") + JSON.stringify(turn.tool_calls ?? []);
-  const output = Math.ceil(utf8Length(outputText) / 4);
+  const input = estimateTokens(request.instructions + JSON.stringify(request.input) + JSON.stringify(request.tools));
+  const output = estimateTokens((turn.reasoning ?? "") + (turn.text ?? "") + JSON.stringify(turn.tool_calls ?? []));
   return { input_tokens: input, output_tokens: output, total_tokens: input + output };
 }
 

@@ -2,6 +2,7 @@
  * `relay-package.json`: what a package directory holds. Written last by the builder, checked by
  * `relay package verify`. Lists every other file with its size, sha256 and executable bit.
  */
+import { parseJsonWith } from "../util/json.ts";
 import { createHash } from "node:crypto";
 import { createReadStream, lstatSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -52,17 +53,7 @@ export function serializeManifest(m: PackageManifest): string {
 }
 
 export function parseManifest(text: string, label = MANIFEST_NAME): Result<PackageManifest> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return err("bad_manifest", `${label} is not JSON: ${(e as Error).message}`);
-  }
-  const r = PackageManifestSchema.safeParse(raw);
-  if (!r.success) {
-    return err("bad_manifest", `${label} is invalid: ${r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
-  }
-  return ok(r.data);
+  return parseJsonWith(PackageManifestSchema, text, label, { code: "bad_manifest" });
 }
 
 export function readManifest(dir: string): Result<PackageManifest> {

@@ -3,8 +3,9 @@
  * Under Bun from source, bun is process.execPath; from a compiled binary (or Node/Deno) it is
  * RELAY_BUN_PATH, else node_modules/.bin/bun beside the source tree, else `bun` on PATH.
  */
+import { findOnPath, isExecutableFile } from "../util/which.ts";
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { err, ok, type Result } from "../util/result.ts";
@@ -56,38 +57,22 @@ export function findSourceTree(env: Env = process.env, cwd: string = process.cwd
   );
 }
 
-function isExecutable(file: string): boolean {
-  try {
-    if (!statSync(file).isFile()) return false;
-    if (process.platform !== "win32") accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function onPath(name: string, env: Env): string | undefined {
-  const exts = process.platform === "win32" ? [".exe", ".cmd", ""] : [""];
-  for (const dir of (env.PATH ?? "").split(path.delimiter).filter(Boolean)) {
-    for (const ext of exts) {
-      const f = path.join(dir, name + ext);
-      if (isExecutable(f)) return f;
-    }
-  }
-  return undefined;
+  return findOnPath(name, env.PATH);
 }
 
 /** The bun that compiles. `sourceRoot` enables the node_modules/.bin/bun lookup. */
 export function findBun(sourceRoot: string | undefined, env: Env = process.env): Result<string> {
   const explicit = env.RELAY_BUN_PATH?.trim();
   if (explicit) {
-    if (isExecutable(explicit)) return ok(path.resolve(explicit));
+    if (isExecutableFile(explicit)) return ok(path.resolve(explicit));
     return err("no_bun", `RELAY_BUN_PATH=${explicit} is not an executable file`);
   }
   if (currentRuntime() === "bun") return ok(process.execPath);
   if (sourceRoot) {
     const local = path.join(sourceRoot, "node_modules", ".bin", process.platform === "win32" ? "bun.exe" : "bun");
-    if (isExecutable(local)) return ok(local);
+    if (isExecutableFile(local)) return ok(local);
   }
   const p = onPath("bun", env);
   if (p) return ok(p);

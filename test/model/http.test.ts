@@ -183,7 +183,9 @@ for (const api of APIS) {
       await using server = await startFakeModelServer();
       server.enqueue(reply().text("one two"));
       const events: ModelEvent[] = [];
-      const idleTimeoutMs = 30;
+      // Long enough that a loaded machine's own pauses between the server's chunks stay under it
+      // (at 30 ms a busy CI host tripped it: a retry, then no reply queued).
+      const idleTimeoutMs = 250;
       for await (const ev of client(server, { idleTimeoutMs }).stream(REQUEST)) {
         events.push(ev);
         // Not a wait: this is the slow consumer, busy longer than the idle timeout with each event

@@ -10,7 +10,7 @@ import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { SandboxPolicy } from "./policy.ts";
 import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
-import { resolveProgram } from "./linux/which.ts";
+import { resolveProgram } from "../../util/which.ts";
 
 export interface BwrapSupport {
   works: boolean;

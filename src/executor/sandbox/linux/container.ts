@@ -17,7 +17,7 @@ import { CArgs, envList, loadLibc, type Libc } from "./libc.ts";
 import type { ContainerRef, ExecTarget } from "./plan-schema.ts";
 import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
 import { simulated } from "./support.ts";
-import { resolveProgram } from "./which.ts";
+import { resolveProgram } from "../../../util/which.ts";
 
 export type { ContainerRef } from "./plan-schema.ts";
 

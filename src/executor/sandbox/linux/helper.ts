@@ -13,7 +13,7 @@ import { CArgs, loadLibc, type Ffi, type Libc } from "./libc.ts";
 import { simulated } from "./support.ts";
 import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
 import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
-import { resolveProgram } from "./which.ts";
+import { resolveProgram } from "../../../util/which.ts";
 import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
 import { CONTAINER_INIT_FLAG, containerInitMain, openContainer } from "./container.ts";
 
