@@ -118,181 +118,248 @@ export interface SessionMemories {
   recordCitations(home: string, finalMessage: string): Promise<Result<number>>;
 }
 
+/** A rollout being resumed: where it is, its history and its cwd. */
+interface Resumed {
+  path: string;
+  items: ResponseItem[];
+  cwd: string;
+}
+
+/** The executor a session runs its tools on, and what it said about itself. */
+interface StartedExecutor {
+  executor: ChildPeer;
+  info: ExecutorInfo;
+  remote: boolean;
+  name: string;
+}
+
 export async function openSession(o: OpenSessionOptions): Promise<Result<SessionHandle>> {
-  const { config } = o;
   // Resume first: it decides the cwd and the history.
-  let resumed: { path: string; items: ResponseItem[]; cwd: string } | undefined;
-  if (o.resume) {
-    const found = await findRollout(o.home, o.resume, { listHint: "start one with `relay run \"...\"`" });
-    if ("error" in found) return found;
-    const r = await readRollout(found.ok.path);
-    if ("error" in r) return r;
-    for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
-    resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
-  }
+  const resumedR = await findResumed(o);
+  if ("error" in resumedR) return resumedR;
+  const resumed = resumedR.ok;
   if (!resumed && o.requirePrompt && o.firstPrompt === undefined) return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
   const cwd = path.resolve(o.cwd ?? resumed?.cwd ?? process.cwd());
-
-  let model: ModelClient;
-  try {
-    model = o.model ?? createModelClient({
-      provider: o.scriptPath ? "scripted" : config.model_provider,
-      model: config.model,
-      baseUrl: config.base_url,
-      apiKeyEnv: config.api_key_env,
-      scriptPath: o.scriptPath,
-      ...(reasoningOf(config) ? { reasoning: reasoningOf(config) } : {}),
-    });
-  } catch (e) {
-    return err("model_config", (e as Error).message);
-  }
-
-  const exec = startExecutor(o.executorCommand ?? config.executor);
+  const model = sessionModel(o);
+  if ("error" in model) return model;
+  const exec = startExecutor(o.executorCommand ?? o.config.executor);
   if ("error" in exec) return exec;
   const executor = exec.ok;
   let rolloutToClose: RolloutWriter | undefined;
   let handedOver = false;
   try {
-    const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
-    if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
-    const info: ExecutorInfo = infoR.ok;
-    const remote = Boolean(o.executorCommand ?? config.executor);
-    const executorName = o.executorName ?? (remote ? "remote" : "local");
-
-    const writer = resumed
-      ? await RolloutWriter.resume(resumed.path)
-      : await RolloutWriter.create({
-          home: o.home,
-          meta: {
-            cwd,
-            source: o.source ?? "cli",
-            originator: "relay",
-            cli_version: VERSION,
-            model_provider: model.provider,
-            base_instructions: { text: BASE_INSTRUCTIONS },
-            executor: { name: executorName, hostname: info.hostname },
-          },
-        });
+    const started = await describeExecutor(o, executor);
+    if ("error" in started) return started;
+    const writer = await openRollout(o, resumed, cwd, model.ok, started.ok);
     if ("error" in writer) return writer;
     const rollout = writer.ok;
     rolloutToClose = rollout;
-    o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: config.model, provider: model.provider, cwd, resumed: Boolean(resumed) });
-
-    // Skills come from the executor's filesystem only; never from ours.
-    const skills: Skill[] = [];
-    for (const root of o.capabilityRoots ?? []) {
-      if (root.environment !== executorName) {
-        o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} skipped: this session has no executor named "${root.environment}" (its executor is "${executorName}"); skills are never read from the local filesystem instead` });
-        continue;
-      }
-      const listed = await executor.peer.call(SkillsListMethod, { roots: [root.path] });
-      if ("error" in listed) {
-        o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} unavailable: ${listed.error.message}` });
-        continue;
-      }
-      for (const w of listed.ok.warnings) o.emit({ type: "warning", message: `capability root ${root.environment}:${w.root}: ${w.message}` });
-      skills.push(...listed.ok.skills);
-    }
-    const catalog = skillsCatalog(skills);
-
-    const sandboxMode = config.sandbox_mode;
-    const env = remote
-      ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: info.home, RELAY_SESSION_ID: rollout.id }
-      : commandEnv(rollout.id);
-    const shell = remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
-    const sandboxPolicy = sessionSandboxPolicy(config, cwd, o.confineWrites);
-    const sandboxState = await checkSandbox(executor.peer, sandboxPolicy, cwd, env);
-    o.emit({ type: "sandbox", mode: sandboxMode, ...sandboxState });
-    const approvals = new ApprovalCache(o.approver);
-    const routerR = await ToolRouter.connect(
-      executor.peer,
-      {
-        cwd,
-        env,
-        approvalPolicy: config.approval_policy,
-        sandbox: sandboxPolicy,
-        pinWritableRoots: o.confineWrites,
-        shellPath: shell,
-        loginShell: config.shell.login,
-        maxOutputTokens: config.exec.max_output_tokens,
-        defaultYieldMs: config.exec.yield_time_ms,
-      },
-      approvals,
-    );
-    if ("error" in routerR) return routerR;
-    // The host starts now, while the model works on its first answer.
-    const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
-    if (codeMode) {
-      routerR.ok.attachCodeMode(codeMode);
-      codeMode.prestart();
-    }
-
-    const memoryBlock = await o.memories?.block(o.home);
-    const agent = new AgentSession(
-      {
-        model,
-        modelName: config.model,
-        router: routerR.ok,
-        rollout,
-        instructions: BASE_INSTRUCTIONS,
-        developerInstructions: developerInstructions(
-          { cwd, shell, approvalPolicy: config.approval_policy, sandboxMode, executor: `${executorName} (${info.hostname}, ${info.platform})` },
-          [catalog.text, ...(memoryBlock ? [memoryBlock] : []), ...(o.extraInstructions ?? [])],
-        ),
-        contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
-        autoCompactFraction: config.auto_compact_fraction,
-        maxSteps: o.maxSteps ?? 200,
-        turnContext: { cwd, approval_policy: config.approval_policy, sandbox_policy: { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) }, user: os.userInfo().username, ...modelSettings(config, model.provider), ...sessionSettings({ codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName }) },
-        emit: o.emit,
-      },
-      resumed?.items ?? [],
-    );
-
-    if (resumed) {
-      const repaired = await agent.repairDanglingCalls();
-      if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
-    }
-
-    let closed = false;
-    const handle: SessionHandle = {
-      id: rollout.id,
-      rolloutPath: rollout.path,
-      agent,
-      cwd,
-      async runTurn(prompt, signal) {
-        const preamble = await skillPreamble(prompt ?? "", skills, executor.peer, o.emit);
-        try {
-          const outcome = await agent.runTurn(prompt, signal, preamble);
-          if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
-            const used = await o.memories.recordCitations(o.home, outcome.finalMessage);
-            if ("error" in used) o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
-          }
-          return ok(outcome);
-        } catch (e) {
-          await rollout.flush();
-          const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
-          const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
-          o.emit({ type: "error", code, message });
-          return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
-        }
-      },
-      async close() {
-        if (closed) return;
-        closed = true;
-        // An open handle would be closed by GC, which Bun reports as an error.
-        await rollout.close();
-        await codeMode?.close();
-        await executor.shutdown();
-      },
-    };
+    o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed) });
+    const skills = await listSkills(o, started.ok);
+    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
+    if ("error" in built) return built;
     handedOver = true;
-    return ok(handle);
+    return ok(sessionHandle(o, { ...built.ok, rollout, executor, skills, cwd }));
   } finally {
     if (!handedOver) {
       await rolloutToClose?.close();
       await executor.shutdown();
     }
   }
+}
+
+async function findResumed(o: OpenSessionOptions): Promise<Result<Resumed | undefined>> {
+  if (!o.resume) return ok(undefined);
+  const found = await findRollout(o.home, o.resume, { listHint: "start one with `relay run \"...\"`" });
+  if ("error" in found) return found;
+  const r = await readRollout(found.ok.path);
+  if ("error" in r) return r;
+  for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
+  return ok({ path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) });
+}
+
+function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
+  const { config } = o;
+  if (o.model) return ok(o.model);
+  try {
+    return ok(
+      createModelClient({
+        provider: o.scriptPath ? "scripted" : config.model_provider,
+        model: config.model,
+        baseUrl: config.base_url,
+        apiKeyEnv: config.api_key_env,
+        scriptPath: o.scriptPath,
+        ...(reasoningOf(config) ? { reasoning: reasoningOf(config) } : {}),
+      }),
+    );
+  } catch (e) {
+    return err("model_config", (e as Error).message);
+  }
+}
+
+async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Promise<Result<StartedExecutor>> {
+  const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
+  if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
+  const remote = Boolean(o.executorCommand ?? o.config.executor);
+  return ok({ executor, info: infoR.ok, remote, name: o.executorName ?? (remote ? "remote" : "local") });
+}
+
+function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: string, model: ModelClient, started: StartedExecutor): Promise<Result<RolloutWriter>> {
+  if (resumed) return RolloutWriter.resume(resumed.path);
+  return RolloutWriter.create({
+    home: o.home,
+    meta: {
+      cwd,
+      source: o.source ?? "cli",
+      originator: "relay",
+      cli_version: VERSION,
+      model_provider: model.provider,
+      base_instructions: { text: BASE_INSTRUCTIONS },
+      executor: { name: started.name, hostname: started.info.hostname },
+    },
+  });
+}
+
+/** Skills come from the executor's filesystem only; never from ours. */
+async function listSkills(o: OpenSessionOptions, started: StartedExecutor): Promise<Skill[]> {
+  const skills: Skill[] = [];
+  for (const root of o.capabilityRoots ?? []) {
+    if (root.environment !== started.name) {
+      o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} skipped: this session has no executor named "${root.environment}" (its executor is "${started.name}"); skills are never read from the local filesystem instead` });
+      continue;
+    }
+    const listed = await started.executor.peer.call(SkillsListMethod, { roots: [root.path] });
+    if ("error" in listed) {
+      o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} unavailable: ${listed.error.message}` });
+      continue;
+    }
+    for (const w of listed.ok.warnings) o.emit({ type: "warning", message: `capability root ${root.environment}:${w.root}: ${w.message}` });
+    skills.push(...listed.ok.skills);
+  }
+  return skills;
+}
+
+interface AgentParts {
+  cwd: string;
+  model: ModelClient;
+  started: StartedExecutor;
+  rollout: RolloutWriter;
+  skills: Skill[];
+  resumed: Resumed | undefined;
+}
+
+/** The tool router (with code mode), the sandbox check and the agent with its instructions. */
+async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools }>> {
+  const { config } = o;
+  const { cwd, started, rollout } = p;
+  const env = started.remote
+    ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id }
+    : commandEnv(rollout.id);
+  const shell = started.remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
+  const sandboxPolicy = sessionSandboxPolicy(config, cwd, o.confineWrites);
+  const sandboxState = await checkSandbox(started.executor.peer, sandboxPolicy, cwd, env);
+  const sandboxMode = config.sandbox_mode;
+  o.emit({ type: "sandbox", mode: sandboxMode, ...sandboxState });
+  const routerR = await ToolRouter.connect(
+    started.executor.peer,
+    {
+      cwd,
+      env,
+      approvalPolicy: config.approval_policy,
+      sandbox: sandboxPolicy,
+      pinWritableRoots: o.confineWrites,
+      shellPath: shell,
+      loginShell: config.shell.login,
+      maxOutputTokens: config.exec.max_output_tokens,
+      defaultYieldMs: config.exec.yield_time_ms,
+    },
+    new ApprovalCache(o.approver),
+  );
+  if ("error" in routerR) return routerR;
+  // The host starts now, while the model works on its first answer.
+  const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
+  if (codeMode) {
+    routerR.ok.attachCodeMode(codeMode);
+    codeMode.prestart();
+  }
+  const memoryBlock = await o.memories?.block(o.home);
+  const sandbox_policy = { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) };
+  const agent = new AgentSession(
+    {
+      model: p.model,
+      modelName: config.model,
+      router: routerR.ok,
+      rollout,
+      instructions: BASE_INSTRUCTIONS,
+      developerInstructions: developerInstructions(
+        { cwd, shell, approvalPolicy: config.approval_policy, sandboxMode, executor: `${started.name} (${started.info.hostname}, ${started.info.platform})` },
+        [skillsCatalog(p.skills).text, ...(memoryBlock ? [memoryBlock] : []), ...(o.extraInstructions ?? [])],
+      ),
+      contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
+      autoCompactFraction: config.auto_compact_fraction,
+      maxSteps: o.maxSteps ?? 200,
+      turnContext: {
+        cwd,
+        approval_policy: config.approval_policy,
+        sandbox_policy,
+        user: os.userInfo().username,
+        ...modelSettings(config, p.model.provider),
+        ...sessionSettings({ codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName: started.name }),
+      },
+      emit: o.emit,
+    },
+    p.resumed?.items ?? [],
+  );
+  if (p.resumed) {
+    const repaired = await agent.repairDanglingCalls();
+    if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
+  }
+  return ok({ agent, codeMode });
+}
+
+interface HandleParts {
+  agent: AgentSession;
+  codeMode?: CodeModeTools;
+  rollout: RolloutWriter;
+  executor: ChildPeer;
+  skills: Skill[];
+  cwd: string;
+}
+
+function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
+  const { agent, rollout } = p;
+  let closed = false;
+  return {
+    id: rollout.id,
+    rolloutPath: rollout.path,
+    agent,
+    cwd: p.cwd,
+    async runTurn(prompt, signal) {
+      const preamble = await skillPreamble(prompt ?? "", p.skills, p.executor.peer, o.emit);
+      try {
+        const outcome = await agent.runTurn(prompt, signal, preamble);
+        if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
+          const used = await o.memories.recordCitations(o.home, outcome.finalMessage);
+          if ("error" in used) o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
+        }
+        return ok(outcome);
+      } catch (e) {
+        await rollout.flush();
+        const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
+        const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
+        o.emit({ type: "error", code, message });
+        return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      // An open handle would be closed by GC, which Bun reports as an error.
+      await rollout.close();
+      await p.codeMode?.close();
+      await p.executor.shutdown();
+    },
+  };
 }
 
 /** `$skill-name` in a prompt loads that skill's body through the same executor. */
