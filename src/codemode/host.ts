@@ -7,11 +7,11 @@ import os from "node:os";
 import path from "node:path";
 import { setImmediate } from "node:timers";
 import type { z } from "zod";
-import { ErrorCode } from "../protocol/envelope.ts";
+import { ErrorCode, type RequestId } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
-import { err, ok } from "../util/result.ts";
-import { CodeModeEngine, type EngineSession } from "./engine.ts";
-import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "./protocol.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { CodeModeEngine, type EngineDelegate, type EngineSession } from "./engine.ts";
+import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse, type SessionLimits } from "./protocol.ts";
 
 export function unknownSession(id: number) {
   return err(CodeModeErrorCode.UnknownSession, `unknown code-mode session ${id}`);
@@ -35,163 +35,193 @@ export async function warmUp(engine: CodeModeEngine, cells = 400): Promise<void>
 
 /** Registers every code-mode method on `peer`; returns a function that shuts all sessions down. */
 export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void {
-  const sessions = new Map<number, EngineSession>();
-  let nextSession = 1;
-
-  // Terminate requests cannot be read while a CPU-bound cell holds the thread; the client also
-  // drops a marker file here, which running cells poll from the interrupt handler.
-  let controlDir: string | undefined;
-  try {
-    controlDir = mkdtempSync(path.join(os.tmpdir(), "relay-code-mode-"));
-  } catch {
-    controlDir = undefined;
-  }
-  const marker = (session: number, cell: string) => (controlDir ? path.join(controlDir, `${session}-${cell}`) : undefined);
-  // Only hosts started ahead of use (a pool) warm up: for a host started by an exec call, the
-  // throwaway cells would compete with that very call.
-  let warm = false;
-  let warming: Promise<void> | undefined;
-  peer.handle(CodeModeMethods.hello, async (p) => {
-    if (p.await_warmup) {
-      warming ??= warmUp(engine).then(() => {
-        warm = true;
-      });
-      await warming;
-    }
-    return ok({ pid: process.pid, sessions: sessions.size, warm, control_dir: controlDir, vms: engine.vmCounts });
-  });
-
-  // While an execute handler runs its script: sends the ExecutionStarted answer early. One at a
-  // time (the script runs synchronously inside the handler).
-  let answerStarted: (() => void) | undefined;
-  // Cells whose execute answer said `closed`: their cell_closed notification is not sent.
-  const closedInAnswer = new Set<string>();
-
-  peer.handle(CodeModeMethods.createSession, (p) => {
-    const id = nextSession++;
-    const session = engine.openSession(
-      {
-        async invokeTool(call, signal) {
-          answerStarted?.();
-          const r = await peer.call(CodeModeMethods.invokeTool, { ...call, session_id: id }, { signal });
-          if ("error" in r) return r;
-          return ok(r.ok.result);
-        },
-        async notify(n, signal) {
-          answerStarted?.();
-          await peer.call(CodeModeMethods.notify, { ...n, session_id: id }, { signal });
-        },
-        cellClosed(cellId) {
-          if (closedInAnswer.delete(`${id}:${cellId}`)) return;
-          // A cell closes after its initial_response went out (that is written the moment the
-          // engine decides it). cell_closed also follows any other answer carrying the result:
-          // corked, it joins the chunk being built after them; else it waits a turn for a
-          // response being written (a terminate's).
-          const closed = () => void peer.notify(CodeModeNotifications.cellClosed, { session_id: id, cell_id: cellId });
-          if (peer.corked) closed();
-          else setImmediate(closed);
-        },
-        longEntry: () => {
-          answerStarted?.();
-          peer.flush();
-        },
-        whileBusy(cellId) {
-          const m = marker(id, cellId);
-          return m !== undefined && existsSync(m);
-        },
-      },
-      p.limits,
-    );
-    sessions.set(id, session);
-    return ok({ session_id: id });
-  });
-
-  peer.handle(CodeModeMethods.execute, (p, ctx) => {
-    const session = sessions.get(p.session_id);
+  const server = new CodeModeServer(peer, engine);
+  peer.handle(CodeModeMethods.hello, (p) => server.hello(p.await_warmup ?? false));
+  peer.handle(CodeModeMethods.createSession, (p) => server.createSession(p.limits));
+  peer.handle(CodeModeMethods.execute, (p, ctx) => server.execute(p, ctx));
+  peer.handle(CodeModeMethods.wait, async (p) => {
+    const session = server.sessions.get(p.session_id);
     if (!session) return unknownSession(p.session_id);
-    const answer: z.input<typeof CodeModeMethods.execute.result> = { cell_id: "", execute_id: ctx.requestId };
+    const r = await session.wait(p.request.cell_id, p.request.yield_time_ms);
+    return "error" in r ? r : ok({ outcome: r.ok });
+  });
+  peer.handle(CodeModeMethods.terminate, (p) => server.terminate(p.session_id, p.cell_id));
+  peer.handle(CodeModeMethods.shutdownSession, (p) => server.shutdownSession(p.session_id));
+  return () => server.close();
+}
+
+type ExecuteParams = z.output<typeof CodeModeMethods.execute.params>;
+type ExecuteAnswer = z.input<typeof CodeModeMethods.execute.result>;
+
+/** The host's state: its sessions, the control directory, and the execute answer in progress. */
+class CodeModeServer {
+  readonly sessions = new Map<number, EngineSession>();
+  private nextSession = 1;
+  /**
+   * Terminate requests cannot be read while a CPU-bound cell holds the thread; the client also
+   * drops a marker file here, which running cells poll from the interrupt handler.
+   */
+  private readonly controlDir: string | undefined;
+  /**
+   * Only hosts started ahead of use (a pool) warm up: for a host started by an exec call, the
+   * throwaway cells would compete with that very call.
+   */
+  private warm = false;
+  private warming: Promise<void> | undefined;
+  /** While an execute handler runs its script: sends the ExecutionStarted answer early (one at a time). */
+  private answerStarted: (() => void) | undefined;
+  /** Cells whose execute answer said `closed`: their cell_closed notification is not sent. */
+  private readonly closedInAnswer = new Set<string>();
+
+  constructor(
+    private readonly peer: RpcPeer,
+    private readonly engine: CodeModeEngine,
+  ) {
+    let dir: string | undefined;
+    try {
+      dir = mkdtempSync(path.join(os.tmpdir(), "relay-code-mode-"));
+    } catch {
+      dir = undefined;
+    }
+    this.controlDir = dir;
+  }
+
+  private marker(session: number, cell: string): string | undefined {
+    return this.controlDir ? path.join(this.controlDir, `${session}-${cell}`) : undefined;
+  }
+
+  async hello(awaitWarmup: boolean) {
+    if (awaitWarmup) {
+      this.warming ??= warmUp(this.engine).then(() => {
+        this.warm = true;
+      });
+      await this.warming;
+    }
+    return ok({ pid: process.pid, sessions: this.sessions.size, warm: this.warm, control_dir: this.controlDir, vms: this.engine.vmCounts });
+  }
+
+  createSession(limits: SessionLimits | undefined) {
+    const id = this.nextSession++;
+    this.sessions.set(id, this.engine.openSession(this.delegateFor(id), limits));
+    return ok({ session_id: id });
+  }
+
+  /** What session `id`'s cells ask of the client: tool calls, notifications, closes, terminate markers. */
+  private delegateFor(id: number): EngineDelegate {
+    const peer = this.peer;
+    return {
+      invokeTool: async (call, signal) => {
+        this.answerStarted?.();
+        const r = await peer.call(CodeModeMethods.invokeTool, { ...call, session_id: id }, { signal });
+        if ("error" in r) return r;
+        return ok(r.ok.result);
+      },
+      notify: async (n, signal) => {
+        this.answerStarted?.();
+        await peer.call(CodeModeMethods.notify, { ...n, session_id: id }, { signal });
+      },
+      cellClosed: (cellId) => {
+        if (this.closedInAnswer.delete(`${id}:${cellId}`)) return;
+        // A cell closes after its initial_response went out (that is written the moment the
+        // engine decides it). cell_closed also follows any other answer carrying the result:
+        // corked, it joins the chunk being built after them; else it waits a turn for a
+        // response being written (a terminate's).
+        const closed = () => void peer.notify(CodeModeNotifications.cellClosed, { session_id: id, cell_id: cellId });
+        if (peer.corked) closed();
+        else setImmediate(closed);
+      },
+      longEntry: () => {
+        this.answerStarted?.();
+        peer.flush();
+      },
+      whileBusy: (cellId) => {
+        const m = this.marker(id, cellId);
+        return m !== undefined && existsSync(m);
+      },
+    };
+  }
+
+  /**
+   * The script runs inside this handler, corked. One that ends or yields at once is answered in
+   * a single frame; before anything else it sends (a tool call, a notification), and once it has
+   * run for a millisecond, the plain ExecutionStarted answer goes out first.
+   */
+  execute(p: ExecuteParams, ctx: { requestId: RequestId; respond(r: Result<ExecuteAnswer>): void }) {
+    const session = this.sessions.get(p.session_id);
+    if (!session) return unknownSession(p.session_id);
+    const answer: ExecuteAnswer = { cell_id: "", execute_id: ctx.requestId };
     let answered = false;
     const answerNow = () => {
       if (answered) return;
       answered = true;
       ctx.respond(ok(answer));
     };
-    const notifyInitial = (response: RuntimeResponse) => {
-      const base = { id: ctx.requestId, session_id: p.session_id, cell_id: answer.cell_id };
-      const r = peer.notify(CodeModeNotifications.initialResponse, { ...base, response: ok(response) });
-      // Never leave the client waiting: an unsendable response (e.g. over the frame limit) becomes an error.
-      if ("error" in r && r.error.code !== ErrorCode.PeerClosed) {
-        peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`) });
-      }
-    };
-    // The script runs inside this handler, corked. One that ends or yields at once is answered in
-    // a single frame; before anything else it sends (a tool call, a notification), and once it has
-    // run for a millisecond, the plain ExecutionStarted answer goes out first.
     const started = session.execute(p.request, {
       schedule: (start, cellId) => {
         answer.cell_id = cellId;
-        answerStarted = answerNow;
-        peer.cork();
+        this.answerStarted = answerNow;
+        this.peer.cork();
         try {
           start();
         } finally {
-          answerStarted = undefined;
-          peer.uncork();
+          this.answerStarted = undefined;
+          this.peer.uncork();
         }
       },
       onInitial: (response) => {
-        if (answered) return notifyInitial(response);
+        if (answered) return this.notifyInitial(ctx.requestId, p.session_id, answer.cell_id, response);
         answer.initial = response;
         // Nothing was sent for the cell (that would have answered first), so no notification is
         // pending: a final response means the cell closes right after.
         if (!("Yielded" in response)) {
           answer.closed = true;
-          closedInAnswer.add(`${p.session_id}:${answer.cell_id}`);
+          this.closedInAnswer.add(`${p.session_id}:${answer.cell_id}`);
         }
       },
     });
     if ("error" in started) return started;
     answered = true; // what follows is an initial_response notification
     return ok(answer);
-  });
+  }
 
-  peer.handle(CodeModeMethods.wait, async (p) => {
-    const session = sessions.get(p.session_id);
-    if (!session) return unknownSession(p.session_id);
-    const r = await session.wait(p.request.cell_id, p.request.yield_time_ms);
-    if ("error" in r) return r;
-    return ok({ outcome: r.ok });
-  });
+  /** A cell's first response after its execute answer; never leaves the client waiting. */
+  private notifyInitial(id: RequestId, sessionId: number, cellId: string, response: RuntimeResponse): void {
+    const base = { id, session_id: sessionId, cell_id: cellId };
+    const r = this.peer.notify(CodeModeNotifications.initialResponse, { ...base, response: ok(response) });
+    // An unsendable response (e.g. over the frame limit) becomes an error.
+    if ("error" in r && r.error.code !== ErrorCode.PeerClosed) {
+      this.peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`) });
+    }
+  }
 
-  peer.handle(CodeModeMethods.terminate, async (p) => {
-    const session = sessions.get(p.session_id);
-    if (!session) return unknownSession(p.session_id);
-    const r = await session.terminate(p.cell_id);
+  async terminate(sessionId: number, cellId: string) {
+    const session = this.sessions.get(sessionId);
+    if (!session) return unknownSession(sessionId);
+    const r = await session.terminate(cellId);
     // The client drops a marker before every terminate request; the request is where it is
     // cleared (not per cell: an unlink per command is a syscall on the hot path).
-    const m = marker(p.session_id, p.cell_id);
+    const m = this.marker(sessionId, cellId);
     if (m) rmSync(m, { force: true });
-    if ("error" in r) return r;
-    return ok({ outcome: r.ok });
-  });
+    return "error" in r ? r : ok({ outcome: r.ok });
+  }
 
-  peer.handle(CodeModeMethods.shutdownSession, (p) => {
-    sessions.get(p.session_id)?.shutdown();
-    sessions.delete(p.session_id);
+  shutdownSession(sessionId: number) {
+    this.sessions.get(sessionId)?.shutdown();
+    this.sessions.delete(sessionId);
     // Markers the client dropped for the session's open cells before asking for the shutdown.
-    if (controlDir) {
+    if (this.controlDir) {
       try {
-        for (const f of readdirSync(controlDir)) if (f.startsWith(`${p.session_id}-`)) rmSync(path.join(controlDir, f), { force: true });
+        for (const f of readdirSync(this.controlDir)) if (f.startsWith(`${sessionId}-`)) rmSync(path.join(this.controlDir, f), { force: true });
       } catch {
         // The directory is gone: nothing to clear.
       }
     }
     return ok({ shutdown: true as const });
-  });
+  }
 
-  return () => {
-    for (const s of sessions.values()) s.shutdown();
-    sessions.clear();
-    if (controlDir) rmSync(controlDir, { recursive: true, force: true });
-  };
+  close(): void {
+    for (const s of this.sessions.values()) s.shutdown();
+    this.sessions.clear();
+    if (this.controlDir) rmSync(this.controlDir, { recursive: true, force: true });
+  }
 }
