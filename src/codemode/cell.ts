@@ -4,10 +4,12 @@
  * make the host hold (output, timers, calls in flight, stored values) is capped, because it
  * lives outside the QuickJS memory limit.
  */
+import { describeThrown } from "./thrown.ts";
+import { CellOutput } from "./cell-output.ts";
 import type { QuickJSDeferredPromise, QuickJSHandle } from "quickjs-emscripten-core";
 import { err, ok, type Result } from "../util/result.ts";
 import { EXIT_SENTINEL } from "./prelude.ts";
-import { CodeModeErrorCode, type ContentItem, type ExecuteRequest, type NestedToolCall, type RuntimeResponse } from "./protocol.ts";
+import { CodeModeErrorCode, type ExecuteRequest, type NestedToolCall, type RuntimeResponse } from "./protocol.ts";
 import { CellWrites, type StoredValues } from "./stored.ts";
 import { MAX_NOTIFY_CHARS, type PreparedVm, type VmOwner } from "./vm.ts";
 import type { HeapAccount, HeapGuard } from "./heap-guard.ts";
@@ -50,14 +52,8 @@ export interface CellHost {
   readonly heap?: HeapGuard;
 }
 
-/** Output characters kept between two yields (each item also counts ITEM_COST). */
-export const MAX_PENDING_OUTPUT = 1 << 20;
-/** Output characters a cell may write beyond what it keeps, in its whole life: more ends it (a print loop). */
-export const MAX_DROPPED_OUTPUT = 64 << 20;
 /** Characters of tool-call inputs and notifications in flight at once: more ends the cell. */
 export const MAX_IN_FLIGHT_CHARS = 4 << 20;
-const ITEM_COST = 32;
-export const MAX_ERROR_CHARS = 64 * 1024;
 export const MAX_TIMERS = 10_000;
 export const MAX_CALLS_IN_FLIGHT = 1_000;
 
@@ -80,9 +76,7 @@ export class Cell {
   private vm: PreparedVm | undefined;
   private main: QuickJSHandle | undefined;
   private readonly liveHandles = new Set<Disposable>();
-  private items: ContentItem[] = [];
-  private pendingCost = 0;
-  private droppedChars = 0;
+  private readonly output = new CellOutput();
   private final: RuntimeResponse | undefined;
   private delivered = false;
   private observer: Observer | undefined;
@@ -96,7 +90,6 @@ export class Cell {
   private readonly timers = new Map<number, ReturnType<typeof setTimeout>>();
   private toolSeq = 0;
   private inFlightChars = 0;
-  private droppedTotal = 0;
   private cpuUsedMs = 0;
   private entryStart = 0;
   private inVm = false;
@@ -168,18 +161,7 @@ export class Cell {
   }
 
   private yielded(): RuntimeResponse {
-    return { Yielded: { cell_id: this.id, content_items: this.drain() } };
-  }
-
-  private drain(): ContentItem[] {
-    const out = this.items;
-    if (this.droppedChars > 0) {
-      out.push({ type: "input_text", text: `[${this.droppedChars} more characters of output were dropped: a cell keeps at most ${MAX_PENDING_OUTPUT} between yields]` });
-    }
-    this.items = [];
-    this.pendingCost = 0;
-    this.droppedChars = 0;
-    return out;
+    return { Yielded: { cell_id: this.id, content_items: this.output.drain() } };
   }
 
   /** Hands out the final response; the cell closes once its notifications are settled too. */
@@ -248,7 +230,7 @@ export class Cell {
     this.terminating = true;
     this.interruptReason = "terminate";
     this.writes.discard();
-    this.finish({ Terminated: { cell_id: this.id, content_items: this.drain() } });
+    this.finish({ Terminated: { cell_id: this.id, content_items: this.output.drain() } });
     return this.deliverFinal();
   }
 
@@ -333,28 +315,7 @@ export class Cell {
     if (this.interruptReason === "cpu") return this.cpuLimitText();
     // A limit wins over whatever the script threw meanwhile (e.g. its own catch of "out of memory").
     if (this.limitHit) return this.limitHit;
-    const ctx = this.vm!.ctx;
-    let text: string;
-    try {
-      if (ctx.typeof(h) === "string") {
-        text = ctx.getString(h);
-      } else {
-        const d = ctx.dump(h) as unknown;
-        if (d && typeof d === "object" && "message" in d) {
-          const o = d as { name?: unknown; message?: unknown; stack?: unknown };
-          const head = `${typeof o.name === "string" ? o.name : "Error"}: ${String(o.message)}`;
-          text = typeof o.stack === "string" && o.stack.trim() ? `${head}\n${o.stack.trimEnd()}` : head;
-        } else {
-          const s = JSON.stringify(d);
-          text = s === undefined ? String(d) : s;
-        }
-      }
-    } catch {
-      return "uncaught exception (could not be described)";
-    }
-    if (text.length <= MAX_ERROR_CHARS) return text;
-    const half = MAX_ERROR_CHARS / 2;
-    return `${text.slice(0, half)}\n[... ${text.length - MAX_ERROR_CHARS} characters omitted ...]\n${text.slice(-half)}`;
+    return describeThrown(this.vm!.ctx, h);
   }
 
   /** Runs pending jobs, then decides whether the cell finished. */
@@ -405,12 +366,12 @@ export class Cell {
     if (this.terminating) {
       // Interrupted by an out-of-band terminate: the pending terminate request will find this.
       this.writes.discard();
-      this.finish({ Terminated: { cell_id: this.id, content_items: this.drain() } });
+      this.finish({ Terminated: { cell_id: this.id, content_items: this.output.drain() } });
       return;
     }
     if (errorText === null) this.writes.commit();
     else this.writes.discard();
-    this.finish({ Result: { cell_id: this.id, content_items: this.drain(), error_text: errorText } });
+    this.finish({ Result: { cell_id: this.id, content_items: this.output.drain(), error_text: errorText } });
   }
 
   /** The cell's error when it ends with a rejection nothing handled (see vm.ts TRACKER_SOURCE). */
@@ -501,22 +462,14 @@ export class Cell {
   private room(route: "text" | "store" | "tool"): number {
     if (route === "store") return this.writes.roomChars();
     if (route === "tool") return MAX_IN_FLIGHT_CHARS - this.inFlightChars;
-    // Output over the room is dropped (and counted), never copied out of the VM.
-    return MAX_PENDING_OUTPUT - this.pendingCost - ITEM_COST;
+    return this.output.room;
   }
 
-  /** `s` is what room() let through of a text `length` characters long. */
   private text(s: string, length: number): string | undefined {
-    this.droppedChars += length - s.length;
-    this.droppedTotal += length - s.length;
-    if (this.droppedTotal > MAX_DROPPED_OUTPUT) {
-      this.hitLimit(`wrote more than ${MAX_DROPPED_OUTPUT} characters of output it could not keep (at most ${MAX_PENDING_OUTPUT} between yields)`);
-      return this.limitHit;
-    }
-    if (s.length === 0) return undefined;
-    this.items.push({ type: "input_text", text: s });
-    this.pendingCost += s.length + ITEM_COST;
-    return undefined;
+    const limit = this.output.add(s, length);
+    if (limit === undefined) return undefined;
+    this.hitLimit(limit);
+    return this.limitHit;
   }
 
   /** Input characters in flight, or the limit the new ones would break (which ends the cell). */
