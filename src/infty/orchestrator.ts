@@ -7,7 +7,6 @@
  * accepted is complete, whatever else the crash cut short.
  */
 import { parseJsonWith } from "../util/json.ts";
-import path from "node:path";
 import { z } from "zod";
 import type { ModelClient } from "../model/client.ts";
 import type { ResponseItem } from "../model/items.ts";
@@ -472,7 +471,3 @@ class InftyRun {
   }
 }
 
-export function describeDir(dir: string, home: string): string {
-  const rel = path.relative(process.cwd(), dir);
-  return rel.startsWith("..") || path.isAbsolute(rel) ? dir : rel || home;
-}

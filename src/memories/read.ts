@@ -22,26 +22,37 @@ export async function memoryInstructions(home: string, maxTokens: number = DEFAU
   let text: string;
   try {
     text = (await readFile(path.join(root, MEMORY_SUMMARY), "utf8")).trim();
-  } catch {
-    return undefined;
+  } catch (e) {
+    // No summary yet is the normal start; any other failure is said (sessionMemoryRead).
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
   }
   if (!text) return undefined;
   // The file may be a hand edit or predate redaction: redact before truncating, so no secret is cut in half.
   return readPathInstructions(root, truncateMiddle(redactSecrets(text), Math.max(1, maxTokens) * 4));
 }
 
-/** What `openSession` injects: nothing when RELAY_NO_MEMORIES is set or `[memories] use_memories = false`. */
-export async function sessionMemoryBlock(home: string, env: Record<string, string | undefined> = process.env): Promise<string | undefined> {
+/**
+ * What a session is given: nothing when RELAY_NO_MEMORIES is set or `[memories] use_memories =
+ * false`; a warning (and no block) when the settings or the summary cannot be read.
+ */
+export async function sessionMemoryRead(home: string, env: Record<string, string | undefined> = process.env): Promise<{ text?: string; warning?: string }> {
   const off = env.RELAY_NO_MEMORIES?.trim().toLowerCase();
-  if (off && off !== "0" && off !== "false") return undefined;
+  if (off && off !== "0" && off !== "false") return {};
   const settings = await loadMemorySettings(home);
-  if ("error" in settings) return undefined;
-  if (!settings.ok.use_memories) return undefined;
+  if ("error" in settings) return { warning: `memories were not injected: ${settings.error.message}` };
+  if (!settings.ok.use_memories) return {};
   try {
-    return await memoryInstructions(home, settings.ok.summary_max_tokens);
-  } catch {
-    return undefined;
+    const text = await memoryInstructions(home, settings.ok.summary_max_tokens);
+    return text === undefined ? {} : { text };
+  } catch (e) {
+    return { warning: `memories were not injected: ${path.join(memoriesDir(home), MEMORY_SUMMARY)} could not be read (${(e as Error).message})` };
   }
+}
+
+/** The block alone (see sessionMemoryRead). */
+export async function sessionMemoryBlock(home: string, env: Record<string, string | undefined> = process.env): Promise<string | undefined> {
+  return (await sessionMemoryRead(home, env)).text;
 }
 
 export interface CitationEntry {
@@ -128,6 +139,6 @@ export async function recordCitationUsage(home: string, finalMessage: string, db
 
 /** The memory store as a session sees it (wired by the CLI into openSession). */
 export const sessionMemories: SessionMemories = {
-  block: (home) => sessionMemoryBlock(home),
+  block: (home) => sessionMemoryRead(home),
   recordCitations: (home, finalMessage) => recordCitationUsage(home, finalMessage),
 };

@@ -116,10 +116,6 @@ export function isKnownLineType(type: string): type is KnownLineType {
   return Object.hasOwn(KNOWN_SCHEMAS, type);
 }
 
-export function isKnownLine(line: RolloutLine): line is KnownRolloutLine {
-  return isKnownLineType(line.type);
-}
-
 /** Validates one decoded JSON line: the envelope first, then the payload for known types. */
 export function parseRolloutLine(value: unknown): { ok: RolloutLine } | { error: string } {
   const env = UnknownLineSchema.safeParse(value);

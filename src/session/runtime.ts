@@ -112,8 +112,8 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
 
 /** What a session asks of the memory store above it. */
 export interface SessionMemories {
-  /** The block added to the developer instructions (the memory summary), if any. */
-  block(home: string): Promise<string | undefined>;
+  /** The block added to the developer instructions (the memory summary), if any, and why there is none when something failed. */
+  block(home: string): Promise<{ text?: string; warning?: string }>;
   /** Counts the memory citations in a turn's final message; how many were recorded. */
   recordCitations(home: string, finalMessage: string): Promise<Result<number>>;
 }
@@ -282,7 +282,9 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     routerR.ok.attachCodeMode(codeMode);
     codeMode.prestart();
   }
-  const memoryBlock = await o.memories?.block(o.home);
+  const memory = await o.memories?.block(o.home);
+  if (memory?.warning) o.emit({ type: "warning", message: memory.warning });
+  const memoryBlock = memory?.text;
   const sandbox_policy = { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) };
   const agent = new AgentSession(
     {

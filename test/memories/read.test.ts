@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { memoryInstructions, parseCitations, recordCitationUsage, sessionMemories, sessionMemoryBlock, stripCitations } from "../../src/memories/read.ts";
+import { memoryInstructions, parseCitations, recordCitationUsage, sessionMemories, sessionMemoryBlock, sessionMemoryRead, stripCitations } from "../../src/memories/read.ts";
 import { markStage1Succeeded, tryClaimStage1, getOutput } from "../../src/memories/store.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "../session/run-support.ts";
@@ -34,6 +34,17 @@ describe("read path", { skip: sqliteSkip }, () => {
     assert.equal(await sessionMemoryBlock(h.home, { RELAY_NO_MEMORIES: "1" }), undefined);
     writeFileSync(path.join(h.home, "config.toml"), "[memories]\nuse_memories = false\n");
     assert.equal(await sessionMemoryBlock(h.home, {}), undefined);
+  });
+
+  test("a summary or settings that cannot be read is said, not swallowed; no summary yet is silent", async () => {
+    await using h = tempHome();
+    assert.deepEqual(await sessionMemoryRead(h.home, {}), {}, "no summary yet");
+    mkdirSync(path.join(h.memories, "memory_summary.md"), { recursive: true });
+    const unreadable = await sessionMemoryRead(h.home, {});
+    assert.equal(unreadable.text, undefined);
+    assert.match(unreadable.warning ?? "", /^memories were not injected: .*memory_summary\.md could not be read \(.*EISDIR/);
+    writeFileSync(path.join(h.home, "config.toml"), "[memories]\nuse_memories = 3\n");
+    assert.match((await sessionMemoryRead(h.home, {})).warning ?? "", /^memories were not injected: .*config\.toml.*use_memories/s);
   });
 
   test("parseCitations: entries split at the last note marker, ids de-duplicated, blocks stripped", () => {

@@ -37,10 +37,6 @@ export function probeBwrap(): BwrapSupport {
   return (cached = { works: true, detail: `bubblewrap at ${bwrap}`, program: bwrap });
 }
 
-export function resetBwrapProbe(): void {
-  cached = undefined;
-}
-
 /** The argv that runs `argv` under `policy` with bubblewrap at `program`. */
 export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy, cwd: string, tty: boolean): string[] {
   // A private pid namespace: a command cannot signal relay or anything else outside. Run by

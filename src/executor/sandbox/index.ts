@@ -7,10 +7,10 @@
 import { selfCommand } from "../../protocol/child.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { bwrapArgv, probeBwrap, resetBwrapProbe, type BwrapSupport } from "./bwrap.ts";
+import { bwrapArgv, probeBwrap, type BwrapSupport } from "./bwrap.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
 import { planConfinement, protectedPaths, writableRoots, type ConfinePlan } from "./linux/landlock-plan.ts";
-import { probeLandlock, probeUserns, resetLandlockProbe, type LandlockSupport } from "./linux/support.ts";
+import { probeLandlock, probeUserns, type LandlockSupport } from "./linux/support.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
 import type { WarmLaunch } from "./warm-helper.ts";
 import type { ContainerRef } from "./linux/container.ts";
@@ -57,11 +57,6 @@ export async function probeSandbox(options: { bwrap?: boolean } = {}): Promise<S
   if (landlock.abi >= 3 && landlock.seccomp) return { available: true, mechanism: "landlock", detail: `built-in: ${landlock.detail}, seccomp`, landlock, bwrap };
   if (bwrap?.works) return { available: true, mechanism: "bubblewrap", detail: `${bwrap.detail} (the built-in sandbox cannot run here: ${landlock.detail})`, landlock, bwrap };
   return { available: false, mechanism: "none", detail: `${landlock.detail}; ${bwrap?.detail ?? "bubblewrap not probed"}`, landlock, bwrap };
-}
-
-export function resetSandboxProbe(): void {
-  resetLandlockProbe();
-  resetBwrapProbe();
 }
 
 const CHOICES =

@@ -89,8 +89,3 @@ export async function probeUserns(): Promise<{ ok: boolean; detail: string }> {
     detail: `unprivileged user namespaces are refused here (${why}); allow them with sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0`,
   });
 }
-
-export function resetLandlockProbe(): void {
-  cached = undefined;
-  userns = undefined;
-}
