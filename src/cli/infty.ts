@@ -1,4 +1,7 @@
 import { Command, Option } from "@commander-js/extra-typings";
+import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
+import { ModelProviderSchema } from "../model/factory.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -25,11 +28,11 @@ interface ModelFlags {
 function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
   return cmd
     .option("-m, --model <name>", "model for every role (config: model)")
-    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(["openai-responses", "openai-chat", "scripted"] as const))
+    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options))
     .option("--base-url <url>", "API base URL (config: base_url)")
     .option("--script <file>", "SCRIPTED models: replay each role's turns from a JSON file {solver, director, verifiers[]} (offline demos and tests)")
-    .addOption(new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(["read-only", "workspace-write", "danger-full-access"] as const))
-    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)").choices(["auto", "landlock", "bwrap"] as const))
+    .addOption(new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(SandboxModeSchema.options))
+    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
     .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature (config: sandbox.best_effort)")
     .option("--fail-on-tool-error", "end the run (failed, resumable) at the first failed tool call of any role, naming it; for scripted demos and CI")
     .option("--json", "print one JSON event per line on stdout instead of progress lines") as T;

@@ -1,4 +1,8 @@
 import { Command, Option } from "@commander-js/extra-typings";
+import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
+import { ModelProviderSchema } from "../model/factory.ts";
+import { ApprovalPolicySchema } from "../session/config.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides } from "../session/config.ts";
@@ -20,13 +24,13 @@ export function runCommand() {
     .option("-m, --model <name>", "model name (config: model)")
     .option("--reasoning-effort <level>", "reasoning effort for the Responses API, e.g. low, medium, high (config: model_reasoning_effort)")
     .addOption(new Option("--reasoning-summary <mode>", "reasoning summaries for the Responses API (config: model_reasoning_summary)").choices(["auto", "concise", "detailed"] as const))
-    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(["openai-responses", "openai-chat", "scripted"] as const))
+    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options))
     .option("--base-url <url>", "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)")
     .option("--api-key-env <name>", "environment variable that holds the API key (config: api_key_env; default OPENAI_API_KEY)")
     .option("--script <file>", "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)")
-    .addOption(new Option("-a, --approval <policy>", "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)").choices(["untrusted", "on-request", "never"] as const))
-    .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(["read-only", "workspace-write", "danger-full-access"] as const))
-    .addOption(new Option("--sandbox-mechanism <mechanism>", "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)").choices(["auto", "landlock", "bwrap"] as const))
+    .addOption(new Option("-a, --approval <policy>", "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)").choices(ApprovalPolicySchema.options))
+    .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(SandboxModeSchema.options))
+    .addOption(new Option("--sandbox-mechanism <mechanism>", "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
     .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)")
     .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
     .option("--executor <command-line>", 'run tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)')

@@ -1,4 +1,6 @@
 /** `relay sandbox`: run one command under the policy the executor would apply, to see what it may do. */
+import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
 import { SandboxPolicySchema, type SandboxPolicy } from "../executor/sandbox/policy.ts";
@@ -12,11 +14,11 @@ export function sandboxCommand() {
     .description("run one command under exactly the sandbox policy the executor would apply")
     .argument("<command...>", "the command and its arguments (options after the command are its own)")
     .passThroughOptions()
-    .addOption(new Option("--mode <mode>", "the sandbox mode").choices(["read-only", "workspace-write", "danger-full-access"] as const).default("workspace-write" as const))
+    .addOption(new Option("--mode <mode>", "the sandbox mode").choices(SandboxModeSchema.options).default("workspace-write" as const))
     .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
     .option("--network", "allow network access (workspace-write only; read-only never has it)")
     .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
-    .addOption(new Option("--mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap").choices(["auto", "landlock", "bwrap"] as const).default("auto" as const))
+    .addOption(new Option("--mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap").choices(SandboxMechanismSchema.options).default("auto" as const))
     .option("--best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
     .option("--tmp", "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do")
     .option("--explain", "print the mechanism and the rules as JSON instead of running the command")

@@ -9,9 +9,9 @@ import { z } from "zod";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { configPath, relayHome } from "../home/home.ts";
+import { ModelProviderSchema } from "../model/factory.ts";
 
-export const ModelProviderSchema = z.enum(["openai-responses", "openai-chat", "scripted"]);
-export type ModelProvider = z.infer<typeof ModelProviderSchema>;
+export { ModelProviderSchema, type ModelProvider } from "../model/factory.ts";
 export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "never"]);
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
 
