@@ -5,6 +5,7 @@
  * HTTPS (checked against the registry's sha512), or, offline, a tarball the user placed in that
  * directory; `package/bin/bun` is extracted from it. The fetcher is injectable for tests.
  */
+import { parseJsonWith } from "../util/json.ts";
 import { createHash } from "node:crypto";
 import { chmodSync, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -78,10 +79,8 @@ async function ensure(opts: EnsureOptions): Promise<Result<CachedBun>> {
   const notes: string[] = [];
   if (existsSync(bin) || existsSync(metaPath)) {
     const problem = await checkCached(bin, metaPath);
-    if (problem === undefined) {
-      const meta = CacheMetaSchema.parse(JSON.parse(readFileSync(metaPath, "utf8")));
-      return ok({ path: bin, fetched: false, notes, meta });
-    }
+    const meta = problem === undefined ? parseJsonWith(CacheMetaSchema, readFileSync(metaPath, "utf8"), "meta.json", { code: "bad_cache_meta" }) : undefined;
+    if (meta && "ok" in meta) return ok({ path: bin, fetched: false, notes, meta: meta.ok });
     notes.push(`cached bun ${version} for ${target.name} at ${dir} is unusable (${problem}); refetching`);
     rmSync(bin, { force: true });
     rmSync(metaPath, { force: true });
@@ -124,12 +123,9 @@ async function ensure(opts: EnsureOptions): Promise<Result<CachedBun>> {
 async function checkCached(bin: string, metaPath: string): Promise<string | undefined> {
   if (!existsSync(bin)) return "executable missing";
   if (!existsSync(metaPath)) return "meta.json missing";
-  let meta: CacheMeta;
-  try {
-    meta = CacheMetaSchema.parse(JSON.parse(readFileSync(metaPath, "utf8")));
-  } catch (e) {
-    return `meta.json invalid: ${(e as Error).message.split("\n")[0]}`;
-  }
+  const parsed = parseJsonWith(CacheMetaSchema, readFileSync(metaPath, "utf8"), "meta.json", { code: "bad_cache_meta" });
+  if ("error" in parsed) return parsed.error.message.split("\n")[0];
+  const meta: CacheMeta = parsed.ok;
   const size = statSync(bin).size;
   if (size !== meta.size) return `size ${size} != recorded ${meta.size}`;
   const sha = await sha256File(bin);

@@ -67,6 +67,19 @@ describe("bun runtime cache", () => {
     assert.equal(calls, 4);
   });
 
+  test("a meta.json that is not JSON, or not the cache's shape, is said and the runtime refetched", async () => {
+    const dir = bunCacheDir(home, "9.9.9", target);
+    for (const [text, why] of [["{not json", /meta\.json is not valid JSON/], ['{"size": "big"}', /meta\.json is invalid/]] as const) {
+      writeFileSync(path.join(dir, "meta.json"), text);
+      const before = calls;
+      const r = await ensureTargetBun({ home, version: "9.9.9", target, fetcher });
+      assert.ok("ok" in r);
+      assert.equal(r.ok.fetched, true);
+      assert.match(r.ok.notes.join("\n"), why);
+      assert.equal(calls, before + 1);
+    }
+  });
+
   test("a fetched runtime for the wrong CPU, or a failed fetch, leaves nothing cached", async () => {
     const otherHome = path.join(home, "other");
     mkdirSync(otherHome);
