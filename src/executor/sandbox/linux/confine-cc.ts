@@ -3,7 +3,8 @@
  * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), the
  * user-namespace probe, which must run in a child, and the clone of the container's init. Bun only: Node and Deno have no bun:ffi.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { err, type Result } from "../../../util/result.ts";
@@ -35,15 +36,40 @@ interface SourceFile {
 /**
  * A real file holding confine.c, which TinyCC needs. The source is imported as text so it lives
  * inside the bundle (a compiled binary's $bunfs is not visible to TinyCC, and the bundle that a
- * binary recompiles itself from must be one file); it is written into a private directory (mode
- * 0700, so no other user can swap it before it is compiled) and removed right after.
+ * binary recompiles itself from must be one file). It is kept, named by its hash, in this
+ * user's private directory `relay-cc-<uid>` (mode 0700, owned by the user, not a link, so no
+ * other user can swap it before it is compiled): every executor compiles it, and one killed
+ * mid-compile must not leave a directory behind each time. Where that directory is not
+ * private, a fresh 0700 directory is used for this compile and removed right after.
  */
 async function sourceFile(): Promise<SourceFile> {
   const text = ((await import("./confine.c", { with: { type: "text" } })) as { default: string }).default;
+  const shared = sharedSourceFile(text);
+  if (shared) return { path: shared, cleanup: () => {} };
   const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cc-"));
   const file = path.join(dir, "confine.c");
   writeFileSync(file, text, { mode: 0o600 });
   return { path: file, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** `relay-cc-<uid>/confine-<hash>.c`, written once (atomically); undefined when the directory is not this user's own. */
+function sharedSourceFile(text: string): string | undefined {
+  const uid = process.getuid?.() ?? 0;
+  const dir = path.join(os.tmpdir(), `relay-cc-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined;
+  }
+  const st = lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o077) !== 0) return undefined;
+  const file = path.join(dir, `confine-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.c`);
+  if (!existsSync(file)) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, text, { mode: 0o600 });
+    renameSync(tmp, file);
+  }
+  return file;
 }
 
 /** Compiles confine.c once per process; the reason when that cannot work here. */
