@@ -6,6 +6,7 @@
  * process therefore does not pass for the holder. Ids without <start> (older relays) are judged
  * by the pid alone.
  */
+import { procStatFields, START_TIME_FIELD } from "../util/proc-stat.ts";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
@@ -26,12 +27,11 @@ export const LEASE_STALE_SECONDS = 300;
 const PREFIX = "relay-memories";
 
 function linuxStart(pid: number): string | undefined {
+  const ticks = procStatFields(pid)?.[START_TIME_FIELD];
+  if (!ticks) return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 22 (starttime); the command name (field 2) may hold spaces and parentheses.
-    const ticks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
     const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").replace(/[^0-9a-f]/g, "").slice(0, 12);
-    return ticks ? `b${boot}t${ticks}` : undefined;
+    return `b${boot}t${ticks}`;
   } catch {
     return undefined;
   }

@@ -4,6 +4,7 @@
  * starts carries a marker variable, so on Linux the tree is found through /proc (group,
  * session, parent chain, and the marker), whoever re-parented it.
  */
+import { procStatFields } from "../../util/proc-stat.ts";
 import { readdirSync, readFileSync } from "node:fs";
 
 export const MARKER_VAR = "RELAY_EXEC_MARKER";
@@ -16,14 +17,8 @@ interface ProcInfo {
 }
 
 function readStat(pid: number): ProcInfo | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name is in parentheses and may itself contain spaces or parentheses.
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]) };
-  } catch {
-    return undefined;
-  }
+  const rest = procStatFields(pid);
+  return rest && { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]) };
 }
 
 function hasMarker(pid: number, marker: string): boolean {

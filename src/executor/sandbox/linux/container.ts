@@ -9,7 +9,8 @@
  * Three sides: the executor starts the init (startContainer), the init reaps orphans
  * (containerInitMain), and a helper joins and spawns (joinContainer, spawnAndWait).
  */
-import { readFileSync, readlinkSync } from "node:fs";
+import { readlinkSync } from "node:fs";
+import { procStatFields, START_TIME_FIELD } from "../../../util/proc-stat.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
 import { loadNative, startContainerInit, type ContainerFds } from "./confine-cc.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
@@ -26,13 +27,8 @@ export const CONTAINER_INIT_FLAG = "--container-init";
 
 /** Field 22 of /proc/PID/stat (start time in clock ticks since boot), or undefined if gone or a zombie. */
 export function readStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[0] === "Z" || fields[0] === "X" ? undefined : fields[19];
-  } catch {
-    return undefined;
-  }
+  const fields = procStatFields(pid);
+  return !fields || fields[0] === "Z" || fields[0] === "X" ? undefined : fields[START_TIME_FIELD];
 }
 
 /**

@@ -1,0 +1,19 @@
+/** Linux's /proc/PID/stat, read by the few places that need a process's state, parent or start. */
+import { readFileSync } from "node:fs";
+
+/**
+ * The fields after the command name (field 3, the state, comes first: index i holds field i + 3),
+ * or undefined when the process is gone or this is not Linux. The name is in parentheses and may
+ * itself hold spaces and parentheses, so the split starts after the last ")".
+ */
+export function procStatFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Field 22: the start time in clock ticks since boot. */
+export const START_TIME_FIELD = 19;
