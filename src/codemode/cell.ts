@@ -11,7 +11,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import { EXIT_SENTINEL } from "./prelude.ts";
 import { CodeModeErrorCode, type ExecuteRequest, type NestedToolCall, type RuntimeResponse } from "./protocol.ts";
 import { CellWrites, type StoredValues } from "./stored.ts";
-import { MAX_NOTIFY_CHARS, type PreparedVm, type VmOwner } from "./vm.ts";
+import type { PreparedVm, VmOwner } from "./vm.ts";
 import type { HeapAccount, HeapGuard } from "./heap-guard.ts";
 
 /** What a session needs from its owner: nested tool calls and notifications. */
@@ -93,7 +93,7 @@ export class Cell {
   private cpuUsedMs = 0;
   private entryStart = 0;
   private inVm = false;
-  private interruptReason: "cpu" | "terminate" | "limit" | undefined;
+  private interruptReason: "cpu" | "terminate" | undefined;
   /** The limit the cell hit (memory, output, calls in flight): it ends with this as its error. */
   private limitHit: string | undefined;
   private readonly account: HeapAccount;
@@ -236,10 +236,7 @@ export class Cell {
 
   private shouldInterrupt(): boolean {
     if (this.terminating) return true;
-    if (this.limitHit || this.overMemory()) {
-      this.interruptReason = "limit";
-      return true;
-    }
+    if (this.limitHit || this.overMemory()) return true;
     const now = performance.now();
     if (now - this.entryStart > LONG_ENTRY_MS) this.delegate.longEntry?.();
     if (now - this.entryStart + this.cpuUsedMs > this.limits.cpuLimitMs) {
@@ -293,8 +290,7 @@ export class Cell {
       // An interrupt inside pending jobs can come back as success (the job that was cut short
       // just ends): a limit that fired always ends the cell.
       if (this.interruptReason === "cpu") return this.cpuLimitText();
-      if (this.interruptReason === "limit" && this.limitHit) return this.limitHit;
-      return error;
+      return this.limitHit ?? error;
     } catch (e) {
       // The VM was unwound by a host exception: never touch this runtime again.
       this.broken = true;
@@ -490,7 +486,8 @@ export class Cell {
     const busy = this.tooManyCalls() ?? this.takeInFlight(text.length, false);
     if (busy) return busy;
     const chars = text.length;
-    if (length > MAX_NOTIFY_CHARS) text = `${text.slice(0, MAX_NOTIFY_CHARS)}\n[... ${length - MAX_NOTIFY_CHARS} characters dropped]`;
+    // The VM already cut it to MAX_NOTIFY_CHARS; `length` is what the script passed.
+    if (length > text.length) text = `${text}\n[... ${length - text.length} characters dropped]`;
     const c = new AbortController();
     this.notes.add(c);
     void this.delegate

@@ -57,7 +57,7 @@ export class HeapGuard {
 
   /** The most the heap may hold now. */
   get ceilingBytes(): number {
-    return Math.max(this.base, 0) + FIXED_HEAP_OVERHEAD_BYTES + this.sessionLimits();
+    return this.base + FIXED_HEAP_OVERHEAD_BYTES + this.sessionLimits();
   }
 
   /** Why growing by `bytes` is refused, or undefined when it may grow. */
