@@ -84,6 +84,15 @@ describe("code-mode limits (in process)", () => {
     s.shutdown();
   });
 
+  test("a notification over 64 KiB is cut inside the VM and says how much was dropped", async () => {
+    const notes: string[] = [];
+    const s = engine.openSession({ ...delegate, notify: async (n: { text: string }) => void notes.push(n.text) });
+    assert.equal((await run(s, "notify('n'.repeat(100000)); text('sent')")).error, null);
+    assert.equal(notes.length, 1);
+    assert.equal(notes[0], `${"n".repeat(64 * 1024)}\n[... ${100000 - 64 * 1024} characters dropped]`);
+    s.shutdown();
+  });
+
   test("a microtask storm over the CPU limit is an error, and what it stored is not committed", async () => {
     const s = engine.openSession(delegate, { cpu_limit_ms: 200 });
     const r = await run(s, "store('before', 1); let n = 0; const spin = () => { store('k', ++n); Promise.resolve().then(spin); }; spin();");
