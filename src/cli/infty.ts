@@ -175,7 +175,17 @@ answer its session already recorded. Resuming a complete run checks its delivera
 Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage, or a run that was never
 created (the message gives the command to start over); 130 interrupted (resumable).`,
     );
+  addRun(infty);
+  addResume(infty);
+  addStatus(infty);
+  addList(infty);
+  addLogs(infty);
+  return infty;
+}
 
+type Parent = Command;
+
+function addRun(infty: Parent) {
   modelOptions(
     infty
       .command("run")
@@ -203,7 +213,9 @@ created (the message gives the command to start over); 130 interrupted (resumabl
       opts as unknown as ModelFlags,
     );
   });
+}
 
+function addResume(infty: Parent) {
   modelOptions(
     infty
       .command("resume")
@@ -218,7 +230,9 @@ created (the message gives the command to start over); 130 interrupted (resumabl
       opts as unknown as ModelFlags,
     );
   });
+}
 
+function addStatus(infty: Parent) {
   infty
     .command("status")
     .description("show a run's state")
@@ -246,7 +260,9 @@ created (the message gives the command to start over); 130 interrupted (resumabl
       ];
       process.stdout.write(lines.join("\n") + "\n");
     });
+}
 
+function addList(infty: Parent) {
   infty
     .command("list")
     .description("list runs, most recently updated first")
@@ -261,7 +277,9 @@ created (the message gives the command to start over); 130 interrupted (resumabl
       if (runs.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
       for (const r of runs) process.stdout.write(`${r.run_id}\t${r.status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
     });
+}
 
+function addLogs(infty: Parent) {
   infty
     .command("logs")
     .description("print a run's event log (events.jsonl)")
@@ -287,5 +305,4 @@ created (the message gives the command to start over); 130 interrupted (resumabl
         }
       }
     });
-  return infty;
 }

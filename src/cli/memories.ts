@@ -11,7 +11,7 @@ import { agentConsolidator, heuristicConsolidator, type Consolidator } from "../
 import { openStateDb, type StateDb } from "../memories/db.ts";
 import { heuristicExtractor, modelExtractor, type Extractor } from "../memories/extract.ts";
 import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
-import { consolidateMemories, leaseLines, summaryLine } from "../memories/pipeline.ts";
+import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
 import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
 import { forgetThread, getOutput, getThread, listLeases, listOutputs, PHASE2_KIND, readPhase2Job, statusCounts } from "../memories/store.ts";
@@ -50,6 +50,12 @@ export function modelUsable(c: RelayConfig, env: Record<string, string | undefin
 }
 
 function consolidateCommand() {
+  return consolidateOptions()
+    .addHelpText("after", CONSOLIDATE_HELP)
+    .action(consolidateAction);
+}
+
+function consolidateOptions() {
   return new Command("consolidate")
     .description("extract memories from recent idle rollouts (phase 1) and consolidate them into $RELAY_HOME/memories (phase 2)")
     .option("--db <url>", DB_HELP)
@@ -72,8 +78,99 @@ function consolidateCommand() {
     .option("--max-age-days <n>", "ignore rollouts older than this (config: [memories] max_rollout_age_days)", int("--max-age-days"))
     .option("--skip-phase1", "only consolidate what phase 1 already stored")
     .option("--skip-phase2", "only extract (phase 1): for hosts that share a Postgres DB but not the memory folder")
-    .option("--json", "print the report as one JSON object instead of one line")
-    .addHelpText("after", `
+    .option("--json", "print the report as one JSON object instead of one line");
+}
+
+type ConsolidateOpts = ReturnType<ReturnType<typeof consolidateOptions>["opts"]>;
+
+/** Which phase 1 and phase 2 run: `auto` picks the model ones when a model is usable. */
+function chooseKinds(opts: ConsolidateOpts, base: RelayConfig) {
+  const usable = modelUsable(base);
+  const extractor = opts.extractor === "auto" ? (usable || opts.extractScript ? "model" : "heuristic") : opts.extractor;
+  const consolidator = opts.consolidator === "auto" ? (usable || opts.script ? "agent" : "heuristic") : opts.consolidator;
+  return { extractor, consolidator } as const;
+}
+
+function buildExtractor(kind: "model" | "heuristic", opts: ConsolidateOpts, settings: MemorySettings, base: RelayConfig): Extractor {
+  if (kind === "heuristic") return heuristicExtractor;
+  const model = opts.model ?? settings.extract_model ?? base.model;
+  try {
+    const client = opts.extractScript
+      ? createModelClient({ provider: "scripted", model, scriptPath: opts.extractScript })
+      : createModelClient({ provider: base.model_provider, model, baseUrl: base.base_url, apiKeyEnv: base.api_key_env });
+    return modelExtractor(client, model, { inputTokenBudget: Math.floor((base.model_context_window ?? 200_000) * 0.7) });
+  } catch (e) {
+    fail(`cannot build the extraction model: ${(e as Error).message}`, ExitCode.Usage);
+  }
+}
+
+function buildConsolidator(kind: "agent" | "heuristic", opts: ConsolidateOpts, settings: MemorySettings, base: RelayConfig, home: string): Consolidator {
+  if (kind === "heuristic") return heuristicConsolidator;
+  const cfg = applyOverrides(base, { model: opts.model ?? settings.consolidation_model ?? (opts.script ? "scripted" : undefined) });
+  if ("error" in cfg) fail(cfg.error.message, ExitCode.Usage);
+  return agentConsolidator({ home, config: cfg.ok, scriptPath: opts.script });
+}
+
+/** Flags over the [memories] settings. */
+function applySettingFlags(settings: MemorySettings, opts: ConsolidateOpts): MemorySettings {
+  if (opts.maxRollouts !== undefined) settings.max_rollouts_per_run = Math.max(1, opts.maxRollouts);
+  if (opts.minIdleHours !== undefined) settings.min_rollout_idle_hours = opts.minIdleHours;
+  if (opts.maxAgeDays !== undefined) settings.max_rollout_age_days = opts.maxAgeDays;
+  return settings;
+}
+
+async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
+  const home = relayHome();
+  const loaded = await loadConfig(home);
+  if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
+  if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
+  const settings = applySettingFlags(await settingsFor(home), opts);
+  const base = loaded.ok.config;
+  const kinds = chooseKinds(opts, base);
+  const extractor = buildExtractor(kinds.extractor, opts, settings, base);
+  const consolidator = buildConsolidator(kinds.consolidator, opts, settings, base, home);
+  const state = await openDb(opts.db, home);
+  const ctrl = new AbortController();
+  process.once("SIGINT", () => ctrl.abort());
+  try {
+    const r = await consolidateMemories({
+      state,
+      relayHome: home,
+      memoriesRoot: memoriesDir(home),
+      codexHome: opts.codexHome ? path.resolve(opts.codexHome) : undefined,
+      settings,
+      extractor,
+      consolidator,
+      skipPhase1: opts.skipPhase1,
+      skipPhase2: opts.skipPhase2,
+      signal: ctrl.signal,
+    });
+    if ("error" in r) {
+      if (opts.json) process.stdout.write(JSON.stringify({ ok: false, error: r.error }) + "\n");
+      fail(r.error.message, r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure);
+    }
+    process.exitCode = reportConsolidation(r.ok, opts, kinds);
+  } finally {
+    await state.close();
+  }
+}
+
+/** Prints the run's report and returns its exit code. */
+function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: ReturnType<typeof chooseKinds>): number {
+  // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
+  for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
+  const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
+  const p2 = rep.phase2?.status;
+  const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
+  if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, ...kinds, ...rep }) + "\n");
+  else {
+    const offline = kinds.extractor === "heuristic" && kinds.consolidator === "heuristic" && opts.extractor === "auto";
+    process.stdout.write(`relay memories: ${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`);
+  }
+  return code;
+}
+
+const CONSOLIDATE_HELP = `
 A model is usable when the provider is scripted, the base URL is not api.openai.com (a local
 server), or the API key variable (config api_key_env, default OPENAI_API_KEY) is set. Otherwise
 auto runs offline, so cron works without a key.
@@ -87,72 +184,7 @@ start time; or a heartbeat older than 5 min) is taken over at once, with a line 
 A live holder keeps them; the summary line says who holds the lock and since when.
 
 Cron (every 30 minutes, one line per run appended to a log):
-  */30 * * * * relay memories consolidate >> ~/.relay/logs/memories.log 2>&1`)
-    .action(async (opts) => {
-      const home = relayHome();
-      const loaded = await loadConfig(home);
-      if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-      const settings = await settingsFor(home);
-      if (opts.maxRollouts !== undefined) settings.max_rollouts_per_run = Math.max(1, opts.maxRollouts);
-      if (opts.minIdleHours !== undefined) settings.min_rollout_idle_hours = opts.minIdleHours;
-      if (opts.maxAgeDays !== undefined) settings.max_rollout_age_days = opts.maxAgeDays;
-      const base = loaded.ok.config;
-      const usable = modelUsable(base);
-      const extractorKind = opts.extractor === "auto" ? (usable || opts.extractScript ? "model" : "heuristic") : opts.extractor;
-      const consolidatorKind = opts.consolidator === "auto" ? (usable || opts.script ? "agent" : "heuristic") : opts.consolidator;
-      let extractor: Extractor = heuristicExtractor;
-      if (extractorKind === "model") {
-        const model = opts.model ?? settings.extract_model ?? base.model;
-        try {
-          const client = opts.extractScript
-            ? createModelClient({ provider: "scripted", model, scriptPath: opts.extractScript })
-            : createModelClient({ provider: base.model_provider, model, baseUrl: base.base_url, apiKeyEnv: base.api_key_env });
-          extractor = modelExtractor(client, model, { inputTokenBudget: Math.floor((base.model_context_window ?? 200_000) * 0.7) });
-        } catch (e) {
-          fail(`cannot build the extraction model: ${(e as Error).message}`, ExitCode.Usage);
-        }
-      }
-      let consolidator: Consolidator = heuristicConsolidator;
-      if (consolidatorKind === "agent") {
-        const cfg = applyOverrides(base, { model: opts.model ?? settings.consolidation_model ?? (opts.script ? "scripted" : undefined) });
-        if ("error" in cfg) fail(cfg.error.message, ExitCode.Usage);
-        consolidator = agentConsolidator({ home, config: cfg.ok, scriptPath: opts.script });
-      }
-      if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
-      const state = await openDb(opts.db, home);
-      const ctrl = new AbortController();
-      process.once("SIGINT", () => ctrl.abort());
-      try {
-        const r = await consolidateMemories({
-          state,
-          relayHome: home,
-          memoriesRoot: memoriesDir(home),
-          codexHome: opts.codexHome ? path.resolve(opts.codexHome) : undefined,
-          settings,
-          extractor,
-          consolidator,
-          skipPhase1: opts.skipPhase1,
-          skipPhase2: opts.skipPhase2,
-          signal: ctrl.signal,
-        });
-        if ("error" in r) {
-          if (opts.json) process.stdout.write(JSON.stringify({ ok: false, error: r.error }) + "\n");
-          fail(r.error.message, r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure);
-        }
-        const rep = r.ok;
-        // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
-        for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
-        const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
-        const p2 = rep.phase2?.status;
-        const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
-        if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: extractorKind, consolidator: consolidatorKind, ...rep }) + "\n");
-        else process.stdout.write(`relay memories: ${summaryLine(rep)}${extractorKind === "heuristic" && consolidatorKind === "heuristic" && opts.extractor === "auto" ? " (offline: no API key or model server configured)" : ""}\n`);
-        process.exitCode = code;
-      } finally {
-        await state.close();
-      }
-    });
-}
+  */30 * * * * relay memories consolidate >> ~/.relay/logs/memories.log 2>&1`;
 
 const LEASE_STATE: Record<HolderReport["state"], string> = {
   alive: "running",
@@ -180,6 +212,14 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
 3 consolidate skipped phase 2 (lock held, cooldown or backoff). See docs/memories.md.`,
     );
   memories.addCommand(consolidateCommand());
+  addStatus(memories);
+  addList(memories);
+  addShow(memories);
+  addForget(memories);
+  return memories;
+}
+
+function addStatus(memories: Command) {
   memories
     .command("status")
     .description("counts of rollouts, memories and jobs, and the last consolidation")
@@ -215,6 +255,9 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
         await state.close();
       }
     });
+}
+
+function addList(memories: Command) {
   memories
     .command("list")
     .description("stored memories, newest first")
@@ -237,6 +280,9 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
         await state.close();
       }
     });
+}
+
+function addShow(memories: Command) {
   memories
     .command("show")
     .description("one memory: its raw memory and rollout summary")
@@ -264,6 +310,9 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
         await state.close();
       }
     });
+}
+
+function addForget(memories: Command) {
   memories
     .command("forget")
     .description("forget one session: drop its memory and never extract it again; the next consolidate removes it from the memory folder")
@@ -281,5 +330,4 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
         await state.close();
       }
     });
-  return memories;
 }

@@ -17,8 +17,13 @@ function failWith(e: ErrorValue, json: boolean): never {
 
 export function packageCommand() {
   const pkg = new Command("package").description("build the canonical relay package directory and its archives, and verify them");
-  pkg
-    .command("build")
+  pkg.addCommand(buildCommand());
+  addVerify(pkg);
+  return pkg;
+}
+
+function buildOptions() {
+  return new Command("build")
     .description("build the package directory for a target, and optionally reproducible archives of it")
     .option("--target <target>", `target platform: ${TARGET_NAMES.join(", ")} (default: this host)`)
     .addOption(new Option("--variant <variant>", "entrypoint binary name").choices(VARIANTS).default("relay" as const))
@@ -30,10 +35,16 @@ export function packageCommand() {
     .option("--code-mode-host-bin <file>", "prebuilt code-mode host (default: a hard link to the entrypoint, which re-execs itself)")
     .option("--rg-bin <file>", "ripgrep binary for the target, placed at relay-path/rg")
     .option("--compile-executable-path <file>", "the target's bun executable (from @oven/bun-<target>) for offline cross builds")
-    .option("--json", "print the result as JSON", false)
-    .addHelpText(
-      "after",
-      `
+    .option("--json", "print the result as JSON", false);
+}
+
+type BuildOpts = ReturnType<ReturnType<typeof buildOptions>["opts"]>;
+
+function buildCommand() {
+  return buildOptions().addHelpText("after", BUILD_HELP).action(buildAction);
+}
+
+const BUILD_HELP = `
 Layout:
   relay-package.json                manifest: target, version, entrypoints, files (size, sha256)
   bin/relay[.exe]                   or bin/relay-executor (acts as \`relay executor\` when run bare)
@@ -57,38 +68,40 @@ prebuilt binary, non-empty package directory).
 Examples:
   relay package build --archive tar.gz,zip
   relay package build --target linux-arm64 --package-dir /tmp/relay-arm64
-  relay package verify dist/package/relay-0.1.0-linux-x64.tar.zst`,
-    )
-    .action(async (opts) => {
-      const json = opts.json;
-      let archives: (typeof ARCHIVE_FORMATS)[number][] = [];
-      if (opts.archive !== undefined) {
-        const a = parseArchiveFormats(opts.archive);
-        if ("error" in a) failWith(a.error, json);
-        archives = a.ok;
-      }
-      const r = await buildPackage({
-        ...(opts.target !== undefined ? { target: opts.target } : {}),
-        variant: opts.variant,
-        ...(opts.packageDir !== undefined ? { packageDir: opts.packageDir } : {}),
-        ...(opts.archiveDir !== undefined ? { archiveDir: opts.archiveDir } : {}),
-        archives,
-        force: opts.force,
-        ...(opts.entrypointBin !== undefined ? { entrypointBin: opts.entrypointBin } : {}),
-        ...(opts.codeModeHostBin !== undefined ? { codeModeHostBin: opts.codeModeHostBin } : {}),
-        ...(opts.rgBin !== undefined ? { rgBin: opts.rgBin } : {}),
-        ...(opts.compileExecutablePath !== undefined ? { compileExecutablePath: opts.compileExecutablePath } : {}),
-        log: json ? () => {} : (line) => process.stderr.write(`relay: ${line}\n`),
-      });
-      if ("error" in r) failWith(r.error, json);
-      const b = r.ok;
-      if (json) {
-        process.stdout.write(`${JSON.stringify({ ok: true, packageDir: b.packageDir, manifest: b.manifest, archives: b.archives, compiled: b.compiled ?? null, notes: b.notes })}\n`);
-        return;
-      }
-      for (const a of b.archives) process.stdout.write(`Built relay package archive at ${a.path} (${a.bytes} bytes)\n`);
-      process.stdout.write(`Built relay package directory at ${b.packageDir} (${b.manifest.target}, ${b.manifest.files.length} files)\n`);
-    });
+  relay package verify dist/package/relay-0.1.0-linux-x64.tar.zst`;
+
+/** The object without its undefined values (the builder's options are exactly optional). */
+function definedOnly<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
+async function buildAction(opts: BuildOpts): Promise<void> {
+  const json = opts.json;
+  let archives: (typeof ARCHIVE_FORMATS)[number][] = [];
+  if (opts.archive !== undefined) {
+    const a = parseArchiveFormats(opts.archive);
+    if ("error" in a) failWith(a.error, json);
+    archives = a.ok;
+  }
+  const { target, packageDir, archiveDir, entrypointBin, codeModeHostBin, rgBin, compileExecutablePath } = opts;
+  const r = await buildPackage({
+    ...definedOnly({ target, packageDir, archiveDir, entrypointBin, codeModeHostBin, rgBin, compileExecutablePath }),
+    variant: opts.variant,
+    archives,
+    force: opts.force,
+    log: json ? () => {} : (line) => process.stderr.write(`relay: ${line}\n`),
+  });
+  if ("error" in r) failWith(r.error, json);
+  const b = r.ok;
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ ok: true, packageDir: b.packageDir, manifest: b.manifest, archives: b.archives, compiled: b.compiled ?? null, notes: b.notes })}\n`);
+    return;
+  }
+  for (const a of b.archives) process.stdout.write(`Built relay package archive at ${a.path} (${a.bytes} bytes)\n`);
+  process.stdout.write(`Built relay package directory at ${b.packageDir} (${b.manifest.target}, ${b.manifest.files.length} files)\n`);
+}
+
+function addVerify(pkg: Command) {
   pkg
     .command("verify")
     .description("check a package directory or archive (.tar.gz, .tar.zst, .zip) against its relay-package.json")
@@ -107,5 +120,4 @@ Examples:
       }
       process.exit(rep.problems.length === 0 ? ExitCode.Ok : ExitCode.Failure);
     });
-  return pkg;
 }

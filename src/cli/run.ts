@@ -5,7 +5,7 @@ import { ModelProviderSchema } from "../model/factory.ts";
 import { ApprovalPolicySchema } from "../session/config.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
-import { applyOverrides, loadConfig, type ConfigOverrides } from "../session/config.ts";
+import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
 import { relayHome } from "../home/home.ts";
 import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
@@ -17,7 +17,7 @@ import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
-export function runCommand() {
+function runOptions() {
   return new Command("run")
     .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
     .argument("[prompt]", "what the agent should do (optional with --resume when the last turn was cut off)")
@@ -44,10 +44,16 @@ export function runCommand() {
     .option("--fail-on-tool-error", "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)")
     .option("--code-mode", "also offer the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use this session's tools) and wait")
     .option("--no-code-mode", "on --resume: turn code mode off for a session that had it")
-    .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)")
-    .addHelpText(
-      "after",
-      `
+    .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)");
+}
+
+export function runCommand() {
+  return runOptions().addHelpText("after", RUN_HELP).action(runAction);
+}
+
+type RunOpts = ReturnType<ReturnType<typeof runOptions>["opts"]>;
+
+const RUN_HELP = `
 Configuration comes from $RELAY_HOME/config.toml (default ~/.relay), then these flags.
 --resume continues with what the session recorded (provider, model, base URL, key variable,
 reasoning, approval, sandbox, executor, code mode, capability roots); a flag given with it wins.
@@ -61,91 +67,116 @@ Examples:
   relay run "fix the failing test in src/parser"
   relay run --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder "explain this repo"
   relay run --script examples/demo-script.json --approval never "create hello.py and run it"
-  relay run --resume last "now add a README"`,
-    )
-    .action(async (prompt, opts) => {
-      const home = relayHome();
-      const loaded = await loadConfig(home);
-      if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-      for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
-      const flags: ConfigOverrides = {
-        model: opts.model ?? (opts.script && !opts.model ? "scripted" : undefined),
-        provider: opts.provider,
-        base_url: opts.baseUrl,
-        api_key_env: opts.apiKeyEnv,
-        reasoning_effort: opts.reasoningEffort,
-        reasoning_summary: opts.reasoningSummary,
-        approval_policy: opts.approval,
-        sandbox_mode: opts.sandbox,
-        sandbox_mechanism: opts.sandboxMechanism,
-        sandbox_best_effort: opts.sandboxBestEffort,
-        executor: opts.executor,
-        model_context_window: opts.contextWindow,
-        auto_compact_fraction: opts.autoCompact,
-      };
-      // A resumed session keeps what it ran with (provider, model, base URL, approval, sandbox,
-      // reasoning, executor, code mode, capability roots) unless a flag says otherwise.
-      const recorded = opts.resume ? await resumeSettings(home, opts.resume, loaded.ok.config) : { overrides: {}, choices: {} };
-      const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
-      if ("error" in config) fail(config.error.message, ExitCode.Usage);
-      let roots: CapabilityRoot[] = [];
-      for (const spec of opts.capabilityRoot ?? []) {
-        const r = parseCapabilityRoot(spec);
-        if ("error" in r) fail(r.error.message, ExitCode.Usage);
-        roots.push(r.ok);
-      }
-      if (roots.length === 0) roots = recorded.choices.capabilityRoots ?? [];
-      const maxSteps = Number(opts.maxSteps);
-      if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
-      if (prompt === undefined && !opts.resume) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
-      // Nothing is written (no rollout) for a request that cannot start.
-      for (const check of [checkWorkingDir(opts.cd), opts.script ? ok(null) : checkCredentials(config.ok, process.env)]) {
-        if ("error" in check) fail(check.error.message, ExitCode.Usage);
-      }
+  relay run --resume last "now add a README"`;
 
-      const ctrl = new AbortController();
-      let interrupts = 0;
-      process.on("SIGINT", () => {
-        if (++interrupts > 1) process.exit(ExitCode.Interrupted);
-        ctrl.abort();
-      });
-      const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
-      const render = opts.json ? jsonRenderer() : humanRenderer();
-      const failedTools: Array<{ name: string; output: string }> = [];
-      const shownErrors = new Set<string>();
-      const emit: EmitEvent = (e) => {
-        if (e.type === "tool_result" && !e.success) failedTools.push({ name: e.name, output: e.output });
-        if (e.type === "error" && !opts.json) shownErrors.add(e.message);
-        render(e);
-      };
-      const result = await runSession({
-        home,
-        config: config.ok,
-        prompt,
-        resume: opts.resume,
-        cwd: opts.cd,
-        scriptPath: opts.script,
-        executorName: opts.executorName ?? recorded.choices.executorName,
-        capabilityRoots: roots,
-        maxSteps,
-        approver: interactive ? terminalApprover() : nonInteractiveApprover,
-        emit,
-        signal: ctrl.signal,
-        codeMode: opts.codeMode ?? recorded.choices.codeMode,
-        memories: opts.memories === false ? undefined : sessionMemories,
-      });
-      if ("error" in result) {
-        const code = result.error.code;
-        // One line per error: the renderer may have shown it already.
-        if (!shownErrors.has(result.error.message) && (!opts.json || !code.startsWith("model_"))) process.stderr.write(`relay: ${result.error.message}\n`);
-        process.exit(code === "usage" || code.startsWith("invalid") || code.startsWith("session_") || code === "nothing_to_resume" ? ExitCode.Usage : ExitCode.Failure);
-      }
-      const { outcome } = result.ok;
-      if (outcome.status === "aborted") process.exit(ExitCode.Interrupted);
-      if (opts.failOnToolError && failedTools.length > 0) {
-        const first = failedTools[0]!;
-        fail(`${failedTools.length} tool call(s) failed; the first, ${first.name}: ${first.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`, ExitCode.Failure);
-      }
-      process.exit(outcome.status === "completed" ? ExitCode.Ok : ExitCode.Failure);
-    });
+/** The config file, then what a resumed session recorded, then the flags. */
+async function resolveConfig(home: string, opts: RunOpts) {
+  const loaded = await loadConfig(home);
+  if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
+  for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
+  const flags: ConfigOverrides = {
+    model: opts.model ?? (opts.script ? "scripted" : undefined),
+    provider: opts.provider,
+    base_url: opts.baseUrl,
+    api_key_env: opts.apiKeyEnv,
+    reasoning_effort: opts.reasoningEffort,
+    reasoning_summary: opts.reasoningSummary,
+    approval_policy: opts.approval,
+    sandbox_mode: opts.sandbox,
+    sandbox_mechanism: opts.sandboxMechanism,
+    sandbox_best_effort: opts.sandboxBestEffort,
+    executor: opts.executor,
+    model_context_window: opts.contextWindow,
+    auto_compact_fraction: opts.autoCompact,
+  };
+  // A resumed session keeps what it ran with (provider, model, base URL, approval, sandbox,
+  // reasoning, executor, code mode, capability roots) unless a flag says otherwise.
+  const recorded = opts.resume ? await resumeSettings(home, opts.resume, loaded.ok.config) : { overrides: {}, choices: {} };
+  const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
+  if ("error" in config) fail(config.error.message, ExitCode.Usage);
+  return { config: config.ok, recorded };
+}
+
+/** --capability-root flags, else the resumed session's roots. */
+function capabilityRoots(specs: string[] | undefined, recorded: CapabilityRoot[] | undefined): CapabilityRoot[] {
+  const roots: CapabilityRoot[] = [];
+  for (const spec of specs ?? []) {
+    const r = parseCapabilityRoot(spec);
+    if ("error" in r) fail(r.error.message, ExitCode.Usage);
+    roots.push(r.ok);
+  }
+  return roots.length > 0 ? roots : (recorded ?? []);
+}
+
+/** Refuses, before anything is written (no rollout), a request that cannot start. */
+function checkStartable(prompt: string | undefined, opts: RunOpts, config: RelayConfig): number {
+  const maxSteps = Number(opts.maxSteps);
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
+  if (prompt === undefined && !opts.resume) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
+  for (const check of [checkWorkingDir(opts.cd), opts.script ? ok(null) : checkCredentials(config, process.env)]) {
+    if ("error" in check) fail(check.error.message, ExitCode.Usage);
+  }
+  return maxSteps;
+}
+
+/** The first Ctrl-C stops the turn (the session is saved); the second exits at once. */
+function interruptSignal(): AbortSignal {
+  const ctrl = new AbortController();
+  let interrupts = 0;
+  process.on("SIGINT", () => {
+    if (++interrupts > 1) process.exit(ExitCode.Interrupted);
+    ctrl.abort();
+  });
+  return ctrl.signal;
+}
+
+/** Renders events and remembers the failed tool calls and the errors already shown. */
+function eventSink(json: boolean) {
+  const render = json ? jsonRenderer() : humanRenderer();
+  const failedTools: Array<{ name: string; output: string }> = [];
+  const shownErrors = new Set<string>();
+  const emit: EmitEvent = (e) => {
+    if (e.type === "tool_result" && !e.success) failedTools.push({ name: e.name, output: e.output });
+    if (e.type === "error" && !json) shownErrors.add(e.message);
+    render(e);
+  };
+  return { emit, failedTools, shownErrors };
+}
+
+async function runAction(prompt: string | undefined, opts: RunOpts): Promise<void> {
+  const home = relayHome();
+  const { config, recorded } = await resolveConfig(home, opts);
+  const roots = capabilityRoots(opts.capabilityRoot, recorded.choices.capabilityRoots);
+  const maxSteps = checkStartable(prompt, opts, config);
+  const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
+  const sink = eventSink(Boolean(opts.json));
+  const result = await runSession({
+    home,
+    config,
+    prompt,
+    resume: opts.resume,
+    cwd: opts.cd,
+    scriptPath: opts.script,
+    executorName: opts.executorName ?? recorded.choices.executorName,
+    capabilityRoots: roots,
+    maxSteps,
+    approver: interactive ? terminalApprover() : nonInteractiveApprover,
+    emit: sink.emit,
+    signal: interruptSignal(),
+    codeMode: opts.codeMode ?? recorded.choices.codeMode,
+    memories: opts.memories === false ? undefined : sessionMemories,
+  });
+  if ("error" in result) {
+    const code = result.error.code;
+    // One line per error: the renderer may have shown it already.
+    if (!sink.shownErrors.has(result.error.message) && (!opts.json || !code.startsWith("model_"))) process.stderr.write(`relay: ${result.error.message}\n`);
+    process.exit(code === "usage" || code.startsWith("invalid") || code.startsWith("session_") || code === "nothing_to_resume" ? ExitCode.Usage : ExitCode.Failure);
+  }
+  const { outcome } = result.ok;
+  if (outcome.status === "aborted") process.exit(ExitCode.Interrupted);
+  if (opts.failOnToolError && sink.failedTools.length > 0) {
+    const first = sink.failedTools[0]!;
+    fail(`${sink.failedTools.length} tool call(s) failed; the first, ${first.name}: ${first.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`, ExitCode.Failure);
+  }
+  process.exit(outcome.status === "completed" ? ExitCode.Ok : ExitCode.Failure);
 }
