@@ -24,6 +24,9 @@ export function humanRenderer(opts: { stdout?: NodeJS.WritableStream; stderr?: N
       case "session_started":
         err.write(dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id} · ${e.provider}/${e.model} · ${e.cwd}\n`));
         return;
+      case "project_docs":
+        err.write(dim(`instructions ${e.files.map((f) => `${f.path}${f.truncated ? " (cut)" : ""}`).join(", ")}\n`));
+        return;
       case "sandbox":
         if (e.refused) err.write(red(`relay: sandbox: every command will be refused: ${e.refused}\n`));
         else err.write(dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`));

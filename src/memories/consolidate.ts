@@ -127,6 +127,8 @@ export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
       source: CONSOLIDATION_SOURCE,
       maxSteps: o.maxSteps ?? 100,
       confineWrites: true,
+      // The memory folder is its whole task; the user's AGENTS.md would only mislead it.
+      projectDocs: false,
     });
     if ("error" in opened) return err("failed_spawn_agent", `cannot start the consolidation agent: ${opened.error.message}`);
     const s = opened.ok;

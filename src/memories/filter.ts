@@ -1,5 +1,6 @@
 /** Which rollout items feed phase 1, and how they are serialized for the extractor. */
 import { estimateTokens } from "../util/truncate.ts";
+import { isContextFragment } from "../model/context-fragments.ts";
 import type { ResponseItem } from "../model/items.ts";
 import type { RolloutLine } from "../rollout/schema.ts";
 
@@ -15,15 +16,6 @@ const KEPT_TYPES = new Set([
   "web_search_call",
 ]);
 
-/** Injected context that says nothing about the user: project docs and skill bodies. */
-export function isExcludedUserFragment(text: string): boolean {
-  const head = text.trimStart();
-  const tail = text.trimEnd();
-  if (head.toLowerCase().startsWith("# agents.md instructions for ") && tail.endsWith("</INSTRUCTIONS>")) return true;
-  if (head.startsWith("<skill") && tail.endsWith("</skill>")) return true;
-  return false;
-}
-
 /** Memory-relevant items of a rollout, in order; developer messages and reasoning are dropped. */
 export function memoryItems(lines: Iterable<RolloutLine>): ResponseItem[] {
   const out: ResponseItem[] = [];
@@ -35,7 +27,7 @@ export function memoryItems(lines: Iterable<RolloutLine>): ResponseItem[] {
       const msg = item as Extract<ResponseItem, { type: "message"; role: string }>;
       if (msg.role === "developer" || msg.role === "system") continue;
       if (msg.role === "user") {
-        const content = msg.content.filter((c) => !("text" in c && c.type === "input_text" && isExcludedUserFragment(c.text)));
+        const content = msg.content.filter((c) => !("text" in c && c.type === "input_text" && isContextFragment(c.text)));
         if (!content.length) continue;
         out.push({ ...msg, content });
         continue;

@@ -1,10 +1,11 @@
 /**
  * Auto-compaction: when the context nears the window, a summary turn replaces history. The new
- * history is: the user's earlier messages that fit a token budget, the summary, and the user's
+ * history is: the project instructions (AGENTS.md) if the session had them, the user's earlier messages that fit a token budget, the summary, and the user's
  * latest request verbatim, last, so it is never lost. If the summary turn fails, the oldest tool
  * outputs are emptied instead, so the context never ends up empty.
  */
 import type { ModelClient } from "../model/client.ts";
+import { isContextMessage, isProjectDocMessage } from "../model/context-fragments.ts";
 import { messageText, userMessage, type MessageItem, type ResponseItem } from "../model/items.ts";
 import { estimateTokens } from "../util/truncate.ts";
 
@@ -25,8 +26,9 @@ export function isSummaryMessage(item: ResponseItem): boolean {
   return item.type === "message" && (item as MessageItem).role === "user" && messageText(item as MessageItem).startsWith(SUMMARY_PREFIX);
 }
 
+/** What the user asked: not summaries, not injected context (AGENTS.md, skill bodies). */
 function userMessages(history: ResponseItem[]): MessageItem[] {
-  return history.filter((i): i is MessageItem => i.type === "message" && (i as MessageItem).role === "user" && !isSummaryMessage(i));
+  return history.filter((i): i is MessageItem => i.type === "message" && (i as MessageItem).role === "user" && !isSummaryMessage(i) && !isContextMessage(i));
 }
 
 /** Earlier user messages, newest first within the budget, back in chronological order. */
@@ -52,7 +54,9 @@ export function keptUserMessages(history: ResponseItem[], budget = USER_MESSAGE_
 /** `budget` bounds the earlier user messages kept; callers scale it to the context window. */
 export function buildCompactedHistory(history: ResponseItem[], summary: string, budget = USER_MESSAGE_BUDGET_TOKENS): ResponseItem[] {
   const { earlier, latest } = keptUserMessages(history, budget);
-  const out: ResponseItem[] = [...earlier, userMessage(`${SUMMARY_PREFIX}\n\n${summary.trim() || "(no summary available)"}`)];
+  // The project instructions stay first, as at the start of the session.
+  const context = history.filter(isProjectDocMessage).slice(-1);
+  const out: ResponseItem[] = [...context, ...earlier, userMessage(`${SUMMARY_PREFIX}\n\n${summary.trim() || "(no summary available)"}`)];
   if (latest) out.push(latest);
   return out;
 }

@@ -70,7 +70,10 @@ export const RelayConfigSchema = z.object({
   exec: ExecConfigSchema.default({ max_output_tokens: 10_000, yield_time_ms: 10_000 }),
   /** Command line that starts a remote executor (speaks the protocol on stdio). */
   executor: nonEmpty.optional(),
+  /** AGENTS.md bytes read from the workspace (repo root down to cwd); 0 turns them off. */
   project_doc_max_bytes: nonNegInt.default(32_768),
+  /** Names tried after AGENTS.override.md and AGENTS.md in each directory, e.g. ["CLAUDE.md"]. */
+  project_doc_fallback_filenames: z.array(nonEmpty).default([]),
   /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
   memories: z.record(z.string(), z.unknown()).optional(),
 });

@@ -5,6 +5,8 @@ import { TokenUsageSchema } from "../model/client.ts";
 export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("session_started"), session_id: z.string(), rollout_path: z.string(), model: z.string(), provider: z.string(), cwd: z.string(), resumed: z.boolean() }),
   z.object({ type: z.literal("warning"), message: z.string() }),
+  /** The AGENTS.md files a new session was given (global first, then repo root down to cwd). */
+  z.object({ type: z.literal("project_docs"), files: z.array(z.object({ path: z.string(), bytes: z.number().int(), truncated: z.boolean() })) }),
   /** How commands will be confined: the mechanism, anything best effort left out, or why none can run. */
   z.object({ type: z.literal("sandbox"), mode: z.string(), mechanism: z.string(), gaps: z.array(z.string()), refused: z.string().optional() }),
   z.object({ type: z.literal("turn_started"), turn: z.number().int() }),

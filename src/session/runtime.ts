@@ -23,6 +23,7 @@ import { readRollout } from "../rollout/reader.ts";
 import { findRollout } from "../rollout/find.ts";
 import { RolloutWriter } from "../rollout/writer.ts";
 import { pickShell } from "./shell.ts";
+import { loadProjectInstructions } from "./project-docs.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
@@ -62,6 +63,8 @@ export interface SessionRunOptions {
   memories?: SessionMemories;
   /** Only the cwd is writable: not /tmp, not another workdir (the memory consolidation agent). */
   confineWrites?: boolean;
+  /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
+  projectDocs?: boolean;
 }
 
 export interface SessionRunResult {
@@ -156,10 +159,11 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     rolloutToClose = rollout;
     o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed) });
     const skills = await listSkills(o, started.ok);
+    const context = await sessionContext(o, executor.peer, cwd, resumed);
     const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
     if ("error" in built) return built;
     handedOver = true;
-    return ok(sessionHandle(o, { ...built.ok, rollout, executor, skills, cwd }));
+    return ok(sessionHandle(o, { ...built.ok, rollout, executor, skills, cwd, context }));
   } finally {
     if (!handedOver) {
       await rolloutToClose?.close();
@@ -218,6 +222,16 @@ function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: s
       executor: { name: started.name, hostname: started.info.hostname },
     },
   });
+}
+
+/** A new session's first items: its AGENTS.md instructions (a resumed one has them in history). */
+async function sessionContext(o: OpenSessionOptions, peer: RpcPeer, cwd: string, resumed: Resumed | undefined): Promise<ResponseItem[]> {
+  if (resumed || o.projectDocs === false) return [];
+  const docs = await loadProjectInstructions(peer, o.home, cwd, o.config);
+  for (const message of docs.warnings) o.emit({ type: "warning", message });
+  if (!docs.item) return [];
+  o.emit({ type: "project_docs", files: docs.files });
+  return [docs.item];
 }
 
 /** Skills come from the executor's filesystem only; never from ours. */
@@ -326,6 +340,8 @@ interface HandleParts {
   executor: ChildPeer;
   skills: Skill[];
   cwd: string;
+  /** Recorded before the first turn's prompt. */
+  context: ResponseItem[];
 }
 
 function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
@@ -337,7 +353,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
     agent,
     cwd: p.cwd,
     async runTurn(prompt, signal) {
-      const preamble = await skillPreamble(prompt ?? "", p.skills, p.executor.peer, o.emit);
+      const preamble = [...p.context.splice(0), ...(await skillPreamble(prompt ?? "", p.skills, p.executor.peer, o.emit))];
       try {
         const outcome = await agent.runTurn(prompt, signal, preamble);
         if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
