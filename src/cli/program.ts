@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { VERSION } from "../version.ts";
 import { codeModeHostCommand } from "./code-mode-host.ts";
+import { completionCommand } from "./completion.ts";
 import { doctorCommand } from "./doctor.ts";
 import { executorCommand } from "./executor.ts";
 import { inftyCommand } from "./infty.ts";
@@ -37,6 +38,7 @@ export function buildProgram() {
   program.addCommand(packageCommand());
   program.addCommand(sandboxCommand());
   program.addCommand(doctorCommand());
+  program.addCommand(completionCommand());
   program.addCommand(rpcEchoCommand(), { hidden: true });
   applyUsageExitCode(program);
   return program;

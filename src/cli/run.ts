@@ -13,6 +13,7 @@ import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
 import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
+import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -20,7 +21,7 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 function runOptions() {
   return new Command("run")
     .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
-    .argument("[prompt]", "what the agent should do (optional with --resume when the last turn was cut off)")
+    .argument("[prompt]", "what the agent should do; - (or no argument with stdin piped) reads it from stdin; optional with --resume when the last turn was cut off")
     .option("-m, --model <name>", "model name (config: model)")
     .option("--reasoning-effort <level>", "reasoning effort for the Responses API, e.g. low, medium, high (config: model_reasoning_effort)")
     .addOption(new Option("--reasoning-summary <mode>", "reasoning summaries for the Responses API (config: model_reasoning_summary)").choices(["auto", "concise", "detailed"] as const))
@@ -67,7 +68,9 @@ Examples:
   relay run "fix the failing test in src/parser"
   relay run --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder "explain this repo"
   relay run --script examples/demo-script.json --approval never "create hello.py and run it"
-  relay run --resume last "now add a README"`;
+  relay run --resume last "now add a README"
+  relay run - < task.md                       # the prompt from a file
+  echo "explain the build" | relay run        # piped stdin without an argument is the prompt`;
 
 /** The config file, then what a resumed session recorded, then the flags. */
 async function resolveConfig(home: string, opts: RunOpts) {
@@ -143,8 +146,9 @@ function eventSink(json: boolean) {
   return { emit, failedTools, shownErrors };
 }
 
-async function runAction(prompt: string | undefined, opts: RunOpts): Promise<void> {
+async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<void> {
   const home = relayHome();
+  const prompt = await resolvePrompt(promptArg, Boolean(opts.resume));
   const { config, recorded } = await resolveConfig(home, opts);
   const roots = capabilityRoots(opts.capabilityRoot, recorded.choices.capabilityRoots);
   const maxSteps = checkStartable(prompt, opts, config);
