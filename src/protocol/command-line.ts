@@ -1,46 +1,27 @@
 /**
- * Splits a user command line such as `ssh host 'relay executor'` into argv with POSIX shell
- * word rules (quotes, backslashes), without running a shell.
+ * Splits a user command line such as `ssh host 'relay executor'` into argv with the shell
+ * parser approval uses (POSIX quoting and backslashes), without running a shell. What would
+ * need a shell (expansions, `;`, `|`, redirections, VAR=value) is refused with the fix.
  */
+import { parseShell, ShellParseError } from "../util/shell-parse.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 export function splitCommandLine(line: string): Result<string[]> {
-  const words: string[] = [];
-  let cur = "";
-  let inWord = false;
-  let quote: "'" | '"' | undefined;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (quote === "'") {
-      if (c === "'") quote = undefined;
-      else cur += c;
-      continue;
-    }
-    if (quote === '"') {
-      if (c === '"') quote = undefined;
-      else if (c === "\\" && i + 1 < line.length && '"\\$`'.includes(line[i + 1]!)) cur += line[++i];
-      else cur += c;
-      continue;
-    }
-    if (c === "'" || c === '"') {
-      quote = c;
-      inWord = true;
-    } else if (c === "\\") {
-      if (i + 1 < line.length) cur += line[++i];
-      inWord = true;
-    } else if (/\s/.test(c)) {
-      if (inWord) words.push(cur);
-      cur = "";
-      inWord = false;
-    } else {
-      cur += c;
-      inWord = true;
-    }
+  let script;
+  try {
+    script = parseShell(line);
+  } catch (e) {
+    if (!(e instanceof ShellParseError)) throw e;
+    return err("invalid_command_line", `cannot split the command line \`${line}\`: ${e.message}`);
   }
-  if (quote) return err("invalid_command_line", `unterminated ${quote} quote in command line: ${line}`);
-  if (inWord) words.push(cur);
-  if (words.length === 0) return err("invalid_command_line", "the command line is empty");
-  return ok(words);
+  const [cmd, ...more] = script.commands;
+  if (!cmd) return err("invalid_command_line", "the command line is empty");
+  if (more.length || cmd.type !== "simple" || cmd.redirects.length || cmd.assigns.length) {
+    return err("invalid_command_line", `\`${line}\` is not one program and its arguments: relay runs it without a shell, so ;, |, &&, redirections and VAR=value do not work (use env VAR=value ..., or sh -c '...')`);
+  }
+  const expanded = cmd.words.find((w) => !w.fixed);
+  if (expanded) return err("invalid_command_line", `\`${line}\`: ${expanded.raw} would need a shell to expand, and relay runs the command line without one (quote it, or use sh -c '...')`);
+  return ok(cmd.words.map((w) => w.value));
 }
 
 /** Quotes argv for display (and for `sh -c`). */

@@ -100,9 +100,18 @@ describe("command lines", () => {
 
   test("bad command lines are errors", () => {
     const open = splitCommandLine(`ssh 'host`);
-    assert.ok("error" in open && /unterminated ' quote/.test(open.error.message));
+    assert.ok("error" in open && /cannot split the command line `ssh 'host`: unterminated '/.test(open.error.message));
     const empty = splitCommandLine("   ");
     assert.ok("error" in empty && /empty/.test(empty.error.message));
+    // What only a shell would do is refused with the fix, never run half-understood.
+    for (const line of ["ssh host; rm -rf x", "ssh host | tee log", "A=1 ssh host", "ssh host > log"]) {
+      const r = splitCommandLine(line);
+      assert.ok("error" in r && /is not one program and its arguments: relay runs it without a shell/.test(r.error.message), line);
+    }
+    for (const line of ["ssh $HOST relay executor", "ssh host $(which relay)", "ssh host*"]) {
+      const r = splitCommandLine(line);
+      assert.ok("error" in r && /would need a shell to expand/.test(r.error.message), line);
+    }
   });
 
   test("join quotes what needs quoting and splits back to the same argv", () => {
