@@ -71,42 +71,58 @@ const PATH_LOOP = `  cmdpath=""
     esac
   done`;
 
-function bashScript(nodes: CommandNode[]): string {
-  return `# relay completion for bash. Load it with: eval "$(relay completion bash)"
-# or save it: relay completion bash > ~/.local/share/bash-completion/completions/relay
-${lookupFunctions(nodes)}_relay() {
-  local cur prev cmdpath skip i w values
-${PATH_LOOP.replace("FIRST", "1").replace("LAST", "COMP_CWORD").replace("WORDS", "COMP_WORDS")}
-  cur="\${COMP_WORDS[COMP_CWORD]}"
-  prev="\${COMP_WORDS[COMP_CWORD-1]}"
-  values="$(_relay_value "$cmdpath|$prev")"
-  if [ "$values" = "<file>" ]; then COMPREPLY=($(compgen -f -- "$cur")); return; fi
-  if [ -n "$values" ]; then COMPREPLY=($(compgen -W "$values" -- "$cur")); return; fi
-  if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "$(_relay_flags "$cmdpath")" -- "$cur")); return; fi
-  values="$(_relay_subs "$cmdpath")"
-  if [ -n "$values" ]; then COMPREPLY=($(compgen -W "$values" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
-}
-complete -F _relay relay
-`;
+/** What differs between the bash and zsh functions; the logic is the same. */
+interface Dialect {
+  header: string;
+  /** Index of the first word after `relay`, the current word's index, and the words array. */
+  first: string;
+  current: string;
+  words: string;
+  /** Offers the space-separated words in $values, or file names. */
+  offer: string;
+  files: string;
+  footer: string;
 }
 
-function zshScript(nodes: CommandNode[]): string {
-  return `#compdef relay
+const BASH: Dialect = {
+  header: `# relay completion for bash. Load it with: eval "$(relay completion bash)"
+# or save it: relay completion bash > ~/.local/share/bash-completion/completions/relay`,
+  first: "1",
+  current: "COMP_CWORD",
+  words: "COMP_WORDS",
+  offer: 'COMPREPLY=($(compgen -W "$values" -- "$cur"))',
+  files: 'COMPREPLY=($(compgen -f -- "$cur"))',
+  footer: "complete -F _relay relay",
+};
+
+const ZSH: Dialect = {
+  header: `#compdef relay
 # relay completion for zsh. Load it with: eval "$(relay completion zsh)"
-# or save it as _relay in a directory of your $fpath.
+# or save it as _relay in a directory of your $fpath.`,
+  first: "2",
+  current: "CURRENT",
+  words: "words",
+  offer: "compadd -- ${=values}",
+  files: "_files",
+  footer: "compdef _relay relay",
+};
+
+function shellFunctionScript(d: Dialect, nodes: CommandNode[]): string {
+  const loop = PATH_LOOP.replace("FIRST", d.first).replace("LAST", d.current).replace("WORDS", d.words);
+  return `${d.header}
 ${lookupFunctions(nodes)}_relay() {
   local cur prev cmdpath skip i w values
-${PATH_LOOP.replace("FIRST", "2").replace("LAST", "CURRENT").replace("WORDS", "words")}
-  cur="\${words[CURRENT]}"
-  prev="\${words[CURRENT-1]}"
+${loop}
+  cur="\${${d.words}[${d.current}]}"
+  prev="\${${d.words}[${d.current}-1]}"
   values="$(_relay_value "$cmdpath|$prev")"
-  if [[ "$values" == "<file>" ]]; then _files; return; fi
-  if [[ -n "$values" ]]; then compadd -- \${=values}; return; fi
-  if [[ "$cur" == -* ]]; then values="$(_relay_flags "$cmdpath")"; compadd -- \${=values}; return; fi
+  if [ "$values" = "<file>" ]; then ${d.files}; return; fi
+  if [ -n "$values" ]; then ${d.offer}; return; fi
+  case "$cur" in -*) values="$(_relay_flags "$cmdpath")"; ${d.offer}; return ;; esac
   values="$(_relay_subs "$cmdpath")"
-  if [[ -n "$values" ]]; then compadd -- \${=values}; else _files; fi
+  if [ -n "$values" ]; then ${d.offer}; else ${d.files}; fi
 }
-compdef _relay relay
+${d.footer}
 `;
 }
 
@@ -150,7 +166,7 @@ ${lines.join("\n")}
 
 export function completionScript(shell: Shell, root: AnyCommand): string {
   const nodes = commandNodes(root);
-  return shell === "bash" ? bashScript(nodes) : shell === "zsh" ? zshScript(nodes) : fishScript(nodes);
+  return shell === "fish" ? fishScript(nodes) : shellFunctionScript(shell === "bash" ? BASH : ZSH, nodes);
 }
 
 export function completionCommand() {
