@@ -2,6 +2,7 @@
 import fs from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
+import picomatch from "picomatch";
 import { z } from "zod";
 import { defineTool } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
@@ -21,7 +22,7 @@ const parameters = z.object({
   include: z
     .string()
     .optional()
-    .describe('Only search files matching this glob: "*.ts" matches file names, "src/**/*.ts" paths relative to `path`.'),
+    .describe('Only search files matching this glob: "*.ts" or "*.{ts,tsx}" match file names, "src/**/*.ts" paths relative to `path`.'),
   path: z
     .string()
     .optional()
@@ -62,7 +63,7 @@ export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
         try {
           glob = compileGlob(args.include);
         } catch (e) {
-          return err("invalid_arguments", `include ${JSON.stringify(args.include)} is not a usable glob: ${errorMessage(e)}`);
+          return err("invalid_arguments", `include ${JSON.stringify(args.include)} is not a usable glob: ${globProblem(e)}`);
         }
       }
       const root = resolveToolPath(ctx.cwd, args.path ?? ".");
@@ -214,68 +215,44 @@ function toPosix(p: string): string {
   return path.sep === "/" ? p : p.split(path.sep).join("/");
 }
 
-/** Shell-style include globs turned into regular expressions. */
+/** An include glob, matched by picomatch. */
 export interface Glob {
   /** True when the glob names directories, so it is matched against the relative path. */
   readonly matchesPath: boolean;
   test(relativePosixPath: string): boolean;
 }
 
+/**
+ * `*` also matches names starting with a dot, `[!ch]` is a negated class as in the shell, an
+ * unclosed `[` or `{` is an error (as in ripgrep) and so is a class picomatch cannot compile;
+ * paths are matched with `/` on every platform.
+ */
+const GLOB_OPTIONS: picomatch.PicomatchOptions = { dot: true, posix: true, strictBrackets: true, debug: true, windows: false };
+
+/** Throws when picomatch cannot use the glob; `globProblem` words the error for the model. */
 export function compileGlob(glob: string): Glob {
-  const cleaned = glob.trim().replace(/\\/g, "/").replace(/^\.\//, "");
+  // Backslashes escape (`\*` is a literal star), except on Windows where they separate directories.
+  const slashed = path.sep === "\\" ? glob.trim().replace(/\\/g, "/") : glob.trim();
+  const cleaned = slashed.replace(/^\.\//, "");
   const matchesPath = cleaned.includes("/");
-  const re = new RegExp(`^${globBody(cleaned)}$`);
+  const isMatch = picomatch(cleaned, GLOB_OPTIONS);
   return {
     matchesPath,
     test(rel) {
-      if (matchesPath) return re.test(rel);
+      if (matchesPath) return isMatch(rel);
       const slash = rel.lastIndexOf("/");
-      return re.test(slash === -1 ? rel : rel.slice(slash + 1));
+      return isMatch(slash === -1 ? rel : rel.slice(slash + 1));
     },
   };
 }
 
-function globBody(glob: string): string {
-  let out = "";
-  let braces = 0;
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i] as string;
-    if (c === "*") {
-      if (glob[i + 1] === "*") {
-        const atSegmentStart = i === 0 || glob[i - 1] === "/";
-        if (atSegmentStart && glob[i + 2] === "/") {
-          out += "(?:.*/)?"; // `**/` also matches no directory at all
-          i += 2;
-        } else {
-          out += ".*";
-          i += 1;
-        }
-      } else {
-        out += "[^/]*";
-      }
-    } else if (c === "?") {
-      out += "[^/]";
-    } else if (c === "[") {
-      const close = glob.indexOf("]", i + 2);
-      if (close === -1) {
-        out += "\\[";
-      } else {
-        let cls = glob.slice(i + 1, close);
-        if (cls.startsWith("!")) cls = `^${cls.slice(1)}`;
-        out += `[${cls.replace(/\\/g, "\\\\")}]`;
-        i = close;
-      }
-    } else if (c === "{") {
-      braces++;
-      out += "(?:";
-    } else if (c === "}" && braces > 0) {
-      braces--;
-      out += ")";
-    } else if (c === "," && braces > 0) {
-      out += "|";
-    } else {
-      out += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-    }
-  }
-  return out + ")".repeat(braces);
+function globProblem(e: unknown): string {
+  const unbalanced = /^Missing (opening|closing): "(.)"/.exec(errorMessage(e));
+  // V8 quotes picomatch's regular expression in its message; the model never wrote it.
+  if (!unbalanced) return `${errorMessage(e).replace(/: \/.*\/[a-z]*: /, ": ")}.`;
+  const [, side, char] = unbalanced;
+  const what = side === "closing" ? `a "${OPENER[char as string] ?? "?"}" is never closed` : `a "${char}" closes nothing`;
+  return `${what}. Balance the brackets and braces, or put a backslash before one to match it literally.`;
 }
+
+const OPENER: Record<string, string> = { "]": "[", "}": "{", ")": "(" };

@@ -49,6 +49,38 @@ describe("grep_files", () => {
     });
   });
 
+  test("include globs through the tool: name, path, braces and a leading ./", async () => {
+    await withTmp(async (dir) => {
+      const top = aged(path.join(dir, "top.ts"), "hit", 50);
+      const a = aged(path.join(dir, "src", "a.ts"), "hit", 40);
+      const b = aged(path.join(dir, "src", "x", "y", "b.ts"), "hit", 30);
+      const m = aged(path.join(dir, "src", "m.mjs"), "hit", 20);
+      aged(path.join(dir, "src", "a.tsx"), "hit", 10);
+      aged(path.join(dir, "lib", "src", "c.ts"), "hit", 5);
+      const ctx = makeCtx(dir);
+      const found = async (include: string) => okText(await run(grepFilesTool, { pattern: "hit", include }, ctx)).split("\n");
+      assert.deepEqual(await found("src/**/*.ts"), [b, a]);
+      assert.deepEqual(await found("./src/**/*.ts"), [b, a]);
+      assert.deepEqual(await found("src/*.{ts,mjs}"), [m, a]);
+      assert.deepEqual((await found("*.ts")).length, 4);
+      assert.ok((await found("*.ts")).includes(top));
+      assert.match((await found("*.nothing"))[0] as string, /^No files under/);
+    });
+  });
+
+  test("an unusable include glob is invalid_arguments saying what is wrong", async () => {
+    await withTmp(async (dir) => {
+      write(path.join(dir, "a.ts"), "hit");
+      const ctx = makeCtx(dir);
+      const brace = errOf(await run(grepFilesTool, { pattern: "hit", include: "*.{ts,js" }, ctx), "invalid_arguments");
+      assert.equal(brace.message, 'include "*.{ts,js" is not a usable glob: a "{" is never closed. Balance the brackets and braces, or put a backslash before one to match it literally.');
+      const bracket = errOf(await run(grepFilesTool, { pattern: "hit", include: "src/[ab.ts" }, ctx), "invalid_arguments");
+      assert.match(bracket.message, /a "\[" is never closed/);
+      const range = errOf(await run(grepFilesTool, { pattern: "hit", include: "[z-a].ts" }, ctx), "invalid_arguments");
+      assert.match(range.message, /^include "\[z-a\]\.ts" is not a usable glob: Invalid regular expression: range out of order in character class\.$/i);
+    });
+  });
+
   test("path narrows the search and limit caps the output with a note", async () => {
     await withTmp(async (dir) => {
       for (let i = 0; i < 5; i++) aged(path.join(dir, "many", `f${i}.txt`), "match", 100 - i);
@@ -138,5 +170,21 @@ describe("compileGlob", () => {
     assert.equal(compileGlob("file?.[ch]").test("file1.c"), true);
     assert.equal(compileGlob("file?.[!ch]").test("file1.c"), false);
     assert.equal(compileGlob("a+b(1).txt").test("a+b(1).txt"), true);
+  });
+
+  test("dot files, ./ prefixes, nested braces and backslash escapes", () => {
+    assert.equal(compileGlob("*.ts").test("src/.hidden.ts"), true);
+    assert.equal(compileGlob("./src/*.ts").test("src/a.ts"), true);
+    assert.equal(compileGlob("src/*.ts").test("src/x/a.ts"), false);
+    const nested = compileGlob("{src,test}/**/*.{ts,m{j,t}s}");
+    assert.deepEqual(["src/a.ts", "test/x/b.mjs", "test/c.mts", "lib/a.ts", "src/a.cjs"].filter((p) => nested.test(p)), ["src/a.ts", "test/x/b.mjs", "test/c.mts"]);
+    if (path.sep === "/") {
+      assert.equal(compileGlob("a\\*b.txt").test("a*b.txt"), true);
+      assert.equal(compileGlob("a\\*b.txt").test("axb.txt"), false);
+    }
+  });
+
+  test("unbalanced brackets and classes that cannot compile throw", () => {
+    for (const bad of ["*.{ts,js", "src/[abc.ts", "a]b", "[z-a].ts"]) assert.throws(() => compileGlob(bad), bad);
   });
 });
