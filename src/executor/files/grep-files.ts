@@ -4,9 +4,9 @@ import type { Dirent } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
-import { defineTool } from "../tool.ts";
+import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import { fsError, resolveToolPath } from "./paths.ts";
+import { resolveToolPath, statPath, toPosix } from "./paths.ts";
 
 export const DEFAULT_GREP_LIMIT = 100;
 export const MAX_SCANNED_FILES = 20_000;
@@ -68,7 +68,7 @@ export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
       }
       const root = resolveToolPath(ctx.cwd, args.path ?? ".");
       try {
-        return await grep(root, re.ok, glob, args.limit, limits, ctx.cwd, ctx.signal);
+        return await grep({ root, re: re.ok, glob, limit: args.limit, limits, signal: ctx.signal }, ctx.cwd);
       } catch (e) {
         return err("io_error", `grep_files failed in ${root}: ${errorMessage(e)}`);
       }
@@ -100,99 +100,117 @@ export function compilePattern(pattern: string): Result<RegExp> {
   }
 }
 
-interface Candidate {
-  abs: string;
+interface Search {
+  root: string;
+  re: RegExp;
+  glob: Glob | undefined;
+  /** File paths returned at most. */
+  limit: number;
+  limits: GrepLimits;
+  signal: AbortSignal;
 }
 
-async function grep(
-  root: string,
-  re: RegExp,
-  glob: Glob | undefined,
-  limit: number,
-  limits: GrepLimits,
-  cwd: string,
-  signal: AbortSignal,
-): Promise<Result<{ text: string; metadata: Record<string, unknown> }>> {
-  const aborted = () => err("aborted", "grep_files was cancelled.");
-  let rootStat;
-  try {
-    rootStat = await fs.stat(root);
-  } catch (e) {
-    return fsError(e, root, cwd);
-  }
+const aborted = () => err("aborted", "grep_files was cancelled.");
 
-  const candidates: Candidate[] = [];
-  let capped = false;
-  let visited = 0; // files seen by the walk, whether or not `include` keeps them
-  if (rootStat.isDirectory()) {
-    const stack = [root];
-    walking: while (stack.length > 0) {
-      if (signal.aborted) return aborted();
-      const dir = stack.pop() as string;
-      let entries: Dirent[];
-      try {
-        entries = await fs.readdir(dir, { withFileTypes: true });
-      } catch {
-        continue; // unreadable subdirectory: skip it like ripgrep does
-      }
-      for (const entry of entries) {
-        const abs = path.join(dir, entry.name);
-        if (entry.isDirectory()) {
-          if (!SKIPPED_DIRS.has(entry.name)) stack.push(abs);
-        } else if (entry.isFile()) {
-          if (visited >= limits.maxFiles) {
-            capped = true;
-            break walking;
-          }
-          visited++;
-          if (glob && !glob.test(toPosix(path.relative(root, abs)))) continue;
-          candidates.push({ abs });
+async function grep(search: Search, cwd: string): Promise<Result<ToolOutput>> {
+  const stat = await statPath(search.root, cwd);
+  if ("error" in stat) return stat;
+  let walked: Result<Walked>;
+  if (stat.ok.isDirectory()) walked = await walkFiles(search);
+  else if (stat.ok.isFile()) walked = ok({ files: [search.root], visited: 0, capped: false });
+  else return err("not_a_directory", `${search.root} is neither a directory nor a regular file.`);
+  if ("error" in walked) return walked;
+  const searched = await searchAll(walked.ok.files, search);
+  if (search.signal.aborted) return aborted();
+  return ok(grepOutput(search, walked.ok, searched));
+}
+
+interface Walked {
+  /** The files to search: those the walk found that `include` keeps. */
+  files: string[];
+  /** Files seen by the walk, whether or not `include` keeps them. */
+  visited: number;
+  /** True when the walk stopped at `maxFiles`. */
+  capped: boolean;
+}
+
+async function walkFiles(search: Search): Promise<Result<Walked>> {
+  const { root, glob, limits, signal } = search;
+  const walked: Walked = { files: [], visited: 0, capped: false };
+  const stack = [root];
+  while (stack.length > 0) {
+    if (signal.aborted) return aborted();
+    const dir = stack.pop() as string;
+    let entries: Dirent[];
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch {
+      continue; // unreadable subdirectory: skip it like ripgrep does
+    }
+    for (const entry of entries) {
+      const abs = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (!SKIPPED_DIRS.has(entry.name)) stack.push(abs);
+      } else if (entry.isFile()) {
+        if (walked.visited >= limits.maxFiles) {
+          walked.capped = true;
+          return ok(walked);
         }
+        walked.visited++;
+        if (!glob || glob.test(toPosix(path.relative(root, abs)))) walked.files.push(abs);
       }
     }
-  } else if (rootStat.isFile()) {
-    candidates.push({ abs: root });
-  } else {
-    return err("not_a_directory", `${root} is neither a directory nor a regular file.`);
   }
+  return ok(walked);
+}
 
-  const matches: { abs: string; mtimeMs: number }[] = [];
-  let skippedLarge = 0;
+interface Searched {
+  matches: { abs: string; mtimeMs: number }[];
+  skippedLarge: number;
+}
+
+/** Searches the files CONCURRENCY at a time; stops early (with what it has) on abort. */
+async function searchAll(files: string[], search: Search): Promise<Searched> {
+  const searched: Searched = { matches: [], skippedLarge: 0 };
   let next = 0;
   const worker = async () => {
-    while (next < candidates.length && !signal.aborted) {
-      const c = candidates[next++] as Candidate;
-      const hit = await searchFile(c.abs, re, limits.maxFileBytes);
-      if (hit === "large") skippedLarge++;
-      else if (hit) matches.push({ abs: c.abs, mtimeMs: hit.mtimeMs });
+    while (next < files.length && !search.signal.aborted) {
+      const abs = files[next++] as string;
+      const hit = await searchFile(abs, search.re, search.limits.maxFileBytes);
+      if (hit === "large") searched.skippedLarge++;
+      else if (hit) searched.matches.push({ abs, mtimeMs: hit.mtimeMs });
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  if (signal.aborted) return aborted();
+  return searched;
+}
 
+function grepOutput(search: Search, walked: Walked, searched: Searched): ToolOutput {
+  const { root, limit, limits } = search;
+  const { matches, skippedLarge } = searched;
   matches.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
   const shown = matches.slice(0, limit);
   const lines = shown.map((m) => m.abs);
-  if (matches.length === 0) lines.push(`No files under ${root} matched ${re.source}.`);
+  if (matches.length === 0) lines.push(`No files under ${root} matched ${search.re.source}.`);
   if (matches.length > limit) {
     lines.push(`[${matches.length - limit} more matching files not shown; raise limit or narrow the search with path or include.]`);
   }
-  if (capped) {
+  if (walked.capped) {
     lines.push(`[Stopped after walking ${limits.maxFiles} files; results are incomplete. Narrow the search with path.]`);
   }
   if (skippedLarge > 0) lines.push(`[Skipped ${skippedLarge} files larger than ${formatBytes(limits.maxFileBytes)}.]`);
-  return ok({
+  return {
     text: lines.join("\n"),
     metadata: {
       root,
       matches: matches.length,
       returned: shown.length,
-      visited_files: visited,
-      scanned_files: candidates.length,
-      capped,
+      visited_files: walked.visited,
+      scanned_files: walked.files.length,
+      capped: walked.capped,
       skipped_large: skippedLarge,
     },
-  });
+  };
 }
 
 async function searchFile(abs: string, re: RegExp, maxBytes: number): Promise<{ mtimeMs: number } | "large" | null> {
@@ -209,10 +227,6 @@ async function searchFile(abs: string, re: RegExp, maxBytes: number): Promise<{ 
 
 function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
-}
-
-function toPosix(p: string): string {
-  return path.sep === "/" ? p : p.split(path.sep).join("/");
 }
 
 /** An include glob, matched by picomatch. */

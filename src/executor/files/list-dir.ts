@@ -3,9 +3,10 @@ import fs from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { defineTool } from "../tool.ts";
+import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import { fsError, resolveToolPath } from "./paths.ts";
+import { pageOutput } from "./paging.ts";
+import { fsError, resolveToolPath, statPath } from "./paths.ts";
 
 export const DEFAULT_LIST_LIMIT = 200;
 export const DEFAULT_LIST_DEPTH = 2;
@@ -46,62 +47,67 @@ export const listDirTool = defineTool({
   },
 });
 
-async function listPage(
-  abs: string,
-  offset: number,
-  limit: number,
-  depth: number,
-  cwd: string,
-  signal: AbortSignal,
-): Promise<Result<{ text: string; metadata: Record<string, unknown> }>> {
-  let stat;
-  try {
-    stat = await fs.stat(abs);
-  } catch (e) {
-    return fsError(e, abs, cwd);
-  }
-  if (!stat.isDirectory()) {
+async function listPage(abs: string, offset: number, limit: number, depth: number, cwd: string, signal: AbortSignal): Promise<Result<ToolOutput>> {
+  const stat = await statPath(abs, cwd);
+  if ("error" in stat) return stat;
+  if (!stat.ok.isDirectory()) {
     return err("not_a_directory", `${abs} is not a directory. Use read_file to read a file.`);
   }
+  const listing = new Listing(offset, offset + limit - 1, depth, cwd, signal);
+  const r = await listing.walk(abs, 0);
+  if (r !== "stop" && "error" in r) return r;
+  return listOutput(abs, offset, depth, listing);
+}
 
-  const lastWanted = offset + limit - 1;
-  const lines: string[] = [];
-  let seen = 0;
-  let more = false;
+/** The entries of a tree in listing order, keeping those on the page and stopping one past it. */
+class Listing {
+  readonly lines: string[] = [];
+  /** Entries passed so far, on the page or before it. */
+  seen = 0;
+  more = false;
 
-  // Depth-first so each directory's children follow it; stops one entry past the page.
-  const walk = async (dir: string, level: number): Promise<Result<null> | "stop"> => {
-    if (signal.aborted) return err("aborted", "list_dir was cancelled.");
+  constructor(
+    private readonly offset: number,
+    private readonly lastWanted: number,
+    private readonly depth: number,
+    private readonly cwd: string,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Depth-first so each directory's children follow it. */
+  async walk(dir: string, level: number): Promise<Result<null> | "stop"> {
+    if (this.signal.aborted) return err("aborted", "list_dir was cancelled.");
     let entries: Dirent[];
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
     } catch (e) {
-      if (level === 0) return fsError(e, dir, cwd);
-      addLine(`${INDENT.repeat(level)}[cannot list: ${errorMessage(e)}]`);
+      if (level === 0) return fsError(e, dir, this.cwd);
+      this.add(`${INDENT.repeat(level)}[cannot list: ${errorMessage(e)}]`);
       return ok(null);
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
-      if (seen >= lastWanted) {
-        more = true;
+      if (this.seen >= this.lastWanted) {
+        this.more = true;
         return "stop";
       }
-      addLine(`${INDENT.repeat(level)}${entry.name}${suffix(entry)}`);
-      if (entry.isDirectory() && level + 1 < depth) {
-        const r = await walk(path.join(dir, entry.name), level + 1);
+      this.add(`${INDENT.repeat(level)}${entry.name}${suffix(entry)}`);
+      if (entry.isDirectory() && level + 1 < this.depth) {
+        const r = await this.walk(path.join(dir, entry.name), level + 1);
         if (r === "stop" || "error" in r) return r;
       }
     }
     return ok(null);
-  };
-  const addLine = (line: string) => {
-    seen++;
-    if (seen >= offset && seen <= lastWanted) lines.push(line);
-  };
+  }
 
-  const r = await walk(abs, 0);
-  if (r !== "stop" && "error" in r) return r;
+  private add(line: string): void {
+    this.seen++;
+    if (this.seen >= this.offset && this.seen <= this.lastWanted) this.lines.push(line);
+  }
+}
 
+function listOutput(abs: string, offset: number, depth: number, listing: Listing): Result<ToolOutput> {
+  const { seen, more } = listing;
   const header = `Absolute path: ${abs}`;
   if (seen === 0) {
     if (offset > 1) return err("invalid_arguments", `offset ${offset} is past the end: ${abs} is empty.`);
@@ -113,19 +119,7 @@ async function listPage(
       `offset ${offset} is past the end of the listing of ${abs}: it has ${seen} entr${seen === 1 ? "y" : "ies"} at depth ${depth}. Use an offset between 1 and ${seen}.`,
     );
   }
-  const endEntry = offset + lines.length - 1;
-  const out = [header, ...lines];
-  if (more) out.push(`[More entries remain after entry ${endEntry}. To continue, call list_dir with offset=${endEntry + 1}.]`);
-  return ok({
-    text: out.join("\n"),
-    metadata: {
-      path: abs,
-      start_entry: offset,
-      end_entry: endEntry,
-      more,
-      ...(more ? { next_offset: endEntry + 1 } : { total_entries: seen }),
-    },
-  });
+  return ok(pageOutput({ tool: "list_dir", unit: "entry", path: abs, offset, head: [header] }, { lines: listing.lines, more, total: seen }));
 }
 
 function suffix(entry: Dirent): string {

@@ -1,4 +1,5 @@
-/** Path resolution and the write check shared by the file tools and apply_patch. */
+/** Path resolution, stat and the write check shared by the file tools and apply_patch. */
+import type { Stats } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
@@ -76,4 +77,18 @@ export function fsError(e: unknown, absPath: string, cwd: string): Result<never>
   }
   if (code === "EACCES" || code === "EPERM") return err("permission_denied", `Permission denied: ${absPath}`);
   return err("io_error", `Could not access ${absPath}: ${errorMessage(e)}`);
+}
+
+/** `fs.stat`, with a failure turned into the error value of `fsError`. */
+export async function statPath(absPath: string, cwd: string): Promise<Result<Stats>> {
+  try {
+    return ok(await fs.stat(absPath));
+  } catch (e) {
+    return fsError(e, absPath, cwd);
+  }
+}
+
+/** A relative path with `/` between its parts on every platform (as globs and .gitignore want). */
+export function toPosix(p: string): string {
+  return path.sep === "/" ? p : p.split(path.sep).join("/");
 }

@@ -1,10 +1,11 @@
 /** read_file: numbered lines of a text file, one page at a time, streamed from disk. */
 import { Buffer } from "node:buffer";
-import fs from "node:fs/promises";
+import fs, { type FileHandle } from "node:fs/promises";
 import { z } from "zod";
-import { defineTool } from "../tool.ts";
+import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import { fsError, resolveToolPath } from "./paths.ts";
+import { pageOutput, type Page } from "./paging.ts";
+import { fsError, resolveToolPath, statPath } from "./paths.ts";
 
 export const DEFAULT_READ_LIMIT = 2000;
 export const MAX_LINE_CHARS = 500;
@@ -55,23 +56,13 @@ interface Collected {
   totalBytes: number;
 }
 
-async function readPage(
-  abs: string,
-  offset: number,
-  limit: number,
-  cwd: string,
-  signal: AbortSignal,
-): Promise<Result<{ text: string; metadata: Record<string, unknown> }>> {
-  let stat;
-  try {
-    stat = await fs.stat(abs);
-  } catch (e) {
-    return fsError(e, abs, cwd);
-  }
-  if (stat.isDirectory()) {
+async function readPage(abs: string, offset: number, limit: number, cwd: string, signal: AbortSignal): Promise<Result<ToolOutput>> {
+  const stat = await statPath(abs, cwd);
+  if ("error" in stat) return stat;
+  if (stat.ok.isDirectory()) {
     return err("is_directory", `${abs} is a directory, not a file. Use list_dir to see its entries.`);
   }
-  if (!stat.isFile()) return err("not_a_file", `${abs} is not a regular file (device, socket or pipe); it cannot be read.`);
+  if (!stat.ok.isFile()) return err("not_a_file", `${abs} is not a regular file (device, socket or pipe); it cannot be read.`);
 
   let handle;
   try {
@@ -85,74 +76,78 @@ async function readPage(
     if (buf.subarray(0, sniff.bytesRead).includes(0)) {
       return err(
         "binary_file",
-        `${abs} is a binary file (${stat.size} bytes); read_file only shows text. Inspect it with a command-line tool instead.`,
+        `${abs} is a binary file (${stat.ok.size} bytes); read_file only shows text. Inspect it with a command-line tool instead.`,
       );
     }
-
-    const lastWanted = offset + limit - 1;
-    const out: string[] = [];
-    let lineNo = 1; // number of the line the next byte belongs to
-    let current: Collected | null = offset === 1 ? newLine(1) : null;
-    let lineHasBytes = false;
-    let moreAfterPage = false;
-    let position = 0;
-
-    reading: for (;;) {
-      if (signal.aborted) return err("aborted", "read_file was cancelled.");
-      const { bytesRead } = await handle.read(buf, 0, buf.length, position);
-      if (bytesRead === 0) break;
-      position += bytesRead;
-      let start = 0;
-      while (start < bytesRead) {
-        if (lineNo > lastWanted) {
-          moreAfterPage = true;
-          break reading;
-        }
-        const nl = buf.indexOf(10, start);
-        const end = nl === -1 || nl >= bytesRead ? bytesRead : nl;
-        if (current) keep(current, buf, start, end);
-        lineHasBytes = true;
-        if (end === bytesRead) break; // the line continues in the next chunk
-        if (current) out.push(finish(current));
-        lineNo++;
-        lineHasBytes = false;
-        current = lineNo >= offset && lineNo <= lastWanted ? newLine(lineNo) : null;
-        start = end + 1;
-      }
-    }
-    // A last line without a trailing newline still counts as a line.
-    if (lineHasBytes && !moreAfterPage) {
-      if (current) out.push(finish(current));
-      lineNo++;
-    }
-    const totalLines = moreAfterPage ? undefined : lineNo - 1;
-
-    if (totalLines !== undefined && offset > totalLines && !(offset === 1 && totalLines === 0)) {
-      return err(
-        "invalid_arguments",
-        `offset ${offset} is past the end of ${abs}: the file has ${totalLines} line${totalLines === 1 ? "" : "s"}. Use an offset between 1 and ${Math.max(totalLines, 1)}.`,
-      );
-    }
-    if (totalLines === 0) {
-      return ok({ text: "(empty file)", metadata: { path: abs, start_line: 0, end_line: 0, more: false } });
-    }
-    const endLine = offset + out.length - 1;
-    if (moreAfterPage) {
-      out.push(`[More lines remain after line ${endLine}. To continue, call read_file with offset=${endLine + 1}.]`);
-    }
-    return ok({
-      text: out.join("\n"),
-      metadata: {
-        path: abs,
-        start_line: offset,
-        end_line: endLine,
-        more: moreAfterPage,
-        ...(moreAfterPage ? { next_offset: endLine + 1 } : { total_lines: totalLines }),
-      },
-    });
+    const page = await scanPage(handle, buf, offset, limit, signal);
+    if ("error" in page) return page;
+    return lineOutput(abs, offset, page.ok);
   } finally {
     await handle.close();
   }
+}
+
+/** Where a scan through the file is: the line the next byte belongs to and the page so far. */
+interface Scan {
+  readonly offset: number;
+  readonly lastWanted: number;
+  readonly out: string[];
+  lineNo: number;
+  /** The line being collected, when it is on the page. */
+  current: Collected | null;
+  lineHasBytes: boolean;
+}
+
+/** Reads chunk after chunk until the line after the page (or the end of the file). */
+async function scanPage(handle: FileHandle, buf: Buffer, offset: number, limit: number, signal: AbortSignal): Promise<Result<Page>> {
+  const scan: Scan = { offset, lastWanted: offset + limit - 1, out: [], lineNo: 1, current: offset === 1 ? newLine(1) : null, lineHasBytes: false };
+  let position = 0;
+  for (;;) {
+    if (signal.aborted) return err("aborted", "read_file was cancelled.");
+    const { bytesRead } = await handle.read(buf, 0, buf.length, position);
+    if (bytesRead === 0) break;
+    position += bytesRead;
+    if (!feed(scan, buf, bytesRead)) return ok({ lines: scan.out, more: true, total: scan.lineNo - 1 });
+  }
+  // A last line without a trailing newline still counts as a line.
+  if (scan.lineHasBytes) {
+    if (scan.current) scan.out.push(finish(scan.current));
+    scan.lineNo++;
+  }
+  return ok({ lines: scan.out, more: false, total: scan.lineNo - 1 });
+}
+
+/** Splits one chunk into lines; false once a byte of the line after the page is reached. */
+function feed(scan: Scan, buf: Buffer, bytesRead: number): boolean {
+  let start = 0;
+  while (start < bytesRead) {
+    if (scan.lineNo > scan.lastWanted) return false;
+    const nl = buf.indexOf(10, start);
+    const end = nl === -1 || nl >= bytesRead ? bytesRead : nl;
+    if (scan.current) keep(scan.current, buf, start, end);
+    scan.lineHasBytes = true;
+    if (end === bytesRead) break; // the line continues in the next chunk
+    if (scan.current) scan.out.push(finish(scan.current));
+    scan.lineNo++;
+    scan.lineHasBytes = false;
+    scan.current = scan.lineNo >= scan.offset && scan.lineNo <= scan.lastWanted ? newLine(scan.lineNo) : null;
+    start = end + 1;
+  }
+  return true;
+}
+
+function lineOutput(abs: string, offset: number, page: Page): Result<ToolOutput> {
+  const total = page.total;
+  if (!page.more && offset > total && !(offset === 1 && total === 0)) {
+    return err(
+      "invalid_arguments",
+      `offset ${offset} is past the end of ${abs}: the file has ${total} line${total === 1 ? "" : "s"}. Use an offset between 1 and ${Math.max(total, 1)}.`,
+    );
+  }
+  if (!page.more && total === 0) {
+    return ok({ text: "(empty file)", metadata: { path: abs, start_line: 0, end_line: 0, more: false } });
+  }
+  return ok(pageOutput({ tool: "read_file", unit: "line", path: abs, offset, head: [] }, page));
 }
 
 function newLine(lineNo: number): Collected {
