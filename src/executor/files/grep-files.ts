@@ -1,11 +1,11 @@
 /** grep_files: which files contain a regular expression, newest first. Pure TypeScript, no ripgrep. */
 import fs from "node:fs/promises";
-import type { Dirent } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
+import { readVisible, scopeAbove, type IgnoreScope, type VisibleDir } from "./gitignore.ts";
 import { resolveToolPath, statPath, toPosix } from "./paths.ts";
 
 export const DEFAULT_GREP_LIMIT = 100;
@@ -51,8 +51,9 @@ export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
     name: "grep_files",
     description:
       "Finds the files whose contents match a regular expression and returns their absolute paths, one per line, " +
-      `most recently modified first. Skips .git, node_modules, binary files and files over ${formatBytes(limits.maxFileBytes)}. ` +
-      "Use read_file to see the matching lines.",
+      `most recently modified first. Skips .git, node_modules, binary files, files over ${formatBytes(limits.maxFileBytes)} ` +
+      "and, inside a git repository, what its .gitignore files ignore (the root's and nested ones, as ripgrep does); " +
+      "a file or directory named in `path` is searched even if ignored. Use read_file to see the matching lines.",
     parameters,
     readOnly: true,
     async execute(args, ctx) {
@@ -137,20 +138,20 @@ interface Walked {
 async function walkFiles(search: Search): Promise<Result<Walked>> {
   const { root, glob, limits, signal } = search;
   const walked: Walked = { files: [], visited: 0, capped: false };
-  const stack = [root];
+  const stack = [{ dir: root, outer: await scopeAbove(root) }];
   while (stack.length > 0) {
     if (signal.aborted) return aborted();
-    const dir = stack.pop() as string;
-    let entries: Dirent[];
+    const { dir, outer } = stack.pop() as { dir: string; outer: IgnoreScope };
+    let visible: VisibleDir;
     try {
-      entries = await fs.readdir(dir, { withFileTypes: true });
+      visible = await readVisible(dir, outer);
     } catch {
       continue; // unreadable subdirectory: skip it like ripgrep does
     }
-    for (const entry of entries) {
+    for (const entry of visible.entries) {
       const abs = path.join(dir, entry.name);
       if (entry.isDirectory()) {
-        if (!SKIPPED_DIRS.has(entry.name)) stack.push(abs);
+        if (!SKIPPED_DIRS.has(entry.name)) stack.push({ dir: abs, outer: visible.scope });
       } else if (entry.isFile()) {
         if (walked.visited >= limits.maxFiles) {
           walked.capped = true;

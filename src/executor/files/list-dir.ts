@@ -1,10 +1,10 @@
 /** list_dir: a sorted, indented tree of a directory, one page at a time. */
-import fs from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
+import { readVisible, scopeAbove, type IgnoreScope, type VisibleDir } from "./gitignore.ts";
 import { pageOutput } from "./paging.ts";
 import { fsError, resolveToolPath, statPath } from "./paths.ts";
 
@@ -34,7 +34,9 @@ export const listDirTool = defineTool({
   description:
     "Lists a directory as a tree: entries sorted by name, indented two spaces per level, directories " +
     "ending in `/` and symbolic links (never followed) in `@`. Returns at most `limit` entries starting at " +
-    "entry `offset`; when more remain, the last line tells you which offset to use next.",
+    "entry `offset`; when more remain, the last line tells you which offset to use next. Inside a git repository, " +
+    "entries its .gitignore files ignore (the root's and nested ones, as ripgrep does) are left out; name an ignored " +
+    "directory in `dir_path` to list it anyway.",
   parameters,
   readOnly: true,
   async execute(args, ctx) {
@@ -54,7 +56,7 @@ async function listPage(abs: string, offset: number, limit: number, depth: numbe
     return err("not_a_directory", `${abs} is not a directory. Use read_file to read a file.`);
   }
   const listing = new Listing(offset, offset + limit - 1, depth, cwd, signal);
-  const r = await listing.walk(abs, 0);
+  const r = await listing.walk(abs, 0, await scopeAbove(abs));
   if (r !== "stop" && "error" in r) return r;
   return listOutput(abs, offset, depth, listing);
 }
@@ -75,17 +77,17 @@ class Listing {
   ) {}
 
   /** Depth-first so each directory's children follow it. */
-  async walk(dir: string, level: number): Promise<Result<null> | "stop"> {
+  async walk(dir: string, level: number, outer: IgnoreScope): Promise<Result<null> | "stop"> {
     if (this.signal.aborted) return err("aborted", "list_dir was cancelled.");
-    let entries: Dirent[];
+    let visible: VisibleDir;
     try {
-      entries = await fs.readdir(dir, { withFileTypes: true });
+      visible = await readVisible(dir, outer);
     } catch (e) {
       if (level === 0) return fsError(e, dir, this.cwd);
       this.add(`${INDENT.repeat(level)}[cannot list: ${errorMessage(e)}]`);
       return ok(null);
     }
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const entries = visible.entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       if (this.seen >= this.lastWanted) {
         this.more = true;
@@ -93,7 +95,7 @@ class Listing {
       }
       this.add(`${INDENT.repeat(level)}${entry.name}${suffix(entry)}`);
       if (entry.isDirectory() && level + 1 < this.depth) {
-        const r = await this.walk(path.join(dir, entry.name), level + 1);
+        const r = await this.walk(path.join(dir, entry.name), level + 1, visible.scope);
         if (r === "stop" || "error" in r) return r;
       }
     }
