@@ -147,6 +147,30 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.equal(exit.code, 0);
   });
 
+  test("its executor's file tools glob with picomatch and read .gitignore with ignore (both bundled)", async () => {
+    const ws = mkdtempSync(path.join(os.tmpdir(), "relay-files-compiled-"));
+    try {
+      mkdirSync(path.join(ws, ".git"));
+      mkdirSync(path.join(ws, "src", "gen"), { recursive: true });
+      writeFileSync(path.join(ws, ".gitignore"), "gen/\n");
+      for (const f of ["src/a.ts", "src/b.tsx", "src/c.js", "src/gen/d.ts"]) writeFileSync(path.join(ws, f), "needle\n");
+      const ex = spawnPeer([bin, "executor"], { cwd: ws, env: cleanEnv(), name: "compiled-files" });
+      assert.ok("ok" in ex);
+      try {
+        const call = (args: Record<string, unknown>) => ex.ok.peer.call(ExecutorMethods.toolsCall, { name: "grep_files", arguments: { pattern: "needle", ...args }, cwd: ws });
+        const r = await call({ include: "src/**/*.{ts,tsx}" });
+        assert.ok("ok" in r, JSON.stringify(r));
+        assert.deepEqual(r.ok.text.split("\n").sort(), [path.join(ws, "src", "a.ts"), path.join(ws, "src", "b.tsx")]);
+        const bad = await call({ include: "*.{ts" });
+        assert.ok("error" in bad && bad.error.code === "invalid_arguments", JSON.stringify(bad));
+      } finally {
+        await ex.ok.shutdown();
+      }
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
   test("a packaged executor's commands find this relay first on PATH, then the package's relay-path tools", { skip: process.platform !== "linux" && "Linux packages only" }, async () => {
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-path-"));
     try {
