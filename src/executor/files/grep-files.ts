@@ -22,7 +22,7 @@ const parameters = z.object({
   include: z
     .string()
     .optional()
-    .describe('Only search files matching this glob: "*.ts" or "*.{ts,tsx}" match file names, "src/**/*.ts" paths relative to `path`.'),
+    .describe('Only search files matching this glob: "*.ts" or "*.{ts,tsx}" match file names, "src/**/*.ts" paths relative to `path`. Files .gitignore ignores stay skipped.'),
   path: z
     .string()
     .optional()
