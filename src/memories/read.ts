@@ -4,6 +4,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { memoriesDir } from "../home/home.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
+import { BYTES_PER_TOKEN } from "../util/truncate.ts";
 import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
 import { redactSecrets } from "./redact.ts";
@@ -29,7 +30,7 @@ export async function memoryInstructions(home: string, maxTokens: number = DEFAU
   }
   if (!text) return undefined;
   // The file may be a hand edit or predate redaction: redact before truncating, so no secret is cut in half.
-  return readPathInstructions(root, truncateMiddle(redactSecrets(text), Math.max(1, maxTokens) * 4));
+  return readPathInstructions(root, truncateMiddle(redactSecrets(text), Math.max(1, maxTokens) * BYTES_PER_TOKEN));
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { ModelClient } from "../model/client.ts";
 import { isContextMessage, isProjectDocMessage } from "../model/context-fragments.ts";
 import { messageText, userMessage, type MessageItem, type ResponseItem } from "../model/items.ts";
-import { estimateTokens } from "../util/truncate.ts";
+import { BYTES_PER_TOKEN, estimateTokens } from "../util/truncate.ts";
 
 export const COMPACT_PROMPT = `Context checkpoint: the conversation is about to be compacted. Write a handoff summary that lets another model continue this work without the transcript. Include:
 - the user's goal and any constraints or preferences they stated;
@@ -44,7 +44,7 @@ export function keptUserMessages(history: ResponseItem[], budget = USER_MESSAGE_
       earlier.unshift(all[i]!);
       left -= cost;
     } else {
-      earlier.unshift(userMessage(`${text.slice(0, left * 4)}\n[… message truncated by compaction …]`));
+      earlier.unshift(userMessage(`${text.slice(0, left * BYTES_PER_TOKEN)}\n[… message truncated by compaction …]`));
       break;
     }
   }
