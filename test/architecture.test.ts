@@ -6,8 +6,12 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { createRequire } from "node:module";
 import { describe, test } from "node:test";
 import { REPO_ROOT } from "./support/paths.ts";
+
+// The compiler's own parser finds functions; typescript is a dev dependency, loaded by path.
+const ts = createRequire(import.meta.url)("typescript") as typeof import("typescript");
 
 const SRC = path.join(REPO_ROOT, "src");
 
@@ -77,6 +81,27 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** A function read at once fits a screen: longer ones are split into named steps. */
+const MAX_FUNCTION_LINES = 80;
+
+/** Every function, method, arrow and accessor of `text` longer than `max` lines, as `file:line name (N lines)`. */
+export function longFunctions(file: string, text: string, max = MAX_FUNCTION_LINES): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: import("typescript").Node) => {
+    if (ts.isFunctionLike(node) && "body" in node && node.body) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
+      const lines = source.getLineAndCharacterOfPosition(node.end).line - first + 1;
+      const parent = node.parent;
+      const name = node.name?.getText() ?? (parent && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) ? parent.name.getText() : "(anonymous)");
+      if (lines > max) found.push(`${path.relative(REPO_ROOT, file)}:${first + 1} ${name} (${lines} lines)`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 describe("architecture", () => {
   const rank = layers();
   const graph = modules();
@@ -100,6 +125,13 @@ describe("architecture", () => {
 
   test("no modules import each other in a cycle", () => {
     assert.deepEqual(cycles(graph), []);
+  });
+
+  test(`no function in src/ is over ${MAX_FUNCTION_LINES} lines`, () => {
+    const long = [...graph.keys()].flatMap((file) => longFunctions(file, readFileSync(file, "utf8")));
+    assert.deepEqual(long, []);
+    const made = `function big() {\n${"  x();\n".repeat(MAX_FUNCTION_LINES)}}\nconst ok = () => 1;\n`;
+    assert.deepEqual(longFunctions(path.join(SRC, "made.ts"), made), [`src/made.ts:1 big (${MAX_FUNCTION_LINES + 2} lines)`], "the check finds a long one");
   });
 
   test("the check sees what it must: an upward import and a cycle in a made-up graph are found", () => {
