@@ -98,6 +98,7 @@ export async function* streamWithRetry(
       try {
         watch.arm();
         res = await fetch(url, { method: "POST", headers, body: payload, signal: watch.signal });
+        watch.responded = true;
       } catch (e) {
         throwIfAborted(signal);
         if (watch.idle) throw watch.idleError(url);
@@ -129,7 +130,7 @@ export async function* streamWithRetry(
       throw new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status);
     }
     const delayMs = failure.retryAfterMs !== undefined ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs) : backoffDelay(policy, attempt + 1);
-    yield { type: "retrying", attempt: attempt + 1, delayMs, reason: failure.error.message };
+    yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message };
     await sleep(delayMs, signal);
   }
 }
@@ -139,6 +140,8 @@ class AttemptWatch {
   private readonly ctl = new AbortController();
   private timer: ReturnType<typeof setTimeout> | undefined;
   idle = false;
+  /** The response headers came: silence from now on is a stalled stream, not an unanswered request. */
+  responded = false;
   private readonly onAbort = () => this.ctl.abort(this.outer?.reason);
 
   constructor(
@@ -167,7 +170,8 @@ class AttemptWatch {
   }
 
   idleError(url: string): RetryableError {
-    return new RetryableError(new ModelError("stream", `No data from ${url} for ${formatMs(this.idleMs)}`));
+    const what = this.responded ? `model stream idle for ${formatMs(this.idleMs)}: no data from ${url}` : `model request idle for ${formatMs(this.idleMs)}: no response from ${url}`;
+    return new RetryableError(new ModelError("stream", what));
   }
 
   dispose(): void {

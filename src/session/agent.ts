@@ -159,7 +159,7 @@ export class AgentSession {
         // Persist as each item completes: a crash after this keeps it.
         await this.record([e.item]);
       } else if (e.type === "retrying") {
-        this.o.emit({ type: "retrying", attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
+        this.o.emit({ type: "retrying", attempt: e.attempt, max_retries: e.maxRetries, delay_ms: e.delayMs, reason: e.reason });
       } else if (e.type === "completed") {
         usage = e.usage;
       }

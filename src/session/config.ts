@@ -10,6 +10,7 @@ import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/p
 import { err, ok, type Result } from "../util/result.ts";
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
+import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
 
 export { ModelProviderSchema, type ModelProvider } from "../model/factory.ts";
 export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "never"]);
@@ -62,6 +63,8 @@ export const RelayConfigSchema = z.object({
   approval_policy: ApprovalPolicySchema.default("on-request"),
   sandbox_mode: SandboxModeSchema.default("workspace-write"),
   sandbox: SandboxConfigSchema.default({ mechanism: "auto", best_effort: false }),
+  /** Model server silence (before the reply or between stream chunks) that counts as a stalled stream and is retried; 0 = never. */
+  stream_idle_timeout_ms: nonNegInt.default(DEFAULT_IDLE_TIMEOUT_MS),
   /** Context window in tokens; unset = the provider's known value, if any. */
   model_context_window: posInt.optional(),
   /** Auto-compact when used tokens reach this fraction of the context window. */

@@ -15,7 +15,10 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("assistant_message"), text: z.string() }),
   z.object({ type: z.literal("tool_call"), call_id: z.string(), name: z.string(), display: z.string() }),
   z.object({ type: z.literal("tool_result"), call_id: z.string(), name: z.string(), success: z.boolean(), output: z.string() }),
-  z.object({ type: z.literal("retrying"), attempt: z.number().int(), delay_ms: z.number(), reason: z.string() }),
+  /** A model request failed before any output and is sent again: retry `attempt` of at most `max_retries`, after `delay_ms`. */
+  z.object({ type: z.literal("retrying"), attempt: z.number().int(), max_retries: z.number().int(), delay_ms: z.number(), reason: z.string() }),
+  /** Heartbeat: the model request in flight has produced nothing for `seconds` (first after 3 s, then every 5 s). */
+  z.object({ type: z.literal("waiting"), seconds: z.number().int().nonnegative() }),
   z.object({ type: z.literal("token_usage"), usage: TokenUsageSchema, context_tokens: z.number().int(), context_window: z.number().int() }),
   z.object({ type: z.literal("context_compacted"), tokens_before: z.number().int(), items_before: z.number().int(), items_after: z.number().int(), fallback: z.boolean() }),
   z.object({ type: z.literal("turn_completed"), turn: z.number().int(), final_message: z.string(), steps: z.number().int() }),

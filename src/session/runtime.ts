@@ -29,6 +29,7 @@ import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.t
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
 import { CodeModeTools } from "./code-mode.ts";
+import { withHeartbeat, type HeartbeatSettings } from "./waiting.ts";
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 export { parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
@@ -65,6 +66,8 @@ export interface SessionRunOptions {
   confineWrites?: boolean;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
   projectDocs?: boolean;
+  /** When `waiting` heartbeats come while the model is silent (default: after 3 s, then every 5 s). */
+  heartbeat?: HeartbeatSettings;
 }
 
 export interface SessionRunResult {
@@ -193,6 +196,7 @@ function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
         baseUrl: config.base_url,
         apiKeyEnv: config.api_key_env,
         scriptPath: o.scriptPath,
+        idleTimeoutMs: config.stream_idle_timeout_ms,
         ...(reasoningOf(config) ? { reasoning: reasoningOf(config) } : {}),
       }),
     );
@@ -302,7 +306,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
   const sandbox_policy = { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) };
   const agent = new AgentSession(
     {
-      model: p.model,
+      model: withHeartbeat(p.model, o.emit, o.heartbeat),
       modelName: config.model,
       router: routerR.ok,
       rollout,

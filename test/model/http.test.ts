@@ -73,7 +73,7 @@ for (const api of APIS) {
       assert.equal(error.status, 500);
       assert.match(error.message, /queued no reply/);
       assert.match(error.message, /gave up after 2 retries/);
-      assert.equal(retries(events).length, 2);
+      assert.deepEqual(retries(events).map((r) => `${r.attempt}/${r.maxRetries}`), ["1/2", "2/2"], "each retry says how many may follow");
       assert.equal(server.requests.length, 3);
     });
 
@@ -164,7 +164,7 @@ for (const api of APIS) {
       assert.equal(error, undefined);
       assert.deepEqual(
         retries(events).map((r) => r.reason.replace(/\d+/g, "N")),
-        [`No data from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path} for N ms`, `No data from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path} for N ms`],
+        [`model request idle for N ms: no response from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path}`, `model stream idle for N ms: no data from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path}`],
       );
       assert.equal(text(events), "awake now");
     });
@@ -176,7 +176,7 @@ for (const api of APIS) {
       assert.ok(text(events).length > 0);
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "stream");
-      assert.match(error.message, /No data from .* for 60 ms/);
+      assert.match(error.message, /model stream idle for 60 ms: no data from /);
     });
 
     test("a slow consumer does not trip the idle timer", async () => {
