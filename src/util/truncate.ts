@@ -16,6 +16,8 @@ export interface Truncated {
   truncated: boolean;
   originalTokens: number;
   totalLines: number;
+  /** When truncated: the 1-based lines the cut touches, first to last (the edge lines are partly shown). */
+  cutLines?: { from: number; to: number };
 }
 
 export function truncateMiddle(text: string, maxTokens: number): Truncated {
@@ -36,7 +38,14 @@ export function truncateMiddle(text: string, maxTokens: number): Truncated {
     truncated: true,
     originalTokens,
     totalLines,
+    cutLines: { from: newlinesBefore(bytes, headEnd) + 1, to: newlinesBefore(bytes, Math.max(headEnd, tailStart - 1)) + 1 },
   };
+}
+
+function newlinesBefore(bytes: Buffer, end: number): number {
+  let n = 0;
+  for (let i = bytes.indexOf(10); i !== -1 && i < end; i = bytes.indexOf(10, i + 1)) n++;
+  return n;
 }
 
 function countLines(text: string): number {

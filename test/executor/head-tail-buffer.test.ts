@@ -86,6 +86,19 @@ describe("middle truncation", () => {
     assert.equal(r.originalTokens, Math.ceil(Buffer.byteLength(input) / 4));
   });
 
+  test("says which lines the cut touches: the head shows every line before it, the tail every line after it", () => {
+    const input = Array.from({ length: 5000 }, (_, i) => `line ${i + 1}\n`).join("");
+    const r = truncateMiddle(input, 100);
+    assert.ok(r.cutLines, "a cut text says where it was cut");
+    const { from, to } = r.cutLines;
+    assert.ok(1 < from && from < to && to < 5000, JSON.stringify(r.cutLines));
+    const [head, tail] = r.text.split(/…\d+ tokens truncated…/);
+    assert.ok(head!.includes(`\nline ${from - 1}\n`) && !head!.includes(`\nline ${from}\n`), "the head has line from-1 whole, not line from");
+    assert.ok(tail!.includes(`\nline ${to + 1}\n`) || tail!.startsWith(`line ${to + 1}\n`));
+    assert.ok(!tail!.includes(`\nline ${to}\n`) && !tail!.startsWith(`line ${to}\n`), "the tail has line to+1 whole, not line to");
+    assert.equal(truncateMiddle("short\n", 100).cutLines, undefined);
+  });
+
   test("never splits a multi-byte character", () => {
     const input = "é".repeat(1000);
     const r = truncateMiddle(input, 11);
