@@ -8,6 +8,10 @@ export const MIN_EMPTY_POLL_MS = 5_000;
 export const MAX_EMPTY_POLL_MS = 300_000;
 export const DEFAULT_MAX_OUTPUT_TOKENS = 10_000;
 export const OUTPUT_BUFFER_BYTES = 1024 * 1024;
+/** keep_full_output: the most output the executor holds at a time, over all its processes. */
+export const FULL_OUTPUT_MAX_BYTES = 64 * 1024 * 1024;
+/** Full outputs waiting for `process/read_output`; older ones are let go. */
+export const MAX_HELD_FULL_OUTPUTS = 4;
 export const MAX_PROCESSES = 64;
 export const PROTECTED_RECENT_PROCESSES = 8;
 /** After exit, how long to wait for output still in flight. */

@@ -1,12 +1,14 @@
 /**
  * Starts, tracks and polls the executor's processes. Ids are minted here; each process keeps
- * a 1 MiB head+tail buffer; every poll drains what it returns, so output is never repeated.
+ * a 1 MiB head+tail buffer (with keep_full_output, all of it up to 64 MiB: full-output.ts); every
+ * poll drains what it returns, so output is never repeated.
  * At most 64 processes stay open: beyond that the least recently used exited one (else the
  * least recently used one) outside the 8 most recent is killed with its whole tree.
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { Buffer } from "node:buffer";
 import { err, ok, type Result } from "../util/result.ts";
+import { FullOutputStore, OutputSpool, spooledPieces } from "./full-output.ts";
 import { HeadTailBuffer } from "./head-tail-buffer.ts";
 import * as L from "./limits.ts";
 import type { ExecCommandRequest, ExecResult } from "./protocol.ts";
@@ -54,6 +56,8 @@ interface Entry {
   lastUsed: number;
   lastUsedAt: Date;
   buffer: HeadTailBuffer;
+  /** keep_full_output: the output the buffer could not hold. */
+  spool?: OutputSpool;
   /** Incomplete UTF-8 bytes held back from the previous drain. */
   utf8Rest: Uint8Array;
   exit?: ProcessExit;
@@ -82,6 +86,7 @@ export class ProcessManager {
   private containment: Promise<Containment> | undefined;
   readonly instanceId: string;
   private readonly maxProcesses: number;
+  private readonly fullOutputs = new FullOutputStore();
 
   constructor(private readonly options: ManagerOptions = {}) {
     this.instanceId = options.instanceId ?? randomBytes(6).toString("hex");
@@ -124,6 +129,7 @@ export class ProcessManager {
       lastUsed: ++this.useCounter,
       lastUsedAt: new Date(),
       buffer: new HeadTailBuffer(L.OUTPUT_BUFFER_BYTES),
+      ...(req.keep_full_output ? { spool: new OutputSpool(this.fullOutputs) } : {}),
       utf8Rest: new Uint8Array(0),
       outputDone: false,
     };
@@ -173,6 +179,7 @@ export class ProcessManager {
     if (!entry) return { running: false };
     this.store.delete(processId);
     this.reserved.delete(processId);
+    entry.spool?.take();
     const running = !entry.exit;
     if (running) await killTree(entry.proc.pid, `${this.instanceId}:${entry.id}`);
     return { running };
@@ -271,6 +278,7 @@ export class ProcessManager {
     }
     this.store.clear();
     this.reserved.clear();
+    this.fullOutputs.clear();
   }
 
   /** Whether `id` is still tracked (for tests and listings). */
@@ -296,6 +304,7 @@ export class ProcessManager {
 
   private attach(entry: Entry): void {
     entry.proc.onData((chunk) => {
+      entry.spool?.push(chunk, entry.buffer);
       entry.buffer.push(chunk);
       entry.wake?.();
     });
@@ -340,27 +349,9 @@ export class ProcessManager {
   }
 
   private result(entry: Entry, started: number, maxTokens: number | undefined, running: boolean): ExecResult {
-    const drained = entry.buffer.drain();
-    const held = entry.utf8Rest.length;
-    let bytes: Uint8Array = held ? Buffer.concat([entry.utf8Rest, drained.bytes]) : drained.bytes;
-    if (running) {
-      const split = splitUtf8Tail(bytes);
-      bytes = split.complete;
-      entry.utf8Rest = split.rest;
-    } else {
-      entry.utf8Rest = new Uint8Array(0);
-    }
-    const decode = (b: Uint8Array) => renderTerminalText(Buffer.from(b).toString("utf8"));
-    let text: string;
-    if (drained.omittedBytes > 0) {
-      // Mark the gap exactly where the buffer dropped bytes: between its head and its tail.
-      const cut = Math.min(bytes.length, held + drained.headBytes);
-      const marker = `\n[… ${drained.omittedBytes} bytes of output were dropped here (over the 1 MiB buffer) …]\n`;
-      text = decode(bytes.subarray(0, cut)) + marker + decode(bytes.subarray(cut));
-    } else {
-      text = decode(bytes);
-    }
+    const { text, gapBytes } = this.takeOutput(entry, running);
     const t = truncateMiddle(text, maxTokens ?? L.DEFAULT_MAX_OUTPUT_TOKENS);
+    const full = entry.spool && t.truncated && t.cutLines ? { ...this.fullOutputs.hold(text), cut_lines: t.cutLines } : undefined;
     return {
       chunk_id: randomBytes(3).toString("hex"),
       wall_time_seconds: Math.round(performance.now() - started) / 1000,
@@ -369,9 +360,39 @@ export class ProcessManager {
       original_token_count: t.originalTokens,
       total_lines: t.totalLines,
       truncated: t.truncated,
-      omitted_bytes: drained.omittedBytes,
+      omitted_bytes: gapBytes,
       output: t.text,
+      ...(full ? { full_output: { ...full, dropped_bytes: gapBytes, limit_bytes: this.fullOutputs.limitBytes } } : {}),
     };
+  }
+
+  /**
+   * What this poll returns, as text: the buffer's head and tail (a marker where it dropped
+   * bytes), or with keep_full_output the whole output since the last poll.
+   */
+  private takeOutput(entry: Entry, running: boolean): { text: string; gapBytes: number } {
+    const drained = entry.buffer.drain();
+    const held = entry.utf8Rest;
+    let bytes: Uint8Array = held.length ? Buffer.concat([held, drained.bytes]) : drained.bytes;
+    entry.utf8Rest = new Uint8Array(0);
+    if (running) {
+      const split = splitUtf8Tail(bytes);
+      bytes = split.complete;
+      entry.utf8Rest = split.rest;
+    }
+    const spooled = entry.spool?.take();
+    if (spooled) {
+      const p = spooledPieces(held, spooled, drained.bytes.subarray(drained.headBytes), entry.utf8Rest.length);
+      return { text: withGap(p.head, p.tail, p.gapBytes, `the ${this.fullOutputs.limitBytes / (1024 * 1024)} MiB kept in full`), gapBytes: p.gapBytes };
+    }
+    // The gap is exactly where the buffer dropped bytes: between its head and its tail.
+    const cut = Math.min(bytes.length, held.length + drained.headBytes);
+    return { text: withGap(bytes.subarray(0, cut), bytes.subarray(cut), drained.omittedBytes, "the 1 MiB buffer"), gapBytes: drained.omittedBytes };
+  }
+
+  /** A full output held for `process/read_output`. */
+  readOutput(req: { id: string; offset: number; max_bytes: number }) {
+    return this.fullOutputs.read(req.id, req.offset, req.max_bytes);
   }
 
   private pruneIfNeeded(): void {
@@ -382,6 +403,14 @@ export class ProcessManager {
     if (!victim) return;
     this.store.delete(victim.id);
     this.reserved.delete(victim.id);
+    victim.spool?.take();
     if (!victim.exit) void killTree(victim.proc.pid, `${this.instanceId}:${victim.id}`, 0);
   }
+}
+
+/** Head and tail as text; where `gapBytes` were dropped between them, a line that says so. */
+function withGap(head: Uint8Array, tail: Uint8Array, gapBytes: number, over: string): string {
+  const decode = (b: Uint8Array) => renderTerminalText(Buffer.from(b).toString("utf8"));
+  if (gapBytes === 0) return decode(Buffer.concat([head, tail]));
+  return `${decode(head)}\n[… ${gapBytes} bytes of output were dropped here (over ${over}) …]\n${decode(tail)}`;
 }

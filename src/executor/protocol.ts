@@ -38,6 +38,11 @@ export const ExecCommandRequestSchema = z.object({
   /** Terminal size for tty=true. */
   cols: z.number().int().min(1).max(1000).optional(),
   rows: z.number().int().min(1).max(1000).optional(),
+  /**
+   * Keep the whole output of this process (up to 64 MiB, not just the 1 MiB head and tail) and,
+   * whenever a result is cut for the model, hold its full text for `process/read_output`.
+   */
+  keep_full_output: z.boolean().default(false),
 });
 /** What a caller sends (defaults may be omitted). */
 export type ExecCommandRequest = z.input<typeof ExecCommandRequestSchema>;
@@ -66,8 +71,30 @@ export const ExecResultSchema = z.object({
   /** Bytes dropped between the buffer's head and tail before this slice was taken. */
   omitted_bytes: z.number().int(),
   output: z.string(),
+  /** With keep_full_output, when `output` is cut: the full text, held for `process/read_output`. */
+  full_output: z
+    .object({
+      id: z.string(),
+      /** UTF-8 bytes of the full text. */
+      bytes: z.number().int(),
+      /** Output bytes missing from it too (over `limit_bytes`), replaced by a marker line. */
+      dropped_bytes: z.number().int(),
+      limit_bytes: z.number().int(),
+      /** The 1-based lines of the full text that `output` cuts, first to last. */
+      cut_lines: z.object({ from: z.number().int(), to: z.number().int() }),
+    })
+    .optional(),
 });
 export type ExecResult = z.infer<typeof ExecResultSchema>;
+export type FullOutputInfo = NonNullable<ExecResult["full_output"]>;
+
+/** A piece of a held full output, base64 (any bytes, a fixed 4/3 in a frame); the last piece frees it. */
+export const ReadOutputRequestSchema = z.object({
+  id: z.string(),
+  offset: z.number().int().min(0),
+  max_bytes: z.number().int().min(1).max(8 * 1024 * 1024).default(4 * 1024 * 1024),
+});
+export const ReadOutputResultSchema = z.object({ data_base64: z.string(), next_offset: z.number().int(), done: z.boolean() });
 
 export const ProcessInfoSchema = z.object({
   process_id: z.number().int(),
@@ -139,6 +166,7 @@ export const ExecutorMethods = {
   toolsCall: defineMethod("tools/call", ToolCallRequestSchema, ToolCallResultSchema),
   exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema),
   write: defineMethod("process/write", WriteStdinRequestSchema, ExecResultSchema),
+  readOutput: defineMethod("process/read_output", ReadOutputRequestSchema, ReadOutputResultSchema),
   terminate: defineMethod("process/terminate", z.object({ process_id: z.number().int() }), z.object({ running: z.boolean() })),
   sandboxCheck: defineMethod("sandbox/check", SandboxCheckRequestSchema, SandboxCheckResultSchema),
   list: defineMethod("process/list", z.object({}).optional(), z.object({ processes: z.array(ProcessInfoSchema) })),

@@ -110,6 +110,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   });
 
   peer.handle(ExecutorMethods.write, (req) => manager.write(req));
+  peer.handle(ExecutorMethods.readOutput, (req) => manager.readOutput(req));
   peer.handle(ExecutorMethods.terminate, async (req) => ok(await manager.terminate(req.process_id)));
   peer.handle(ExecutorMethods.list, () => ok({ processes: manager.list() }));
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { readFileSync, mkdtempSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -141,6 +142,46 @@ describe("relay executor", () => {
     assert.ok(r.original_token_count > 250_000);
     const grew = rss() - before;
     assert.ok(grew < 64 * 1024 * 1024, `executor RSS grew by ${(grew / 1048576).toFixed(1)} MiB`);
+  });
+
+  /** A held full output, read back in the pieces `process/read_output` gives. */
+  async function readFull(id: string): Promise<string> {
+    const parts: Buffer[] = [];
+    for (let offset = 0; ; ) {
+      const r = await ex.peer.call(ExecutorMethods.readOutput, { id, offset });
+      assert.ok("ok" in r, JSON.stringify(r));
+      parts.push(Buffer.from(r.ok.data_base64, "base64"));
+      if (r.ok.done) return Buffer.concat(parts).toString("utf8");
+      offset = r.ok.next_offset;
+    }
+  }
+
+  test("keep_full_output: a result cut for the model holds its whole output (5 MB, past the 1 MiB buffer) until it is read", async () => {
+    const r = await exec(ex, {
+      command: ["sh", "-c", "echo START; head -c 5000000 /dev/zero | tr '\\0' 'a'; echo; echo END"],
+      max_output_tokens: 1000,
+      keep_full_output: true,
+    });
+    assert.equal(r.exit_code, 0);
+    assert.ok(r.truncated && r.full_output, JSON.stringify({ ...r, output: r.output.length }));
+    assert.equal(r.omitted_bytes, 0, "nothing was dropped");
+    assert.equal(r.full_output.dropped_bytes, 0);
+    const expected = `START\n${"a".repeat(5_000_000)}\nEND\n`;
+    assert.equal(r.full_output.bytes, expected.length);
+    assert.equal(r.original_token_count, Math.ceil(expected.length / 4), "the count is of the whole output");
+    assert.deepEqual(r.full_output.cut_lines, { from: 2, to: 2 });
+    assert.ok(r.output.startsWith("Total output lines: 3\n\nSTART\naaa") && r.output.endsWith("aaa\nEND\n"));
+    assert.ok((await readFull(r.full_output.id)) === expected, "the held text is the whole output");
+    const again = await ex.peer.call(ExecutorMethods.readOutput, { id: r.full_output.id, offset: 0 });
+    assert.ok("error" in again, "read to its end, it is let go");
+  });
+
+  test("keep_full_output: a cut output the buffer could hold is held too; an uncut one is not", async () => {
+    const r = await exec(ex, { command: ["seq", "1", "20000"], max_output_tokens: 1000, keep_full_output: true });
+    assert.ok(r.full_output, "cut, so held");
+    assert.equal(await readFull(r.full_output.id), Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join(""));
+    const small = await exec(ex, { command: ["seq", "1", "10"], keep_full_output: true });
+    assert.equal(small.full_output, undefined);
   });
 
   test("bad requests get clear errors and the executor keeps serving", async () => {
