@@ -64,6 +64,7 @@ function toolResultLines(e: Extract<SessionEvent, { type: "tool_result" }>, p: {
   const lines = output.split("\n").filter((l) => l.trim() !== "");
   for (const l of lines.slice(0, 4)) out.push(p.dim(`    ${l.slice(0, 160)}\n`));
   if (lines.length > 4) out.push(p.dim(`    … ${lines.length - 4} more lines\n`));
+  if (e.full_output_path) out.push(p.dim(`    full output: ${e.full_output_path}\n`));
   return out.join("");
 }
 

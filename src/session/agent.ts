@@ -189,8 +189,8 @@ export class AgentSession {
       const outcomes = await Promise.all(
         batch.map(async (call) => {
           this.o.emit({ type: "tool_call", call_id: call.call_id, name: call.name, display: displayOf(call) });
-          const out = await this.o.router.call(call.name, call.arguments, signal);
-          this.o.emit({ type: "tool_result", call_id: call.call_id, name: call.name, success: out.success, output: out.output });
+          const out = await this.o.router.call(call.name, call.arguments, signal, call.call_id);
+          this.o.emit({ type: "tool_result", call_id: call.call_id, name: call.name, success: out.success, output: out.output, ...(out.fullOutputPath ? { full_output_path: out.fullOutputPath } : {}) });
           return { call, out };
         }),
       );

@@ -23,7 +23,7 @@ export const DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL = 10_000;
 /** What code mode needs from the session's router. */
 export interface NestedToolRunner {
   readonly specs: ReadonlyArray<{ name: string; description: string }>;
-  call(name: string, rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome>;
+  call(name: string, rawArguments: string, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome>;
 }
 
 const EXEC_DESCRIPTION = `Run JavaScript (an ES module, top-level await allowed) in a sandboxed QuickJS runtime. The input is raw JS source, not JSON and not fenced.
@@ -154,7 +154,7 @@ export class CodeModeTools {
       invokeTool: async (call, signal) => {
         if (call.tool_name === EXEC_TOOL) return err("invalid_tool", "exec cannot invoke itself");
         const args = call.input === undefined ? "{}" : JSON.stringify(call.input);
-        const out = await this.runner.call(call.tool_name, args, signal);
+        const out = await this.runner.call(call.tool_name, args, signal, `${call.call_id}.${call.runtime_tool_call_id}`);
         // A command that ran resolves (exit_code tells how it went); a call that could not run rejects.
         if (out.codeModeResult !== undefined) return ok(out.codeModeResult);
         return out.success ? ok(out.output) : err("tool_failed", out.output);

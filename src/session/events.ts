@@ -14,7 +14,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("reasoning_delta"), delta: z.string() }),
   z.object({ type: z.literal("assistant_message"), text: z.string() }),
   z.object({ type: z.literal("tool_call"), call_id: z.string(), name: z.string(), display: z.string() }),
-  z.object({ type: z.literal("tool_result"), call_id: z.string(), name: z.string(), success: z.boolean(), output: z.string() }),
+  /** `full_output_path`: where the whole output went when `output` (what the model read) is cut. */
+  z.object({ type: z.literal("tool_result"), call_id: z.string(), name: z.string(), success: z.boolean(), output: z.string(), full_output_path: z.string().optional() }),
   /** A model request failed before any output and is sent again: retry `attempt` of at most `max_retries`, after `delay_ms`. */
   z.object({ type: z.literal("retrying"), attempt: z.number().int(), max_retries: z.number().int(), delay_ms: z.number(), reason: z.string() }),
   /** Heartbeat: the model request in flight has produced nothing for `seconds` (first after 3 s, then every 5 s). */

@@ -28,6 +28,7 @@ import type { CapabilityRoot } from "./capability-root.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
+import { OutputSpill, outputsDir } from "./output-spill.ts";
 import { CodeModeTools } from "./code-mode.ts";
 import { withHeartbeat, type HeartbeatSettings } from "./waiting.ts";
 
@@ -290,6 +291,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       loginShell: config.shell.login,
       maxOutputTokens: config.exec.max_output_tokens,
       defaultYieldMs: config.exec.yield_time_ms,
+      outputs: new OutputSpill(outputsDir(rollout.path), !started.remote),
     },
     new ApprovalCache(o.approver),
   );

@@ -6,4 +6,6 @@ export interface ToolCallOutcome {
   display: string;
   /** What a code-mode script's `tools.*` promise resolves with instead of `output` (exec results as JSON). */
   codeModeResult?: unknown;
+  /** Where the full text of an output cut for the model was saved. */
+  fullOutputPath?: string;
 }

@@ -7,7 +7,7 @@ import type { ToolCallOutcome } from "./tool-outcome.ts";
 import path from "node:path";
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
-import { ExecutorMethods, type ExecApprovalRequirement, type ToolSpec } from "../executor/protocol.ts";
+import { ExecutorMethods, type ExecApprovalRequirement, type ExecResult, type ToolSpec } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import type { ModelTool } from "../model/client.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
@@ -16,6 +16,7 @@ import { ApprovalCache, evaluateExec, evaluatePatch, type ApprovalNeed } from ".
 import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeModeTools } from "./code-mode.ts";
 import type { ApprovalPolicy } from "./config.ts";
 import { formatExecResult } from "./exec-format.ts";
+import { fetchFullOutput, fullOutputNote, type OutputSpill } from "./output-spill.ts";
 import { commandArgv, pickShell } from "./shell.ts";
 import { parseToolArguments } from "./tool-args.ts";
 
@@ -31,6 +32,8 @@ export interface RouterSettings {
   defaultYieldMs: number;
   /** Keep writes inside `sandbox.writable_roots` even when a call names another workdir. */
   pinWritableRoots?: boolean;
+  /** Where the full text of an exec output cut for the model is saved; unset: it is not kept. */
+  outputs?: OutputSpill;
 }
 
 
@@ -77,15 +80,16 @@ export class ToolRouter {
     return this.specs.find((s) => s.name === name)?.read_only ?? false;
   }
 
-  async call(name: string, rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome> {
+  /** `callId` names the file a cut output's full text is saved in. */
+  async call(name: string, rawArguments: string, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome> {
     if (this.codeMode && name === WAIT_TOOL) return this.codeMode.wait(rawArguments);
     const spec = this.specs.find((s) => s.name === name);
     if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
     const parsed = parseToolArguments(rawArguments);
     if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };
     const args = parsed.ok;
-    if (spec.route === "exec") return this.execCommand(args, signal);
-    if (spec.route === "write_stdin") return this.writeStdin(args, signal);
+    if (spec.route === "exec") return this.execCommand(args, signal, callId);
+    if (spec.route === "write_stdin") return this.writeStdin(args, signal, callId);
     return this.callTool(spec.name, args, signal);
   }
 
@@ -110,7 +114,7 @@ export class ToolRouter {
     return ok({ type: "needs_approval", approved: true });
   }
 
-  private async execCommand(raw: unknown, signal?: AbortSignal): Promise<ToolCallOutcome> {
+  private async execCommand(raw: unknown, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome> {
     const parsed = ExecCommandArgsSchema.safeParse(raw);
     if (!parsed.success) return invalid("exec_command", parsed.error);
     const a = parsed.data;
@@ -135,14 +139,38 @@ export class ToolRouter {
         justification: a.justification,
         exec_approval_requirement: approval.ok,
         sandbox: this.settings.pinWritableRoots ? this.settings.sandbox : { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, cwd])] },
+        keep_full_output: this.settings.outputs !== undefined,
       },
       { signal },
     );
     if ("error" in r) return { output: `exec_command failed for \`${a.cmd}\`: ${r.error.message}`, success: false, display: a.cmd };
-    return { output: formatExecResult(r.ok), success: r.ok.exit_code === undefined || r.ok.exit_code === 0, display: a.cmd, codeModeResult: execResultJson(r.ok) };
+    return this.execOutcome(r.ok, { display: a.cmd, success: r.ok.exit_code === undefined || r.ok.exit_code === 0, callId, signal });
   }
 
-  private async writeStdin(raw: unknown, signal?: AbortSignal): Promise<ToolCallOutcome> {
+  /** An exec_command / write_stdin result for the model; a cut output's full text is saved first. */
+  private async execOutcome(r: ExecResult, o: { display: string; success: boolean; callId?: string; signal?: AbortSignal }): Promise<ToolCallOutcome> {
+    const kept = await this.keepFullOutput(r, o.callId ?? `exec-${r.chunk_id}`, o.signal);
+    const json = execResultJson(r);
+    return {
+      output: formatExecResult(r, kept?.note),
+      success: o.success,
+      display: o.display,
+      codeModeResult: kept?.path ? { ...json, full_output_path: kept.path } : json,
+      ...(kept?.path ? { fullOutputPath: kept.path } : {}),
+    };
+  }
+
+  /** Fetches a cut result's full text from the executor and saves it next to the rollout. */
+  private async keepFullOutput(r: ExecResult, callId: string, signal?: AbortSignal): Promise<{ note: string; path?: string } | undefined> {
+    const spill = this.settings.outputs;
+    if (!spill || !r.full_output) return undefined;
+    const data = await fetchFullOutput(this.executor, r.full_output, signal);
+    const saved = "error" in data ? data : await spill.save(callId, data.ok);
+    if ("error" in saved) return { note: `The full output was not kept: ${saved.error.message}.` };
+    return { note: fullOutputNote(saved.ok, r.full_output, spill.readableByTools), path: saved.ok.path };
+  }
+
+  private async writeStdin(raw: unknown, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome> {
     const parsed = WriteStdinArgsSchema.safeParse(raw);
     if (!parsed.success) return invalid("write_stdin", parsed.error);
     const a = parsed.data;
@@ -158,7 +186,7 @@ export class ToolRouter {
     );
     const display = `session ${a.session_id}${a.chars ? ` <- ${JSON.stringify(a.chars)}` : " (poll)"}`;
     if ("error" in r) return { output: `write_stdin failed: ${r.error.message}`, success: false, display };
-    return { output: formatExecResult(r.ok), success: true, display, codeModeResult: execResultJson(r.ok) };
+    return this.execOutcome(r.ok, { display, success: true, callId, signal });
   }
 
   private async callTool(name: string, args: unknown, signal?: AbortSignal, workdir?: string): Promise<ToolCallOutcome> {
