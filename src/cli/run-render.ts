@@ -124,7 +124,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
         return;
       case "retrying":
         endLine();
-        err.write(dim(`  ${e.reason}; retrying (${e.attempt}/${e.max_retries}) in ${formatDelay(e.delay_ms)}\n`));
+        err.write(dim(`  ${e.reason}; retrying (${e.attempt}/${e.max_retries}) in ${formatDelay(e.delay_ms)}${e.discarded_partial ? "; the partial answer above is dropped and comes again" : ""}\n`));
         return;
       case "context_compacted":
         err.write(dim(`  context compacted: ${e.items_before} items -> ${e.items_after}${e.fallback ? " (fallback: older tool outputs emptied)" : ""}\n`));

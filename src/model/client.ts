@@ -36,8 +36,12 @@ export type ModelEvent =
   /** A whole output item (assistant message, function_call, reasoning...), in output order. */
   | { type: "item"; item: ResponseItem }
   | { type: "completed"; responseId?: string; usage?: TokenUsage }
-  /** Retrying after a transient failure (retry `attempt` of at most `maxRetries`); for progress display only. */
-  | { type: "retrying"; attempt: number; maxRetries: number; delayMs: number; reason: string };
+  /**
+   * Retrying after a transient failure (retry `attempt` of at most `maxRetries`). With
+   * `discardPartial`, the failed attempt had streamed deltas (no whole item): drop them, the
+   * retry streams the answer again from the start.
+   */
+  | { type: "retrying"; attempt: number; maxRetries: number; delayMs: number; reason: string; discardPartial?: boolean };
 
 /** Errors a provider reports; `retryable` ones were already retried as configured. */
 export class ModelError extends Error {

@@ -88,7 +88,9 @@ export async function* streamWithRetry(
     ...opts.headers,
   };
   const payload = JSON.stringify(body);
-  let yielded = false;
+  // Deltas alone can be taken back (the consumer drops them); a whole item may have been acted on.
+  let yieldedDeltas = false;
+  let yieldedItem = false;
   for (let attempt = 0; ; attempt++) {
     throwIfAborted(signal);
     const watch = new AttemptWatch(idleMs, signal);
@@ -107,7 +109,8 @@ export async function* streamWithRetry(
       if (!res.ok) throw await httpFailure(res, opts, url);
       if (!res.body) throw new RetryableError(new ModelError("stream", `The response from ${url} has no body`));
       for await (const ev of parse(readEvents(res.body, url, watch))) {
-        if (ev.type !== "retrying") yielded = true;
+        if (ev.type === "item" || ev.type === "completed") yieldedItem = true;
+        else if (ev.type !== "retrying") yieldedDeltas = true;
         watch.disarm(); // the consumer's time is not server silence
         yield ev;
         watch.arm();
@@ -121,16 +124,17 @@ export async function* streamWithRetry(
     } finally {
       watch.dispose();
     }
-    if (yielded) {
+    if (yieldedItem) {
       const code = failure.error.code === "network" ? "stream" : failure.error.code;
-      throw new ModelError(code, `${failure.error.message} (after partial output, so not retried)`, failure.error.status);
+      throw new ModelError(code, `${failure.error.message} (after part of the answer had arrived whole, so not retried)`, failure.error.status);
     }
     if (attempt >= policy.maxRetries) {
       const tries = policy.maxRetries === 0 ? "retries are off" : `gave up after ${policy.maxRetries} ${policy.maxRetries === 1 ? "retry" : "retries"}`;
       throw new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status);
     }
     const delayMs = failure.retryAfterMs !== undefined ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs) : backoffDelay(policy, attempt + 1);
-    yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message };
+    yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message, ...(yieldedDeltas ? { discardPartial: true } : {}) };
+    yieldedDeltas = false;
     await sleep(delayMs, signal);
   }
 }

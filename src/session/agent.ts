@@ -159,7 +159,8 @@ export class AgentSession {
         // Persist as each item completes: a crash after this keeps it.
         await this.record([e.item]);
       } else if (e.type === "retrying") {
-        this.o.emit({ type: "retrying", attempt: e.attempt, max_retries: e.maxRetries, delay_ms: e.delayMs, reason: e.reason });
+        if (e.discardPartial) text = "";
+        this.o.emit({ type: "retrying", attempt: e.attempt, max_retries: e.maxRetries, delay_ms: e.delayMs, reason: e.reason, ...(e.discardPartial ? { discarded_partial: true } : {}) });
       } else if (e.type === "completed") {
         usage = e.usage;
       }

@@ -17,7 +17,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   /** `full_output_path`: where the whole output went when `output` (what the model read) is cut. */
   z.object({ type: z.literal("tool_result"), call_id: z.string(), name: z.string(), success: z.boolean(), output: z.string(), full_output_path: z.string().optional() }),
   /** A model request failed before any output and is sent again: retry `attempt` of at most `max_retries`, after `delay_ms`. */
-  z.object({ type: z.literal("retrying"), attempt: z.number().int(), max_retries: z.number().int(), delay_ms: z.number(), reason: z.string() }),
+  /** `discarded_partial`: the text streamed before the failure is dropped; the retry streams the answer anew. */
+  z.object({ type: z.literal("retrying"), attempt: z.number().int(), max_retries: z.number().int(), delay_ms: z.number(), reason: z.string(), discarded_partial: z.boolean().optional() }),
   /** Heartbeat: the model request in flight has produced nothing for `seconds` (first after 3 s, then every 5 s). */
   z.object({ type: z.literal("waiting"), seconds: z.number().int().nonnegative() }),
   z.object({ type: z.literal("token_usage"), usage: TokenUsageSchema, context_tokens: z.number().int(), context_window: z.number().int() }),

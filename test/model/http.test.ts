@@ -87,27 +87,47 @@ for (const api of APIS) {
       assert.equal(server.requests.length, 3);
     });
 
-    test("a stream dropped after output is ModelError('stream'), not retried", async () => {
+    test("a stream dropped after text deltas (no whole item yet) is retried, and the partial text is to be dropped", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(reply().text("partial words that never finish").hangAfter(api.eventsBeforeText + 2), reply().text("unused"));
+      server.enqueue(reply().text("partial words that never finish").hangAfter(api.eventsBeforeText + 2), reply().text("the whole answer"));
       // The connection drops once the consumer has seen text, whatever the machine's load.
       const events: ModelEvent[] = [];
-      let error: unknown;
-      try {
-        for await (const ev of client(server).stream(REQUEST)) {
-          events.push(ev);
-          if (ev.type === "text_delta") server.dropHeld();
-        }
-      } catch (e) {
-        error = e;
+      for await (const ev of client(server).stream(REQUEST)) {
+        events.push(ev);
+        if (ev.type === "text_delta" && server.queued === 1) server.dropHeld();
       }
-      assert.ok(text(events).length > 0, "some text arrived");
-      assert.ok(error instanceof ModelError, String(error));
-      assert.equal(error.code, "stream");
-      assert.equal(retries(events).length, 0);
-      assert.equal(server.requests.length, 1);
-      assert.equal(server.queued, 1);
+      const retry = retries(events);
+      assert.equal(retry.length, 1);
+      assert.equal(retry[0]!.discardPartial, true);
+      const after = events.slice(events.indexOf(retry[0]!) + 1);
+      assert.equal(text(after), "the whole answer", "the retry streams the answer anew");
+      assert.ok(text(events.slice(0, events.indexOf(retry[0]!))).startsWith("partial"), "the dropped attempt had streamed text");
+      assert.equal(server.requests.length, 2);
     });
+
+    if (api.name === "responses") {
+      test("a stream dropped after a whole item is ModelError('stream'), not retried: that item may have been acted on", async () => {
+        await using server = await startFakeModelServer();
+        // created, in_progress, item.added, part.added, delta, text.done, part.done, item.done: then silence.
+        server.enqueue(reply().text("done").toolCall("exec_command", { cmd: "true" }).hangAfter(8), reply().text("unused"));
+        const events: ModelEvent[] = [];
+        let error: unknown;
+        try {
+          for await (const ev of client(server).stream(REQUEST)) {
+            events.push(ev);
+            if (ev.type === "item") server.dropHeld();
+          }
+        } catch (e) {
+          error = e;
+        }
+        assert.ok(events.some((e) => e.type === "item"), "a whole item arrived");
+        assert.ok(error instanceof ModelError, String(error));
+        assert.equal(error.code, "stream");
+        assert.match(error.message, /after part of the answer had arrived whole, so not retried/);
+        assert.equal(retries(events).length, 0);
+        assert.equal(server.queued, 1);
+      });
+    }
 
     test("a hung request is aborted through the signal, without retries", async () => {
       await using server = await startFakeModelServer();
@@ -169,14 +189,15 @@ for (const api of APIS) {
       assert.equal(text(events), "awake now");
     });
 
-    test("server silence after output is ModelError('stream')", async () => {
+    test("server silence after text deltas is retried like silence before them", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(reply().text("some words then nothing").hangAfter(api.eventsBeforeText + 1));
+      server.enqueue(reply().text("some words then nothing").hangAfter(api.eventsBeforeText + 1), reply().text("second try"));
       const { events, error } = await drain(client(server, { idleTimeoutMs: 60 }).stream(REQUEST));
-      assert.ok(text(events).length > 0);
-      assert.ok(error instanceof ModelError);
-      assert.equal(error.code, "stream");
-      assert.match(error.message, /model stream idle for 60 ms: no data from /);
+      assert.equal(error, undefined);
+      const [retry] = retries(events);
+      assert.match(retry!.reason, /model stream idle for 60 ms: no data from /);
+      assert.equal(retry!.discardPartial, true);
+      assert.equal(text(events.slice(events.indexOf(retry!) + 1)), "second try");
     });
 
     test("a slow consumer does not trip the idle timer", async () => {
