@@ -14,7 +14,11 @@ import { holderName, holderReport, holderSince, type HolderReport } from "../mem
 import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
 import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
-import { forgetThread, getOutput, getThread, listLeases, listOutputs, PHASE2_KIND, readPhase2Job, statusCounts } from "../memories/store.ts";
+import { listLeases } from "../memories/store-leases.ts";
+import { forgetThread, getOutput, listOutputs, statusCounts } from "../memories/store-outputs.ts";
+import { readPhase2Job } from "../memories/store-phase2.ts";
+import { getThread } from "../memories/store-threads.ts";
+import { PHASE2_KIND } from "../memories/store-tx.ts";
 import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
 import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
 import { memoriesDir, relayHome } from "../home/home.ts";

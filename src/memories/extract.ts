@@ -7,7 +7,7 @@ import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { STAGE1_SYSTEM, stage1Input } from "./prompts.ts";
 import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "./redact.ts";
-import type { Stage1Result } from "./store.ts";
+import type { Stage1Result } from "./store-stage1.ts";
 
 export const Stage1OutputSchema = z.strictObject({
   rollout_summary: z.string(),

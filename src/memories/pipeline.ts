@@ -8,7 +8,7 @@ import { runPhase1, type Phase1Report } from "./phase1.ts";
 import { holderName, holderSince, newWorkerId } from "./holder.ts";
 import { runPhase2, type Phase2Report } from "./phase2.ts";
 import type { MemorySettings } from "./settings.ts";
-import { pruneStage1 } from "./store.ts";
+import { pruneStage1 } from "./store-outputs.ts";
 
 export const PRUNE_BATCH = 200;
 

@@ -10,7 +10,7 @@ import { readPathInstructions } from "./prompts.ts";
 import { redactSecrets } from "./redact.ts";
 import { loadMemorySettings, stateDbSpec } from "./settings.ts";
 import { MEMORY_SUMMARY } from "./storage.ts";
-import { recordUsage } from "./store.ts";
+import { recordUsage } from "./store-outputs.ts";
 
 export const DEFAULT_SUMMARY_TOKENS = 2_500;
 

@@ -6,7 +6,7 @@ import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { redactSecrets } from "./redact.ts";
 import type { ThreadRow } from "./rows.ts";
-import { listThreads, upsertThreads } from "./store.ts";
+import { listThreads, upsertThreads } from "./store-threads.ts";
 
 /** Sessions a person drove; `exec`, sub-agents and relay's own consolidation runs are excluded. */
 export const INTERACTIVE_SOURCES = ["cli", "vscode"] as const;

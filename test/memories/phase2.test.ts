@@ -10,7 +10,8 @@ import { runPhase1 } from "../../src/memories/phase1.ts";
 import { runPhase2, type Phase2Options } from "../../src/memories/phase2.ts";
 import { defaultMemorySettings } from "../../src/memories/settings.ts";
 import { summaryStem } from "../../src/memories/storage.ts";
-import { forgetThread, readPhase2Job } from "../../src/memories/store.ts";
+import { forgetThread } from "../../src/memories/store-outputs.ts";
+import { readPhase2Job } from "../../src/memories/store-phase2.ts";
 import { workspaceDiff } from "../../src/memories/workspace.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { defaultConfig } from "../../src/session/config.ts";
@@ -159,7 +160,7 @@ describe("phase 2", { skip: sqliteSkip }, () => {
       assert.equal(ok(crashed).status, "failed");
       // Simulate a hard kill instead: reclaim as the dead worker and stop before finishing.
       const os = await import("node:os");
-      const { tryClaimPhase2 } = await import("../../src/memories/store.ts");
+      const { tryClaimPhase2 } = await import("../../src/memories/store-phase2.ts");
       const killed = ok(await tryClaimPhase2(db, { workerId: `relay-memories:${os.hostname()}:999999:dead`, leaseSeconds: 3600, cooldownSeconds: 0, now: Math.floor(Date.now() / 1000) + 7200 }));
       assert.equal(killed.kind, "claimed");
       writeFileSync(path.join(h.memories, "phase2_workspace_diff.md"), "stale");

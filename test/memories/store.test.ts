@@ -1,24 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { sql } from "kysely";
-import {
-  DEFAULT_RETRY_BUDGET,
-  listClaimCandidates,
-  markPhase2Failed,
-  markPhase2Succeeded,
-  markStage1Failed,
-  markStage1NoOutput,
-  markStage1Succeeded,
-  pruneStage1,
-  readPhase2Job,
-  readStage1Job,
-  recordUsage,
-  selectPhase2Inputs,
-  tryClaimPhase2,
-  tryClaimStage1,
-  upsertThreads,
-  listOutputs,
-} from "../../src/memories/store.ts";
+import { pruneStage1, recordUsage, selectPhase2Inputs, listOutputs } from "../../src/memories/store-outputs.ts";
+import { markPhase2Failed, markPhase2Succeeded, readPhase2Job, tryClaimPhase2 } from "../../src/memories/store-phase2.ts";
+import { markStage1Failed, markStage1NoOutput, markStage1Succeeded, readStage1Job, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
+import { listClaimCandidates, upsertThreads } from "../../src/memories/store-threads.ts";
+import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store-tx.ts";
 import type { ThreadRow } from "../../src/memories/rows.ts";
 import type { StateDb } from "../../src/memories/db.ts";
 import { DAY, HOUR, openDb, tempHome, sqliteSkip, ok } from "./support.ts";
@@ -251,7 +238,7 @@ describe("phase 2 lock and selection", { skip: sqliteSkip }, () => {
       assert.deepEqual(outs.rows.map((r) => r.source_updated_at), ["not-a-number"]);
       assert.match(l.error.message, /relay memories forget x/);
       // ...and forget is the repair.
-      const { forgetThread } = await import("../../src/memories/store.ts");
+      const { forgetThread } = await import("../../src/memories/store-outputs.ts");
       assert.equal(ok(await forgetThread(db, "x", NOW)), true);
       assert.equal(ok(await forgetThread(db, "bad", NOW)), true);
       assert.deepEqual(ok(await listOutputs(db)), []);
@@ -267,7 +254,7 @@ describe("forget", { skip: sqliteSkip }, () => {
     await using h = tempHome();
     const db = await openDb(h.dbFile);
     try {
-      const { forgetThread } = await import("../../src/memories/store.ts");
+      const { forgetThread } = await import("../../src/memories/store-outputs.ts");
       ok(await forgetThread(db, "t-later", NOW));
       ok(await upsertThreads(db, [thread("t-later", NOW * 1000 - 7 * HOUR, { memory_mode: "enabled" })]));
       const c = ok(await listClaimCandidates(db, { nowMs: NOW * 1000, maxAgeDays: 10, minIdleHours: 6, scanLimit: 10, sources: ["cli"] }));

@@ -1,0 +1,54 @@
+/**
+ * What every store-*.ts module shares: the job kinds, the two wrappers that turn thrown row/DB
+ * errors into values (`tx` for state changes, `read` for plain reads), and the reads and writes
+ * of one job or output row. Every state change runs in `StateDb.exclusive`, so read-then-write
+ * is safe across workers. Times are epoch seconds, except `memory_threads.*_ms`.
+ */
+import { errorMessage, err, ok, type Result } from "../util/result.ts";
+import type { JobsTable, StateDb, Tx } from "./db.ts";
+import { JobRowSchema, must, parseRow, RowError, Stage1RowSchema, type JobRow, type Stage1Row } from "./rows.ts";
+
+export const STAGE1_KIND = "memory_stage1";
+export const PHASE2_KIND = "memory_consolidate_global";
+export const PHASE2_KEY = "global";
+export const DEFAULT_RETRY_BUDGET = 3;
+
+/** Runs an exclusive transaction and turns thrown row/DB errors into values. */
+export async function tx<T>(state: StateDb, fn: (t: Tx) => Promise<T>): Promise<Result<T>> {
+  try {
+    return ok(await state.exclusive(fn));
+  } catch (e) {
+    if (e instanceof RowError) return e.value;
+    return err("db_error", `state DB ${state.location}: ${errorMessage(e)}`);
+  }
+}
+
+/** Runs a read outside any transaction and turns thrown row/DB errors into values. */
+export async function read<T>(fn: () => Promise<Result<T>>): Promise<Result<T>> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof RowError) return e.value;
+    return err("db_error", errorMessage(e));
+  }
+}
+
+export async function readJob(t: Tx, kind: string, key: string): Promise<JobRow | undefined> {
+  const row = await t.selectFrom("jobs").selectAll().where("kind", "=", kind).where("job_key", "=", key).executeTakeFirst();
+  return row ? must(parseRow(JobRowSchema, "jobs", `${kind}/${key}`, row)) : undefined;
+}
+
+export async function readOutput(t: Tx, threadId: string): Promise<Stage1Row | undefined> {
+  const row = await t.selectFrom("stage1_outputs").selectAll().where("thread_id", "=", threadId).executeTakeFirst();
+  return row ? must(parseRow(Stage1RowSchema, "stage1_outputs", threadId, row)) : undefined;
+}
+
+export function setJob(t: Tx, kind: string, key: string, values: Partial<Omit<JobsTable, "kind" | "job_key">>): Promise<unknown> {
+  return t.updateTable("jobs").set(values).where("kind", "=", kind).where("job_key", "=", key).execute();
+}
+
+/** The job, when it is running under `token`; undefined when the claim was lost. */
+export async function ownedRunning(t: Tx, kind: string, key: string, token: string): Promise<JobRow | undefined> {
+  const job = await readJob(t, kind, key);
+  return job && job.status === "running" && job.ownership_token === token ? job : undefined;
+}
