@@ -8,14 +8,15 @@ import { setImmediate } from "node:timers";
 import { newQuickJSWASMModuleFromVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
 import { err, ok, type Result } from "../util/result.ts";
-import { Cell, type CellHost, type EngineDelegate, type Limits } from "./cell.ts";
+import { Cell } from "./cell.ts";
+import type { CellHost, EngineDelegate, Limits } from "./cell-contract.ts";
 import { CodeModeErrorCode, missingCell, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
 import { StoredValues } from "./stored.ts";
 import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
 import { HeapGuard } from "./heap-guard.ts";
 
-export type { EngineDelegate } from "./cell.ts";
+export type { EngineDelegate } from "./cell-contract.ts";
 
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CPU_LIMIT_MS = 10_000;
