@@ -9,7 +9,7 @@ import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
 import { redactSecrets } from "./redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { INTERACTIVE_SOURCES, scanRollouts } from "./scan.ts";
-import { type TakeOver, type TakeOverJudge } from "./store-leases.ts";
+import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
 import { heartbeatStage1, markStage1Failed, markStage1NoOutput, markStage1Succeeded, needsStage1, tryClaimStage1 } from "./store-stage1.ts";
 import { listClaimCandidates } from "./store-threads.ts";
 

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
 import { redactSecrets } from "./redact.ts";
 import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
-import { type TakeOver, type TakeOverJudge } from "./store-leases.ts";
+import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
 import { selectPhase2Inputs } from "./store-outputs.ts";
 import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, tryClaimPhase2 } from "./store-phase2.ts";
 import { prepareWorkspace, resetBaseline, workspaceDiff, writeDiffFile, type WorkspaceChange } from "./workspace.ts";
