@@ -5,7 +5,9 @@
  * provisioning (create_session on a running host), warm command (execute in an open session).
  *   bun scripts/bench/codemode.ts [--rounds 200] [--cold 10]
  */
-import { HostProvider, InProcessProvider, type CodeModeCallbacks, type CodeModeSession } from "../../src/codemode/client.ts";
+import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
+import type { CodeModeCallbacks, CodeModeSession } from "../../src/codemode/provider.ts";
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
 import { warmUp } from "../../src/codemode/host.ts";
 import { CodeModeMethods } from "../../src/codemode/protocol.ts";

@@ -5,7 +5,8 @@
  * `Output:`, then the script's text items.
  */
 import { z } from "zod";
-import { HostProvider, type CodeModeProvider, type CodeModeSession } from "../codemode/client.ts";
+import { HostProvider } from "../codemode/host-provider.ts";
+import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
 import { DEFAULT_EXEC_YIELD_TIME_MS } from "../codemode/engine.ts";
 import { cellOf, CodeModeErrorCode, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
 import type { ExecResult } from "../executor/protocol.ts";

@@ -10,7 +10,7 @@ import { mkdir, stat, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { resolveHostProgram } from "../codemode/client.ts";
+import { resolveHostProgram } from "../codemode/host-program.ts";
 import { CodeModeMethods } from "../codemode/protocol.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
 import { credentialState, effectiveBaseUrl, showUrl } from "./preflight.ts";

@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { after, describe, test } from "node:test";
-import { HostProvider, InProcessProvider, type CodeModeCallbacks } from "../../src/codemode/client.ts";
+import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
+import type { CodeModeCallbacks } from "../../src/codemode/provider.ts";
 import type { RuntimeResponse } from "../../src/codemode/protocol.ts";
 import { ok } from "../../src/util/result.ts";
 import { rawFrame, RawChild, requestFrame, type RawMessage } from "../support/raw-frames.ts";

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { HostProvider, InProcessProvider, type CodeModeCallbacks, type CodeModeProvider } from "../../src/codemode/client.ts";
+import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
+import type { CodeModeCallbacks, CodeModeProvider } from "../../src/codemode/provider.ts";
 import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/codemode/protocol.ts";
 import { spawnSelf, type ChildPeer } from "../../src/protocol/child.ts";
 import { ok } from "../../src/util/result.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { InProcessProvider } from "../../src/codemode/client.ts";
+import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
 import { CodeModeTools } from "../../src/session/code-mode.ts";
 import { parseToolArguments } from "../../src/session/tool-args.ts";
 
