@@ -20,15 +20,19 @@
  *   `frame_too_large` error, one that cannot be encoded an `internal` error, and an error
  *   message too large is cut with a "…[truncated N bytes]" marker.
  */
-import { Buffer } from "node:buffer";
 import type { Readable, Writable } from "node:stream";
 import { z } from "zod";
 import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
-import { EnvelopeSchema, ErrorCode, RequestIdSchema, type Envelope, type RequestEnvelope, type RequestId } from "./envelope.ts";
+import { CorkedOutput } from "./corked-output.ts";
+import { EnvelopeSchema, ErrorCode, RequestIdSchema, type Envelope, type RequestId } from "./envelope.ts";
 import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder, type DecodedFrame } from "./frame.ts";
+import { HandlerTable } from "./handler-table.ts";
 import type { MethodSpec, NotificationSpec } from "./method.ts";
+import { PendingCalls, type CallOptions } from "./pending-calls.ts";
 import { responseFrame } from "./response.ts";
-import { idFromToken, scanEnvelopeHead } from "./wire-id.ts";
+import { idFromToken, restoreExactId, scanEnvelopeHead } from "./wire-id.ts";
+
+export type { CallOptions } from "./pending-calls.ts";
 
 /** A protocol error line longer than this is cut (a frame can hold 16 MiB of bad keys). */
 const MAX_REPORT_CHARS = 2000;
@@ -45,16 +49,6 @@ export interface HandlerContext {
   respond(result: Result<unknown>): void;
 }
 
-type AnyHandler = (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>;
-type AnyNotificationHandler = (params: unknown) => void;
-
-interface Pending {
-  resolve(r: Result<unknown>): void;
-  result: z.ZodType;
-  method: string;
-  cleanup(): void;
-}
-
 export interface PeerOptions {
   /** Shown in error messages, e.g. "executor". */
   name?: string;
@@ -65,23 +59,17 @@ export interface PeerOptions {
   describeEnd?: () => Promise<string> | string;
 }
 
-export interface CallOptions {
-  signal?: AbortSignal;
-  timeoutMs?: number;
-}
-
+/**
+ * The peer joins its parts: our calls awaiting answers (pending-calls.ts), what we serve
+ * (handler-table.ts) and our corked output (corked-output.ts); it reads frames, dispatches
+ * them, and closes the connection.
+ */
 export class RpcPeer {
   readonly name: string;
   readonly frameLimit: number;
-  private nextId = 1;
-  /** Frames held while corked (see cork()); written together as one chunk. */
-  private held: Buffer[] | undefined;
-  private corks = 0;
-  private readonly pending = new Map<number, Pending>();
-  /** Requests of the other side whose handler is running, by id. */
-  private readonly inflight = new Map<RequestId, AbortController>();
-  private readonly handlers = new Map<string, { spec: MethodSpec; fn: AnyHandler }>();
-  private readonly notificationHandlers = new Map<string, { spec: NotificationSpec; fn: AnyNotificationHandler }>();
+  private readonly out: CorkedOutput;
+  private readonly pending: PendingCalls;
+  private readonly served: HandlerTable<HandlerContext>;
   private readonly decoder: FrameDecoder;
   private closedReason: string | undefined;
   private closedOnError = false;
@@ -90,12 +78,17 @@ export class RpcPeer {
 
   constructor(
     input: Readable,
-    private readonly output: Writable,
+    output: Writable,
     private readonly options: PeerOptions = {},
   ) {
     this.name = options.name ?? "peer";
     this.frameLimit = options.frameLimit ?? DEFAULT_FRAME_LIMIT;
     this.decoder = new FrameDecoder(this.frameLimit);
+    this.out = new CorkedOutput(output, (message) => this.close(`writing to it failed: ${message}`, true));
+    this.pending = new PendingCalls(this.name, (id) => {
+      if (this.closedReason === undefined) this.send({ type: "cancel", id });
+    });
+    this.served = new HandlerTable(this.name, (message) => this.protocolError(message));
     this.closedPromise = new Promise((r) => (this.resolveClosed = r));
     input.on("data", (chunk: Uint8Array) => this.onData(chunk));
     input.on("end", () => void this.onEnd("its output stream ended"));
@@ -127,12 +120,12 @@ export class RpcPeer {
     spec: MethodSpec<P, R>,
     fn: (params: z.output<P>, ctx: HandlerContext) => Promise<Result<z.input<R>>> | Result<z.input<R>>,
   ): this {
-    this.handlers.set(spec.name, { spec, fn: fn as AnyHandler });
+    this.served.handle(spec, fn as (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>);
     return this;
   }
 
   onNotification<P extends z.ZodType>(spec: NotificationSpec<P>, fn: (params: z.output<P>) => void): this {
-    this.notificationHandlers.set(spec.name, { spec, fn: fn as AnyNotificationHandler });
+    this.served.onNotification(spec, fn as (params: unknown) => void);
     return this;
   }
 
@@ -143,30 +136,8 @@ export class RpcPeer {
   ): Promise<Result<z.output<R>>> {
     if (this.closedReason !== undefined) return Promise.resolve(this.closedError(spec.name));
     if (options.signal?.aborted) return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => this.cancel(id, err(ErrorCode.Cancelled, `${spec.name} was cancelled`));
-      const entry: Pending = {
-        resolve: resolve as (r: Result<unknown>) => void,
-        result: spec.result,
-        method: spec.name,
-        cleanup: () => {
-          if (timer) clearTimeout(timer);
-          options.signal?.removeEventListener("abort", onAbort);
-        },
-      };
-      this.pending.set(id, entry);
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      if (options.timeoutMs !== undefined) {
-        timer = setTimeout(
-          () => this.cancel(id, err(ErrorCode.Timeout, `${spec.name} got no answer from ${this.name} within ${options.timeoutMs} ms`)),
-          options.timeoutMs,
-        );
-      }
-      const sent = this.send({ type: "request", id, method: spec.name, params });
-      if ("error" in sent) this.settle(id, sent);
-    });
+    const answer = this.pending.open(spec.name, spec.result, options, (id) => this.send({ type: "request", id, method: spec.name, params }));
+    return answer as Promise<Result<z.output<R>>>;
   }
 
   notify<P extends z.ZodType>(spec: NotificationSpec<P>, params: z.input<P>): Result<null> {
@@ -180,29 +151,21 @@ export class RpcPeer {
    * in the same turn). Nests; flush() writes what is held without ending the cork.
    */
   cork(): void {
-    this.corks++;
-    this.held ??= [];
+    this.out.cork();
   }
 
   /** True between cork() and the matching uncork(). */
   get corked(): boolean {
-    return this.corks > 0;
+    return this.out.corked;
   }
 
   uncork(): void {
-    if (this.corks === 0) return;
-    if (--this.corks === 0) {
-      this.flush();
-      this.held = undefined;
-    }
+    this.out.uncork();
   }
 
   /** Writes the frames held by cork() now (a long synchronous task must not delay them). */
   flush(): void {
-    const held = this.held;
-    if (!held || held.length === 0) return;
-    this.held = [];
-    this.write(held.length === 1 ? held[0]! : Buffer.concat(held));
+    this.out.flush();
   }
 
   /** Stops the connection: ends our output and fails every pending call. */
@@ -211,17 +174,10 @@ export class RpcPeer {
     this.closedReason = reason;
     this.closedOnError = isError;
     // What was held is still written: e.g. the last answers before a deliberate close.
-    if (this.held?.length) this.write(Buffer.concat(this.held));
-    this.held = undefined;
-    this.corks = 0;
-    for (const [id] of this.pending) this.settle(id, this.closedError(this.pending.get(id)!.method));
-    for (const ctrl of this.inflight.values()) ctrl.abort();
-    this.inflight.clear();
-    try {
-      this.output.end();
-    } catch {
-      // already destroyed
-    }
+    this.out.uncorkAll();
+    this.pending.settleAll((method) => this.closedError(method));
+    this.served.abortAll();
+    this.out.end();
     this.resolveClosed(reason);
   }
 
@@ -229,44 +185,11 @@ export class RpcPeer {
     return err(ErrorCode.PeerClosed, `${method} failed: ${this.name} closed the connection (${this.closedReason ?? "unknown reason"})`);
   }
 
-  private cancel(id: number, result: Result<unknown>): void {
-    if (!this.pending.has(id)) return;
-    this.settle(id, result);
-    if (this.closedReason === undefined) this.send({ type: "cancel", id });
-  }
-
-  private settle(id: number, result: Result<unknown>): void {
-    const p = this.pending.get(id);
-    if (!p) return;
-    this.pending.delete(id);
-    p.cleanup();
-    p.resolve(result);
-  }
-
   private send(envelope: Envelope): Result<null> {
     const frame = encodeFrame(envelope, this.frameLimit);
     if ("error" in frame) return frame;
-    if (!this.emit(frame.ok)) return this.closedError("method" in envelope ? envelope.method : envelope.type);
+    if (!this.out.emit(frame.ok)) return this.closedError("method" in envelope ? envelope.method : envelope.type);
     return ok(null);
-  }
-
-  /** Writes a frame, or holds it while corked; false when the write failed (the peer is then closed). */
-  private emit(frame: Buffer): boolean {
-    if (this.held) {
-      this.held.push(frame);
-      return true;
-    }
-    return this.write(frame);
-  }
-
-  private write(bytes: Buffer): boolean {
-    try {
-      this.output.write(bytes);
-      return true;
-    } catch (e) {
-      this.close(`writing to it failed: ${(e as Error).message}`, true);
-      return false;
-    }
   }
 
   private onData(chunk: Uint8Array): void {
@@ -324,8 +247,7 @@ export class RpcPeer {
   /** A frame that is not a valid message: answered, settles our call, or is reported (header comment). */
   private onMalformed(type: unknown, id: RequestId | undefined, problem: string): void {
     if (id !== undefined && type === "request") return this.answer(id, err(ErrorCode.InvalidMessage, problem), "a malformed request");
-    const p = typeof id === "number" && type === "response" ? this.pending.get(id) : undefined;
-    if (p) return this.settle(id as number, err(ErrorCode.InvalidMessage, `the response to ${p.method} was malformed: ${problem}`));
+    if (id !== undefined && type === "response" && this.pending.answeredMalformed(id, problem)) return;
     this.protocolError(problem);
   }
 
@@ -340,76 +262,15 @@ export class RpcPeer {
     const env = parsed.data;
     switch (env.type) {
       case "request":
-        void this.onRequest(env);
+        void this.served.serve(env, (signal, respond) => ({ signal, requestId: env.id, peer: this, respond }), (id, r, method) => this.answer(id, r, method));
         return;
-      case "response": {
-        // Our ids are numbers; a bigint answers nothing of ours.
-        const p = typeof env.id === "number" ? this.pending.get(env.id) : undefined;
-        if (!p) return; // late answer to a cancelled or timed-out call
-        const id = env.id as number;
-        if ("error" in env.result) return this.settle(id, env.result as { error: ErrorValue });
-        const checked = p.result.safeParse((env.result as { ok: unknown }).ok);
-        this.settle(
-          id,
-          checked.success
-            ? ok(checked.data)
-            : err(ErrorCode.InvalidResult, `${this.name} answered ${p.method} with an unexpected result: ${z.prettifyError(checked.error)}`),
-        );
-        return;
-      }
-      case "notification": {
-        const h = this.notificationHandlers.get(env.method);
-        if (!h) return;
-        const checked = h.spec.params.safeParse(env.params);
-        if (!checked.success) return this.protocolError(`bad ${env.method} notification: ${z.prettifyError(checked.error)}`);
-        try {
-          h.fn(checked.data);
-        } catch (e) {
-          this.protocolError(`${env.method} notification handler failed: ${(e as Error).message}`);
-        }
-        return;
-      }
+      case "response":
+        return this.pending.answered(env.id, env.result as { ok: unknown } | { error: ErrorValue });
+      case "notification":
+        return this.served.notified(env);
       case "cancel":
-        this.inflight.get(env.id)?.abort();
-        return;
+        return this.served.cancel(env.id);
     }
-  }
-
-  private async onRequest(req: RequestEnvelope): Promise<void> {
-    if (this.inflight.has(req.id)) {
-      const message = `request id ${req.id} is already taken by a request still in progress; ${req.method} was not run (ids must be unique among requests in flight)`;
-      return this.answer(req.id, err(ErrorCode.DuplicateId, message), req.method);
-    }
-    const h = this.handlers.get(req.method);
-    let answered = false;
-    const respond = (r: Result<unknown>) => {
-      if (answered) return;
-      answered = true;
-      this.answer(req.id, r, req.method);
-    };
-    let result: Result<unknown>;
-    if (!h) {
-      const known = [...this.handlers.keys()].sort().join(", ");
-      result = err(ErrorCode.MethodNotFound, `unknown method ${JSON.stringify(req.method)}; ${this.name} supports: ${known || "nothing"}`);
-    } else {
-      const checked = h.spec.params.safeParse(req.params);
-      if (!checked.success) {
-        result = err(ErrorCode.InvalidParams, `invalid params for ${req.method}: ${z.prettifyError(checked.error)}`);
-      } else {
-        const ctrl = new AbortController();
-        this.inflight.set(req.id, ctrl);
-        try {
-          const r = h.fn(checked.data, { signal: ctrl.signal, requestId: req.id, peer: this, respond });
-          // A synchronous handler is answered in the same turn (no await, no extra microtask hop).
-          result = r instanceof Promise ? await r : r;
-        } catch (e) {
-          result = err(ErrorCode.Internal, `${req.method} failed: ${(e as Error)?.message ?? String(e)}`);
-        } finally {
-          this.inflight.delete(req.id);
-        }
-      }
-    }
-    respond(result);
   }
 
   /** Answers request `id`, always with a frame that fits the limit (response.ts). */
@@ -417,21 +278,11 @@ export class RpcPeer {
     if (this.closedReason !== undefined) return;
     const frame = responseFrame(id, result, method, this.frameLimit);
     if ("error" in frame) return this.protocolError(`could not answer request ${id} (${method}): ${frame.error.message}`);
-    this.emit(frame.ok);
+    this.out.emit(frame.ok);
   }
 }
 
 /** zod's pretty errors span lines; a report is one line per frame. */
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, " ");
-}
-
-/** JSON.parse rounds ids above 2^53-1: put back the exact one from the raw text (the schema still checks it). */
-function restoreExactId(value: unknown, text: string): void {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
-  const v = value as { id?: unknown };
-  if (typeof v.id !== "number" || Number.isSafeInteger(v.id)) return;
-  const token = scanEnvelopeHead(text).idToken;
-  const exact = token === undefined ? undefined : idFromToken(token);
-  if (exact !== undefined) v.id = exact;
 }

@@ -4,7 +4,7 @@
  * message without parsing it (also in a payload that is not valid JSON, so that a broken
  * request can still be answered), and `idFromToken` turns the id's number token into a number
  * (up to 2^53-1) or a bigint (up to 2^64-1). Both are iterative: a payload nested 100k deep
- * costs a loop, not a stack.
+ * costs a loop, not a stack. `restoreExactId` puts the exact id back into a parsed message.
  */
 
 export const MAX_REQUEST_ID = (1n << 64n) - 1n;
@@ -115,4 +115,14 @@ function containerEnd(text: string, i: number): number {
     }
   }
   return -1;
+}
+
+/** JSON.parse rounds ids above 2^53-1: put back the exact one from the raw text (the schema still checks it). */
+export function restoreExactId(value: unknown, text: string): void {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+  const v = value as { id?: unknown };
+  if (typeof v.id !== "number" || Number.isSafeInteger(v.id)) return;
+  const token = scanEnvelopeHead(text).idToken;
+  const exact = token === undefined ? undefined : idFromToken(token);
+  if (exact !== undefined) v.id = exact;
 }
