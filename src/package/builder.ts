@@ -160,25 +160,77 @@ async function compileWith(plan: Toolchain & { exePath?: string }, t: TargetInfo
   }
 }
 
+/** What one build settled before any work: where, for what, and how it reports. */
+interface BuildContext {
+  env: Env;
+  cwd: string;
+  log: (line: string) => void;
+  /** Logs a line and keeps it for the result's notes. */
+  note: (line: string) => void;
+  notes: string[];
+  target: TargetInfo;
+  variant: Variant;
+  /** The target is the machine this runs on. */
+  isHost: boolean;
+}
+
+/** The prebuilt binaries given on the command line, checked (absolute paths). */
+interface Prebuilt {
+  entry?: string;
+  host?: string;
+  rg?: string;
+  exe?: string;
+}
+
+/** A toolchain resolved for this target: with the bun runtime to compile against, when it is not the host's. */
+type CompilePlan = Toolchain & { exePath?: string; fetched?: boolean };
+
 async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>> {
-  const env = o.env ?? process.env;
-  const cwd = o.cwd ?? process.cwd();
+  const ctx = buildContext(o);
+  if ("error" in ctx) return ctx;
+  const { target: t, variant } = ctx.ok;
+  // Prebuilt inputs first: they are cheap to check and authoritative.
+  const pre = checkPrebuilt(o, t);
+  if ("error" in pre) return pre;
+  const packageDir = path.resolve(ctx.ok.cwd, o.packageDir ?? path.join("dist", "package", `${variant}-${t.name}`));
+  const source = findSourceTree(ctx.ok.env, ctx.ok.cwd);
+  const self = packageSelfWithoutSource(pre.ok, source, ctx.ok);
+  if ("error" in self) return self;
+  const version = "ok" in source ? source.ok.version : VERSION;
+
+  // Resolve the toolchain before touching the package directory.
+  const plan = pre.ok.entry ? ok(undefined) : await planCompile(source, pre.ok.exe, o.fetcher, ctx.ok);
+  if ("error" in plan) return plan;
+  const prepared = preparePackageDir(packageDir, (o.force ?? false) || o.packageDir === undefined);
+  if ("error" in prepared) return prepared;
+
+  const layout = { entryRel: `bin/${variant}${t.exe}`, hostRel: `bin/relay-code-mode-host${t.exe}` };
+  const compiled = await placeEntrypoint(plan.ok, pre.ok.entry, path.join(packageDir, ...layout.entryRel.split("/")), ctx.ok);
+  if ("error" in compiled) return compiled;
+  placeCompanions(pre.ok, packageDir, layout, ctx.ok);
+  const manifest = await writeManifest(packageDir, layout, version, compiled.ok, ctx.ok);
+  if ("error" in manifest) return manifest;
+  const archives = await writeArchives(packageDir, path.resolve(ctx.ok.cwd, o.archiveDir ?? path.dirname(packageDir)), o.archives ?? [], version, ctx.ok);
+  if ("error" in archives) return archives;
+  return ok({ packageDir, manifest: manifest.ok, archives: archives.ok, ...(compiled.ok ? { compiled: compiled.ok } : {}), notes: ctx.ok.notes });
+}
+
+function buildContext(o: BuildPackageOptions): Result<BuildContext> {
   const log = o.log ?? (() => {});
   const notes: string[] = [];
   const note = (s: string) => {
     notes.push(s);
     log(s);
   };
-
   const host = hostTarget();
   const target = o.target ? parseTarget(o.target) : host;
   if ("error" in target) return target;
-  const t = target.ok;
-  const variant: Variant = o.variant ?? "relay";
-  const isHost = "ok" in host && host.ok.name === t.name;
+  const isHost = "ok" in host && host.ok.name === target.ok.name;
+  return ok({ env: o.env ?? process.env, cwd: o.cwd ?? process.cwd(), log, note, notes, target: target.ok, variant: o.variant ?? "relay", isHost });
+}
 
-  // Prebuilt inputs first: they are cheap to check and authoritative.
-  const pre: { entry?: string; host?: string; rg?: string; exe?: string } = {};
+function checkPrebuilt(o: BuildPackageOptions, t: TargetInfo): Result<Prebuilt> {
+  const pre: Prebuilt = {};
   for (const [flag, file, key] of [
     ["--entrypoint-bin", o.entrypointBin, "entry"],
     ["--code-mode-host-bin", o.codeModeHostBin, "host"],
@@ -190,92 +242,102 @@ async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>
     if ("error" in c) return c;
     pre[key] = c.ok;
   }
+  return ok(pre);
+}
 
-  const packageDir = path.resolve(cwd, o.packageDir ?? path.join("dist", "package", `${variant}-${t.name}`));
-  const source = findSourceTree(env, cwd);
-  // A downloaded binary packages itself for its own target: there is nothing to compile from.
-  if (!pre.entry && isHost && "error" in source && currentRuntime() === "bun-compiled") {
-    const self = checkOverride("the running relay binary", process.execPath, t);
-    if ("error" in self) return self;
-    pre.entry = self.ok;
-    note(`no source tree: packaged the running binary itself (${process.execPath})`);
+/** A downloaded binary packages itself for its own target: there is nothing to compile from (sets `pre.entry`). */
+function packageSelfWithoutSource(pre: Prebuilt, source: Result<SourceTree>, ctx: BuildContext): Result<null> {
+  if (pre.entry || !ctx.isHost || !("error" in source) || currentRuntime() !== "bun-compiled") return ok(null);
+  const self = checkOverride("the running relay binary", process.execPath, ctx.target);
+  if ("error" in self) return self;
+  pre.entry = self.ok;
+  ctx.note(`no source tree: packaged the running binary itself (${process.execPath})`);
+  return ok(null);
+}
+
+/** The toolchain, and for a cross target the bun runtime to compile against (given, or cached and maybe fetched). */
+async function planCompile(source: Result<SourceTree>, exePath: string | undefined, fetcher: BunFetcher | undefined, ctx: BuildContext): Promise<Result<CompilePlan>> {
+  const tc = findToolchain(source, ctx.env);
+  if ("error" in tc) return tc;
+  const plan: CompilePlan = tc.ok;
+  if (exePath) plan.exePath = exePath;
+  else if (!ctx.isHost) {
+    const t = ctx.target;
+    const cached = await ensureTargetBun({ home: relayHome(ctx.env), version: plan.bunVersion, target: t, env: ctx.env, log: ctx.log, ...(fetcher ? { fetcher } : {}) });
+    if ("error" in cached) return cached;
+    for (const n of cached.ok.notes) ctx.note(n);
+    if (cached.ok.fetched) ctx.note(`fetched ${t.ovenPackage}@${plan.bunVersion} into ${path.dirname(cached.ok.path)}`);
+    plan.exePath = cached.ok.path;
+    plan.fetched = cached.ok.fetched;
   }
-  const version = "ok" in source ? source.ok.version : VERSION;
+  return ok(plan);
+}
 
-  const entryRel = `bin/${variant}${t.exe}`;
-  const hostRel = `bin/relay-code-mode-host${t.exe}`;
-  let compiled: BuildPackageResult["compiled"];
-  const entrySrc = pre.entry;
-
-  // Resolve the toolchain before touching the package directory.
-  let plan: (Toolchain & { exePath?: string; fetched?: boolean }) | undefined;
-  if (!pre.entry) {
-    const tc = findToolchain(source, env);
-    if ("error" in tc) return tc;
-    plan = tc.ok;
-    if (pre.exe) plan.exePath = pre.exe;
-    else if (!isHost) {
-      const cached = await ensureTargetBun({ home: relayHome(env), version: plan.bunVersion, target: t, env, log, ...(o.fetcher ? { fetcher: o.fetcher } : {}) });
-      if ("error" in cached) return cached;
-      for (const n of cached.ok.notes) note(n);
-      if (cached.ok.fetched) note(`fetched ${t.ovenPackage}@${plan.bunVersion} into ${path.dirname(cached.ok.path)}`);
-      plan.exePath = cached.ok.path;
-      plan.fetched = cached.ok.fetched;
-    }
+/** Compiles the entrypoint to `dest` with `plan`, or copies the prebuilt one; what was compiled, if anything. */
+async function placeEntrypoint(plan: CompilePlan | undefined, prebuilt: string | undefined, dest: string, ctx: BuildContext): Promise<Result<BuildPackageResult["compiled"]>> {
+  if (!plan) {
+    place(prebuilt!, dest, true);
+    return ok(undefined);
   }
+  const t = ctx.target;
+  ctx.log(`compiling ${plan.from} for ${t.name} with bun ${plan.bunVersion}`);
+  const out = await compileWith(plan, t, ctx.isHost && !plan.exePath, dest);
+  if ("error" in out) return out;
+  const check = checkBinaryForTarget(out.ok.outfile, t);
+  if ("error" in check) return err("compile_failed", `bun produced the wrong binary: ${check.error.message}`);
+  chmodSync(out.ok.outfile, 0o755);
+  return ok({
+    bun: plan.bun.path,
+    bunVersion: plan.bunVersion,
+    from: plan.from,
+    ms: out.ok.ms,
+    bytes: out.ok.bytes,
+    ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}),
+    ...(plan.fetched !== undefined ? { fetched: plan.fetched } : {}),
+  });
+}
 
-  const prepared = preparePackageDir(packageDir, (o.force ?? false) || o.packageDir === undefined);
-  if ("error" in prepared) return prepared;
+interface Layout {
+  entryRel: string;
+  hostRel: string;
+}
 
-  if (plan) {
-    log(`compiling ${plan.from} for ${t.name} with bun ${plan.bunVersion}`);
-    const out = await compileWith(plan, t, isHost && !plan.exePath, path.join(packageDir, ...entryRel.split("/")));
-    if ("error" in out) return out;
-    const check = checkBinaryForTarget(out.ok.outfile, t);
-    if ("error" in check) return err("compile_failed", `bun produced the wrong binary: ${check.error.message}`);
-    chmodSync(out.ok.outfile, 0o755);
-    compiled = {
-      bun: plan.bun.path,
-      bunVersion: plan.bunVersion,
-      from: plan.from,
-      ms: out.ok.ms,
-      bytes: out.ok.bytes,
-      ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}),
-      ...(plan.fetched !== undefined ? { fetched: plan.fetched } : {}),
-    };
-  } else {
-    place(entrySrc!, path.join(packageDir, ...entryRel.split("/")), true);
-  }
-  const hostDest = path.join(packageDir, ...hostRel.split("/"));
+/** bin/relay-code-mode-host (prebuilt, else the entrypoint again) and relay-path/rg (with --rg-bin). */
+function placeCompanions(pre: Prebuilt, packageDir: string, layout: Layout, ctx: BuildContext): void {
+  const hostDest = path.join(packageDir, ...layout.hostRel.split("/"));
   if (pre.host) place(pre.host, hostDest, true);
-  else if (linkOrCopy(path.join(packageDir, ...entryRel.split("/")), hostDest) === "copy") note(`${hostRel} is a copy of ${entryRel} (hard links are not supported here)`);
-  if (pre.rg) place(pre.rg, path.join(packageDir, PATH_DIR, `rg${t.exe}`), true);
+  else if (linkOrCopy(path.join(packageDir, ...layout.entryRel.split("/")), hostDest) === "copy") ctx.note(`${layout.hostRel} is a copy of ${layout.entryRel} (hard links are not supported here)`);
+  if (pre.rg) place(pre.rg, path.join(packageDir, PATH_DIR, `rg${ctx.target.exe}`), true);
+}
 
+async function writeManifest(packageDir: string, layout: Layout, version: string, compiled: BuildPackageResult["compiled"], ctx: BuildContext): Promise<Result<PackageManifest>> {
   const files = await describeFiles(packageDir);
   if ("error" in files) return files;
   const manifest: PackageManifest = {
     layoutVersion: 1,
     name: "relay",
-    variant,
+    variant: ctx.variant,
     version,
-    target: t.name,
+    target: ctx.target.name,
     ...(compiled ? { bunVersion: compiled.bunVersion } : {}),
-    entrypoints: { main: entryRel, codeModeHost: hostRel },
+    entrypoints: { main: layout.entryRel, codeModeHost: layout.hostRel },
     pathDir: PATH_DIR,
     files: files.ok,
   };
   const manifestPath = path.join(packageDir, MANIFEST_NAME);
   writeFileSync(manifestPath, serializeManifest(manifest));
   chmodSync(manifestPath, 0o644);
+  return ok(manifest);
+}
 
+async function writeArchives(packageDir: string, archiveDir: string, formats: ArchiveFormat[], version: string, ctx: BuildContext): Promise<Result<BuiltArchive[]>> {
   const archives: BuiltArchive[] = [];
-  const archiveDir = path.resolve(cwd, o.archiveDir ?? path.dirname(packageDir));
-  for (const format of o.archives ?? []) {
+  for (const format of formats) {
     const started = Date.now();
-    const a = await writeArchive(packageDir, path.join(archiveDir, `${variant}-${version}-${t.name}.${format}`), format);
+    const a = await writeArchive(packageDir, path.join(archiveDir, `${ctx.variant}-${version}-${ctx.target.name}.${format}`), format);
     if ("error" in a) return a;
     archives.push({ format, path: a.ok.path, bytes: a.ok.bytes, ms: Date.now() - started });
-    log(`wrote ${a.ok.path} (${a.ok.bytes} bytes)`);
+    ctx.log(`wrote ${a.ok.path} (${a.ok.bytes} bytes)`);
   }
-  return ok({ packageDir, manifest, archives, ...(compiled ? { compiled } : {}), notes });
+  return ok(archives);
 }
