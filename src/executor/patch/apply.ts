@@ -25,8 +25,35 @@ interface Change {
 
 export async function applyPatch(ops: PatchOp[], ctx: ToolContext): Promise<Result<ToolOutput>> {
   // 1. Every path the patch writes, checked before anything else happens.
-  // Absolute path as written -> path with symlink-free parent dirs. The leaf is not resolved, so
-  // deleting a symlink removes the link; writes follow it (see commit).
+  const keys = await checkTargets(ops, ctx);
+  if ("error" in keys) return keys;
+  const keyOf = (p: string) => keys.ok.get(resolveToolPath(ctx.cwd, p)) as string;
+
+  // 2. New contents, in memory; later operations see the results of earlier ones.
+  const plan: Plan = { state: new Map(), changes: [] };
+  for (const op of ops) {
+    const planned = await planOp(plan, op, keyOf);
+    if ("error" in planned) return planned;
+  }
+  if (ctx.signal.aborted) return err("aborted", "apply_patch was cancelled before writing; no files were changed.");
+
+  // 3. Write: all temp files first (a failure here changes nothing), then rename into place.
+  const written = await commit(plan.state);
+  if ("error" in written) return written;
+
+  const summary = plan.changes.map((c) => `${c.action} ${c.display}`);
+  return ok({
+    text: `Success. Updated the following files:\n${summary.join("\n")}`,
+    metadata: { changes: plan.changes.map((c) => ({ action: c.action, path: c.abs })) },
+  });
+}
+
+/**
+ * Checks that the sandbox lets the patch write every path it names (a move's destination too),
+ * and maps each absolute path as written to its key: the path with symlink-free parent dirs. The
+ * leaf is not resolved, so deleting a symlink removes the link; writes follow it (see commit).
+ */
+async function checkTargets(ops: PatchOp[], ctx: ToolContext): Promise<Result<Map<string, string>>> {
   const keys = new Map<string, string>();
   for (const op of ops) {
     const targets = [op.path, ...(op.kind === "update" && op.movePath !== undefined ? [op.movePath] : [])];
@@ -38,77 +65,71 @@ export async function applyPatch(ops: PatchOp[], ctx: ToolContext): Promise<Resu
       keys.set(abs, path.join(await realPathOfPossiblyMissing(path.dirname(abs)), path.basename(abs)));
     }
   }
-  const keyOf = (p: string) => keys.get(resolveToolPath(ctx.cwd, p)) as string;
+  return ok(keys);
+}
 
-  // 2. New contents, in memory; later operations see the results of earlier ones.
-  const state = new Map<string, FileState>();
-  const load = async (key: string, display: string, verb: string): Promise<Result<FileState>> => {
-    const known = state.get(key);
-    if (known) {
-      if (known.content === null) return failed(display, `cannot ${verb} ${display}: an earlier part of this patch deleted or moved it.`);
-      return ok(known);
-    }
-    try {
-      const stat = await fs.stat(key);
-      if (stat.isDirectory()) return failed(display, `cannot ${verb} ${display}: it is a directory.`);
-      const bytes = await fs.readFile(key);
-      if (bytes.includes(0)) return failed(display, `cannot ${verb} ${display}: it is a binary file.`);
-      return ok({ content: bytes.toString("utf8"), mode: stat.mode & 0o7777, changed: false });
-    } catch (e) {
-      const code = fsErrorCode(e);
-      if (code === "ENOENT" || code === "ENOTDIR") {
-        const hint = verb === "update" ? ' Use "*** Add File:" to create it.' : "";
-        return failed(display, `cannot ${verb} ${display}: the file does not exist.${hint}`);
-      }
-      return err("io_error", `Could not read ${display}: ${errorMessage(e)}. No files were changed.`);
-    }
-  };
+/** Every file's content once the patch is applied (by key), and the changes to report. */
+interface Plan {
+  state: Map<string, FileState>;
+  changes: Change[];
+}
 
-  const changes: Change[] = [];
-  for (const op of ops) {
-    const key = keyOf(op.path);
-    if (op.kind === "add") {
-      const dir = await isDirectory(key);
-      if (dir) return failed(op.path, `cannot add ${op.path}: a directory with that name exists.`);
-      state.set(key, { content: op.contents, changed: true });
-      changes.push({ action: "A", display: op.path, abs: key });
-    } else if (op.kind === "delete") {
-      const current = await load(key, op.path, "delete");
-      if ("error" in current) return current;
-      state.set(key, { content: null, changed: true });
-      changes.push({ action: "D", display: op.path, abs: key });
-    } else {
-      const current = await load(key, op.path, "update");
-      if ("error" in current) return current;
-      const next = applyChunks(current.ok.content as string, op.chunks, op.path);
-      if ("error" in next) return next;
-      const mode = current.ok.mode;
-      const updated: FileState = { content: next.ok, changed: true, ...(mode !== undefined ? { mode } : {}) };
-      if (op.movePath !== undefined) {
-        const dest = keyOf(op.movePath);
-        if (dest !== key) {
-          if (await isDirectory(dest)) return failed(op.path, `cannot move ${op.path} to ${op.movePath}: that is a directory.`);
-          state.set(key, { content: null, changed: true });
-        }
-        state.set(dest, updated);
-        changes.push({ action: "M", display: op.movePath, abs: dest });
-      } else {
-        state.set(key, updated);
-        changes.push({ action: "M", display: op.path, abs: key });
-      }
-    }
+/** Adds one operation's effect to `plan`, or says why it cannot be applied. */
+async function planOp(plan: Plan, op: PatchOp, keyOf: (p: string) => string): Promise<Result<null>> {
+  const key = keyOf(op.path);
+  if (op.kind === "add") {
+    if (await isDirectory(key)) return failed(op.path, `cannot add ${op.path}: a directory with that name exists.`);
+    plan.state.set(key, { content: op.contents, changed: true });
+    plan.changes.push({ action: "A", display: op.path, abs: key });
+    return ok(null);
   }
-  if (ctx.signal.aborted) return err("aborted", "apply_patch was cancelled before writing; no files were changed.");
+  const current = await currentState(plan.state, key, op.path, op.kind);
+  if ("error" in current) return current;
+  if (op.kind === "delete") {
+    plan.state.set(key, { content: null, changed: true });
+    plan.changes.push({ action: "D", display: op.path, abs: key });
+    return ok(null);
+  }
+  const next = applyChunks(current.ok.content as string, op.chunks, op.path);
+  if ("error" in next) return next;
+  const mode = current.ok.mode;
+  const updated: FileState = { content: next.ok, changed: true, ...(mode !== undefined ? { mode } : {}) };
+  if (op.movePath === undefined) {
+    plan.state.set(key, updated);
+    plan.changes.push({ action: "M", display: op.path, abs: key });
+    return ok(null);
+  }
+  const dest = keyOf(op.movePath);
+  if (dest !== key) {
+    if (await isDirectory(dest)) return failed(op.path, `cannot move ${op.path} to ${op.movePath}: that is a directory.`);
+    plan.state.set(key, { content: null, changed: true });
+  }
+  plan.state.set(dest, updated);
+  plan.changes.push({ action: "M", display: op.movePath, abs: dest });
+  return ok(null);
+}
 
-  // 3. Write: all temp files first (a failure here changes nothing), then rename into place.
-  const written = await commit(state);
-  if ("error" in written) return written;
-
-  const summary = changes.map((c) => `${c.action} ${c.display}`);
-  return ok({
-    text: `Success. Updated the following files:\n${summary.join("\n")}`,
-    metadata: { changes: changes.map((c) => ({ action: c.action, path: c.abs })) },
-  });
+/** The file at `key` as the patch has left it so far, else as it is on disk (a text file). */
+async function currentState(state: Map<string, FileState>, key: string, display: string, verb: "update" | "delete"): Promise<Result<FileState>> {
+  const known = state.get(key);
+  if (known) {
+    if (known.content === null) return failed(display, `cannot ${verb} ${display}: an earlier part of this patch deleted or moved it.`);
+    return ok(known);
+  }
+  try {
+    const stat = await fs.stat(key);
+    if (stat.isDirectory()) return failed(display, `cannot ${verb} ${display}: it is a directory.`);
+    const bytes = await fs.readFile(key);
+    if (bytes.includes(0)) return failed(display, `cannot ${verb} ${display}: it is a binary file.`);
+    return ok({ content: bytes.toString("utf8"), mode: stat.mode & 0o7777, changed: false });
+  } catch (e) {
+    const code = fsErrorCode(e);
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      const hint = verb === "update" ? ' Use "*** Add File:" to create it.' : "";
+      return failed(display, `cannot ${verb} ${display}: the file does not exist.${hint}`);
+    }
+    return err("io_error", `Could not read ${display}: ${errorMessage(e)}. No files were changed.`);
+  }
 }
 
 function failed(display: string, message: string): Result<never> {
