@@ -53,7 +53,8 @@ export async function* rawLines(file: string): AsyncGenerator<RawLine> {
 
 export type RolloutEntry =
   | { kind: "line"; lineNo: number; line: RolloutLine }
-  | { kind: "skipped"; lineNo: number; torn: boolean; message: string };
+  /** `message` names the file and the line; `reason` says only what is wrong with the line. */
+  | { kind: "skipped"; lineNo: number; torn: boolean; message: string; reason: string };
 
 /** Parsed lines in file order; unusable lines come out as `skipped` with a ready-made message. */
 export async function* streamRollout(file: string): AsyncGenerator<RolloutEntry> {
@@ -69,15 +70,16 @@ export async function* streamRollout(file: string): AsyncGenerator<RolloutEntry>
           lineNo: raw.lineNo,
           torn: true,
           message: `ignored a torn last line (${raw.bytes} bytes) at the end of ${file}: the previous run probably crashed mid-write`,
+          reason: `a torn last line (${raw.bytes} bytes)`,
         };
       } else {
-        yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: not valid JSON` };
+        yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: not valid JSON`, reason: "not valid JSON" };
       }
       continue;
     }
     const parsed = parseRolloutLine(value);
     if ("error" in parsed) {
-      yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: ${parsed.error}` };
+      yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: ${parsed.error}`, reason: parsed.error };
       continue;
     }
     yield { kind: "line", lineNo: raw.lineNo, line: parsed.ok };

@@ -37,6 +37,8 @@ export const SessionMetaSchema = z.preprocess(
     model_provider: z.string().nullish(),
     base_instructions: z.looseObject({ text: z.string() }).nullish(),
     forked_from_id: z.string().nullish(),
+    /** Relay's own: the source rollout of a fork (`relay run --fork`). */
+    forked_from_path: z.string().nullish(),
     git: GitInfoSchema.nullish(),
   }),
 );
