@@ -98,7 +98,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
     waiting?.clear();
     switch (e.type) {
       case "session_started":
-        err.write(dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id} · ${e.provider}/${e.model} · ${e.cwd}\n`));
+        err.write(dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id}${e.forked_from ? ` (forked from ${e.forked_from})` : ""} · ${e.provider}/${e.model} · ${e.cwd}\n`));
         return;
       case "project_docs":
         err.write(dim(`instructions ${e.files.map((f) => `${f.path}${f.truncated ? " (cut)" : ""}`).join(", ")}\n`));

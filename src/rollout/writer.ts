@@ -25,6 +25,7 @@ export interface NewSessionMeta {
   model_provider?: string;
   base_instructions?: { text: string };
   forked_from_id?: string;
+  forked_from_path?: string;
   git?: GitInfo;
   /** Extra keys are written as-is. */
   [extra: string]: unknown;

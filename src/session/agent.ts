@@ -35,6 +35,15 @@ export interface TurnOutcome {
   steps: number;
 }
 
+/** What a history can continue without a new prompt: a turn cut off after a prompt or a tool call. */
+export function pendingWorkIn(history: readonly ResponseItem[]): "none" | "continue" {
+  const last = history.at(-1);
+  if (!last) return "none";
+  if (last.type === "function_call_output" || last.type === "function_call") return "continue";
+  if (last.type === "message" && (last as MessageItem).role === "user") return "continue";
+  return "none";
+}
+
 export class AgentSession {
   history: ResponseItem[];
   private turn = 0;
@@ -55,11 +64,7 @@ export class AgentSession {
 
   /** What a resumed session can continue without a new prompt. */
   pendingWork(): "none" | "continue" {
-    const last = this.history.at(-1);
-    if (!last) return "none";
-    if (last.type === "function_call_output" || last.type === "function_call") return "continue";
-    if (last.type === "message" && (last as MessageItem).role === "user") return "continue";
-    return "none";
+    return pendingWorkIn(this.history);
   }
 
   /** Gives every call left without an output (a crash mid-call) an output saying so. */

@@ -3,7 +3,8 @@ import { z } from "zod";
 import { TokenUsageSchema } from "../model/client.ts";
 
 export const SessionEventSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("session_started"), session_id: z.string(), rollout_path: z.string(), model: z.string(), provider: z.string(), cwd: z.string(), resumed: z.boolean() }),
+  /** `forked_from`: the id of the session a fork (`relay run --fork`) copied its history from. */
+  z.object({ type: z.literal("session_started"), session_id: z.string(), rollout_path: z.string(), model: z.string(), provider: z.string(), cwd: z.string(), resumed: z.boolean(), forked_from: z.string().optional() }),
   z.object({ type: z.literal("warning"), message: z.string() }),
   /** The AGENTS.md files a new session was given (global first, then repo root down to cwd). */
   z.object({ type: z.literal("project_docs"), files: z.array(z.object({ path: z.string(), bytes: z.number().int(), truncated: z.boolean() })) }),

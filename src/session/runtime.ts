@@ -19,9 +19,8 @@ import type { RelayConfig } from "./config.ts";
 import { commandEnv } from "./env.ts";
 import type { EmitEvent } from "./events.ts";
 import { BASE_INSTRUCTIONS, developerInstructions, skillsCatalog } from "./instructions.ts";
-import { readRollout } from "../rollout/reader.ts";
-import { findRollout } from "../rollout/find.ts";
-import { RolloutWriter } from "../rollout/writer.ts";
+import type { RolloutWriter } from "../rollout/writer.ts";
+import { findSource, openSourceRollout, type Resumed } from "./source.ts";
 import { pickShell } from "./shell.ts";
 import { loadProjectInstructions } from "./project-docs.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
@@ -42,6 +41,8 @@ export interface SessionRunOptions {
   prompt?: string;
   /** A session id, unique id prefix, `last`, or a rollout path. */
   resume?: string;
+  /** The same, of a session to fork: a new session starts with a copy of its history. */
+  fork?: string;
   cwd?: string;
   scriptPath?: string;
   /** Command line of a remote executor; default: re-exec relay's own `executor`. */
@@ -125,13 +126,6 @@ export interface SessionMemories {
   recordCitations(home: string, finalMessage: string): Promise<Result<number>>;
 }
 
-/** A rollout being resumed: where it is, its history and its cwd. */
-interface Resumed {
-  path: string;
-  items: ResponseItem[];
-  cwd: string;
-}
-
 /** The executor a session runs its tools on, and what it said about itself. */
 interface StartedExecutor {
   executor: ChildPeer;
@@ -141,8 +135,8 @@ interface StartedExecutor {
 }
 
 export async function openSession(o: OpenSessionOptions): Promise<Result<SessionHandle>> {
-  // Resume first: it decides the cwd and the history.
-  const resumedR = await findResumed(o);
+  // Resume (or fork) first: it decides the cwd and the history.
+  const resumedR = await findSource(o);
   if ("error" in resumedR) return resumedR;
   const resumed = resumedR.ok;
   if (!resumed && o.requirePrompt && o.firstPrompt === undefined) return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
@@ -161,7 +155,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     if ("error" in writer) return writer;
     const rollout = writer.ok;
     rolloutToClose = rollout;
-    o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed) });
+    o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed && !resumed.fork), ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
     const skills = await listSkills(o, started.ok);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
     const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
@@ -174,16 +168,6 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       await executor.shutdown();
     }
   }
-}
-
-async function findResumed(o: OpenSessionOptions): Promise<Result<Resumed | undefined>> {
-  if (!o.resume) return ok(undefined);
-  const found = await findRollout(o.home, o.resume, { listHint: "start one with `relay run \"...\"`" });
-  if ("error" in found) return found;
-  const r = await readRollout(found.ok.path);
-  if ("error" in r) return r;
-  for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
-  return ok({ path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) });
 }
 
 function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
@@ -214,18 +198,14 @@ async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Pro
 }
 
 function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: string, model: ModelClient, started: StartedExecutor): Promise<Result<RolloutWriter>> {
-  if (resumed) return RolloutWriter.resume(resumed.path);
-  return RolloutWriter.create({
-    home: o.home,
-    meta: {
-      cwd,
-      source: o.source ?? "cli",
-      originator: "relay",
-      cli_version: VERSION,
-      model_provider: model.provider,
-      base_instructions: { text: BASE_INSTRUCTIONS },
-      executor: { name: started.name, hostname: started.info.hostname },
-    },
+  return openSourceRollout(o.home, resumed, {
+    cwd,
+    source: o.source ?? "cli",
+    originator: "relay",
+    cli_version: VERSION,
+    model_provider: model.provider,
+    base_instructions: { text: BASE_INSTRUCTIONS },
+    executor: { name: started.name, hostname: started.info.hostname },
   });
 }
 
