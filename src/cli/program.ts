@@ -11,6 +11,7 @@ import { packageCommand } from "./package.ts";
 import { rpcEchoCommand } from "./rpc-echo.ts";
 import { runCommand } from "./run.ts";
 import { sandboxCommand } from "./sandbox.ts";
+import { sessionsCommand } from "./sessions.ts";
 import { ExitCode } from "./usage.ts";
 
 export function buildProgram() {
@@ -31,6 +32,7 @@ export function buildProgram() {
         "\nExit codes: 0 ok, 1 the work failed, 2 bad usage, 130 interrupted.",
     );
   program.addCommand(runCommand());
+  program.addCommand(sessionsCommand());
   program.addCommand(executorCommand());
   program.addCommand(codeModeHostCommand());
   program.addCommand(inftyCommand());

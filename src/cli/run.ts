@@ -13,6 +13,7 @@ import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
 import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
+import { runSource, type RunSource } from "./run-source.ts";
 import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -37,7 +38,8 @@ function runOptions() {
     .option("--executor <command-line>", 'run tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)')
     .option("--executor-name <name>", "environment name of the executor for --capability-root (default: local, or remote with --executor)")
     .option("--capability-root <env:path>", "discover skills (SKILL.md) under this path on the named executor; repeatable", collect)
-    .option("-r, --resume <id>", "continue a saved session: its id, a unique id prefix, or last")
+    .option("-r, --resume [id]", "continue a saved session: its id, a unique id prefix, or last; without an id, pick one from a list (on a terminal)")
+    .option("--fork <id>", "start a new session with a copy of a saved session's history (id, prefix or last); the saved session is left unchanged")
     .option("--context-window <tokens>", "model context window in tokens (config: model_context_window; default 128000)")
     .option("--auto-compact <fraction>", "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)")
     .option("--max-steps <n>", "model requests allowed for this turn", "200")
@@ -58,7 +60,10 @@ const RUN_HELP = `
 Configuration comes from $RELAY_HOME/config.toml (default ~/.relay), then these flags.
 --resume continues with what the session recorded (provider, model, base URL, key variable,
 reasoning, approval, sandbox, executor, code mode, capability roots); a flag given with it wins.
-Sessions are saved as JSONL rollouts under $RELAY_HOME/sessions/YYYY/MM/DD/.
+--fork carries the same over into a new session whose rollout records the source's id and path.
+Sessions are saved as JSONL rollouts under $RELAY_HOME/sessions/YYYY/MM/DD/; relay sessions
+list shows them. To pick one from the list and give a prompt, put the prompt first:
+relay run "next request" --resume.
 
 Exit codes: 0 the turn completed; 1 the model or session failed, the step limit was hit, or
 (with --fail-on-tool-error) a tool call failed;
@@ -69,11 +74,12 @@ Examples:
   relay run --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder "explain this repo"
   relay run --script examples/demo-script.json --approval never "create hello.py and run it"
   relay run --resume last "now add a README"
+  relay run --fork last "try it the other way instead"
   relay run - < task.md                       # the prompt from a file
   echo "explain the build" | relay run        # piped stdin without an argument is the prompt`;
 
 /** The config file, then what a resumed session recorded, then the flags. */
-async function resolveConfig(home: string, opts: RunOpts) {
+async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
@@ -94,7 +100,7 @@ async function resolveConfig(home: string, opts: RunOpts) {
   };
   // A resumed session keeps what it ran with (provider, model, base URL, approval, sandbox,
   // reasoning, executor, code mode, capability roots) unless a flag says otherwise.
-  const recorded = opts.resume ? await resumeSettings(home, opts.resume, loaded.ok.config) : { overrides: {}, choices: {} };
+  const recorded = source.from ? await resumeSettings(home, source.from, loaded.ok.config) : { overrides: {}, choices: {} };
   const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   return { config: config.ok, recorded };
@@ -112,10 +118,10 @@ function capabilityRoots(specs: string[] | undefined, recorded: CapabilityRoot[]
 }
 
 /** Refuses, before anything is written (no rollout), a request that cannot start. */
-function checkStartable(prompt: string | undefined, opts: RunOpts, config: RelayConfig): number {
+function checkStartable(prompt: string | undefined, opts: RunOpts, config: RelayConfig, source: RunSource): number {
   const maxSteps = Number(opts.maxSteps);
   if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
-  if (prompt === undefined && !opts.resume) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
+  if (prompt === undefined && !source.from) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
   for (const check of [checkWorkingDir(opts.cd), opts.script ? ok(null) : checkCredentials(config, process.env)]) {
     if ("error" in check) fail(check.error.message, ExitCode.Usage);
   }
@@ -148,17 +154,19 @@ function eventSink(json: boolean) {
 
 async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<void> {
   const home = relayHome();
-  const prompt = await resolvePrompt(promptArg, Boolean(opts.resume));
-  const { config, recorded } = await resolveConfig(home, opts);
+  const source = await runSource(home, opts);
+  const prompt = await resolvePrompt(promptArg, source.from !== undefined);
+  const { config, recorded } = await resolveConfig(home, opts, source);
   const roots = capabilityRoots(opts.capabilityRoot, recorded.choices.capabilityRoots);
-  const maxSteps = checkStartable(prompt, opts, config);
+  const maxSteps = checkStartable(prompt, opts, config, source);
   const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
   const sink = eventSink(Boolean(opts.json));
   const result = await runSession({
     home,
     config,
     prompt,
-    resume: opts.resume,
+    resume: source.resume,
+    fork: source.fork,
     cwd: opts.cd,
     scriptPath: opts.script,
     executorName: opts.executorName ?? recorded.choices.executorName,
