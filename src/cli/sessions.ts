@@ -1,5 +1,5 @@
 /** `relay sessions list | show`: the saved sessions under $RELAY_HOME/sessions, for people and scripts. */
-import { Command, Option } from "@commander-js/extra-typings";
+import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
 import { relayHome, sessionsDir } from "../home/home.ts";
 import { findRollout } from "../rollout/find.ts";
 import { listSessions, type SessionList, type SessionSummary } from "../rollout/summary.ts";
@@ -12,7 +12,7 @@ export const DEFAULT_LIST_LIMIT = 20;
 
 const positiveInt = (v: string): number => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--limit must be a positive integer (got ${v})`);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("give a positive integer");
   return n;
 };
 

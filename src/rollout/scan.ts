@@ -7,7 +7,8 @@
 import { Buffer } from "node:buffer";
 import { open } from "node:fs/promises";
 
-const CHUNK = 256 * 1024;
+/** Bytes read at a time (exported for the tests of markers across its edges). */
+export const SCAN_CHUNK = 256 * 1024;
 
 export interface LineTypeCount {
   count: number;
@@ -23,14 +24,14 @@ export async function countLinesOfType(file: string, type: string, maxBytes: num
   const keep = marker.length - 1;
   const fh = await open(file, "r");
   try {
-    const buf = Buffer.alloc(CHUNK + keep);
+    const buf = Buffer.alloc(SCAN_CHUNK + keep);
     let carried = 0;
     /** File offset of buf[0]. */
     let base = 0;
     let lastNewline = -1;
     const out: LineTypeCount = { count: 0, complete: true };
     for (;;) {
-      const room = Math.min(CHUNK, maxBytes - (base + carried));
+      const room = Math.min(SCAN_CHUNK, maxBytes - (base + carried));
       if (room <= 0) {
         out.complete = (await fh.stat()).size <= maxBytes;
         break;
