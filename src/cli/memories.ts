@@ -7,9 +7,8 @@
 import { Command, Option } from "@commander-js/extra-typings";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { agentConsolidator, heuristicConsolidator, type Consolidator } from "../memories/consolidate.ts";
 import { openStateDb, type StateDb } from "../memories/db.ts";
-import { heuristicExtractor, modelExtractor, type Extractor } from "../memories/extract.ts";
+import { buildEngines, type Engines } from "../memories/engines.ts";
 import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
 import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
@@ -19,8 +18,7 @@ import { forgetThread, getOutput, listOutputs, statusCounts } from "../memories/
 import { readPhase2Job } from "../memories/store-phase2.ts";
 import { getThread } from "../memories/store-threads.ts";
 import { PHASE2_KIND } from "../memories/store-tx.ts";
-import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
-import { applyOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
+import { loadConfig, type RelayConfig } from "../session/config.ts";
 import { memoriesDir, relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -46,13 +44,6 @@ async function settingsFor(home: string): Promise<MemorySettings> {
   return r.ok;
 }
 
-/** Whether sampling can work without a first failing request (see the help text). */
-export function modelUsable(c: RelayConfig, env: Record<string, string | undefined> = process.env): boolean {
-  if (c.model_provider === "scripted") return true;
-  if (!isOpenAiHost(c.base_url ?? (env.OPENAI_BASE_URL?.trim() || DEFAULT_BASE_URL))) return true;
-  return Boolean(env[c.api_key_env]?.trim());
-}
-
 function consolidateCommand() {
   return consolidateOptions()
     .addHelpText("after", CONSOLIDATE_HELP)
@@ -65,14 +56,12 @@ function consolidateOptions() {
     .option("--db <url>", DB_HELP)
     .option("--codex-home <dir>", "also read Codex sessions from <dir>/sessions")
     .addOption(
-      new Option("--extractor <kind>", "phase 1: model (structured JSON reply), heuristic (offline, no model), or auto: model when one is usable (see below)")
-        .choices(["auto", "model", "heuristic"] as const)
-        .default("auto" as const),
+      new Option("--extractor <kind>", "phase 1: model (structured JSON reply), heuristic (offline, no model), or auto: model when one is usable (see below); default: [memories] extractor, else auto")
+        .choices(["auto", "model", "heuristic"] as const),
     )
     .addOption(
-      new Option("--consolidator <kind>", "phase 2: agent (a locked-down relay sub-session), heuristic (offline), or auto: agent when a model is usable")
-        .choices(["auto", "agent", "heuristic"] as const)
-        .default("auto" as const),
+      new Option("--consolidator <kind>", "phase 2: agent (a locked-down relay sub-session), heuristic (offline), or auto: agent when a model is usable; default: [memories] consolidator, else auto")
+        .choices(["auto", "agent", "heuristic"] as const),
     )
     .option("-m, --model <name>", "model for both phases (config: [memories] extract_model / consolidation_model, then model)")
     .option("--script <file>", "SCRIPTED consolidation agent (offline tests)")
@@ -87,32 +76,17 @@ function consolidateOptions() {
 
 type ConsolidateOpts = ReturnType<ReturnType<typeof consolidateOptions>["opts"]>;
 
-/** Which phase 1 and phase 2 run: `auto` picks the model ones when a model is usable. */
-function chooseKinds(opts: ConsolidateOpts, base: RelayConfig) {
-  const usable = modelUsable(base);
-  const extractor = opts.extractor === "auto" ? (usable || opts.extractScript ? "model" : "heuristic") : opts.extractor;
-  const consolidator = opts.consolidator === "auto" ? (usable || opts.script ? "agent" : "heuristic") : opts.consolidator;
-  return { extractor, consolidator } as const;
-}
-
-function buildExtractor(kind: "model" | "heuristic", opts: ConsolidateOpts, settings: MemorySettings, base: RelayConfig): Extractor {
-  if (kind === "heuristic") return heuristicExtractor;
-  const model = opts.model ?? settings.extract_model ?? base.model;
-  try {
-    const client = opts.extractScript
-      ? createModelClient({ provider: "scripted", model, scriptPath: opts.extractScript })
-      : createModelClient({ provider: base.model_provider, model, baseUrl: base.base_url, apiKeyEnv: base.api_key_env });
-    return modelExtractor(client, model, { inputTokenBudget: Math.floor((base.model_context_window ?? 200_000) * 0.7) });
-  } catch (e) {
-    fail(`cannot build the extraction model: ${(e as Error).message}`, ExitCode.Usage);
-  }
-}
-
-function buildConsolidator(kind: "agent" | "heuristic", opts: ConsolidateOpts, settings: MemorySettings, base: RelayConfig, home: string): Consolidator {
-  if (kind === "heuristic") return heuristicConsolidator;
-  const cfg = applyOverrides(base, { model: opts.model ?? settings.consolidation_model ?? (opts.script ? "scripted" : undefined) });
-  if ("error" in cfg) fail(cfg.error.message, ExitCode.Usage);
-  return agentConsolidator({ home, config: cfg.ok, scriptPath: opts.script });
+/** The engines: flags, then `[memories] extractor` / `consolidator`; `auto` picks the model ones when a model is usable. */
+function engines(opts: ConsolidateOpts, settings: MemorySettings, home: string, base: RelayConfig): Engines {
+  const r = buildEngines(home, base, settings, {
+    extractor: opts.extractor ?? settings.extractor,
+    consolidator: opts.consolidator ?? settings.consolidator,
+    model: opts.model,
+    script: opts.script,
+    extractScript: opts.extractScript,
+  });
+  if ("error" in r) fail(r.error.message, ExitCode.Usage);
+  return r.ok;
 }
 
 /** Flags over the [memories] settings. */
@@ -129,10 +103,8 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
   const settings = applySettingFlags(await settingsFor(home), opts);
-  const base = loaded.ok.config;
-  const kinds = chooseKinds(opts, base);
-  const extractor = buildExtractor(kinds.extractor, opts, settings, base);
-  const consolidator = buildConsolidator(kinds.consolidator, opts, settings, base, home);
+  const { extractor, consolidator, extractorKind, consolidatorKind } = engines(opts, settings, home, loaded.ok.config);
+  const kinds = { extractor: extractorKind, consolidator: consolidatorKind, auto: (opts.extractor ?? settings.extractor) === "auto" };
   const state = await openDb(opts.db, home);
   const ctrl = new AbortController();
   process.once("SIGINT", () => ctrl.abort());
@@ -160,15 +132,15 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
 }
 
 /** Prints the run's report and returns its exit code. */
-function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: ReturnType<typeof chooseKinds>): number {
+function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: { extractor: string; consolidator: string; auto: boolean }): number {
   // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
   for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
   const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
   const p2 = rep.phase2?.status;
   const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
-  if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, ...kinds, ...rep }) + "\n");
+  if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: kinds.extractor, consolidator: kinds.consolidator, ...rep }) + "\n");
   else {
-    const offline = kinds.extractor === "heuristic" && kinds.consolidator === "heuristic" && opts.extractor === "auto";
+    const offline = kinds.extractor === "heuristic" && kinds.consolidator === "heuristic" && kinds.auto;
     process.stdout.write(`relay memories: ${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`);
   }
   return code;

@@ -15,14 +15,26 @@ const clampInt = (lo: number, hi: number, dflt: number) =>
 export const MemorySettingsSchema = z.object({
   /** Inject memory_summary.md into new sessions. */
   use_memories: z.boolean().default(true),
+  /** Run a background phase 1 + phase 2 pass when a `relay run` session starts (startup.ts). */
+  generate_memories: z.boolean().default(true),
   max_raw_memories_for_consolidation: clampInt(1, 4096, 256),
   max_unused_days: clampInt(0, 365, 30),
   max_rollout_age_days: clampInt(0, 90, 10),
   max_rollouts_per_run: clampInt(1, 512, 16),
+  /** Claims of one start-up pass (the reference's default and range). */
+  max_rollouts_per_startup: clampInt(1, 128, 2),
+  /**
+   * Seconds between two start-up passes, recorded in the state DB. The reference skips a pass
+   * when the account's rate limit is low; relay has no rate-limit data, so it spaces passes.
+   */
+  min_startup_interval_seconds: clampInt(0, 7 * 86_400, 3_600),
   min_rollout_idle_hours: clampInt(0, 48, 6),
   /** Cross-process cap on running phase 1 jobs (independent of the per-run claim count). */
   max_running_jobs: clampInt(1, 256, 16),
   extract_concurrency: clampInt(1, 64, 8),
+  /** Phase 1 and phase 2 engines when no flag says (cron) and at start-up; auto: see engines.ts. */
+  extractor: z.enum(["auto", "model", "heuristic"]).default("auto"),
+  consolidator: z.enum(["auto", "agent", "heuristic"]).default("auto"),
   extract_model: z.string().min(1).optional(),
   consolidation_model: z.string().min(1).optional(),
   /** Read-path budget for memory_summary.md. */
@@ -58,7 +70,12 @@ export async function loadMemorySettings(home: string): Promise<Result<MemorySet
   } catch (e) {
     return err("config_syntax", `${file}: ${errorMessage(e).split("\n")[0]}`);
   }
-  const r = MemorySettingsSchema.safeParse(raw.memories ?? {});
+  return parseMemorySettings(raw.memories ?? {}, file);
+}
+
+/** `[memories]` as already read from `file` (e.g. `RelayConfig.memories`). */
+export function parseMemorySettings(section: unknown, file: string): Result<MemorySettings> {
+  const r = MemorySettingsSchema.safeParse(section);
   if (!r.success) return err("config_invalid", `${file}: [memories]: ${z.prettifyError(r.error)}`);
   return ok(r.data);
 }
