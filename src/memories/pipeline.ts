@@ -23,6 +23,10 @@ export interface ConsolidateOptions {
   skipPhase1?: boolean;
   /** Extraction only (e.g. the hosts of a shared Postgres DB that do not hold the memory folder). */
   skipPhase2?: boolean;
+  /** Phase 1 claims of this run; default `settings.max_rollouts_per_run`. */
+  maxClaims?: number;
+  /** A session that is running now (the start-up pass's own): never claimed. */
+  excludeThreadId?: string;
   now?: () => number;
   workerId?: string;
   signal?: AbortSignal;
@@ -52,7 +56,8 @@ export async function consolidateMemories(o: ConsolidateOptions): Promise<Result
       now,
       maxAgeDays: s.max_rollout_age_days,
       minIdleHours: s.min_rollout_idle_hours,
-      maxClaims: s.max_rollouts_per_run,
+      maxClaims: o.maxClaims ?? s.max_rollouts_per_run,
+      excludeThreadId: o.excludeThreadId,
       maxRunningJobs: s.max_running_jobs,
       concurrency: s.extract_concurrency,
       signal: o.signal,
