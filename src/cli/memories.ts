@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { openStateDb, type StateDb } from "../memories/db.ts";
 import { buildEngines, type Engines } from "../memories/engines.ts";
+import { runStartupPass } from "../memories/startup.ts";
 import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
 import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
@@ -71,7 +72,9 @@ function consolidateOptions() {
     .option("--max-age-days <n>", "ignore rollouts older than this (config: [memories] max_rollout_age_days)", int("--max-age-days"))
     .option("--skip-phase1", "only consolidate what phase 1 already stored")
     .option("--skip-phase2", "only extract (phase 1): for hosts that share a Postgres DB but not the memory folder")
-    .option("--json", "print the report as one JSON object instead of one line");
+    .option("--json", "print the report as one JSON object instead of one line")
+    // Internal: the background pass `relay run` starts (src/memories/startup.ts).
+    .addOption(new Option("--startup <json>").hideHelp());
 }
 
 type ConsolidateOpts = ReturnType<ReturnType<typeof consolidateOptions>["opts"]>;
@@ -99,6 +102,7 @@ function applySettingFlags(settings: MemorySettings, opts: ConsolidateOpts): Mem
 
 async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   const home = relayHome();
+  if (opts.startup !== undefined) process.exit(await runStartupPass(home, opts.startup));
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);

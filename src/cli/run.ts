@@ -4,6 +4,7 @@ import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { ApprovalPolicySchema } from "../session/config.ts";
 import { sessionMemories } from "../memories/read.ts";
+import { withStartupMemories } from "../memories/startup.ts";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
@@ -173,7 +174,7 @@ async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<
     capabilityRoots: roots,
     maxSteps,
     approver: interactive ? terminalApprover() : nonInteractiveApprover,
-    emit: sink.emit,
+    emit: withStartupMemories(sink.emit, { home, config, script: opts.script }),
     signal: interruptSignal(),
     codeMode: opts.codeMode ?? recorded.choices.codeMode,
     memories: opts.memories === false ? undefined : sessionMemories,

@@ -1,0 +1,307 @@
+/**
+ * The start-up pass: when a `relay run` session starts, relay runs prune + phase 1 + phase 2 in
+ * the background, as the reference does at thread start (its `start_memories_startup_task`).
+ *
+ * - The session's process only decides and spawns (`withStartupMemories`): no DB, no await, so
+ *   neither its first model request nor its exit waits. The pass is `relay memories consolidate`
+ *   with the internal `--startup` flag, re-exec'd from the same binary (`selfCommand`), detached
+ *   in its own session and process group, niced, stdin closed, stdout/stderr into the log. It
+ *   outlives the session; killed, it leaves leases whose holder is gone, which the next pass or
+ *   cron run on this host takes over at once (see holder.ts).
+ * - Not started: in a sub-session (a `relay run` started from a session's command, which has
+ *   RELAY_SESSION_ID; infty roles and the consolidation agent never come through here), with
+ *   `[memories] generate_memories = false`, or when there can be nothing to do yet (no state
+ *   DB and no rollout old enough to claim).
+ * - The guard: the reference skips the pass when the account's rate limit is low. Relay has no
+ *   rate-limit data, so a pass is skipped when the last one began less than
+ *   `min_startup_interval_seconds` ago (recorded in the state DB; of concurrent start-ups, one
+ *   runs). Then: retention pruning (200 rows), phase 1 with at most `max_rollouts_per_startup`
+ *   claims (never the session that started it), phase 2. Cron runs share the leases.
+ * - Engines: as `relay memories consolidate` picks them (engines.ts), from the session's provider
+ *   settings; a scripted session has no model to spare, so its pass runs offline (heuristics).
+ */
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, statSync, writeSync, appendFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { configPath, logsDir, memoriesDir, sessionsDir, stateDbPath } from "../home/home.ts";
+import { selfCommand } from "../protocol/child.ts";
+import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
+import type { EmitEvent } from "../session/events.ts";
+import { errorMessage } from "../util/result.ts";
+import { openStateDb } from "./db.ts";
+import { buildEngines } from "./engines.ts";
+import { newWorkerId } from "./holder.ts";
+import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
+import { loadMemorySettings, parseMemorySettings, stateDbSpec, type MemorySettings } from "./settings.ts";
+import { claimStartupSlot } from "./store.ts";
+
+/** The internal flag of `relay memories consolidate` that runs one start-up pass. */
+export const STARTUP_FLAG = "--startup";
+/** Rollout files looked at, at most, to tell whether a first pass could claim anything. */
+const PRECHECK_FILES = 500;
+const LOG_ROTATE_BYTES = 1024 * 1024;
+
+type Env = Record<string, string | undefined>;
+
+// ---------------------------------------------------------------------------------------------
+// The log. One place to point elsewhere once relay has a log module.
+
+/** `$RELAY_HOME/logs/memories.log`, the file the cron example appends to (not the memory folder: its files are diffed and committed). */
+export function startupLogPath(home: string): string {
+  return path.join(logsDir(home), "memories.log");
+}
+
+function logLine(text: string, pid = process.pid): string {
+  return `${new Date().toISOString()} relay memories start-up [pid ${pid}]: ${text}\n`;
+}
+
+/** Appends a line to the start-up log; never throws (a pass must not fail for its log). */
+export function startupLog(home: string): (text: string) => void {
+  return (text) => {
+    try {
+      mkdirSync(logsDir(home), { recursive: true, mode: 0o700 });
+      appendFileSync(startupLogPath(home), logLine(text), { mode: 0o600 });
+    } catch {
+      // nowhere left to say it
+    }
+  };
+}
+
+/** The log opened for appending (kept to about 1 MiB: the previous part becomes memories.log.1). */
+function openLog(home: string): number {
+  mkdirSync(logsDir(home), { recursive: true, mode: 0o700 });
+  const file = startupLogPath(home);
+  try {
+    if (statSync(file).size > LOG_ROTATE_BYTES) renameSync(file, `${file}.1`);
+  } catch {
+    // no log yet
+  }
+  return openSync(file, "a", 0o600);
+}
+
+// ---------------------------------------------------------------------------------------------
+// In the session's process: decide and spawn.
+
+export interface StartupOptions {
+  home: string;
+  /** The session's resolved config: its provider settings are the pass's. */
+  config: RelayConfig;
+  /** The session's --script: a scripted session's pass runs offline. */
+  script?: string;
+  env?: Env;
+}
+
+export type StartupDecision = { started: true; pid: number } | { started: false; reason: string };
+
+/** The session's event sink, starting the pass at the first `session_started` (once the session id is known). */
+export function withStartupMemories(emit: EmitEvent, o: StartupOptions): EmitEvent {
+  let seen = false;
+  return (e) => {
+    emit(e);
+    if (seen || e.type !== "session_started") return;
+    seen = true;
+    startStartupPass({ ...o, sessionId: e.session_id });
+  };
+}
+
+/** Starts the pass unless one of the rules above says no; never throws, never prints. */
+export function startStartupPass(o: StartupOptions & { sessionId: string }): StartupDecision {
+  const env = o.env ?? process.env;
+  try {
+    if (env.RELAY_SESSION_ID?.trim()) return { started: false, reason: "a sub-session (RELAY_SESSION_ID is set)" };
+    const settings = parseMemorySettings(o.config.memories ?? {}, configPath(o.home));
+    if ("error" in settings) {
+      startupLog(o.home)(`not started: ${settings.error.message}`);
+      return { started: false, reason: settings.error.message };
+    }
+    if (!settings.ok.generate_memories) return { started: false, reason: "[memories] generate_memories = false" };
+    if (!mayHaveWork(o.home, settings.ok, env, Date.now())) return { started: false, reason: "nothing to do yet: no state DB and no rollout old enough" };
+    return spawnPass(o, env);
+  } catch (e) {
+    const reason = `could not start: ${errorMessage(e)}`;
+    startupLog(o.home)(reason);
+    return { started: false, reason };
+  }
+}
+
+/** A non-default DB, an existing one, or a rollout inside the claim window (file mtime). */
+export function mayHaveWork(home: string, s: MemorySettings, env: Env, nowMs: number): boolean {
+  const spec = stateDbSpec(home, s, undefined, env);
+  if (spec !== stateDbPath(home) || existsSync(spec)) return true;
+  const oldest = nowMs - s.max_rollout_age_days * 86_400_000;
+  const newest = nowMs - s.min_rollout_idle_hours * 3_600_000;
+  let looked = 0;
+  const dirs = (dir: string) => {
+    try {
+      return readdirSync(dir).filter((n) => /^\d+$/.test(n)).sort().reverse();
+    } catch {
+      return [];
+    }
+  };
+  const root = sessionsDir(home);
+  for (const y of dirs(root))
+    for (const m of dirs(path.join(root, y)))
+      for (const d of dirs(path.join(root, y, m))) {
+        const dir = path.join(root, y, m, d);
+        let names: string[];
+        try {
+          names = readdirSync(dir).filter((n) => n.startsWith("rollout-") && n.endsWith(".jsonl"));
+        } catch {
+          continue;
+        }
+        for (const n of names) {
+          if (++looked > PRECHECK_FILES) return false;
+          try {
+            const t = statSync(path.join(dir, n)).mtimeMs;
+            if (t >= oldest && t <= newest) return true;
+          } catch {
+            // gone meanwhile
+          }
+        }
+      }
+  return false;
+}
+
+/** What the session tells its pass: its id and its provider settings. */
+const PassArgSchema = z.object({
+  session_id: z.string().min(1),
+  overrides: z.object({
+    model: z.string().optional(),
+    provider: z.string().optional(),
+    base_url: z.string().optional(),
+    api_key_env: z.string().optional(),
+    reasoning_effort: z.string().optional(),
+    reasoning_summary: z.string().optional(),
+    model_context_window: z.number().optional(),
+  }),
+});
+type PassArg = z.infer<typeof PassArgSchema>;
+
+function passArg(o: StartupOptions & { sessionId: string }): PassArg {
+  const c = o.config;
+  return {
+    session_id: o.sessionId,
+    overrides: {
+      model: c.model,
+      provider: o.script ? "scripted" : c.model_provider,
+      base_url: c.base_url,
+      api_key_env: c.api_key_env,
+      reasoning_effort: c.model_reasoning_effort,
+      reasoning_summary: c.model_reasoning_summary,
+      model_context_window: c.model_context_window,
+    },
+  };
+}
+
+function spawnPass(o: StartupOptions & { sessionId: string }, env: Env): StartupDecision {
+  const self = selfCommand();
+  if ("error" in self) {
+    startupLog(o.home)(`not started: ${self.error.message}`);
+    return { started: false, reason: self.error.message };
+  }
+  const fd = openLog(o.home);
+  try {
+    const [cmd, ...pre] = self.ok;
+    const child = spawn(cmd!, [...pre, "memories", "consolidate", STARTUP_FLAG, JSON.stringify(passArg(o))], {
+      env: env as NodeJS.ProcessEnv,
+      detached: true,
+      stdio: ["ignore", fd, fd],
+    });
+    child.once("error", (e) => startupLog(o.home)(`could not start ${cmd}: ${e.message}`));
+    child.unref();
+    if (child.pid === undefined) return { started: false, reason: `could not start ${cmd}` };
+    try {
+      os.setPriority(child.pid, 10);
+    } catch {
+      // not allowed here: it runs at the session's priority
+    }
+    writeSync(fd, logLine(`started for session ${o.sessionId}`, child.pid));
+    return { started: true, pid: child.pid };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// In the pass's own process (`relay memories consolidate --startup <json>`).
+
+/** One pass; every word goes to the log. The exit code: 0 ran or skipped, 1 failed, 2 bad input. */
+export async function runStartupPass(home: string, arg: string, env: Env = process.env): Promise<number> {
+  const log = startupLog(home);
+  let parsed: PassArg;
+  try {
+    const p = PassArgSchema.safeParse(JSON.parse(arg));
+    if (!p.success) throw new Error(z.prettifyError(p.error));
+    parsed = p.data;
+  } catch (e) {
+    log(`bad ${STARTUP_FLAG} argument: ${errorMessage(e)}`);
+    return 2;
+  }
+  const loaded = await loadConfig(home);
+  const settings = await loadMemorySettings(home);
+  if ("error" in loaded || "error" in settings) {
+    log(`not run: ${"error" in loaded ? loaded.error.message : "error" in settings ? settings.error.message : ""}`);
+    return 2;
+  }
+  const s = settings.ok;
+  const config = applyOverrides(loaded.ok.config, parsed.overrides as ConfigOverrides);
+  if ("error" in config) {
+    log(`not run: the session's settings: ${config.error.message}`);
+    return 2;
+  }
+  const offline = config.ok.model_provider === "scripted";
+  const engines = buildEngines(home, config.ok, s, { extractor: s.extractor, consolidator: s.consolidator, offline }, env);
+  if ("error" in engines) {
+    log(`not run: ${engines.error.message}`);
+    return 2;
+  }
+  const opened = await openStateDb(stateDbSpec(home, s, undefined, env));
+  if ("error" in opened) {
+    log(`not run: ${opened.error.message}`);
+    return 2;
+  }
+  const state = opened.ok;
+  const workerId = newWorkerId();
+  let line: string;
+  let code = 0;
+  try {
+    const slot = await claimStartupSlot(state, { workerId, intervalSeconds: s.min_startup_interval_seconds, now: Math.floor(Date.now() / 1000) });
+    if ("error" in slot) {
+      line = `failed: ${slot.error.message}`;
+      code = 1;
+    } else if (slot.ok.kind === "skipped_interval") {
+      const ago = Math.max(0, Math.floor(Date.now() / 1000) - slot.ok.lastStartedAt);
+      line = `skipped: the last start-up pass began ${ago} s ago (min_startup_interval_seconds = ${s.min_startup_interval_seconds})`;
+    } else {
+      const { extractor, consolidator, extractorKind, consolidatorKind } = engines.ok;
+      log(`running for session ${parsed.session_id}: extractor=${extractorKind} consolidator=${consolidatorKind}${offline ? " (offline: the session is scripted)" : ""}, at most ${s.max_rollouts_per_startup} rollout(s)`);
+      const r = await consolidateMemories({
+        state,
+        relayHome: home,
+        memoriesRoot: memoriesDir(home),
+        settings: s,
+        extractor,
+        consolidator,
+        maxClaims: s.max_rollouts_per_startup,
+        excludeThreadId: parsed.session_id,
+        workerId,
+      });
+      if ("error" in r) {
+        line = `failed: ${r.error.message}`;
+        code = 1;
+      } else {
+        for (const l of leaseLines(r.ok)) log(l);
+        const failed = r.ok.phase2?.status === "failed" || (r.ok.phase1?.outcomes.some((x) => x.status === "failed") ?? false);
+        line = `${failed ? "failed" : "done"}: ${summaryLine(r.ok)}`;
+        code = failed ? 1 : 0;
+      }
+    }
+  } finally {
+    await state.close();
+  }
+  // Last, after the DB is closed: a reader of the log knows the pass has let go of everything.
+  log(line);
+  return code;
+}
