@@ -136,7 +136,11 @@ export interface RawReply {
   /** Written one by one, so a test controls where chunks split. */
   chunks: string[];
 }
-export type Reply = ReplyBuilder | HttpErrorReply | HangReply | RawReply;
+export interface LaterReply {
+  kind: "later";
+  reply: Promise<Reply>;
+}
+export type Reply = ReplyBuilder | HttpErrorReply | HangReply | RawReply | LaterReply;
 
 export function reply(): ReplyBuilder {
   return new ReplyBuilder();
@@ -149,6 +153,11 @@ export function httpError(status: number, body: unknown, headers: Record<string,
 /** Never answers; the request stays open until the client aborts or the server closes. */
 export function hang(): HangReply {
   return { kind: "hang" };
+}
+
+/** Held open (it counts in `holding`) until `reply` resolves, then answered with it: the test decides when. */
+export function later(reply: Promise<Reply>): LaterReply {
+  return { kind: "later", reply };
 }
 
 /** A 200 with exactly these body chunks (for framing edge cases). */
@@ -362,6 +371,7 @@ function renderChat(r: ReplyBuilder, req: RecordedRequest): string[] {
 export class FakeModelServer {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: Reply[] = [];
+  private readonly routes: Array<{ match: (r: RecordedRequest) => boolean; replies: Reply[] }> = [];
   private readonly sockets = new Set<Socket>();
   private readonly held = new Set<ServerResponse>();
   private holdWaiters: Array<() => void> = [];
@@ -390,6 +400,15 @@ export class FakeModelServer {
   /** Replies are used in order, one per request. */
   enqueue(...replies: Reply[]): this {
     this.queue.push(...replies);
+    return this;
+  }
+
+  /**
+   * Replies for the requests `match` picks, in order, ahead of the main queue: for a client whose
+   * requests interleave with another's in no fixed order (a background job beside a session).
+   */
+  route(match: (r: RecordedRequest) => boolean, ...replies: Reply[]): this {
+    this.routes.push({ match, replies });
     return this;
   }
 
@@ -444,7 +463,14 @@ export class FakeModelServer {
     if (!api) {
       return sendJson(res, 404, { error: { message: `fake model server: no endpoint ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
     }
-    const r = this.queue.shift();
+    const lane = this.routes.find((l) => l.match(recorded));
+    let r = lane ? lane.replies.shift() : this.queue.shift();
+    while (r?.kind === "later") {
+      this.hold(res);
+      r = await r.reply;
+      this.held.delete(res);
+      if (res.destroyed) return;
+    }
     if (!r) {
       return sendJson(res, 500, {
         error: { message: `fake model server: the test queued no reply for ${req.method} ${path} (request #${this.requests.length})`, type: "server_error", code: "no_reply_queued" },
