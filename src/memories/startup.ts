@@ -29,9 +29,9 @@ import { configPath, logsDir, memoriesDir, sessionsDir, stateDbPath } from "../h
 import { selfCommand } from "../protocol/child.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
-import { errorMessage } from "../util/result.ts";
-import { openStateDb } from "./db.ts";
-import { buildEngines } from "./engines.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
+import { openStateDb, type StateDb } from "./db.ts";
+import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";
 import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
 import { loadMemorySettings, parseMemorySettings, stateDbSpec, type MemorySettings } from "./settings.ts";
@@ -130,28 +130,25 @@ export function startStartupPass(o: StartupOptions & { sessionId: string }): Sta
 export function mayHaveWork(home: string, s: MemorySettings, env: Env, nowMs: number): boolean {
   const spec = stateDbSpec(home, s, undefined, env);
   if (spec !== stateDbPath(home) || existsSync(spec)) return true;
-  const oldest = nowMs - s.max_rollout_age_days * 86_400_000;
-  const newest = nowMs - s.min_rollout_idle_hours * 3_600_000;
-  let looked = 0;
-  const dirs = (dir: string) => {
+  return rolloutInWindow(sessionsDir(home), nowMs - s.max_rollout_age_days * 86_400_000, nowMs - s.min_rollout_idle_hours * 3_600_000);
+}
+
+/** Whether one of the newest PRECHECK_FILES rollouts under `root` (YYYY/MM/DD) was last written in [oldest, newest]. */
+function rolloutInWindow(root: string, oldest: number, newest: number): boolean {
+  const list = (dir: string, keep: (name: string) => boolean) => {
     try {
-      return readdirSync(dir).filter((n) => /^\d+$/.test(n)).sort().reverse();
+      return readdirSync(dir).filter(keep).sort().reverse();
     } catch {
       return [];
     }
   };
-  const root = sessionsDir(home);
-  for (const y of dirs(root))
-    for (const m of dirs(path.join(root, y)))
-      for (const d of dirs(path.join(root, y, m))) {
+  const dated = (n: string) => /^\d+$/.test(n);
+  let looked = 0;
+  for (const y of list(root, dated))
+    for (const m of list(path.join(root, y), dated))
+      for (const d of list(path.join(root, y, m), dated)) {
         const dir = path.join(root, y, m, d);
-        let names: string[];
-        try {
-          names = readdirSync(dir).filter((n) => n.startsWith("rollout-") && n.endsWith(".jsonl"));
-        } catch {
-          continue;
-        }
-        for (const n of names) {
+        for (const n of list(dir, (f) => f.startsWith("rollout-") && f.endsWith(".jsonl"))) {
           if (++looked > PRECHECK_FILES) return false;
           try {
             const t = statSync(path.join(dir, n)).mtimeMs;
@@ -227,81 +224,86 @@ function spawnPass(o: StartupOptions & { sessionId: string }, env: Env): Startup
 // ---------------------------------------------------------------------------------------------
 // In the pass's own process (`relay memories consolidate --startup <json>`).
 
-/** One pass; every word goes to the log. The exit code: 0 ran or skipped, 1 failed, 2 bad input. */
-export async function runStartupPass(home: string, arg: string, env: Env = process.env): Promise<number> {
-  const log = startupLog(home);
+interface PassInputs {
+  sessionId: string;
+  settings: MemorySettings;
+  engines: Engines;
+  offline: boolean;
+}
+
+/** The argument, config.toml with the session's provider settings on top, and the engines. */
+async function passInputs(home: string, arg: string, env: Env): Promise<Result<PassInputs>> {
   let parsed: PassArg;
   try {
     const p = PassArgSchema.safeParse(JSON.parse(arg));
-    if (!p.success) throw new Error(z.prettifyError(p.error));
+    if (!p.success) return err("usage", `bad ${STARTUP_FLAG} argument: ${z.prettifyError(p.error)}`);
     parsed = p.data;
   } catch (e) {
-    log(`bad ${STARTUP_FLAG} argument: ${errorMessage(e)}`);
-    return 2;
+    return err("usage", `bad ${STARTUP_FLAG} argument: ${errorMessage(e)}`);
   }
   const loaded = await loadConfig(home);
+  if ("error" in loaded) return loaded;
   const settings = await loadMemorySettings(home);
-  if ("error" in loaded || "error" in settings) {
-    log(`not run: ${"error" in loaded ? loaded.error.message : "error" in settings ? settings.error.message : ""}`);
-    return 2;
-  }
-  const s = settings.ok;
+  if ("error" in settings) return settings;
   const config = applyOverrides(loaded.ok.config, parsed.overrides as ConfigOverrides);
-  if ("error" in config) {
-    log(`not run: the session's settings: ${config.error.message}`);
-    return 2;
-  }
+  if ("error" in config) return err(config.error.code, `the session's settings: ${config.error.message}`);
   const offline = config.ok.model_provider === "scripted";
+  const s = settings.ok;
   const engines = buildEngines(home, config.ok, s, { extractor: s.extractor, consolidator: s.consolidator, offline }, env);
-  if ("error" in engines) {
-    log(`not run: ${engines.error.message}`);
+  if ("error" in engines) return engines;
+  return ok({ sessionId: parsed.session_id, settings: s, engines: engines.ok, offline });
+}
+
+/** One pass; every word goes to the log. The exit code: 0 ran or skipped, 1 failed, 2 bad input. */
+export async function runStartupPass(home: string, arg: string, env: Env = process.env): Promise<number> {
+  const log = startupLog(home);
+  const inputs = await passInputs(home, arg, env);
+  if ("error" in inputs) {
+    log(`not run: ${inputs.error.message}`);
     return 2;
   }
-  const opened = await openStateDb(stateDbSpec(home, s, undefined, env));
+  const opened = await openStateDb(stateDbSpec(home, inputs.ok.settings, undefined, env));
   if ("error" in opened) {
     log(`not run: ${opened.error.message}`);
     return 2;
   }
-  const state = opened.ok;
-  const workerId = newWorkerId();
-  let line: string;
-  let code = 0;
+  let end: { line: string; code: number };
   try {
-    const slot = await claimStartupSlot(state, { workerId, intervalSeconds: s.min_startup_interval_seconds, now: Math.floor(Date.now() / 1000) });
-    if ("error" in slot) {
-      line = `failed: ${slot.error.message}`;
-      code = 1;
-    } else if (slot.ok.kind === "skipped_interval") {
-      const ago = Math.max(0, Math.floor(Date.now() / 1000) - slot.ok.lastStartedAt);
-      line = `skipped: the last start-up pass began ${ago} s ago (min_startup_interval_seconds = ${s.min_startup_interval_seconds})`;
-    } else {
-      const { extractor, consolidator, extractorKind, consolidatorKind } = engines.ok;
-      log(`running for session ${parsed.session_id}: extractor=${extractorKind} consolidator=${consolidatorKind}${offline ? " (offline: the session is scripted)" : ""}, at most ${s.max_rollouts_per_startup} rollout(s)`);
-      const r = await consolidateMemories({
-        state,
-        relayHome: home,
-        memoriesRoot: memoriesDir(home),
-        settings: s,
-        extractor,
-        consolidator,
-        maxClaims: s.max_rollouts_per_startup,
-        excludeThreadId: parsed.session_id,
-        workerId,
-      });
-      if ("error" in r) {
-        line = `failed: ${r.error.message}`;
-        code = 1;
-      } else {
-        for (const l of leaseLines(r.ok)) log(l);
-        const failed = r.ok.phase2?.status === "failed" || (r.ok.phase1?.outcomes.some((x) => x.status === "failed") ?? false);
-        line = `${failed ? "failed" : "done"}: ${summaryLine(r.ok)}`;
-        code = failed ? 1 : 0;
-      }
-    }
+    end = await passWithDb(home, opened.ok, inputs.ok, log);
   } finally {
-    await state.close();
+    await opened.ok.close();
   }
   // Last, after the DB is closed: a reader of the log knows the pass has let go of everything.
-  log(line);
-  return code;
+  log(end.line);
+  return end.code;
+}
+
+/** The interval guard, then prune + phase 1 + phase 2; the line that ends the log of this pass. */
+async function passWithDb(home: string, state: StateDb, p: PassInputs, log: (text: string) => void): Promise<{ line: string; code: number }> {
+  const s = p.settings;
+  const workerId = newWorkerId();
+  const now = Math.floor(Date.now() / 1000);
+  const slot = await claimStartupSlot(state, { workerId, intervalSeconds: s.min_startup_interval_seconds, now });
+  if ("error" in slot) return { line: `failed: ${slot.error.message}`, code: 1 };
+  if (slot.ok.kind === "skipped_interval") {
+    const ago = Math.max(0, now - slot.ok.lastStartedAt);
+    return { line: `skipped: the last start-up pass began ${ago} s ago (min_startup_interval_seconds = ${s.min_startup_interval_seconds})`, code: 0 };
+  }
+  const { extractor, consolidator, extractorKind, consolidatorKind } = p.engines;
+  log(`running for session ${p.sessionId}: extractor=${extractorKind} consolidator=${consolidatorKind}${p.offline ? " (offline: the session is scripted)" : ""}, at most ${s.max_rollouts_per_startup} rollout(s)`);
+  const r = await consolidateMemories({
+    state,
+    relayHome: home,
+    memoriesRoot: memoriesDir(home),
+    settings: s,
+    extractor,
+    consolidator,
+    maxClaims: s.max_rollouts_per_startup,
+    excludeThreadId: p.sessionId,
+    workerId,
+  });
+  if ("error" in r) return { line: `failed: ${r.error.message}`, code: 1 };
+  for (const l of leaseLines(r.ok)) log(l);
+  const failed = r.ok.phase2?.status === "failed" || (r.ok.phase1?.outcomes.some((x) => x.status === "failed") ?? false);
+  return { line: `${failed ? "failed" : "done"}: ${summaryLine(r.ok)}`, code: failed ? 1 : 0 };
 }

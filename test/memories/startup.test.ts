@@ -3,11 +3,12 @@
  * and the pass's own log as the event to wait for (its last line comes after it closed the DB).
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { STAGE1_SYSTEM } from "../../src/memories/prompts.ts";
-import { startupLogPath } from "../../src/memories/startup.ts";
+import { defaultMemorySettings } from "../../src/memories/settings.ts";
+import { mayHaveWork, startupLogPath } from "../../src/memories/startup.ts";
 import { listOutputs, readStage1Job, upsertThreads } from "../../src/memories/store.ts";
 import { later, reply, startFakeModelServer, type Reply } from "../support/fake-model-server.ts";
 import { deferred, waitFor } from "../support/wait.ts";
@@ -84,6 +85,21 @@ describe("memories start-up pass", { skip: sqliteSkip }, () => {
     // The session writes the "started" line itself before it exits: its absence is final.
     assert.deepEqual(passLines(h), []);
     assert.equal(existsSync(h.dbFile), false);
+  });
+
+  test("no pass while there can be nothing to do: no state DB and no rollout old enough", async () => {
+    await using h = tempHome();
+    const s = defaultMemorySettings();
+    const env = { RELAY_MEMORIES_DB: "" };
+    assert.equal(mayHaveWork(h.home, s, env, Date.now()), false, "empty home");
+    writeRollout(h.home, { mtimeMs: Date.now() - HOUR });
+    assert.equal(mayHaveWork(h.home, s, env, Date.now()), false, "only a rollout younger than min_rollout_idle_hours");
+    assert.equal(mayHaveWork(h.home, s, { RELAY_MEMORIES_DB: "postgres://db.invalid/relay" }, Date.now()), true, "another DB may hold work");
+    writeFileSync(h.dbFile, "");
+    assert.equal(mayHaveWork(h.home, s, env, Date.now()), true, "a state DB may hold work");
+    rmSync(h.dbFile);
+    writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR });
+    assert.equal(mayHaveWork(h.home, s, env, Date.now()), true, "an idle rollout");
   });
 
   test("retention: the pass prunes stale unused stage-1 rows, and phase 2 drops their summary files", async () => {
