@@ -35,7 +35,7 @@ import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";
 import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
 import { loadMemorySettings, parseMemorySettings, stateDbSpec, type MemorySettings } from "./settings.ts";
-import { claimStartupSlot } from "./store.ts";
+import { claimStartupSlot } from "./store-startup.ts";
 
 /** The internal flag of `relay memories consolidate` that runs one start-up pass. */
 export const STARTUP_FLAG = "--startup";
