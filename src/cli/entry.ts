@@ -1,8 +1,12 @@
 /** Runs the relay command tree (everything but the sandbox helper, which src/main.ts starts itself). */
+import { logsDir, relayHome } from "../home/home.ts";
 import { applyPersonality } from "../package/personality.ts";
+import { Log, logSettingsFromEnv } from "../util/log.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import { buildProgram } from "./program.ts";
 import { ExitCode, UsageError } from "./usage.ts";
+
+const log = Log.create("cli");
 
 /** `relay frobnicate --help` must not answer with the main help and exit 0. */
 function unknownCommandWithHelp(program: ReturnType<typeof buildProgram>, argv: string[]): string | undefined {
@@ -12,7 +16,34 @@ function unknownCommandWithHelp(program: ReturnType<typeof buildProgram>, argv: 
   return known.includes(first) || first === "help" ? undefined : first;
 }
 
+/**
+ * This process's log, from the environment ($RELAY_HOME/logs, RELAY_LOG); `--verbose` changes
+ * it once the command line is parsed (program.ts). Opens nothing yet.
+ */
+export function configureLog(env: NodeJS.ProcessEnv = process.env): void {
+  const { settings, problems } = logSettingsFromEnv(env, logsDir(relayHome(env)));
+  Log.configure(settings);
+  for (const p of problems) process.stderr.write(`relay: ${p}\n`);
+}
+
+let crashing = false;
+
+/** The one report of an error nothing handled: a line on stderr, the stack in the log. */
+function unexpected(e: unknown): never {
+  if (crashing) process.exit(ExitCode.Failure);
+  crashing = true;
+  const message = e instanceof Error ? e.message : String(e);
+  log.error("unexpected error", { error: e instanceof Error ? e : String(e) });
+  const file = Log.filePath();
+  process.stderr.write(`relay: unexpected error: ${message}${file ? ` (details in ${file})` : ""}\n`);
+  if (!file && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
+  process.exit(ExitCode.Failure);
+}
+
 export function runCli(): void {
+  configureLog();
+  process.on("uncaughtException", unexpected);
+  process.on("unhandledRejection", unexpected);
   const program = buildProgram();
   const unknown = unknownCommandWithHelp(program, process.argv);
   if (unknown !== undefined) {
@@ -23,9 +54,8 @@ export function runCli(): void {
   // A packaged copy named relay-code-mode-host acts as `relay code-mode-host` (src/package/personality.ts).
   .parseAsync(applyPersonality(process.argv, process.execPath, currentRuntime() === "bun-compiled"))
   .catch((e: unknown) => {
-    const usage = e instanceof UsageError;
-    process.stderr.write(`relay: ${e instanceof Error ? e.message : String(e)}\n`);
-    if (!usage && process.env.RELAY_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
-    process.exit(usage ? ExitCode.Usage : ExitCode.Failure);
+    if (!(e instanceof UsageError)) unexpected(e);
+    process.stderr.write(`relay: ${e.message}\n`);
+    process.exit(ExitCode.Usage);
   });
 }

@@ -5,12 +5,14 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { Log, splitMirroredLines } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import { splitCommandLine } from "./command-line.ts";
 import { RpcPeer, type PeerOptions } from "./peer.ts";
 
 const STDERR_TAIL_BYTES = 8 * 1024;
+const log = Log.create("child");
 
 
 /** argv prefix that starts this program again; RELAY_SELF_COMMAND (a command line) overrides it. */
@@ -125,6 +127,12 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
     },
   });
   holder = new ChildPeer(peer, child, argv, exited);
+  log.info("spawned", { name, pid: child.pid });
+  void exited.then(({ code, signal }) => {
+    if (spawnError) log.warn("could not start", { name, error: spawnError });
+    else if (code === 0) log.info("exited", { name, pid: child.pid, code });
+    else log.warn("exited", { name, pid: child.pid, code, signal });
+  });
   // A spawn failure may never end stdout (Bun), and a grandchild can hold stdout open after
   // the child died: the child's own fate closes the connection too.
   child.once("error", (e) => peer.close(`could not start ${JSON.stringify(argv[0])}: ${e.message}`, true));
@@ -137,9 +145,23 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
     t.unref?.();
   });
   child.stderr!.setEncoding("utf8");
-  child.stderr!.on("data", (text: string) => {
+  // Log lines a child mirrors (RELAY_LOG, inherited) pass through to our stderr, and stay out
+  // of the tail kept for errors; the rest is the child's own stderr.
+  let held = "";
+  const other = (text: string) => {
+    if (!text) return;
     holder!.appendStderr(text);
     if (options.inheritStderr) process.stderr.write(text);
+  };
+  child.stderr!.on("data", (text: string) => {
+    const split = splitMirroredLines(held + text);
+    held = split.rest;
+    if (split.log) process.stderr.write(split.log);
+    other(split.other);
+  });
+  child.stderr!.on("end", () => {
+    other(held);
+    held = "";
   });
   // EPIPE on a dead child's stdin is reported through the peer's close reason.
   child.stdin!.on("error", () => {});
