@@ -4,7 +4,7 @@
  * 2 bad usage, config or state DB; 3 phase 2 did not run: another run holds the lock, success
  * cooldown, or retry backoff after a failure (try later).
  */
-import { Command, Option } from "@commander-js/extra-typings";
+import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { openStateDb, type StateDb } from "../memories/db.ts";
@@ -27,7 +27,7 @@ export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const
 
 const int = (name: string) => (v: string) => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
   return n;
 };
 
