@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Suites that need no PTY, bun:sqlite or compiler. */
-export const PORTABLE_DIRS = ["test/protocol", "test/model", "test/session", "test/infty", "test/codemode", "test/memories", "test/package", "test/executor/files", "test/executor/patch"];
+export const PORTABLE_DIRS = ["test/protocol", "test/model", "test/session", "test/infty", "test/codemode", "test/memories", "test/package", "test/executor/files", "test/executor/patch", "test/util"];
 
 function testFiles(): string[] {
   const out: string[] = [];

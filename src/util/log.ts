@@ -247,10 +247,11 @@ function cut(s: string, max: number): string {
 /** Errors that will not go away by trying again on the next line. */
 const PERMANENT = new Set(["EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR", "ELOOP", "ENAMETOOLONG"]);
 
-class LogFile {
+/** relay.log for one process (exported for tests: two of them on one path act as two processes). */
+export class LogFile {
   private fd: number | undefined;
   private ino = 0;
-  /** Set when the file cannot be written for good. */
+  /** Why the file cannot be written, for good. */
   private dead: string | undefined;
   /** The last reason the file could not be opened or written. */
   problem: string | undefined;
@@ -291,21 +292,29 @@ class LogFile {
 
   private open(): boolean {
     if (this.dead) return false;
-    const dir = path.dirname(this.path);
     try {
-      // Not recursive: a missing RELAY_HOME is created by the commands that use it, not by the log.
-      mkdirSync(dir, { mode: 0o700 });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") return this.failed(e);
-    }
-    try {
-      this.fd = openSync(this.path, "a", 0o600);
+      this.fd = this.openFile();
       this.ino = fstatSync(this.fd).ino;
       return true;
     } catch (e) {
       this.close();
       return this.failed(e);
     }
+  }
+
+  /** The file, creating its directory (0700) the first time; not RELAY_HOME, which the commands that use it create. */
+  private openFile(): number {
+    try {
+      return openSync(this.path, "a", 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+    try {
+      mkdirSync(path.dirname(this.path), { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    return openSync(this.path, "a", 0o600);
   }
 
   /**
@@ -315,9 +324,9 @@ class LogFile {
   private failed(e: unknown): false {
     const code = (e as NodeJS.ErrnoException).code ?? "";
     const first = this.problem === undefined;
-    this.problem = `cannot write ${this.path}: ${(e as Error).message}`;
+    this.problem = (e as Error).message;
     if (PERMANENT.has(code)) this.dead = this.problem;
-    if (first) this.onFail(this.problem);
+    if (first) this.onFail(`cannot write ${this.path}: ${this.problem}`);
     return false;
   }
 
