@@ -3,6 +3,9 @@ import { Command } from "@commander-js/extra-typings";
 import { CodeModeEngine } from "../codemode/engine.ts";
 import { serveCodeMode } from "../codemode/host.ts";
 import { runUntilClosed, serveStdio } from "../protocol/index.ts";
+import { Log } from "../util/log.ts";
+
+const log = Log.create("code-mode-host");
 
 export function codeModeHostCommand() {
   return new Command("code-mode-host")
@@ -25,7 +28,9 @@ closes. A host binary can be pointed to with RELAY_CODE_MODE_HOST_PATH.`,
     )
     .action(async () => {
       // Load QuickJS before reading requests, so every request finds its handler.
+      const t = performance.now();
       const engine = await CodeModeEngine.load();
+      log.debug("QuickJS loaded", { ms: Math.round(performance.now() - t) });
       const peer = serveStdio({ name: "code-mode-host" });
       const shutdown = serveCodeMode(peer, engine);
       await runUntilClosed(peer, shutdown);

@@ -7,6 +7,7 @@
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { Buffer } from "node:buffer";
+import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { FullOutputStore, OutputSpool, spooledPieces } from "./full-output.ts";
 import { HeadTailBuffer } from "./head-tail-buffer.ts";
@@ -20,6 +21,8 @@ import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";
 import { containerAlive, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
+
+const log = Log.create("executor");
 
 /** Whether sandboxed commands run in the executor's container, and why not when they do not. */
 export interface Containment {
@@ -117,8 +120,10 @@ export class ProcessManager {
         });
     if ("error" in spawned) {
       this.reserved.delete(id);
+      log.warn("spawn failed", { process_id: id, code: spawned.error.code, message: spawned.error.message });
       return spawned;
     }
+    log.debug("spawned", { process_id: id, pid: spawned.ok.pid, warm: warm ? true : undefined });
     const entry: Entry = {
       id,
       proc: spawned.ok,
@@ -250,7 +255,11 @@ export class ProcessManager {
     const self = selfCommand();
     if ("error" in self) return { detail: self.error.message };
     const started = await startContainer(self.ok);
-    if ("error" in started) return { detail: started.error.message };
+    if ("error" in started) {
+      log.warn("no container: sandboxed commands are tracked by marker and process group", { reason: started.error.message });
+      return { detail: started.error.message };
+    }
+    log.info("container started", { pid: started.ok.pid });
     this.containerPid = started.ok.pid;
     return { ref: started.ok, detail: "sandboxed commands run in the executor's pid namespace and end with it" };
   }

@@ -3,6 +3,8 @@
  * runs processes and file tools on this host, and applies the sandbox attempt it is given.
  */
 import os from "node:os";
+import path from "node:path";
+import { Log } from "../util/log.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -18,6 +20,8 @@ import type { SandboxPolicy } from "./sandbox/policy.ts";
 import { ptySupported } from "./spawn/index.ts";
 import { parseToolArgs, toolJsonSchema, type ExecutorTool } from "./tool.ts";
 import { z } from "zod";
+
+const log = Log.create("executor");
 
 export interface ExecutorServerOptions extends ManagerOptions {
   tools?: ExecutorTool[];
@@ -69,6 +73,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   const manager = new ProcessManager({
     ...options,
     onExit: (process_id, exit_code) => {
+      log.debug("process exited", { process_id, exit_code });
       peer.notify(ProcessExitedNotification, { process_id, exit_code });
       options.onExit?.(process_id, exit_code);
     },
@@ -76,6 +81,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
 
   peer.handle(ExecutorMethods.info, async () => {
     const sandbox = await probeSandbox();
+    log.debug("sandbox probed", { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail });
     const contained = sandbox.mechanism === "landlock" ? await manager.container() : undefined;
     const containment = contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(sandbox.mechanism) };
     return ok({
@@ -94,11 +100,20 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(ExecutorMethods.toolsList, () => ok({ tools: toolSpecs(tools) }));
 
   peer.handle(ExecutorMethods.exec, async (req) => {
+    // The program's name only: arguments may carry what the model put there.
+    const program = path.basename(req.command[0] ?? "");
     const sandbox = effectiveSandbox(req);
-    if ("error" in sandbox) return sandbox;
+    if ("error" in sandbox) {
+      log.info("command refused", { program, code: sandbox.error.code });
+      return sandbox;
+    }
     const container = sandbox.ok.mode === "danger-full-access" ? undefined : (await manager.container()).ref;
     const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env, container });
-    if ("error" in attempt) return attempt;
+    if ("error" in attempt) {
+      log.warn("sandbox refused", { program, mode: sandbox.ok.mode, code: attempt.error.code, message: attempt.error.message });
+      return attempt;
+    }
+    log.debug("exec", { program, mode: sandbox.ok.mode, mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps.length ? attempt.ok.gaps : undefined, tty: req.tty, warm: attempt.ok.warm ? true : undefined });
     return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env, warmLaunch: attempt.ok.warm });
   });
 
@@ -126,5 +141,6 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     return tool.execute(args.ok, { cwd: req.cwd, sandbox: req.sandbox, signal: ctx.signal });
   });
 
+  log.info("serving", { tools: tools.length + 2, pty: ptySupported() });
   return manager;
 }

@@ -6,6 +6,7 @@
  * already in a role's rollout is used, not asked for again, and a run whose deliverable was
  * accepted is complete, whatever else the crash cut short.
  */
+import { Log } from "../util/log.ts";
 import { parseJsonWith } from "../util/json.ts";
 import { z } from "zod";
 import type { ModelClient } from "../model/client.ts";
@@ -120,12 +121,15 @@ function rolePrompt(role: string): string {
   return VERIFIER_PROMPT;
 }
 
+const log = Log.create("infty");
+
 export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
   const opened = o.resume ? await reopenStore(o) : await createStore(o);
   if ("error" in opened) return opened;
   const store = opened.ok;
   o.report({ type: "run_started", run_id: store.id, dir: store.dir, resumed: Boolean(o.resume), objective: store.state.objective });
   await store.log({ type: "run_started", resumed: Boolean(o.resume), pid: process.pid });
+  log.info("run started", { run_id: store.id, resumed: Boolean(o.resume) });
   if (store.state.deliverable) return completeFromRecord(o, store);
   return new InftyRun(o, store).drive();
 }
@@ -170,6 +174,7 @@ async function completeFromRecord(o: InftyOptions, store: RunStore): Promise<Res
   const detail = store.state.status === "complete" ? "already complete; its deliverable passed the check again" : "verified deliverable accepted (marked complete on resume)";
   if (store.state.status !== "complete") await store.update({ status: "complete", status_detail: "verified deliverable accepted", pending: null, inflight: null });
   await store.log({ type: "run_finished", status: "complete", detail });
+  log.info("run finished", { run_id: store.id, status: "complete" });
   o.report({ type: "run_finished", run_id: store.id, status: "complete", detail, deliverable: d.path, summary: d.summary });
   return ok({ runId: store.id, dir: store.dir, status: "complete", detail, deliverable: d.path, summary: d.summary });
 }
@@ -462,6 +467,7 @@ class InftyRun {
     const now = Date.now();
     await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat) });
     await this.store.log({ type: "run_finished", status, detail });
+    log.info("run finished", { run_id: this.store.id, status, detail });
     for (const s of this.hub.sessions(this.store.id)) {
       await s.handle.close();
       this.hub.unregister(this.store.id, s.role);

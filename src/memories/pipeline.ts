@@ -1,4 +1,5 @@
 /** One `relay memories consolidate` run: prune, phase 1, phase 2; returns a report value. */
+import { Log } from "../util/log.ts";
 import type { Result } from "../util/result.ts";
 import { ok } from "../util/result.ts";
 import type { Consolidator } from "./consolidate.ts";
@@ -32,6 +33,8 @@ export interface ConsolidateOptions {
   signal?: AbortSignal;
 }
 
+const log = Log.create("memories");
+
 export interface ConsolidateReport {
   pruned: number;
   phase1?: Phase1Report;
@@ -40,6 +43,14 @@ export interface ConsolidateReport {
 }
 
 export async function consolidateMemories(o: ConsolidateOptions): Promise<Result<ConsolidateReport>> {
+  log.info("consolidation started", { phase1: !o.skipPhase1, phase2: !o.skipPhase2 });
+  const r = await consolidate(o);
+  if ("error" in r) log.warn("consolidation failed", { code: r.error.code, message: r.error.message });
+  else log.info("consolidation ended", { summary: summaryLine(r.ok) });
+  return r;
+}
+
+async function consolidate(o: ConsolidateOptions): Promise<Result<ConsolidateReport>> {
   const now = o.now ?? Date.now;
   const workerId = o.workerId ?? newWorkerId();
   const s = o.settings;

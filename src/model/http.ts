@@ -4,6 +4,7 @@
  * seen no output; after that a failure surfaces as a ModelError.
  */
 import { z } from "zod";
+import { Log } from "../util/log.ts";
 import { ModelError, type ModelEvent } from "./client.ts";
 import { parseSse, type SseEvent } from "./sse.ts";
 
@@ -67,6 +68,24 @@ export function endpointUrl(baseUrl: string, path: string): string {
   return `${baseUrl.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`;
 }
 
+const log = Log.create("model");
+
+/** Where a request went, for the log: no credentials a URL might carry, no query. */
+function logUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "(unparsable url)";
+  }
+}
+
+/** A request's final failure, logged (code, status and message; never the body or the key). */
+function failed(e: ModelError, url: string, attempts: number): ModelError {
+  log.warn("request failed", { url: logUrl(url), code: e.code, status: e.status, attempts, message: e.message });
+  return e;
+}
+
 /** POSTs `body` to `{baseUrl}/{path}` and streams the parsed events, retrying as configured. */
 export async function* streamWithRetry(
   opts: TransportOptions,
@@ -79,7 +98,7 @@ export async function* streamWithRetry(
   const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const url = endpointUrl(opts.baseUrl, path);
   if (opts.requireApiKey && !opts.apiKey) {
-    throw new ModelError("auth", `No API key for ${opts.baseUrl}: set the ${opts.apiKeyEnv ?? "OPENAI_API_KEY"} environment variable.`);
+    throw failed(new ModelError("auth", `No API key for ${opts.baseUrl}: set the ${opts.apiKeyEnv ?? "OPENAI_API_KEY"} environment variable.`), url, 0);
   }
   const headers: Record<string, string> = {
     "content-type": "application/json",
@@ -93,6 +112,7 @@ export async function* streamWithRetry(
   let yieldedItem = false;
   for (let attempt = 0; ; attempt++) {
     throwIfAborted(signal);
+    if (log.enabled("debug")) log.debug("request", { url: logUrl(url), model: opts.model, attempt: attempt + 1, bytes: payload.length });
     const watch = new AttemptWatch(idleMs, signal);
     let failure: RetryableError;
     try {
@@ -119,20 +139,21 @@ export async function* streamWithRetry(
     } catch (e) {
       throwIfAborted(signal);
       if (watch.idle && !(e instanceof ModelError)) e = watch.idleError(url);
-      if (!(e instanceof RetryableError)) throw e;
+      if (!(e instanceof RetryableError)) throw e instanceof ModelError ? failed(e, url, attempt + 1) : e;
       failure = e;
     } finally {
       watch.dispose();
     }
     if (yieldedItem) {
       const code = failure.error.code === "network" ? "stream" : failure.error.code;
-      throw new ModelError(code, `${failure.error.message} (after part of the answer had arrived whole, so not retried)`, failure.error.status);
+      throw failed(new ModelError(code, `${failure.error.message} (after part of the answer had arrived whole, so not retried)`, failure.error.status), url, attempt + 1);
     }
     if (attempt >= policy.maxRetries) {
       const tries = policy.maxRetries === 0 ? "retries are off" : `gave up after ${policy.maxRetries} ${policy.maxRetries === 1 ? "retry" : "retries"}`;
-      throw new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status);
+      throw failed(new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status), url, attempt + 1);
     }
     const delayMs = failure.retryAfterMs !== undefined ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs) : backoffDelay(policy, attempt + 1);
+    log.warn("retrying", { url: logUrl(url), attempt: attempt + 1, delay_ms: Math.round(delayMs), code: failure.error.code, status: failure.error.status, reason: failure.error.message });
     yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message, ...(yieldedDeltas ? { discardPartial: true } : {}) };
     yieldedDeltas = false;
     await sleep(delayMs, signal);

@@ -7,6 +7,7 @@
  * Asking needs a terminal; without one the request is refused with a clear message.
  */
 import { createInterface } from "node:readline/promises";
+import { Log } from "../util/log.ts";
 import { commandSafety } from "./command-safety.ts";
 import type { ApprovalPolicy } from "./config.ts";
 
@@ -84,6 +85,8 @@ export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, o
   };
 }
 
+const log = Log.create("session");
+
 /** Remembers "always" answers for the rest of the session, per kind and summary. */
 export class ApprovalCache {
   private readonly always = new Set<string>();
@@ -97,6 +100,8 @@ export class ApprovalCache {
     const key = `${req.kind}\0${req.summary}`;
     if (this.always.has(key) || this.always.has(`${req.kind}\0*`)) return "approved";
     const d = await this.approver.ask(req);
+    // The kind and the answer only: the summary is the model's command or patch.
+    log.info("approval", { kind: req.kind, decision: d, interactive: this.approver.interactive });
     if (d === "approved_for_session") this.always.add(key);
     return d;
   }

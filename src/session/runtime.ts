@@ -11,6 +11,7 @@ import { createModelClient } from "../model/factory.ts";
 import { userMessage, type ResponseItem } from "../model/items.ts";
 import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { AgentSession, type TurnOutcome } from "./agent.ts";
@@ -32,6 +33,7 @@ import { CodeModeTools } from "./code-mode.ts";
 import { withHeartbeat, type HeartbeatSettings } from "./waiting.ts";
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
+const log = Log.create("session");
 export { parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
 
 
@@ -156,6 +158,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     const rollout = writer.ok;
     rolloutToClose = rollout;
     o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed && !resumed.fork), ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
+    log.info("session started", { session_id: rollout.id, model: o.config.model, provider: model.ok.provider, resumed: Boolean(resumed && !resumed.fork), forked: Boolean(resumed?.fork), executor: started.ok.name, remote: started.ok.remote, sandbox: o.config.sandbox_mode });
     const skills = await listSkills(o, started.ok);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
     const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
@@ -342,6 +345,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
       const preamble = [...p.context.splice(0), ...(await skillPreamble(prompt ?? "", p.skills, p.executor.peer, o.emit))];
       try {
         const outcome = await agent.runTurn(prompt, signal, preamble);
+        log.info("turn ended", { session_id: rollout.id, status: outcome.status, steps: outcome.steps });
         if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
           const used = await o.memories.recordCitations(o.home, outcome.finalMessage);
           if ("error" in used) o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
@@ -351,6 +355,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
         await rollout.flush();
         const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
         const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
+        log.warn("turn failed", { session_id: rollout.id, code, error: e as Error });
         o.emit({ type: "error", code, message });
         return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });
       }
@@ -358,6 +363,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
     async close() {
       if (closed) return;
       closed = true;
+      log.info("session ended", { session_id: rollout.id });
       // An open handle would be closed by GC, which Bun reports as an error.
       await rollout.close();
       await p.codeMode?.close();

@@ -6,7 +6,10 @@ import { ExecutorMethods } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import { Log } from "../util/log.ts";
 import type { RelayConfig } from "./config.ts";
+
+const log = Log.create("session");
 
 /** The policy a session's commands run under in `cwd` (also what `relay doctor` checks). */
 export function sessionSandboxPolicy(config: RelayConfig, cwd: string, confineWrites = false): SandboxPolicy {
@@ -28,6 +31,14 @@ export interface SandboxState {
 }
 
 export async function checkSandbox(peer: RpcPeer, policy: SandboxPolicy, cwd: string, env: Record<string, string>): Promise<SandboxState> {
+  const state = await askExecutor(peer, policy, cwd, env);
+  const fields = { mode: policy.mode, mechanism: state.mechanism, gaps: state.gaps.length ? state.gaps : undefined };
+  if (state.refused) log.warn("sandbox refused for the session", { ...fields, reason: state.refused });
+  else log.info("sandbox", fields);
+  return state;
+}
+
+async function askExecutor(peer: RpcPeer, policy: SandboxPolicy, cwd: string, env: Record<string, string>): Promise<SandboxState> {
   const r = await peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy, cwd, env }, { timeoutMs: 30_000 });
   if ("ok" in r) return { mechanism: r.ok.mechanism, gaps: r.ok.gaps };
   // An older executor without the method: its commands will say for themselves.
