@@ -4,6 +4,7 @@ import { Command } from "@commander-js/extra-typings";
 import { doctorReport, runDoctorChecks, type DoctorCheck } from "../session/doctor.ts";
 import { relayHome } from "../home/home.ts";
 import { checkWorkingDir } from "../session/preflight.ts";
+import { Log } from "../util/log.ts";
 import { ExitCode } from "./usage.ts";
 
 const STATUS_WIDTH = "missing".length + 2;
@@ -25,6 +26,16 @@ export function renderDoctorChecks(checks: readonly DoctorCheck[]): string {
   const note = warnings ? ` (${warnings} optional check(s) not ok)` : "";
   lines.push(failed.length === 0 ? `all required checks passed${note}` : `${failed.length} required check(s) failed: ${failed.map((c) => c.name).join(", ")}${note}`);
   return lines.join("\n") + "\n";
+}
+
+/** Where this relay logs (after the home check, which may have just created RELAY_HOME). */
+export function logCheck(): DoctorCheck {
+  const name = "logs";
+  const file = Log.fileStatus();
+  if (!file) return { name, status: "warn", detail: "no log file is configured", required: false };
+  if (file.writing) return { name, status: "ok", detail: file.path, required: false };
+  const fix = `make ${path.dirname(file.path)} writable, or set RELAY_HOME to a writable directory; relay runs on without a log file`;
+  return { name, status: "warn", detail: `${file.path} cannot be written (${file.problem})`, fix, required: false };
 }
 
 export function doctorCommand() {
@@ -49,6 +60,7 @@ Each check is ok, missing or warn, and says how to fix what is not ok. Checks, i
   executor           relay executor starts and answers executor/info
   code-mode host     relay code-mode-host starts and answers codemode/hello
   git                git on PATH (optional)
+  logs               the log file, $RELAY_HOME/logs/relay.log (optional: relay runs without it)
 
 RELAY_SANDBOX_SIMULATE (comma separated: landlock-abi=N, no-userns, no-seccomp) makes the
 probes report a weaker kernel, to see what relay would do there.
@@ -61,7 +73,7 @@ Exit codes: 0 every required check is ok; 1 a required check is not ok; 2 bad us
         process.stderr.write(`relay: ${dir.error.message}\n`);
         process.exit(ExitCode.Usage);
       }
-      const checks = await runDoctorChecks({ home: relayHome(), env: process.env, ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}) });
+      const checks = [...(await runDoctorChecks({ home: relayHome(), env: process.env, ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}) })), logCheck()];
       const report = doctorReport(checks);
       process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : renderDoctorChecks(checks));
       process.exit(report.ok ? ExitCode.Ok : ExitCode.Failure);

@@ -87,9 +87,15 @@ describe("relay doctor", () => {
     const rep = report(runs.normal);
     assert.deepEqual(
       rep.checks.map((c) => c.name),
-      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "config", "model credentials", "executor", "containment", "code-mode host", "git"],
+      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "config", "model credentials", "executor", "containment", "code-mode host", "git", "logs"],
     );
     assert.equal(find(rep, "bubblewrap").required, false);
+  });
+
+  test("names the log file, in the home it checked (created now if it was missing)", () => {
+    const logs = find(report(runs.noKey), "logs");
+    assert.deepEqual([logs.status, logs.required, logs.detail], ["ok", false, path.join(root, "no-key", "logs", "relay.log")]);
+    assert.match(runs.keyHuman.stdout, new RegExp(`^ok +logs +${path.join(root, "key-human", "logs", "relay.log").replace(/[.]/g, "\\.")}$`, "m"));
   });
 
   test("a kernel without Landlock and no bubblewrap: the sandbox is missing and required", () => {
