@@ -40,11 +40,12 @@ function unexpected(e: unknown): never {
   process.exit(ExitCode.Failure);
 }
 
-export function runCli(): void {
+/** `build` makes the command tree (tests add commands to it). */
+export function runCli(build: () => ReturnType<typeof buildProgram> = buildProgram): void {
   configureLog();
   process.on("uncaughtException", unexpected);
   process.on("unhandledRejection", unexpected);
-  const program = buildProgram();
+  const program = build();
   const unknown = unknownCommandWithHelp(program, process.argv);
   if (unknown !== undefined) {
     process.stderr.write(`relay: unknown command '${unknown}'; the commands are: ${program.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden).map((c) => c.name()).join(", ")} (see relay --help)\n`);
