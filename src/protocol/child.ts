@@ -112,7 +112,10 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
   let holder: ChildPeer | undefined;
   const peer = new RpcPeer(child.stdout!, child.stdin!, {
     // Bad frames from a child are a bug worth seeing, whoever started it.
-    onProtocolError: (m) => process.stderr.write(`relay: ${m}\n`),
+    onProtocolError: (m) => {
+      log.warn("protocol error", { message: m });
+      process.stderr.write(`relay: ${m}\n`);
+    },
     ...options,
     name,
     describeEnd: async () => {

@@ -2,7 +2,10 @@
  * Server side of a child peer: the protocol owns stdout, so anything else that would print
  * there is sent to stderr instead. Resolves when the parent closes our stdin.
  */
+import { Log } from "../util/log.ts";
 import { RpcPeer, type PeerOptions } from "./peer.ts";
+
+const log = Log.create("protocol");
 
 export function serveStdio(options: PeerOptions = {}): RpcPeer {
   const toStderr = (...args: unknown[]) => process.stderr.write(args.map(String).join(" ") + "\n");
@@ -10,7 +13,10 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
   console.info = toStderr;
   console.debug = toStderr;
   return new RpcPeer(process.stdin, process.stdout, {
-    onProtocolError: (m) => process.stderr.write(`relay: ${m}\n`),
+    onProtocolError: (m) => {
+      log.warn("protocol error", { message: m });
+      process.stderr.write(`relay: ${m}\n`);
+    },
     ...options,
   });
 }
@@ -23,6 +29,7 @@ export async function runUntilClosed(peer: RpcPeer, cleanup?: () => Promise<void
   const reason = await peer.closed;
   if (cleanup) await cleanup();
   if (peer.failed) {
+    log.error("stopped", { peer: peer.name, reason });
     process.stderr.write(`relay: ${peer.name} stopped: ${reason}\n`);
     process.exit(1);
   }
