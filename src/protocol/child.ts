@@ -82,19 +82,14 @@ export class ChildPeer {
   }
 }
 
-/** Spawns `argv` and speaks the protocol over its stdin/stdout. */
-export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {}): Result<ChildPeer> {
-  if (argv.length === 0) return err("invalid_command_line", "the command line is empty");
-  let child: ChildProcess;
-  try {
-    child = spawn(argv[0]!, argv.slice(1), {
-      cwd: options.cwd,
-      env: options.env ?? process.env,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-  } catch (e) {
-    return err("spawn_failed", `could not start ${argv[0]}: ${(e as Error).message}`);
-  }
+/** How a child ended, once known; `exited` settles on exit or on a failed start. */
+interface ChildFate {
+  exited: Promise<ChildExit>;
+  exit(): ChildExit | undefined;
+  spawnError(): Error | undefined;
+}
+
+function watchFate(child: ChildProcess): ChildFate {
   let exitInfo: ChildExit | undefined;
   let spawnError: Error | undefined;
   const exited = new Promise<ChildExit>((resolve) => {
@@ -108,53 +103,56 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
       resolve(exitInfo);
     });
   });
-  const name = options.name ?? argv[0]!;
-  let holder: ChildPeer | undefined;
-  const peer = new RpcPeer(child.stdout!, child.stdin!, {
-    // Bad frames from a child are a bug worth seeing, whoever started it.
-    onProtocolError: (m) => {
-      log.warn("protocol error", { message: m });
-      process.stderr.write(`relay: ${m}\n`);
-    },
-    ...options,
-    name,
-    describeEnd: async () => {
-      // The exit status usually arrives right after stdout closes; wait briefly for it.
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 500))]);
-      const parts: string[] = [];
-      if (spawnError) parts.push(`could not start ${JSON.stringify(argv[0])}: ${spawnError.message}`);
-      else if (exitInfo) parts.push(exitInfo.signal ? `process killed by ${exitInfo.signal}` : `process exited with code ${exitInfo.code}`);
-      const tail = holder?.stderr.trim();
-      if (tail) parts.push(`last stderr: ${tail.slice(-1000)}`);
-      return parts.join("; ");
-    },
-  });
-  holder = new ChildPeer(peer, child, argv, exited);
+  return { exited, exit: () => exitInfo, spawnError: () => spawnError };
+}
+
+/** Why the connection ended: the start failure or exit status, and the stderr tail. */
+async function describeChildEnd(argv: readonly string[], fate: ChildFate, stderrTail: () => string | undefined): Promise<string> {
+  // The exit status usually arrives right after stdout closes; wait briefly for it.
+  await Promise.race([fate.exited, new Promise((r) => setTimeout(r, 500))]);
+  const parts: string[] = [];
+  const spawnError = fate.spawnError();
+  const exitInfo = fate.exit();
+  if (spawnError) parts.push(`could not start ${JSON.stringify(argv[0])}: ${spawnError.message}`);
+  else if (exitInfo) parts.push(exitInfo.signal ? `process killed by ${exitInfo.signal}` : `process exited with code ${exitInfo.code}`);
+  const tail = stderrTail()?.trim();
+  if (tail) parts.push(`last stderr: ${tail.slice(-1000)}`);
+  return parts.join("; ");
+}
+
+/** The child's end closes the connection too, and both are logged. */
+function closeWithChild(child: ChildProcess, peer: RpcPeer, holder: ChildPeer, name: string, fate: ChildFate): void {
   log.info("spawned", { name, pid: child.pid });
-  void exited.then(({ code, signal }) => {
+  void fate.exited.then(({ code, signal }) => {
+    const spawnError = fate.spawnError();
     if (spawnError) log.warn("could not start", { name, error: spawnError });
     else if (code === 0) log.info("exited", { name, pid: child.pid, code });
     else log.warn("exited", { name, pid: child.pid, code, signal });
   });
   // A spawn failure may never end stdout (Bun), and a grandchild can hold stdout open after
   // the child died: the child's own fate closes the connection too.
-  child.once("error", (e) => peer.close(`could not start ${JSON.stringify(argv[0])}: ${e.message}`, true));
+  child.once("error", (e) => peer.close(`could not start ${JSON.stringify(holder.argv[0])}: ${e.message}`, true));
   child.once("exit", (code, signal) => {
     const t = setTimeout(() => {
       const how = signal ? `process killed by ${signal}` : `process exited with code ${code}`;
-      const tail = holder?.stderr.trim();
+      const tail = holder.stderr.trim();
       peer.close(tail ? `${how}; last stderr: ${tail.slice(-1000)}` : how, code !== 0);
     }, 1000);
     t.unref?.();
   });
+}
+
+/**
+ * Log lines a child mirrors (RELAY_LOG, inherited) pass through to our stderr, and stay out of
+ * the tail kept for errors; the rest is the child's own stderr.
+ */
+function pipeChildStderr(child: ChildProcess, holder: ChildPeer, inherit: boolean | undefined): void {
   child.stderr!.setEncoding("utf8");
-  // Log lines a child mirrors (RELAY_LOG, inherited) pass through to our stderr, and stay out
-  // of the tail kept for errors; the rest is the child's own stderr.
   let held = "";
   const other = (text: string) => {
     if (!text) return;
-    holder!.appendStderr(text);
-    if (options.inheritStderr) process.stderr.write(text);
+    holder.appendStderr(text);
+    if (inherit) process.stderr.write(text);
   };
   child.stderr!.on("data", (text: string) => {
     const split = splitMirroredLines(held + text);
@@ -166,6 +164,33 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
     other(held);
     held = "";
   });
+}
+
+/** Spawns `argv` and speaks the protocol over its stdin/stdout. */
+export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {}): Result<ChildPeer> {
+  if (argv.length === 0) return err("invalid_command_line", "the command line is empty");
+  let child: ChildProcess;
+  try {
+    child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+  } catch (e) {
+    return err("spawn_failed", `could not start ${argv[0]}: ${(e as Error).message}`);
+  }
+  const fate = watchFate(child);
+  const name = options.name ?? argv[0]!;
+  let holder: ChildPeer | undefined;
+  const peer = new RpcPeer(child.stdout!, child.stdin!, {
+    // Bad frames from a child are a bug worth seeing, whoever started it.
+    onProtocolError: (m) => {
+      log.warn("protocol error", { message: m });
+      process.stderr.write(`relay: ${m}\n`);
+    },
+    ...options,
+    name,
+    describeEnd: () => describeChildEnd(argv, fate, () => holder?.stderr),
+  });
+  holder = new ChildPeer(peer, child, argv, fate.exited);
+  closeWithChild(child, peer, holder, name, fate);
+  pipeChildStderr(child, holder, options.inheritStderr);
   // EPIPE on a dead child's stdin is reported through the peer's close reason.
   child.stdin!.on("error", () => {});
   return ok(holder);
