@@ -68,6 +68,6 @@ describe("relay CLI", () => {
     assert.match(bad.stderr, /executor check failed: .*could not start "\/nonexistent\/relay"/);
     const unterminated = relay(["executor", "--check", "--executor", "ssh 'host"]);
     assert.equal(unterminated.status, 2);
-    assert.match(unterminated.stderr, /unterminated ' quote/);
+    assert.match(unterminated.stderr, /cannot split the command line `ssh 'host`: unterminated '/);
   });
 });
