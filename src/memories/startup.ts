@@ -29,6 +29,7 @@ import { configPath, logsDir, memoriesDir, sessionsDir, stateDbPath } from "../h
 import { selfCommand } from "../protocol/child.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
+import { Log } from "../util/log.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { openStateDb, type StateDb } from "./db.ts";
 import { buildEngines, type Engines } from "./engines.ts";
@@ -57,9 +58,12 @@ function logLine(text: string, pid = process.pid): string {
   return `${new Date().toISOString()} relay memories start-up [pid ${pid}]: ${text}\n`;
 }
 
-/** Appends a line to the start-up log; never throws (a pass must not fail for its log). */
+const relayLog = Log.create("memories-startup");
+
+/** Appends a line to the start-up log, and to relay.log; never throws (a pass must not fail for its log). */
 export function startupLog(home: string): (text: string) => void {
   return (text) => {
+    relayLog.info(text);
     try {
       mkdirSync(logsDir(home), { recursive: true, mode: 0o700 });
       appendFileSync(startupLogPath(home), logLine(text), { mode: 0o600 });

@@ -172,6 +172,11 @@ describe("relay run --resume without an id", () => {
     assert.equal(r.status, 2);
     assert.match(r.stderr, /--resume without an id picks a session on a terminal.*pass an id .* or last/);
     assert.equal(h.server.requests.length, 1, "nothing was sent");
+    // The prompt written right after --resume is taken as its id: said, with the order that works.
+    const swapped = await relay(h, ["run", "--resume", "fix the tests"]);
+    assert.equal(swapped.status, 2);
+    assert.match(swapped.stderr, /--resume took "fix the tests" for a session id.*relay run "fix the tests" --resume/);
+    assert.equal(h.server.requests.length, 1, "nothing was sent");
   });
 
   const noPty = skipBecause("the --resume picker on a PTY", bunPtyAvailable() ? false : "PTYs need Bun");

@@ -169,14 +169,20 @@ describe("Chat Completions client", () => {
     assert.equal(events.at(-1)!.type, "completed");
   });
 
-  test("an error chunk after output is a ModelError with the server message", async () => {
+  test("an error chunk after text is retried with the partial text dropped; with retries off it is a ModelError with the server message", async () => {
     await using server = await startFakeModelServer();
+    server.enqueue(errorMidStream({ message: "CUDA out of memory" }), reply().text("recovered"));
+    const retried = await drain(client(server).stream(request()));
+    assert.equal(retried.error, undefined);
+    const retry = retried.events.find((e) => e.type === "retrying");
+    assert.ok(retry && retry.type === "retrying" && retry.discardPartial && /CUDA out of memory/.test(retry.reason), JSON.stringify(retry));
+    assert.equal(text(retried.events.slice(retried.events.indexOf(retry) + 1)), "recovered");
     server.enqueue(errorMidStream({ message: "CUDA out of memory" }));
-    const { events, error } = await drain(client(server).stream(request()));
+    const { events, error } = await drain(client(server, { retry: { maxRetries: 0 } }).stream(request()));
     assert.ok(text(events).length > 0);
     assert.ok(error instanceof ModelError);
     assert.match(error.message, /CUDA out of memory/);
-    assert.equal(server.requests.length, 1);
+    assert.equal(server.requests.length, 3);
   });
 
   test("tolerates single-newline framing and whole calls without index or id", async () => {
