@@ -27,7 +27,7 @@ process.stderr.write(`demo workspace: ${workspace}\n(scripted model: the model's
 
 /** Runs the session, showing its output as it comes and keeping a copy to check. */
 function runSession(): Promise<{ status: number | null; transcript: string }> {
-  const child = spawn(relay[0]!, [...relay.slice(1), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RELAY_DETERMINISTIC_IDS: "1" } });
+  const child = spawn(relay[0]!, [...relay.slice(1), ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let transcript = "";
   child.stdout.on("data", (d: Buffer) => ((transcript += d.toString()), process.stdout.write(d)));
   child.stderr.on("data", (d: Buffer) => ((transcript += d.toString()), process.stderr.write(d)));

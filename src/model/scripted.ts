@@ -92,6 +92,30 @@ export function estimateUsage(request: ModelRequest, turn: ScriptTurn): TokenUsa
   return { input_tokens: input, output_tokens: output, total_tokens: input + output };
 }
 
+/** A script argument that stands for the session ID of the newest running process the model was told of. */
+export const LAST_SESSION_ID = "$last_session_id";
+
+/**
+ * The newest "session ID N" in the tool outputs the request carries: process ids are random
+ * (outside tests), so a script cannot write one down.
+ */
+function lastSessionId(request: ModelRequest): number | undefined {
+  for (let i = request.input.length - 1; i >= 0; i--) {
+    const item = request.input[i]!;
+    if (item.type !== "function_call_output" && item.type !== "custom_tool_call_output") continue;
+    const output = (item as { output: unknown }).output;
+    const m = /session ID (\d+)/.exec(typeof output === "string" ? output : JSON.stringify(output));
+    if (m) return Number(m[1]);
+  }
+  return undefined;
+}
+
+function resolveArguments(args: Record<string, unknown>, request: ModelRequest): Record<string, unknown> {
+  if (!Object.values(args).includes(LAST_SESSION_ID)) return args;
+  const id = lastSessionId(request);
+  return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, v === LAST_SESSION_ID ? (id ?? v) : v]));
+}
+
 export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModelClient {
   if (!opts.script && !opts.scriptPath) throw new ModelError("script", "The scripted model needs a script: set scriptPath to a JSON script file.");
   let script: Promise<Script> | undefined = opts.script ? Promise.resolve(parseScript(opts.script)) : undefined;
@@ -134,7 +158,7 @@ export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModel
       await pause();
       const callId = `call_scripted_${n + 1}_${i + 1}`;
       if ("input" in call) yield { type: "item", item: { type: "custom_tool_call", name: call.name, input: call.input, call_id: callId } };
-      else yield { type: "item", item: { type: "function_call", name: call.name, arguments: JSON.stringify(call.arguments), call_id: callId } };
+      else yield { type: "item", item: { type: "function_call", name: call.name, arguments: JSON.stringify(resolveArguments(call.arguments, request)), call_id: callId } };
     }
     throwIfAborted(signal);
     const usage: TokenUsage = turn.usage

@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { ModelError, type ModelEvent, type ModelRequest } from "../../src/model/client.ts";
 import { userMessage } from "../../src/model/items.ts";
-import { createScriptedClient, estimateUsage, scriptDeltas } from "../../src/model/scripted.ts";
+import { createScriptedClient, estimateUsage, LAST_SESSION_ID, scriptDeltas } from "../../src/model/scripted.ts";
 import { drain } from "../support/fake-model-server.ts";
 
 const REQUEST: ModelRequest = { model: "scripted", instructions: "Be a demo.", input: [userMessage("make hello.py")], tools: [], parallelToolCalls: true };
@@ -32,6 +32,20 @@ const SCRIPT = {
 };
 
 describe("scripted provider", () => {
+  test("$last_session_id stands for the newest running process the request's tool outputs name", async () => {
+    const write = { name: "write_stdin", arguments: { session_id: LAST_SESSION_ID, chars: "y\n" } };
+    const model = createScriptedClient({ script: { turns: [{ tool_calls: [write] }, { tool_calls: [write] }] } });
+    const outputs = (ids: number[]) => ids.map((id, i) => ({ type: "function_call_output" as const, call_id: `c${i}`, output: `Chunk ID: ab12cd\nProcess running with session ID ${id}\nOutput:\n` }));
+    const args = async (input: ModelRequest["input"]) => {
+      const { events } = await drain(model.stream({ ...REQUEST, input }));
+      const call = events.find((e) => e.type === "item" && e.item.type === "function_call");
+      return JSON.parse((call as { item: { arguments: string } }).item.arguments) as Record<string, unknown>;
+    };
+    assert.deepEqual(await args([userMessage("go"), ...outputs([1234, 56789])]), { session_id: 56789, chars: "y\n" });
+    // Nothing to stand for: the placeholder is sent as written, and the tool says it is not a session id.
+    assert.deepEqual(await args([userMessage("go")]), { session_id: LAST_SESSION_ID, chars: "y\n" });
+  });
+
   test("replays one turn per stream() call: deltas, items, completed", async () => {
     await using s = await scriptFile(JSON.stringify(SCRIPT));
     const model = createScriptedClient({ scriptPath: s.file });
