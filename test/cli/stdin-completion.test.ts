@@ -1,27 +1,17 @@
 /** `relay run -` and piped prompts; `relay completion bash|zsh|fish` checked by a real bash. */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { commandNodes } from "../../src/cli/completion.ts";
 import { buildProgram } from "../../src/cli/program.ts";
 import { findOnPath } from "../../src/util/which.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { relayArgv } from "../support/self.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { skipBecause } from "../support/skip.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 
-/** Runs relay with `stdin` written to its standard input, then closed. */
-function relayWithStdin(args: string[], stdin: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const [cmd, ...pre] = relayArgv();
-  const child = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-  child.stdin.end(stdin);
-  return new Promise((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
-}
+const relayWithStdin = (args: string[], stdin: string, env: NodeJS.ProcessEnv) => runRelayAsync(args, env, stdin);
 
 describe("the prompt from stdin", () => {
   test("`relay run -` and a piped prompt without an argument both reach the model; an argument wins over stdin", async () => {

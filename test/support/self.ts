@@ -21,12 +21,14 @@ export function useSourceRelay(): void {
  * Runs relay with `args` and collects its output. Async on purpose: tests often serve a fake
  * model from their own process, which must keep answering while relay runs.
  */
-export function runRelayAsync(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runRelayAsync(args: string[], env: NodeJS.ProcessEnv = process.env, stdin?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const [cmd, ...pre] = relayArgv();
-  const child = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  // With `stdin`, it is written to relay's standard input, then closed; without, stdin is /dev/null.
+  const child = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env, stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+  child.stdin?.end(stdin);
   let stdout = "";
   let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   return new Promise((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
 }
