@@ -8,7 +8,7 @@ import type { StateDb, Tx } from "./db.ts";
 import type { HolderReport } from "./holder.ts";
 import type { JobRow } from "./rows.ts";
 import { judgeLease, type TakeOver, type TakeOverJudge } from "./store-leases.ts";
-import { DEFAULT_RETRY_BUDGET, ownedRunning, PHASE2_KEY, PHASE2_KIND, read, readJob, setJob, tx } from "./store-tx.ts";
+import { DEFAULT_RETRY_BUDGET, insertJob, ownedRunning, PHASE2_KEY, PHASE2_KIND, read, readJob, setJob, tx } from "./store-tx.ts";
 
 export type Phase2Claim =
   | { kind: "claimed"; token: string; inputWatermark: number; tookOver?: TakeOver }
@@ -20,24 +20,7 @@ export type Phase2Claim =
 export async function enqueueGlobal(t: Tx, watermark: number): Promise<void> {
   const job = await readJob(t, PHASE2_KIND, PHASE2_KEY);
   if (!job) {
-    await t
-      .insertInto("jobs")
-      .values({
-        kind: PHASE2_KIND,
-        job_key: PHASE2_KEY,
-        status: "pending",
-        worker_id: null,
-        ownership_token: null,
-        started_at: null,
-        finished_at: null,
-        lease_until: null,
-        retry_at: null,
-        retry_remaining: DEFAULT_RETRY_BUDGET,
-        last_error: null,
-        input_watermark: watermark,
-        last_success_watermark: 0,
-      })
-      .execute();
+    await insertJob(t, PHASE2_KIND, PHASE2_KEY, { status: "pending", input_watermark: watermark, last_success_watermark: 0 });
     return;
   }
   const running = job.status === "running";
@@ -65,10 +48,7 @@ export async function tryClaimPhase2(state: StateDb, r: Phase2ClaimRequest): Pro
     const token = randomUUID();
     const lease = { status: "running", worker_id: r.workerId, ownership_token: token, started_at: r.now, lease_until: r.now + r.leaseSeconds, heartbeat_at: r.now };
     if (!job) {
-      await t
-        .insertInto("jobs")
-        .values({ kind: PHASE2_KIND, job_key: PHASE2_KEY, ...lease, finished_at: null, retry_at: null, retry_remaining: DEFAULT_RETRY_BUDGET, last_error: null, input_watermark: 0, last_success_watermark: 0 })
-        .execute();
+      await insertJob(t, PHASE2_KIND, PHASE2_KEY, { ...lease, input_watermark: 0, last_success_watermark: 0 });
       return { kind: "claimed", token, inputWatermark: 0 } as const;
     }
     if (job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_unavailable" } as const;

@@ -9,7 +9,7 @@ import { takeOverReason, type HolderReport } from "./holder.ts";
 import { JobRowSchema, must, parseRows, type JobRow, type Stage1Row } from "./rows.ts";
 import { judgeLease, type TakeOver, type TakeOverJudge } from "./store-leases.ts";
 import { enqueueGlobal } from "./store-phase2.ts";
-import { DEFAULT_RETRY_BUDGET, ownedRunning, read, readJob, readOutput, setJob, STAGE1_KIND, tx } from "./store-tx.ts";
+import { DEFAULT_RETRY_BUDGET, insertJob, ownedRunning, read, readJob, readOutput, setJob, STAGE1_KIND, tx } from "./store-tx.ts";
 
 export type Stage1Claim =
   | { kind: "claimed"; token: string; tookOver?: TakeOver }
@@ -64,10 +64,7 @@ export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Pro
     };
     if (!job) {
       if (runningOthers >= r.maxRunningJobs) return { kind: "skipped_running" } as const;
-      await t
-        .insertInto("jobs")
-        .values({ kind: STAGE1_KIND, job_key: r.threadId, retry_remaining: DEFAULT_RETRY_BUDGET, last_success_watermark: null, ...claimed })
-        .execute();
+      await insertJob(t, STAGE1_KIND, r.threadId, claimed);
       return { kind: "claimed", token } as const;
     }
     const advanced = (job.input_watermark ?? -1) < r.sourceUpdatedAt;

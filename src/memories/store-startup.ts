@@ -3,7 +3,7 @@
  * and who ran it. Never leased; of concurrent start-ups, the first to record one runs.
  */
 import type { StateDb } from "./db.ts";
-import { readJob, setJob, tx } from "./store-tx.ts";
+import { insertJob, readJob, setJob, tx } from "./store-tx.ts";
 import type { Result } from "../util/result.ts";
 
 export const STARTUP_KIND = "memory_startup";
@@ -18,12 +18,7 @@ export async function claimStartupSlot(state: StateDb, r: { workerId: string; in
     if (job?.started_at != null && job.started_at > r.now - r.intervalSeconds) return { kind: "skipped_interval", lastStartedAt: job.started_at } as const;
     const values = { status: "done", worker_id: r.workerId, started_at: r.now, finished_at: r.now };
     if (job) await setJob(t, STARTUP_KIND, STARTUP_KEY, values);
-    else {
-      await t
-        .insertInto("jobs")
-        .values({ kind: STARTUP_KIND, job_key: STARTUP_KEY, ...values, ownership_token: null, lease_until: null, heartbeat_at: null, retry_at: null, retry_remaining: 0, last_error: null, input_watermark: null, last_success_watermark: null })
-        .execute();
-    }
+    else await insertJob(t, STARTUP_KIND, STARTUP_KEY, { ...values, retry_remaining: 0 });
     return { kind: "claimed" } as const;
   });
 }

@@ -43,6 +43,25 @@ export async function readOutput(t: Tx, threadId: string): Promise<Stage1Row | u
   return row ? must(parseRow(Stage1RowSchema, "stage1_outputs", threadId, row)) : undefined;
 }
 
+/** What a new jobs row holds where its insert says nothing: no holder, no times, the default retry budget. */
+const EMPTY_JOB = {
+  worker_id: null,
+  ownership_token: null,
+  started_at: null,
+  finished_at: null,
+  lease_until: null,
+  heartbeat_at: null,
+  retry_at: null,
+  retry_remaining: DEFAULT_RETRY_BUDGET,
+  last_error: null,
+  input_watermark: null,
+  last_success_watermark: null,
+} satisfies Omit<JobsTable, "kind" | "job_key" | "status">;
+
+export function insertJob(t: Tx, kind: string, key: string, values: Partial<Omit<JobsTable, "kind" | "job_key">> & { status: string }): Promise<unknown> {
+  return t.insertInto("jobs").values({ ...EMPTY_JOB, ...values, kind, job_key: key }).execute();
+}
+
 export function setJob(t: Tx, kind: string, key: string, values: Partial<Omit<JobsTable, "kind" | "job_key">>): Promise<unknown> {
   return t.updateTable("jobs").set(values).where("kind", "=", kind).where("job_key", "=", key).execute();
 }
