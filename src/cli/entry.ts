@@ -9,7 +9,7 @@ import { ExitCode, UsageError } from "./usage.ts";
 const log = Log.create("cli");
 
 /** `relay frobnicate --help` must not answer with the main help and exit 0. */
-function unknownCommandWithHelp(program: ReturnType<typeof buildProgram>, argv: string[]): string | undefined {
+function unknownCommandWithHelp(program: Awaited<ReturnType<typeof buildProgram>>, argv: string[]): string | undefined {
   const first = argv[2];
   if (!first || first.startsWith("-") || !argv.some((a) => a === "--help" || a === "-h")) return undefined;
   const known = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
@@ -40,21 +40,20 @@ function unexpected(e: unknown): never {
   process.exit(ExitCode.Failure);
 }
 
-/** `build` makes the command tree (tests add commands to it). */
-export function runCli(build: () => ReturnType<typeof buildProgram> = buildProgram): void {
+/** `build` makes the command tree for the command line (tests add commands to it). */
+export async function runCli(build: (argv: readonly string[]) => ReturnType<typeof buildProgram> = buildProgram): Promise<void> {
   configureLog();
   process.on("uncaughtException", unexpected);
   process.on("unhandledRejection", unexpected);
-  const program = build();
-  const unknown = unknownCommandWithHelp(program, process.argv);
+  // A packaged copy named relay-code-mode-host acts as `relay code-mode-host` (src/package/personality.ts).
+  const argv = applyPersonality(process.argv, process.execPath, currentRuntime() === "bun-compiled");
+  const program = await build(argv);
+  const unknown = unknownCommandWithHelp(program, argv);
   if (unknown !== undefined) {
     process.stderr.write(`relay: unknown command '${unknown}'; the commands are: ${program.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden).map((c) => c.name()).join(", ")} (see relay --help)\n`);
     process.exit(ExitCode.Usage);
   }
-  program
-  // A packaged copy named relay-code-mode-host acts as `relay code-mode-host` (src/package/personality.ts).
-  .parseAsync(applyPersonality(process.argv, process.execPath, currentRuntime() === "bun-compiled"))
-  .catch((e: unknown) => {
+  program.parseAsync(argv).catch((e: unknown) => {
     if (!(e instanceof UsageError)) unexpected(e);
     process.stderr.write(`relay: ${e.message}\n`);
     process.exit(ExitCode.Usage);

@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { openStateDb, type StateDb } from "../memories/db.ts";
 import { buildEngines, type Engines } from "../memories/engines.ts";
-import { runStartupPass } from "../memories/startup.ts";
+import { runStartupPass } from "../memories/startup-pass.ts";
 import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
 import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";

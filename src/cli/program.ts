@@ -3,17 +3,6 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import { VERSION } from "../version.ts";
-import { codeModeHostCommand } from "./code-mode-host.ts";
-import { completionCommand } from "./completion.ts";
-import { doctorCommand } from "./doctor.ts";
-import { executorCommand } from "./executor.ts";
-import { inftyCommand } from "./infty.ts";
-import { memoriesCommand } from "./memories.ts";
-import { packageCommand } from "./package.ts";
-import { rpcEchoCommand } from "./rpc-echo.ts";
-import { runCommand } from "./run.ts";
-import { sandboxCommand } from "./sandbox.ts";
-import { sessionsCommand } from "./sessions.ts";
 import { ExitCode } from "./usage.ts";
 
 type AnyCommand = Command<unknown[], Record<string, unknown>, Record<string, unknown>>;
@@ -21,7 +10,54 @@ type AnyCommand = Command<unknown[], Record<string, unknown>, Record<string, unk
 const VERBOSE_HELP = "print debug log lines on stderr too (as RELAY_LOG=debug; children inherit it)";
 const log = Log.create("cli");
 
-export function buildProgram() {
+/**
+ * Every subcommand, loaded on demand: a re-exec'd `relay executor` must not pay for the module
+ * trees of run, infty or memories (start-up is paid once per child process).
+ */
+const SUBCOMMANDS: ReadonlyArray<{ name: string; hidden?: boolean; load: () => Promise<AnyCommand> }> = [
+  { name: "run", load: async () => (await import("./run.ts")).runCommand() as never },
+  { name: "sessions", load: async () => (await import("./sessions.ts")).sessionsCommand() as never },
+  { name: "executor", load: async () => (await import("./executor.ts")).executorCommand() as never },
+  { name: "code-mode-host", load: async () => (await import("./code-mode-host.ts")).codeModeHostCommand() as never },
+  { name: "infty", load: async () => (await import("./infty.ts")).inftyCommand() as never },
+  { name: "memories", load: async () => (await import("./memories.ts")).memoriesCommand() as never },
+  { name: "package", load: async () => (await import("./package.ts")).packageCommand() as never },
+  { name: "sandbox", load: async () => (await import("./sandbox.ts")).sandboxCommand() as never },
+  { name: "doctor", load: async () => (await import("./doctor.ts")).doctorCommand() as never },
+  { name: "completion", load: async () => (await import("./completion.ts")).completionCommand() as never },
+  { name: "rpc-echo", hidden: true, load: async () => (await import("./rpc-echo.ts")).rpcEchoCommand() as never },
+];
+
+/** The word that names the subcommand (relay's own flags take no values), if any. */
+export function subcommandWord(argv: readonly string[]): string | undefined {
+  return argv.slice(2).find((a) => !a.startsWith("-"));
+}
+
+/**
+ * The subcommands to load for `argv`: only the named one, or all of them where the whole tree
+ * is asked for (help, completion scripts, an unknown name that wants the list of names); none
+ * for `--version`.
+ */
+function subcommandsFor(argv: readonly string[]) {
+  const word = subcommandWord(argv);
+  if (word === undefined && argv.some((a) => a === "-V" || a === "--version")) return [];
+  const named = SUBCOMMANDS.find((c) => c.name === word);
+  return named && named.name !== "completion" ? [named] : SUBCOMMANDS;
+}
+
+/** The command tree for `argv` (all subcommands when `argv` is omitted). */
+export async function buildProgram(argv?: readonly string[]) {
+  const chosen = argv ? subcommandsFor(argv) : SUBCOMMANDS;
+  const loaded = await Promise.all(chosen.map(async (c) => ({ command: await c.load(), hidden: c.hidden === true })));
+  const program = rootCommand();
+  for (const { command, hidden } of loaded) program.addCommand(command, { hidden });
+  applyUsageExitCode(program);
+  for (const sub of program.commands) addVerbose(sub as never);
+  program.hook("preAction", (_root, action) => startCommandLog(action as never));
+  return program;
+}
+
+function rootCommand() {
   const program = new Command("relay")
     .description(
       "Relay: a single-binary toolkit for long-running autonomous coding-agent work.\n" +
@@ -41,20 +77,6 @@ export function buildProgram() {
         "                       info, to $RELAY_HOME/logs/relay.log only; relay doctor prints the path)\n" +
         "\nExit codes: 0 ok, 1 the work failed, 2 bad usage, 130 interrupted.",
     );
-  program.addCommand(runCommand());
-  program.addCommand(sessionsCommand());
-  program.addCommand(executorCommand());
-  program.addCommand(codeModeHostCommand());
-  program.addCommand(inftyCommand());
-  program.addCommand(memoriesCommand());
-  program.addCommand(packageCommand());
-  program.addCommand(sandboxCommand());
-  program.addCommand(doctorCommand());
-  program.addCommand(completionCommand());
-  program.addCommand(rpcEchoCommand(), { hidden: true });
-  applyUsageExitCode(program);
-  for (const sub of program.commands) addVerbose(sub as never);
-  program.hook("preAction", (_root, action) => startCommandLog(action as never));
   return program;
 }
 

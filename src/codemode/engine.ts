@@ -10,7 +10,7 @@ import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
 import { err, ok, type Result } from "../util/result.ts";
 import { Cell } from "./cell.ts";
 import type { CellHost, EngineDelegate, Limits } from "./cell-contract.ts";
-import { CodeModeErrorCode, missingCell, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
+import { CodeModeErrorCode, DEFAULT_EXEC_YIELD_TIME_MS, missingCell, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
 import { StoredValues } from "./stored.ts";
 import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
@@ -20,7 +20,6 @@ export type { EngineDelegate } from "./cell-contract.ts";
 
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CPU_LIMIT_MS = 10_000;
-export const DEFAULT_EXEC_YIELD_TIME_MS = 10_000;
 
 let modulePromise: Promise<QuickJSWASMModule> | undefined;
 

@@ -24,6 +24,9 @@ import { defineMethod, defineNotification } from "../protocol/method.ts";
 import { RequestIdSchema } from "../protocol/envelope.ts";
 import { ErrorValueSchema } from "../util/result-schema.ts";
 
+/** How long an `exec` waits for its first yield when the request names no time. */
+export const DEFAULT_EXEC_YIELD_TIME_MS = 10_000;
+
 export const CellIdSchema = z.string().min(1);
 export type CellId = z.infer<typeof CellIdSchema>;
 /** Minted by the host (1, 2, ...): a plain number, unlike request ids (u64, see envelope.ts). */

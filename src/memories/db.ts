@@ -4,7 +4,6 @@
  * `stage1_outputs` (phase 1 results, usage counts) and `jobs` (leases, backoff, watermarks).
  */
 import { Kysely, PostgresDialect, sql, type Migration, type Transaction } from "kysely";
-import pg from "pg";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { openNativeSqlite, sqliteDialect } from "./sqlite-dialect.ts";
 
@@ -241,6 +240,8 @@ async function openSqlite(file: string): Promise<Result<StateDb>> {
 
 async function openPostgres(url: string): Promise<Result<StateDb>> {
   const location = redactUrl(url);
+  // Loaded here: most state DBs are SQLite, and pg is a large module tree.
+  const { default: pg } = await import("pg");
   const int8 = 20;
   const pool = new pg.Pool({
     connectionString: url,

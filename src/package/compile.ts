@@ -1,16 +1,18 @@
 /**
  * How a relay binary is made, in two steps that every build shares (npm run build, a package
  * build from the source tree, and a compiled binary recompiling itself for another target):
- *   1. bundle src/main.ts into one minified main.js (every asset inlined), plus a gzip of it;
- *   2. `bun build --compile --bytecode main.js relay-bundle.gz`: the binary runs main.js and
- *      carries the gzip as an embedded file, so it can recompile exactly itself later
- *      (self-bundle.ts) without the source tree.
+ *   1. bundle src/main.ts into minified chunks (main.js imports the rest on demand, so each
+ *      subcommand parses only its own code), plus relay-bundle.gz holding them all;
+ *   2. `bun build --compile --splitting --bytecode main.js relay-bundle.gz`: the binary runs
+ *      main.js and carries the gzip as an embedded file, so it can recompile exactly itself
+ *      later (self-bundle.ts) without the source tree.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
+import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
 import type { TargetInfo } from "./targets.ts";
 
@@ -18,13 +20,20 @@ import type { TargetInfo } from "./targets.ts";
 export const BUNDLE_ASSET = "relay-bundle.gz";
 const BUNDLE_MAIN = "main.js";
 
+/** relay-bundle.gz, once gunzipped: every chunk of the bundle by its file name. */
+export const BundleFileSchema = z.object({
+  format: z.literal("relay-bundle/1"),
+  files: z.record(z.string().regex(/^[A-Za-z0-9._-]+\.js$/, "a chunk name (no directories)"), z.string()),
+}).refine((b) => BUNDLE_MAIN in b.files, `the bundle has no ${BUNDLE_MAIN}`);
+export type BundleFile = z.infer<typeof BundleFileSchema>;
+
 /** A bun to run: a bun executable, or a compiled relay acting as bun (BUN_BE_BUN=1). */
 export interface BunCommand {
   path: string;
   env?: Record<string, string | undefined>;
 }
 
-/** A directory holding main.js and relay-bundle.gz. */
+/** A directory holding main.js, the chunks it imports, and relay-bundle.gz. */
 export interface Bundle {
   dir: string;
 }
@@ -49,23 +58,26 @@ function run(bun: BunCommand, args: string[], cwd: string): Result<null> {
   return ok(null);
 }
 
-/** Step 1: src/main.ts of `sourceRoot` as one main.js and its gzip, in a new directory under `workDir`. */
+/** Step 1: src/main.ts of `sourceRoot` as chunks and their gzip, in a new directory under `workDir`. */
 export function bundleSource(bun: BunCommand, sourceRoot: string, workDir: string): Result<Bundle> {
   const dir = mkdtempSync(path.join(workDir, "bundle-"));
-  const r = run(bun, ["build", path.join(sourceRoot, "src", "main.ts"), "--target=bun", "--minify", "--outdir", dir], sourceRoot);
+  const r = run(bun, ["build", path.join(sourceRoot, "src", "main.ts"), "--target=bun", "--minify", "--splitting", "--format=esm", "--outdir", dir], sourceRoot);
   if ("error" in r) return r;
-  const extra = readdirSync(dir).filter((f) => f !== BUNDLE_MAIN);
-  // An asset beside main.js would be missing from a binary recompiled from the bundle alone.
-  if (extra.length > 0) return err("compile_failed", `the bundle has files besides ${BUNDLE_MAIN} (${extra.join(", ")}): import assets as text so they are inlined`);
-  if (!existsSync(path.join(dir, BUNDLE_MAIN))) return err("compile_failed", `bun build wrote no ${BUNDLE_MAIN}`);
-  return writeBundle(dir, readFileSync(path.join(dir, BUNDLE_MAIN)));
+  const names = readdirSync(dir);
+  // An asset beside the chunks would be missing from a binary recompiled from the bundle alone.
+  const extra = names.filter((f) => !f.endsWith(".js"));
+  if (extra.length > 0) return err("compile_failed", `the bundle has files besides its .js chunks (${extra.join(", ")}): import assets as text so they are inlined`);
+  if (!names.includes(BUNDLE_MAIN)) return err("compile_failed", `bun build wrote no ${BUNDLE_MAIN}`);
+  const files = Object.fromEntries(names.map((n) => [n, readFileSync(path.join(dir, n), "utf8")]));
+  writeFileSync(path.join(dir, BUNDLE_ASSET), gzipSync(JSON.stringify({ format: "relay-bundle/1", files } satisfies BundleFile), { level: 9 }));
+  return ok({ dir });
 }
 
-/** Writes main.js (when `dir` lacks it) and its gzip into `dir`. */
-export function writeBundle(dir: string, main: Uint8Array): Result<Bundle> {
-  const mainPath = path.join(dir, BUNDLE_MAIN);
-  if (!existsSync(mainPath)) writeFileSync(mainPath, main);
-  writeFileSync(path.join(dir, BUNDLE_ASSET), gzipSync(main, { level: 9 }));
+/** A directory under `workDir` holding the bundle's chunks and its gzip (`gzip`, as embedded). */
+export function unpackBundle(workDir: string, bundle: BundleFile, gzip: Uint8Array): Result<Bundle> {
+  const dir = mkdtempSync(path.join(workDir, "self-"));
+  for (const [name, text] of Object.entries(bundle.files)) writeFileSync(path.join(dir, name), text);
+  writeFileSync(path.join(dir, BUNDLE_ASSET), gzip);
   return ok({ dir });
 }
 
@@ -73,8 +85,9 @@ export function writeBundle(dir: string, main: Uint8Array): Result<Bundle> {
 export function compileBundle(o: CompileOptions): Result<{ outfile: string; bytes: number; ms: number }> {
   mkdirSync(path.dirname(o.outfile), { recursive: true });
   rmSync(o.outfile, { force: true });
-  // The bundle is ESM (it uses import.meta); bytecode for it must be ESM too.
-  const args = ["build", "--compile", "--bytecode", "--format=esm", BUNDLE_MAIN, BUNDLE_ASSET, "--outfile", o.outfile];
+  // The bundle is ESM (it uses import.meta); bytecode for it must be ESM too. --splitting keeps
+  // the chunks apart inside the binary, so a subcommand loads only what it imports.
+  const args = ["build", "--compile", "--splitting", "--bytecode", "--format=esm", BUNDLE_MAIN, BUNDLE_ASSET, "--outfile", o.outfile];
   if (!o.host) args.push(`--target=${o.target.bunTarget}`);
   if (o.compileExecutablePath) args.push(`--compile-executable-path=${o.compileExecutablePath}`);
   const started = Date.now();

@@ -3,11 +3,11 @@
  * no bun installed: its own bundle (embedded at build time by compile.ts) and a bun, which is
  * the binary itself run with BUN_BE_BUN=1.
  */
-import { mkdtempSync } from "node:fs";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
+import { z } from "zod";
 import { err, type Result } from "../util/result.ts";
-import { BUNDLE_ASSET, writeBundle, type Bundle, type BunCommand } from "./compile.ts";
+import { BUNDLE_ASSET, BundleFileSchema, unpackBundle, type Bundle, type BunCommand } from "./compile.ts";
 
 interface EmbeddedFile {
   name: string;
@@ -27,13 +27,17 @@ function embeddedFiles(): EmbeddedFile[] {
 export async function selfBundle(workDir: string): Promise<Result<Bundle>> {
   const file = embeddedFiles().find((f) => EMBEDDED_NAME.test(path.basename(f.name)));
   if (!file) return err("no_self_bundle", `this relay binary (${process.execPath}) carries no ${BUNDLE_ASSET}, so it cannot recompile itself; rebuild it with npm run build, or pass a prebuilt binary with --entrypoint-bin`);
-  let main: Uint8Array;
+  const corrupt = (why: string) => err("no_self_bundle", `this relay binary's embedded ${BUNDLE_ASSET} is corrupt (${why}); download the binary again`);
+  const gzip = new Uint8Array(await file.arrayBuffer());
+  let json: unknown;
   try {
-    main = gunzipSync(new Uint8Array(await file.arrayBuffer()));
+    json = JSON.parse(new TextDecoder().decode(gunzipSync(gzip)));
   } catch (e) {
-    return err("no_self_bundle", `this relay binary's embedded ${BUNDLE_ASSET} is corrupt (${(e as Error).message}); download the binary again`);
+    return corrupt((e as Error).message);
   }
-  return writeBundle(mkdtempSync(path.join(workDir, "self-")), main);
+  const bundle = BundleFileSchema.safeParse(json);
+  if (!bundle.success) return corrupt(z.prettifyError(bundle.error));
+  return unpackBundle(workDir, bundle.data, gzip);
 }
 
 /** The running compiled binary as bun. */

@@ -7,8 +7,7 @@
 import { z } from "zod";
 import { HostProvider } from "../codemode/host-provider.ts";
 import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
-import { DEFAULT_EXEC_YIELD_TIME_MS } from "../codemode/engine.ts";
-import { cellOf, CodeModeErrorCode, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
+import { cellOf, CodeModeErrorCode, DEFAULT_EXEC_YIELD_TIME_MS, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
 import type { ExecResult } from "../executor/protocol.ts";
 import { truncateMiddle } from "../util/truncate.ts";
 import type { ModelTool } from "../model/client.ts";

@@ -181,8 +181,8 @@ process.stdin.once("data", () => {
       driver,
       `import { runCli } from ${src("entry.ts")};
 import { buildProgram } from ${src("program.ts")};
-runCli(() => {
-  const p = buildProgram();
+void runCli(async () => {
+  const p = await buildProgram();
   p.command("reject").action(async () => { throw new Error("kaboom in an action"); });
   p.command("throw-later").action(() => new Promise(() => setTimeout(() => { throw new Error("kaboom in a timer"); }, 0)));
   return p;

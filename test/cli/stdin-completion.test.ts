@@ -89,8 +89,8 @@ describe("relay completion", () => {
     assert.deepEqual(complete(script, ["relay", "completion", "--he"]), ["--help"]);
   });
 
-  test("zsh and fish scripts name every subcommand and flag of the tree; each parses when the shell is here", () => {
-    const nodes = commandNodes(buildProgram() as never);
+  test("zsh and fish scripts name every subcommand and flag of the tree; each parses when the shell is here", async () => {
+    const nodes = commandNodes((await buildProgram()) as never);
     assert.ok(nodes.length > 15, `${nodes.length} commands`);
     for (const shell of ["zsh", "fish"] as const) {
       const script = generate(shell);

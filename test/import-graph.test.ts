@@ -1,0 +1,153 @@
+/**
+ * What each subcommand loads at start-up. relay re-execs itself for every executor, code-mode
+ * host and sandboxed command, so a module a subcommand imports eagerly is paid for on every
+ * spawn. The compiled binary is split into chunks at each dynamic `import()`, so the modules a
+ * process parses are: the static closure of src/main.ts, plus that of the one subcommand module
+ * src/cli/program.ts loads for its name. This test walks those closures (the compiler's parser
+ * reads the imports; `import type` loads nothing) and fails when one reaches what that
+ * subcommand does not need.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { buildProgram } from "../src/cli/program.ts";
+import { REPO_ROOT } from "./support/paths.ts";
+
+const ts = createRequire(import.meta.url)("typescript") as typeof import("typescript");
+
+const SRC = path.join(REPO_ROOT, "src");
+
+/** The specifiers a module loads when it is evaluated: its static imports and re-exports, not type-only ones. */
+function staticImports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
+  const out: string[] = [];
+  for (const s of source.statements) {
+    if (ts.isImportDeclaration(s) && !s.importClause?.isTypeOnly && ts.isStringLiteral(s.moduleSpecifier)) out.push(s.moduleSpecifier.text);
+    if (ts.isExportDeclaration(s) && !s.isTypeOnly && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier)) out.push(s.moduleSpecifier.text);
+  }
+  return out;
+}
+
+/** A package's name from a bare specifier (`@scope/name/sub` → `@scope/name`). */
+function packageOf(specifier: string): string {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
+}
+
+/** Every src module and npm package `entries` load before any dynamic import runs. */
+function closure(...entries: string[]): { modules: Set<string>; packages: Set<string> } {
+  const modules = new Set<string>();
+  const packages = new Set<string>();
+  const todo = entries.map((e) => path.join(SRC, e));
+  while (todo.length > 0) {
+    const file = todo.pop()!;
+    if (modules.has(file)) continue;
+    modules.add(file);
+    for (const spec of staticImports(file)) {
+      if (spec.startsWith(".")) {
+        const target = path.resolve(path.dirname(file), spec);
+        assert.ok(existsSync(target), `${path.relative(REPO_ROOT, file)} imports ${spec}, which does not exist`);
+        todo.push(target);
+      } else if (!spec.startsWith("node:") && !spec.startsWith("bun:")) packages.add(packageOf(spec));
+    }
+  }
+  return { modules: new Set([...modules].map((m) => path.relative(SRC, m))), packages };
+}
+
+/** The start-up closure of `relay <name>`: main.ts, the CLI core (entry.ts, imported by main.ts), and that subcommand's module. */
+const subcommand = (name: string) => closure("main.ts", "cli/entry.ts", `cli/${name}.ts`);
+
+const HEAVY = {
+  quickjs: ["quickjs-emscripten-core", "@jitl/quickjs-singlefile-mjs-release-sync"],
+  db: ["kysely", "pg"],
+  git: ["isomorphic-git", "diff"],
+  archives: ["tar-stream", "fflate", "@bokuweb/zstd-wasm"],
+  toml: ["smol-toml"],
+};
+
+function assertNoPackages(what: string, packages: Set<string>, banned: string[]): void {
+  const found = banned.filter((p) => packages.has(p));
+  assert.deepEqual(found, [], `${what} loads ${found.join(", ")} at start-up: import it where it is used (await import(...))`);
+}
+
+/** main.ts names the sandbox helper's argument, and entry.ts reads which name the binary has: two small modules of lower rooms. */
+const HELPER_ARG = "executor/sandbox/linux/helper-arg.ts";
+const PERSONALITY = "package/personality.ts";
+
+function assertNoRooms(what: string, modules: Set<string>, rooms: string[]): void {
+  const found = [...modules].filter((m) => m !== HELPER_ARG && m !== PERSONALITY && rooms.some((r) => m.startsWith(`${r}/`))).sort();
+  assert.deepEqual(found, [], `${what} loads modules of ${rooms.join(", ")} at start-up`);
+}
+
+describe("start-up import graph", () => {
+  test("relay --version (and every subcommand before its own module): commander and the CLI core only", () => {
+    const { modules, packages } = closure("main.ts", "cli/entry.ts");
+    assert.deepEqual([...packages].sort(), ["@commander-js/extra-typings"]);
+    assert.ok(modules.has(HELPER_ARG) && modules.has(PERSONALITY));
+    assertNoRooms("the CLI core", modules, ["session", "executor", "codemode", "model", "memories", "infty", "package", "protocol", "rollout"]);
+    assert.ok(modules.size <= 15, `the CLI core is ${modules.size} modules: ${[...modules].join(", ")}`);
+  });
+
+  test("relay executor: no QuickJS, database, git, archive or config parser; no model, session or memory code", () => {
+    const { modules, packages } = subcommand("executor");
+    assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml]);
+    assertNoRooms("relay executor", modules, ["model", "session", "memories", "codemode", "infty", "package", "rollout"]);
+  });
+
+  test("the sandbox helper (__sandbox-exec, once per sandboxed command): no package at all, no zod", () => {
+    const { modules, packages } = closure("executor/sandbox/linux/helper.ts");
+    assert.deepEqual([...packages], []);
+    assertNoRooms("the sandbox helper", modules, ["protocol", "model", "session", "codemode", "memories"]);
+  });
+
+  test("relay code-mode-host: QuickJS, but no database, git, archives, model or session code", () => {
+    const { modules, packages } = subcommand("code-mode-host");
+    assert.ok(packages.has("quickjs-emscripten-core"), "the host runs QuickJS (this test walks the right module)");
+    assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml]);
+    assertNoRooms("relay code-mode-host", modules, ["model", "session", "memories", "executor", "infty", "package"]);
+  });
+
+  for (const name of ["run", "infty"]) {
+    test(`relay ${name}: no QuickJS (the host is a child process), database, git or archives until used`, () => {
+      const { modules, packages } = subcommand(name);
+      assert.ok(modules.has("session/runtime.ts"), "a session is what it runs (this test walks the right module)");
+      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives]);
+      assertNoRooms(`relay ${name}`, modules, ["package"]);
+      const engine = [...modules].filter((m) => /^codemode\/(engine|cell|vm)/.test(m));
+      assert.deepEqual(engine, [], `relay ${name} loads the QuickJS engine's modules`);
+    });
+  }
+
+  test("relay memories: its database, but Postgres's driver only for a postgres:// state DB", () => {
+    const { packages } = subcommand("memories");
+    assert.ok(packages.has("kysely"), "the state DB (this test walks the right module)");
+    assertNoPackages("relay memories", packages, ["pg", ...HEAVY.quickjs, ...HEAVY.archives]);
+  });
+
+  test("relay package, sessions, doctor, sandbox: none of QuickJS, database or git", () => {
+    for (const name of ["package", "sessions", "doctor", "sandbox"]) {
+      const { packages } = subcommand(name);
+      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git]);
+    }
+  });
+
+  test("the walk sees through re-exports and skips type-only imports", () => {
+    // protocol/index.ts re-exports; a type-only import of db.ts must not count as loading kysely.
+    assert.ok(closure("protocol/index.ts").modules.has("protocol/peer.ts"));
+    const read = readFileSync(path.join(SRC, "memories/read.ts"), "utf8");
+    assert.ok(!/^import .*from "\.\/db\.ts"/m.test(read), "read.ts loads db.ts on demand only");
+    assertNoPackages("memories/read.ts", closure("memories/read.ts").packages, HEAVY.db);
+  });
+
+  test("program.ts builds only the subcommand the command line names; the whole tree where help or completion needs it", async () => {
+    const names = async (...args: string[]) => (await buildProgram(["relay", "relay", ...args])).commands.map((c) => c.name());
+    assert.deepEqual(await names("executor"), ["executor"]);
+    assert.deepEqual(await names("--verbose", "run", "--json", "hi"), ["run"]);
+    assert.deepEqual(await names("--version"), []);
+    const all = await names();
+    assert.ok(all.length >= 10 && all.includes("executor") && all.includes("memories"), all.join(" "));
+    for (const whole of [["--help"], ["help", "run"], ["completion", "bash"], ["frobnicate"]]) assert.deepEqual(await names(...whole), all, whole.join(" "));
+  });
+});
