@@ -3,7 +3,9 @@
  * `text('ok')` workload. Rows: session startup (a new host/provider until the session is open),
  * fresh-session command (pre-spawned host + create_session + first command), warm session
  * provisioning (create_session on a running host), warm command (execute in an open session).
- *   bun scripts/bench/codemode.ts [--rounds 200] [--cold 10]
+ *   bun scripts/bench/codemode.ts [--rounds 200] [--cold 10] [--json]
+ * The host is whatever relay re-execs (RELAY_SELF_COMMAND; from source by default): startup.ts
+ * runs this with the compiled binary. --json prints one line of p50 figures instead of tables.
  */
 import { HostProvider } from "../../src/codemode/host-provider.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
@@ -16,6 +18,7 @@ import { ok } from "../../src/util/result.ts";
 import { fmtMs, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
 
 const ROUNDS = numberFlag("--rounds", 200);
+const JSON_OUT = process.argv.includes("--json");
 const COLD = numberFlag("--cold", 10);
 useSourceRelay();
 
@@ -145,10 +148,15 @@ for (const [k, label] of labels) {
   const b = summarize(ipc[k]);
   rows.push([label, fmtMs(a.mean), fmtMs(a.p50), fmtMs(a.p95), fmtMs(b.mean), fmtMs(b.p50), fmtMs(b.p95), fmtMs(b.p50 - a.p50)]);
 }
-process.stdout.write(`code mode, text('ok'): ${ROUNDS} warm rounds, ${COLD} cold starts, runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.versions.node}`}\n`);
-printTable(rows);
 const f = summarize(floor);
 const bf = summarize(burstFloor);
+if (JSON_OUT) {
+  const p50 = (fig: Figures) => Object.fromEntries(labels.map(([k]) => [k, summarize(fig[k]).p50]));
+  process.stdout.write(`${JSON.stringify({ inProcess: p50(inProc), ipc: p50(ipc), roundTrip: { warm: f.p50, burst: bf.p50 } })}\n`);
+  process.exit(0);
+}
+process.stdout.write(`code mode, text('ok'): ${ROUNDS} warm rounds, ${COLD} cold starts, runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.versions.node}`}\n`);
+printTable(rows);
 process.stdout.write(`\nbare IPC round trip to the same host (codemode/hello): after the same gap p50 ${fmtMs(f.p50)} (mean ${fmtMs(f.mean)}), back to back p50 ${fmtMs(bf.p50)} (mean ${fmtMs(bf.mean)})\n`);
 for (const [k, what, rtt] of [["warm", "after idle", f.p50], ["burst", "back to back", bf.p50]] as const) {
   const overhead = summarize(ipc[k]).p50 - summarize(inProc[k]).p50;

@@ -22,6 +22,10 @@ export interface RecordedRequest {
   /** Parsed JSON body (or `{}` when the body was not JSON; see `rawBody`). */
   body: JsonObject;
   rawBody: string;
+  /** performance.now() when the request's headers arrived (benchmarks time the client's gaps). */
+  receivedAtMs: number;
+  /** performance.now() when a streamed reply's last byte was written, if it was. */
+  repliedAtMs?: number;
 }
 
 export interface FakeUsage {
@@ -442,6 +446,7 @@ export class FakeModelServer {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const receivedAtMs = performance.now();
     res.on("error", () => {});
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(typeof c === "string" ? Buffer.from(c) : (c as Buffer));
@@ -456,7 +461,7 @@ export class FakeModelServer {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
     const path = new URL(req.url ?? "/", this.origin).pathname;
-    const recorded: RecordedRequest = { method: req.method ?? "GET", path, headers, body, rawBody };
+    const recorded: RecordedRequest = { method: req.method ?? "GET", path, headers, body, rawBody, receivedAtMs };
     this.requests.push(recorded);
 
     const api = path.endsWith("/responses") ? "responses" : path.endsWith("/chat/completions") ? "chat" : undefined;
@@ -509,6 +514,7 @@ export class FakeModelServer {
           if (i < events.length) await write(res, events[i]!);
         }
         res.end();
+        recorded.repliedAtMs = performance.now();
         return;
       }
     }

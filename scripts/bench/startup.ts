@@ -1,0 +1,236 @@
+/**
+ * Start-up and turn figures of the compiled binary, each against its goal, in one run:
+ *   bun scripts/bench/startup.ts [--binary dist/relay] [--runs 15] [--turn-runs 5] [--quick]
+ * Prints `name value goal OK|MISS` lines (and `#` lines of context), so a regression is one grep
+ * away. Ratios compare against a hello-world binary compiled by the same Bun in this same run,
+ * pair by pair (A B A B …), so a machine that slows down mid-run slows both sides alike.
+ *
+ *  - start-up: `relay --version`; `relay executor` and `relay code-mode-host` until they answer
+ *    their first request; the sandbox helper running `true`. Goal: ≤ 1.5x the hello-world.
+ *  - turns: `relay run` against the fake model server (loopback SSE) with no tools, and with 20
+ *    `true` tool calls; the per-tool-call gap (server receives the tool output minus it finished
+ *    sending the call); peak PSS of the whole process tree.
+ *  - code mode: scripts/bench/codemode.ts with the compiled host, on a quiet machine and with a
+ *    CPU hog on every core.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { planBuiltin } from "../../src/executor/sandbox/index.ts";
+import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "../../src/executor/sandbox/linux/helper-arg.ts";
+import { reply, startFakeModelServer, type FakeModelServer } from "../../test/support/fake-model-server.ts";
+import { buildBinary } from "../build.ts";
+import { peakTreeMemory, timeProcess, type ProcessRun } from "./procs.ts";
+import { numberFlag, percentile, ROOT } from "./stats.ts";
+
+const QUICK = process.argv.includes("--quick");
+const RUNS = numberFlag("--runs", QUICK ? 5 : 15);
+const TURN_RUNS = numberFlag("--turn-runs", QUICK ? 2 : 5);
+const binaryAt = process.argv.indexOf("--binary");
+const BINARY = path.resolve(binaryAt >= 0 ? process.argv[binaryAt + 1]! : path.join(ROOT, "dist/relay"));
+const BUN = process.versions.bun ? process.execPath : path.join(ROOT, "node_modules/.bin/bun");
+const work = mkdtempSync(path.join(os.tmpdir(), "relay-bench-startup-"));
+
+const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+
+/** One result line: `name value goal OK|MISS` (lower is better). */
+function judge(name: string, value: number, goal: number, digits = 2): void {
+  process.stdout.write(`${name} ${value.toFixed(digits)} ${goal} ${value <= goal ? "OK" : "MISS"}\n`);
+}
+const note = (text: string) => process.stdout.write(`# ${text}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// The binaries.
+
+/** Prints a line, or with `serve` answers one frame, as the smallest program Bun compiles does. */
+const HELLO_SOURCE = `
+if (process.argv[2] === "serve") {
+  let buf = Buffer.alloc(0);
+  process.stdin.on("data", (c) => {
+    buf = Buffer.concat([buf, c]);
+    if (buf.length < 4 || buf.length < 4 + buf.readUInt32BE(0)) return;
+    const msg = JSON.parse(buf.subarray(4, 4 + buf.readUInt32BE(0)).toString());
+    const out = Buffer.from(JSON.stringify({ type: "response", id: msg.id, result: { ok: {} } }));
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(out.length);
+    process.stdout.write(Buffer.concat([head, out]));
+  });
+} else console.log("hello");
+`;
+
+function compileHello(): string {
+  const dir = path.join(work, "hello");
+  mkdirSync(dir);
+  writeFileSync(path.join(dir, "hello.js"), HELLO_SOURCE);
+  const out = path.join(dir, "hello");
+  const r = spawnSync(BUN, ["build", "--compile", "--bytecode", "--minify", "--format=esm", "hello.js", "--outfile", out], { cwd: dir, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`compiling the hello-world failed: ${r.stderr}`);
+  return out;
+}
+
+function ensureBinary(): void {
+  if (existsSync(BINARY)) return;
+  note(`no ${BINARY}: building it`);
+  buildBinary({ outfile: BINARY });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up against the hello-world.
+
+interface StartupCase {
+  name: string;
+  relay: string[];
+  hello: string[];
+  env?: Record<string, string>;
+  request?: unknown;
+}
+
+async function sandboxHelperArgv(): Promise<string[]> {
+  const env = { ...process.env } as Record<string, string>;
+  const plan = await planBuiltin({ mode: "read-only", writable_roots: [], network: false }, env);
+  if ("error" in plan) throw new Error(`the built-in sandbox cannot run here: ${plan.error.message}`);
+  const restoreEnv = Object.fromEntries(Object.keys(SINGLE_THREAD_ENV).map((n) => [n, null]));
+  return [BINARY, SANDBOX_EXEC_ARG, JSON.stringify({ ...plan.ok, restoreEnv }), "--", "/bin/true"];
+}
+
+async function startupCases(hello: string): Promise<StartupCase[]> {
+  const request = (method: string) => ({ type: "request", id: 1, method, params: {} });
+  return [
+    { name: "version", relay: [BINARY, "--version"], hello: [hello] },
+    { name: "executor", relay: [BINARY, "executor"], hello: [hello, "serve"], request: request("executor/info") },
+    { name: "code_mode_host", relay: [BINARY, "code-mode-host"], hello: [hello, "serve"], request: request("codemode/hello") },
+    { name: "sandbox_helper", relay: await sandboxHelperArgv(), hello: [hello], env: { ...SINGLE_THREAD_ENV } },
+  ];
+}
+
+async function startupFigures(hello: string): Promise<void> {
+  const home = path.join(work, "home");
+  for (const c of await startupCases(hello)) {
+    const env = { ...process.env, RELAY_HOME: home, ...c.env };
+    const pairs: Array<[ProcessRun, ProcessRun]> = [];
+    await timeProcess(c.relay, env, c.request); // warm-up: page cache, first log file
+    for (let i = 0; i < RUNS; i++) pairs.push([await timeProcess(c.relay, env, c.request), await timeProcess(c.hello, env, c.request)]);
+    const relayWall = median(pairs.map(([a]) => a.wallMs));
+    const helloWall = median(pairs.map(([, b]) => b.wallMs));
+    note(`${c.name}: relay ${relayWall.toFixed(1)} ms wall, ${median(pairs.map(([a]) => a.cpuMs)).toFixed(1)} ms cpu, ${median(pairs.map(([a]) => a.maxRssMiB)).toFixed(1)} MiB; hello-world ${helloWall.toFixed(1)} ms wall, ${median(pairs.map(([, b]) => b.cpuMs)).toFixed(1)} ms cpu (median of ${RUNS})`);
+    judge(`startup.${c.name}.wall_ratio`, median(pairs.map(([a, b]) => a.wallMs / b.wallMs)), 1.5);
+    judge(`startup.${c.name}.cpu_ratio`, median(pairs.map(([a, b]) => a.cpuMs / Math.max(b.cpuMs, 0.001))), 1.5);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// relay run turns against the fake model server.
+
+interface TurnCase {
+  name: string;
+  toolCalls: number;
+  sandbox: "workspace-write" | "danger-full-access";
+  wallGoalMs: number;
+}
+
+const TURNS: TurnCase[] = [
+  { name: "no_tools", toolCalls: 0, sandbox: "workspace-write", wallGoalMs: 150 },
+  { name: "tools_20", toolCalls: 20, sandbox: "workspace-write", wallGoalMs: 350 },
+  { name: "tools_20_unsandboxed", toolCalls: 20, sandbox: "danger-full-access", wallGoalMs: 350 },
+];
+
+function enqueueTurn(server: FakeModelServer, calls: number): void {
+  for (let i = 0; i < calls; i++) server.enqueue(reply().toolCall("exec_command", { cmd: "true" }).usage({ input: 100, output: 10 }));
+  server.enqueue(reply().text("done").usage({ input: 100, output: 5 }));
+}
+
+function runArgv(server: FakeModelServer, c: TurnCase, cwd: string): string[] {
+  return [BINARY, "run", "--json", "--base-url", server.baseUrl, "-m", "bench", "-s", c.sandbox, "-C", cwd, "run true as asked"];
+}
+
+/** One `relay run`; with `sampleMemory`, the tree's peak instead of a clean time. */
+async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boolean): Promise<{ wallMs: number; gaps: number[]; pssMiB?: number; rssMiB?: number }> {
+  const cwd = mkdtempSync(path.join(work, "ws-"));
+  const env = { ...process.env, RELAY_HOME: mkdtempSync(path.join(work, "home-")), OPENAI_API_KEY: "bench" };
+  const first = server.requests.length;
+  enqueueTurn(server, c.toolCalls);
+  const started = performance.now();
+  const child = Bun.spawn(runArgv(server, c, cwd), { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const memory = sampleMemory ? await peakTreeMemory(child.pid, child.exited) : undefined;
+  const code = await child.exited;
+  const wallMs = performance.now() - started;
+  if (code !== 0) throw new Error(`relay run exited ${code}: ${(await new Response(child.stderr).text()).slice(-2000)}`);
+  const reqs = server.requests.slice(first);
+  if (reqs.length !== c.toolCalls + 1) throw new Error(`expected ${c.toolCalls + 1} model requests, the server saw ${reqs.length}`);
+  const gaps = reqs.slice(1).map((r, i) => r.receivedAtMs - reqs[i]!.repliedAtMs!);
+  return { wallMs, gaps, ...(memory ? { pssMiB: memory.pssMiB, rssMiB: memory.rssMiB } : {}) };
+}
+
+async function turnFigures(): Promise<void> {
+  const server = await startFakeModelServer();
+  try {
+    for (const c of TURNS) {
+      await oneTurn(server, c, false); // warm-up
+      const runs = [];
+      for (let i = 0; i < TURN_RUNS; i++) runs.push(await oneTurn(server, c, false));
+      const mem = await oneTurn(server, c, true);
+      judge(`turn.${c.name}.wall_ms`, median(runs.map((r) => r.wallMs)), c.wallGoalMs, 1);
+      if (c.toolCalls > 0) judge(`turn.${c.name}.gap_p50_ms`, median(runs.flatMap((r) => r.gaps)), 5);
+      judge(`turn.${c.name}.tree_pss_mib`, mem.pssMiB!, 50, 1);
+      note(`${c.name}: tree RSS summed ${mem.rssMiB!.toFixed(1)} MiB (shared pages counted per process); median of ${TURN_RUNS} runs, sandbox ${c.sandbox}`);
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Code mode with the compiled host, quiet and with a CPU hog on every core.
+
+interface CodeModeFigures {
+  inProcess: Record<string, number>;
+  ipc: Record<string, number>;
+}
+
+function codeModeRun(): CodeModeFigures {
+  const rounds = QUICK ? "40" : "150";
+  const r = spawnSync(BUN, [path.join(ROOT, "scripts/bench/codemode.ts"), "--json", "--rounds", rounds, "--cold", QUICK ? "3" : "8"], {
+    env: { ...process.env, RELAY_SELF_COMMAND: BINARY },
+    encoding: "utf8",
+    timeout: 300_000,
+  });
+  if (r.status !== 0) throw new Error(`scripts/bench/codemode.ts failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop()!) as CodeModeFigures;
+}
+
+/** One busy loop per core, each ending by itself after `seconds` even if this script dies. */
+function startHogs(seconds: number): Array<{ kill(): void }> {
+  const loop = `const end = Date.now() + ${seconds * 1000}; while (Date.now() < end) {}`;
+  return os.cpus().map(() => Bun.spawn([BUN, "-e", loop], { stdin: "ignore", stdout: "ignore", stderr: "ignore" }));
+}
+
+function codeModeFigures(): void {
+  for (const mode of ["quiet", "busy"] as const) {
+    const hogs = mode === "busy" ? startHogs(300) : [];
+    let f: CodeModeFigures;
+    try {
+      f = codeModeRun();
+    } finally {
+      for (const h of hogs) h.kill();
+    }
+    judge(`codemode.${mode}.session_startup_ms`, f.ipc.startup!, 2.6);
+    judge(`codemode.${mode}.fresh_session_command_ms`, f.ipc.fresh!, 7);
+    judge(`codemode.${mode}.warm_provisioning_ms`, f.ipc.provision!, 0.5);
+    judge(`codemode.${mode}.warm_overhead_p50_ms`, f.ipc.warm! - f.inProcess.warm!, 0.2, 3);
+    note(`code mode ${mode}: warm command p50 in-process ${f.inProcess.warm!.toFixed(3)} ms, IPC ${f.ipc.warm!.toFixed(3)} ms; back to back ${f.inProcess.burst!.toFixed(3)} vs ${f.ipc.burst!.toFixed(3)} ms`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+try {
+  ensureBinary();
+  const hello = compileHello();
+  note(`${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, bun ${process.versions.bun ?? "?"}; binary ${BINARY}`);
+  await startupFigures(hello);
+  await turnFigures();
+  codeModeFigures();
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
