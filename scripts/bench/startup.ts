@@ -1,6 +1,6 @@
 /**
  * Start-up and turn figures of the compiled binary, each against its goal, in one run:
- *   bun scripts/bench/startup.ts [--binary dist/relay] [--runs 15] [--turn-runs 5] [--quick]
+ *   bun scripts/bench/startup.ts [--binary dist/relay] [--before OLD_BINARY] [--runs 15] [--turn-runs 5] [--quick]
  * Prints `name value goal OK|MISS` lines (and `#` lines of context), so a regression is one grep
  * away. Ratios compare against a hello-world binary compiled by the same Bun in this same run,
  * pair by pair (A B A B …), so a machine that slows down mid-run slows both sides alike.
@@ -12,6 +12,7 @@
  *    sending the call); peak PSS of the whole process tree.
  *  - code mode: scripts/bench/codemode.ts with the compiled host, on a quiet machine and with a
  *    CPU hog on every core.
+ * --before times an older build's start-up in the same pairs too (a `#` line each: what changed).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -29,6 +30,8 @@ const RUNS = numberFlag("--runs", QUICK ? 5 : 15);
 const TURN_RUNS = numberFlag("--turn-runs", QUICK ? 2 : 5);
 const binaryAt = process.argv.indexOf("--binary");
 const BINARY = path.resolve(binaryAt >= 0 ? process.argv[binaryAt + 1]! : path.join(ROOT, "dist/relay"));
+const beforeAt = process.argv.indexOf("--before");
+const BEFORE = beforeAt >= 0 ? path.resolve(process.argv[beforeAt + 1]!) : undefined;
 const BUN = process.versions.bun ? process.execPath : path.join(ROOT, "node_modules/.bin/bun");
 const work = mkdtempSync(path.join(os.tmpdir(), "relay-bench-startup-"));
 
@@ -109,8 +112,14 @@ async function startupFigures(hello: string): Promise<void> {
   for (const c of await startupCases(hello)) {
     const env = { ...process.env, RELAY_HOME: home, ...c.env };
     const pairs: Array<[ProcessRun, ProcessRun]> = [];
+    const before: number[] = [];
+    const older = BEFORE ? c.relay.map((a) => (a === BINARY ? BEFORE : a)) : undefined;
     await timeProcess(c.relay, env, c.request); // warm-up: page cache, first log file
-    for (let i = 0; i < RUNS; i++) pairs.push([await timeProcess(c.relay, env, c.request), await timeProcess(c.hello, env, c.request)]);
+    for (let i = 0; i < RUNS; i++) {
+      pairs.push([await timeProcess(c.relay, env, c.request), await timeProcess(c.hello, env, c.request)]);
+      if (older) before.push((await timeProcess(older, env, c.request)).cpuMs / pairs[i]![0].cpuMs);
+    }
+    if (older) note(`${c.name}: the --before build takes ${median(before).toFixed(2)}x this build's CPU`);
     const relayWall = median(pairs.map(([a]) => a.wallMs));
     const helloWall = median(pairs.map(([, b]) => b.wallMs));
     note(`${c.name}: relay ${relayWall.toFixed(1)} ms wall, ${median(pairs.map(([a]) => a.cpuMs)).toFixed(1)} ms cpu, ${median(pairs.map(([a]) => a.maxRssMiB)).toFixed(1)} MiB; hello-world ${helloWall.toFixed(1)} ms wall, ${median(pairs.map(([, b]) => b.cpuMs)).toFixed(1)} ms cpu (median of ${RUNS})`);
