@@ -2,7 +2,9 @@
 import { estimateTokens } from "../util/truncate.ts";
 import { isContextFragment } from "../model/context-fragments.ts";
 import type { ResponseItem } from "../model/items.ts";
+import { visitRollout } from "../rollout/reader.ts";
 import type { RolloutLine } from "../rollout/schema.ts";
+import { ok, type Result } from "../util/result.ts";
 
 const KEPT_TYPES = new Set([
   "message",
@@ -20,22 +22,41 @@ const KEPT_TYPES = new Set([
 export function memoryItems(lines: Iterable<RolloutLine>): ResponseItem[] {
   const out: ResponseItem[] = [];
   for (const line of lines) {
-    if (line.type !== "response_item") continue;
-    const item = line.payload as ResponseItem;
-    if (!KEPT_TYPES.has(item.type)) continue;
-    if (item.type === "message") {
-      const msg = item as Extract<ResponseItem, { type: "message"; role: string }>;
-      if (msg.role === "developer" || msg.role === "system") continue;
-      if (msg.role === "user") {
-        const content = msg.content.filter((c) => !("text" in c && c.type === "input_text" && isContextFragment(c.text)));
-        if (!content.length) continue;
-        out.push({ ...msg, content });
-        continue;
-      }
-    }
-    out.push(item);
+    const item = memoryItem(line);
+    if (item) out.push(item);
   }
   return out;
+}
+
+/** The item one rollout line contributes to `memoryItems`, if any (lines are judged one by one, so a rollout can be streamed). */
+export function memoryItem(line: RolloutLine): ResponseItem | undefined {
+  if (line.type !== "response_item") return undefined;
+  const item = line.payload as ResponseItem;
+  if (!KEPT_TYPES.has(item.type)) return undefined;
+  if (item.type !== "message") return item;
+  const msg = item as Extract<ResponseItem, { type: "message"; role: string }>;
+  if (msg.role === "developer" || msg.role === "system") return undefined;
+  if (msg.role !== "user") return item;
+  const content = msg.content.filter((c) => !("text" in c && c.type === "input_text" && isContextFragment(c.text)));
+  return content.length ? { ...msg, content } : undefined;
+}
+
+/**
+ * `memoryItems` of the rollout at `file`, streamed: its lines are parsed and judged one at a time
+ * and only the kept items stay in memory (never the file or its other lines). `source` gives the
+ * file's bytes as a stream instead. The same errors as `readRollout`.
+ */
+export async function readMemoryItems(file: string, source?: AsyncIterable<Uint8Array>): Promise<Result<ResponseItem[]>> {
+  const items: ResponseItem[] = [];
+  const r = await visitRollout(
+    file,
+    (line) => {
+      const item = memoryItem(line);
+      if (item) items.push(item);
+    },
+    source,
+  );
+  return "error" in r ? r : ok(items);
 }
 
 /** Keeps the head and tail of `text` within `maxChars`, with a marker where the middle was cut. */

@@ -1,16 +1,15 @@
 /** Phase 1: claim eligible rollouts, extract {raw_memory, rollout_summary, rollout_slug}, store. */
 import os from "node:os";
-import { readRollout } from "../rollout/reader.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { redactStage1, type Extractor } from "./extract.ts";
-import { memoryItems } from "./filter.ts";
+import { readMemoryItems } from "./filter.ts";
 import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
 import { redactSecrets } from "./redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { INTERACTIVE_SOURCES, scanRollouts } from "./scan.ts";
 import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
-import { heartbeatStage1, markStage1Failed, markStage1NoOutput, markStage1Succeeded, needsStage1, tryClaimStage1 } from "./store-stage1.ts";
+import { heartbeatStage1, markStage1Failed, markStage1NoOutput, markStage1Succeeded, tryClaimStage1Batch, type Stage1Claim } from "./store-stage1.ts";
 import { listClaimCandidates } from "./store-threads.ts";
 
 export const STAGE1_LEASE_SECONDS = 3600;
@@ -93,22 +92,31 @@ export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>>
     host,
   });
   if ("error" in cands) return cands;
-  const skipped: Record<string, number> = {};
-  const claimed: Array<{ thread: ThreadRow; token: string }> = [];
-  const takeovers: Phase1Report["takeovers"] = [];
-  const held: Phase1Report["held"] = [];
-  for (const thread of cands.ok) {
-    if (claimed.length >= o.maxClaims) break;
-    const sourceUpdatedAt = secs(thread.updated_at_ms);
-    const needs = await needsStage1(o.state, thread.id, sourceUpdatedAt);
-    if ("error" in needs) return needs;
-    if (!needs.ok) {
-      skipped.skipped_up_to_date = (skipped.skipped_up_to_date ?? 0) + 1;
-      continue;
-    }
-    const c = await tryClaimStage1(o.state, {
-      threadId: thread.id,
-      sourceUpdatedAt,
+  const c = await claimAll(o, cands.ok);
+  if ("error" in c) return c;
+  const { claimed, skipped, takeovers, held } = c.ok;
+  const outcomes = await withHeartbeat(o, () => pool(claimed, o.concurrency, (c) => extractOne(o, c.thread, c.token)));
+  return ok({ scanned: scan.ok.seen, candidates: cands.ok.length, claimed: claimed.length, skipped, outcomes, warnings: scan.ok.warnings, takeovers, held });
+}
+
+interface Claims {
+  claimed: Array<{ thread: ThreadRow; token: string }>;
+  skipped: Record<string, number>;
+  takeovers: Phase1Report["takeovers"];
+  held: Phase1Report["held"];
+}
+
+/** Candidates claimed per transaction. */
+const CLAIM_BATCH = 200;
+
+/** Claims candidates in order until `maxClaims`, a batch per transaction (see `tryClaimStage1Batch`). */
+async function claimAll(o: Phase1Options, cands: ThreadRow[]): Promise<Result<Claims>> {
+  const acc: Claims = { claimed: [], skipped: {}, takeovers: [], held: [] };
+  for (let i = 0; i < cands.length && acc.claimed.length < o.maxClaims; i += CLAIM_BATCH) {
+    const batch = cands.slice(i, i + CLAIM_BATCH);
+    const c = await tryClaimStage1Batch(o.state, {
+      threads: batch.map((t) => ({ threadId: t.id, sourceUpdatedAt: secs(t.updated_at_ms) })),
+      limit: o.maxClaims - acc.claimed.length,
       workerId: o.workerId,
       leaseSeconds: o.leaseSeconds ?? STAGE1_LEASE_SECONDS,
       maxRunningJobs: o.maxRunningJobs,
@@ -116,16 +124,19 @@ export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>>
       takeOver: o.takeOver,
     });
     if ("error" in c) return c;
-    if (c.ok.kind === "claimed") {
-      claimed.push({ thread, token: c.ok.token });
-      if (c.ok.tookOver) takeovers.push({ thread_id: thread.id, ...c.ok.tookOver });
-    } else {
-      skipped[c.ok.kind] = (skipped[c.ok.kind] ?? 0) + 1;
-      if (c.ok.kind === "skipped_running" && c.ok.holder) held.push({ thread_id: thread.id, holder: c.ok.holder });
-    }
+    c.ok.forEach((claim, k) => tally(acc, batch[k]!, claim));
   }
-  const outcomes = await withHeartbeat(o, () => pool(claimed, o.concurrency, (c) => extractOne(o, c.thread, c.token)));
-  return ok({ scanned: scan.ok.seen, candidates: cands.ok.length, claimed: claimed.length, skipped, outcomes, warnings: scan.ok.warnings, takeovers, held });
+  return ok(acc);
+}
+
+function tally(acc: Claims, thread: ThreadRow, c: Stage1Claim): void {
+  if (c.kind === "claimed") {
+    acc.claimed.push({ thread, token: c.token });
+    if (c.tookOver) acc.takeovers.push({ thread_id: thread.id, ...c.tookOver });
+  } else {
+    acc.skipped[c.kind] = (acc.skipped[c.kind] ?? 0) + 1;
+    if (c.kind === "skipped_running" && c.holder) acc.held.push({ thread_id: thread.id, holder: c.holder });
+  }
 }
 
 /** Keeps this worker's claims visibly alive while `fn` extracts (others take over stale ones). */
@@ -149,12 +160,10 @@ async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): P
   };
   let extracted;
   try {
-    const rollout = await readRollout(thread.rollout_path);
-    if ("error" in rollout) return await fail(rollout.error.message);
-    extracted = await o.extractor(
-      { threadId: thread.id, rolloutPath: thread.rollout_path, cwd: thread.cwd, gitBranch: thread.git_branch, items: memoryItems(rollout.ok.lines) },
-      o.signal,
-    );
+    // Streamed: only the kept items of one rollout are in memory, never its file or other lines.
+    const items = await readMemoryItems(thread.rollout_path);
+    if ("error" in items) return await fail(items.error.message);
+    extracted = await o.extractor({ threadId: thread.id, rolloutPath: thread.rollout_path, cwd: thread.cwd, gitBranch: thread.git_branch, items: items.ok }, o.signal);
   } catch (e) {
     return fail(`extraction crashed: ${errorMessage(e)}`);
   }

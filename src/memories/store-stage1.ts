@@ -7,9 +7,9 @@ import { ok, type Result } from "../util/result.ts";
 import type { StateDb, Tx } from "./db.ts";
 import { takeOverReason, type HolderReport } from "./holder.ts";
 import { JobRowSchema, must, parseRows, type JobRow, type Stage1Row } from "./rows.ts";
-import { judgeLease, type TakeOver, type TakeOverJudge } from "./store-leases.ts";
+import { judgeLease, liveLease, type TakeOver, type TakeOverJudge } from "./store-leases.ts";
 import { enqueueGlobal } from "./store-phase2.ts";
-import { DEFAULT_RETRY_BUDGET, insertJob, ownedRunning, read, readJob, readOutput, setJob, STAGE1_KIND, tx } from "./store-tx.ts";
+import { DEFAULT_RETRY_BUDGET, insertJob, ownedRunning, read, readJob, readJobs, readOutput, readOutputs, setJob, STAGE1_KIND, tx } from "./store-tx.ts";
 
 export type Stage1Claim =
   | { kind: "claimed"; token: string; tookOver?: TakeOver }
@@ -23,14 +23,6 @@ function upToDate(job: JobRow | undefined, out: Stage1Row | undefined, sourceUpd
   return (out !== undefined && out.source_updated_at >= sourceUpdatedAt) || (job?.last_success_watermark ?? -1) >= sourceUpdatedAt;
 }
 
-export async function needsStage1(state: StateDb, threadId: string, sourceUpdatedAt: number): Promise<Result<boolean>> {
-  return read(async () => {
-    const job = await readJob(state.db, STAGE1_KIND, threadId);
-    const out = await readOutput(state.db, threadId);
-    return ok(!upToDate(job, out, sourceUpdatedAt));
-  });
-}
-
 export interface Stage1ClaimRequest {
   threadId: string;
   sourceUpdatedAt: number;
@@ -41,42 +33,96 @@ export interface Stage1ClaimRequest {
   takeOver?: TakeOverJudge;
 }
 
+export interface Stage1ClaimBatch extends Omit<Stage1ClaimRequest, "threadId" | "sourceUpdatedAt"> {
+  threads: ReadonlyArray<{ threadId: string; sourceUpdatedAt: number }>;
+  /** Stop once this many are claimed: the threads after that are not looked at (default: no limit). */
+  limit?: number;
+}
+
 export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Promise<Result<Stage1Claim>> {
+  const c = await tryClaimStage1Batch(state, { ...r, threads: [{ threadId: r.threadId, sourceUpdatedAt: r.sourceUpdatedAt }] });
+  return "error" in c ? c : ok(c.ok[0]!);
+}
+
+/**
+ * `tryClaimStage1` for each thread in order, in one transaction: their job and output rows are
+ * read in two queries and the live claims counted once, so claiming n rollouts costs O(n) rows
+ * read and about one statement per claim. One answer per thread looked at.
+ */
+export async function tryClaimStage1Batch(state: StateDb, b: Stage1ClaimBatch): Promise<Result<Stage1Claim[]>> {
   return tx(state, async (t) => {
-    const job = await readJob(t, STAGE1_KIND, r.threadId);
-    const out = await readOutput(t, r.threadId);
-    if (upToDate(job, out, r.sourceUpdatedAt)) return { kind: "skipped_up_to_date" } as const;
-    const judge = r.takeOver ?? takeOverReason;
-    // Claims of dead holders do not count against the cap: they are about to be taken over.
-    const runningOthers = (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length;
-    const token = randomUUID();
-    const claimed = {
-      status: "running",
-      worker_id: r.workerId,
-      ownership_token: token,
-      started_at: r.now,
-      finished_at: null,
-      lease_until: r.now + r.leaseSeconds,
-      heartbeat_at: r.now,
-      retry_at: null,
-      last_error: null,
-      input_watermark: r.sourceUpdatedAt,
-    };
-    if (!job) {
-      if (runningOthers >= r.maxRunningJobs) return { kind: "skipped_running" } as const;
-      await insertJob(t, STAGE1_KIND, r.threadId, claimed);
-      return { kind: "claimed", token } as const;
+    const ids = b.threads.map((x) => x.threadId);
+    const jobs = await readJobs(t, STAGE1_KIND, ids);
+    const outs = await readOutputs(t, ids);
+    const live = { n: await countLiveStage1(t, b.now) };
+    const answers: Stage1Claim[] = [];
+    let claims = 0;
+    for (const { threadId, sourceUpdatedAt } of b.threads) {
+      if (claims >= (b.limit ?? Infinity)) break;
+      const c = await claimIn(t, { ...b, threadId, sourceUpdatedAt }, jobs.get(threadId), outs.get(threadId), live);
+      if (c.kind === "claimed") claims++;
+      answers.push(c);
     }
-    const advanced = (job.input_watermark ?? -1) < r.sourceUpdatedAt;
-    const verdict = judgeLease(job, r.now, judge);
-    if ("respect" in verdict) return { kind: "skipped_running", holder: verdict.respect } as const;
-    const tookOver = verdict.tookOver;
-    if (!tookOver && !advanced && job.retry_remaining <= 0) return { kind: "skipped_retry_exhausted" } as const;
-    if (!tookOver && !advanced && job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_backoff" } as const;
-    if (runningOthers >= r.maxRunningJobs) return { kind: "skipped_running" } as const;
-    await setJob(t, STAGE1_KIND, r.threadId, { ...claimed, retry_remaining: advanced ? DEFAULT_RETRY_BUDGET : job.retry_remaining });
-    return tookOver ? ({ kind: "claimed", token, tookOver } as const) : ({ kind: "claimed", token } as const);
+    return answers;
   });
+}
+
+/** One claim inside the batch's transaction; `live.n` counts every live stage-1 claim and follows this one. */
+async function claimIn(t: Tx, r: Stage1ClaimRequest, job: JobRow | undefined, out: Stage1Row | undefined, live: { n: number }): Promise<Stage1Claim> {
+  if (upToDate(job, out, r.sourceUpdatedAt)) return { kind: "skipped_up_to_date" };
+  const ownLive = job !== undefined && liveLease(job, r.now);
+  const full = () => capReached(t, r, live.n - (ownLive ? 1 : 0));
+  const token = randomUUID();
+  const claimed = {
+    status: "running",
+    worker_id: r.workerId,
+    ownership_token: token,
+    started_at: r.now,
+    finished_at: null,
+    lease_until: r.now + r.leaseSeconds,
+    heartbeat_at: r.now,
+    retry_at: null,
+    last_error: null,
+    input_watermark: r.sourceUpdatedAt,
+  };
+  if (!job) {
+    if (await full()) return { kind: "skipped_running" };
+    await insertJob(t, STAGE1_KIND, r.threadId, claimed);
+    live.n++;
+    return { kind: "claimed", token };
+  }
+  const advanced = (job.input_watermark ?? -1) < r.sourceUpdatedAt;
+  const verdict = judgeLease(job, r.now, r.takeOver ?? takeOverReason);
+  if ("respect" in verdict) return { kind: "skipped_running", holder: verdict.respect };
+  const tookOver = verdict.tookOver;
+  if (!tookOver && !advanced && job.retry_remaining <= 0) return { kind: "skipped_retry_exhausted" };
+  if (!tookOver && !advanced && job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_backoff" };
+  if (await full()) return { kind: "skipped_running" };
+  await setJob(t, STAGE1_KIND, r.threadId, { ...claimed, retry_remaining: advanced ? DEFAULT_RETRY_BUDGET : job.retry_remaining });
+  if (!ownLive) live.n++;
+  return tookOver ? { kind: "claimed", token, tookOver } : { kind: "claimed", token };
+}
+
+async function countLiveStage1(t: Tx, now: number): Promise<number> {
+  const row = await t
+    .selectFrom("jobs")
+    .select((eb) => eb.fn.countAll().as("n"))
+    .where("kind", "=", STAGE1_KIND)
+    .where("status", "=", "running")
+    .where("lease_until", ">", now)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Whether the live claims of other threads (`liveOthers` of them) fill the cap. Claims of dead
+ * holders do not count: they are about to be taken over. The rows are read and judged only when
+ * the plain count reaches the cap (judging can only lower it).
+ */
+async function capReached(t: Tx, r: Stage1ClaimRequest, liveOthers: number): Promise<boolean> {
+  if (liveOthers < r.maxRunningJobs) return false;
+  const judge = r.takeOver ?? takeOverReason;
+  return (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length >= r.maxRunningJobs;
 }
 
 async function runningStage1(t: Tx, now: number, exceptKey?: string): Promise<JobRow[]> {

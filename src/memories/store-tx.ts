@@ -6,7 +6,7 @@
  */
 import { errorMessage, err, ok, type Result } from "../util/result.ts";
 import type { JobsTable, StateDb, Tx } from "./db.ts";
-import { JobRowSchema, must, parseRow, RowError, Stage1RowSchema, type JobRow, type Stage1Row } from "./rows.ts";
+import { JobRowSchema, must, parseRow, parseRows, RowError, Stage1RowSchema, type JobRow, type Stage1Row } from "./rows.ts";
 
 export const STAGE1_KIND = "memory_stage1";
 export const PHASE2_KIND = "memory_consolidate_global";
@@ -41,6 +41,20 @@ export async function readJob(t: Tx, kind: string, key: string): Promise<JobRow 
 export async function readOutput(t: Tx, threadId: string): Promise<Stage1Row | undefined> {
   const row = await t.selectFrom("stage1_outputs").selectAll().where("thread_id", "=", threadId).executeTakeFirst();
   return row ? must(parseRow(Stage1RowSchema, "stage1_outputs", threadId, row)) : undefined;
+}
+
+/** The jobs of `kind` among `keys` (a few hundred at most: one `in (...)` query), by key. */
+export async function readJobs(t: Tx, kind: string, keys: string[]): Promise<Map<string, JobRow>> {
+  if (!keys.length) return new Map();
+  const rows = await t.selectFrom("jobs").selectAll().where("kind", "=", kind).where("job_key", "in", keys).execute();
+  return new Map(must(parseRows(JobRowSchema, "jobs", (r) => `${kind}/${String(r.job_key)}`, rows)).map((j) => [j.job_key, j]));
+}
+
+/** The outputs of `threadIds` (a few hundred at most), by thread id. */
+export async function readOutputs(t: Tx, threadIds: string[]): Promise<Map<string, Stage1Row>> {
+  if (!threadIds.length) return new Map();
+  const rows = await t.selectFrom("stage1_outputs").selectAll().where("thread_id", "in", threadIds).execute();
+  return new Map(must(parseRows(Stage1RowSchema, "stage1_outputs", (r) => String(r.thread_id), rows)).map((o) => [o.thread_id, o]));
 }
 
 /** What a new jobs row holds where its insert says nothing: no holder, no times, the default retry budget. */

@@ -20,34 +20,44 @@ export interface RawLine {
 
 const CHUNK = 64 * 1024;
 
-/** Splits a file into lines without loading it whole. Throws on I/O errors. */
-export async function* rawLines(file: string): AsyncGenerator<RawLine> {
+/** The file in chunks of at most 64 KiB; each chunk is only valid until the next one is asked for. */
+async function* fileChunks(file: string): AsyncGenerator<Uint8Array> {
   const fh = await open(file, "r");
   try {
-    const buf = Buffer.alloc(CHUNK);
-    let pending: Buffer[] = [];
-    let lineNo = 0;
+    const buf = Buffer.allocUnsafe(CHUNK);
     for (;;) {
       const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
       if (bytesRead === 0) break;
-      const chunk = buf.subarray(0, bytesRead);
-      let start = 0;
-      for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-        const piece = chunk.subarray(start, nl);
-        const line = pending.length ? Buffer.concat([...pending, piece]) : piece;
-        pending = [];
-        yield { lineNo: ++lineNo, text: line.toString("utf8"), bytes: line.length + 1, terminated: true };
-        start = nl + 1;
-      }
-      // `buf` is reused by the next read, so keep a copy of the unfinished tail.
-      if (start < bytesRead) pending.push(Buffer.from(chunk.subarray(start)));
-    }
-    if (pending.length) {
-      const line = Buffer.concat(pending);
-      yield { lineNo: ++lineNo, text: line.toString("utf8"), bytes: line.length, terminated: false };
+      yield buf.subarray(0, bytesRead);
     }
   } finally {
     await fh.close();
+  }
+}
+
+/**
+ * Splits a file (or `source`, the same bytes as a stream) into lines without loading it whole:
+ * what it holds at any time is one chunk and the unfinished line. Throws on I/O errors.
+ */
+export async function* rawLines(file: string, source: AsyncIterable<Uint8Array> = fileChunks(file)): AsyncGenerator<RawLine> {
+  let pending: Buffer[] = [];
+  let lineNo = 0;
+  for await (const bytes of source) {
+    const chunk = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let start = 0;
+    for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+      const piece = chunk.subarray(start, nl);
+      const line = pending.length ? Buffer.concat([...pending, piece]) : piece;
+      pending = [];
+      yield { lineNo: ++lineNo, text: line.toString("utf8"), bytes: line.length + 1, terminated: true };
+      start = nl + 1;
+    }
+    // A chunk may be reused by the next read, so keep a copy of the unfinished tail.
+    if (start < chunk.length) pending.push(Buffer.from(chunk.subarray(start)));
+  }
+  if (pending.length) {
+    const line = Buffer.concat(pending);
+    yield { lineNo: ++lineNo, text: line.toString("utf8"), bytes: line.length, terminated: false };
   }
 }
 
@@ -57,8 +67,8 @@ export type RolloutEntry =
   | { kind: "skipped"; lineNo: number; torn: boolean; message: string; reason: string };
 
 /** Parsed lines in file order; unusable lines come out as `skipped` with a ready-made message. */
-export async function* streamRollout(file: string): AsyncGenerator<RolloutEntry> {
-  for await (const raw of rawLines(file)) {
+export async function* streamRollout(file: string, source?: AsyncIterable<Uint8Array>): AsyncGenerator<RolloutEntry> {
+  for await (const raw of rawLines(file, source)) {
     if (raw.text.trim() === "") continue;
     let value: unknown;
     try {
@@ -103,29 +113,43 @@ export interface Rollout {
  * line that is not a valid session_meta.
  */
 export async function readRollout(file: string): Promise<Result<Rollout>> {
-  let meta: SessionMeta | undefined;
   const lines: RolloutLine[] = [];
-  const warnings: string[] = [];
   let lastTurnContext: TurnContext | undefined;
+  const r = await visitRollout(file, (line) => {
+    lines.push(line);
+    if (line.type === "turn_context") lastTurnContext = line.payload as TurnContext;
+  });
+  if ("error" in r) return r;
+  return ok({ path: file, meta: r.ok.meta, lines, items: reconstructHistory(lines), lastTurnContext, warnings: r.ok.warnings });
+}
+
+/**
+ * Streams a rollout's usable lines, in order, to `visit` and keeps none of them: memory stays
+ * bounded by the longest line whatever the file's size. The same errors as `readRollout`.
+ * `source` gives the file's bytes as a stream instead of opening `file` (named in messages).
+ */
+export async function visitRollout(
+  file: string,
+  visit: (line: RolloutLine) => void,
+  source?: AsyncIterable<Uint8Array>,
+): Promise<Result<{ meta: SessionMeta; warnings: string[] }>> {
+  let meta: SessionMeta | undefined;
+  const warnings: string[] = [];
   try {
-    for await (const entry of streamRollout(file)) {
+    for await (const entry of streamRollout(file, source)) {
       if (meta === undefined) {
         const first = firstLineMeta(file, entry);
         if ("error" in first) return first;
         meta = first.ok;
       }
-      if (entry.kind === "skipped") {
-        warnings.push(entry.message);
-        continue;
-      }
-      lines.push(entry.line);
-      if (entry.line.type === "turn_context") lastTurnContext = (entry.line.payload as TurnContext);
+      if (entry.kind === "skipped") warnings.push(entry.message);
+      else visit(entry.line);
     }
   } catch (e) {
     return ioError(file, e);
   }
   if (meta === undefined) return err("rollout_empty", `rollout ${file} is empty`, { path: file });
-  return ok({ path: file, meta, lines, items: reconstructHistory(lines), lastTurnContext, warnings });
+  return ok({ meta, warnings });
 }
 
 /** Reads only the first line's session_meta (cheap: stops after one line). */
