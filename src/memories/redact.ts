@@ -184,8 +184,22 @@ export function redactDeep<T>(value: T): T {
 function deep(v: unknown, key: string | undefined): unknown {
   if (typeof v === "string") return key === "arguments" ? redactJsonText(v) : redactSecrets(v);
   if (Array.isArray(v)) return v.map((x) => deep(x, undefined));
-  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactSecrets(k), deep(x, k)]));
+  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactKey(k), deep(x, k)]));
   return v;
+}
+
+/** Keys repeat (`type`, `role`, `content`, ...): short ones are redacted once and remembered. */
+const keyCache = new Map<string, string>();
+
+function redactKey(k: string): string {
+  if (k.length > 64) return redactSecrets(k);
+  let r = keyCache.get(k);
+  if (r === undefined) {
+    if (keyCache.size >= 1024) keyCache.clear();
+    r = redactSecrets(k);
+    keyCache.set(k, r);
+  }
+  return r;
 }
 
 function redactJsonText(s: string): string {

@@ -22,26 +22,45 @@ interface NativeDatabase {
 
 const READER_RE = /^\s*(select|with|pragma|values|explain)\b|\breturning\b/i;
 
+/** Prepared statements kept per connection: phase 1 runs the same few thousand times over. */
+const STATEMENT_CACHE = 256;
+
 function adapt(db: NativeDatabase): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
   return {
-    close: () => db.close(),
-    prepare(query: string): SqliteStatement {
-      const s = db.prepare(query);
-      const reader = Array.isArray(s.columnNames)
-        ? s.columnNames.length > 0
-        : typeof s.columns === "function"
-          ? s.columns().length > 0
-          : READER_RE.test(query);
-      return {
-        reader,
-        all: (p) => s.all(...(p as unknown[])),
-        run: (p) => {
-          const r = s.run(...(p as unknown[]));
-          return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
-        },
-        iterate: (p) => s.iterate(...(p as unknown[])),
-      };
+    close: () => {
+      cache.clear();
+      db.close();
     },
+    prepare(query: string): SqliteStatement {
+      const hit = cache.get(query);
+      if (hit) return hit;
+      const s = prepareStatement(db, query);
+      // Statements that change the schema are not kept: the ones prepared after them see the new columns.
+      if (!/^\s*(create|alter|drop)\b/i.test(query)) {
+        if (cache.size >= STATEMENT_CACHE) cache.clear();
+        cache.set(query, s);
+      }
+      return s;
+    },
+  };
+}
+
+function prepareStatement(db: NativeDatabase, query: string): SqliteStatement {
+  const s = db.prepare(query);
+  const reader = Array.isArray(s.columnNames)
+    ? s.columnNames.length > 0
+    : typeof s.columns === "function"
+      ? s.columns().length > 0
+      : READER_RE.test(query);
+  return {
+    reader,
+    all: (p) => s.all(...(p as unknown[])),
+    run: (p) => {
+      const r = s.run(...(p as unknown[]));
+      return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+    },
+    iterate: (p) => s.iterate(...(p as unknown[])),
   };
 }
 
