@@ -182,22 +182,26 @@ export function redactDeep<T>(value: T): T {
 }
 
 function deep(v: unknown, key: string | undefined): unknown {
-  if (typeof v === "string") return key === "arguments" ? redactJsonText(v) : redactSecrets(v);
+  if (typeof v === "string") return key === "arguments" ? redactJsonText(v) : redactShort(v);
   if (Array.isArray(v)) return v.map((x) => deep(x, undefined));
-  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactKey(k), deep(x, k)]));
+  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactShort(k), deep(x, k)]));
   return v;
 }
 
-/** Keys repeat (`type`, `role`, `content`, ...): short ones are redacted once and remembered. */
-const keyCache = new Map<string, string>();
+/**
+ * Keys and short values repeat in every item (`type`, `role`, `message`, `input_text`, tool
+ * names): a short string the rules leave unchanged is remembered as clean (a bounded set that
+ * never holds a secret, since strings the rules change are not kept).
+ */
+const cleanShort = new Set<string>();
 
-function redactKey(k: string): string {
-  if (k.length > 64) return redactSecrets(k);
-  let r = keyCache.get(k);
-  if (r === undefined) {
-    if (keyCache.size >= 1024) keyCache.clear();
-    r = redactSecrets(k);
-    keyCache.set(k, r);
+function redactShort(s: string): string {
+  if (s.length > 64) return redactSecrets(s);
+  if (cleanShort.has(s)) return s;
+  const r = redactSecrets(s);
+  if (r === s) {
+    if (cleanShort.size >= 4096) cleanShort.clear();
+    cleanShort.add(s);
   }
   return r;
 }
