@@ -3,6 +3,9 @@
  * (heuristic consolidator, git baseline) over M stored summaries; prints time and peak RSS.
  *   bun scripts/bench/memories.ts [--rollouts 2000] [--summaries 1000] [--db postgres://... [--reset]]
  * A --db must hold no memories yet; --reset drops its memory tables first (destroys them).
+ *   bun scripts/bench/memories.ts --scale [--sizes 2000,20000]
+ * runs phase 1 alone at each size, each in a fresh process (see memories-scale.ts), and prints
+ * `name value goal OK|MISS` lines: seconds, peak RSS and heap per size, and the time ratio.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -14,7 +17,17 @@ import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { runPhase2 } from "../../src/memories/phase2.ts";
 import { writeRollout } from "../../test/memories/support.ts";
+import { benchRollout, runScale, scaleChild } from "./memories-scale.ts";
 import { numberFlag } from "./stats.ts";
+
+if (process.argv.includes("--scale")) {
+  await runScale();
+  process.exit(0);
+}
+if (process.argv.includes("--scale-child")) {
+  await scaleChild();
+  process.exit(0);
+}
 
 const N = numberFlag("--rollouts", 2000);
 const M = numberFlag("--summaries", 1000);
@@ -29,17 +42,7 @@ const home = mkdtempSync(path.join(os.tmpdir(), "relay-bench-mem-"));
 try {
   const now = Date.now();
   const t0 = performance.now();
-  const outputs = Array.from({ length: 10 }, () => `Process exited with code 0\n${"ok line\n".repeat(40)}`);
-  for (let i = 0; i < N; i++) {
-    writeRollout(home, {
-      mtimeMs: now - 7 * 3_600_000 - i * 60_000,
-      cwd: `/work/proj${i % 20}`,
-      user: [`task ${i}: fix module${i % 37}/file${i}.ts and run the tests`],
-      commands: Array.from({ length: 10 }, (_, k) => `bun test test/m${k}.test.ts`),
-      outputs,
-      final: `Fixed module${i % 37}/file${i}.ts; tests pass.`,
-    });
-  }
+  for (let i = 0; i < N; i++) writeRollout(home, benchRollout(i, now));
   const tGen = performance.now() - t0;
   const opened = await openStateDb(dbSpec || path.join(home, "state.sqlite"));
   if ("error" in opened) throw new Error(opened.error.message);
