@@ -1,5 +1,6 @@
 /** Phase 1: claim eligible rollouts, extract {raw_memory, rollout_summary, rollout_slug}, store. */
 import os from "node:os";
+import { setImmediate } from "node:timers";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { redactStage1, type Extractor } from "./extract.ts";
@@ -125,6 +126,7 @@ async function claimAll(o: Phase1Options, cands: ThreadRow[]): Promise<Result<Cl
     });
     if ("error" in c) return c;
     c.ok.forEach((claim, k) => tally(acc, batch[k]!, claim));
+    await yieldToEventLoop();
   }
   return ok(acc);
 }
@@ -150,7 +152,14 @@ async function withHeartbeat<T>(o: Phase1Options, fn: () => Promise<T>): Promise
   }
 }
 
+/**
+ * Lets timers and I/O run (the heartbeat above): reading a rollout and a SQLite statement are
+ * synchronous under their promises, so without this a run would hold the event loop to its end.
+ */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): Promise<Phase1Outcome> {
+  await yieldToEventLoop();
   const sourceUpdatedAt = secs(thread.updated_at_ms);
   const fail = async (why: string): Promise<Phase1Outcome> => {
     // Parse errors quote the reply; the reason lands in jobs.last_error and the --json report.

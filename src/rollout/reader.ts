@@ -41,8 +41,8 @@ async function* fileChunks(file: string): AsyncGenerator<Uint8Array> {
 }
 
 /**
- * Read buffers of finished readers, reused: a fresh 64 KiB buffer per rollout lives outside the
- * JS heap until a collection frees it, and thousands of them swelled the RSS of phase 1.
+ * Read buffers of finished readers, reused: otherwise every rollout read leaves a 64 KiB buffer
+ * outside the JS heap for the collector (phase 1 reads thousands).
  */
 const spareBuffers: Buffer[] = [];
 const MAX_SPARE_BUFFERS = 16;
