@@ -1,6 +1,7 @@
 /**
  * Start-up and turn figures of the compiled binary, each against its goal, in one run:
  *   bun scripts/bench/startup.ts [--binary dist/relay] [--before OLD_BINARY] [--runs 15] [--turn-runs 5] [--quick]
+ *                                [--only startup|turns|codemode]
  * Prints `name value goal OK|MISS` lines (and `#` lines of context), so a regression is one grep
  * away. Ratios compare against a hello-world binary compiled by the same Bun in this same run,
  * pair by pair (A B A B …), so a machine that slows down mid-run slows both sides alike.
@@ -26,6 +27,9 @@ import { peakTreeMemory, timeProcess, type ProcessRun } from "./procs.ts";
 import { numberFlag, percentile, ROOT } from "./stats.ts";
 
 const QUICK = process.argv.includes("--quick");
+const onlyAt = process.argv.indexOf("--only");
+const ONLY = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined;
+const section = (name: string) => ONLY === undefined || ONLY === name;
 const RUNS = numberFlag("--runs", QUICK ? 5 : 15);
 const TURN_RUNS = numberFlag("--turn-runs", QUICK ? 2 : 5);
 const binaryAt = process.argv.indexOf("--binary");
@@ -237,9 +241,9 @@ try {
   ensureBinary();
   const hello = compileHello();
   note(`${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, bun ${process.versions.bun ?? "?"}; binary ${BINARY}`);
-  await startupFigures(hello);
-  await turnFigures();
-  codeModeFigures();
+  if (section("startup")) await startupFigures(hello);
+  if (section("turns")) await turnFigures();
+  if (section("codemode")) codeModeFigures();
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
