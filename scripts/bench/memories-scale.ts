@@ -12,7 +12,9 @@ import { fileURLToPath } from "node:url";
 import { openStateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
+import type { StateDb } from "../../src/memories/db.ts";
 import { writeRollout, type RolloutSpec } from "../../test/memories/support.ts";
+import { goalLine } from "./stats.ts";
 
 const OUTPUTS = Array.from({ length: 10 }, () => `Process exited with code 0\n${"ok line\n".repeat(40)}`);
 
@@ -51,6 +53,22 @@ function highWaterMb(): number {
   }
 }
 
+/** The phase 1 run both memory benchmarks time: heuristic extractor, every rollout claimable, concurrency 8. */
+export function benchPhase1(state: StateDb, home: string, now: number, n: number) {
+  return {
+    state,
+    relayHome: home,
+    extractor: heuristicExtractor,
+    workerId: "bench",
+    now: () => now,
+    maxAgeDays: 90,
+    minIdleHours: 6,
+    maxClaims: n,
+    maxRunningJobs: n,
+    concurrency: 8,
+  };
+}
+
 /** In the child: phase 1 over the rollouts of the home given on the command line; prints a JSON report. */
 export async function scaleChild(): Promise<void> {
   const at = process.argv.indexOf("--scale-child");
@@ -68,19 +86,7 @@ export async function scaleChild(): Promise<void> {
   const opened = await openStateDb(path.join(home, "state.sqlite"));
   if ("error" in opened) throw new Error(opened.error.message);
   const t0 = performance.now();
-  const p1 = await runPhase1({
-    state: opened.ok,
-    relayHome: home,
-    extractor: heuristicExtractor,
-    workerId: "bench",
-    now: () => now,
-    maxAgeDays: 90,
-    minIdleHours: 6,
-    maxClaims: n,
-    maxRunningJobs: n,
-    scanLimit: n,
-    concurrency: 8,
-  });
+  const p1 = await runPhase1({ ...benchPhase1(opened.ok, home, now, n), scanLimit: n });
   const seconds = (performance.now() - t0) / 1000;
   sample();
   clearInterval(sampler);
@@ -110,9 +116,7 @@ function measure(n: number): ChildReport {
 
 const label = (n: number) => (n % 1000 === 0 ? `${n / 1000}k` : String(n));
 
-function line(name: string, value: number, goal: number, digits = 2): string {
-  return `${name} ${value.toFixed(digits)} ${goal} ${value <= goal ? "OK" : "MISS"}`;
-}
+const line = goalLine;
 
 /** The parent: each size in turn, then the ratio of the largest to the smallest. */
 export async function runScale(): Promise<void> {

@@ -13,11 +13,10 @@ import path from "node:path";
 import { sql } from "kysely";
 import { heuristicConsolidator } from "../../src/memories/consolidate.ts";
 import { openStateDb } from "../../src/memories/db.ts";
-import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { runPhase2 } from "../../src/memories/phase2.ts";
 import { writeRollout } from "../../test/memories/support.ts";
-import { benchRollout, runScale, scaleChild } from "./memories-scale.ts";
+import { benchPhase1, benchRollout, runScale, scaleChild } from "./memories-scale.ts";
 import { numberFlag } from "./stats.ts";
 
 if (process.argv.includes("--scale")) {
@@ -59,18 +58,7 @@ try {
     if (Number(n?.n ?? 0) > 0) throw new Error(`${state.location} already holds memories: pass --reset to drop its memory tables first`);
   }
   const t1 = performance.now();
-  const p1 = await runPhase1({
-    state,
-    relayHome: home,
-    extractor: heuristicExtractor,
-    workerId: "bench",
-    now: () => now,
-    maxAgeDays: 90,
-    minIdleHours: 6,
-    maxClaims: N,
-    maxRunningJobs: N,
-    concurrency: 8,
-  });
+  const p1 = await runPhase1(benchPhase1(state, home, now, N));
   if ("error" in p1) throw new Error(p1.error.message);
   const tP1 = performance.now() - t1;
   const peak1 = peak;

@@ -24,7 +24,7 @@ import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "../../src/executor/sandbox/
 import { reply, startFakeModelServer, type FakeModelServer } from "../../test/support/fake-model-server.ts";
 import { buildBinary } from "../build.ts";
 import { peakTreeMemory, timeProcess, type ProcessRun } from "./procs.ts";
-import { numberFlag, percentile, ROOT } from "./stats.ts";
+import { goalLine, numberFlag, percentile, ROOT } from "./stats.ts";
 
 const QUICK = process.argv.includes("--quick");
 const onlyAt = process.argv.indexOf("--only");
@@ -43,7 +43,7 @@ const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 
 /** One result line: `name value goal OK|MISS` (lower is better). */
 function judge(name: string, value: number, goal: number, digits = 2): void {
-  process.stdout.write(`${name} ${value.toFixed(digits)} ${goal} ${value <= goal ? "OK" : "MISS"}\n`);
+  process.stdout.write(`${goalLine(name, value, goal, digits)}\n`);
 }
 const note = (text: string) => process.stdout.write(`# ${text}\n`);
 

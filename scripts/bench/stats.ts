@@ -35,3 +35,8 @@ export function printTable(rows: string[][]): void {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
   for (const r of rows) process.stdout.write(r.map((cell, c) => cell.padEnd(widths[c]!)).join("  ") + "\n");
 }
+
+/** A result line with a goal (lower is better): `name value goal OK|MISS`. */
+export function goalLine(name: string, value: number, goal: number, digits = 2): string {
+  return `${name} ${value.toFixed(digits)} ${goal} ${value <= goal ? "OK" : "MISS"}`;
+}
