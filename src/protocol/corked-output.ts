@@ -4,7 +4,7 @@
  * messages). A write that throws is reported, and the frame counts as not written.
  */
 import { Buffer } from "node:buffer";
-import type { Writable } from "node:stream";
+import type { ByteSink } from "./byte-stream.ts";
 
 export class CorkedOutput {
   /** Frames held while corked (see cork()); written together as one chunk. */
@@ -12,7 +12,7 @@ export class CorkedOutput {
   private corks = 0;
 
   constructor(
-    private readonly output: Writable,
+    private readonly output: ByteSink,
     /** Called with the error's message when a write throws. */
     private readonly onWriteError: (message: string) => void,
   ) {}

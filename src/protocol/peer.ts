@@ -20,9 +20,9 @@
  *   `frame_too_large` error, one that cannot be encoded an `internal` error, and an error
  *   message too large is cut with a "…[truncated N bytes]" marker.
  */
-import type { Readable, Writable } from "node:stream";
 import { z } from "zod";
 import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
+import type { ByteSink, ByteSource } from "./byte-stream.ts";
 import { CorkedOutput } from "./corked-output.ts";
 import { EnvelopeSchema, ErrorCode, RequestIdSchema, type Envelope, type RequestId } from "./envelope.ts";
 import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder, type DecodedFrame } from "./frame.ts";
@@ -77,8 +77,8 @@ export class RpcPeer {
   private resolveClosed!: (reason: string) => void;
 
   constructor(
-    input: Readable,
-    output: Writable,
+    input: ByteSource,
+    output: ByteSink,
     private readonly options: PeerOptions = {},
   ) {
     this.name = options.name ?? "peer";

@@ -3,16 +3,25 @@
  * there is sent to stderr instead. Resolves when the parent closes our stdin.
  */
 import { Log } from "../util/log.ts";
+import { BunStdout, bunStdin } from "./bun-stdio.ts";
 import { RpcPeer, type PeerOptions } from "./peer.ts";
 
 const log = Log.create("protocol");
+
+/** This process's stdout when Bun's own sink serves it (see bun-stdio.ts). */
+let bunStdout: BunStdout | undefined;
+/** Longest an exiting server waits for the answers still queued for a pipe its parent stopped reading. */
+const EXIT_DRAIN_MS = 2000;
 
 export function serveStdio(options: PeerOptions = {}): RpcPeer {
   const toStderr = (...args: unknown[]) => process.stderr.write(args.map(String).join(" ") + "\n");
   console.log = toStderr;
   console.info = toStderr;
   console.debug = toStderr;
-  return new RpcPeer(process.stdin, process.stdout, {
+  // Under Bun, building process.stdin and process.stdout costs milliseconds of every start.
+  const onBun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
+  if (onBun) bunStdout ??= new BunStdout();
+  return new RpcPeer(onBun ? bunStdin() : process.stdin, bunStdout ?? process.stdout, {
     onProtocolError: (m) => {
       log.warn("protocol error", { message: m });
       process.stderr.write(`relay: ${m}\n`);
@@ -21,13 +30,27 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
   });
 }
 
+/** Resolves once the answers queued for stdout have reached the pipe: exiting earlier would cut them. */
+function stdoutDrained(): Promise<void> {
+  if (bunStdout) return bunStdout.drained();
+  const out = process.stdout;
+  if (out.writableLength === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    out.once("drain", resolve);
+    out.once("error", resolve);
+    out.once("close", resolve);
+  });
+}
+
 /**
- * Keeps a stdio server alive until its peer closes, then exits: 0 after a clean EOF from the
- * parent, 1 (with the reason on stderr) after a protocol or I/O error.
+ * Keeps a stdio server alive until its peer closes, then exits once its queued answers are out
+ * (a parent may close stdin right after its last request): 0 after a clean EOF from the parent,
+ * 1 (with the reason on stderr) after a protocol or I/O error.
  */
 export async function runUntilClosed(peer: RpcPeer, cleanup?: () => Promise<void> | void): Promise<never> {
   const reason = await peer.closed;
   if (cleanup) await cleanup();
+  await Promise.race([stdoutDrained(), new Promise((r) => setTimeout(r, EXIT_DRAIN_MS))]);
   if (peer.failed) {
     log.error("stopped", { peer: peer.name, reason });
     process.stderr.write(`relay: ${peer.name} stopped: ${reason}\n`);

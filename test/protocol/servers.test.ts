@@ -42,6 +42,19 @@ describe("framed servers: bad frames", () => {
     });
   }
 
+  test("rpc-echo: a 4 MiB answer to a request sent right before EOF arrives whole before the server exits", async () => {
+    // The parent closes stdin as soon as the request is out; the answer is still in the pipe's
+    // queue when the server sees EOF, and exiting then used to cut it short.
+    const payload = "x".repeat(4 * 1024 * 1024);
+    const c = new RawChild(["rpc-echo"]);
+    await c.write(requestFrame(7, "echo", payload));
+    c.end();
+    assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
+    const answer = await c.response("7");
+    assert.ok(answer, `no whole answer before stdout closed; stderr: ${c.stderr}`);
+    assert.deepEqual(answer.value.result, { ok: payload });
+  });
+
   test("executor: a zero-length frame right before EOF is reported and the executor exits 0", async () => {
     const c = new RawChild(["executor"]);
     await c.write(header(0));

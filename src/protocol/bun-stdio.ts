@@ -1,0 +1,89 @@
+/**
+ * A child peer's stdin and stdout through Bun's own file streams. Under Bun, the first touch of
+ * `process.stdin` and `process.stdout` builds Node stream objects for them: 5 ms of a relay
+ * child's start (executor, code-mode host), 11–14 ms in a program that has not loaded
+ * node:child_process; `Bun.stdin.stream()` and `Bun.stdout.writer()` cost under one
+ * (docs/performance.md). They are shaped as the parts of a Node stream the peer uses, so the
+ * peer itself is the same for Bun, Node and Deno.
+ */
+import type { ByteSink, ByteSource } from "./byte-stream.ts";
+
+type Handlers = { data: Array<(chunk: Uint8Array) => void>; end: Array<() => void>; error: Array<(e: Error) => void> };
+
+interface BunFileSink {
+  write(chunk: Uint8Array): number;
+  flush(): number | Promise<number>;
+  end(): number | Promise<number>;
+}
+
+interface BunGlobal {
+  stdin: { stream(): ReadableStream<Uint8Array> };
+  stdout: { writer(): BunFileSink };
+}
+
+const bun = () => (globalThis as unknown as { Bun: BunGlobal }).Bun;
+
+const asError = (e: unknown) => (e instanceof Error ? e : new Error(String(e)));
+
+/** Stdin as `data`/`end`/`error` events; reading starts on the next turn, once handlers are on. */
+export function bunStdin(): ByteSource {
+  const on: Handlers = { data: [], end: [], error: [] };
+  const pump = async () => {
+    const reader = bun().stdin.stream().getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        if (value.length > 0) for (const h of on.data) h(value);
+      }
+    } catch (e) {
+      for (const h of on.error) h(asError(e));
+      return;
+    }
+    for (const h of on.end) h();
+  };
+  queueMicrotask(() => void pump());
+  return {
+    on(event: keyof Handlers, handler: never) {
+      (on[event] as unknown[]).push(handler);
+      return this;
+    },
+  } as ByteSource;
+}
+
+/**
+ * Stdout as a sink: each write is flushed at once (a frame must not wait in a buffer); when the
+ * pipe is full the rest stays queued in Bun's sink, in order, and `drained()` waits for it.
+ */
+export class BunStdout implements ByteSink {
+  private readonly sink = bun().stdout.writer();
+  private readonly errorHandlers: Array<(e: Error) => void> = [];
+  private pending: Promise<unknown> = Promise.resolve();
+
+  write(bytes: Uint8Array): boolean {
+    this.sink.write(bytes);
+    this.track(this.sink.flush());
+    return true;
+  }
+
+  end(): void {
+    this.track(this.sink.end());
+  }
+
+  on(event: "error", handler: (e: Error) => void): this {
+    if (event === "error") this.errorHandlers.push(handler);
+    return this;
+  }
+
+  /** Resolves once everything written has reached the pipe (or failed). */
+  drained(): Promise<void> {
+    return this.pending.then(() => undefined);
+  }
+
+  private track(r: number | Promise<number>): void {
+    if (!(r instanceof Promise)) return;
+    this.pending = this.pending.then(() => r).catch((e: unknown) => {
+      for (const h of this.errorHandlers) h(asError(e));
+    });
+  }
+}
