@@ -107,6 +107,7 @@ describe("start-up import graph", () => {
     assert.ok(packages.has("quickjs-emscripten-core"), "the host runs QuickJS (this test walks the right module)");
     assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml]);
     assertNoRooms("relay code-mode-host", modules, ["model", "session", "memories", "executor", "infty", "package"]);
+    assert.ok(!modules.has("protocol/child.ts"), "the host starts no child process: node:child_process stays unloaded");
   });
 
   for (const name of ["run", "infty"]) {

@@ -2,7 +2,7 @@
 import { Command } from "@commander-js/extra-typings";
 import { CodeModeEngine } from "../codemode/engine.ts";
 import { serveCodeMode } from "../codemode/host.ts";
-import { runUntilClosed, serveStdio } from "../protocol/index.ts";
+import { runUntilClosed, serveStdio } from "../protocol/stdio-server.ts";
 import { Log } from "../util/log.ts";
 
 const log = Log.create("code-mode-host");
