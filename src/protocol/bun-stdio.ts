@@ -25,30 +25,35 @@ const bun = () => (globalThis as unknown as { Bun: BunGlobal }).Bun;
 
 const asError = (e: unknown) => (e instanceof Error ? e : new Error(String(e)));
 
-/** Stdin as `data`/`end`/`error` events; reading starts on the next turn, once handlers are on. */
-export function bunStdin(): ByteSource {
-  const on: Handlers = { data: [], end: [], error: [] };
-  const pump = async () => {
+type Handler = Handlers[keyof Handlers][number];
+
+/** Stdin as `data`/`end`/`error` events; reading starts once the current task is done, so the peer's handlers are on. */
+export class BunStdin implements ByteSource {
+  private readonly handlers: Handlers = { data: [], end: [], error: [] };
+
+  constructor() {
+    queueMicrotask(() => void this.pump());
+  }
+
+  on(event: keyof Handlers, handler: Handler): this {
+    (this.handlers[event] as Handler[]).push(handler);
+    return this;
+  }
+
+  private async pump(): Promise<void> {
     const reader = bun().stdin.stream().getReader();
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        if (value.length > 0) for (const h of on.data) h(value);
+        if (value.length > 0) for (const h of this.handlers.data) h(value);
       }
     } catch (e) {
-      for (const h of on.error) h(asError(e));
+      for (const h of this.handlers.error) h(asError(e));
       return;
     }
-    for (const h of on.end) h();
-  };
-  queueMicrotask(() => void pump());
-  return {
-    on(event: keyof Handlers, handler: never) {
-      (on[event] as unknown[]).push(handler);
-      return this;
-    },
-  } as ByteSource;
+    for (const h of this.handlers.end) h();
+  }
 }
 
 /**

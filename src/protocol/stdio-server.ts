@@ -3,7 +3,7 @@
  * there is sent to stderr instead. Resolves when the parent closes our stdin.
  */
 import { Log } from "../util/log.ts";
-import { BunStdout, bunStdin } from "./bun-stdio.ts";
+import { BunStdin, BunStdout } from "./bun-stdio.ts";
 import { RpcPeer, type PeerOptions } from "./peer.ts";
 
 const log = Log.create("protocol");
@@ -21,7 +21,7 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
   // Under Bun, building process.stdin and process.stdout costs milliseconds of every start.
   const onBun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
   if (onBun) bunStdout ??= new BunStdout();
-  return new RpcPeer(onBun ? bunStdin() : process.stdin, bunStdout ?? process.stdout, {
+  return new RpcPeer(onBun ? new BunStdin() : process.stdin, bunStdout ?? process.stdout, {
     onProtocolError: (m) => {
       log.warn("protocol error", { message: m });
       process.stderr.write(`relay: ${m}\n`);
