@@ -68,7 +68,7 @@ describe("warm sandbox helpers", { skip }, () => {
     const info = await ex.peer.call(ExecutorMethods.info, {});
     assert.ok("ok" in info);
     assert.deepEqual(info.ok.sandbox.warm_helpers, { hits: 1, misses: 0 });
-    assert.ok(await waitUntil(() => spares(ex.pid!).length === 1), "a new spare takes the used one's place");
+    assert.ok(await waitUntil(() => spares(ex.pid!).length === 1), "the next spare starts once the command is done");
   });
 
   test("a spare never outlives its executor, even one killed with SIGKILL", async () => {
