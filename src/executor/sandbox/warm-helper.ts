@@ -2,13 +2,16 @@
  * One sandbox helper started ahead of the command that will use it, so a sandboxed command
  * does not wait for relay's start-up: the spare sits in a blocking read of its stdin; taking
  * it sends the plan, argv, env and cwd, and the helper confines itself and execs the command,
- * which keeps the spare's pid, pipes and process group. The next spare starts right after.
+ * which keeps the spare's pid, pipes and process group. The next spare starts at once.
  * Pipe-mode commands only (a PTY is made per command); a burst that finds no spare starts a
  * helper as before.
  */
 import type { ConfinePlan } from "./linux/plan-schema.ts";
 import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
 import { spawnPipes, type ControlledProcess } from "../spawn/pipes.ts";
+
+/** Longest a command may keep the next spare from starting. */
+const REFILL_DELAY_MS = 20;
 
 export interface WarmLaunch {
   plan: ConfinePlan;
@@ -44,14 +47,20 @@ export class WarmHelpers {
   }
 
   /**
-   * The next spare starts as soon as this one has its request, so it has booted (about 10 ms of
-   * Bun start-up) by the time the next command comes, even in a burst of quick commands where
-   * the model answers at once. Starting it blocks this event loop for about a millisecond, so it
-   * waits for the next turn of the loop (the request just written goes out first); a command
-   * that exits meanwhile is noticed at most that much later.
+   * Starting a helper blocks this event loop for milliseconds, which would hold back both the
+   * request just written and the notice of a quick command's exit: the next spare starts once
+   * the command has exited (its result is out by then), or after REFILL_DELAY_MS.
    */
-  private startNext(): void {
-    setImmediate(() => this.start());
+  private startAfter(taken: ControlledProcess): void {
+    let started = false;
+    const once = () => {
+      if (started) return;
+      started = true;
+      clearTimeout(timer);
+      setTimeout(() => this.start(), 0);
+    };
+    const timer = setTimeout(once, REFILL_DELAY_MS);
+    void taken.exited.then(once);
   }
 
   /** Starts the first spare (call when sandboxed commands are expected). */
@@ -71,7 +80,7 @@ export class WarmHelpers {
     // One line: JSON.stringify escapes every newline inside the request.
     spare.sendAndClose(`${JSON.stringify({ plan: launch.plan, argv: launch.command, env, cwd })}\n`);
     this.hits++;
-    this.startNext();
+    this.startAfter(spare);
     return spare;
   }
 
