@@ -1,4 +1,5 @@
 import { Command, Option } from "@commander-js/extra-typings";
+import { isatty } from "node:tty";
 import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
@@ -160,7 +161,7 @@ async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<
   const { config, recorded } = await resolveConfig(home, opts, source);
   const roots = capabilityRoots(opts.capabilityRoot, recorded.choices.capabilityRoots);
   const maxSteps = checkStartable(prompt, opts, config, source);
-  const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
+  const interactive = isatty(0) && isatty(2);
   const sink = eventSink(Boolean(opts.json));
   const result = await runSession({
     home,

@@ -2,6 +2,7 @@
  * The prompt from stdin: `relay run -`, or no prompt argument with stdin not a terminal
  * (`echo "fix it" | relay run`, `relay run < task.md`), as other agent CLIs do.
  */
+import { isatty } from "node:tty";
 import { ExitCode, fail } from "./usage.ts";
 
 /** More than this is not a prompt but a mistake (a binary or a log piped in). */
@@ -27,12 +28,16 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** The prompt to use: the argument, or stdin when asked for (`-`) or piped without one. */
-export async function resolvePrompt(arg: string | undefined, resuming: boolean, stdin: NodeJS.ReadStream = process.stdin): Promise<string | undefined> {
+/**
+ * The prompt to use: the argument, or stdin when asked for (`-`) or piped without one.
+ * `process.stdin` is touched only to read it: under Bun, building it costs milliseconds of start-up.
+ */
+export async function resolvePrompt(arg: string | undefined, resuming: boolean, stdin?: NodeJS.ReadStream): Promise<string | undefined> {
   const explicit = arg === "-";
-  if (!explicit && (arg !== undefined || resuming || stdin.isTTY)) return arg;
-  if (explicit && stdin.isTTY) fail("relay run -: stdin is a terminal; pipe the prompt in (echo \"...\" | relay run -) or pass it as an argument", ExitCode.Usage);
-  const text = (await readAll(stdin)).trim();
+  const terminal = stdin ? Boolean(stdin.isTTY) : isatty(0);
+  if (!explicit && (arg !== undefined || resuming || terminal)) return arg;
+  if (explicit && terminal) fail("relay run -: stdin is a terminal; pipe the prompt in (echo \"...\" | relay run -) or pass it as an argument", ExitCode.Usage);
+  const text = (await readAll(stdin ?? process.stdin)).trim();
   if (text) return text;
   if (explicit) fail("relay run -: stdin was empty; pipe the prompt in or pass it as an argument", ExitCode.Usage);
   return undefined;
