@@ -85,10 +85,15 @@ export class BunStdout implements ByteSink {
     return this.pending.then(() => undefined);
   }
 
+  /** A pending flush or end: its failure is reported at once (never left unhandled), and `drained()` waits for it. */
   private track(r: number | Promise<number>): void {
     if (!(r instanceof Promise)) return;
-    this.pending = this.pending.then(() => r).catch((e: unknown) => {
-      for (const h of this.errorHandlers) h(asError(e));
-    });
+    const settled = r.then(
+      () => undefined,
+      (e: unknown) => {
+        for (const h of this.errorHandlers) h(asError(e));
+      },
+    );
+    this.pending = Promise.all([this.pending, settled]);
   }
 }
