@@ -19,8 +19,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { planBuiltin } from "../../src/executor/sandbox/index.ts";
-import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "../../src/executor/sandbox/linux/helper-arg.ts";
+import { prepareSandbox } from "../../src/executor/sandbox/index.ts";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { reply, startFakeModelServer, type FakeModelServer } from "../../test/support/fake-model-server.ts";
 import { buildBinary } from "../build.ts";
 import { peakTreeMemory, timeProcess, type ProcessRun } from "./procs.ts";
@@ -93,21 +93,24 @@ interface StartupCase {
   request?: unknown;
 }
 
-async function sandboxHelperArgv(): Promise<string[]> {
+/** The helper exactly as the executor starts it for a read-only `true` (no container, no warm spare). */
+async function sandboxHelperCase(): Promise<{ argv: string[]; env: Record<string, string> }> {
+  process.env.RELAY_SELF_COMMAND = joinCommandLine([BINARY]);
   const env = { ...process.env } as Record<string, string>;
-  const plan = await planBuiltin({ mode: "read-only", writable_roots: [], network: false }, env);
-  if ("error" in plan) throw new Error(`the built-in sandbox cannot run here: ${plan.error.message}`);
-  const restoreEnv = Object.fromEntries(Object.keys(SINGLE_THREAD_ENV).map((n) => [n, null]));
-  return [BINARY, SANDBOX_EXEC_ARG, JSON.stringify({ ...plan.ok, restoreEnv }), "--", "/bin/true"];
+  const attempt = await prepareSandbox(["/bin/true"], { mode: "read-only", writable_roots: [], network: false }, { cwd: work, tty: false, env });
+  if ("error" in attempt) throw new Error(`the built-in sandbox cannot run here: ${attempt.error.message}`);
+  if (attempt.ok.mechanism !== "landlock") throw new Error(`the sandbox here is ${attempt.ok.mechanism}, not relay's own helper`);
+  return { argv: attempt.ok.argv, env: attempt.ok.env ?? {} };
 }
 
 async function startupCases(hello: string): Promise<StartupCase[]> {
   const request = (method: string) => ({ type: "request", id: 1, method, params: {} });
+  const helper = await sandboxHelperCase();
   return [
     { name: "version", relay: [BINARY, "--version"], hello: [hello] },
     { name: "executor", relay: [BINARY, "executor"], hello: [hello, "serve"], request: request("executor/info") },
     { name: "code_mode_host", relay: [BINARY, "code-mode-host"], hello: [hello, "serve"], request: request("codemode/hello") },
-    { name: "sandbox_helper", relay: await sandboxHelperArgv(), hello: [hello], env: { ...SINGLE_THREAD_ENV } },
+    { name: "sandbox_helper", relay: helper.argv, hello: [hello], env: helper.env },
   ];
 }
 

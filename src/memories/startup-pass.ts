@@ -11,10 +11,8 @@ import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";
 import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "./settings.ts";
-import { PassArgSchema, STARTUP_FLAG, startupLog, type PassArg } from "./startup.ts";
+import { PassArgSchema, STARTUP_FLAG, startupLog, type Env, type PassArg } from "./startup.ts";
 import { claimStartupSlot } from "./store-startup.ts";
-
-type Env = Record<string, string | undefined>;
 
 interface PassInputs {
   sessionId: string;

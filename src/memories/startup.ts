@@ -39,7 +39,7 @@ export const STARTUP_FLAG = "--startup";
 const PRECHECK_FILES = 500;
 const LOG_ROTATE_BYTES = 1024 * 1024;
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
 // ---------------------------------------------------------------------------------------------
 // The log. One place to point elsewhere once relay has a log module.
