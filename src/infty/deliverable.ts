@@ -5,6 +5,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { err, ok, type Result } from "../util/result.ts";
+import { resolveWithin } from "./run-store.ts";
 
 export interface ManifestEntry {
   path: string;
@@ -24,7 +25,8 @@ async function listFiles(dir: string, base = dir): Promise<string[]> {
   for (const e of await readdir(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
     if (e.isDirectory()) out.push(...(await listFiles(p, base)));
-    else if (e.isFile()) out.push(path.relative(base, p));
+    // A symlink is listed too: unless the manifest names it (and it stays inside), it is reported.
+    else if (e.isFile() || e.isSymbolicLink()) out.push(path.relative(base, p));
   }
   return out.sort();
 }
@@ -44,17 +46,13 @@ export async function checkDeliverable(dir: string): Promise<Result<DeliverableR
   if (entries.length === 0) return err("deliverable_invalid", 'README.md\'s manifest lists no files as "- <path> (<size> bytes)"');
   const problems: string[] = [];
   for (const e of entries) {
-    const abs = path.resolve(dir, e.path);
-    if (path.relative(dir, abs).startsWith("..")) {
-      problems.push(`${e.path} is outside the deliverable`);
+    const real = await resolveWithin(dir, e.path, "the deliverable");
+    if ("error" in real) {
+      problems.push(real.error.code === "not_found" ? `${e.path} is listed but missing` : real.error.message);
       continue;
     }
-    try {
-      const s = await stat(abs);
-      if (s.size !== e.bytes) problems.push(`${e.path} is ${s.size} bytes, the manifest says ${e.bytes}`);
-    } catch {
-      problems.push(`${e.path} is listed but missing`);
-    }
+    const s = await stat(real.ok);
+    if (s.size !== e.bytes) problems.push(`${e.path} is ${s.size} bytes, the manifest says ${e.bytes}`);
   }
   const listed = new Set(entries.map((e) => path.normalize(e.path)));
   for (const f of await listFiles(dir)) if (f !== "README.md" && !listed.has(f)) problems.push(`${f} is in the deliverable but not in the manifest`);

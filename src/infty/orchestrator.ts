@@ -16,14 +16,17 @@ import { nonInteractiveApprover } from "../session/approval.ts";
 import type { RelayConfig } from "../session/config.ts";
 import type { SessionEvent } from "../session/events.ts";
 import { openSession, type SessionMemories } from "../session/runtime.ts";
+import type { TurnOptions } from "../session/agent.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
+import { checkClaim } from "./claims.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
-import { CONTINUE_NUDGE, correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, SOLVER_PROMPT, VERIFIER_PROMPT } from "./prompts.ts";
+import { correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
 import { generateRunId, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
 import { scriptTurnsUsed } from "./scripted-resume.ts";
-import { aggregate, DirectiveSchema, parseReply, parseSolverSignal, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
+import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, SolverSignalSchema, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
+import { asksQuestion } from "./json-in-text.ts";
 
 export const InftyScriptSchema = z.strictObject({
   solver: ScriptSchema,
@@ -115,10 +118,13 @@ function runSettings(c: RelayConfig): NonNullable<RunMeta["settings"]> {
   };
 }
 
+/** Which contract a role answers with: "verifier-2" is a verifier. */
+function roleKind(role: string): "solver" | "director" | "verifier" {
+  return role === "solver" || role === "director" ? role : "verifier";
+}
+
 function rolePrompt(role: string): string {
-  if (role === "solver") return SOLVER_PROMPT;
-  if (role === "director") return DIRECTOR_PROMPT;
-  return VERIFIER_PROMPT;
+  return { solver: SOLVER_PROMPT, director: DIRECTOR_PROMPT, verifier: VERIFIER_PROMPT }[roleKind(role)];
 }
 
 const log = Log.create("infty");
@@ -214,6 +220,9 @@ class InftyRun {
   private readonly stop: AbortSignal;
   private toolFailure: string | undefined;
   private nudges = 0;
+  /** Solver turns in a row that ended without a usable signal, and what was wrong with the last. */
+  private silentTurns = 0;
+  private lastProblem = "";
   private solverTurnsSinceCheckpoint = 0;
   /** What the previous process had in flight; used once, by the exchange it belongs to. */
   private resumed: Inflight | undefined;
@@ -283,6 +292,7 @@ class InftyRun {
   }
 
   private onRoleEvent(role: string, e: SessionEvent): void {
+    if (e.type === "structured_output_unsupported") this.goPromptOnly(role, e.reason);
     if (e.type === "tool_call") this.lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
     const failedTool = e.type === "tool_result" && !e.success;
     if (failedTool && this.o.failOnToolError && !this.toolFailure) {
@@ -292,11 +302,34 @@ class InftyRun {
     if (failedTool || e.type === "tool_call" || e.type === "warning" || e.type === "error" || e.type === "context_compacted" || e.type === "assistant_message") this.o.report({ type: "role_event", role, event: e });
   }
 
+  /** Said once per role, in progress and in the run log; recorded so a resumed run sends no schema either. */
+  private goPromptOnly(role: string, reason: string): void {
+    if (this.store.state.prompt_only_roles.includes(role)) return;
+    const message = `the model server refused structured output for the ${role} (${reason.slice(0, 300)}); the ${role} goes on with the JSON contract in its prompt only, for the rest of the run`;
+    this.o.report({ type: "warning", message });
+    void this.store.log({ type: "structured_output_unsupported", role, reason }).catch(() => {});
+    void this.store.update({ prompt_only_roles: [...this.store.state.prompt_only_roles, role] }).catch(() => {});
+  }
+
+  /** The structured-output request for a role's turns, unless its server refused one. */
+  private turnOptions(role: string): TurnOptions {
+    return this.store.state.prompt_only_roles.includes(role) ? {} : { outputSchema: OUTPUT_SCHEMAS[roleKind(role)] };
+  }
+
+  private budgetDetail(): string {
+    const st = this.store.state;
+    const raise = `raise it with: relay infty resume ${this.store.id} --max-turns N`;
+    if (this.silentTurns >= 2 || (this.silentTurns > 0 && this.silentTurns >= st.turns)) {
+      return `the Solver sent no usable signal in its last ${this.silentTurns} turns (last problem: ${this.lastProblem}), and the turn budget (${st.max_turns} Solver turns) ran out; its model may not follow the JSON contract: see relay infty logs ${this.store.id}, or try another model; to go on anyway, ${raise}`;
+    }
+    return `the turn budget (${st.max_turns} Solver turns) is used up; ${raise}`;
+  }
+
   private async step(): Promise<Step> {
     if (this.toolFailure) return this.finish("failed", this.toolFailure);
     if (this.stop.aborted) return this.finish("interrupted", "interrupted; resume with: relay infty resume " + this.store.id);
     const st = this.store.state;
-    if (st.turns >= st.max_turns) return this.finish("budget_exhausted", `the turn budget (${st.max_turns} Solver turns) is used up; raise it with: relay infty resume ${this.store.id} --max-turns N`);
+    if (st.turns >= st.max_turns) return this.finish("budget_exhausted", this.budgetDetail());
     if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms) return this.finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall-minutes N`);
     const pending = st.pending;
     if (!pending) return this.finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
@@ -330,12 +363,12 @@ class InftyRun {
   }
 
   private async solverTurn(text: string | undefined): Promise<Result<Reply>> {
-    const r = await this.hub.postUserTurn(this.store.id, "solver", text, this.stop);
+    const r = await this.hub.postUserTurn(this.store.id, "solver", text, this.stop, this.turnOptions("solver"));
     return "error" in r ? r : ok({ text: r.ok.finalMessage, aborted: r.ok.status === "aborted" });
   }
 
   private async roleTurn(role: string, text: string | undefined): Promise<Result<Reply>> {
-    const r = await this.hub.awaitFirstAssistant(this.store.id, role, text, this.o.roleTimeoutMs ?? 20 * 60_000, this.stop);
+    const r = await this.hub.awaitFirstAssistant(this.store.id, role, text, this.o.roleTimeoutMs ?? 20 * 60_000, this.stop, this.turnOptions(role));
     return "error" in r ? r : ok({ text: r.ok, aborted: false });
   }
 
@@ -355,9 +388,10 @@ class InftyRun {
       await this.store.update({ turns });
       return "error" in r ? this.finish("failed", `the Solver's turn failed: ${r.error.message}`) : undefined;
     }
-    const signal = parseSolverSignal(r.ok.text);
+    const read = readContract(SolverSignalSchema, r.ok.text);
+    const signal = "ok" in read ? read.ok : undefined;
     if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.acceptDelivery(signal, turns);
-    await this.handoff(this.afterSolver(signal, r.ok.text), { turns });
+    await this.handoff("ok" in read ? this.afterSignal(read.ok) : this.afterSilence(read.error.message, r.ok.text), { turns });
     if (++this.solverTurnsSinceCheckpoint >= (this.o.checkpointEvery ?? 5)) {
       this.solverTurnsSinceCheckpoint = 0;
       this.o.report({ type: "checkpoint", name: await this.store.checkpoint() });
@@ -365,22 +399,36 @@ class InftyRun {
     return undefined;
   }
 
-  /** What a Solver turn's final message asks for (a delivery after a passing verification excepted). */
-  private afterSolver(signal: SolverSignal | undefined, finalMessage: string): Transition {
-    if (!signal) {
-      if (++this.nudges > (this.o.maxNudges ?? 2)) {
-        this.nudges = 0;
-        const prompt = `The Solver stopped without a usable signal. Its last message:\n${finalMessage.slice(0, 4000)}\nDecide how it should proceed.`;
-        return { pending: { type: "direction", prompt }, from: "solver", to: "director", summary: "stalled Solver backstopped by the Director" };
-      }
-      return { pending: { type: "solver_message", message: CONTINUE_NUDGE }, from: "orchestrator", to: "solver", summary: "no signal; nudged to continue" };
-    }
+  /** What a Solver's signal asks for (a delivery after a passing verification excepted). */
+  private afterSignal(signal: SolverSignal): Transition {
     this.nudges = 0;
+    this.silentTurns = 0;
     if (signal.type === "direction_request") return { pending: { type: "direction", prompt: signal.prompt }, from: "solver", to: "director", summary: signal.prompt.slice(0, 120) };
     if (signal.type === "verification_request") {
       return { pending: { type: "verification", claim_path: signal.claim_path, notes: signal.notes, final: false, verdicts: [] }, from: "solver", to: "verifiers", summary: signal.claim_path };
     }
     return rejected("no claim has passed verification yet; send a verification_request first", "delivery before any passing verification rejected");
+  }
+
+  /**
+   * A Solver turn without a usable signal: a question in prose goes to the Director at once;
+   * otherwise the Solver is told what was wrong, and after `maxNudges` such turns in a row the
+   * Director steps in.
+   */
+  private afterSilence(problem: string, finalMessage: string): Transition {
+    this.silentTurns++;
+    this.lastProblem = problem;
+    const last = finalMessage.slice(0, 4000);
+    if (problem === "your reply had no JSON object" && asksQuestion(finalMessage)) {
+      this.nudges = 0;
+      return { pending: { type: "direction", prompt: proseQuestion(last) }, from: "solver", to: "director", summary: "question in prose forwarded to the Director" };
+    }
+    if (++this.nudges > (this.o.maxNudges ?? 2)) {
+      this.nudges = 0;
+      const prompt = `The Solver stopped without a usable signal (${problem}). Its last message:\n${last}\nDecide how it should proceed.`;
+      return { pending: { type: "direction", prompt }, from: "solver", to: "director", summary: "stalled Solver backstopped by the Director" };
+    }
+    return { pending: { type: "solver_message", message: solverCorrective(problem, SHAPES.solver) }, from: "orchestrator", to: "solver", summary: `no usable signal (${problem.slice(0, 80)}); told so` };
   }
 
   private async acceptDelivery(signal: Extract<SolverSignal, { type: "final_delivery" }>, turns: number): Promise<Step> {
@@ -397,7 +445,7 @@ class InftyRun {
 
   private async directionStep(prompt: string): Promise<Step> {
     const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective }, null, 2);
-    const d = await this.askJson("director", payload, DirectiveSchema, '{"directive": "...", "rationale": "..."}');
+    const d = await this.askJson("director", payload, DirectiveSchema);
     if ("error" in d) return d.error.code === "interrupted" ? undefined : this.finish("failed", d.error.message);
     await this.store.note("director", "directive", d.ok.directive);
     const message = JSON.stringify({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null }, null, 2);
@@ -407,7 +455,7 @@ class InftyRun {
   /** Every Verifier in turn; each verdict is saved as it comes, so a resume asks only the rest. */
   private async verificationStep(pending: Extract<Pending, { type: "verification" }>): Promise<Step> {
     const st = this.store.state;
-    const claim = await this.store.resolveInside(pending.claim_path);
+    const claim = await checkClaim(this.store.dir, pending.claim_path);
     if ("error" in claim) {
       const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
       return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
@@ -417,7 +465,7 @@ class InftyRun {
     for (let i = 1; i <= st.verifiers; i++) {
       const role = `verifier-${i}`;
       if (verdicts.some((v) => v.role === role)) continue;
-      const v = await this.askJson(role, payload, VerdictSchema, '{"verdict": "pass" | "fail", "reasons": ["..."], "suggestions": ["..."]}');
+      const v = await this.askJson(role, payload, VerdictSchema);
       if ("error" in v) {
         if (v.error.code === "interrupted") break;
         return this.finish("failed", v.error.message);
@@ -438,7 +486,8 @@ class InftyRun {
   }
 
   /** Asks a role for a JSON reply; one corrective retry on a malformed one (resumed where a crash left it). */
-  private async askJson<T extends z.ZodType>(role: string, payload: string, schema: T, shape: string): Promise<Result<z.output<T>>> {
+  private async askJson<T extends z.ZodType>(role: string, payload: string, schema: T): Promise<Result<z.output<T>>> {
+    const shape = SHAPES[roleKind(role)];
     this.lastActivity = `waiting for ${role}`;
     const send = (text: string | undefined) => this.roleTurn(role, text);
     let corrective: string;
@@ -446,15 +495,15 @@ class InftyRun {
     else {
       const first = await this.exchange(role, payload, 1, send);
       if ("error" in first) return first;
-      const parsed = parseReply(schema, first.ok.text, role);
+      const parsed = readContract(schema, first.ok.text);
       if ("ok" in parsed) return parsed;
-      this.o.report({ type: "warning", message: `${parsed.error.message}; asking ${role} once more` });
-      corrective = correctiveRetry(role, parsed.error.message, shape);
+      this.o.report({ type: "warning", message: `the ${role}'s reply could not be used (${parsed.error.message}); asking it once more` });
+      corrective = correctiveRetry(parsed.error.message, shape);
     }
     const second = await this.exchange(role, corrective, 2, send);
     if ("error" in second) return second;
-    const parsed = parseReply(schema, second.ok.text, role);
-    if ("error" in parsed) return err("malformed_reply", `${role} replied twice without following its JSON contract: ${parsed.error.message}`);
+    const parsed = readContract(schema, second.ok.text);
+    if ("error" in parsed) return err("malformed_reply", `the ${role} replied twice without following its JSON contract (${parsed.error.message}); its last reply: ${JSON.stringify(second.ok.text.slice(0, 300))}`);
     return parsed;
   }
 

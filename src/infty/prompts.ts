@@ -31,8 +31,17 @@ export function objectiveMessage(objective: string): string {
   return `Objective:\n${objective}\n\nWork on it now. Use the communication contract when you need direction or verification.`;
 }
 
-export const CONTINUE_NUDGE = `Nobody will answer questions: continue autonomously. Make the decision yourself (or send a direction_request as JSON), keep working, and send a verification_request as JSON when you have a claim to check.`;
+/** To a Solver whose turn ended without a usable signal (and without a question to forward). */
+export function solverCorrective(problem: string, shape: string): string {
+  return `Your last reply could not be used: ${problem}. Nobody will answer questions in prose: decide yourself and keep working. When you need the Director, want a claim verified, or deliver, end your turn with ONE JSON object and nothing else, matching: ${shape}`;
+}
 
-export function correctiveRetry(what: string, problem: string, shape: string): string {
-  return `Your last reply could not be used: ${problem}\nReply again as ${what} with ONE JSON object exactly of this shape and nothing else: ${shape}`;
+/** To a Director or Verifier whose reply could not be used. */
+export function correctiveRetry(problem: string, shape: string): string {
+  return `Your last reply could not be used: ${problem}. Reply with JSON only: ONE object matching ${shape}`;
+}
+
+/** The direction request made of a Solver turn that asked something in prose. */
+export function proseQuestion(message: string): string {
+  return `The Solver asked this in prose (not as a direction_request). Its last message:\n${message}\nAnswer what it asks and say how it should proceed.`;
 }

@@ -6,7 +6,7 @@
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
  */
 import { parseJsonWith } from "../util/json.ts";
-import { cp, mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { cp, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -78,6 +78,8 @@ export const RunMetaSchema = z.object({
   /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
   verified_at: z.string().nullable().default(null),
   next_note: z.number().int().min(1),
+  /** Roles whose model server refused structured output: their turns carry the contract in the prompt only. */
+  prompt_only_roles: z.array(RoleNameSchema).default([]),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
   settings: z
     .object({
@@ -175,6 +177,7 @@ export class RunStore {
       last_checkpoint: null,
       verified_at: null,
       next_note: 1,
+      prompt_only_roles: [],
     };
     const staging = stagingDir(root, init.run_id);
     await rm(staging, { recursive: true, force: true });
@@ -356,18 +359,32 @@ export class RunStore {
     return next;
   }
 
-  /** Resolves a path the Solver gave, refusing anything outside the run store. */
+  /**
+   * Resolves a path the Solver gave, refusing anything outside the run store: the real path
+   * (every symlink followed) is checked, not the text, so a link to /etc/passwd is refused.
+   */
   async resolveInside(p: string): Promise<Result<string>> {
-    const abs = path.resolve(this.dir, p);
-    const rel = path.relative(this.dir, abs);
-    if (rel.startsWith("..") || path.isAbsolute(rel)) return err("escapes_run_store", `${p} escapes the run store ${this.dir}`);
-    try {
-      await stat(abs);
-    } catch {
-      return err("not_found", `${p} does not exist in the run store ${this.dir}`);
-    }
-    return ok(abs);
+    return resolveWithin(this.dir, p, "the run store");
   }
+}
+
+/** `p` (relative to `root`, or absolute) resolved through every symlink; an error unless it exists inside `root`. */
+export async function resolveWithin(root: string, p: string, what: string): Promise<Result<string>> {
+  const abs = path.resolve(root, p);
+  if (!inside(root, abs)) return err("escapes_run_store", `${p} is outside ${what}; use a path inside it (relative to ${root})`);
+  let real: string;
+  try {
+    real = await realpath(abs);
+  } catch {
+    return err("not_found", `${p} does not exist in ${what} (${root})`);
+  }
+  if (!inside(await realpath(root), real)) return err("escapes_run_store", `${p} leads outside ${what} through a symlink (to ${real}); copy the file into ${what} instead of linking to it`);
+  return ok(real);
+}
+
+function inside(root: string, abs: string): boolean {
+  const rel = path.relative(root, abs);
+  return !rel.startsWith("..") && !path.isAbsolute(rel);
 }
 
 function roleOrder(role: string): number {

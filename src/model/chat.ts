@@ -42,6 +42,7 @@ export const ChatRequestBodySchema = z.object({
   parallel_tool_calls: z.boolean().optional(),
   stream: z.literal(true),
   stream_options: z.object({ include_usage: z.literal(true) }),
+  response_format: z.object({ type: z.literal("json_schema"), json_schema: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }) }).optional(),
 });
 export type ChatRequestBody = z.infer<typeof ChatRequestBodySchema>;
 
@@ -132,6 +133,7 @@ export function chatRequestBody(request: ModelRequest): ChatRequestBody {
     body.tool_choice = "auto";
     body.parallel_tool_calls = request.parallelToolCalls;
   }
+  if (request.outputSchema) body.response_format = { type: "json_schema", json_schema: { name: request.outputSchema.name, schema: request.outputSchema.schema, strict: true } };
   return body;
 }
 

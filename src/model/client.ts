@@ -12,6 +12,13 @@ export const ModelToolSchema = z.object({
 });
 export type ModelTool = z.infer<typeof ModelToolSchema>;
 
+/**
+ * A strict structured-output request: the model's messages must be JSON matching `schema` (a
+ * JSON schema in the strict subset: every property required, no extra properties).
+ */
+export const OutputSchemaSchema = z.object({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), schema: z.record(z.string(), z.unknown()) });
+export type OutputSchema = z.infer<typeof OutputSchemaSchema>;
+
 export interface ModelRequest {
   model: string;
   /** System/base instructions. */
@@ -19,6 +26,7 @@ export interface ModelRequest {
   input: ResponseItem[];
   tools: ModelTool[];
   parallelToolCalls: boolean;
+  outputSchema?: OutputSchema;
 }
 
 export const TokenUsageSchema = z.object({

@@ -39,6 +39,7 @@ export const ResponsesRequestBodySchema = z.object({
   store: z.literal(false),
   reasoning: ReasoningOptionsSchema.optional(),
   include: z.array(z.string()).optional(),
+  text: z.object({ format: z.object({ type: z.literal("json_schema"), name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }) }).optional(),
 });
 export type ResponsesRequestBody = z.infer<typeof ResponsesRequestBodySchema>;
 
@@ -72,6 +73,7 @@ export function responsesRequestBody(request: ModelRequest, reasoning?: Reasonin
     stream: true,
     store: false,
   };
+  if (request.outputSchema) body.text = { format: { type: "json_schema", name: request.outputSchema.name, schema: request.outputSchema.schema, strict: true } };
   if (reasoning) {
     body.reasoning = reasoning;
     body.include = ["reasoning.encrypted_content"];

@@ -3,7 +3,7 @@
  * Every item goes to the rollout as soon as it exists, so a crash loses at most the step in
  * flight, and `--resume` continues from the file.
  */
-import { ModelError, type ModelClient, type TokenUsage } from "../model/client.ts";
+import { ModelError, type ModelClient, type OutputSchema, type TokenUsage } from "../model/client.ts";
 import { assistantMessage, developerMessage, messageText, userMessage, type FunctionCallItem, type MessageItem, type ResponseItem } from "../model/items.ts";
 import { estimateTokens } from "../util/truncate.ts";
 import type { RolloutWriter } from "../rollout/writer.ts";
@@ -25,6 +25,12 @@ export interface AgentOptions {
   maxSteps: number;
   turnContext: Omit<TurnContext, "model">;
   emit: EmitEvent;
+}
+
+/** What a caller asks of one turn beyond its prompt. */
+export interface TurnOptions {
+  /** The turn's messages must be JSON of this schema (sent as strict structured output while the server takes it). */
+  outputSchema?: OutputSchema;
 }
 
 export type TurnStatus = "completed" | "max_steps" | "aborted";
@@ -49,6 +55,8 @@ export class AgentSession {
   private turn = 0;
   /** Tokens the last request used, the best estimate of the context size. */
   private contextTokens = 0;
+  /** Set once the server refused a structured-output request: later turns send none. */
+  private structuredOutputRefused = false;
 
   constructor(
     private readonly o: AgentOptions,
@@ -77,7 +85,7 @@ export class AgentSession {
     return missing.length;
   }
 
-  async runTurn(prompt: string | undefined, signal: AbortSignal, preamble: ResponseItem[] = []): Promise<TurnOutcome> {
+  async runTurn(prompt: string | undefined, signal: AbortSignal, preamble: ResponseItem[] = [], opts: TurnOptions = {}): Promise<TurnOutcome> {
     this.turn++;
     this.o.emit({ type: "turn_started", turn: this.turn });
     await this.o.rollout.append([{ type: "turn_context", payload: { ...this.o.turnContext, model: this.o.modelName } as TurnContext }]);
@@ -94,7 +102,7 @@ export class AgentSession {
       steps++;
       let items: ResponseItem[];
       try {
-        items = await this.sample(signal);
+        items = await this.sampleWith(opts.outputSchema, signal);
       } catch (e) {
         if (signal.aborted) return this.aborted(steps, finalMessage);
         if (e instanceof ModelError && e.code === "context_window") {
@@ -145,15 +153,32 @@ export class AgentSession {
     if ("error" in r) this.o.emit({ type: "warning", message: r.error.message });
   }
 
-  private async sample(signal: AbortSignal): Promise<ResponseItem[]> {
+  /**
+   * Samples with the turn's output schema while the server takes it. A request the server
+   * rejects (HTTP 4xx) is sent once more without the schema; if that one goes through, the
+   * schema was the problem: the session says so once and sends no schema from then on.
+   */
+  private async sampleWith(schema: OutputSchema | undefined, signal: AbortSignal): Promise<ResponseItem[]> {
+    if (!schema || this.structuredOutputRefused) return this.sample(signal);
+    try {
+      return await this.sample(signal, schema);
+    } catch (e) {
+      // Only an HTTP refusal (it has a status) came before any output; an in-stream error may not have.
+      if (!(e instanceof ModelError && e.code === "bad_request" && e.status !== undefined) || signal.aborted) throw e;
+      const items = await this.sample(signal);
+      this.structuredOutputRefused = true;
+      this.o.emit({ type: "structured_output_unsupported", reason: e.message });
+      return items;
+    }
+  }
+
+  private async sample(signal: AbortSignal, outputSchema?: OutputSchema): Promise<ResponseItem[]> {
     const items: ResponseItem[] = [];
     let text = "";
     let usage: TokenUsage | undefined;
     const input = [developerMessage(this.o.developerInstructions), ...this.history];
-    for await (const e of this.o.model.stream(
-      { model: this.o.modelName, instructions: this.o.instructions, input, tools: this.o.router.modelTools(), parallelToolCalls: true },
-      signal,
-    )) {
+    const request = { model: this.o.modelName, instructions: this.o.instructions, input, tools: this.o.router.modelTools(), parallelToolCalls: true };
+    for await (const e of this.o.model.stream(outputSchema ? { ...request, outputSchema } : request, signal)) {
       if (e.type === "text_delta") {
         text += e.delta;
         this.o.emit({ type: "text_delta", delta: e.delta });

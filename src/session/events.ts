@@ -26,6 +26,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("context_compacted"), tokens_before: z.number().int(), items_before: z.number().int(), items_after: z.number().int(), fallback: z.boolean() }),
   z.object({ type: z.literal("turn_completed"), turn: z.number().int(), final_message: z.string(), steps: z.number().int() }),
   z.object({ type: z.literal("turn_aborted"), reason: z.string() }),
+  /** The server refused the turn's structured-output request; this session goes on prompt-only. */
+  z.object({ type: z.literal("structured_output_unsupported"), reason: z.string() }),
   z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
 ]);
 export type SessionEvent = z.infer<typeof SessionEventSchema>;

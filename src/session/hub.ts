@@ -5,7 +5,7 @@
  */
 import type { SessionEvent } from "./events.ts";
 import type { SessionHandle } from "./runtime.ts";
-import type { TurnOutcome } from "./agent.ts";
+import type { TurnOptions, TurnOutcome } from "./agent.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 export interface HubSession {
@@ -71,10 +71,10 @@ export class CrossSessionHub {
   }
 
   /** Posts a user turn to a role and resolves when the turn ends. */
-  async postUserTurn(runId: string, role: string, text: string | undefined, signal: AbortSignal): Promise<Result<TurnOutcome>> {
+  async postUserTurn(runId: string, role: string, text: string | undefined, signal: AbortSignal, opts: TurnOptions = {}): Promise<Result<TurnOutcome>> {
     const s = this.get(runId, role);
     if (!s) return err("no_session", `run ${runId} has no live ${role} session`);
-    return s.handle.runTurn(text, signal);
+    return s.handle.runTurn(text, signal, opts);
   }
 
   /**
@@ -82,7 +82,7 @@ export class CrossSessionHub {
    * final message, or its first assistant message if it has no final one; fails after
    * `timeoutMs` (the turn is aborted then).
    */
-  async awaitFirstAssistant(runId: string, role: string, text: string | undefined, timeoutMs: number, signal: AbortSignal): Promise<Result<string>> {
+  async awaitFirstAssistant(runId: string, role: string, text: string | undefined, timeoutMs: number, signal: AbortSignal, opts: TurnOptions = {}): Promise<Result<string>> {
     const s = this.get(runId, role);
     if (!s) return err("no_session", `run ${runId} has no live ${role} session`);
     const ctrl = new AbortController();
@@ -94,7 +94,7 @@ export class CrossSessionHub {
     });
     const timer = setTimeout(() => ctrl.abort(), timeoutMs);
     try {
-      const r = await s.handle.runTurn(text, ctrl.signal);
+      const r = await s.handle.runTurn(text, ctrl.signal, opts);
       if ("error" in r) return r;
       if (r.ok.status === "aborted") {
         return signal.aborted ? err("interrupted", `${role} turn interrupted`) : err("timeout", `${role} gave no answer within ${timeoutMs} ms`);

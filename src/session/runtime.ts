@@ -14,7 +14,7 @@ import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
-import { AgentSession, type TurnOutcome } from "./agent.ts";
+import { AgentSession, type TurnOptions, type TurnOutcome } from "./agent.ts";
 import { ApprovalCache, type Approver } from "./approval.ts";
 import type { RelayConfig } from "./config.ts";
 import { commandEnv } from "./env.ts";
@@ -91,7 +91,7 @@ export interface SessionHandle {
   readonly agent: AgentSession;
   readonly cwd: string;
   /** Runs one user turn (no prompt: continue unfinished work after a resume). */
-  runTurn(prompt: string | undefined, signal: AbortSignal): Promise<Result<TurnOutcome>>;
+  runTurn(prompt: string | undefined, signal: AbortSignal, opts?: TurnOptions): Promise<Result<TurnOutcome>>;
   close(): Promise<void>;
 }
 
@@ -341,10 +341,10 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
     rolloutPath: rollout.path,
     agent,
     cwd: p.cwd,
-    async runTurn(prompt, signal) {
+    async runTurn(prompt, signal, opts) {
       const preamble = [...p.context.splice(0), ...(await skillPreamble(prompt ?? "", p.skills, p.executor.peer, o.emit))];
       try {
-        const outcome = await agent.runTurn(prompt, signal, preamble);
+        const outcome = await agent.runTurn(prompt, signal, preamble, opts);
         log.info("turn ended", { session_id: rollout.id, status: outcome.status, steps: outcome.steps });
         if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
           const used = await o.memories.recordCitations(o.home, outcome.finalMessage);

@@ -94,8 +94,8 @@ describe("relay infty orchestration", () => {
     const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: "r-mal", verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal });
     assert.ok("ok" in r);
     assert.equal(r.ok.status, "failed");
-    assert.match(r.ok.detail, /verifier-1 replied twice without following its JSON contract/);
-    assert.match(lastUser(t.server, 3), /Your last reply could not be used: the verifier-1 reply is not JSON/);
+    assert.match(r.ok.detail, /verifier-1 replied twice without following its JSON contract \(your JSON object does not match the contract \(verdict: .*"pass"\|"fail"\)\); its last reply: "\{\\"verdict\\": \\"maybe\\"\}"/);
+    assert.match(lastUser(t.server, 3), /Your last reply could not be used: your reply had no JSON object\. Reply with JSON only: ONE object matching \{"verdict"/);
     assert.match(lastUser(t.server, 4), /"overall": "fail"/, "the corrected verdict reached the Solver");
     const store = await RunStore.load(t.home, "r-mal");
     assert.ok("ok" in store && store.ok.state.status === "failed");
@@ -122,17 +122,21 @@ describe("relay infty orchestration", () => {
     }
   });
 
-  test("a delivery before any passing verification is sent back; a stalled Solver is nudged", async () => {
+  test("a question in prose reaches the Director at once; an early delivery is sent back; chatter is told what is missing", async () => {
     await using t = await setup();
     t.server.enqueue(
       reply().text("Should I use tabs or spaces?"),
+      sig({ directive: "Spaces.", rationale: null }),
       sig({ type: "final_delivery", deliverable_path: "deliverable", summary: "done" }),
       reply().text("ok"),
     );
     const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: "r-early", verifiers: 1, maxTurns: 3, report: (e) => t.events.push(e), signal: new AbortController().signal });
     assert.ok("ok" in r);
-    assert.match(lastUser(t.server, 1), /Nobody will answer questions: continue autonomously/);
-    assert.match(lastUser(t.server, 2), /delivery_rejected[\s\S]*no claim has passed verification yet/);
+    assert.match(lastUser(t.server, 1), /asked this in prose[\s\S]*Should I use tabs or spaces\?/, "the Director got the question with no nudge first");
+    assert.match(lastUser(t.server, 2), /"type": "directive"[\s\S]*Spaces\./);
+    assert.match(lastUser(t.server, 3), /delivery_rejected[\s\S]*no claim has passed verification yet/);
+    assert.equal(t.server.queued, 0);
+    assert.equal(r.ok.status, "budget_exhausted");
   });
 });
 

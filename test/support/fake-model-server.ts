@@ -54,7 +54,7 @@ export type ChatToolCallStyle =
 
 type Step =
   | { kind: "reasoning"; text: string; encrypted?: string }
-  | { kind: "text"; text: string }
+  | { kind: "text"; text: string; newItem?: boolean }
   | { kind: "tool"; name: string; arguments: string; callId: string }
   | { kind: "custom"; name: string; input: string; callId: string };
 
@@ -75,6 +75,12 @@ export class ReplyBuilder {
 
   text(text: string): this {
     this.steps.push({ kind: "text", text });
+    return this;
+  }
+
+  /** Text that starts a message item of its own (a commentary item, then an answer item). */
+  message(text: string): this {
+    this.steps.push({ kind: "text", text, newItem: true });
     return this;
   }
 
@@ -222,7 +228,7 @@ function groups(steps: Step[]): Group[] {
   for (const s of steps) {
     const last = out.at(-1);
     if (s.kind === "text") {
-      if (last?.kind === "message") last.texts.push(s.text);
+      if (last?.kind === "message" && !s.newItem) last.texts.push(s.text);
       else out.push({ kind: "message", texts: [s.text] });
     } else out.push(s);
   }
@@ -376,6 +382,7 @@ export class FakeModelServer {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: Reply[] = [];
   private readonly routes: Array<{ match: (r: RecordedRequest) => boolean; replies: Reply[] }> = [];
+  private readonly refusals: Array<{ match: (r: RecordedRequest) => boolean; error: HttpErrorReply }> = [];
   private readonly sockets = new Set<Socket>();
   private readonly held = new Set<ServerResponse>();
   private holdWaiters: Array<() => void> = [];
@@ -411,6 +418,15 @@ export class FakeModelServer {
    * Replies for the requests `match` picks, in order, ahead of the main queue: for a client whose
    * requests interleave with another's in no fixed order (a background job beside a session).
    */
+  /**
+   * Every request that `match`es gets this error, for as long as the server runs (a server
+   * that never takes some request feature, e.g. structured output); it uses no queued reply.
+   */
+  refuse(match: (r: RecordedRequest) => boolean, error: HttpErrorReply): this {
+    this.refusals.push({ match, error });
+    return this;
+  }
+
   route(match: (r: RecordedRequest) => boolean, ...replies: Reply[]): this {
     this.routes.push({ match, replies });
     return this;
@@ -468,8 +484,9 @@ export class FakeModelServer {
     if (!api) {
       return sendJson(res, 404, { error: { message: `fake model server: no endpoint ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
     }
-    const lane = this.routes.find((l) => l.match(recorded));
-    let r = lane ? lane.replies.shift() : this.queue.shift();
+    const refusal = this.refusals.find((f) => f.match(recorded));
+    const lane = refusal ? undefined : this.routes.find((l) => l.match(recorded));
+    let r = refusal ? refusal.error : lane ? lane.replies.shift() : this.queue.shift();
     while (r?.kind === "later") {
       this.hold(res);
       r = await r.reply;

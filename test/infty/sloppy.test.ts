@@ -1,0 +1,175 @@
+/**
+ * `relay infty` against a fake model that behaves like real ones (over real HTTP/SSE): JSON in
+ * fences and prose, questions in prose, extra and null fields, upper-case enums, a server that
+ * refuses structured output, a stalled stream, a claim that escapes the run store. Each scenario
+ * ends in a verified deliverable, or in the documented clean stop.
+ */
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
+import { RunStore } from "../../src/infty/run-store.ts";
+import { checkDeliverable } from "../../src/infty/deliverable.ts";
+import { defaultConfig } from "../../src/session/config.ts";
+import { httpError, reply, startFakeModelServer, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
+import { useSourceRelay } from "../support/self.ts";
+
+const patch = (files: Record<string, string>) => ({
+  input: `*** Begin Patch\n${Object.entries(files)
+    .map(([f, text]) => `*** Add File: ${f}\n${text.split("\n").map((l) => `+${l}`).join("\n")}`)
+    .join("\n")}\n*** End Patch\n`,
+});
+const DELIVER =
+  "mkdir -p deliverable && cp artifacts/answer.txt deliverable/ && { echo '# Answer'; echo '## Manifest'; echo \"- answer.txt ($(wc -c < deliverable/answer.txt | tr -d ' ') bytes)\"; echo '## How to verify'; echo 'cat answer.txt'; echo '## Limitations'; echo 'none'; } > deliverable/README.md";
+const CLAIM = { "artifacts/answer.txt": "42", "memory/claims/answer.json": '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt"]}' };
+
+async function setup(api: "openai-responses" | "openai-chat" = "openai-responses") {
+  useSourceRelay();
+  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-sloppy-"));
+  const server = await startFakeModelServer();
+  const events: InftyEvent[] = [];
+  return {
+    home,
+    server,
+    events,
+    config: { ...defaultConfig(), model: "m", model_provider: api, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
+    run(runId: string, extra: Partial<Parameters<typeof runInfty>[0]> = {}) {
+      return runInfty({ home, config: this.config, objective: "Write 42 to artifacts/answer.txt and deliver it.", runId, verifiers: 1, report: (e) => events.push(e), signal: new AbortController().signal, ...extra });
+    },
+    async [Symbol.asyncDispose]() {
+      await server.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Which role sent a request: its role prompt is in the instructions it carries. */
+function roleOf(r: RecordedRequest): string {
+  const all = JSON.stringify(r.body);
+  if (all.includes("# Role: Solver")) return "solver";
+  if (all.includes("# Role: Director")) return "director";
+  return "verifier";
+}
+
+function lastUser(server: FakeModelServer, i: number): string {
+  const body = server.requests[i]!.body;
+  const input = (body.input ?? body.messages ?? []) as Array<{ type?: string; role?: string; content?: string | Array<{ text?: string }> }>;
+  const u = input.filter((x) => x.role === "user").at(-1);
+  return typeof u?.content === "string" ? u.content : (u?.content ?? []).map((c) => c.text ?? "").join("");
+}
+
+async function assertVerified(t: Awaited<ReturnType<typeof setup>>, r: Awaited<ReturnType<typeof runInfty>>) {
+  assert.ok("ok" in r, JSON.stringify(r));
+  assert.equal(r.ok.status, "complete", r.ok.detail);
+  assert.equal(readFileSync(path.join(r.ok.deliverable!, "answer.txt"), "utf8"), "42\n");
+  assert.equal(t.server.queued, 0, "every scripted reply was used");
+}
+
+describe("infty with sloppy models", () => {
+  test("fences in prose, a commentary item before the JSON item, a question in prose, extra and null fields, upper-case enums", async () => {
+    await using t = await setup();
+    t.server.enqueue(
+      reply().toolCall("apply_patch", patch(CLAIM)),
+      reply().text("Before I go on: which format should the answer have, plain text or JSON?"),
+      reply().text('Sure! {"directive": "Plain text.", "rationale": null, "confidence": 0.8}'),
+      reply().message("I wrote the answer and a claim; here is my request.").message('```json\n{"type": "Verification_Request", "claim_path": "memory/claims/answer.json", "notes": null, "prompt": null, "deliverable_path": null, "summary": null}\n```'),
+      reply().text('I checked it myself.\n{"verdict": "PASS", "reasons": "answer.txt holds 42", "suggestions": null, "score": 10}'),
+      reply().toolCall("exec_command", { cmd: DELIVER }),
+      reply().text('All done. Here is the delivery:\n```JSON\n{"type": "FINAL_DELIVERY", "deliverable_path": "deliverable", "summary": "42", "prompt": null, "claim_path": null, "notes": null}\n```'),
+    );
+    const r = await t.run("s-prose");
+    await assertVerified(t, r);
+    assert.match(lastUser(t.server, 2), /asked this in prose[\s\S]*plain text or JSON\?/);
+    assert.match(lastUser(t.server, 3), /"directive": "Plain text\."/);
+    // every turn asked for strict structured output with its role's schema
+    const names = { solver: "solver_signal", director: "directive", verifier: "verdict" } as Record<string, string>;
+    for (const req of t.server.requests) {
+      const format = req.body.text?.format;
+      assert.equal(format?.type, "json_schema");
+      assert.equal(format?.strict, true);
+      assert.equal(format?.name, names[roleOf(req)], `request for the ${roleOf(req)}`);
+      assert.equal(format?.schema?.additionalProperties, false);
+    }
+    assert.ok(!t.events.some((e) => e.type === "warning"), JSON.stringify(t.events.filter((e) => e.type === "warning")));
+  });
+
+  test("a server that refuses structured output (Chat Completions): each role falls back once, says so, and the run ends verified", async () => {
+    await using t = await setup("openai-chat");
+    const error = httpError(400, { error: { message: "Unrecognized request argument supplied: response_format", type: "invalid_request_error", code: null } });
+    t.server.refuse((r) => r.body.response_format !== undefined, error);
+    t.server.enqueue(
+      reply().toolCall("apply_patch", patch(CLAIM)),
+      reply().text('{"type": "direction_request", "prompt": "Plain or JSON?"}'),
+      reply().text('{"directive": "Plain."}'),
+      reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json"}'),
+      reply().text('{"verdict": "pass", "reasons": ["holds 42"]}'),
+      reply().toolCall("exec_command", { cmd: DELIVER }),
+      reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
+    );
+    const r = await t.run("s-refuse");
+    await assertVerified(t, r);
+    const warnings = t.events.filter((e): e is Extract<InftyEvent, { type: "warning" }> => e.type === "warning" && /refused structured output/.test(e.message));
+    assert.deepEqual(warnings.map((w) => /for the (\S+)/.exec(w.message)![1]).sort(), ["director", "solver", "verifier-1"], "said once per role");
+    assert.match(warnings[0]!.message, /Unrecognized request argument supplied: response_format/);
+    const refused = t.server.requests.filter((q) => q.body.response_format !== undefined);
+    assert.equal(refused.length, 3, "one refused request per role, none after the fallback");
+    const store = await RunStore.load(t.home, "s-refuse");
+    assert.ok("ok" in store);
+    assert.deepEqual([...store.ok.state.prompt_only_roles].sort(), ["director", "solver", "verifier-1"]);
+    const log = readFileSync(path.join(store.ok.dir, "events.jsonl"), "utf8");
+    assert.equal(log.match(/"type":"structured_output_unsupported"/g)?.length, 3);
+  });
+
+  test("a Solver that never sends a signal is told what is missing, and the run's end says so, not only 'raise --max-turns'", async () => {
+    await using t = await setup();
+    t.server.enqueue(reply().text("Working on it."), reply().text("Still working on it."), reply().text('Nearly there: {"progress": 90}'));
+    const r = await t.run("s-silent", { maxTurns: 3, maxNudges: 5 });
+    assert.ok("ok" in r);
+    assert.equal(r.ok.status, "budget_exhausted");
+    assert.match(r.ok.detail, /the Solver sent no usable signal in its last 3 turns \(last problem: your JSON object does not match the contract \(type: .*\)\)/);
+    assert.match(lastUser(t.server, 1), /Your last reply could not be used: your reply had no JSON object\. .*ONE JSON object and nothing else, matching: \{"type": "direction_request"/);
+  });
+
+  test("a claim that is a symlink to /etc/passwd, or cites evidence outside the store, never reaches a Verifier; the Solver is told and recovers", async () => {
+    await using t = await setup();
+    const good = '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt", "cat artifacts/answer.txt"]}';
+    t.server.enqueue(
+      reply().toolCall("exec_command", { cmd: "mkdir -p memory/claims artifacts && echo 42 > artifacts/answer.txt && ln -s /etc/passwd memory/claims/evil.json" }),
+      reply().text('{"type": "verification_request", "claim_path": "memory/claims/evil.json"}'),
+      reply().toolCall("apply_patch", patch({ "memory/claims/cites.json": '{"claim": "x", "evidence": ["artifacts/answer.txt", "/etc/passwd"]}' })),
+      reply().text('{"type": "verification_request", "claim_path": "memory/claims/cites.json"}'),
+      reply().toolCall("apply_patch", patch({ "memory/claims/good.json": good })),
+      reply().text('{"type": "verification_request", "claim_path": "memory/claims/good.json"}'),
+      reply().text('{"verdict": "pass", "reasons": ["holds 42"]}'),
+      reply().toolCall("exec_command", { cmd: DELIVER }),
+      reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
+    );
+    const r = await t.run("s-escape");
+    await assertVerified(t, r);
+    assert.match(lastUser(t.server, 2), /"overall":"fail".*memory\/claims\/evil\.json leads outside the run store through a symlink \(to \/etc\/passwd\)/);
+    assert.match(lastUser(t.server, 4), /"overall":"fail".*evidence \/etc\/passwd is outside the run store/);
+    const verifierRequests = t.server.requests.filter((q) => roleOf(q) === "verifier");
+    assert.equal(verifierRequests.length, 1, "only the good claim was verified");
+    assert.match(JSON.stringify(verifierRequests[0]!.body), /good\.json/);
+  });
+
+  test("a deliverable whose manifest lists a symlink out of it is rejected; an unlisted symlink is reported", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "relay-deliverable-"));
+    try {
+      symlinkSync("/etc/passwd", path.join(dir, "passwd"));
+      const readme = (files: string) => `# x\n## Manifest\n${files}\n## How to verify\nread\n## Limitations\nnone\n`;
+      writeFileSync(path.join(dir, "README.md"), readme(`- passwd (${statSync("/etc/passwd").size} bytes)`));
+      const listed = await checkDeliverable(dir);
+      assert.ok("error" in listed && /passwd leads outside the deliverable through a symlink/.test(listed.error.message), JSON.stringify(listed));
+      mkdirSync(path.join(dir, "a"));
+      writeFileSync(path.join(dir, "a", "x.txt"), "x");
+      writeFileSync(path.join(dir, "README.md"), readme("- a/x.txt (1 bytes)"));
+      const unlisted = await checkDeliverable(dir);
+      assert.ok("error" in unlisted && /passwd is in the deliverable but not in the manifest/.test(unlisted.error.message), JSON.stringify(unlisted));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
