@@ -22,8 +22,8 @@ import { checkDeliverable } from "./deliverable.ts";
 import { checkClaim } from "./claims.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
-import { correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
-import { generateRunId, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
+import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
+import { generateRunId, inflightList, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
 import { scriptTurnsUsed } from "./scripted-resume.ts";
 import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, SolverSignalSchema, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
 import { asksQuestion } from "./json-in-text.ts";
@@ -202,6 +202,14 @@ interface Transition {
 /** undefined: go on with the next pending action. */
 type Step = Result<InftyResult> | undefined;
 
+/** What a Verifier is sent: the claim (or, in the final round, the deliverable) to check. */
+function verificationPayload(p: Extract<Pending, { type: "verification" }>, objective: string): string {
+  const what = p.final ? { type: "verification_request", final: true, deliverable_path: p.claim_path, summary: p.notes, check: FINAL_CHECK } : { type: "verification_request", claim_path: p.claim_path, notes: p.notes };
+  return JSON.stringify({ ...what, objective }, null, 2);
+}
+
+const nonEmpty = <T>(list: T[]): T[] | null => (list.length ? list : null);
+
 const rejected = (problem: string, summary: string): Transition => ({
   pending: { type: "solver_message", message: JSON.stringify({ type: "delivery_rejected", problem }) },
   from: "orchestrator",
@@ -223,16 +231,17 @@ class InftyRun {
   /** Solver turns in a row that ended without a usable signal, and what was wrong with the last. */
   private silentTurns = 0;
   private lastProblem = "";
+  private queue: Promise<void> = Promise.resolve();
   private solverTurnsSinceCheckpoint = 0;
-  /** What the previous process had in flight; used once, by the exchange it belongs to. */
-  private resumed: Inflight | undefined;
+  /** What the previous process had in flight; each used once, by the exchange it belongs to. */
+  private resumed: Inflight[];
 
   constructor(
     private readonly o: InftyOptions,
     private readonly store: RunStore,
   ) {
     this.stop = AbortSignal.any([o.signal, this.stopper.signal]);
-    this.resumed = store.state.inflight ?? undefined;
+    this.resumed = inflightList(store.state.inflight);
   }
 
   async drive(): Promise<Result<InftyResult>> {
@@ -263,32 +272,53 @@ class InftyRun {
   private async openRoles(): Promise<Step> {
     const roles = ["solver", "director", ...Array.from({ length: this.store.state.verifiers }, (_, i) => `verifier-${i + 1}`)];
     for (const role of roles) {
-      let sessionId: string | undefined;
-      let history: () => readonly ResponseItem[] = () => [];
-      const fanout = this.hub.emitterFor(() => sessionId);
-      const resume = this.store.rolloutOf(role);
-      const opened = await openSession({
-        home: this.o.home,
-        config: { ...this.o.config, approval_policy: "never" },
-        cwd: this.store.dir,
-        resume,
-        model: this.o.modelFor?.(role, resume ? () => history() : undefined),
-        approver: nonInteractiveApprover,
-        source: "infty",
-        memories: this.o.memories,
-        extraInstructions: [rolePrompt(role), `Run id: ${this.store.id}. Objective:\n${this.store.state.objective}`],
-        emit: (e) => {
-          fanout(e);
-          this.onRoleEvent(role, e);
-        },
-      });
+      const opened = await this.openRole(role, this.store.rolloutOf(role));
       if ("error" in opened) return this.finish("failed", `could not start the ${role} session: ${opened.error.message}`);
-      sessionId = opened.ok.id;
-      history = () => opened.ok.agent.history;
-      this.hub.register(this.store.id, role, opened.ok);
-      await this.store.setRole(role, { session_id: opened.ok.id, rollout_path: opened.ok.rolloutPath });
     }
     return undefined;
+  }
+
+  /** Opens one role's session (`resume`: from its rollout), registers it and records it in run.json. */
+  private async openRole(role: string, resume: string | undefined): Promise<Result<void>> {
+    let sessionId: string | undefined;
+    let history: () => readonly ResponseItem[] = () => [];
+    const fanout = this.hub.emitterFor(() => sessionId);
+    const opened = await openSession({
+      home: this.o.home,
+      config: { ...this.o.config, approval_policy: "never" },
+      cwd: this.store.dir,
+      resume,
+      model: this.o.modelFor?.(role, resume ? () => history() : undefined),
+      approver: nonInteractiveApprover,
+      source: "infty",
+      memories: this.o.memories,
+      extraInstructions: [rolePrompt(role), `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`],
+      emit: (e) => {
+        fanout(e);
+        this.onRoleEvent(role, e);
+      },
+    });
+    if ("error" in opened) return opened;
+    sessionId = opened.ok.id;
+    history = () => opened.ok.agent.history;
+    this.hub.register(this.store.id, role, opened.ok);
+    await this.store.setRole(role, { session_id: opened.ok.id, rollout_path: opened.ok.rolloutPath });
+    return ok(undefined);
+  }
+
+  /**
+   * A Verifier that passed is replaced by a fresh session, so the next claim meets eyes that
+   * have not seen the last one; one that failed keeps its context to re-check the fix.
+   */
+  private async refreshPassedVerifiers(verdicts: RoleVerdict[]): Promise<void> {
+    for (const v of verdicts.filter((x) => x.verdict === "pass")) {
+      const old = this.hub.get(this.store.id, v.role);
+      if (!old) continue;
+      await old.handle.close();
+      this.hub.unregister(this.store.id, v.role);
+      const opened = await this.openRole(v.role, undefined);
+      if ("error" in opened) throw new Error(`could not start a fresh ${v.role} session: ${opened.error.message}`);
+    }
   }
 
   private onRoleEvent(role: string, e: SessionEvent): void {
@@ -351,15 +381,15 @@ class InftyRun {
       if (d.state === "answered") return ok({ text: d.reply, aborted: false });
       if (d.state === "in_progress") return send(undefined);
     }
-    await this.store.update({ inflight: { role, attempt, message, rollout_offset: await rolloutOffset(handle.rolloutPath) } });
+    const record = { role, attempt, message, rollout_offset: await rolloutOffset(handle.rolloutPath) };
+    // Read and written in one synchronous step: Verifiers asked in parallel each add their own.
+    await this.store.update({ inflight: [...inflightList(this.store.state.inflight).filter((r) => r.role !== role), record] });
     return send(message);
   }
 
   private takeResumed(role: string, message: string, attempt: 1 | 2): Inflight | undefined {
-    const r = this.resumed;
-    if (!r || r.role !== role || r.attempt !== attempt || r.message !== message) return undefined;
-    this.resumed = undefined;
-    return r;
+    const at = this.resumed.findIndex((r) => r.role === role && r.attempt === attempt && r.message === message);
+    return at === -1 ? undefined : this.resumed.splice(at, 1)[0];
   }
 
   private async solverTurn(text: string | undefined): Promise<Result<Reply>> {
@@ -390,7 +420,7 @@ class InftyRun {
     }
     const read = readContract(SolverSignalSchema, r.ok.text);
     const signal = "ok" in read ? read.ok : undefined;
-    if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.acceptDelivery(signal, turns);
+    if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.offerDelivery(signal, turns);
     await this.handoff("ok" in read ? this.afterSignal(read.ok) : this.afterSilence(read.error.message, r.ok.text), { turns });
     if (++this.solverTurnsSinceCheckpoint >= (this.o.checkpointEvery ?? 5)) {
       this.solverTurnsSinceCheckpoint = 0;
@@ -431,16 +461,26 @@ class InftyRun {
     return { pending: { type: "solver_message", message: solverCorrective(problem, SHAPES.solver) }, from: "orchestrator", to: "solver", summary: `no usable signal (${problem.slice(0, 80)}); told so` };
   }
 
-  private async acceptDelivery(signal: Extract<SolverSignal, { type: "final_delivery" }>, turns: number): Promise<Step> {
+  /** A delivery after a passing verification: its manifest is checked, then the Verifiers check the deliverable itself. */
+  private async offerDelivery(signal: Extract<SolverSignal, { type: "final_delivery" }>, turns: number): Promise<Step> {
     const where = await this.store.resolveInside(signal.deliverable_path);
     if ("error" in where) return this.handoff(rejected(where.error.message, where.error.message), { turns });
     const check = await checkDeliverable(where.ok);
     if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
+    const pending: Pending = { type: "verification", claim_path: signal.deliverable_path, notes: signal.summary, final: true, verdicts: [] };
+    return this.handoff({ pending, from: "solver", to: "verifiers", summary: `final deliverable ${signal.deliverable_path}: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes` }, { turns });
+  }
+
+  /** The Verifiers passed the deliverable: checked once more, then accepted and the run complete in one write. */
+  private async acceptDelivery(deliverablePath: string, summary: string | null): Promise<Step> {
+    const where = await this.store.resolveInside(deliverablePath);
+    if ("error" in where) return this.handoff(rejected(where.error.message, "deliverable gone after its verification"));
+    const check = await checkDeliverable(where.ok);
+    if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable changed during its verification"));
     await this.store.note("orchestrator", "final_delivery", `deliverable ${where.ok} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
     await this.store.checkpoint();
-    // One write: the deliverable is accepted and the run complete, or neither.
-    await this.store.update({ turns, pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary: signal.summary }, status: "complete", status_detail: "verified deliverable accepted" });
-    return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary: signal.summary });
+    await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary }, status: "complete", status_detail: "verified deliverable accepted" });
+    return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary });
   }
 
   private async directionStep(prompt: string): Promise<Step> {
@@ -452,37 +492,57 @@ class InftyRun {
     return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) });
   }
 
-  /** Every Verifier in turn; each verdict is saved as it comes, so a resume asks only the rest. */
+  /**
+   * All Verifiers at once, each with its own timeout; each verdict is saved as it comes, so a
+   * resume asks only the rest. A final round checks the deliverable itself.
+   */
   private async verificationStep(pending: Extract<Pending, { type: "verification" }>): Promise<Step> {
-    const st = this.store.state;
-    const claim = await checkClaim(this.store.dir, pending.claim_path);
+    const claim = pending.final ? await this.store.resolveInside(pending.claim_path) : await checkClaim(this.store.dir, pending.claim_path);
     if ("error" in claim) {
       const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
       return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
     }
     const verdicts: RoleVerdict[] = [...pending.verdicts];
-    const payload = JSON.stringify({ type: "verification_request", claim_path: pending.claim_path, notes: pending.notes, objective: st.objective }, null, 2);
-    for (let i = 1; i <= st.verifiers; i++) {
-      const role = `verifier-${i}`;
-      if (verdicts.some((v) => v.role === role)) continue;
-      const v = await this.askJson(role, payload, VerdictSchema);
-      if ("error" in v) {
-        if (v.error.code === "interrupted") break;
-        return this.finish("failed", v.error.message);
-      }
-      verdicts.push({ role, ...v.ok });
-      this.o.report({ type: "verdict", role, verdict: v.ok.verdict, reasons: v.ok.reasons });
-      await this.store.note(role, "verdict", `${v.ok.verdict}: ${v.ok.reasons.join("; ")}`);
-      await this.store.update({ pending: { ...pending, verdicts }, inflight: null });
-    }
-    if (this.stop.aborted) return undefined;
+    const payload = verificationPayload(pending, this.store.state.objective);
+    const waiting = Array.from({ length: this.store.state.verifiers }, (_, i) => `verifier-${i + 1}`).filter((role) => !verdicts.some((v) => v.role === role));
+    this.lastActivity = `waiting for ${waiting.length} verifier(s)`;
+    await Promise.all(waiting.map((role) => this.askVerifier(role, payload, pending, verdicts)));
+    if (this.stop.aborted || this.toolFailure) return undefined;
+    return this.afterVerdicts(pending, verdicts);
+  }
+
+  /** One Verifier's verdict, recorded as it comes. An answer that is no usable verdict, or none in time, counts as a fail. */
+  private async askVerifier(role: string, payload: string, pending: Extract<Pending, { type: "verification" }>, verdicts: RoleVerdict[]): Promise<void> {
+    const v = await this.askJson(role, payload, VerdictSchema);
+    if ("error" in v && (v.error.code === "interrupted" || this.stop.aborted)) return;
+    const verdict: RoleVerdict = "ok" in v ? { role, ...v.ok } : { role, verdict: "fail", reasons: [`the ${role} gave no usable verdict: ${v.error.message}`], suggestions: [] };
+    if ("error" in v) this.o.report({ type: "warning", message: `${verdict.reasons[0]}; counted as a fail` });
+    await this.serially(async () => {
+      verdicts.push(verdict);
+      this.o.report({ type: "verdict", role, verdict: verdict.verdict, reasons: verdict.reasons });
+      await this.store.note(role, "verdict", `${verdict.verdict}: ${verdict.reasons.join("; ")}`);
+      await this.store.update({ pending: { ...pending, verdicts: [...verdicts] }, inflight: nonEmpty(inflightList(this.store.state.inflight).filter((r) => r.role !== role)) });
+    });
+  }
+
+  private async afterVerdicts(pending: Extract<Pending, { type: "verification" }>, verdicts: RoleVerdict[]): Promise<Step> {
+    const st = this.store.state;
     const overall = aggregate(verdicts, st.consensus);
     const passes = verdicts.filter((v) => v.verdict === "pass").length;
     this.o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
-    const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, verdicts }, null, 2);
-    const message = overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
+    if (pending.final && overall === "pass") return this.acceptDelivery(pending.claim_path, pending.notes);
+    await this.refreshPassedVerifiers(verdicts);
+    const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, final: pending.final, verdicts }, null, 2);
+    const message = pending.final ? `${feedback}\n\n${REDELIVER_PROMPT}` : overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
     const patch = overall === "pass" ? { verified_at: new Date().toISOString() } : {};
-    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary: `${overall} (${passes}/${verdicts.length} passed)` }, patch);
+    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary: `${pending.final ? "deliverable " : ""}${overall} (${passes}/${verdicts.length} passed)` }, patch);
+  }
+
+  /** Runs `fn` after every earlier one: parallel Verifiers' notes and run.json writes go one at a time. */
+  private serially(fn: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(fn);
+    this.queue = next.catch(() => {});
+    return next;
   }
 
   /** Asks a role for a JSON reply; one corrective retry on a malformed one (resumed where a crash left it). */
@@ -491,7 +551,8 @@ class InftyRun {
     this.lastActivity = `waiting for ${role}`;
     const send = (text: string | undefined) => this.roleTurn(role, text);
     let corrective: string;
-    if (this.resumed?.role === role && this.resumed.attempt === 2) corrective = this.resumed.message;
+    const retried = this.resumed.find((r) => r.role === role && r.attempt === 2);
+    if (retried) corrective = retried.message;
     else {
       const first = await this.exchange(role, payload, 1, send);
       if ("error" in first) return first;

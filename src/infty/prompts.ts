@@ -27,6 +27,12 @@ export const FINALIZATION_PROMPT = `Verification passed. Finalize now:
 3. Remove scratch files from deliverable/.
 4. Reply with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;
 
+/** What a Verifier does in the final round. */
+export const FINAL_CHECK = "This is the final deliverable, not a claim: read its README.md, run every command under \"How to verify\" yourself, and check that it meets the objective. Pass it only if it does.";
+
+/** To a Solver whose deliverable failed the final round. */
+export const REDELIVER_PROMPT = `The Verifiers did not accept the deliverable. Fix what they found in deliverable/ (keep README.md's manifest exact), then reply again with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;
+
 export function objectiveMessage(objective: string): string {
   return `Objective:\n${objective}\n\nWork on it now. Use the communication contract when you need direction or verification.`;
 }

@@ -50,6 +50,11 @@ export const InflightSchema = z.object({
 });
 export type Inflight = z.infer<typeof InflightSchema>;
 
+/** The in-flight records of a run.json, in either of its shapes. */
+export function inflightList(v: Inflight | Inflight[] | null): Inflight[] {
+  return v === null ? [] : Array.isArray(v) ? v : [v];
+}
+
 export const RunStatusSchema = z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]);
 
 export const RunMetaSchema = z.object({
@@ -70,7 +75,8 @@ export const RunMetaSchema = z.object({
   max_wall_ms: z.number().int().min(1),
   wall_ms_used: z.number().int().min(0),
   pending: PendingSchema.nullable(),
-  inflight: InflightSchema.nullable().default(null),
+  /** One record per role with a message out (Verifiers are asked in parallel); older runs hold a single one. */
+  inflight: z.union([InflightSchema, z.array(InflightSchema)]).nullable().default(null),
   /** Transitions so far; notes carry it, so a transition replayed after a crash adds none twice. */
   handoffs: z.number().int().min(0).default(0),
   deliverable: z.object({ path: z.string(), summary: z.string().nullable() }).nullable(),

@@ -104,7 +104,7 @@ async function checkComplete(home: string, what: string): Promise<Record<string,
   // A replayed transition must not add a note twice.
   const notes = readFileSync(path.join(dir, "memory/notes.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => NoteSchema.parse(JSON.parse(l)));
   assert.equal(new Set(notes.map((n) => n.id)).size, notes.length, `${what}: duplicate note ids`);
-  assert.deepEqual(notes.map((n) => n.kind), ["directive", "verdict", "final_delivery"], `${what}: notes`);
+  assert.deepEqual(notes.map((n) => n.kind), ["directive", "verdict", "verdict", "final_delivery"], `${what}: notes`);
   return files(meta.deliverable.path);
 }
 

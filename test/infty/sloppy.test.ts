@@ -13,7 +13,7 @@ import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { defaultConfig } from "../../src/session/config.ts";
-import { httpError, reply, startFakeModelServer, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
+import { httpError, later, reply, startFakeModelServer, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
 import { useSourceRelay } from "../support/self.ts";
 
 const patch = (files: Record<string, string>) => ({
@@ -53,11 +53,23 @@ function roleOf(r: RecordedRequest): string {
   return "verifier";
 }
 
+/** The role's full name ("verifier-2"), from the line that tells each session who it is. */
+const roleName = (r: RecordedRequest) => /You are the (\S+) of run/.exec(JSON.stringify(r.body))?.[1];
+
+/** How many verification requests a request's history holds: 1 for a fresh Verifier. */
+const requestsSeen = (r: RecordedRequest) => (JSON.stringify(r.body.input).match(/\\"type\\": \\"verification_request\\"/g) ?? []).length;
+
 function lastUser(server: FakeModelServer, i: number): string {
   const body = server.requests[i]!.body;
   const input = (body.input ?? body.messages ?? []) as Array<{ type?: string; role?: string; content?: string | Array<{ text?: string }> }>;
   const u = input.filter((x) => x.role === "user").at(-1);
   return typeof u?.content === "string" ? u.content : (u?.content ?? []).map((c) => c.text ?? "").join("");
+}
+
+/** The rollout of each role (solver, verifier-1, verifier-2), as run.json records them now. */
+function readRollouts(home: string, runId: string): string[] {
+  const meta = JSON.parse(readFileSync(path.join(home, "infty", runId, "run.json"), "utf8")) as { roles: Array<{ role: string; rollout_path: string }> };
+  return ["solver", "verifier-1", "verifier-2"].map((role) => meta.roles.find((x) => x.role === role)?.rollout_path ?? "");
 }
 
 async function assertVerified(t: Awaited<ReturnType<typeof setup>>, r: Awaited<ReturnType<typeof runInfty>>) {
@@ -78,6 +90,7 @@ describe("infty with sloppy models", () => {
       reply().text('I checked it myself.\n{"verdict": "PASS", "reasons": "answer.txt holds 42", "suggestions": null, "score": 10}'),
       reply().toolCall("exec_command", { cmd: DELIVER }),
       reply().text('All done. Here is the delivery:\n```JSON\n{"type": "FINAL_DELIVERY", "deliverable_path": "deliverable", "summary": "42", "prompt": null, "claim_path": null, "notes": null}\n```'),
+      reply().text('{"verdict": "Pass", "reasons": ["README\'s check run: 42"], "suggestions": []}'),
     );
     const r = await t.run("s-prose");
     await assertVerified(t, r);
@@ -107,6 +120,7 @@ describe("infty with sloppy models", () => {
       reply().text('{"verdict": "pass", "reasons": ["holds 42"]}'),
       reply().toolCall("exec_command", { cmd: DELIVER }),
       reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
+      reply().text('{"verdict": "pass", "reasons": ["deliverable checked"]}'),
     );
     const r = await t.run("s-refuse");
     await assertVerified(t, r);
@@ -145,14 +159,17 @@ describe("infty with sloppy models", () => {
       reply().text('{"verdict": "pass", "reasons": ["holds 42"]}'),
       reply().toolCall("exec_command", { cmd: DELIVER }),
       reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
+      reply().text('{"verdict": "pass", "reasons": ["deliverable checked"]}'),
     );
     const r = await t.run("s-escape");
     await assertVerified(t, r);
     assert.match(lastUser(t.server, 2), /"overall":"fail".*memory\/claims\/evil\.json leads outside the run store through a symlink \(to \/etc\/passwd\)/);
     assert.match(lastUser(t.server, 4), /"overall":"fail".*evidence \/etc\/passwd is outside the run store/);
-    const verifierRequests = t.server.requests.filter((q) => roleOf(q) === "verifier");
-    assert.equal(verifierRequests.length, 1, "only the good claim was verified");
-    assert.match(JSON.stringify(verifierRequests[0]!.body), /good\.json/);
+    const verifierRequests = t.server.requests.filter((q) => roleOf(q) === "verifier").map((q) => JSON.stringify(q.body));
+    assert.equal(verifierRequests.length, 2, "the good claim and the deliverable were verified, nothing else");
+    assert.ok(verifierRequests.every((b) => !/evil\.json|cites\.json/.test(b)));
+    assert.match(verifierRequests[0]!, /good\.json/);
+    assert.match(verifierRequests[1]!, /This is the final deliverable/);
   });
 
   test("a deliverable whose manifest lists a symlink out of it is rejected; an unlisted symlink is reported", async () => {
@@ -171,5 +188,44 @@ describe("infty with sloppy models", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  test("Verifiers are asked in parallel; a passing one is replaced by a fresh session, a failing one keeps its context; the deliverable gets its own round", async () => {
+    await using t = await setup();
+    let secondAsked!: () => void;
+    const bothAsked = new Promise<void>((r) => (secondAsked = r));
+    const verdict = (v: string, why: string) => reply().text(JSON.stringify({ verdict: v, reasons: [why], suggestions: [] }));
+    t.server
+      .route((r) => roleName(r) === "verifier-1", later(bothAsked.then(() => verdict("pass", "looks right"))), verdict("pass", "still right"), verdict("fail", "README lies"), verdict("pass", "README fixed"))
+      .route((r) => roleName(r) === "verifier-2" && (secondAsked(), true), verdict("fail", "no test"), verdict("pass", "test added"), verdict("pass", "deliverable ok"), verdict("pass", "still ok"))
+      .route(
+        (r) => roleName(r) === "solver",
+        reply().toolCall("apply_patch", patch(CLAIM)),
+        reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json"}'),
+        reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json", "notes": "test added"}'),
+        reply().toolCall("exec_command", { cmd: DELIVER }),
+        reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
+        reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42, README fixed"}'),
+      );
+    const rollouts: string[][] = [];
+    const r = await t.run("s-pool", {
+      verifiers: 2,
+      report: (e) => {
+        t.events.push(e);
+        if (e.type === "verification_summary") rollouts.push(readRollouts(t.home, "s-pool"));
+      },
+    });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(r.ok.status, "complete", r.ok.detail);
+    assert.deepEqual(t.events.filter((e) => e.type === "verification_summary").map((e) => e.type === "verification_summary" && `${e.overall} ${e.passes}/${e.total}`), ["fail 1/2", "pass 2/2", "fail 1/2", "pass 2/2"]);
+    const asked = (role: string) => t.server.requests.filter((q) => roleName(q) === role);
+    // A pass gives a fresh session next round (one request seen), a fail keeps the session (two seen):
+    // verifier-1 passes, passes, fails the deliverable, then re-checks it in the same session.
+    assert.deepEqual(asked("verifier-1").map(requestsSeen), [1, 1, 1, 2]);
+    assert.deepEqual(asked("verifier-2").map(requestsSeen), [1, 2, 1, 1]);
+    assert.match(lastUser(t.server, t.server.requests.indexOf(asked("solver")[5]!)), /did not accept the deliverable[\s\S]*final_delivery/);
+    assert.match(JSON.stringify(asked("verifier-1")[2]!.body), /This is the final deliverable/);
+    assert.notEqual(rollouts[0]![1], rollouts[1]![1], "verifier-1 got a new session after passing");
+    assert.equal(rollouts[0]![2], rollouts[1]![2], "verifier-2 kept its session after failing");
   });
 });
