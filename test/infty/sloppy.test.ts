@@ -13,7 +13,7 @@ import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { defaultConfig } from "../../src/session/config.ts";
-import { httpError, later, reply, startFakeModelServer, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
+import { hang, httpError, later, reply, startFakeModelServer, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
 import { useSourceRelay } from "../support/self.ts";
 
 const patch = (files: Record<string, string>) => ({
@@ -70,6 +70,18 @@ function lastUser(server: FakeModelServer, i: number): string {
 function readRollouts(home: string, runId: string): string[] {
   const meta = JSON.parse(readFileSync(path.join(home, "infty", runId, "run.json"), "utf8")) as { roles: Array<{ role: string; rollout_path: string }> };
   return ["solver", "verifier-1", "verifier-2"].map((role) => meta.roles.find((x) => x.role === role)?.rollout_path ?? "");
+}
+
+/** A well-behaved run: claim, verification, pass, deliverable, its verification. */
+function happyPath() {
+  return [
+    reply().toolCall("apply_patch", patch(CLAIM)),
+    reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json"}'),
+    reply().text('{"verdict": "pass", "reasons": ["holds 42"]}'),
+    reply().toolCall("exec_command", { cmd: DELIVER }),
+    reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
+    reply().text('{"verdict": "pass", "reasons": ["deliverable checked"]}'),
+  ];
 }
 
 async function assertVerified(t: Awaited<ReturnType<typeof setup>>, r: Awaited<ReturnType<typeof runInfty>>) {
@@ -227,5 +239,24 @@ describe("infty with sloppy models", () => {
     assert.match(JSON.stringify(asked("verifier-1")[2]!.body), /This is the final deliverable/);
     assert.notEqual(rollouts[0]![1], rollouts[1]![1], "verifier-1 got a new session after passing");
     assert.equal(rollouts[0]![2], rollouts[1]![2], "verifier-2 kept its session after failing");
+  });
+
+  test("a stream that stalls half way is sent again and the run goes on", async () => {
+    await using t = await setup();
+    t.config = { ...t.config, stream_idle_timeout_ms: 300 };
+    t.server.enqueue(reply().text("This answer stalls half way").hangAfter(3), ...happyPath());
+    const r = await t.run("s-stall");
+    await assertVerified(t, r);
+    assert.deepEqual(t.server.requests[1]!.body.input, t.server.requests[0]!.body.input, "the stalled request was sent again as it was");
+  });
+
+  test("a Verifier that never answers counts as a fail at its timeout; the Solver is told and the Verifier is asked again", async () => {
+    await using t = await setup();
+    const [work, ask, pass, ...rest] = happyPath();
+    t.server.enqueue(work!, ask!, hang(), reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json", "notes": "again"}'), pass!, ...rest);
+    const r = await t.run("s-slow", { roleTimeoutMs: 1500 });
+    await assertVerified(t, r);
+    assert.ok(t.events.some((e) => e.type === "warning" && /the verifier-1 gave no usable verdict: verifier-1 gave no answer within 1500 ms; counted as a fail/.test(e.message)), JSON.stringify(t.events.filter((e) => e.type === "warning")));
+    assert.match(lastUser(t.server, 3), /"overall": "fail"[\s\S]*gave no answer within 1500 ms/);
   });
 });
