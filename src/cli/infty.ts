@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { runInfty, scriptedModels, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
 import { RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
+import { activityLines } from "../infty/activity.ts";
 import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import { checkCredentials } from "../session/preflight.ts";
 import { mergeOverrides } from "../session/resume-settings.ts";
@@ -103,7 +104,8 @@ function reporter(json: boolean): (e: InftyEvent) => void {
         w(`checkpoint ${e.name}`);
         return;
       case "heartbeat":
-        w(`… turn ${e.turns}/${e.max_turns}, ${Math.round(e.elapsed_ms / 1000)}s, ${e.last_activity}`);
+        w(`… turn ${e.turns}/${e.max_turns}, ${Math.round(e.elapsed_ms / 1000)}s, ${e.tokens_used}${e.max_tokens ? `/${e.max_tokens}` : ""} tokens, ${e.last_activity}`);
+        for (const line of activityLines(e.roles)) w(`    ${line}`);
         return;
       case "warning":
         w(`warning: ${e.message}`);
@@ -196,6 +198,7 @@ function addRun(infty: Parent) {
       .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
       .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", positiveInt("--max-turns"), 200)
       .option("--max-wall-minutes <n>", "wall-clock budget in minutes (resumable)", positiveInt("--max-wall-minutes"), 1440)
+      .option("--max-tokens <n>", "tokens all roles may use together (every model request's total); default: no budget (resumable)", positiveInt("--max-tokens"))
       .option("--role-timeout-minutes <n>", "time a Director or Verifier may take for one answer", positiveInt("--role-timeout-minutes"), 20)
       .option("--checkpoint-every <n>", "snapshot artifacts/ and memory/ every N Solver turns", positiveInt("--checkpoint-every"), 5),
   ).action(async (objective, opts) => {
@@ -207,6 +210,7 @@ function addRun(infty: Parent) {
         consensus: opts.consensus,
         maxTurns: opts.maxTurns,
         maxWallMs: opts.maxWallMinutes * 60_000,
+        maxTokens: opts.maxTokens,
         roleTimeoutMs: opts.roleTimeoutMinutes * 60_000,
         checkpointEvery: opts.checkpointEvery,
       },
@@ -223,10 +227,11 @@ function addResume(infty: Parent) {
       .argument("<run-id>", "the run to continue")
       .option("--max-turns <n>", "raise the turn budget", positiveInt("--max-turns"))
       .option("--max-wall-minutes <n>", "raise the wall-clock budget", positiveInt("--max-wall-minutes"))
+      .option("--max-tokens <n>", "raise the token budget", positiveInt("--max-tokens"))
       .option("--role-timeout-minutes <n>", "time a Director or Verifier may take for one answer", positiveInt("--role-timeout-minutes"), 20),
   ).action(async (runId, opts) => {
     await drive(
-      { runId, resume: true, maxTurns: opts.maxTurns, maxWallMs: opts.maxWallMinutes ? opts.maxWallMinutes * 60_000 : undefined, roleTimeoutMs: opts.roleTimeoutMinutes * 60_000 },
+      { runId, resume: true, maxTurns: opts.maxTurns, maxWallMs: opts.maxWallMinutes ? opts.maxWallMinutes * 60_000 : undefined, maxTokens: opts.maxTokens, roleTimeoutMs: opts.roleTimeoutMinutes * 60_000 },
       opts as unknown as ModelFlags,
     );
   });
@@ -251,12 +256,14 @@ function addStatus(infty: Parent) {
         `status:     ${s.status}${s.status_detail ? ` — ${s.status_detail}` : ""}`,
         `objective:  ${s.objective.split("\n")[0]}`,
         `turns:      ${s.turns}/${s.max_turns}; wall ${Math.round(s.wall_ms_used / 1000)}s of ${Math.round(s.max_wall_ms / 60_000)} min`,
+        `tokens:     ${s.tokens_used}${s.max_tokens ? ` of ${s.max_tokens}` : " (no budget)"}`,
         `verifiers:  ${s.verifiers} (${s.consensus} must pass)`,
         `heartbeat:  ${s.heartbeat_at}`,
         `pending:    ${s.pending ? s.pending.type : "nothing"}`,
         `checkpoint: ${s.last_checkpoint ?? "none"}`,
         `deliverable: ${s.deliverable ? s.deliverable.path : "not yet"}`,
         ...s.roles.map((role) => `  ${role.role.padEnd(11)} ${role.rollout_path ?? ""}`),
+        ...(s.activity.length ? [`activity (at the heartbeat ${s.heartbeat_at}):`, ...activityLines(s.activity, Date.parse(s.heartbeat_at)).map((l) => `  ${l}`)] : []),
       ];
       process.stdout.write(lines.join("\n") + "\n");
     });

@@ -24,10 +24,15 @@ export async function fsyncDir(dir: string): Promise<void> {
 
 /** Replaces `file` with `value` as JSON: temp file in the same folder, fsync, rename, fsync of the folder. */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n");
+}
+
+/** Replaces `file` with `text` the same way: it is old or new after a crash, never half written. */
+export async function writeFileAtomic(file: string, text: string): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
   const fh = await open(tmp, "w");
   try {
-    await fh.writeFile(JSON.stringify(value, null, 2) + "\n");
+    await fh.writeFile(text);
     await fh.sync();
   } finally {
     await fh.close();

@@ -27,6 +27,7 @@ import { generateRunId, inflightList, RunStore, validateRunId, type Inflight, ty
 import { scriptTurnsUsed } from "./scripted-resume.ts";
 import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, SolverSignalSchema, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
 import { asksQuestion } from "./json-in-text.ts";
+import { ActivityBoard, type RoleActivity } from "./activity.ts";
 
 export const InftyScriptSchema = z.strictObject({
   solver: ScriptSchema,
@@ -42,7 +43,7 @@ export type InftyEvent =
   | { type: "verdict"; role: string; verdict: "pass" | "fail"; reasons: string[] }
   | { type: "verification_summary"; overall: "pass" | "fail"; passes: number; total: number }
   | { type: "checkpoint"; name: string }
-  | { type: "heartbeat"; turns: number; max_turns: number; elapsed_ms: number; last_activity: string }
+  | { type: "heartbeat"; turns: number; max_turns: number; elapsed_ms: number; last_activity: string; tokens_used: number; max_tokens: number | null; roles: RoleActivity[] }
   | { type: "warning"; message: string }
   | { type: "run_finished"; run_id: string; status: string; detail: string; deliverable?: string; summary?: string | null };
 
@@ -57,6 +58,8 @@ export interface InftyOptions {
   consensus?: "all" | "majority";
   maxTurns?: number;
   maxWallMs?: number;
+  /** Tokens all roles may use together; the run stops cleanly (resumable) when they are used up. */
+  maxTokens?: number;
   /** How long a Director or Verifier may take for one answer. */
   roleTimeoutMs?: number;
   checkpointEvery?: number;
@@ -152,6 +155,7 @@ async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
     consensus: o.consensus ?? "all",
     max_turns: o.maxTurns ?? 200,
     max_wall_ms: o.maxWallMs ?? 24 * 3600_000,
+    max_tokens: o.maxTokens ?? null,
     settings: runSettings(o.config),
   } as const;
   // The first pending action is in the first run.json: no run exists without one.
@@ -168,6 +172,7 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: runSettings(o.config) };
   if (o.maxTurns) patch.max_turns = o.maxTurns;
   if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
+  if (o.maxTokens) patch.max_tokens = o.maxTokens;
   await store.update(patch);
   return loaded;
 }
@@ -232,6 +237,7 @@ class InftyRun {
   private silentTurns = 0;
   private lastProblem = "";
   private queue: Promise<void> = Promise.resolve();
+  private readonly board: ActivityBoard;
   private solverTurnsSinceCheckpoint = 0;
   /** What the previous process had in flight; each used once, by the exchange it belongs to. */
   private resumed: Inflight[];
@@ -242,6 +248,7 @@ class InftyRun {
   ) {
     this.stop = AbortSignal.any([o.signal, this.stopper.signal]);
     this.resumed = inflightList(store.state.inflight);
+    this.board = new ActivityBoard(store.state.tokens_used);
   }
 
   async drive(): Promise<Result<InftyResult>> {
@@ -261,9 +268,11 @@ class InftyRun {
   private startHeartbeat(): void {
     this.beat = setInterval(() => {
       const now = Date.now();
-      void this.store.heartbeat(now - this.lastBeat).catch(() => {});
+      const roles = this.board.snapshot();
+      void this.store.heartbeat(now - this.lastBeat, { activity: roles, tokens_used: this.board.tokensUsed }).catch(() => {});
       this.lastBeat = now;
-      this.o.report({ type: "heartbeat", turns: this.store.state.turns, max_turns: this.store.state.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity });
+      const st = this.store.state;
+      this.o.report({ type: "heartbeat", turns: st.turns, max_turns: st.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity, tokens_used: this.board.tokensUsed, max_tokens: st.max_tokens, roles });
     }, this.o.heartbeatMs ?? 15_000);
     this.beat.unref?.();
   }
@@ -322,7 +331,9 @@ class InftyRun {
   }
 
   private onRoleEvent(role: string, e: SessionEvent): void {
+    this.board.onEvent(role, e);
     if (e.type === "structured_output_unsupported") this.goPromptOnly(role, e.reason);
+    if (e.type === "context_compacted" && e.summary) void this.store.keepSummary(role, e.summary).catch((err: Error) => this.o.report({ type: "warning", message: `the ${role}'s handoff summary was not saved: ${err.message}` }));
     if (e.type === "tool_call") this.lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
     const failedTool = e.type === "tool_result" && !e.success;
     if (failedTool && this.o.failOnToolError && !this.toolFailure) {
@@ -360,6 +371,9 @@ class InftyRun {
     if (this.stop.aborted) return this.finish("interrupted", "interrupted; resume with: relay infty resume " + this.store.id);
     const st = this.store.state;
     if (st.turns >= st.max_turns) return this.finish("budget_exhausted", this.budgetDetail());
+    if (st.max_tokens !== null && this.board.tokensUsed >= st.max_tokens) {
+      return this.finish("budget_exhausted", `the token budget (${st.max_tokens} tokens) is used up (${this.board.tokensUsed} used); raise it with: relay infty resume ${this.store.id} --max-tokens N`);
+    }
     if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms) return this.finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall-minutes N`);
     const pending = st.pending;
     if (!pending) return this.finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
@@ -404,7 +418,7 @@ class InftyRun {
 
   /** Saves the next pending action in one write that also clears the in-flight record. */
   private async handoff(t: Transition, patch: Partial<RunMeta> = {}): Promise<undefined> {
-    await this.store.update({ ...patch, pending: t.pending, inflight: null, handoffs: this.store.state.handoffs + 1 });
+    await this.store.update({ ...patch, pending: t.pending, inflight: null, handoffs: this.store.state.handoffs + 1, tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
     await this.store.log({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
     this.o.report({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
     return undefined;
@@ -505,8 +519,12 @@ class InftyRun {
     const verdicts: RoleVerdict[] = [...pending.verdicts];
     const payload = verificationPayload(pending, this.store.state.objective);
     const waiting = Array.from({ length: this.store.state.verifiers }, (_, i) => `verifier-${i + 1}`).filter((role) => !verdicts.some((v) => v.role === role));
-    this.lastActivity = `waiting for ${waiting.length} verifier(s)`;
-    await Promise.all(waiting.map((role) => this.askVerifier(role, payload, pending, verdicts)));
+    const total = this.store.state.verifiers;
+    this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
+    await Promise.all(waiting.map(async (role) => {
+      await this.askVerifier(role, payload, pending, verdicts);
+      this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
+    }));
     if (this.stop.aborted || this.toolFailure) return undefined;
     return this.afterVerdicts(pending, verdicts);
   }
@@ -575,7 +593,7 @@ class InftyRun {
     const detail = stoppedByTool ? `${this.toolFailure} (--fail-on-tool-error)` : detailIn;
     clearInterval(this.beat);
     const now = Date.now();
-    await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat) });
+    await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat), tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
     await this.store.log({ type: "run_finished", status, detail });
     log.info("run finished", { run_id: this.store.id, status, detail });
     for (const s of this.hub.sessions(this.store.id)) {

@@ -11,7 +11,8 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
-import { appendLine, fsyncDir, removeStaleTemps, writeJsonAtomic } from "./durable.ts";
+import { appendLine, fsyncDir, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
+import { RoleActivitySchema } from "./activity.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "checkpoints", "deliverable"] as const;
 
@@ -84,6 +85,11 @@ export const RunMetaSchema = z.object({
   /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
   verified_at: z.string().nullable().default(null),
   next_note: z.number().int().min(1),
+  /** Tokens all roles have used (every model request's total), and the budget for them. */
+  tokens_used: z.number().int().min(0).default(0),
+  max_tokens: z.number().int().min(1).nullable().default(null),
+  /** What each role was doing at the last heartbeat (`relay infty status` shows it). */
+  activity: z.array(RoleActivitySchema).default([]),
   /** Roles whose model server refused structured output: their turns carry the contract in the prompt only. */
   prompt_only_roles: z.array(RoleNameSchema).default([]),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
@@ -123,7 +129,7 @@ export function generateRunId(now = new Date()): string {
 /** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
 const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
 
-type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings">;
+type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings"> & Partial<Pick<RunMeta, "max_tokens">>;
 
 const startOver = (runId: string) => `relay infty run --run-id ${runId} "<objective>"`;
 
@@ -167,6 +173,7 @@ export class RunStore {
     }
     const now = new Date().toISOString();
     const meta: RunMeta = {
+      max_tokens: null,
       ...init,
       created_at: now,
       updated_at: now,
@@ -184,6 +191,8 @@ export class RunStore {
       verified_at: null,
       next_note: 1,
       prompt_only_roles: [],
+      tokens_used: 0,
+      activity: [],
     };
     const staging = stagingDir(root, init.run_id);
     await rm(staging, { recursive: true, force: true });
@@ -298,8 +307,17 @@ export class RunStore {
     return this.meta.roles.find((r) => r.role === role)?.rollout_path;
   }
 
-  async heartbeat(extraWallMs: number): Promise<void> {
-    await this.update({ heartbeat_at: new Date().toISOString(), wall_ms_used: this.meta.wall_ms_used + Math.max(0, Math.round(extraWallMs)) });
+  async heartbeat(extraWallMs: number, progress: Partial<Pick<RunMeta, "activity" | "tokens_used">> = {}): Promise<void> {
+    await this.update({ ...progress, heartbeat_at: new Date().toISOString(), wall_ms_used: this.meta.wall_ms_used + Math.max(0, Math.round(extraWallMs)) });
+  }
+
+  /** Keeps a role's compaction summary in memory/handoffs/, so the handoff survives the session's history. */
+  async keepSummary(role: string, summary: string): Promise<string> {
+    const dir = path.join(this.dir, "memory", "handoffs");
+    await mkdir(dir, { recursive: true });
+    const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${role}.md`);
+    await writeFileAtomic(file, `# Handoff summary of the ${role}\n\n${summary.trim()}\n`);
+    return file;
   }
 
   /** Appends one event line to events.jsonl (the `relay infty logs` source). */

@@ -251,7 +251,7 @@ export class AgentSession {
     this.contextTokens = estimateTokens(JSON.stringify(next));
     await this.o.rollout.append([{ type: "compacted", payload: { message: summary, replacement_history: next } }]);
     await this.o.rollout.appendEvents([{ type: "context_compacted", tokens_before: tokensBefore, forced }]);
-    this.o.emit({ type: "context_compacted", tokens_before: tokensBefore, items_before: before, items_after: next.length, fallback });
+    this.o.emit({ type: "context_compacted", tokens_before: tokensBefore, items_before: before, items_after: next.length, fallback, ...(summary ? { summary } : {}) });
   }
 }
 

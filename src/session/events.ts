@@ -23,7 +23,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   /** Heartbeat: the model request in flight has produced nothing for `seconds` (first after 3 s, then every 5 s). */
   z.object({ type: z.literal("waiting"), seconds: z.number().int().nonnegative() }),
   z.object({ type: z.literal("token_usage"), usage: TokenUsageSchema, context_tokens: z.number().int(), context_window: z.number().int() }),
-  z.object({ type: z.literal("context_compacted"), tokens_before: z.number().int(), items_before: z.number().int(), items_after: z.number().int(), fallback: z.boolean() }),
+  /** `summary`: the handoff summary the history was compacted to (absent when the summary turn failed). */
+  z.object({ type: z.literal("context_compacted"), tokens_before: z.number().int(), items_before: z.number().int(), items_after: z.number().int(), fallback: z.boolean(), summary: z.string().optional() }),
   z.object({ type: z.literal("turn_completed"), turn: z.number().int(), final_message: z.string(), steps: z.number().int() }),
   z.object({ type: z.literal("turn_aborted"), reason: z.string() }),
   /** The server refused the turn's structured-output request; this session goes on prompt-only. */
