@@ -24,6 +24,8 @@ interface ModelFlags {
   sandboxBestEffort?: boolean;
   failOnToolError?: boolean;
   json?: boolean;
+  /** false with --no-structured-output. */
+  structuredOutput?: boolean;
 }
 
 function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
@@ -35,6 +37,7 @@ function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
     .addOption(new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(SandboxModeSchema.options))
     .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
     .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature (config: sandbox.best_effort)")
+    .option("--no-structured-output", "never ask the model server for structured output (strict JSON schemas); for servers that accept it but then cannot call tools. Servers that refuse it are detected without this flag. Kept for the rest of the run")
     .option("--fail-on-tool-error", "end the run (failed, resumable) at the first failed tool call of any role, naming it; for scripted demos and CI")
     .option("--json", "print one JSON event per line on stdout instead of progress lines") as T;
 }
@@ -141,7 +144,7 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
     ctrl.abort();
   });
   process.on("SIGTERM", () => ctrl.abort());
-  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), memories: sessionMemories });
+  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), structuredOutput: flags.structuredOutput !== false, memories: sessionMemories });
   if ("error" in r) {
     const usage = ["usage", "run_not_found", "run_not_created", "run_exists"].includes(r.error.code) || r.error.code.startsWith("invalid");
     fail(r.error.message, usage ? ExitCode.Usage : ExitCode.Failure);

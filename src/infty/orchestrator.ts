@@ -58,6 +58,8 @@ export interface InftyOptions {
   consensus?: "all" | "majority";
   maxTurns?: number;
   maxWallMs?: number;
+  /** false: no role is asked for structured output, for the rest of the run (default true). */
+  structuredOutput?: boolean;
   /** Tokens all roles may use together; the run stops cleanly (resumable) when they are used up. */
   maxTokens?: number;
   /** How long a Director or Verifier may take for one answer. */
@@ -121,6 +123,11 @@ function runSettings(c: RelayConfig): NonNullable<RunMeta["settings"]> {
   };
 }
 
+/** Every role of a run with `verifiers` Verifiers, in order. */
+function roleNames(verifiers: number): string[] {
+  return ["solver", "director", ...Array.from({ length: verifiers }, (_, i) => `verifier-${i + 1}`)];
+}
+
 /** Which contract a role answers with: "verifier-2" is a verifier. */
 function roleKind(role: string): "solver" | "director" | "verifier" {
   return role === "solver" || role === "director" ? role : "verifier";
@@ -159,7 +166,9 @@ async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
     settings: runSettings(o.config),
   } as const;
   // The first pending action is in the first run.json: no run exists without one.
-  return RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
+  const created = await RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
+  if ("ok" in created && o.structuredOutput === false) await created.ok.update({ prompt_only_roles: roleNames(init.verifiers) });
+  return created;
 }
 
 async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
@@ -173,6 +182,7 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   if (o.maxTurns) patch.max_turns = o.maxTurns;
   if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
   if (o.maxTokens) patch.max_tokens = o.maxTokens;
+  if (o.structuredOutput === false) patch.prompt_only_roles = roleNames(store.state.verifiers);
   await store.update(patch);
   return loaded;
 }
@@ -279,8 +289,7 @@ class InftyRun {
 
   /** Opens (or reopens from their rollouts) every role's session, registered in the hub. */
   private async openRoles(): Promise<Step> {
-    const roles = ["solver", "director", ...Array.from({ length: this.store.state.verifiers }, (_, i) => `verifier-${i + 1}`)];
-    for (const role of roles) {
+    for (const role of roleNames(this.store.state.verifiers)) {
       const opened = await this.openRole(role, this.store.rolloutOf(role));
       if ("error" in opened) return this.finish("failed", `could not start the ${role} session: ${opened.error.message}`);
     }
@@ -518,7 +527,7 @@ class InftyRun {
     }
     const verdicts: RoleVerdict[] = [...pending.verdicts];
     const payload = verificationPayload(pending, this.store.state.objective);
-    const waiting = Array.from({ length: this.store.state.verifiers }, (_, i) => `verifier-${i + 1}`).filter((role) => !verdicts.some((v) => v.role === role));
+    const waiting = roleNames(this.store.state.verifiers).filter((role) => role.startsWith("verifier-") && !verdicts.some((v) => v.role === role));
     const total = this.store.state.verifiers;
     this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
     await Promise.all(waiting.map(async (role) => {

@@ -259,4 +259,15 @@ describe("infty with sloppy models", () => {
     assert.ok(t.events.some((e) => e.type === "warning" && /the verifier-1 gave no usable verdict: verifier-1 gave no answer within 1500 ms; counted as a fail/.test(e.message)), JSON.stringify(t.events.filter((e) => e.type === "warning")));
     assert.match(lastUser(t.server, 3), /"overall": "fail"[\s\S]*gave no answer within 1500 ms/);
   });
+
+  test("--no-structured-output: no role is asked for a schema, from the first request on", async () => {
+    await using t = await setup();
+    t.server.enqueue(...happyPath());
+    const r = await t.run("s-off", { structuredOutput: false });
+    await assertVerified(t, r);
+    assert.ok(t.server.requests.every((q) => q.body.text === undefined), "no request carried text.format");
+    const store = await RunStore.load(t.home, "s-off");
+    assert.ok("ok" in store);
+    assert.deepEqual(store.ok.state.prompt_only_roles, ["solver", "director", "verifier-1"]);
+  });
 });
