@@ -11,11 +11,15 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
+import { MAX_TIMER_MS } from "../util/duration.ts";
+import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, removeStaleTemps, writeJsonAtomic } from "./durable.ts";
+import { RoleNameSchema } from "./roles.ts";
+import { RunSettingsSchema } from "./run-settings.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "checkpoints", "deliverable"] as const;
 
-export const RoleNameSchema = z.string().regex(/^(solver|director|verifier-\d+)$/);
+export { RoleNameSchema };
 
 export const VerdictRecordSchema = z.object({ role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), suggestions: z.array(z.string()).default([]) });
 
@@ -50,6 +54,9 @@ export const InflightSchema = z.object({
 });
 export type Inflight = z.infer<typeof InflightSchema>;
 
+/** The longest wall-clock budget `--max-wall` gives a run: a year (older runs may hold more). */
+export const MAX_WALL_MS = 366 * 86_400_000;
+
 export const RunStatusSchema = z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]);
 
 export const RunMetaSchema = z.object({
@@ -79,21 +86,9 @@ export const RunMetaSchema = z.object({
   verified_at: z.string().nullable().default(null),
   next_note: z.number().int().min(1),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
-  settings: z
-    .object({
-      model: z.string(),
-      model_provider: z.string(),
-      base_url: z.string().optional(),
-      api_key_env: z.string(),
-      sandbox_mode: z.string(),
-      sandbox_mechanism: z.string().optional(),
-      sandbox_best_effort: z.boolean().optional(),
-      approval_policy: z.string().optional(),
-      model_reasoning_effort: z.string().optional(),
-      model_reasoning_summary: z.string().optional(),
-      executor: z.string().optional(),
-    })
-    .optional(),
+  settings: RunSettingsSchema.optional(),
+  /** How long a Director or Verifier may take for one answer; older runs: the default. */
+  role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
@@ -115,7 +110,7 @@ export function generateRunId(now = new Date()): string {
 /** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
 const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
 
-type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings">;
+type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms">;
 
 const startOver = (runId: string) => `relay infty run --run-id ${runId} "<objective>"`;
 
@@ -176,6 +171,7 @@ export class RunStore {
       verified_at: null,
       next_note: 1,
     };
+    validMeta(meta);
     const staging = stagingDir(root, init.run_id);
     await rm(staging, { recursive: true, force: true });
     await mkdir(staging, { recursive: true });
@@ -242,7 +238,12 @@ export class RunStore {
     } catch (e) {
       return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
     }
-    const parsed = parseJsonWith(RunMetaSchema, text, path.join(dir, "run.json"), { code: "run_corrupt", invalid: "does not match the run format", note: "the run's files are untouched" });
+    const parsed = parseJsonWith(RunMetaSchema, text, file, {
+      code: "run_corrupt",
+      invalid: "does not match the run format",
+      note: "the run's files are untouched",
+      fix: `Fix: correct {fields} in ${file} as said above (relay writes only valid values: a hand edit or another tool changed it), then run the command again.`,
+    });
     if ("error" in parsed) return parsed;
     if (opts.recover) await removeStaleTemps(file);
     return ok(new RunStore(dir, parsed.ok));
@@ -273,8 +274,9 @@ export class RunStore {
     return { runs, warnings };
   }
 
+  /** Refuses (throws, writing nothing) a change that would make run.json invalid. */
   async update(patch: Partial<RunMeta>): Promise<void> {
-    this.meta = { ...this.meta, ...patch, updated_at: new Date().toISOString() };
+    this.meta = validMeta({ ...this.meta, ...patch, updated_at: new Date().toISOString() });
     await this.save();
   }
 
@@ -368,6 +370,13 @@ export class RunStore {
     }
     return ok(abs);
   }
+}
+
+/** `meta` if run.json may hold it; a bug otherwise: thrown, so nothing invalid is ever written. */
+function validMeta(meta: RunMeta): RunMeta {
+  const r = RunMetaSchema.safeParse(meta);
+  if (!r.success) throw new Error(`refusing to write an invalid run.json: ${describeIssues(r.error.issues, meta, { objectName: "an object" }).map((i) => i.message).join("; ")}`);
+  return meta;
 }
 
 function roleOrder(role: string): number {

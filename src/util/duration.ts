@@ -30,6 +30,7 @@ export function parseDuration(text: string, name: string, o: DurationOptions = {
   const m = FORM.exec(text.trim().toLowerCase());
   if (!m) return err("invalid_duration", `${name} must be ${example} (got ${JSON.stringify(text)})`);
   const unit = (m[2] || o.defaultUnit) as DurationUnit | undefined;
+  if (Number(m[1]) === 0) return err("invalid_duration", `${name} must be at least ${formatDuration(minMs)} (got ${JSON.stringify(text)})`);
   if (!unit) return err("invalid_duration", `${name} needs a unit: s, m, h or d, e.g. ${m[1]}m (got ${JSON.stringify(text)})`);
   const ms = Math.round(Number(m[1]) * DURATION_UNITS[unit]);
   if (!Number.isFinite(ms) || ms > maxMs) return err("invalid_duration", `${name} must be at most ${formatDuration(maxMs)} (got ${JSON.stringify(text)})`);

@@ -32,7 +32,7 @@ describe("parseDuration", () => {
   });
 
   test("zero, negative, unknown unit, empty and junk are refused with what to write", () => {
-    assert.match(refusal("0"), /--x needs a unit/);
+    assert.match(refusal("0"), /--x must be at least 1s \(got "0"\)/);
     assert.match(refusal("0", { defaultUnit: "m" }), /--x must be at least 1s \(got "0"\)/);
     assert.match(refusal("0s"), /must be at least 1s/);
     assert.match(refusal("-5m"), /--x must be a duration like 90s, 5m, 2h, 1d \(got "-5m"\)/);
