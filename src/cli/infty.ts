@@ -216,7 +216,7 @@ function addList(infty: Parent) {
         process.stdout.write(JSON.stringify(runs.map((r) => ({ run_id: r.run_id, status: r.status, turns: r.turns, updated_at: r.updated_at, objective: r.objective, path: path.join(RunStore.runsRoot(relayHome()), r.run_id) }))) + "\n");
         return;
       }
-      if (runs.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
+      if (runs.length === 0 && warnings.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
       for (const r of runs) process.stdout.write(`${r.run_id}\t${r.status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
     });
 }
