@@ -154,6 +154,32 @@ type Parent = Command;
 const MAX_VERIFIERS = 32;
 const MAX_TURNS = 1_000_000;
 
+const ROLE_HELP = `
+A model per role: --solver-model, --director-model and --verifier-model take
+  MODEL[,provider=P][,base-url=URL][,effort=E][,key-env=VAR]
+(the model may be left out: --director-model effort=high). --verifier-model repeats for a mixed
+pool: Verifier i gets the i-th, the last one repeats. config.toml holds the same per role:
+  [infty.roles.director]
+  model = "gpt-5"
+  model_reasoning_effort = "high"
+with [infty.roles.solver] and [infty.roles.verifier] alike (model, model_provider, base_url,
+model_reasoning_effort, api_key_env). Per setting the first that has it wins: the role's flag;
+-m/--provider/--base-url (every role); what the run recorded (resume); [infty.roles.<role>];
+the top of config.toml. run.json records each role's model; relay infty status shows them.
+
+--executor, --executor-name, --capability-root and --code-mode give every role the tools they
+give relay run; they are recorded and kept on resume (--no-code-mode turns code mode off).
+Durations: 90s, 5m, 2h, 1d (--max-wall-minutes / --role-timeout-minutes take minutes).`;
+
+const RUN_EXAMPLES = `
+Examples:
+  relay infty run "make the parser pass its tests" --verifiers 3 --consensus majority --max-wall 12h
+  relay infty run --provider openai-chat --base-url http://localhost:11434/v1 \\
+      --solver-model qwen3-coder:30b --director-model qwen3:32b \\
+      --verifier-model qwen3:8b --verifier-model gemma3:12b --verifiers 3 "objective"
+  relay infty run --director-model gpt-5,provider=openai-responses,base-url=https://api.openai.com/v1,effort=high \\
+      --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder:30b "objective"`;
+
 function addRun(infty: Parent) {
   const cmd = infty
     .command("run")
@@ -164,7 +190,7 @@ function addRun(infty: Parent) {
     .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
     .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", wholeNumber("--max-turns", 1, MAX_TURNS), 200)
     .option("--checkpoint-every <n>", "snapshot artifacts/ and memory/ every N Solver turns", wholeNumber("--checkpoint-every", 1, MAX_TURNS), 5);
-  modelOptions(budgetOptions(cmd, true)).action(async (objective, opts) => {
+  modelOptions(budgetOptions(cmd, true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
     const { verifiers, consensus, runId, maxTurns, checkpointEvery } = opts;
     const maxWallMs = opts.maxWall ?? opts.maxWallMinutes ?? 86_400_000;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes ?? 20 * 60_000;
@@ -178,7 +204,7 @@ function addResume(infty: Parent) {
     .description("continue a run after a crash, Ctrl-C or an exhausted budget; it keeps the models, tools and budgets it recorded unless a flag changes them")
     .argument("<run-id>", "the run to continue")
     .option("--max-turns <n>", "raise the turn budget", wholeNumber("--max-turns", 1, MAX_TURNS));
-  modelOptions(budgetOptions(cmd, false)).action(async (runId, opts) => {
+  modelOptions(budgetOptions(cmd, false)).addHelpText("after", ROLE_HELP).action(async (runId, opts) => {
     const maxWallMs = opts.maxWall ?? opts.maxWallMinutes;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes;
     await drive({ runId, resume: true, maxTurns: opts.maxTurns, maxWallMs, roleTimeoutMs }, opts);
