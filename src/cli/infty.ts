@@ -1,81 +1,51 @@
-import { Command, Option } from "@commander-js/extra-typings";
+import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
 import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { runInfty, scriptedModels, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
-import { RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
-import { activityLines } from "../infty/activity.ts";
-import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
-import { checkCredentials } from "../session/preflight.ts";
-import { mergeOverrides } from "../session/resume-settings.ts";
+import { runInfty, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
+import { ROLE_SPEC_HELP } from "../infty/role-models.ts";
+import { MAX_WALL_MS, RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
 import { relayHome } from "../home/home.ts";
+import { activityLines } from "../infty/activity.ts";
+import { inftyRunConfig, type InftyFlags } from "./infty-config.ts";
+import { duration, roleModel, roleModels, wholeNumber } from "./infty-flags.ts";
+import { statusLines } from "./infty-status.ts";
+import { withToolOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 
-interface ModelFlags {
-  model?: string;
-  provider?: "openai-responses" | "openai-chat" | "scripted";
-  baseUrl?: string;
-  script?: string;
-  sandbox?: "read-only" | "workspace-write" | "danger-full-access";
-  sandboxMechanism?: "auto" | "landlock" | "bwrap";
-  sandboxBestEffort?: boolean;
-  failOnToolError?: boolean;
-  json?: boolean;
-  /** false with --no-structured-output. */
-  structuredOutput?: boolean;
-}
-
-function modelOptions<T extends Command<any, any, any>>(cmd: T): T {
-  return cmd
-    .option("-m, --model <name>", "model for every role (config: model)")
-    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options))
-    .option("--base-url <url>", "API base URL (config: base_url)")
+function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
+  const withModels = cmd
+    .option("-m, --model <name>", "model for every role without one of its own (config: model)")
+    .addOption(new Option("--provider <provider>", "model API for every role (config: model_provider)").choices(ModelProviderSchema.options))
+    .option("--base-url <url>", "API base URL for every role, e.g. http://localhost:11434/v1 for Ollama (config: base_url)")
+    .option("--solver-model <spec>", `the Solver's model: ${ROLE_SPEC_HELP} (config: [infty.roles.solver])`, roleModel("--solver-model"))
+    .option("--director-model <spec>", `the Director's model, as --solver-model (config: [infty.roles.director])`, roleModel("--director-model"))
+    .option("--verifier-model <spec>", "a Verifier's model, as --solver-model; repeatable: Verifier i gets the i-th, the last repeats (config: [infty.roles.verifier])", roleModels("--verifier-model"))
     .option("--script <file>", "SCRIPTED models: replay each role's turns from a JSON file {solver, director, verifiers[]} (offline demos and tests)")
     .addOption(new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(SandboxModeSchema.options))
     .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
     .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature (config: sandbox.best_effort)")
     .option("--no-structured-output", "never ask the model server for structured output (strict JSON schemas); for servers that accept it but then cannot call tools. Servers that refuse it are detected without this flag. Kept for the rest of the run")
+    .option("--max-tokens <n>", "tokens all roles may use together (every model request's total); the run stops cleanly, resume with a larger one (default: no budget)", wholeNumber("--max-tokens", 1, Number.MAX_SAFE_INTEGER))
     .option("--fail-on-tool-error", "end the run (failed, resumable) at the first failed tool call of any role, naming it; for scripted demos and CI")
-    .option("--json", "print one JSON event per line on stdout instead of progress lines") as T;
+    .option("--json", "print one JSON event per line on stdout instead of progress lines");
+  return withToolOptions(withModels, "every role");
 }
 
-/** Configuration, then what a resumed run recorded, then the flags. */
-async function configFor(flags: ModelFlags, recorded?: RunMeta["settings"]): Promise<{ config: RelayConfig; modelFor?: InftyOptions["modelFor"] }> {
-  const home = relayHome();
-  const loaded = await loadConfig(home);
-  if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  const fromRun: ConfigOverrides = recorded
-    ? {
-        model: recorded.model,
-        provider: recorded.model_provider,
-        base_url: recorded.base_url,
-        api_key_env: recorded.api_key_env,
-        sandbox_mode: recorded.sandbox_mode,
-        sandbox_mechanism: recorded.sandbox_mechanism,
-        sandbox_best_effort: recorded.sandbox_best_effort,
-        approval_policy: recorded.approval_policy,
-        reasoning_effort: recorded.model_reasoning_effort,
-        reasoning_summary: recorded.model_reasoning_summary,
-        executor: recorded.executor,
-      }
-    : {};
-  const fromFlags = { model: flags.model ?? (flags.script ? "scripted" : undefined), provider: flags.provider, base_url: flags.baseUrl, sandbox_mode: flags.sandbox, sandbox_mechanism: flags.sandboxMechanism, sandbox_best_effort: flags.sandboxBestEffort };
-  const config = applyOverrides(loaded.ok.config, mergeOverrides(fromRun, fromFlags));
-  if ("error" in config) fail(config.error.message, ExitCode.Usage);
-  if (!flags.script) {
-    // Before the run directory exists: a run that cannot start leaves nothing behind.
-    const creds = checkCredentials(config.ok, process.env);
-    if ("error" in creds) fail(creds.error.message, ExitCode.Usage);
-    return { config: config.ok };
-  }
-  if (!existsSync(flags.script)) fail(`script file not found: ${flags.script}`, ExitCode.Usage);
-  const models = scriptedModels(readFileSync(flags.script, "utf8"), flags.script);
-  if ("error" in models) fail(models.error.message, ExitCode.Usage);
-  return { config: config.ok, modelFor: models.ok };
+/** --max-wall and --role-timeout, with the older --*-minutes spellings (plain numbers are minutes). */
+function budgetOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, defaults: boolean) {
+  const dflt = (d: string) => (defaults ? ` (default: ${d})` : "");
+  return cmd
+    .option("--max-wall <duration>", `wall-clock budget over all attempts, e.g. 90m, 12h, 2d (resumable)${dflt("1d")}`, duration("--max-wall", { maxMs: MAX_WALL_MS }))
+    .addOption(new Option("--max-wall-minutes <n>", "the same in minutes (older spelling)").argParser(duration("--max-wall-minutes", { defaultUnit: "m", maxMs: MAX_WALL_MS })).conflicts("maxWall"))
+    .option("--role-timeout <duration>", `time a Director or Verifier may take for one answer, e.g. 90s, 20m, 2h${dflt("20m")}`, duration("--role-timeout"))
+    .addOption(new Option("--role-timeout-minutes <n>", "the same in minutes (older spelling)").argParser(duration("--role-timeout-minutes", { defaultUnit: "m" })).conflicts("roleTimeout"));
 }
+
+type CommonFlags = InftyFlags & { failOnToolError?: boolean; json?: boolean; structuredOutput?: boolean; maxTokens?: number };
 
 function reporter(json: boolean): (e: InftyEvent) => void {
   if (json) return (e) => process.stdout.write(JSON.stringify(e) + "\n");
@@ -122,7 +92,7 @@ function reporter(json: boolean): (e: InftyEvent) => void {
 }
 
 /** The run id's own errors come before any about models or keys: they are the more specific. */
-async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<RunMeta["settings"]> {
+async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<RunMeta | undefined> {
   if (o.runId === undefined) return undefined;
   const id = validateRunId(o.runId);
   if ("error" in id) fail(id.error.message, ExitCode.Usage);
@@ -130,12 +100,14 @@ async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<RunM
   // A resume finishes a creation that a crash cut short, or says what was lost (exit 2).
   const found = await RunStore.load(relayHome(), o.runId, { recover: true });
   if ("error" in found) fail(found.error.message, ExitCode.Usage);
-  return found.ok.state.settings;
+  return found.ok.state;
 }
 
-async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "config">, flags: ModelFlags): Promise<never> {
+type DriveOptions = Omit<InftyOptions, "report" | "signal" | "home" | "config">;
+
+async function drive(o: DriveOptions, flags: CommonFlags): Promise<never> {
   const recorded = await checkRunId(o);
-  const { config, modelFor } = await configFor(flags, recorded);
+  const run = await inftyRunConfig(flags, recorded?.settings, recorded?.verifiers ?? o.verifiers ?? 1);
   const ctrl = new AbortController();
   let presses = 0;
   process.on("SIGINT", () => {
@@ -144,7 +116,7 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
     ctrl.abort();
   });
   process.on("SIGTERM", () => ctrl.abort());
-  const r = await runInfty({ ...o, home: relayHome(), config, modelFor, report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), structuredOutput: flags.structuredOutput !== false, memories: sessionMemories });
+  const r = await runInfty({ ...o, ...run, home: relayHome(), report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), structuredOutput: flags.structuredOutput !== false, maxTokens: flags.maxTokens, memories: sessionMemories });
   if ("error" in r) {
     const usage = ["usage", "run_not_found", "run_not_created", "run_exists"].includes(r.error.code) || r.error.code.startsWith("invalid");
     fail(r.error.message, usage ? ExitCode.Usage : ExitCode.Failure);
@@ -152,14 +124,6 @@ async function drive(o: Omit<InftyOptions, "report" | "signal" | "home" | "confi
   const code = r.ok.status === "complete" ? ExitCode.Ok : r.ok.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Failure;
   process.exit(code);
 }
-
-/** A whole-number flag of at least `min` (budgets and intervals: 1; counts: 0). */
-const positiveInt = (name: string, min = 1) => (v: string) => {
-  const n = Number(v);
-  if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n)) fail(`${name} must be a whole number (got ${v})`, ExitCode.Usage);
-  if (n < min) fail(`${name} must be at least ${min} (got ${v})`, ExitCode.Usage);
-  return n;
-};
 
 export function inftyCommand() {
   const infty = new Command("infty")
@@ -190,60 +154,72 @@ created (the message gives the command to start over); 130 interrupted (resumabl
 
 type Parent = Command;
 
+/** Verifier sessions a run can have (each is a session with its own executor). */
+const MAX_VERIFIERS = 32;
+const MAX_TURNS = 1_000_000;
+
+const ROLE_HELP = `
+A model per role: --solver-model, --director-model and --verifier-model take
+  MODEL[,provider=P][,base-url=URL][,effort=E][,key-env=VAR]
+(the model may be left out: --director-model effort=high). --verifier-model repeats for a mixed
+pool: Verifier i gets the i-th, the last one repeats. config.toml holds the same per role:
+  [infty.roles.director]
+  model = "gpt-5"
+  model_reasoning_effort = "high"
+with [infty.roles.solver] and [infty.roles.verifier] alike (model, model_provider, base_url,
+model_reasoning_effort, api_key_env). Per setting the first that has it wins: the role's flag;
+-m/--provider/--base-url (every role); what the run recorded (resume); [infty.roles.<role>];
+the top of config.toml. run.json records each role's model; relay infty status shows them.
+
+--executor, --executor-name, --capability-root and --code-mode give every role the tools they
+give relay run; they are recorded and kept on resume (--no-code-mode turns code mode off).
+Durations: 90s, 5m, 2h, 1d (--max-wall-minutes / --role-timeout-minutes take minutes).`;
+
+const RUN_EXAMPLES = `
+Examples:
+  relay infty run "make the parser pass its tests" --verifiers 3 --consensus majority --max-wall 12h
+  relay infty run --provider openai-chat --base-url http://localhost:11434/v1 \\
+      --solver-model qwen3-coder:30b --director-model qwen3:32b \\
+      --verifier-model qwen3:8b --verifier-model gemma3:12b --verifiers 3 "objective"
+  relay infty run --director-model gpt-5,provider=openai-responses,base-url=https://api.openai.com/v1,effort=high \\
+      --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder:30b "objective"`;
+
 function addRun(infty: Parent) {
-  modelOptions(
-    infty
-      .command("run")
-      .description("start a run for an objective and drive it to a verified deliverable")
-      .argument("<objective>", "what the run must achieve")
-      .option("--verifiers <n>", "number of Verifier sessions", positiveInt("--verifiers", 0), 1)
-      .addOption(new Option("--consensus <rule>", "how verdicts combine").choices(["all", "majority"] as const).default("all" as const))
-      .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
-      .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", positiveInt("--max-turns"), 200)
-      .option("--max-wall-minutes <n>", "wall-clock budget in minutes (resumable)", positiveInt("--max-wall-minutes"), 1440)
-      .option("--max-tokens <n>", "tokens all roles may use together (every model request's total); default: no budget (resumable)", positiveInt("--max-tokens"))
-      .option("--role-timeout-minutes <n>", "time a Director or Verifier may take for one answer", positiveInt("--role-timeout-minutes"), 20)
-      .option("--checkpoint-every <n>", "snapshot artifacts/ and memory/ every N Solver turns", positiveInt("--checkpoint-every"), 5),
-  ).action(async (objective, opts) => {
-    await drive(
-      {
-        objective,
-        runId: opts.runId,
-        verifiers: opts.verifiers,
-        consensus: opts.consensus,
-        maxTurns: opts.maxTurns,
-        maxWallMs: opts.maxWallMinutes * 60_000,
-        maxTokens: opts.maxTokens,
-        roleTimeoutMs: opts.roleTimeoutMinutes * 60_000,
-        checkpointEvery: opts.checkpointEvery,
-      },
-      opts as unknown as ModelFlags,
-    );
+  const cmd = infty
+    .command("run")
+    .description("start a run for an objective and drive it to a verified deliverable")
+    .argument("<objective>", "what the run must achieve")
+    .option("--verifiers <n>", `number of Verifier sessions, 0 to ${MAX_VERIFIERS}`, wholeNumber("--verifiers", 0, MAX_VERIFIERS), 1)
+    .addOption(new Option("--consensus <rule>", "how verdicts combine").choices(["all", "majority"] as const).default("all" as const))
+    .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
+    .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", wholeNumber("--max-turns", 1, MAX_TURNS), 200)
+    .option("--checkpoint-every <n>", "snapshot artifacts/ and memory/ every N Solver turns", wholeNumber("--checkpoint-every", 1, MAX_TURNS), 5);
+  modelOptions(budgetOptions(cmd, true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
+    const { verifiers, consensus, runId, maxTurns, checkpointEvery } = opts;
+    const maxWallMs = opts.maxWall ?? opts.maxWallMinutes ?? 86_400_000;
+    const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes ?? 20 * 60_000;
+    await drive({ objective, runId, verifiers, consensus, maxTurns, maxWallMs, roleTimeoutMs, checkpointEvery }, opts);
   });
 }
 
 function addResume(infty: Parent) {
-  modelOptions(
-    infty
-      .command("resume")
-      .description("continue a run after a crash, Ctrl-C or an exhausted budget")
-      .argument("<run-id>", "the run to continue")
-      .option("--max-turns <n>", "raise the turn budget", positiveInt("--max-turns"))
-      .option("--max-wall-minutes <n>", "raise the wall-clock budget", positiveInt("--max-wall-minutes"))
-      .option("--max-tokens <n>", "raise the token budget", positiveInt("--max-tokens"))
-      .option("--role-timeout-minutes <n>", "time a Director or Verifier may take for one answer", positiveInt("--role-timeout-minutes"), 20),
-  ).action(async (runId, opts) => {
-    await drive(
-      { runId, resume: true, maxTurns: opts.maxTurns, maxWallMs: opts.maxWallMinutes ? opts.maxWallMinutes * 60_000 : undefined, maxTokens: opts.maxTokens, roleTimeoutMs: opts.roleTimeoutMinutes * 60_000 },
-      opts as unknown as ModelFlags,
-    );
+  const cmd = infty
+    .command("resume")
+    .description("continue a run after a crash, Ctrl-C or an exhausted budget; it keeps the models, tools and budgets it recorded unless a flag changes them")
+    .argument("<run-id>", "the run to continue")
+    .option("--max-turns <n>", "raise the turn budget", wholeNumber("--max-turns", 1, MAX_TURNS));
+  modelOptions(budgetOptions(cmd, false)).addHelpText("after", ROLE_HELP).action(async (runId, opts) => {
+    const maxWallMs = opts.maxWall ?? opts.maxWallMinutes;
+    const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes;
+    await drive({ runId, resume: true, maxTurns: opts.maxTurns, maxWallMs, roleTimeoutMs }, opts);
   });
 }
 
 function addStatus(infty: Parent) {
   infty
     .command("status")
-    .description("show a run's state")
+    .alias("show")
+    .description("show a run's state, budgets and each role's model and tools")
     .argument("<run-id>")
     .option("--json", "print run.json")
     .action(async (runId, opts) => {
@@ -254,21 +230,7 @@ function addStatus(infty: Parent) {
         process.stdout.write(JSON.stringify(s, null, 2) + "\n");
         return;
       }
-      const lines = [
-        `run:        ${s.run_id} (${r.ok.dir})`,
-        `status:     ${s.status}${s.status_detail ? ` — ${s.status_detail}` : ""}`,
-        `objective:  ${s.objective.split("\n")[0]}`,
-        `turns:      ${s.turns}/${s.max_turns}; wall ${Math.round(s.wall_ms_used / 1000)}s of ${Math.round(s.max_wall_ms / 60_000)} min`,
-        `tokens:     ${s.tokens_used}${s.max_tokens ? ` of ${s.max_tokens}` : " (no budget)"}`,
-        `verifiers:  ${s.verifiers} (${s.consensus} must pass)`,
-        `heartbeat:  ${s.heartbeat_at}`,
-        `pending:    ${s.pending ? s.pending.type : "nothing"}`,
-        `checkpoint: ${s.last_checkpoint ?? "none"}`,
-        `deliverable: ${s.deliverable ? s.deliverable.path : "not yet"}`,
-        ...s.roles.map((role) => `  ${role.role.padEnd(11)} ${role.rollout_path ?? ""}`),
-        ...(s.activity.length ? [`activity (at the heartbeat ${s.heartbeat_at}):`, ...activityLines(s.activity, Date.parse(s.heartbeat_at)).map((l) => `  ${l}`)] : []),
-      ];
-      process.stdout.write(lines.join("\n") + "\n");
+      process.stdout.write(statusLines(s, r.ok.dir).join("\n") + "\n");
     });
 }
 
@@ -284,7 +246,7 @@ function addList(infty: Parent) {
         process.stdout.write(JSON.stringify(runs.map((r) => ({ run_id: r.run_id, status: r.status, turns: r.turns, updated_at: r.updated_at, objective: r.objective, path: path.join(RunStore.runsRoot(relayHome()), r.run_id) }))) + "\n");
         return;
       }
-      if (runs.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
+      if (runs.length === 0 && warnings.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
       for (const r of runs) process.stdout.write(`${r.run_id}\t${r.status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
     });
 }
@@ -295,7 +257,7 @@ function addLogs(infty: Parent) {
     .description("print a run's event log (events.jsonl)")
     .argument("<run-id>")
     .option("--json", "print the raw JSON lines")
-    .option("-n, --lines <n>", "only the last N events", positiveInt("--lines"))
+    .option("-n, --lines <n>", "only the last N events", wholeNumber("--lines"))
     .action(async (runId, opts) => {
       const r = await RunStore.load(relayHome(), runId);
       if ("error" in r) fail(r.error.message, ExitCode.Usage);

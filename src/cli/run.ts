@@ -13,16 +13,15 @@ import { relayHome } from "../home/home.ts";
 import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
 import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
-import { parseCapabilityRoot, runSession, type CapabilityRoot } from "../session/runtime.ts";
+import { runSession } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
 import { runSource, type RunSource } from "./run-source.ts";
+import { capabilityRoots, withToolOptions } from "./session-options.ts";
 import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
 
-const collect = (v: string, prev: string[] = []) => [...prev, v];
-
 function runOptions() {
-  return new Command("run")
+  const cmd = new Command("run")
     .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
     .argument("[prompt]", "what the agent should do; - (or no argument with stdin piped) reads it from stdin; optional with --resume when the last turn was cut off")
     .option("-m, --model <name>", "model name (config: model)")
@@ -37,9 +36,6 @@ function runOptions() {
     .addOption(new Option("--sandbox-mechanism <mechanism>", "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
     .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)")
     .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
-    .option("--executor <command-line>", 'run tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)')
-    .option("--executor-name <name>", "environment name of the executor for --capability-root (default: local, or remote with --executor)")
-    .option("--capability-root <env:path>", "discover skills (SKILL.md) under this path on the named executor; repeatable", collect)
     .option("-r, --resume [id]", "continue a saved session: its id, a unique id prefix, or last; without an id, pick one from a list (on a terminal)")
     .option("--fork <id>", "start a new session with a copy of a saved session's history (id, prefix or last); the saved session is left unchanged")
     .option("--context-window <tokens>", "model context window in tokens (config: model_context_window; default 128000)")
@@ -47,9 +43,8 @@ function runOptions() {
     .option("--max-steps <n>", "model requests allowed for this turn", "200")
     .option("--json", "print one JSON event per line on stdout instead of human progress")
     .option("--fail-on-tool-error", "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)")
-    .option("--code-mode", "also offer the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use this session's tools) and wait")
-    .option("--no-code-mode", "on --resume: turn code mode off for a session that had it")
     .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)");
+  return withToolOptions(cmd);
 }
 
 export function runCommand() {
@@ -106,17 +101,6 @@ async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
   const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   return { config: config.ok, recorded };
-}
-
-/** --capability-root flags, else the resumed session's roots. */
-function capabilityRoots(specs: string[] | undefined, recorded: CapabilityRoot[] | undefined): CapabilityRoot[] {
-  const roots: CapabilityRoot[] = [];
-  for (const spec of specs ?? []) {
-    const r = parseCapabilityRoot(spec);
-    if ("error" in r) fail(r.error.message, ExitCode.Usage);
-    roots.push(r.ok);
-  }
-  return roots.length > 0 ? roots : (recorded ?? []);
 }
 
 /** Refuses, before anything is written (no rollout), a request that cannot start. */

@@ -24,6 +24,9 @@ import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
 import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
 import { generateRunId, inflightList, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
+import { roleKind, roleNames } from "./roles.ts";
+import { runSettings, type RunSettings } from "./run-settings.ts";
+import type { SessionChoices } from "../session/resume-settings.ts";
 import { scriptTurnsUsed } from "./scripted-resume.ts";
 import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, SolverSignalSchema, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
 import { asksQuestion } from "./json-in-text.ts";
@@ -79,6 +82,10 @@ export interface InftyOptions {
   failOnToolError?: boolean;
   /** The memory store the roles' sessions inject from (wired by the CLI). */
   memories?: SessionMemories;
+  /** Each role's configuration (its own model; src/infty/role-models.ts); default: `config`. */
+  roleConfig?: (role: string) => RelayConfig;
+  /** The roles' tools: code mode, capability roots, the executor's name (as for relay run). */
+  tools?: SessionChoices;
 }
 
 export interface InftyResult {
@@ -107,30 +114,10 @@ export function scriptedModels(text: string, file: string): Result<NonNullable<I
   });
 }
 
-function runSettings(c: RelayConfig): NonNullable<RunMeta["settings"]> {
-  return {
-    model: c.model,
-    model_provider: c.model_provider,
-    api_key_env: c.api_key_env,
-    sandbox_mode: c.sandbox_mode,
-    sandbox_mechanism: c.sandbox.mechanism,
-    sandbox_best_effort: c.sandbox.best_effort,
-    approval_policy: c.approval_policy,
-    ...(c.base_url ? { base_url: c.base_url } : {}),
-    ...(c.model_reasoning_effort ? { model_reasoning_effort: c.model_reasoning_effort } : {}),
-    ...(c.model_reasoning_summary ? { model_reasoning_summary: c.model_reasoning_summary } : {}),
-    ...(c.executor ? { executor: c.executor } : {}),
-  };
-}
-
-/** Every role of a run with `verifiers` Verifiers, in order. */
-function roleNames(verifiers: number): string[] {
-  return ["solver", "director", ...Array.from({ length: verifiers }, (_, i) => `verifier-${i + 1}`)];
-}
-
-/** Which contract a role answers with: "verifier-2" is a verifier. */
-function roleKind(role: string): "solver" | "director" | "verifier" {
-  return role === "solver" || role === "director" ? role : "verifier";
+/** run.json's settings: the defaults, each role's model, the roles' tools. */
+function settingsOf(o: InftyOptions, verifiers: number): RunSettings {
+  const roles = o.roleConfig ? Object.fromEntries(roleNames(verifiers).map((r) => [r, o.roleConfig!(r)])) : {};
+  return runSettings(o.config, roles, o.tools);
 }
 
 function rolePrompt(role: string): string {
@@ -163,7 +150,8 @@ async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
     max_turns: o.maxTurns ?? 200,
     max_wall_ms: o.maxWallMs ?? 24 * 3600_000,
     max_tokens: o.maxTokens ?? null,
-    settings: runSettings(o.config),
+    settings: settingsOf(o, o.verifiers ?? 1),
+    ...(o.roleTimeoutMs ? { role_timeout_ms: o.roleTimeoutMs } : {}),
   } as const;
   // The first pending action is in the first run.json: no run exists without one.
   const created = await RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
@@ -178,11 +166,12 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   const store = loaded.ok;
   if (store.state.deliverable) return loaded;
   // Recorded each time: a flag given on resume is what the run uses from now on.
-  const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: runSettings(o.config) };
+  const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: settingsOf(o, store.state.verifiers) };
   if (o.maxTurns) patch.max_turns = o.maxTurns;
   if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
   if (o.maxTokens) patch.max_tokens = o.maxTokens;
   if (o.structuredOutput === false) patch.prompt_only_roles = roleNames(store.state.verifiers);
+  if (o.roleTimeoutMs) patch.role_timeout_ms = o.roleTimeoutMs;
   await store.update(patch);
   return loaded;
 }
@@ -303,9 +292,12 @@ class InftyRun {
     const fanout = this.hub.emitterFor(() => sessionId);
     const opened = await openSession({
       home: this.o.home,
-      config: { ...this.o.config, approval_policy: "never" },
+      config: { ...(this.o.roleConfig?.(role) ?? this.o.config), approval_policy: "never" },
       cwd: this.store.dir,
       resume,
+      codeMode: this.o.tools?.codeMode,
+      capabilityRoots: this.o.tools?.capabilityRoots,
+      executorName: this.o.tools?.executorName,
       model: this.o.modelFor?.(role, resume ? () => history() : undefined),
       approver: nonInteractiveApprover,
       source: "infty",
@@ -383,7 +375,7 @@ class InftyRun {
     if (st.max_tokens !== null && this.board.tokensUsed >= st.max_tokens) {
       return this.finish("budget_exhausted", `the token budget (${st.max_tokens} tokens) is used up (${this.board.tokensUsed} used); raise it with: relay infty resume ${this.store.id} --max-tokens N`);
     }
-    if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms) return this.finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall-minutes N`);
+    if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms) return this.finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall <duration, e.g. 2h>`);
     const pending = st.pending;
     if (!pending) return this.finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
     if (pending.type === "solver_message") return this.solverStep(pending.message);
@@ -421,7 +413,7 @@ class InftyRun {
   }
 
   private async roleTurn(role: string, text: string | undefined): Promise<Result<Reply>> {
-    const r = await this.hub.awaitFirstAssistant(this.store.id, role, text, this.o.roleTimeoutMs ?? 20 * 60_000, this.stop, this.turnOptions(role));
+    const r = await this.hub.awaitFirstAssistant(this.store.id, role, text, this.o.roleTimeoutMs ?? this.store.state.role_timeout_ms ?? 20 * 60_000, this.stop, this.turnOptions(role));
     return "error" in r ? r : ok({ text: r.ok, aborted: false });
   }
 

@@ -11,12 +11,16 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
+import { MAX_TIMER_MS } from "../util/duration.ts";
+import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
+import { RoleNameSchema } from "./roles.ts";
+import { RunSettingsSchema } from "./run-settings.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "checkpoints", "deliverable"] as const;
 
-export const RoleNameSchema = z.string().regex(/^(solver|director|verifier-\d+)$/);
+export { RoleNameSchema };
 
 export const VerdictRecordSchema = z.object({ role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), suggestions: z.array(z.string()).default([]) });
 
@@ -56,6 +60,9 @@ export function inflightList(v: Inflight | Inflight[] | null): Inflight[] {
   return v === null ? [] : Array.isArray(v) ? v : [v];
 }
 
+/** The longest wall-clock budget `--max-wall` gives a run: a year (older runs may hold more). */
+export const MAX_WALL_MS = 366 * 86_400_000;
+
 export const RunStatusSchema = z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]);
 
 export const RunMetaSchema = z.object({
@@ -93,21 +100,9 @@ export const RunMetaSchema = z.object({
   /** Roles whose model server refused structured output: their turns carry the contract in the prompt only. */
   prompt_only_roles: z.array(RoleNameSchema).default([]),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
-  settings: z
-    .object({
-      model: z.string(),
-      model_provider: z.string(),
-      base_url: z.string().optional(),
-      api_key_env: z.string(),
-      sandbox_mode: z.string(),
-      sandbox_mechanism: z.string().optional(),
-      sandbox_best_effort: z.boolean().optional(),
-      approval_policy: z.string().optional(),
-      model_reasoning_effort: z.string().optional(),
-      model_reasoning_summary: z.string().optional(),
-      executor: z.string().optional(),
-    })
-    .optional(),
+  settings: RunSettingsSchema.optional(),
+  /** How long a Director or Verifier may take for one answer; older runs: the default. */
+  role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
@@ -129,7 +124,7 @@ export function generateRunId(now = new Date()): string {
 /** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
 const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
 
-type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings"> & Partial<Pick<RunMeta, "max_tokens">>;
+type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms"> & Partial<Pick<RunMeta, "max_tokens">>;
 
 const startOver = (runId: string) => `relay infty run --run-id ${runId} "<objective>"`;
 
@@ -194,6 +189,7 @@ export class RunStore {
       tokens_used: 0,
       activity: [],
     };
+    validMeta(meta);
     const staging = stagingDir(root, init.run_id);
     await rm(staging, { recursive: true, force: true });
     await mkdir(staging, { recursive: true });
@@ -260,7 +256,12 @@ export class RunStore {
     } catch (e) {
       return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
     }
-    const parsed = parseJsonWith(RunMetaSchema, text, path.join(dir, "run.json"), { code: "run_corrupt", invalid: "does not match the run format", note: "the run's files are untouched" });
+    const parsed = parseJsonWith(RunMetaSchema, text, file, {
+      code: "run_corrupt",
+      invalid: "does not match the run format",
+      note: "the run's files are untouched",
+      fix: `Fix: correct {fields} in ${file} as said above (relay writes only valid values: a hand edit or another tool changed it), then run the command again.`,
+    });
     if ("error" in parsed) return parsed;
     if (opts.recover) await removeStaleTemps(file);
     return ok(new RunStore(dir, parsed.ok));
@@ -291,8 +292,9 @@ export class RunStore {
     return { runs, warnings };
   }
 
+  /** Refuses (throws, writing nothing) a change that would make run.json invalid. */
   async update(patch: Partial<RunMeta>): Promise<void> {
-    this.meta = { ...this.meta, ...patch, updated_at: new Date().toISOString() };
+    this.meta = validMeta({ ...this.meta, ...patch, updated_at: new Date().toISOString() });
     await this.save();
   }
 
@@ -409,6 +411,13 @@ export async function resolveWithin(root: string, p: string, what: string): Prom
 function inside(root: string, abs: string): boolean {
   const rel = path.relative(root, abs);
   return !rel.startsWith("..") && !path.isAbsolute(rel);
+}
+
+/** `meta` if run.json may hold it; a bug otherwise: thrown, so nothing invalid is ever written. */
+function validMeta(meta: RunMeta): RunMeta {
+  const r = RunMetaSchema.safeParse(meta);
+  if (!r.success) throw new Error(`refusing to write an invalid run.json: ${describeIssues(r.error.issues, meta, { objectName: "an object" }).map((i) => i.message).join("; ")}`);
+  return meta;
 }
 
 function roleOrder(role: string): number {

@@ -8,6 +8,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
@@ -51,12 +52,39 @@ export const SandboxConfigSchema = z.object({
 
 export const DEFAULT_MODEL = "gpt-5.1-codex";
 
+const envVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
+
+/**
+ * One infty role's own model (`[infty.roles.solver]`, `.director`, `.verifier`); a key left out
+ * falls back to the top-level one. Validated here with the rest of the file (key paths in errors).
+ */
+export const RoleModelConfigSchema = z.object({
+  model: nonEmpty.optional(),
+  model_provider: ModelProviderSchema.optional(),
+  base_url: httpUrl.optional(),
+  api_key_env: envVarName.optional(),
+  model_reasoning_effort: nonEmpty.optional(),
+});
+export type RoleModelConfig = z.infer<typeof RoleModelConfigSchema>;
+
+/** `[infty]`: settings of `relay infty` runs. */
+export const InftyConfigSchema = z.object({
+  roles: z
+    .object({
+      solver: RoleModelConfigSchema.optional(),
+      director: RoleModelConfigSchema.optional(),
+      /** Every Verifier; `--verifier-model` (repeatable) mixes a pool. */
+      verifier: RoleModelConfigSchema.optional(),
+    })
+    .optional(),
+});
+
 export const RelayConfigSchema = z.object({
   model: nonEmpty.default(DEFAULT_MODEL),
   model_provider: ModelProviderSchema.default("openai-responses"),
   base_url: httpUrl.optional(),
   /** Name of the environment variable that holds the API key (never the key itself). */
-  api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").default("OPENAI_API_KEY"),
+  api_key_env: envVarName.default("OPENAI_API_KEY"),
   /** Responses API reasoning effort (e.g. low, medium, high); unset = the model's default. */
   model_reasoning_effort: nonEmpty.optional(),
   model_reasoning_summary: z.enum(["auto", "concise", "detailed"]).optional(),
@@ -79,6 +107,8 @@ export const RelayConfigSchema = z.object({
   project_doc_fallback_filenames: z.array(nonEmpty).default([]),
   /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
   memories: z.record(z.string(), z.unknown()).optional(),
+  /** `[infty.roles.<role>]`: a model per infty role (src/infty/role-models.ts applies them). */
+  infty: InftyConfigSchema.optional(),
 });
 export type RelayConfig = z.infer<typeof RelayConfigSchema>;
 
@@ -91,11 +121,8 @@ export interface LoadedConfig {
   exists: boolean;
 }
 
-export interface ConfigIssue {
-  /** Dotted key path, e.g. `shell.login`. */
-  key: string;
-  message: string;
-}
+/** A problem at a dotted key path, e.g. `shell.login`. */
+export type ConfigIssue = SchemaIssue;
 
 export function defaultConfig(): RelayConfig {
   return RelayConfigSchema.parse({});
@@ -205,60 +232,6 @@ export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides):
 function formatIssues(source: string, issues: ConfigIssue[]): string {
   if (issues.length === 1) return `${source}: ${issues[0]!.message}`;
   return `${source}: ${issues.length} problems:\n${issues.map((i) => `  - ${i.message}`).join("\n")}`;
-}
-
-function valueAt(raw: unknown, keyPath: PropertyKey[]): unknown {
-  let cur: unknown = raw;
-  for (const k of keyPath) {
-    if (cur === null || typeof cur !== "object") return undefined;
-    cur = (cur as Record<PropertyKey, unknown>)[k];
-  }
-  return cur;
-}
-
-function describeValue(v: unknown): string {
-  if (v === undefined) return "nothing";
-  if (Array.isArray(v)) return "an array";
-  if (v instanceof Date) return "a date";
-  if (v !== null && typeof v === "object") return "a table";
-  return JSON.stringify(v);
-}
-
-const TYPE_NAMES: Record<string, string> = {
-  object: "a table",
-  string: "a string",
-  boolean: "true or false",
-  number: "a number",
-  int: "an integer",
-  array: "an array",
-};
-
-function describeIssues(issues: readonly z.core.$ZodIssue[], raw: unknown): ConfigIssue[] {
-  return issues.map((issue) => {
-    const key = issue.path.map(String).join(".") || "(top level)";
-    const got = `(got ${describeValue(valueAt(raw, issue.path))})`;
-    let what: string;
-    switch (issue.code) {
-      case "invalid_value":
-        what = `must be one of ${issue.values.map(String).join(", ")}`;
-        break;
-      case "invalid_type":
-        what = `must be ${TYPE_NAMES[issue.expected] ?? issue.expected}`;
-        break;
-      case "too_small":
-        what =
-          issue.origin === "string"
-            ? "must not be empty"
-            : `must be ${issue.inclusive ? "at least" : "greater than"} ${String(issue.minimum)}`;
-        break;
-      case "too_big":
-        what = `must be ${issue.inclusive ? "at most" : "less than"} ${String(issue.maximum)}`;
-        break;
-      default:
-        what = issue.message;
-    }
-    return { key, message: `${key} ${what} ${got}` };
-  });
 }
 
 /** Unwraps default/optional wrappers down to an object schema's shape, if any. */

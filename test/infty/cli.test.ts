@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -49,6 +49,79 @@ describe("relay infty CLI", () => {
       const again = await relay(["infty", "run", "--run-id", "same", "--script", "examples/infty-demo.json", "x"], home);
       assert.equal(again.status, 2);
       assert.match(again.stderr, /run same already exists at .*; resume it with: relay infty resume same/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("bad numbers, durations and role models: exit 2, a message with the minimum or the syntax, no run written", async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-cli-"));
+    const demo = ["infty", "run", "--script", "examples/infty-demo.json", "--run-id", "never"];
+    const cases: Array<[string[], RegExp]> = [
+      [["--max-turns", "0"], /--max-turns must be at least 1 \(got 0\)/],
+      [["--checkpoint-every", "0"], /--checkpoint-every must be at least 1 \(got 0\)/],
+      [["--verifiers", "33"], /--verifiers must be at most 32 \(got 33\)/],
+      [["--max-wall", "0"], /--max-wall must be at least 1s \(got "0"\)/],
+      [["--max-wall", "-5m"], /--max-wall must be a duration like 90s, 5m, 2h, 1d \(got "-5m"\)/],
+      [["--max-wall", "5x"], /--max-wall must be a duration like/],
+      [["--max-wall", ""], /--max-wall must be a duration like .*\(got ""\)/],
+      [["--max-wall", "90"], /--max-wall needs a unit: s, m, h or d, e.g. 90m/],
+      [["--max-wall", "400d"], /--max-wall must be at most 366d/],
+      [["--max-wall-minutes", "0"], /--max-wall-minutes must be at least 1s/],
+      [["--role-timeout", "25d"], /--role-timeout must be at most 24d/],
+      [["--role-timeout-minutes", "abc"], /--role-timeout-minutes must be a number of minutes or a duration/],
+      [["--max-wall", "1h", "--max-wall-minutes", "5"], /cannot be used with option '--max-wall/],
+      [["--director-model", "m,temperature=1"], /--director-model "m,temperature=1": "temperature=1" is not one of provider=/],
+      [["--solver-model", "m,provider=ollama"], /--solver-model "m,provider=ollama": provider must be one of/],
+      [["--verifier-model", "a", "--verifier-model", "b"], /2 --verifier-model flags for 1 Verifier\(s\).*--verifiers 2/],
+      [["--capability-root", "nocolon"], /--capability-root takes <environment>:<absolute path>/],
+    ];
+    try {
+      for (const [flags, message] of cases) {
+        const r = await relay([...demo, ...flags, "x"], home);
+        assert.equal(r.status, 2, `${flags.join(" ")}: ${r.stderr}`);
+        assert.match(r.stderr, message, flags.join(" "));
+      }
+      assert.equal(existsSync(path.join(home, "infty", "never")), false, "nothing was written");
+      const resume = await relay(["infty", "resume", "never", "--max-wall", "0s"], home);
+      assert.equal(resume.status, 2);
+      assert.match(resume.stderr, /--max-wall must be at least 1s/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("tools and budgets are recorded and kept on resume; a run.json that fails validation is reported with the field and the fix", async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-cli-"));
+    const file = path.join(home, "infty", "t", "run.json");
+    const read = () => JSON.parse(readFileSync(file, "utf8")) as Record<string, any>;
+    try {
+      const base = ["--sandbox", "danger-full-access", "--script", "examples/infty-demo.json"];
+      const run = await relay(["infty", "run", "--run-id", "t", ...base, "--code-mode", "--capability-root", `local:${home}`, "--max-wall", "90m", "--role-timeout", "90s", "--max-turns", "1", "x"], home);
+      assert.equal(run.status, 1, run.stderr);
+      assert.equal(read().max_wall_ms, 5_400_000);
+      assert.equal(read().role_timeout_ms, 90_000);
+      assert.equal(read().settings.code_mode, true);
+      assert.deepEqual(read().settings.capability_roots, [`local:${home}`]);
+      const resumed = await relay(["infty", "resume", "t", "--script", "examples/infty-demo.json", "--max-turns", "2", "--max-wall-minutes", "120"], home);
+      assert.equal(resumed.status, 1, resumed.stderr);
+      assert.equal(read().max_wall_ms, 7_200_000, "the old spelling still works");
+      assert.equal(read().role_timeout_ms, 90_000, "kept without its flag");
+      assert.equal(read().settings.code_mode, true, "kept without its flag");
+      assert.deepEqual(read().settings.capability_roots, [`local:${home}`]);
+      const status = await relay(["infty", "status", "t"], home);
+      assert.match(status.stdout, /of 2h\n/);
+      assert.match(status.stdout, /code mode on; capability roots local:/);
+
+      writeFileSync(file, JSON.stringify({ ...read(), max_turns: 0, settings: { ...read().settings, roles: { solver: { model: "" } } } }));
+      for (const args of [["infty", "status", "t"], ["infty", "resume", "t", "--script", "examples/infty-demo.json"]]) {
+        const r = await relay(args, home);
+        assert.equal(r.status, 2, r.stderr);
+        assert.match(r.stderr, /run\.json does not match the run format:\n {2}- max_turns must be at least 1 \(got 0\)\n {2}- settings\.roles\.solver\.model must not be empty \(got ""\)/);
+        assert.match(r.stderr, /Fix: correct max_turns, settings\.roles\.solver\.model(, settings\.roles\.solver\.[a-z_]+)* in .*run\.json as said above/);
+      }
+      const list = await relay(["infty", "list"], home);
+      assert.match(list.stderr, /warning: skipped an unreadable run: .*run\.json does not match the run format:\n {2}- max_turns must be at least 1/);
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

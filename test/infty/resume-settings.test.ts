@@ -32,7 +32,9 @@ describe("relay infty resume", () => {
         approval_policy: "on-request",
         base_url: server.baseUrl,
       };
-      assert.deepEqual(meta().settings, recorded);
+      const roleModel = (model: string) => ({ model, model_provider: "openai-chat", api_key_env: "OPENAI_API_KEY", base_url: server.baseUrl });
+      const withRoles = (model: string) => ({ ...recorded, model, roles: { solver: roleModel(model), director: roleModel(model), "verifier-1": roleModel(model) } });
+      assert.deepEqual(meta().settings, withRoles("chat-model"));
 
       server.enqueue(reply().text("Still going."));
       const resumed = await runRelayAsync(["infty", "resume", "r1", "--max-turns", "2"], env);
@@ -40,13 +42,13 @@ describe("relay infty resume", () => {
       const second = server.requests[1]!;
       assert.equal(second.path, "/v1/chat/completions", "the same provider and base URL");
       assert.equal((second.body as { model?: unknown }).model, "chat-model", "the same model");
-      assert.deepEqual(meta().settings, recorded, "best effort and the rest are kept without their flags");
+      assert.deepEqual(meta().settings, withRoles("chat-model"), "best effort and the rest are kept without their flags");
 
       server.enqueue(reply().text("And again."));
       const overridden = await runRelayAsync(["infty", "resume", "r1", "--max-turns", "3", "-m", "other-model"], env);
       assert.equal(overridden.status, 1, overridden.stderr);
       assert.equal((server.requests[2]!.body as { model?: unknown }).model, "other-model");
-      assert.equal(meta().settings.model, "other-model", "the override is recorded");
+      assert.deepEqual(meta().settings, withRoles("other-model"), "the override is recorded, for every role");
       assert.equal(meta().settings.model_provider, "openai-chat");
     } finally {
       await server.close();

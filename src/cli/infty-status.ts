@@ -1,0 +1,52 @@
+/** The text `relay infty status` prints: the run's state, budgets, and each role's model, tools and rollout. */
+import type { RunMeta } from "../infty/run-store.ts";
+import { roleNames } from "../infty/roles.ts";
+import type { RoleModelRecord, RunSettings } from "../infty/run-settings.ts";
+import { formatDuration } from "../util/duration.ts";
+import { activityLines } from "../infty/activity.ts";
+
+/** `gpt-5 (openai-responses, effort high)`; the URL and key variable when they are not the defaults. */
+export function describeModel(m: RoleModelRecord): string {
+  const extra = [m.model_provider, m.base_url, m.model_reasoning_effort ? `effort ${m.model_reasoning_effort}` : undefined, m.api_key_env !== "OPENAI_API_KEY" ? `key $${m.api_key_env}` : undefined];
+  return `${m.model} (${extra.filter(Boolean).join(", ")})`;
+}
+
+/** A role's recorded model; older runs recorded one for all roles. */
+function modelOf(s: RunSettings | undefined, role: string): string {
+  const own = s?.roles?.[role];
+  if (own) return describeModel(own);
+  if (!s) return "(not recorded)";
+  return `${s.model} (${[s.model_provider, s.base_url, s.model_reasoning_effort ? `effort ${s.model_reasoning_effort}` : undefined].filter(Boolean).join(", ")})`;
+}
+
+function toolsLine(s: RunSettings | undefined): string {
+  if (!s) return "(not recorded)";
+  const parts = [
+    `executor ${s.executor ? `${JSON.stringify(s.executor)}` : "local"}${s.executor_name ? ` named ${s.executor_name}` : ""}`,
+    `code mode ${s.code_mode ? "on" : "off"}`,
+    s.capability_roots?.length ? `capability roots ${s.capability_roots.join(" ")}` : undefined,
+    `sandbox ${s.sandbox_mode}${s.sandbox_mechanism ? ` (${s.sandbox_mechanism}${s.sandbox_best_effort ? ", best effort" : ""})` : ""}`,
+  ];
+  return parts.filter(Boolean).join("; ");
+}
+
+export function statusLines(s: Readonly<RunMeta>, dir: string): string[] {
+  const rollouts = new Map(s.roles.map((r) => [r.role, r.rollout_path]));
+  return [
+    `run:         ${s.run_id} (${dir})`,
+    `status:      ${s.status}${s.status_detail ? ` — ${s.status_detail}` : ""}`,
+    `objective:   ${s.objective.split("\n")[0]}`,
+    `turns:       ${s.turns}/${s.max_turns}; wall ${Math.round(s.wall_ms_used / 1000)}s used of ${formatDuration(s.max_wall_ms)}`,
+    `role answer: within ${s.role_timeout_ms ? formatDuration(s.role_timeout_ms) : "20m (default)"}`,
+    `verifiers:   ${s.verifiers} (${s.consensus} must pass)`,
+    `tokens:      ${s.tokens_used}${s.max_tokens ? ` of ${s.max_tokens}` : " (no budget)"}`,
+    `tools:       ${toolsLine(s.settings)}`,
+    `heartbeat:   ${s.heartbeat_at}`,
+    `pending:     ${s.pending ? s.pending.type : "nothing"}`,
+    `checkpoint:  ${s.last_checkpoint ?? "none"}`,
+    `deliverable: ${s.deliverable ? s.deliverable.path : "not yet"}`,
+    "roles:",
+    ...roleNames(s.verifiers).map((role) => `  ${role.padEnd(11)} ${modelOf(s.settings, role)}${rollouts.get(role) ? `\n  ${"".padEnd(11)} ${rollouts.get(role)}` : ""}`),
+    ...(s.activity.length ? [`activity at the heartbeat ${s.heartbeat_at}:`, ...activityLines(s.activity, Date.parse(s.heartbeat_at)).map((l) => `  ${l}`)] : []),
+  ];
+}
