@@ -24,14 +24,22 @@ export async function fsyncDir(dir: string): Promise<void> {
 
 /** Replaces `file` with `value` as JSON: temp file in the same folder, fsync, rename, fsync of the folder. */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n");
+}
+
+/** Replaces `file` with `data` the same way: a reader sees the old bytes or the new ones, never a part. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number } = {}): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  const fh = await open(tmp, "w");
+  const fh = await open(tmp, "w", opts.mode);
   try {
-    await fh.writeFile(JSON.stringify(value, null, 2) + "\n");
+    await fh.writeFile(data);
     await fh.sync();
-  } finally {
-    await fh.close();
+  } catch (e) {
+    await fh.close().catch(() => {});
+    await rm(tmp, { force: true });
+    throw e;
   }
+  await fh.close();
   await rename(tmp, file);
   await fsyncDir(path.dirname(file));
 }
