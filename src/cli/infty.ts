@@ -12,6 +12,7 @@ import { checkCredentials } from "../session/preflight.ts";
 import { mergeOverrides } from "../session/resume-settings.ts";
 import { relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
 
 interface ModelFlags {
   model?: string;
@@ -100,7 +101,7 @@ function reporter(json: boolean): (e: InftyEvent) => void {
         w(`verification ${e.overall}: ${e.passes}/${e.total} passed`);
         return;
       case "checkpoint":
-        w(`checkpoint ${e.name}`);
+        w(`checkpoint ${e.name} (${e.trigger})`);
         return;
       case "heartbeat":
         w(`… turn ${e.turns}/${e.max_turns}, ${Math.round(e.elapsed_ms / 1000)}s, ${e.last_activity}`);
@@ -162,8 +163,10 @@ export function inftyCommand() {
     .addHelpText(
       "after",
       `
-A run lives in $RELAY_HOME/infty/<run-id>/: artifacts/, memory/ (notes.jsonl, claims/),
-index/, checkpoints/, deliverable/, run.json (state) and events.jsonl (log).
+A run lives in $RELAY_HOME/infty/<run-id>/: artifacts/, memory/ (notes.jsonl, claims/,
+verifications.jsonl), index/ (claims.json and artifacts.json kept by the orchestrator),
+deliverable/, run.json (state), events.jsonl (log) and .checkpoints.git (a checkpoint after every
+handoff: \`relay infty checkpoints <id>\`; rewind with \`relay infty restore <id> <checkpoint>\`).
 The Solver works autonomously; it asks the Director for direction and the Verifiers for
 verification through JSON signals; after a passing verification it builds deliverable/
 with a README.md manifest that the orchestrator checks against the files.
@@ -180,6 +183,8 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addStatus(infty);
   addList(infty);
   addLogs(infty);
+  addCheckpoints(infty);
+  addRestore(infty);
   return infty;
 }
 
@@ -197,8 +202,9 @@ function addRun(infty: Parent) {
       .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", positiveInt("--max-turns"), 200)
       .option("--max-wall-minutes <n>", "wall-clock budget in minutes (resumable)", positiveInt("--max-wall-minutes"), 1440)
       .option("--role-timeout-minutes <n>", "time a Director or Verifier may take for one answer", positiveInt("--role-timeout-minutes"), 20)
-      .option("--checkpoint-every <n>", "snapshot artifacts/ and memory/ every N Solver turns", positiveInt("--checkpoint-every"), 5),
+      .addOption(new Option("--checkpoint-every <n>", "no longer used: a checkpoint is taken at every handoff").hideHelp()),
   ).action(async (objective, opts) => {
+    if (opts.checkpointEvery !== undefined) process.stderr.write("relay: warning: --checkpoint-every is ignored: a checkpoint is now taken at every handoff (see: relay infty checkpoints <run-id>)\n");
     await drive(
       {
         objective,
@@ -208,7 +214,6 @@ function addRun(infty: Parent) {
         maxTurns: opts.maxTurns,
         maxWallMs: opts.maxWallMinutes * 60_000,
         roleTimeoutMs: opts.roleTimeoutMinutes * 60_000,
-        checkpointEvery: opts.checkpointEvery,
       },
       opts as unknown as ModelFlags,
     );

@@ -18,6 +18,10 @@ import type { SessionEvent } from "../session/events.ts";
 import { openSession, type SessionMemories } from "../session/runtime.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
+import type { CheckpointTrigger } from "./checkpoint-format.ts";
+import { recordHandoff } from "./handoff-record.ts";
+import { recordRound } from "./index-files.ts";
+import { finishInterruptedRestore } from "./restore.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
 import { CONTINUE_NUDGE, correctiveRetry, DIRECTOR_PROMPT, FINALIZATION_PROMPT, objectiveMessage, SOLVER_PROMPT, VERIFIER_PROMPT } from "./prompts.ts";
@@ -38,7 +42,7 @@ export type InftyEvent =
   | { type: "handoff"; from: string; to: string; summary: string }
   | { type: "verdict"; role: string; verdict: "pass" | "fail"; reasons: string[] }
   | { type: "verification_summary"; overall: "pass" | "fail"; passes: number; total: number }
-  | { type: "checkpoint"; name: string }
+  | { type: "checkpoint"; name: string; trigger: CheckpointTrigger; summary: string }
   | { type: "heartbeat"; turns: number; max_turns: number; elapsed_ms: number; last_activity: string }
   | { type: "warning"; message: string }
   | { type: "run_finished"; run_id: string; status: string; detail: string; deliverable?: string; summary?: string | null };
@@ -56,7 +60,6 @@ export interface InftyOptions {
   maxWallMs?: number;
   /** How long a Director or Verifier may take for one answer. */
   roleTimeoutMs?: number;
-  checkpointEvery?: number;
   /** Nudges to a Solver that stops without a signal before the Director is asked to step in. */
   maxNudges?: number;
   heartbeatMs?: number;
@@ -157,6 +160,10 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   const loaded = await RunStore.load(o.home, o.runId, { recover: true });
   if ("error" in loaded) return loaded;
   const store = loaded.ok;
+  // A restore a crash cut short is finished first: the run goes on from the checkpoint.
+  const restored = await finishInterruptedRestore(store);
+  if ("error" in restored) return restored;
+  if (restored.ok) o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
   if (store.state.deliverable) return loaded;
   // Recorded each time: a flag given on resume is what the run uses from now on.
   const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: runSettings(o.config) };
@@ -214,7 +221,6 @@ class InftyRun {
   private readonly stop: AbortSignal;
   private toolFailure: string | undefined;
   private nudges = 0;
-  private solverTurnsSinceCheckpoint = 0;
   /** What the previous process had in flight; used once, by the exchange it belongs to. */
   private resumed: Inflight | undefined;
 
@@ -339,12 +345,19 @@ class InftyRun {
     return "error" in r ? r : ok({ text: r.ok, aborted: false });
   }
 
-  /** Saves the next pending action in one write that also clears the in-flight record. */
-  private async handoff(t: Transition, patch: Partial<RunMeta> = {}): Promise<undefined> {
+  /** Saves the next pending action in one write that also clears the in-flight record; then the index and a checkpoint. */
+  private async handoff(t: Transition, patch: Partial<RunMeta> = {}, trigger: CheckpointTrigger = "handoff"): Promise<undefined> {
     await this.store.update({ ...patch, pending: t.pending, inflight: null, handoffs: this.store.state.handoffs + 1 });
     await this.store.log({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
     this.o.report({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
+    await this.checkpoint(trigger, `${t.from} → ${t.to}: ${t.summary}`);
     return undefined;
+  }
+
+  private async checkpoint(trigger: CheckpointTrigger, summary: string): Promise<void> {
+    const r = await recordHandoff(this.store, trigger, summary);
+    for (const message of r.warnings) this.o.report({ type: "warning", message });
+    if (r.checkpoint) this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
   }
 
   private async solverStep(message: string): Promise<Step> {
@@ -358,10 +371,6 @@ class InftyRun {
     const signal = parseSolverSignal(r.ok.text);
     if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.acceptDelivery(signal, turns);
     await this.handoff(this.afterSolver(signal, r.ok.text), { turns });
-    if (++this.solverTurnsSinceCheckpoint >= (this.o.checkpointEvery ?? 5)) {
-      this.solverTurnsSinceCheckpoint = 0;
-      this.o.report({ type: "checkpoint", name: await this.store.checkpoint() });
-    }
     return undefined;
   }
 
@@ -389,9 +398,9 @@ class InftyRun {
     const check = await checkDeliverable(where.ok);
     if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
     await this.store.note("orchestrator", "final_delivery", `deliverable ${where.ok} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
-    await this.store.checkpoint();
     // One write: the deliverable is accepted and the run complete, or neither.
     await this.store.update({ turns, pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary: signal.summary }, status: "complete", status_detail: "verified deliverable accepted" });
+    await this.checkpoint("delivery", `solver → orchestrator: deliverable accepted (${check.ok.entries.length} files)`);
     return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary: signal.summary });
   }
 
@@ -409,6 +418,7 @@ class InftyRun {
     const st = this.store.state;
     const claim = await this.store.resolveInside(pending.claim_path);
     if ("error" in claim) {
+      await recordRound(this.store, { claim_path: pending.claim_path, overall: "fail", verdicts: [], problem: claim.error.message });
       const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
       return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
     }
@@ -434,7 +444,9 @@ class InftyRun {
     const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, verdicts }, null, 2);
     const message = overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
     const patch = overall === "pass" ? { verified_at: new Date().toISOString() } : {};
-    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary: `${overall} (${passes}/${verdicts.length} passed)` }, patch);
+    await recordRound(this.store, { claim_path: pending.claim_path, overall, verdicts });
+    const summary = `${overall} (${passes}/${verdicts.length} passed)`;
+    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary }, patch, overall === "pass" ? "verification_pass" : "handoff");
   }
 
   /** Asks a role for a JSON reply; one corrective retry on a malformed one (resumed where a crash left it). */
