@@ -14,7 +14,7 @@ async function loadRun(runId: string): Promise<RunStore> {
 
 const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = { handoff: "handoff", verification_pass: "verification pass", delivery: "delivery" };
 
-function renderList(runId: string, list: Checkpoint[]): string {
+function renderList(list: Checkpoint[]): string {
   if (list.length === 0) return "";
   const rows = list.map((c) => `${c.id}\t${c.at}\tturn ${c.turn}\t${TRIGGER_LABEL[c.trigger]}\t${c.summary.split("\n")[0]!.slice(0, 100)}`);
   return `${rows.join("\n")}\n`;
@@ -35,7 +35,7 @@ export function addCheckpoints(infty: Command) {
         return;
       }
       if (list.ok.length === 0) process.stderr.write(`run ${runId} has no checkpoints yet (one is taken after every handoff)\n`);
-      process.stdout.write(renderList(runId, list.ok));
+      process.stdout.write(renderList(list.ok));
     });
 }
 
