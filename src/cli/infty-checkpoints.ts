@@ -12,7 +12,7 @@ async function loadRun(runId: string): Promise<RunStore> {
   return r.ok;
 }
 
-const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = { handoff: "handoff", verification_pass: "verification pass", delivery: "delivery" };
+const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = { handoff: "handoff", verification_pass: "verification pass", delivery: "delivery", resume: "resume" };
 
 function renderList(list: Checkpoint[]): string {
   if (list.length === 0) return "";

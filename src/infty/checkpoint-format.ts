@@ -20,7 +20,8 @@ export const RESTORE_INTENT_FILE = "restore-intent.json";
 
 export const CheckpointIdSchema = z.string().regex(/^ckpt-\d{4,}$/, "a checkpoint id looks like ckpt-0003");
 
-export const CheckpointTriggerSchema = z.enum(["handoff", "verification_pass", "delivery"]);
+/** resume: a step no checkpoint holds yet (a crash came between its handoff and its checkpoint, or a restore went back). */
+export const CheckpointTriggerSchema = z.enum(["handoff", "verification_pass", "delivery", "resume"]);
 export type CheckpointTrigger = z.infer<typeof CheckpointTriggerSchema>;
 
 /** What `relay infty checkpoints` lists; also the JSON body of the commit message. */

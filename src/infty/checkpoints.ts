@@ -105,6 +105,14 @@ export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger
   }
 }
 
+/** The newest checkpoint's info (none yet: undefined). */
+export async function latestCheckpoint(runDir: string): Promise<CheckpointInfo | undefined> {
+  const git = await loadGit();
+  const gitdir = gitdirOf(runDir);
+  const oid = await head(git, gitdir);
+  return oid ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid })).commit.message) : undefined;
+}
+
 /** Every checkpoint of the run in `runDir`, oldest first (none yet: empty). */
 export async function listCheckpoints(runDir: string): Promise<Result<Checkpoint[]>> {
   try {

@@ -19,7 +19,7 @@ import { openSession, type SessionMemories } from "../session/runtime.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
 import type { CheckpointTrigger } from "./checkpoint-format.ts";
-import { recordHandoff } from "./handoff-record.ts";
+import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
 import { recordRound } from "./index-files.ts";
 import { finishInterruptedRestore } from "./restore.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
@@ -165,6 +165,9 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   if ("error" in restored) return restored;
   if (restored.ok) o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
   if (store.state.deliverable) return loaded;
+  const caught = await catchUpCheckpoint(store);
+  for (const message of caught?.warnings ?? []) o.report({ type: "warning", message });
+  if (caught?.checkpoint) o.report({ type: "checkpoint", name: caught.checkpoint.id, trigger: "resume", summary: caught.checkpoint.summary });
   // Recorded each time: a flag given on resume is what the run uses from now on.
   const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: runSettings(o.config) };
   if (o.maxTurns) patch.max_turns = o.maxTurns;
