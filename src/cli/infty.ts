@@ -15,6 +15,7 @@ import { duration, roleModel, roleModels, wholeNumber } from "./infty-flags.ts";
 import { statusLines } from "./infty-status.ts";
 import { withToolOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   const withModels = cmd
@@ -74,7 +75,7 @@ function reporter(json: boolean): (e: InftyEvent) => void {
         w(`verification ${e.overall}: ${e.passes}/${e.total} passed`);
         return;
       case "checkpoint":
-        w(`checkpoint ${e.name}`);
+        w(`checkpoint ${e.name} (${e.trigger})`);
         return;
       case "heartbeat":
         w(`… turn ${e.turns}/${e.max_turns}, ${Math.round(e.elapsed_ms / 1000)}s, ${e.tokens_used}${e.max_tokens ? `/${e.max_tokens}` : ""} tokens, ${e.last_activity}`);
@@ -131,8 +132,10 @@ export function inftyCommand() {
     .addHelpText(
       "after",
       `
-A run lives in $RELAY_HOME/infty/<run-id>/: artifacts/, memory/ (notes.jsonl, claims/),
-index/, checkpoints/, deliverable/, run.json (state) and events.jsonl (log).
+A run lives in $RELAY_HOME/infty/<run-id>/: artifacts/, memory/ (notes.jsonl, claims/,
+verifications.jsonl), index/ (claims.json and artifacts.json kept by the orchestrator),
+deliverable/, run.json (state), events.jsonl (log) and .checkpoints.git (a checkpoint after every
+handoff: \`relay infty checkpoints <id>\`; rewind with \`relay infty restore <id> <checkpoint>\`).
 The Solver works autonomously; it asks the Director for direction and the Verifiers for
 verification through JSON signals; after a passing verification it builds deliverable/
 with a README.md manifest that the orchestrator checks against the files.
@@ -149,6 +152,8 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addStatus(infty);
   addList(infty);
   addLogs(infty);
+  addCheckpoints(infty);
+  addRestore(infty);
   return infty;
 }
 
@@ -193,12 +198,13 @@ function addRun(infty: Parent) {
     .addOption(new Option("--consensus <rule>", "how verdicts combine").choices(["all", "majority"] as const).default("all" as const))
     .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
     .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", wholeNumber("--max-turns", 1, MAX_TURNS), 200)
-    .option("--checkpoint-every <n>", "snapshot artifacts/ and memory/ every N Solver turns", wholeNumber("--checkpoint-every", 1, MAX_TURNS), 5);
+    .addOption(new Option("--checkpoint-every <n>", "no longer used: a checkpoint is taken at every handoff").hideHelp());
   modelOptions(budgetOptions(cmd, true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
-    const { verifiers, consensus, runId, maxTurns, checkpointEvery } = opts;
+    if (opts.checkpointEvery !== undefined) process.stderr.write("relay: warning: --checkpoint-every is ignored: a checkpoint is now taken at every handoff (see: relay infty checkpoints <run-id>)\n");
+    const { verifiers, consensus, runId, maxTurns } = opts;
     const maxWallMs = opts.maxWall ?? opts.maxWallMinutes ?? 86_400_000;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes ?? 20 * 60_000;
-    await drive({ objective, runId, verifiers, consensus, maxTurns, maxWallMs, roleTimeoutMs, checkpointEvery }, opts);
+    await drive({ objective, runId, verifiers, consensus, maxTurns, maxWallMs, roleTimeoutMs }, opts);
   });
 }
 

@@ -27,18 +27,35 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n");
 }
 
-/** Replaces `file` with `text` the same way: it is old or new after a crash, never half written. */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
+/** Replaces `file` with `data` the same way: a reader sees the old bytes or the new ones, never a part. */
+/**
+ * `sync: false` leaves out both fsyncs: the file is still whole or absent after a crash of the
+ * process, but a power loss may lose it (for caches, or files the caller fsyncs later in a batch).
+ */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number; sync?: boolean } = {}): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  const fh = await open(tmp, "w");
+  const fh = await open(tmp, "w", opts.mode);
   try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
+    await fh.writeFile(data);
+    if (opts.sync !== false) await fh.sync();
+  } catch (e) {
+    await fh.close().catch(() => {});
+    await rm(tmp, { force: true });
+    throw e;
   }
+  await fh.close();
   await rename(tmp, file);
-  await fsyncDir(path.dirname(file));
+  if (opts.sync !== false) await fsyncDir(path.dirname(file));
+}
+
+/** fsyncs files written with `sync: false`, and their folders, all at once (the disk merges them). */
+export async function fsyncAll(files: Iterable<string>): Promise<void> {
+  const list = [...files];
+  const syncFile = async (f: string) => {
+    const fh = await open(f, "r");
+    await fh.sync().finally(() => fh.close());
+  };
+  await Promise.all([...list.map(syncFile), ...[...new Set(list.map((f) => path.dirname(f)))].map(fsyncDir)]);
 }
 
 /** Removes temp files an interrupted `writeJsonAtomic` left next to `file`. */

@@ -20,6 +20,10 @@ import type { TurnOptions } from "../session/agent.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable } from "./deliverable.ts";
 import { checkClaim } from "./claims.ts";
+import type { CheckpointTrigger } from "./checkpoint-format.ts";
+import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
+import { recordRound } from "./index-files.ts";
+import { finishInterruptedRestore } from "./restore.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
 import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
@@ -45,7 +49,7 @@ export type InftyEvent =
   | { type: "handoff"; from: string; to: string; summary: string }
   | { type: "verdict"; role: string; verdict: "pass" | "fail"; reasons: string[] }
   | { type: "verification_summary"; overall: "pass" | "fail"; passes: number; total: number }
-  | { type: "checkpoint"; name: string }
+  | { type: "checkpoint"; name: string; trigger: CheckpointTrigger; summary: string }
   | { type: "heartbeat"; turns: number; max_turns: number; elapsed_ms: number; last_activity: string; tokens_used: number; max_tokens: number | null; roles: RoleActivity[] }
   | { type: "warning"; message: string }
   | { type: "run_finished"; run_id: string; status: string; detail: string; deliverable?: string; summary?: string | null };
@@ -67,7 +71,6 @@ export interface InftyOptions {
   maxTokens?: number;
   /** How long a Director or Verifier may take for one answer. */
   roleTimeoutMs?: number;
-  checkpointEvery?: number;
   /** Nudges to a Solver that stops without a signal before the Director is asked to step in. */
   maxNudges?: number;
   heartbeatMs?: number;
@@ -164,7 +167,14 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   const loaded = await RunStore.load(o.home, o.runId, { recover: true });
   if ("error" in loaded) return loaded;
   const store = loaded.ok;
+  // A restore a crash cut short is finished first: the run goes on from the checkpoint.
+  const restored = await finishInterruptedRestore(store);
+  if ("error" in restored) return restored;
+  if (restored.ok) o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
   if (store.state.deliverable) return loaded;
+  const caught = await catchUpCheckpoint(store);
+  for (const message of caught?.warnings ?? []) o.report({ type: "warning", message });
+  if (caught?.checkpoint) o.report({ type: "checkpoint", name: caught.checkpoint.id, trigger: "resume", summary: caught.checkpoint.summary });
   // Recorded each time: a flag given on resume is what the run uses from now on.
   const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: settingsOf(o, store.state.verifiers) };
   if (o.maxTurns) patch.max_turns = o.maxTurns;
@@ -237,7 +247,6 @@ class InftyRun {
   private lastProblem = "";
   private queue: Promise<void> = Promise.resolve();
   private readonly board: ActivityBoard;
-  private solverTurnsSinceCheckpoint = 0;
   /** What the previous process had in flight; each used once, by the exchange it belongs to. */
   private resumed: Inflight[];
 
@@ -417,12 +426,19 @@ class InftyRun {
     return "error" in r ? r : ok({ text: r.ok, aborted: false });
   }
 
-  /** Saves the next pending action in one write that also clears the in-flight record. */
-  private async handoff(t: Transition, patch: Partial<RunMeta> = {}): Promise<undefined> {
+  /** Saves the next pending action in one write that also clears the in-flight record; then the index and a checkpoint. */
+  private async handoff(t: Transition, patch: Partial<RunMeta> = {}, trigger: CheckpointTrigger = "handoff"): Promise<undefined> {
     await this.store.update({ ...patch, pending: t.pending, inflight: null, handoffs: this.store.state.handoffs + 1, tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
     await this.store.log({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
     this.o.report({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
+    await this.checkpoint(trigger, `${t.from} → ${t.to}: ${t.summary}`);
     return undefined;
+  }
+
+  private async checkpoint(trigger: CheckpointTrigger, summary: string): Promise<void> {
+    const r = await recordHandoff(this.store, trigger, summary);
+    for (const message of r.warnings) this.o.report({ type: "warning", message });
+    if (r.checkpoint) this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
   }
 
   private async solverStep(message: string): Promise<Step> {
@@ -437,10 +453,6 @@ class InftyRun {
     const signal = "ok" in read ? read.ok : undefined;
     if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.offerDelivery(signal, turns);
     await this.handoff("ok" in read ? this.afterSignal(read.ok) : this.afterSilence(read.error.message, r.ok.text), { turns });
-    if (++this.solverTurnsSinceCheckpoint >= (this.o.checkpointEvery ?? 5)) {
-      this.solverTurnsSinceCheckpoint = 0;
-      this.o.report({ type: "checkpoint", name: await this.store.checkpoint() });
-    }
     return undefined;
   }
 
@@ -493,8 +505,9 @@ class InftyRun {
     const check = await checkDeliverable(where.ok);
     if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable changed during its verification"));
     await this.store.note("orchestrator", "final_delivery", `deliverable ${where.ok} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
-    await this.store.checkpoint();
-    await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary }, status: "complete", status_detail: "verified deliverable accepted" });
+    // One write: the deliverable is accepted and the run complete, or neither.
+    await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary }, status: "complete", status_detail: "verified deliverable accepted", tokens_used: this.board.tokensUsed });
+    await this.checkpoint("delivery", `verifiers → orchestrator: deliverable accepted (${check.ok.entries.length} files)`);
     return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary });
   }
 
@@ -514,6 +527,7 @@ class InftyRun {
   private async verificationStep(pending: Extract<Pending, { type: "verification" }>): Promise<Step> {
     const claim = pending.final ? await this.store.resolveInside(pending.claim_path) : await checkClaim(this.store.dir, pending.claim_path);
     if ("error" in claim) {
+      await recordRound(this.store, { claim_path: pending.claim_path, overall: "fail", verdicts: [], problem: claim.error.message });
       const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
       return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
     }
@@ -549,12 +563,15 @@ class InftyRun {
     const overall = aggregate(verdicts, st.consensus);
     const passes = verdicts.filter((v) => v.verdict === "pass").length;
     this.o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
+    // The index lists claims; the deliverable's own rounds are in the notes and the run log.
+    if (!pending.final) await recordRound(this.store, { claim_path: pending.claim_path, overall, verdicts });
     if (pending.final && overall === "pass") return this.acceptDelivery(pending.claim_path, pending.notes);
     await this.refreshPassedVerifiers(verdicts);
     const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, final: pending.final, verdicts }, null, 2);
     const message = pending.final ? `${feedback}\n\n${REDELIVER_PROMPT}` : overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
     const patch = overall === "pass" ? { verified_at: new Date().toISOString() } : {};
-    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary: `${pending.final ? "deliverable " : ""}${overall} (${passes}/${verdicts.length} passed)` }, patch);
+    const summary = `${pending.final ? "deliverable " : ""}${overall} (${passes}/${verdicts.length} passed)`;
+    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary }, patch, overall === "pass" ? "verification_pass" : "handoff");
   }
 
   /** Runs `fn` after every earlier one: parallel Verifiers' notes and run.json writes go one at a time. */

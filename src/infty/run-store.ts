@@ -1,12 +1,12 @@
 /**
  * The durable run store: RELAY_HOME/infty/<run-id>/ with artifacts/, memory/, index/,
- * checkpoints/, deliverable/, run.json (state), events.jsonl and memory/notes.jsonl
- * (append-only). Every run.json change is one atomic replace (temp file, fsync, rename), so a
+ * deliverable/, run.json (state), events.jsonl and memory/notes.jsonl (append-only); its
+ * checkpoints are commits in .checkpoints.git (checkpoints.ts). Every run.json change is one atomic replace (temp file, fsync, rename), so a
  * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
  */
 import { parseJsonWith } from "../util/json.ts";
-import { cp, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -18,7 +18,7 @@ import { RoleActivitySchema } from "./activity.ts";
 import { RoleNameSchema } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 
-export const RUN_DIRS = ["artifacts", "memory", "index", "checkpoints", "deliverable"] as const;
+export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
 
 export { RoleNameSchema };
 
@@ -88,6 +88,7 @@ export const RunMetaSchema = z.object({
   /** Transitions so far; notes carry it, so a transition replayed after a crash adds none twice. */
   handoffs: z.number().int().min(0).default(0),
   deliverable: z.object({ path: z.string(), summary: z.string().nullable() }).nullable(),
+  /** The id of the newest checkpoint (or the one a restore went back to). */
   last_checkpoint: z.string().nullable(),
   /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
   verified_at: z.string().nullable().default(null),
@@ -358,25 +359,6 @@ export class RunStore {
     await appendLine(path.join(this.dir, "memory", "notes.jsonl"), JSON.stringify(note));
     await this.update({ next_note: n + 1 });
     return note;
-  }
-
-  /** A dated snapshot of artifacts/ and memory/, copied aside and renamed into place; keeps the newest `keep`. */
-  async checkpoint(keep = 10): Promise<string> {
-    const name = new Date().toISOString().replace(/[:.]/g, "-");
-    const root = path.join(this.dir, "checkpoints");
-    const partial = path.join(root, `.partial-${name}`);
-    await rm(partial, { recursive: true, force: true });
-    await mkdir(partial, { recursive: true });
-    for (const d of ["artifacts", "memory"]) await cp(path.join(this.dir, d), path.join(partial, d), { recursive: true, errorOnExist: false });
-    await rm(path.join(root, name), { recursive: true, force: true });
-    await rename(partial, path.join(root, name));
-    const entries = await readdir(root);
-    // Copies a crash cut short are never renamed into place: drop them.
-    for (const stale of entries.filter((e) => e.startsWith(".partial-") && e !== path.basename(partial))) await rm(path.join(root, stale), { recursive: true, force: true });
-    const all = entries.filter((e) => !e.startsWith(".")).sort();
-    for (const old of all.slice(0, Math.max(0, all.length - keep))) await rm(path.join(root, old), { recursive: true, force: true });
-    await this.update({ last_checkpoint: name });
-    return name;
   }
 
   private save(): Promise<void> {

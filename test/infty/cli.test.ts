@@ -59,7 +59,6 @@ describe("relay infty CLI", () => {
     const demo = ["infty", "run", "--script", "examples/infty-demo.json", "--run-id", "never"];
     const cases: Array<[string[], RegExp]> = [
       [["--max-turns", "0"], /--max-turns must be at least 1 \(got 0\)/],
-      [["--checkpoint-every", "0"], /--checkpoint-every must be at least 1 \(got 0\)/],
       [["--verifiers", "33"], /--verifiers must be at most 32 \(got 33\)/],
       [["--max-wall", "0"], /--max-wall must be at least 1s \(got "0"\)/],
       [["--max-wall", "-5m"], /--max-wall must be a duration like 90s, 5m, 2h, 1d \(got "-5m"\)/],

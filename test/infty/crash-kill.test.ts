@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
+import { listCheckpoints, readCheckpoint } from "../../src/infty/checkpoints.ts";
 import { objectiveMessage } from "../../src/infty/prompts.ts";
 import { NoteSchema, RUN_DIRS, RunMetaSchema, RunStore } from "../../src/infty/run-store.ts";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -105,7 +106,18 @@ async function checkComplete(home: string, what: string): Promise<Record<string,
   const notes = readFileSync(path.join(dir, "memory/notes.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => NoteSchema.parse(JSON.parse(l)));
   assert.equal(new Set(notes.map((n) => n.id)).size, notes.length, `${what}: duplicate note ids`);
   assert.deepEqual(notes.map((n) => n.kind), ["directive", "verdict", "verdict", "final_delivery"], `${what}: notes`);
+  await checkCheckpoints(dir, meta.handoffs, what);
   return files(meta.deliverable.path);
+}
+
+/** Every checkpoint is readable (no object torn by a kill), and every step before the last has one. */
+async function checkCheckpoints(dir: string, handoffs: number, what: string): Promise<void> {
+  const list = await listCheckpoints(dir);
+  assert.ok("ok" in list, `${what}: ${JSON.stringify(list)}`);
+  for (const c of list.ok) assert.ok("ok" in (await readCheckpoint(dir, c)), `${what}: ${c.id} cannot be read`);
+  const steps = new Set(list.ok.map((c) => c.handoff));
+  // The last step is the accepted delivery: a kill before its checkpoint leaves a complete run, which resume does not drive again.
+  for (let h = 1; h < handoffs; h++) assert.ok(steps.has(h), `${what}: no checkpoint of step ${h} (have ${[...steps].join(", ")})`);
 }
 
 interface Outcome {

@@ -14,19 +14,20 @@ import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
 describe("infty long-run hygiene", () => {
-  test("1000 Solver turns stay within a small context window through compaction", async () => {
+  // 400 turns, each a handoff with its own checkpoint; a window small enough for 10+ compactions.
+  test("400 Solver turns stay within a small context window through compaction", async () => {
     useSourceRelay();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-long-"));
     try {
-      const solver = createScriptedClient({ script: { turns: Array.from({ length: 3000 }, () => ({ text: "still working on it" })) } });
-      const config = { ...defaultConfig(), model: "scripted", model_context_window: 8000, auto_compact_fraction: 0.5, sandbox_mode: "danger-full-access" as const };
+      const solver = createScriptedClient({ script: { turns: Array.from({ length: 1200 }, () => ({ text: "still working on it" })) } });
+      const config = { ...defaultConfig(), model: "scripted", model_context_window: 4000, auto_compact_fraction: 0.5, sandbox_mode: "danger-full-access" as const };
       const r = await runInfty({
         home,
         config,
         objective: "keep going",
         runId: "long",
         verifiers: 0,
-        maxTurns: 1000,
+        maxTurns: 400,
         maxNudges: Number.MAX_SAFE_INTEGER,
         modelFor: (role) => (role === "solver" ? solver : undefined),
         report: () => {},
@@ -35,14 +36,14 @@ describe("infty long-run hygiene", () => {
       assert.ok("ok" in r, JSON.stringify(r));
       assert.equal(r.ok.status, "budget_exhausted");
       const store = await RunStore.load(home, "long");
-      assert.ok("ok" in store && store.ok.state.turns === 1000);
+      assert.ok("ok" in store && store.ok.state.turns === 400);
       const rollout = await readRollout(store.ok.rolloutOf("solver")!);
       assert.ok("ok" in rollout);
       const compactions = rollout.ok.lines.filter((l) => l.type === "compacted").length;
       assert.ok(compactions >= 10, `compacted ${compactions} times`);
       // What a resume would load is bounded, however long the run was.
-      assert.ok(rollout.ok.items.length < 200, `history after 1000 turns: ${rollout.ok.items.length} items`);
-      assert.ok(JSON.stringify(rollout.ok.items).length < 8000 * 4, "history fits the window");
+      assert.ok(rollout.ok.items.length < 200, `history after 400 turns: ${rollout.ok.items.length} items`);
+      assert.ok(JSON.stringify(rollout.ok.items).length < 4000 * 4, "history fits the window");
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

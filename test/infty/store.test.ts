@@ -6,7 +6,6 @@ import { describe, test } from "node:test";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { generateRunId, RunStore, validateRunId } from "../../src/infty/run-store.ts";
 import { aggregate } from "../../src/infty/signals.ts";
-import { waitFor } from "../support/wait.ts";
 
 function tmp(): string {
   return mkdtempSync(path.join(os.tmpdir(), "relay-infty-"));
@@ -20,7 +19,7 @@ describe("run store", () => {
     try {
       const r = await RunStore.create(home, { run_id: "r1", ...init });
       assert.ok("ok" in r);
-      assert.deepEqual(readdirSync(r.ok.dir).sort(), ["artifacts", "checkpoints", "deliverable", "index", "memory", "run.json"]);
+      assert.deepEqual(readdirSync(r.ok.dir).sort(), ["artifacts", "deliverable", "index", "memory", "run.json"]);
       const again = await RunStore.create(home, { run_id: "r1", ...init });
       assert.ok("error" in again && /already exists.*relay infty resume r1/.test(again.error.message));
       const loaded = await RunStore.load(home, "r1");
@@ -58,7 +57,7 @@ describe("run store", () => {
     assert.ok("ok" in validateRunId(generateRunId()));
   });
 
-  test("notes are append-only with increasing ids; checkpoints keep the newest; paths cannot escape", async () => {
+  test("notes are append-only with increasing ids; paths cannot escape", async () => {
     const home = tmp();
     try {
       const r = await RunStore.create(home, { run_id: "n", ...init });
@@ -69,16 +68,6 @@ describe("run store", () => {
       assert.deepEqual([a.id, b.id], ["note-0001", "note-0002"]);
       const lines = readFileSync(path.join(s.dir, "memory", "notes.jsonl"), "utf8").trim().split("\n");
       assert.equal(lines.length, 2);
-      writeFileSync(path.join(s.dir, "artifacts", "f.txt"), "x");
-      for (let i = 0; i < 4; i++) {
-        await s.checkpoint(2);
-        // Checkpoints are named by the millisecond: the next one needs the clock to have moved on.
-        const done = Date.now();
-        await waitFor(() => Date.now() > done, "the clock to pass the last checkpoint's millisecond");
-      }
-      const cps = readdirSync(path.join(s.dir, "checkpoints"));
-      assert.equal(cps.length, 2);
-      assert.equal(readFileSync(path.join(s.dir, "checkpoints", cps[1]!, "artifacts", "f.txt"), "utf8"), "x");
       const esc = await s.resolveInside("../../etc");
       assert.ok("error" in esc && esc.error.code === "escapes_run_store");
       const reloaded = await RunStore.load(home, "n");

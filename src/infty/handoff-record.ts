@@ -1,0 +1,39 @@
+/**
+ * What the orchestrator keeps after every handoff: the run's index (index-files.ts), then a
+ * checkpoint (checkpoints.ts) that includes it. Neither stops the run when it fails (a full
+ * disk, say): the run goes on and the failure is reported as a warning.
+ */
+import { errorMessage } from "../util/result.ts";
+import type { CheckpointTrigger } from "./checkpoint-format.ts";
+import { latestCheckpoint, takeCheckpoint, type Checkpoint } from "./checkpoints.ts";
+import { writeIndexes } from "./index-files.ts";
+import type { RunStore } from "./run-store.ts";
+
+export interface HandoffRecord {
+  checkpoint?: Checkpoint;
+  warnings: string[];
+}
+
+/**
+ * On resume: a checkpoint of the step the run stands at, unless the newest one is of it. Only
+ * between steps (nothing in flight), where the store is exactly as the last handoff left it.
+ */
+export async function catchUpCheckpoint(store: RunStore): Promise<HandoffRecord | undefined> {
+  const st = store.state;
+  if (st.inflight || !st.pending || st.deliverable) return undefined;
+  const latest = await latestCheckpoint(store.dir).catch(() => undefined);
+  if (latest?.handoff === st.handoffs && latest.turn === st.turns) return undefined;
+  return recordHandoff(store, "resume", `resumed at step ${st.handoffs} (no checkpoint of it yet); next: ${st.pending.type}`);
+}
+
+export async function recordHandoff(store: RunStore, trigger: CheckpointTrigger, summary: string): Promise<HandoffRecord> {
+  const warnings: string[] = [];
+  try {
+    await writeIndexes(store);
+  } catch (e) {
+    warnings.push(`could not write the run's index files: ${errorMessage(e)}`);
+  }
+  const c = await takeCheckpoint(store, trigger, summary);
+  if ("error" in c) warnings.push(c.error.message);
+  return "ok" in c ? { checkpoint: c.ok, warnings } : { warnings };
+}

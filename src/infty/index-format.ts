@@ -1,0 +1,65 @@
+/**
+ * The orchestrator's own index of a run, for a human or a later Solver finding their way in a
+ * days-old run: memory/verifications.jsonl (one line per verification round, append-only; the
+ * source), and index/claims.json and index/artifacts.json (derived from it and the files,
+ * rewritten whole after every handoff). Formats defined once, here.
+ */
+import { z } from "zod";
+import { VerdictRecordSchema } from "./run-store.ts";
+
+export const ROUNDS_FILE = "memory/verifications.jsonl";
+export const CLAIMS_INDEX = "index/claims.json";
+export const ARTIFACTS_INDEX = "index/artifacts.json";
+
+/** One verification round of one claim. */
+export const VerificationRoundSchema = z.object({
+  at: z.string(),
+  /** The run's handoff count when the round ended: a round replayed after a crash is not added twice. */
+  handoff: z.number().int().min(0),
+  claim_path: z.string(),
+  overall: z.enum(["pass", "fail"]),
+  verdicts: z.array(VerdictRecordSchema),
+  /** Why no Verifier was asked (the claim file is missing or outside the run store). */
+  problem: z.string().optional(),
+});
+export type VerificationRound = z.infer<typeof VerificationRoundSchema>;
+
+export const ClaimEntrySchema = z.object({
+  path: z.string(),
+  /** The claim's text: its "claim" field, else the file's text (cut at 2000 characters); null if unreadable. */
+  claim: z.string().nullable(),
+  readable: z.boolean(),
+  /** pending: sent and not judged yet; else the last round's outcome. */
+  status: z.enum(["pending", "passed", "failed"]),
+  rounds: z.array(VerificationRoundSchema.omit({ claim_path: true })),
+  /** Files under artifacts/ its evidence names. */
+  artifacts: z.array(z.string()),
+});
+export type ClaimEntry = z.infer<typeof ClaimEntrySchema>;
+
+export const ClaimsIndexSchema = z.object({
+  version: z.literal(1),
+  run_id: z.string(),
+  generated_at: z.string(),
+  claims: z.array(ClaimEntrySchema),
+});
+export type ClaimsIndex = z.infer<typeof ClaimsIndexSchema>;
+
+export const ArtifactEntrySchema = z.object({
+  /** Relative to the run store ("artifacts/..."). */
+  path: z.string(),
+  bytes: z.number().int().min(0),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  modified_at: z.string(),
+  /** Claims whose evidence names this file (or a folder holding it). */
+  claims: z.array(z.string()),
+});
+export type ArtifactEntry = z.infer<typeof ArtifactEntrySchema>;
+
+export const ArtifactsIndexSchema = z.object({
+  version: z.literal(1),
+  run_id: z.string(),
+  generated_at: z.string(),
+  files: z.array(ArtifactEntrySchema),
+});
+export type ArtifactsIndex = z.infer<typeof ArtifactsIndexSchema>;
