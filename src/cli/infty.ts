@@ -41,7 +41,8 @@ function budgetOptions<A extends unknown[], O extends OptionValues, G extends Op
   const dflt = (d: string) => (defaults ? ` (default: ${d})` : "");
   return cmd
     .option("--max-wall <duration>", `wall-clock budget over all attempts, e.g. 90m, 12h, 2d (resumable)${dflt("1d")}`, duration("--max-wall", { maxMs: MAX_WALL_MS }))
-    .addOption(new Option("--max-wall-minutes <n>", "the same in minutes (older spelling)").argParser(duration("--max-wall-minutes", { defaultUnit: "m", maxMs: MAX_WALL_MS })).conflicts("maxWall"))
+    .addOption(new Option("--max-wall-minutes <n>", "the same in minutes (older spelling)").argParser(duration("--max-wall-minutes", { defaultUnit: "m", maxMs: MAX_WALL_MS })).conflicts(["maxWall", "maxHours"]))
+    .addOption(new Option("--max-hours <n>", "the same in hours (--max-hours 36 is --max-wall 36h)").argParser(duration("--max-hours", { defaultUnit: "h", maxMs: MAX_WALL_MS })).conflicts("maxWall"))
     .option("--role-timeout <duration>", `time a Director or Verifier may take for one answer, e.g. 90s, 20m, 2h${dflt("20m")}`, duration("--role-timeout"))
     .addOption(new Option("--role-timeout-minutes <n>", "the same in minutes (older spelling)").argParser(duration("--role-timeout-minutes", { defaultUnit: "m" })).conflicts("roleTimeout"));
 }
@@ -202,7 +203,7 @@ function addRun(infty: Parent) {
   modelOptions(budgetOptions(cmd, true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
     if (opts.checkpointEvery !== undefined) process.stderr.write("relay: warning: --checkpoint-every is ignored: a checkpoint is now taken at every handoff (see: relay infty checkpoints <run-id>)\n");
     const { verifiers, consensus, runId, maxTurns } = opts;
-    const maxWallMs = opts.maxWall ?? opts.maxWallMinutes ?? 86_400_000;
+    const maxWallMs = opts.maxWall ?? opts.maxHours ?? opts.maxWallMinutes ?? 86_400_000;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes ?? 20 * 60_000;
     await drive({ objective, runId, verifiers, consensus, maxTurns, maxWallMs, roleTimeoutMs }, opts);
   });
@@ -215,7 +216,7 @@ function addResume(infty: Parent) {
     .argument("<run-id>", "the run to continue")
     .option("--max-turns <n>", "raise the turn budget", wholeNumber("--max-turns", 1, MAX_TURNS));
   modelOptions(budgetOptions(cmd, false)).addHelpText("after", ROLE_HELP).action(async (runId, opts) => {
-    const maxWallMs = opts.maxWall ?? opts.maxWallMinutes;
+    const maxWallMs = opts.maxWall ?? opts.maxHours ?? opts.maxWallMinutes;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes;
     await drive({ runId, resume: true, maxTurns: opts.maxTurns, maxWallMs, roleTimeoutMs }, opts);
   });

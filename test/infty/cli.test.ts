@@ -105,6 +105,13 @@ describe("relay infty CLI", () => {
       const resumed = await relay(["infty", "resume", "t", "--script", "examples/infty-demo.json", "--max-turns", "2", "--max-wall-minutes", "120"], home);
       assert.equal(resumed.status, 1, resumed.stderr);
       assert.equal(read().max_wall_ms, 7_200_000, "the old spelling still works");
+      const hours = await relay(["infty", "resume", "t", "--script", "examples/infty-demo.json", "--max-turns", "2", "--max-hours", "36"], home);
+      assert.equal(hours.status, 1, hours.stderr);
+      assert.equal(read().max_wall_ms, 36 * 3_600_000, "--max-hours is in hours");
+      const both = await relay(["infty", "resume", "t", "--max-hours", "2", "--max-wall", "2h"], home);
+      assert.equal(both.status, 2);
+      assert.match(both.stderr, /cannot be used with option '--max-wall/);
+      await relay(["infty", "resume", "t", "--script", "examples/infty-demo.json", "--max-turns", "2", "--max-wall-minutes", "120"], home);
       assert.equal(read().role_timeout_ms, 90_000, "kept without its flag");
       assert.equal(read().settings.code_mode, true, "kept without its flag");
       assert.deepEqual(read().settings.capability_roots, [`local:${home}`]);
