@@ -87,12 +87,24 @@ async function commitCheckpoint(git: Git, store: RunStore, info: CheckpointInfo,
   return commit;
 }
 
+/**
+ * Creates the run's checkpoint repository if it is not there yet. Done before any role runs:
+ * the sandbox keeps an existing `.checkpoints.git` read-only to the roles' commands, so none of
+ * them can plant one of its own first.
+ */
+export async function initCheckpoints(runDir: string): Promise<void> {
+  const gitdir = gitdirOf(runDir);
+  if (existsSync(path.join(gitdir, "config"))) return;
+  const git = await loadGit();
+  await git.init({ fs: gitFs, gitdir, bare: true, defaultBranch: "checkpoints" });
+}
+
 /** Commits the run store as the next checkpoint and records its id in run.json. */
 export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger, summary: string): Promise<Result<Checkpoint>> {
   try {
     const git = await loadGit();
     const gitdir = gitdirOf(store.dir);
-    if (!existsSync(path.join(gitdir, "config"))) await git.init({ fs: gitFs, gitdir, bare: true, defaultBranch: "checkpoints" });
+    await initCheckpoints(store.dir);
     const parent = await head(git, gitdir);
     const prior = parent ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent })).commit.message) : undefined;
     const seq = (prior?.seq ?? 0) + 1;

@@ -22,6 +22,7 @@ import { checkDeliverable } from "./deliverable.ts";
 import { checkClaim } from "./claims.ts";
 import type { CheckpointTrigger } from "./checkpoint-format.ts";
 import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
+import { initCheckpoints } from "./checkpoints.ts";
 import { recordRound } from "./index-files.ts";
 import { finishInterruptedRestore } from "./restore.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
@@ -261,6 +262,7 @@ class InftyRun {
 
   async drive(): Promise<Result<InftyResult>> {
     this.startHeartbeat();
+    await initCheckpoints(this.store.dir).catch((e: Error) => this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }));
     const failed = await this.openRoles();
     if (failed) return failed;
     try {

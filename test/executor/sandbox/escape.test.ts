@@ -83,6 +83,8 @@ for (const mechanism of mechanisms) {
       ws = path.join(base, "ws");
       out = path.join(base, "outside");
       mkdirSync(path.join(ws, ".git", "hooks"), { recursive: true });
+      mkdirSync(path.join(ws, ".checkpoints.git", "refs", "heads"), { recursive: true });
+      writeFileSync(path.join(ws, ".checkpoints.git", "refs", "heads", "checkpoints"), "0".repeat(40) + "\n");
       mkdirSync(out);
       writeFileSync(path.join(ws, ".git", "config"), "[core]\n");
       writeFileSync(path.join(ws, "file.txt"), "workspace file\n");
@@ -155,6 +157,13 @@ for (const mechanism of mechanisms) {
           absent(path.join(ws, ".git", "hooks", "pre-commit"), path.join(ws, ".git", "hooks", "post-checkout"));
           assert.ok(existsSync(path.join(ws, ".git", "hooks")));
           rmSync(path.join(ws, "evil"), { force: true });
+          untouched();
+        });
+
+        test("an infty run's .checkpoints.git stays read-only to its roles' commands", async () => {
+          const r = await run(mode, `echo evil > .checkpoints.git/refs/heads/checkpoints 2>/dev/null; echo "ref:$?"; rm -rf .checkpoints.git 2>/dev/null; echo "rm:$?"`);
+          assert.match(r.output, /ref:1\n[\s\S]*rm:1\n/);
+          assert.equal(readFileSync(path.join(ws, ".checkpoints.git", "refs", "heads", "checkpoints"), "utf8"), "0".repeat(40) + "\n");
           untouched();
         });
 

@@ -104,8 +104,8 @@ describe("constants", () => {
     assert.equal(Scope.SIGNAL, 2);
   });
 
-  test("PROTECTED_NAMES are .git and .relay", () => {
-    assert.deepEqual([...PROTECTED_NAMES].sort(), [".git", ".relay"]);
+  test("PROTECTED_NAMES are .git, .relay and an infty run's .checkpoints.git", () => {
+    assert.deepEqual([...PROTECTED_NAMES].sort(), [".checkpoints.git", ".git", ".relay"]);
   });
 });
 

@@ -55,8 +55,11 @@ const READ = Fs.EXECUTE | Fs.READ_FILE | Fs.READ_DIR;
 const FILE_RIGHTS = Fs.EXECUTE | Fs.WRITE_FILE | Fs.READ_FILE | Fs.TRUNCATE | Fs.IOCTL_DEV;
 /** Device nodes any program expects to write (`> /dev/null` opens with O_TRUNC). */
 const WRITABLE_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"];
-/** Directories whose `.git` / `.relay` stay read-only even when the directory is writable. */
-export const PROTECTED_NAMES = [".git", ".relay"];
+/**
+ * Directories whose `.git` / `.relay` stay read-only even when the directory is writable;
+ * `.checkpoints.git` is an infty run's checkpoint history, in the roles' working directory.
+ */
+export const PROTECTED_NAMES = [".git", ".relay", ".checkpoints.git"];
 
 export type { ConfinePlan, LandlockRule };
 
