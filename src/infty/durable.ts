@@ -4,7 +4,8 @@
  * with at most its last line torn, which the next append terminates instead of gluing onto it.
  */
 import { Buffer } from "node:buffer";
-import { open, readdir, rename, rm } from "node:fs/promises";
+import { open, readdir, readFile, rename, rm } from "node:fs/promises";
+import type { z } from "zod";
 import path from "node:path";
 
 let tmpCounter = 0;
@@ -80,4 +81,20 @@ export async function appendLine(file: string, line: string): Promise<void> {
   } finally {
     await fh.close();
   }
+}
+
+/** The lines of an append-only JSONL file that match `schema`; a line torn by a crash (or foreign) is skipped. */
+export async function readJsonl<T extends z.ZodType>(file: string, schema: T): Promise<z.output<T>[]> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  const out: z.output<T>[] = [];
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    try {
+      const r = schema.safeParse(JSON.parse(line));
+      if (r.success) out.push(r.data);
+    } catch {
+      // torn by a crash mid-append
+    }
+  }
+  return out;
 }

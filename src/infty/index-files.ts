@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import { appendLine, writeFileAtomic } from "./durable.ts";
+import { appendLine, readJsonl, writeFileAtomic } from "./durable.ts";
 import { ARTIFACTS_INDEX, ArtifactsIndexSchema, CLAIMS_INDEX, ROUNDS_FILE, VerificationRoundSchema, type ArtifactEntry, type ArtifactsIndex, type ClaimEntry, type ClaimsIndex, type VerificationRound } from "./index-format.ts";
 import type { RunStore } from "./run-store.ts";
 
@@ -16,19 +16,8 @@ import type { RunStore } from "./run-store.ts";
 const RACY_MS = 2000;
 const CLAIM_TEXT_MAX = 2000;
 
-export async function readRounds(runDir: string): Promise<VerificationRound[]> {
-  const text = await readFile(path.join(runDir, ROUNDS_FILE), "utf8").catch(() => "");
-  const out: VerificationRound[] = [];
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    try {
-      const r = VerificationRoundSchema.safeParse(JSON.parse(line));
-      if (r.success) out.push(r.data);
-    } catch {
-      // a line torn by a crash
-    }
-  }
-  return out;
+export function readRounds(runDir: string): Promise<VerificationRound[]> {
+  return readJsonl(path.join(runDir, ROUNDS_FILE), VerificationRoundSchema);
 }
 
 /** Appends a round unless this very round (same handoff, same claim) is there already. */

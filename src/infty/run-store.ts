@@ -13,7 +13,7 @@ import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
 import { MAX_TIMER_MS } from "../util/duration.ts";
 import { describeIssues } from "../util/schema-issues.ts";
-import { appendLine, fsyncDir, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
+import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
 import { RoleNameSchema } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
@@ -329,19 +329,8 @@ export class RunStore {
   }
 
   /** The notes in memory/notes.jsonl; a line torn by a crash is skipped. */
-  async notes(): Promise<Note[]> {
-    const text = await readFile(path.join(this.dir, "memory", "notes.jsonl"), "utf8").catch(() => "");
-    const out: Note[] = [];
-    for (const line of text.split("\n")) {
-      if (!line.trim()) continue;
-      try {
-        const n = NoteSchema.safeParse(JSON.parse(line));
-        if (n.success) out.push(n.data);
-      } catch {
-        // torn by a crash mid-append
-      }
-    }
-    return out;
+  notes(): Promise<Note[]> {
+    return readJsonl(path.join(this.dir, "memory", "notes.jsonl"), NoteSchema);
   }
 
   /**

@@ -4,16 +4,14 @@
  * terminal), and each role's compaction summary kept in the run store.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { activityLines } from "../../src/infty/activity.ts";
 import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { defaultConfig } from "../../src/session/config.ts";
-import { later, reply, startFakeModelServer } from "../support/fake-model-server.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { later, reply } from "../support/fake-model-server.ts";
+import { setup } from "../support/infty-timeline.ts";
 
 const DELIVER =
   "mkdir -p deliverable artifacts && echo 42 > artifacts/answer.txt && cp artifacts/answer.txt deliverable/ && { echo '# A'; echo '## Manifest'; echo '- answer.txt (3 bytes)'; echo '## How to verify'; echo 'cat answer.txt'; echo '## Limitations'; echo 'none'; } > deliverable/README.md";
@@ -21,23 +19,6 @@ const CLAIM = 'mkdir -p memory/claims && echo \'{"claim": "42"}\' > memory/claim
 /** Every reply states its usage: the fake server would otherwise make one up from its length. */
 const SMALL = { input: 10, output: 10 };
 const json = (o: unknown) => reply().text(JSON.stringify(o)).usage(SMALL);
-
-async function setup() {
-  useSourceRelay();
-  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-long-"));
-  const server = await startFakeModelServer();
-  const events: InftyEvent[] = [];
-  return {
-    home,
-    server,
-    events,
-    config: { ...defaultConfig(), model: "m", model_provider: "openai-responses" as const, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
-    async [Symbol.asyncDispose]() {
-      await server.close();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
-}
 
 describe("infty runs built for days", () => {
   test("a token budget stops the run cleanly; resume with a larger one finishes it", async () => {

@@ -1,40 +1,17 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
+import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { defaultConfig } from "../../src/session/config.ts";
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
-import { reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import { reply, type FakeModelServer } from "../support/fake-model-server.ts";
+import { DELIVER, patch, setup, sig } from "../support/infty-timeline.ts";
 import { isAlive } from "../support/executor.ts";
 import { waitFor } from "../support/wait.ts";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
-
-const sig = (o: unknown) => reply().text(JSON.stringify(o));
-const patch = (file: string, text: string) => ({ input: `*** Begin Patch\n*** Add File: ${file}\n${text.split("\n").map((l) => `+${l}`).join("\n")}\n*** End Patch\n` });
-const DELIVER =
-  "mkdir -p deliverable && cp artifacts/answer.txt deliverable/ && { echo '# Answer'; echo '## Manifest'; echo \"- answer.txt ($(wc -c < deliverable/answer.txt | tr -d ' ') bytes)\"; echo '## How to verify'; echo 'cat answer.txt'; echo '## Limitations'; echo 'none'; } > deliverable/README.md";
-
-async function setup() {
-  useSourceRelay();
-  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-home-"));
-  const server = await startFakeModelServer();
-  const events: InftyEvent[] = [];
-  return {
-    home,
-    server,
-    events,
-    config: { ...defaultConfig(), model: "m", model_provider: "openai-responses" as const, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
-    async [Symbol.asyncDispose]() {
-      await server.close();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
-}
+import { relayArgv } from "../support/self.ts";
 
 /** The text of the last user message in a recorded request. */
 function lastUser(server: FakeModelServer, i: number): string {

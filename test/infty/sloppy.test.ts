@@ -12,37 +12,22 @@ import { describe, test } from "node:test";
 import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
-import { defaultConfig } from "../../src/session/config.ts";
-import { hang, httpError, later, reply, startFakeModelServer, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { hang, httpError, later, reply, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
+import { DELIVER, setup as inftySetup } from "../support/infty-timeline.ts";
 
 const patch = (files: Record<string, string>) => ({
   input: `*** Begin Patch\n${Object.entries(files)
     .map(([f, text]) => `*** Add File: ${f}\n${text.split("\n").map((l) => `+${l}`).join("\n")}`)
     .join("\n")}\n*** End Patch\n`,
 });
-const DELIVER =
-  "mkdir -p deliverable && cp artifacts/answer.txt deliverable/ && { echo '# Answer'; echo '## Manifest'; echo \"- answer.txt ($(wc -c < deliverable/answer.txt | tr -d ' ') bytes)\"; echo '## How to verify'; echo 'cat answer.txt'; echo '## Limitations'; echo 'none'; } > deliverable/README.md";
 const CLAIM = { "artifacts/answer.txt": "42", "memory/claims/answer.json": '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt"]}' };
 
+/** The shared fixture, plus a run of the objective this file's scenarios work on. */
 async function setup(api: "openai-responses" | "openai-chat" = "openai-responses") {
-  useSourceRelay();
-  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-sloppy-"));
-  const server = await startFakeModelServer();
-  const events: InftyEvent[] = [];
-  return {
-    home,
-    server,
-    events,
-    config: { ...defaultConfig(), model: "m", model_provider: api, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
-    run(runId: string, extra: Partial<Parameters<typeof runInfty>[0]> = {}) {
-      return runInfty({ home, config: this.config, objective: "Write 42 to artifacts/answer.txt and deliver it.", runId, verifiers: 1, report: (e) => events.push(e), signal: new AbortController().signal, ...extra });
-    },
-    async [Symbol.asyncDispose]() {
-      await server.close();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
+  const t = await inftySetup(api);
+  const run = (runId: string, extra: Partial<Parameters<typeof runInfty>[0]> = {}) =>
+    runInfty({ home: t.home, config: t.config, objective: "Write 42 to artifacts/answer.txt and deliver it.", runId, verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal, ...extra });
+  return Object.assign(t, { run });
 }
 
 /** Which role sent a request: its role prompt is in the instructions it carries. */

@@ -38,16 +38,17 @@ export interface Captured {
   rollouts: Map<string, number>;
 }
 
-export async function setup() {
+/** A home, a fake model server and a config for runs against it; removed when disposed. */
+export async function setup(api: "openai-responses" | "openai-chat" = "openai-responses") {
   useSourceRelay();
-  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-ckpt-"));
+  const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-"));
   const server = await startFakeModelServer();
   const events: InftyEvent[] = [];
   return {
     home,
     server,
     events,
-    config: { ...defaultConfig(), model: "m", model_provider: "openai-responses" as const, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
+    config: { ...defaultConfig(), model: "m", model_provider: api, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
     async [Symbol.asyncDispose]() {
       await server.close();
       rmSync(home, { recursive: true, force: true });
