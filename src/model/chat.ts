@@ -8,6 +8,7 @@ import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type 
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
+import { wireItems } from "./wire-items.ts";
 
 export const ChatToolCallSchema = z.object({
   id: z.string(),
@@ -124,7 +125,7 @@ function outputText(output: unknown): string {
 export function chatRequestBody(request: ModelRequest): ChatRequestBody {
   const body: ChatRequestBody = {
     model: request.model,
-    messages: chatMessages(request.instructions, request.input),
+    messages: chatMessages(request.instructions, wireItems(request.input)),
     stream: true,
     stream_options: { include_usage: true },
   };

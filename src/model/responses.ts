@@ -4,6 +4,7 @@ import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type 
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import { ResponseItemSchema, type ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
+import { wireItems } from "./wire-items.ts";
 
 export const ReasoningOptionsSchema = z.object({
   /** e.g. "minimal", "low", "medium", "high"; models differ, so any word passes. */
@@ -48,18 +49,9 @@ export function responsesTool(tool: ModelTool): z.infer<typeof ResponsesToolSche
   return { type: "function", name: tool.name, description: tool.description, parameters: tool.parameters ?? { type: "object", properties: {} }, strict: false };
 }
 
-/**
- * History items as request input. With `store: false` the server keeps nothing, so item ids
- * would point at nothing and are dropped; reasoning without encrypted content cannot be replayed.
- */
+/** History items as request input: only what the Responses API takes (see wire-items.ts). */
 export function responsesInput(items: ResponseItem[]): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const item of items) {
-    if (item.type === "reasoning" && !(item as { encrypted_content?: unknown }).encrypted_content) continue;
-    const { id: _id, ...rest } = item as Record<string, unknown>;
-    out.push(rest);
-  }
-  return out;
+  return wireItems(items) as Record<string, unknown>[];
 }
 
 export function responsesRequestBody(request: ModelRequest, reasoning?: ReasoningOptions): ResponsesRequestBody {

@@ -11,6 +11,8 @@ import { RolloutWriter, type NewSessionMeta, type RolloutLineInput } from "./wri
 export interface ForkSource {
   id: string;
   path: string;
+  /** Lines in the source file when it was read (torn or unknown ones included). */
+  lineCount: number;
   /** The source's usable lines, in order (from readRollout). */
   lines: readonly RolloutLine[];
 }
@@ -18,7 +20,7 @@ export interface ForkSource {
 export async function forkRollout(o: { home: string; source: ForkSource; meta: NewSessionMeta; now?: Date }): Promise<Result<RolloutWriter>> {
   const created = await RolloutWriter.create({
     home: o.home,
-    meta: { ...o.meta, forked_from_id: o.source.id, forked_from_path: o.source.path },
+    meta: { ...o.meta, forked_from_id: o.source.id, forked_from_path: o.source.path, forked_from_lines: o.source.lineCount },
     now: o.now,
   });
   if (isErr(created)) return created;

@@ -114,6 +114,8 @@ export interface Rollout {
   meta: SessionMeta;
   /** Every usable line, including types Relay does not interpret. */
   lines: RolloutLine[];
+  /** Number of the last non-empty line in the file, usable or not. */
+  lineCount: number;
   /** The model-visible history to resume from. */
   items: ResponseItem[];
   lastTurnContext?: TurnContext;
@@ -132,7 +134,7 @@ export async function readRollout(file: string): Promise<Result<Rollout>> {
     if (line.type === "turn_context") lastTurnContext = line.payload as TurnContext;
   });
   if ("error" in r) return r;
-  return ok({ path: file, meta: r.ok.meta, lines, items: reconstructHistory(lines), lastTurnContext, warnings: r.ok.warnings });
+  return ok({ path: file, meta: r.ok.meta, lines, lineCount: r.ok.lineCount, items: reconstructHistory(lines), lastTurnContext, warnings: r.ok.warnings });
 }
 
 /**
@@ -144,9 +146,10 @@ export async function visitRollout(
   file: string,
   visit: (line: RolloutLine) => void,
   source?: AsyncIterable<Uint8Array>,
-): Promise<Result<{ meta: SessionMeta; warnings: string[] }>> {
+): Promise<Result<{ meta: SessionMeta; warnings: string[]; lineCount: number }>> {
   let meta: SessionMeta | undefined;
   const warnings: string[] = [];
+  let lineCount = 0;
   try {
     for await (const entry of streamRollout(file, source)) {
       if (meta === undefined) {
@@ -154,6 +157,7 @@ export async function visitRollout(
         if ("error" in first) return first;
         meta = first.ok;
       }
+      lineCount = entry.lineNo;
       if (entry.kind === "skipped") warnings.push(entry.message);
       else visit(entry.line);
     }
@@ -161,7 +165,7 @@ export async function visitRollout(
     return ioError(file, e);
   }
   if (meta === undefined) return err("rollout_empty", `rollout ${file} is empty`, { path: file });
-  return ok({ meta, warnings });
+  return ok({ meta, warnings, lineCount });
 }
 
 /** Reads only the first line's session_meta (cheap: stops after one line). */

@@ -37,8 +37,9 @@ export const SessionMetaSchema = z.preprocess(
     model_provider: z.string().nullish(),
     base_instructions: z.looseObject({ text: z.string() }).nullish(),
     forked_from_id: z.string().nullish(),
-    /** Relay's own: the source rollout of a fork (`relay run --fork`). */
+    /** Relay's own: the source rollout of a fork (`relay run --fork`), and how many lines it had then. */
     forked_from_path: z.string().nullish(),
+    forked_from_lines: z.number().int().nonnegative().nullish(),
     git: GitInfoSchema.nullish(),
   }),
 );

@@ -16,6 +16,9 @@ import { readSessionMeta } from "./reader.ts";
 import type { Compacted, EventMsg, GitInfo, RelaySessionSource, SessionMeta, TurnContext } from "./schema.ts";
 
 /** What a caller supplies for a new session; id, timestamp, originator and version are filled in. */
+/** What Relay writes as `originator`: a rollout with another one was written by another program. */
+export const RELAY_ORIGINATOR = "relay";
+
 export interface NewSessionMeta {
   id?: string;
   cwd: string;
@@ -26,6 +29,7 @@ export interface NewSessionMeta {
   base_instructions?: { text: string };
   forked_from_id?: string;
   forked_from_path?: string;
+  forked_from_lines?: number;
   git?: GitInfo;
   /** Extra keys are written as-is. */
   [extra: string]: unknown;
@@ -136,7 +140,7 @@ export class RolloutWriter {
       id: opts.meta.id ?? uuidv7(now.getTime()),
       timestamp: now.toISOString(),
       cwd: opts.meta.cwd,
-      originator: opts.meta.originator ?? "relay",
+      originator: opts.meta.originator ?? RELAY_ORIGINATOR,
       cli_version: opts.meta.cli_version ?? VERSION,
       source: opts.meta.source,
     };

@@ -1,13 +1,15 @@
 /**
  * The saved session a run starts from: `resume` appends to that session's own rollout; `fork`
  * starts a new session (new id, new rollout) with a copy of its history and leaves the source
- * file as it was. Either way the history, the cwd and the recorded settings carry over.
+ * file as it was. Either way the history, the cwd and the recorded settings carry over. Relay
+ * never writes into a file it did not create: resuming another program's rollout (Codex's) is
+ * a fork, so that program can still resume its own session afterwards.
  */
 import type { ResponseItem } from "../model/items.ts";
 import { findRollout } from "../rollout/find.ts";
 import { forkRollout, type ForkSource } from "../rollout/fork.ts";
 import { readRollout } from "../rollout/reader.ts";
-import { RolloutWriter, type NewSessionMeta } from "../rollout/writer.ts";
+import { RELAY_ORIGINATOR, RolloutWriter, type NewSessionMeta } from "../rollout/writer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { pendingWorkIn } from "./agent.ts";
 import type { EmitEvent } from "./events.ts";
@@ -43,12 +45,17 @@ export async function findSource(o: SourceOptions): Promise<Result<Resumed | und
   if ("error" in r) return r;
   for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
   const resumed: Resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
-  if (o.fork === undefined) return ok(resumed);
+  const foreign = r.ok.meta.originator !== RELAY_ORIGINATOR;
+  if (o.fork === undefined && !foreign) return ok(resumed);
   // Checked before the fork's file exists, so that a fork with nothing to do leaves none.
   if (o.firstPrompt === undefined && pendingWorkIn(r.ok.items) === "none") {
-    return err("nothing_to_resume", `session ${r.ok.meta.id} has no unfinished turn; give the fork a prompt: relay run --fork ${r.ok.meta.id} "next request"`);
+    const flag = o.fork === undefined ? "--resume" : "--fork";
+    return err("nothing_to_resume", `session ${r.ok.meta.id} has no unfinished turn; give the ${o.fork === undefined ? "session" : "fork"} a prompt: relay run ${flag} ${r.ok.meta.id} "next request"`);
   }
-  return ok({ ...resumed, fork: { id: r.ok.meta.id, path: found.ok.path, lines: r.ok.lines } });
+  if (o.fork === undefined) {
+    o.emit({ type: "warning", message: `${found.ok.path} was written by ${r.ok.meta.originator}, not Relay: it stays as it is (so ${r.ok.meta.originator} can still resume it), and Relay continues the conversation in a new session forked from it` });
+  }
+  return ok({ ...resumed, fork: { id: r.ok.meta.id, path: found.ok.path, lines: r.ok.lines, lineCount: r.ok.lineCount } });
 }
 
 /** The session's rollout: a new one, the resumed one reopened, or a fork of the source. */

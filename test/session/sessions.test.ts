@@ -1,6 +1,7 @@
 /** The pieces under `relay sessions` and the resume picker: turn counting, summaries, transcripts, forks, picks. */
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { parsePick } from "../../src/cli/session-picker.ts";
@@ -116,12 +117,13 @@ describe("forking a rollout", () => {
     await withHome(async (home) => {
       const src = await session(home, ["first"]);
       const source = must(await readRollout(src.path));
-      const fork = must(await forkRollout({ home, source: { id: source.meta.id, path: src.path, lines: source.lines }, meta: { cwd: "/w", source: "cli" } }));
+      const fork = must(await forkRollout({ home, source: { id: source.meta.id, path: src.path, lines: source.lines, lineCount: source.lineCount }, meta: { cwd: "/w", source: "cli" } }));
       must(await fork.close());
       const copy = must(await readRollout(fork.path));
       assert.notEqual(copy.meta.id, source.meta.id);
       assert.equal(copy.meta.forked_from_id, source.meta.id);
       assert.equal(copy.meta.forked_from_path, src.path);
+      assert.equal(copy.meta.forked_from_lines, readFileSync(src.path, "utf8").trim().split("\n").length, "the source's line count");
       assert.deepEqual(copy.items, source.items);
       assert.deepEqual(copy.lines.slice(1), source.lines.slice(1), "same lines, same timestamps, one session_meta");
       assert.equal(copy.lines.filter((l) => l.type === "session_meta").length, 1);
