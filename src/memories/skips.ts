@@ -82,7 +82,7 @@ const LABEL: Record<SkipReason, string> = {
 export function skipSummary(s: SkipReport): string {
   if (!s.total) return "";
   const parts = SKIP_REASONS.filter((r) => s.by_reason[r] > 0).map((r) => {
-    const detail = r === "source_filtered" ? `: ${Object.entries(s.sources).map(([k, v]) => `${k} ${v}`).join(", ")}` : "";
+    const detail = r === "source_filtered" ? `: ${Object.entries(s.sources).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)).map(([k, v]) => `${k} ${v}`).join(", ")}` : "";
     return `${LABEL[r]} ${s.by_reason[r]}${detail}`;
   });
   return `skipped=${s.total} (${parts.join(", ")})`;
