@@ -13,6 +13,8 @@ import { runStartupPass } from "../memories/startup-pass.ts";
 import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
 import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
 import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
+import { skipDetailLines } from "../memories/skips.ts";
+import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../memories/sources.ts";
 import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
 import { listLeases } from "../memories/store-leases.ts";
 import { forgetThread, getOutput, listOutputs, statusCounts } from "../memories/store-outputs.ts";
@@ -29,6 +31,12 @@ const int = (name: string) => (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
   return n;
+};
+
+const sourcesArg = (v: string) => {
+  const r = parseSources(v);
+  if ("error" in r) throw new InvalidArgumentError(r.error.message);
+  return r.ok;
 };
 
 const DB_HELP = "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
@@ -55,7 +63,8 @@ function consolidateOptions() {
   return new Command("consolidate")
     .description("extract memories from recent idle rollouts (phase 1) and consolidate them into $RELAY_HOME/memories (phase 2)")
     .option("--db <url>", DB_HELP)
-    .option("--codex-home <dir>", "also read Codex sessions from <dir>/sessions")
+    .option("--codex-home <dir>", "also read Codex sessions from <dir>/sessions (read only: nothing in <dir> is written)")
+    .option("--sources <list>", `session sources phase 1 reads, a comma list of ${KNOWN_SOURCES.join(", ")}, or all (config: [memories] sources; default: ${DEFAULT_SOURCES.join(",")})`, sourcesArg)
     .addOption(
       new Option("--extractor <kind>", "phase 1: model (structured JSON reply), heuristic (offline, no model), or auto: model when one is usable (see below); default: [memories] extractor, else auto")
         .choices(["auto", "model", "heuristic"] as const),
@@ -118,6 +127,7 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
       relayHome: home,
       memoriesRoot: memoriesDir(home),
       codexHome: opts.codexHome ? path.resolve(opts.codexHome) : undefined,
+      sources: opts.sources,
       settings,
       extractor,
       consolidator,
@@ -139,6 +149,8 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
 function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: { extractor: string; consolidator: string; auto: boolean }): number {
   // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
   for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
+  // Rollouts that could not be read, with file:line; the counts by reason are in the summary line.
+  if (rep.phase1 && !opts.json) for (const line of skipDetailLines(rep.phase1.skipped)) process.stderr.write(`relay memories: ${line}\n`);
   const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
   const p2 = rep.phase2?.status;
   const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
@@ -151,6 +163,15 @@ function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kind
 }
 
 const CONSOLIDATE_HELP = `
+Sources (--sources): by default only sessions a person drove are read, cli and vscode (IDE and
+app-server clients), as in Codex's own memories pipeline: exec runs are scripted and repeat the
+same prompt, sub-agent work is already in its parent's rollout. Add them with e.g.
+--sources cli,vscode,exec or --sources all. Relay's own consolidation runs are never read.
+Skipped rollouts are counted by reason on the summary line (too recent, too old, no user turn,
+parse error, unreadable, source filtered, already extracted, ...); parse errors are listed on
+stderr as file:line. --json: phase1.skipped = {total, by_reason, sources, parse_errors,
+unreadable}. --codex-home only reads <dir>: no file there is written, renamed or touched.
+
 A model is usable when the provider is scripted, the base URL is not api.openai.com (a local
 server), or the API key variable (config api_key_env, default OPENAI_API_KEY) is set. Otherwise
 auto runs offline, so cron works without a key.

@@ -44,9 +44,10 @@ export function memoryItem(line: RolloutLine): ResponseItem | undefined {
 /**
  * `memoryItems` of the rollout at `file`, streamed: its lines are parsed and judged one at a time
  * and only the kept items stay in memory (never the file or its other lines). `source` gives the
- * file's bytes as a stream instead. The same errors as `readRollout`.
+ * file's bytes as a stream instead. The same errors as `readRollout`; `warnings` name each
+ * skipped line (file and line number), the rest of the rollout is used.
  */
-export async function readMemoryItems(file: string, source?: AsyncIterable<Uint8Array>): Promise<Result<ResponseItem[]>> {
+export async function readMemoryRollout(file: string, source?: AsyncIterable<Uint8Array>): Promise<Result<{ items: ResponseItem[]; warnings: string[] }>> {
   const items: ResponseItem[] = [];
   const r = await visitRollout(
     file,
@@ -56,7 +57,13 @@ export async function readMemoryItems(file: string, source?: AsyncIterable<Uint8
     },
     source,
   );
-  return "error" in r ? r : ok(items);
+  return "error" in r ? r : ok({ items, warnings: r.ok.warnings });
+}
+
+/** `readMemoryRollout` without the warnings. */
+export async function readMemoryItems(file: string, source?: AsyncIterable<Uint8Array>): Promise<Result<ResponseItem[]>> {
+  const r = await readMemoryRollout(file, source);
+  return "error" in r ? r : ok(r.ok.items);
 }
 
 /** Keeps the head and tail of `text` within `maxChars`, with a marker where the middle was cut. */
@@ -65,4 +72,21 @@ export function truncateMiddle(text: string, maxChars: number): string {
   const half = Math.floor(maxChars / 2);
   const cut = text.slice(half, text.length - half);
   return `${text.slice(0, half)}\n…${estimateTokens(cut)} tokens truncated…\n${text.slice(text.length - half)}`;
+}
+
+/** A whole part that is one injected block such as `<environment_context>...</environment_context>`. */
+const TAGGED_BLOCK = /^<([A-Za-z_][\w-]*)>[\s\S]*<\/\1>$/;
+
+/**
+ * Whether kept `items` hold something a user (or a parent agent) asked: a user message with a
+ * part that is not only an injected block (environment context, sub-agent notice). A rollout
+ * without one has nothing to remember and is not sent to the extractor.
+ */
+export function hasUserTurn(items: readonly ResponseItem[]): boolean {
+  return items.some((i) => {
+    if (i.type !== "message") return false;
+    const msg = i as Extract<ResponseItem, { type: "message"; role: string }>;
+    if (msg.role !== "user") return false;
+    return msg.content.some((c) => !("text" in c) || (typeof c.text === "string" && c.text.trim() !== "" && !TAGGED_BLOCK.test(c.text.trim())));
+  });
 }

@@ -4,14 +4,16 @@ import { setImmediate } from "node:timers";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { redactStage1, type Extractor } from "./extract.ts";
-import { readMemoryItems } from "./filter.ts";
+import { selectCandidates } from "./eligibility.ts";
+import { hasUserTurn, readMemoryRollout } from "./filter.ts";
 import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
 import { redactSecrets } from "./redact.ts";
 import type { ThreadRow } from "./rows.ts";
-import { INTERACTIVE_SOURCES, scanRollouts } from "./scan.ts";
+import { scanRollouts } from "./scan.ts";
+import { addSkip, type SkipReason, type SkipReport } from "./skips.ts";
+import { DEFAULT_SOURCES } from "./sources.ts";
 import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
-import { heartbeatStage1, markStage1Failed, markStage1NoOutput, markStage1Succeeded, tryClaimStage1Batch, type Stage1Claim } from "./store-stage1.ts";
-import { listClaimCandidates } from "./store-threads.ts";
+import { heartbeatStage1, markStage1Failed, markStage1NoOutput, markStage1Succeeded, tryClaimStage1Batch, type Stage1Claim, type Stage1Result } from "./store-stage1.ts";
 
 export const STAGE1_LEASE_SECONDS = 3600;
 export const STAGE1_RETRY_DELAY_SECONDS = 3600;
@@ -33,6 +35,7 @@ export interface Phase1Options {
   scanLimit?: number;
   leaseSeconds?: number;
   retryDelaySeconds?: number;
+  /** Session sources read (default `DEFAULT_SOURCES`: cli, vscode). */
   sources?: readonly string[];
   excludeThreadId?: string;
   /** Default $RELAY_MEMORIES_HOST, else os.hostname(): threads other hosts scanned into a shared DB are not claimed here. */
@@ -45,15 +48,19 @@ export interface Phase1Options {
 
 export interface Phase1Outcome {
   threadId: string;
-  status: "succeeded" | "succeeded_no_output" | "failed" | "lost_claim";
+  /** `no_user_turn`: nothing a user asked, so no extractor call (also counted in `skipped`). */
+  status: "succeeded" | "succeeded_no_output" | "no_user_turn" | "failed" | "lost_claim";
   error?: string;
+  /** Lines of the rollout that were skipped (file:line and why); the rest was used. */
+  warnings?: string[];
 }
 
 export interface Phase1Report {
   scanned: number;
   candidates: number;
   claimed: number;
-  skipped: Record<string, number>;
+  /** Rollouts left alone this run, by reason (`SkipReportSchema`). */
+  skipped: SkipReport;
   outcomes: Phase1Outcome[];
   warnings: string[];
   /** Claims taken over from holders that are gone. */
@@ -83,26 +90,21 @@ export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>>
   const host = o.host ?? (process.env.RELAY_MEMORIES_HOST?.trim() || os.hostname());
   const scan = await scanRollouts(o.state, { relayHome: o.relayHome, codexHome: o.codexHome, scanLimit, host });
   if ("error" in scan) return scan;
-  const cands = await listClaimCandidates(o.state, {
-    nowMs: o.now(),
-    maxAgeDays: o.maxAgeDays,
-    minIdleHours: o.minIdleHours,
-    scanLimit,
-    sources: o.sources ?? INTERACTIVE_SOURCES,
-    excludeThreadId: o.excludeThreadId,
-    host,
-  });
-  if ("error" in cands) return cands;
-  const c = await claimAll(o, cands.ok);
+  const skipped = scan.ok.skipped;
+  const rules = { nowMs: o.now(), maxAgeDays: o.maxAgeDays, minIdleHours: o.minIdleHours, sources: o.sources ?? DEFAULT_SOURCES, excludeThreadId: o.excludeThreadId };
+  const cands = selectCandidates(scan.ok.rows, rules, scanLimit, skipped);
+  const c = await claimAll(o, cands, skipped);
   if ("error" in c) return c;
-  const { claimed, skipped, takeovers, held } = c.ok;
+  const { claimed, takeovers, held } = c.ok;
   const outcomes = await withHeartbeat(o, () => pool(claimed, o.concurrency, (c) => extractOne(o, c.thread, c.token)));
-  return ok({ scanned: scan.ok.seen, candidates: cands.ok.length, claimed: claimed.length, skipped, outcomes, warnings: scan.ok.warnings, takeovers, held });
+  addSkip(skipped, "no_user_turn", outcomes.filter((x) => x.status === "no_user_turn").length);
+  const warnings = [...scan.ok.warnings, ...outcomes.flatMap((x) => x.warnings ?? [])];
+  return ok({ scanned: scan.ok.seen, candidates: cands.length, claimed: claimed.length, skipped, outcomes, warnings, takeovers, held });
 }
 
 interface Claims {
   claimed: Array<{ thread: ThreadRow; token: string }>;
-  skipped: Record<string, number>;
+  skipped: SkipReport;
   takeovers: Phase1Report["takeovers"];
   held: Phase1Report["held"];
 }
@@ -111,8 +113,9 @@ interface Claims {
 const CLAIM_BATCH = 200;
 
 /** Claims candidates in order until `maxClaims`, a batch per transaction (see `tryClaimStage1Batch`). */
-async function claimAll(o: Phase1Options, cands: ThreadRow[]): Promise<Result<Claims>> {
-  const acc: Claims = { claimed: [], skipped: {}, takeovers: [], held: [] };
+async function claimAll(o: Phase1Options, cands: ThreadRow[], skipped: SkipReport): Promise<Result<Claims>> {
+  const acc: Claims = { claimed: [], skipped, takeovers: [], held: [] };
+  let tried = 0;
   for (let i = 0; i < cands.length && acc.claimed.length < o.maxClaims; i += CLAIM_BATCH) {
     const batch = cands.slice(i, i + CLAIM_BATCH);
     const c = await tryClaimStage1Batch(o.state, {
@@ -126,17 +129,27 @@ async function claimAll(o: Phase1Options, cands: ThreadRow[]): Promise<Result<Cl
     });
     if ("error" in c) return c;
     c.ok.forEach((claim, k) => tally(acc, batch[k]!, claim));
+    tried += c.ok.length;
     await yieldToEventLoop();
   }
+  // Eligible, but this run's claims were used up first: the next run takes them.
+  addSkip(skipped, "claim_limit", cands.length - tried);
   return ok(acc);
 }
+
+const CLAIM_SKIP: Record<Exclude<Stage1Claim["kind"], "claimed">, SkipReason> = {
+  skipped_up_to_date: "up_to_date",
+  skipped_running: "running",
+  skipped_retry_backoff: "retry_backoff",
+  skipped_retry_exhausted: "retry_exhausted",
+};
 
 function tally(acc: Claims, thread: ThreadRow, c: Stage1Claim): void {
   if (c.kind === "claimed") {
     acc.claimed.push({ thread, token: c.token });
     if (c.tookOver) acc.takeovers.push({ thread_id: thread.id, ...c.tookOver });
   } else {
-    acc.skipped[c.kind] = (acc.skipped[c.kind] ?? 0) + 1;
+    addSkip(acc.skipped, CLAIM_SKIP[c.kind]);
     if (c.kind === "skipped_running" && c.holder) acc.held.push({ thread_id: thread.id, holder: c.holder });
   }
 }
@@ -160,7 +173,6 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 
 async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): Promise<Phase1Outcome> {
   await yieldToEventLoop();
-  const sourceUpdatedAt = secs(thread.updated_at_ms);
   const fail = async (why: string): Promise<Phase1Outcome> => {
     // Parse errors quote the reply; the reason lands in jobs.last_error and the --json report.
     const reason = redactSecrets(why);
@@ -168,23 +180,35 @@ async function extractOne(o: Phase1Options, thread: ThreadRow, token: string): P
     return { threadId: thread.id, status: "failed", error: "error" in m ? `${reason}; and recording it failed: ${m.error.message}` : reason };
   };
   let extracted;
+  let warnings: string[] = [];
   try {
     // Streamed: only the kept items of one rollout are in memory, never its file or other lines.
-    const items = await readMemoryItems(thread.rollout_path);
-    if ("error" in items) return await fail(items.error.message);
-    extracted = await o.extractor({ threadId: thread.id, rolloutPath: thread.rollout_path, cwd: thread.cwd, gitBranch: thread.git_branch, items: items.ok }, o.signal);
+    const read = await readMemoryRollout(thread.rollout_path);
+    if ("error" in read) return await fail(read.error.message);
+    warnings = read.ok.warnings.map(redactSecrets);
+    if (!hasUserTurn(read.ok.items)) return withWarnings(await noOutput(o, thread, token, "no_user_turn"), warnings);
+    extracted = await o.extractor({ threadId: thread.id, rolloutPath: thread.rollout_path, cwd: thread.cwd, gitBranch: thread.git_branch, items: read.ok.items }, o.signal);
   } catch (e) {
-    return fail(`extraction crashed: ${errorMessage(e)}`);
+    return withWarnings(await fail(`extraction crashed: ${errorMessage(e)}`), warnings);
   }
-  if ("error" in extracted) return fail(extracted.error.message);
+  if ("error" in extracted) return withWarnings(await fail(extracted.error.message), warnings);
+  return withWarnings(await store(o, thread, token, extracted.ok), warnings);
+}
+
+const withWarnings = (x: Phase1Outcome, warnings: string[]): Phase1Outcome => (warnings.length ? { ...x, warnings } : x);
+
+/** Records "nothing to remember" (any older memory of the session is dropped). */
+async function noOutput(o: Phase1Options, thread: ThreadRow, token: string, status: "succeeded_no_output" | "no_user_turn"): Promise<Phase1Outcome> {
+  const m = await markStage1NoOutput(o.state, thread.id, token, secs(o.now()));
+  if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
+  return { threadId: thread.id, status: m.ok ? status : "lost_claim" };
+}
+
+async function store(o: Phase1Options, thread: ThreadRow, token: string, extracted: Stage1Result): Promise<Phase1Outcome> {
   // Whatever the extractor, nothing unredacted reaches stage1_outputs.
-  const res = redactStage1(extracted.ok);
-  if (res.rawMemory.trim() === "" || res.rolloutSummary.trim() === "") {
-    const m = await markStage1NoOutput(o.state, thread.id, token, secs(o.now()));
-    if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
-    return { threadId: thread.id, status: m.ok ? "succeeded_no_output" : "lost_claim" };
-  }
-  const m = await markStage1Succeeded(o.state, thread.id, token, sourceUpdatedAt, res, secs(o.now()));
+  const res = redactStage1(extracted);
+  if (res.rawMemory.trim() === "" || res.rolloutSummary.trim() === "") return noOutput(o, thread, token, "succeeded_no_output");
+  const m = await markStage1Succeeded(o.state, thread.id, token, secs(thread.updated_at_ms), res, secs(o.now()));
   if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
   return { threadId: thread.id, status: m.ok ? "succeeded" : "lost_claim" };
 }

@@ -9,6 +9,7 @@ import { runPhase1, type Phase1Report } from "./phase1.ts";
 import { holderName, holderSince, newWorkerId } from "./holder.ts";
 import { runPhase2, type Phase2Report } from "./phase2.ts";
 import type { MemorySettings } from "./settings.ts";
+import { skipSummary } from "./skips.ts";
 import { pruneStage1 } from "./store-outputs.ts";
 
 export const PRUNE_BATCH = 200;
@@ -18,6 +19,8 @@ export interface ConsolidateOptions {
   relayHome: string;
   memoriesRoot: string;
   codexHome?: string;
+  /** Session sources phase 1 reads; default `settings.sources`, else cli + vscode (sources.ts). */
+  sources?: readonly string[];
   settings: MemorySettings;
   extractor: Extractor;
   consolidator: Consolidator;
@@ -62,6 +65,7 @@ async function consolidate(o: ConsolidateOptions): Promise<Result<ConsolidateRep
       state: o.state,
       relayHome: o.relayHome,
       codexHome: o.codexHome,
+      sources: o.sources ?? s.sources,
       extractor: o.extractor,
       workerId,
       now,
@@ -97,7 +101,8 @@ export function summaryLine(r: ConsolidateReport): string {
   const parts: string[] = [];
   if (r.phase1) {
     const c = (st: string) => r.phase1!.outcomes.filter((x) => x.status === st).length;
-    parts.push(`phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}`);
+    const skipped = skipSummary(r.phase1.skipped);
+    parts.push(`phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}${skipped ? ` ${skipped}` : ""}`);
   } else parts.push("phase1 skipped");
   const p = r.phase2;
   if (!p) parts.push("phase2 skipped");

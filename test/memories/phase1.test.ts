@@ -122,7 +122,7 @@ describe("phase 1", { skip: sqliteSkip }, () => {
       assert.ok(job.retry_at! >= Math.floor(now / 1000) + 3600 - 5);
       const again = ok(await runPhase1(opts({ state: db, relayHome: h.home, extractor: heuristicExtractor })));
       assert.equal(again.claimed, 0);
-      assert.equal(again.skipped.skipped_retry_backoff, 1);
+      assert.equal(again.skipped.by_reason.retry_backoff, 1);
     } finally {
       await db.close();
     }
