@@ -1,4 +1,4 @@
-/** The rollout catalog the scan fills (`memory_threads`): upserts, lookups, and the threads phase 1 may claim. */
+/** The rollout catalog the scan fills (`memory_threads`): upserts and lookups (which rows phase 1 may claim: eligibility.ts). */
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
 import { parseRow, parseRows, ThreadRowSchema, type ThreadRow } from "./rows.ts";
@@ -40,36 +40,5 @@ export async function getThread(state: StateDb, id: string): Promise<Result<Thre
   return read<ThreadRow | undefined>(async () => {
     const row = await state.db.selectFrom("memory_threads").selectAll().where("id", "=", id).executeTakeFirst();
     return row ? parseRow(ThreadRowSchema, "memory_threads", id, row) : ok(undefined);
-  });
-}
-
-export interface CandidateQuery {
-  nowMs: number;
-  maxAgeDays: number;
-  minIdleHours: number;
-  scanLimit: number;
-  sources: readonly string[];
-  excludeThreadId?: string;
-  /** Only rollouts this host's scan saw (their files are readable here). */
-  host?: string;
-}
-
-/** Enabled threads from an allowed source, updated inside [now - age, now - idle], newest first. */
-export async function listClaimCandidates(state: StateDb, q: CandidateQuery): Promise<Result<ThreadRow[]>> {
-  if (q.scanLimit <= 0 || !q.sources.length) return ok([]);
-  const ageCutoff = q.nowMs - Math.max(0, q.maxAgeDays) * 86_400_000;
-  const idleCutoff = q.nowMs - Math.max(0, q.minIdleHours) * 3_600_000;
-  return read(async () => {
-    let query = state.db
-      .selectFrom("memory_threads")
-      .selectAll()
-      .where("memory_mode", "=", "enabled")
-      .where("source", "in", [...q.sources])
-      .where("updated_at_ms", ">=", ageCutoff)
-      .where("updated_at_ms", "<=", idleCutoff);
-    if (q.excludeThreadId) query = query.where("id", "!=", q.excludeThreadId);
-    if (q.host !== undefined) query = query.where("host", "=", q.host);
-    const rows = await query.orderBy("updated_at_ms", "desc").orderBy("id", "desc").limit(q.scanLimit).execute();
-    return parseRows(ThreadRowSchema, "memory_threads", (r) => String(r.id), rows);
   });
 }

@@ -4,7 +4,9 @@ import { sql } from "kysely";
 import { pruneStage1, recordUsage, selectPhase2Inputs, listOutputs } from "../../src/memories/store-outputs.ts";
 import { markPhase2Failed, markPhase2Succeeded, readPhase2Job, tryClaimPhase2 } from "../../src/memories/store-phase2.ts";
 import { markStage1Failed, markStage1NoOutput, markStage1Succeeded, readStage1Job, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
-import { listClaimCandidates, upsertThreads } from "../../src/memories/store-threads.ts";
+import { listThreads, upsertThreads } from "../../src/memories/store-threads.ts";
+import { selectCandidates, type EligibilityRules } from "../../src/memories/eligibility.ts";
+import { emptySkips } from "../../src/memories/skips.ts";
 import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store-tx.ts";
 import type { ThreadRow } from "../../src/memories/rows.ts";
 import type { StateDb } from "../../src/memories/db.ts";
@@ -19,6 +21,12 @@ function thread(id: string, updatedMs: number, over: Partial<ThreadRow> = {}): T
 
 const claim = (db: StateDb, threadId: string, src: number, over: Partial<Parameters<typeof tryClaimStage1>[1]> = {}) =>
   tryClaimStage1(db, { threadId, sourceUpdatedAt: src, workerId: "w1", leaseSeconds: 3600, maxRunningJobs: 8, now: NOW, ...over });
+
+
+/** What phase 1 may claim of the catalog's rows (the rule phase 1 applies to its scan). */
+async function candidates(db: StateDb, rules: EligibilityRules, limit: number): Promise<ThreadRow[]> {
+  return selectCandidates(ok(await listThreads(db)), rules, limit, emptySkips());
+}
 
 describe("stage 1 claims", { skip: sqliteSkip }, () => {
   test("skips when up to date; a newer source is claimed", async () => {
@@ -137,9 +145,9 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
           thread("vscode", nowMs - 9 * HOUR, { source: "vscode" }),
         ]),
       );
-      const c = ok(await listClaimCandidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, scanLimit: 100, sources: ["cli", "vscode"], excludeThreadId: "me" }));
+      const c = await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"], excludeThreadId: "me" }, 100);
       assert.deepEqual(c.map((t) => t.id), ["idle", "vscode"]);
-      assert.deepEqual(ok(await listClaimCandidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, scanLimit: 1, sources: ["cli", "vscode"] })).map((t) => t.id), ["idle"]);
+      assert.deepEqual((await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"] }, 1)).map((t) => t.id), ["idle"]);
     } finally {
       await db.close();
     }
@@ -257,7 +265,7 @@ describe("forget", { skip: sqliteSkip }, () => {
       const { forgetThread } = await import("../../src/memories/store-outputs.ts");
       ok(await forgetThread(db, "t-later", NOW));
       ok(await upsertThreads(db, [thread("t-later", NOW * 1000 - 7 * HOUR, { memory_mode: "enabled" })]));
-      const c = ok(await listClaimCandidates(db, { nowMs: NOW * 1000, maxAgeDays: 10, minIdleHours: 6, scanLimit: 10, sources: ["cli"] }));
+      const c = await candidates(db, { nowMs: NOW * 1000, maxAgeDays: 10, minIdleHours: 6, sources: ["cli"] }, 10);
       assert.deepEqual(c.map((t) => t.id), []);
     } finally {
       await db.close();
