@@ -7,6 +7,7 @@ import { ModelError, type ModelClient, type OutputSchema, type TokenUsage } from
 import { assistantMessage, developerMessage, messageText, userMessage, type FunctionCallItem, type MessageItem, type ResponseItem } from "../model/items.ts";
 import { estimateTokens } from "../util/truncate.ts";
 import type { RolloutWriter } from "../rollout/writer.ts";
+import { uuidv7 } from "../rollout/ids.ts";
 import type { TurnContext } from "../rollout/schema.ts";
 import { buildCompactedHistory, pruneToolOutputs, summarize, USER_MESSAGE_BUDGET_TOKENS } from "./compaction.ts";
 import type { EmitEvent } from "./events.ts";
@@ -88,7 +89,8 @@ export class AgentSession {
   async runTurn(prompt: string | undefined, signal: AbortSignal, preamble: ResponseItem[] = [], opts: TurnOptions = {}): Promise<TurnOutcome> {
     this.turn++;
     this.o.emit({ type: "turn_started", turn: this.turn });
-    await this.o.rollout.append([{ type: "turn_context", payload: { ...this.o.turnContext, model: this.o.modelName } as TurnContext }]);
+    // Each turn has its own id, as Codex's turns do (it reads turn_id to rebuild a thread's turns).
+    await this.o.rollout.append([{ type: "turn_context", payload: { turn_id: uuidv7(), ...this.o.turnContext, model: this.o.modelName } as TurnContext }]);
     if (preamble.length) await this.record(preamble);
     if (prompt !== undefined) {
       await this.record([userMessage(prompt)]);

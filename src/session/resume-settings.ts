@@ -20,7 +20,8 @@ export function modelSettings(config: RelayConfig, provider: string): Record<str
     api_key_env: config.api_key_env,
     ...(config.base_url ? { base_url: config.base_url } : {}),
     ...(config.model_reasoning_effort ? { effort: config.model_reasoning_effort } : {}),
-    ...(config.model_reasoning_summary ? { summary: config.model_reasoning_summary } : {}),
+    // Codex reads `summary` in every turn_context; "none" (no summary asked) is its word for unset.
+    summary: config.model_reasoning_summary ?? "none",
     ...(config.executor ? { executor: config.executor } : {}),
   };
 }

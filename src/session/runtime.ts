@@ -2,6 +2,7 @@
  * Starts one session end to end: model client, executor (spawned or remote), skills, rollout
  * (new or resumed), tool router, and the agent loop for one user turn.
  */
+import { codexProviderId, codexSandboxPolicy, wireApiOf } from "../rollout/codex-compat.ts";
 import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
@@ -206,7 +207,8 @@ function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: s
     source: o.source ?? "cli",
     originator: "relay",
     cli_version: VERSION,
-    model_provider: model.provider,
+    model_provider: codexProviderId(o.config.base_url),
+    wire_api: wireApiOf(model.provider),
     base_instructions: { text: BASE_INSTRUCTIONS },
     executor: { name: started.name, hostname: started.info.hostname },
   });
@@ -288,7 +290,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
   const memory = await o.memories?.block(o.home);
   if (memory?.warning) o.emit({ type: "warning", message: memory.warning });
   const memoryBlock = memory?.text;
-  const sandbox_policy = { mode: sandboxMode, mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) };
+  const sandbox_policy = codexSandboxPolicy(sandboxMode, { mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) });
   const agent = new AgentSession(
     {
       model: withHeartbeat(p.model, o.emit, o.heartbeat),

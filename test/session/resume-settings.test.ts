@@ -56,7 +56,7 @@ describe("resume restores the session's settings", () => {
       assert.equal(c.model_provider, "openai-chat");
       assert.equal(c.base_url, h.server.baseUrl);
       assert.equal(c.approval_policy, "never");
-      assert.equal((c.sandbox_policy as { mode: string }).mode, "danger-full-access");
+      assert.equal((c.sandbox_policy as { type: string }).type, "danger-full-access", "Codex's tagged shape");
     }
     assert.deepEqual(ctx.map((c) => c.model), ["chat-model", "chat-model", "other-model"]);
   });

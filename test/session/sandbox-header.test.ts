@@ -47,7 +47,7 @@ describe("sandbox in the session header", { skip }, () => {
     assert.equal(readFileSync(path.join(r.ws, "made.txt"), "utf8"), "hello\n");
     const lines = readFileSync(rolloutFiles(r.home)[0]!, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; payload: { sandbox_policy?: unknown } });
     const ctx = lines.find((l) => l.type === "turn_context");
-    assert.deepEqual(ctx?.payload.sandbox_policy, { mode: "workspace-write", mechanism: "landlock" });
+    assert.deepEqual(ctx?.payload.sandbox_policy, { type: "workspace-write", network_access: false, mechanism: "landlock" });
   });
 
   test("best effort on an old kernel: the header and the rollout say what is not enforced", async () => {
