@@ -21,6 +21,9 @@ describe("waiting is visible: a silent model server", () => {
       },
     });
     await until(twoBeats.promise, "two waiting heartbeats from a silent server");
+    // On a loaded machine the client can fall silent before the server has marked the request
+    // held; a drop before that drops nothing and the client waits out the 300 s idle timeout.
+    await until(h.server.whenHolding(), "the server holding the request");
     h.server.dropHeld();
     const done = await r;
     assert.ok("ok" in done, JSON.stringify(done));
