@@ -162,6 +162,9 @@ describe("infty with sloppy models", () => {
     await assertVerified(t, r);
     assert.match(lastUser(t.server, 2), /"overall":"fail".*memory\/claims\/evil\.json leads outside the run store through a symlink \(to \/etc\/passwd\)/);
     assert.match(lastUser(t.server, 4), /"overall":"fail".*evidence \/etc\/passwd is outside the run store/);
+    const claimsIndex = readFileSync(path.join(t.home, "infty", "s-escape", "index", "claims.json"), "utf8");
+    assert.match(claimsIndex, /memory\/claims\/evil\.json/, "the refused claim is in the index");
+    assert.ok(!claimsIndex.includes(readFileSync("/etc/passwd", "utf8").slice(0, 20)), "but nothing of the file it links to");
     const verifierRequests = t.server.requests.filter((q) => roleOf(q) === "verifier").map((q) => JSON.stringify(q.body));
     assert.equal(verifierRequests.length, 2, "the good claim and the deliverable were verified, nothing else");
     assert.ok(verifierRequests.every((b) => !/evil\.json|cites\.json/.test(b)));
