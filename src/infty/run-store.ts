@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { err, ok, type Result } from "../util/result.ts";
+import { isInside } from "../util/paths.ts";
 import { MAX_TIMER_MS } from "../util/duration.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
@@ -368,20 +369,15 @@ export class RunStore {
 /** `p` (relative to `root`, or absolute) resolved through every symlink; an error unless it exists inside `root`. */
 export async function resolveWithin(root: string, p: string, what: string): Promise<Result<string>> {
   const abs = path.resolve(root, p);
-  if (!inside(root, abs)) return err("escapes_run_store", `${p} is outside ${what}; use a path inside it (relative to ${root})`);
+  if (!isInside(abs, root)) return err("escapes_run_store", `${p} is outside ${what}; use a path inside it (relative to ${root})`);
   let real: string;
   try {
     real = await realpath(abs);
   } catch {
     return err("not_found", `${p} does not exist in ${what} (${root})`);
   }
-  if (!inside(await realpath(root), real)) return err("escapes_run_store", `${p} leads outside ${what} through a symlink (to ${real}); copy the file into ${what} instead of linking to it`);
+  if (!isInside(real, await realpath(root))) return err("escapes_run_store", `${p} leads outside ${what} through a symlink (to ${real}); copy the file into ${what} instead of linking to it`);
   return ok(real);
-}
-
-function inside(root: string, abs: string): boolean {
-  const rel = path.relative(root, abs);
-  return !rel.startsWith("..") && !path.isAbsolute(rel);
 }
 
 /** `meta` if run.json may hold it; a bug otherwise: thrown, so nothing invalid is ever written. */

@@ -3,6 +3,7 @@ import type { Stats } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
+import { isInside } from "../../util/paths.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 
 /** A tool path argument: absolute, or relative to the tool's cwd. */
@@ -28,12 +29,6 @@ export async function realPathOfPossiblyMissing(absPath: string): Promise<string
       current = parent;
     }
   }
-}
-
-export function isInside(child: string, root: string): boolean {
-  const rel = path.relative(root, child);
-  if (rel === "") return true;
-  return rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
 
 /** Whether the sandbox lets the tools write `absPath`; the value is the symlink-free path. */

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
-import { checkWritable, isInside, resolveToolPath } from "../../../src/executor/files/paths.ts";
+import { checkWritable, resolveToolPath } from "../../../src/executor/files/paths.ts";
+import { isInside } from "../../../src/util/paths.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { errOf, withTmp } from "./support.ts";
 
