@@ -28,9 +28,9 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n");
 }
 
-/** Replaces `file` with `data` the same way: a reader sees the old bytes or the new ones, never a part. */
 /**
- * `sync: false` leaves out both fsyncs: the file is still whole or absent after a crash of the
+ * Replaces `file` with `data` the same way: a reader sees the old bytes or the new ones, never a
+ * part. `sync: false` leaves out both fsyncs: the file is still whole or absent after a crash of the
  * process, but a power loss may lose it (for caches, or files the caller fsyncs later in a batch).
  */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number; sync?: boolean } = {}): Promise<void> {

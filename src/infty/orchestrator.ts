@@ -29,7 +29,7 @@ import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
 import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
 import { generateRunId, inflightList, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
-import { roleKind, roleNames } from "./roles.ts";
+import { roleKind, roleNames, verifierNumber } from "./roles.ts";
 import { runSettings, type RunSettings } from "./run-settings.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
 import { scriptTurnsUsed } from "./scripted-resume.ts";
@@ -110,7 +110,7 @@ export function scriptedModels(text: string, file: string): Result<NonNullable<I
   return ok((role, history) => {
     let c = clients.get(role);
     if (c) return c;
-    const script = role === "solver" ? s.solver : role === "director" ? s.director : s.verifiers[Number(role.split("-")[1]) - 1] ?? s.verifiers.at(-1);
+    const script = role === "solver" ? s.solver : role === "director" ? s.director : s.verifiers[verifierNumber(role) - 1] ?? s.verifiers.at(-1);
     if (!script) return undefined;
     c = createScriptedClient({ script, scriptPath: `${file} (${role})`, startAt: history ? () => scriptTurnsUsed(history(), script.turns) : 0 });
     clients.set(role, c);
@@ -154,13 +154,12 @@ async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
     max_turns: o.maxTurns ?? 200,
     max_wall_ms: o.maxWallMs ?? 24 * 3600_000,
     max_tokens: o.maxTokens ?? null,
+    prompt_only_roles: o.structuredOutput === false ? roleNames(o.verifiers ?? 1) : [],
     settings: settingsOf(o, o.verifiers ?? 1),
     ...(o.roleTimeoutMs ? { role_timeout_ms: o.roleTimeoutMs } : {}),
   } as const;
   // The first pending action is in the first run.json: no run exists without one.
-  const created = await RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
-  if ("ok" in created && o.structuredOutput === false) await created.ok.update({ prompt_only_roles: roleNames(init.verifiers) });
-  return created;
+  return RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
 }
 
 async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {

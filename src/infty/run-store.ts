@@ -16,7 +16,7 @@ import { MAX_TIMER_MS } from "../util/duration.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
-import { RoleNameSchema } from "./roles.ts";
+import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
@@ -126,7 +126,7 @@ export function generateRunId(now = new Date()): string {
 /** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
 const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
 
-type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms"> & Partial<Pick<RunMeta, "max_tokens">>;
+type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms"> & Partial<Pick<RunMeta, "max_tokens" | "prompt_only_roles">>;
 
 const startOver = (runId: string) => `relay infty run --run-id ${runId} "<objective>"`;
 
@@ -171,6 +171,7 @@ export class RunStore {
     const now = new Date().toISOString();
     const meta: RunMeta = {
       max_tokens: null,
+      prompt_only_roles: [],
       ...init,
       created_at: now,
       updated_at: now,
@@ -187,7 +188,6 @@ export class RunStore {
       last_checkpoint: null,
       verified_at: null,
       next_note: 1,
-      prompt_only_roles: [],
       tokens_used: 0,
       activity: [],
     };
@@ -390,5 +390,5 @@ function validMeta(meta: RunMeta): RunMeta {
 function roleOrder(role: string): number {
   if (role === "solver") return 0;
   if (role === "director") return 1;
-  return 2 + Number(role.split("-")[1] ?? 0);
+  return 2 + verifierNumber(role);
 }
