@@ -22,11 +22,27 @@ async function namesAFile(root: string, entry: string): Promise<boolean> {
   );
 }
 
-/** The claim's real path, or why it cannot go to the Verifiers (said so the Solver can fix it). */
-export async function checkClaim(root: string, claimPath: string): Promise<Result<string>> {
+/**
+ * A claim file by its real path (one that links out of the run store is an error, never read):
+ * its text (undefined when it cannot be read, e.g. a folder) and its JSON (undefined if none).
+ */
+export async function readClaimFile(root: string, claimPath: string): Promise<Result<{ path: string; raw?: string; json?: unknown }>> {
   const claim = await resolveWithin(root, claimPath, "the run store");
   if ("error" in claim) return claim;
-  const parsed = ClaimFileSchema.safeParse(await readFile(claim.ok, "utf8").then(JSON.parse).catch(() => undefined));
+  const raw = await readFile(claim.ok, "utf8").catch(() => undefined);
+  if (raw === undefined) return ok({ path: claim.ok });
+  try {
+    return ok({ path: claim.ok, raw, json: JSON.parse(raw) as unknown });
+  } catch {
+    return ok({ path: claim.ok, raw });
+  }
+}
+
+/** The claim's real path, or why it cannot go to the Verifiers (said so the Solver can fix it). */
+export async function checkClaim(root: string, claimPath: string): Promise<Result<string>> {
+  const claim = await readClaimFile(root, claimPath);
+  if ("error" in claim) return claim;
+  const parsed = ClaimFileSchema.safeParse(claim.ok.json);
   const evidence = parsed.success ? (parsed.data.evidence ?? []).filter((e): e is string => typeof e === "string") : [];
   const problems: string[] = [];
   for (const entry of evidence) {
@@ -35,5 +51,5 @@ export async function checkClaim(root: string, claimPath: string): Promise<Resul
     if ("error" in r && r.error.code === "escapes_run_store") problems.push(`evidence ${r.error.message}`);
   }
   if (problems.length) return err("escapes_run_store", `the claim ${claimPath} points outside the run store: ${problems.join("; ")}`);
-  return ok(claim.ok);
+  return ok(claim.ok.path);
 }

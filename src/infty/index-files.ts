@@ -10,7 +10,8 @@ import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { appendLine, readJsonl, writeFileAtomic } from "./durable.ts";
 import { ARTIFACTS_INDEX, ArtifactsIndexSchema, CLAIMS_INDEX, ROUNDS_FILE, VerificationRoundSchema, type ArtifactEntry, type ArtifactsIndex, type ClaimEntry, type ClaimsIndex, type VerificationRound } from "./index-format.ts";
-import { resolveWithin, type RunStore } from "./run-store.ts";
+import type { RunStore } from "./run-store.ts";
+import { readClaimFile } from "./claims.ts";
 
 /** A file changed this close to the last index may have kept its size and mtime: hash it again. */
 const RACY_MS = 2000;
@@ -36,21 +37,14 @@ function strings(v: unknown): string[] {
 }
 
 /**
- * The claim's text and the artifact paths (files or folders) its evidence names. Read by its
- * real path, as the orchestrator checks claims: a claim that links out of the run store (to
+ * The claim's text and the artifact paths (files or folders) its evidence names. Read as the
+ * orchestrator checks claims (claims.ts): a claim that links out of the run store (to
  * /etc/passwd, say) is never read, or its text would land in index/claims.json.
  */
 async function readClaim(runDir: string, claimPath: string): Promise<{ text: string | null; refs: string[] }> {
-  const real = await resolveWithin(runDir, claimPath, "the run store");
-  if ("error" in real) return { text: null, refs: [] };
-  const raw = await readFile(real.ok, "utf8").catch(() => undefined);
-  if (raw === undefined) return { text: null, refs: [] };
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch {
-    json = undefined;
-  }
+  const file = await readClaimFile(runDir, claimPath);
+  if ("error" in file || file.ok.raw === undefined) return { text: null, refs: [] };
+  const { raw, json } = file.ok;
   const obj = json && typeof json === "object" ? (json as Record<string, unknown>) : undefined;
   const text = typeof obj?.claim === "string" ? obj.claim : raw.slice(0, CLAIM_TEXT_MAX);
   const sources = obj ? strings(obj.evidence ?? obj) : [raw];
