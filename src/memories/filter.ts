@@ -60,12 +60,6 @@ export async function readMemoryRollout(file: string, source?: AsyncIterable<Uin
   return "error" in r ? r : ok({ items, warnings: r.ok.warnings });
 }
 
-/** `readMemoryRollout` without the warnings. */
-export async function readMemoryItems(file: string, source?: AsyncIterable<Uint8Array>): Promise<Result<ResponseItem[]>> {
-  const r = await readMemoryRollout(file, source);
-  return "error" in r ? r : ok(r.ok.items);
-}
-
 /** Keeps the head and tail of `text` within `maxChars`, with a marker where the middle was cut. */
 export function truncateMiddle(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;

@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import type { KyselyPlugin } from "kysely";
 import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
-import { readMemoryItems } from "../../src/memories/filter.ts";
+import { readMemoryRollout } from "../../src/memories/filter.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { tryClaimStage1, tryClaimStage1Batch } from "../../src/memories/store-stage1.ts";
 import type { MessageItem } from "../../src/model/items.ts";
@@ -78,7 +78,7 @@ describe("phase 1 at scale", () => {
 
   test("phase 1's reader keeps only the memory items of a 50 MB rollout", async () => {
     const huge = hugeRollout(50 * MB);
-    const items = ok(await readMemoryItems("huge.jsonl", huge.source));
+    const items = ok(await readMemoryRollout("huge.jsonl", huge.source)).items;
     const lines = huge.ends.length - 1;
     assert.equal(items.length, Math.floor(lines / 1000));
     assert.ok(items.every((i) => i.type === "message" && (i as MessageItem).role === "user"));
