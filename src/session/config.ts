@@ -85,6 +85,12 @@ export const RelayConfigSchema = z.object({
   base_url: httpUrl.optional(),
   /** Name of the environment variable that holds the API key (never the key itself). */
   api_key_env: envVarName.default("OPENAI_API_KEY"),
+  /**
+   * The Codex provider id a rollout records (`session_meta.model_provider`), so `codex resume`
+   * takes the session: the `[model_providers.<id>]` key Codex is configured with. Unset: openai,
+   * or ollama / lmstudio when the base URL is on their default local port.
+   */
+  codex_provider_id: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Codex provider id such as openai or a [model_providers.<id>] key").optional(),
   /** Responses API reasoning effort (e.g. low, medium, high); unset = the model's default. */
   model_reasoning_effort: nonEmpty.optional(),
   model_reasoning_summary: z.enum(["auto", "concise", "detailed"]).optional(),

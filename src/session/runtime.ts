@@ -207,7 +207,7 @@ function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: s
     source: o.source ?? "cli",
     originator: "relay",
     cli_version: VERSION,
-    model_provider: codexProviderId(o.config.base_url),
+    model_provider: o.config.codex_provider_id ?? codexProviderId(o.config.base_url),
     wire_api: wireApiOf(model.provider),
     base_instructions: { text: BASE_INSTRUCTIONS },
     executor: { name: started.name, hostname: started.info.hostname },

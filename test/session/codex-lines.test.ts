@@ -49,6 +49,19 @@ describe("Relay rollouts in the line format Codex reads", () => {
     assert.equal(contexts[1]!.model_provider, "openai-responses", "Relay's own resume setting is still there");
   });
 
+  test("codex_provider_id is the provider id a session records, for a Codex with a provider of its own", async () => {
+    await using h = await harness();
+    h.server.enqueue(reply().text("ok"));
+    const run = await h.run({ prompt: "hi", config: h.config({ codex_provider_id: "azure" }) });
+    assert.ok("ok" in run, JSON.stringify(run));
+    const r = await readRollout(run.ok.rolloutPath);
+    assert.ok("ok" in r);
+    assert.equal(r.ok.meta.model_provider, "azure");
+    const text = readFileSync(run.ok.rolloutPath, "utf8");
+    assert.deepEqual(codexProblems(text, ["openai", "azure"]), [], "a Codex with [model_providers.azure] takes it");
+    assert.match(codexProblems(text).join("\n"), /model_provider "azure" is not a provider Codex has configured/, "a Codex without it refuses it");
+  });
+
   test("provider ids, wire APIs and sandbox policies as Codex names them", () => {
     assert.equal(codexProviderId(undefined), "openai");
     assert.equal(codexProviderId("https://api.openai.com/v1"), "openai");

@@ -111,6 +111,17 @@ describe("config.toml", () => {
     });
   });
 
+  test("codex_provider_id takes a provider id and refuses anything else", async () => {
+    await withHome(async (home) => {
+      await writeConfig(home, 'codex_provider_id = "azure"\n');
+      const loaded = await loadConfig(home);
+      assert.ok("ok" in loaded);
+      assert.equal(loaded.ok.config.codex_provider_id, "azure");
+      await writeConfig(home, 'codex_provider_id = "my provider"\n');
+      assert.match(mustErr(await loadConfig(home)).message, /codex_provider_id must be a Codex provider id such as openai/);
+    });
+  });
+
   test("several schema errors are all listed, with nested key paths", async () => {
     await withHome(async (home) => {
       await writeConfig(home, 'auto_compact_fraction = 0\nshell = "bash"\n[exec]\nmax_output_tokens = 1.5\n');

@@ -24,7 +24,7 @@ export const CodexSessionMetaSchema = z.looseObject({
   cwd: z.string(),
   originator: z.string(),
   cli_version: z.string(),
-  model_provider: z.enum(CODEX_PROVIDER_IDS).optional(),
+  model_provider: z.string().min(1).optional(),
   history_mode: z.enum(["legacy", "paginated"]).optional(),
 });
 
@@ -50,8 +50,11 @@ export const CodexTurnContextSchema = z.looseObject({
   summary: z.string(),
 });
 
-/** What would stop `codex resume` on this file, one message per problem (empty: none). */
-export function codexProblems(text: string): string[] {
+/**
+ * What would stop `codex resume` on this file, one message per problem (empty: none).
+ * `providers`: the provider ids the resuming Codex has configured (its built-ins by default).
+ */
+export function codexProblems(text: string, providers: readonly string[] = CODEX_PROVIDER_IDS): string[] {
   const lines = text.split("\n").filter((l) => l.trim() !== "");
   const problems: string[] = [];
   const check = (schema: z.ZodType, v: unknown, where: string) => {
@@ -63,7 +66,10 @@ export function codexProblems(text: string): string[] {
   parsed.forEach((l, i) => check(CodexEnvelopeSchema, l, `line ${i + 1}`));
   const first = parsed[0];
   if (first?.type !== "session_meta") return [...problems, "line 1 is not a session_meta"];
-  check(CodexSessionMetaSchema, first.payload, "line 1 session_meta");
+  if (check(CodexSessionMetaSchema, first.payload, "line 1 session_meta")) {
+    const provider = (first.payload as { model_provider?: string }).model_provider;
+    if (provider !== undefined && !providers.includes(provider)) problems.push(`line 1 session_meta: model_provider ${JSON.stringify(provider)} is not a provider Codex has configured (${providers.join(", ")})`);
+  }
   parsed.forEach((l, i) => l.type === "turn_context" && check(CodexTurnContextSchema, l.payload, `line ${i + 1} turn_context`));
   if ((first.payload as { history_mode?: string }).history_mode === "paginated") {
     parsed.forEach((l, i) => l.ordinal !== i && problems.push(`line ${i + 1}: a paginated file needs ordinal ${i}, has ${l.ordinal}`));
