@@ -7,7 +7,7 @@
  */
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
 import { joinCommandLine } from "../protocol/command-line.ts";
-import { spawnCommandLine, type ChildPeer } from "../protocol/child.ts";
+import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { EnvironmentSpec } from "./environment-spec.ts";
@@ -26,7 +26,8 @@ export class SessionEnvironments {
   private readonly peers = new Map<string, EnvironmentPeer>();
 
   constructor(
-    private readonly owned: ChildPeer[],
+    /** The executors this object started, and ends in close(). */
+    readonly owned: ChildPeer[],
     started: EnvironmentPeer[],
     /** Environment id → why it is not available. */
     readonly unavailable: ReadonlyMap<string, string>,
@@ -58,17 +59,17 @@ export class SessionEnvironments {
   }
 }
 
-/** Starts one environment's executor and asks it who it is. */
-export async function startEnvironment(spec: EnvironmentSpec): Promise<Result<{ child: ChildPeer; env: EnvironmentPeer }>> {
-  const fix = `check that it starts relay's executor on stdio: relay executor --check --executor ${joinCommandLine([spec.command])}`;
-  const spawned = spawnCommandLine(spec.command, { name: `environment ${spec.name}` });
+/** Starts one environment's executor (no command: this relay's own) and asks it who it is. */
+export async function startEnvironment(spec: { name: string; command?: string }): Promise<Result<{ child: ChildPeer; env: EnvironmentPeer }>> {
+  const fix = spec.command ? `check that it starts relay's executor on stdio: relay executor --check --executor ${joinCommandLine([spec.command])}` : "relay doctor says why";
+  const spawned = spec.command ? spawnCommandLine(spec.command, { name: `environment ${spec.name}` }) : spawnSelf("executor", [], { name: "executor" });
   if ("error" in spawned) return err("environment_unavailable", `environment "${spec.name}" did not start: ${spawned.error.message}`);
   const info = await spawned.ok.peer.call(ExecutorMethods.info, {}, { timeoutMs: START_TIMEOUT_MS });
   if ("error" in info) {
     await spawned.ok.shutdown();
-    return err("environment_unavailable", `environment "${spec.name}" (${spec.command}) did not start: ${info.error.message}; ${fix}`);
+    return err("environment_unavailable", `environment "${spec.name}"${spec.command ? ` (${spec.command})` : ""} did not start: ${info.error.message}; ${fix}`);
   }
-  return ok({ child: spawned.ok, env: { id: spec.name, peer: spawned.ok.peer, info: info.ok, command: spec.command } });
+  return ok({ child: spawned.ok, env: { id: spec.name, peer: spawned.ok.peer, info: info.ok, ...(spec.command ? { command: spec.command } : {}) } });
 }
 
 /**

@@ -45,9 +45,14 @@ export const SkippedSkillSchema = z.object({
 });
 export type SkippedSkill = z.infer<typeof SkippedSkillSchema>;
 
-/** `relay skills list --json`. */
 export const SkillsReportSchema = z.object({ skills: z.array(SelectedSkillSchema), skipped: z.array(SkippedSkillSchema) });
 export type SkillsReport = z.infer<typeof SkillsReportSchema>;
+
+/** `relay skills list --json`: the report, and each environment that was asked. */
+export const SkillsListOutputSchema = SkillsReportSchema.extend({
+  environments: z.array(z.object({ id: z.string(), available: z.boolean(), detail: z.string() })),
+});
+export type SkillsListOutput = z.infer<typeof SkillsListOutputSchema>;
 
 export function describeSource(s: SkillSource): string {
   return s.kind === "local" ? `local ${s.dir === "home" ? "RELAY_HOME/skills" : "repository .relay/skills"}` : `environment ${s.environmentId}, root ${s.rootId}`;
