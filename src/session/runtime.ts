@@ -77,6 +77,8 @@ export interface SessionRunOptions {
   confineWrites?: boolean;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
   projectDocs?: boolean;
+  /** Offer the local skills ($RELAY_HOME/skills, the repository's .relay/skills; default true). */
+  localSkills?: boolean;
   /** When `waiting` heartbeats come while the model is silent (default: after 3 s, then every 5 s). */
   heartbeat?: HeartbeatSettings;
 }
@@ -244,7 +246,7 @@ async function sessionContext(o: OpenSessionOptions, peer: RpcPeer, cwd: string,
  * local ones; a workspace on a remote executor has no local repository skills.
  */
 async function listSkills(o: OpenSessionOptions, environments: SessionEnvironments, started: StartedExecutor, cwd: string): Promise<SkillReader> {
-  const found = await findSkills({ roots: o.capabilityRoots ?? [], environments, home: o.home, ...(started.remote ? {} : { localCwd: cwd }) });
+  const found = await findSkills({ roots: o.capabilityRoots ?? [], environments, home: o.home, local: o.localSkills !== false, ...(started.remote ? {} : { localCwd: cwd }) });
   for (const s of found.skipped) if (s.reason !== "collision") o.emit({ type: "warning", message: s.message });
   return new SkillReader(found.skills, environments);
 }

@@ -62,6 +62,8 @@ export interface SkillSearch {
   roots: CapabilityRoot[];
   environments: SessionEnvironments;
   home: string;
+  /** Read the local skills (default true). */
+  local?: boolean;
   /** The workspace whose repository's .relay/skills are read here; unset: none (a remote workspace). */
   localCwd?: string;
 }
@@ -87,7 +89,7 @@ async function listRoot(root: CapabilityRoot, envs: SessionEnvironments): Promis
 export async function findSkills(s: SkillSearch): Promise<SkillsReport> {
   const fromRoots = await Promise.all(s.roots.map((r) => listRoot(r, s.environments)));
   const locals = await Promise.all(
-    (await localDirs(s.home, s.localCwd)).map(async ({ dir, root }): Promise<Listed> => {
+    (s.local === false ? [] : await localDirs(s.home, s.localCwd)).map(async ({ dir, root }): Promise<Listed> => {
       const result = await discoverSkills([root]);
       // A local directory that does not exist is the usual case, not a problem.
       return { source: { kind: "local", dir, root }, result: { ...result, warnings: result.warnings.filter((w) => w.reason !== "unavailable_root") } };

@@ -86,7 +86,9 @@ export class SkillReader {
   /** `$name` in a prompt: that skill's (first slice of) body, before the prompt. */
   async preamble(prompt: string, emit: EmitEvent): Promise<ResponseItem[]> {
     const out: ResponseItem[] = [];
-    for (const name of new Set([...prompt.matchAll(/\$([A-Za-z0-9][A-Za-z0-9_.-]*)/g)].map((x) => x[1]!))) {
+    for (const word of new Set([...prompt.matchAll(/\$([A-Za-z0-9][A-Za-z0-9_.-]*)/g)].map((x) => x[1]!))) {
+      // "use $deploy." ends a sentence: the dot is not part of the name.
+      const name = this.find(word) ? word : word.replace(/[.-]+$/, "");
       const skill = this.find(name);
       if (!skill) continue;
       const body = await readSkillBody(skill, this.environments);

@@ -85,7 +85,7 @@ describe("skills on environments", () => {
     const root = path.join(h.workspace, "exec-skills");
     writeSkill(root, "deploy", { description: "EXECUTOR description", body: "EXECUTOR-BODY\n" });
     h.server.enqueue(reply().toolCall("skill", { name: "review" }, { callId: "call_review" }), reply().text("ok"));
-    const r = await h.run({ prompt: "use $deploy and $notes", capabilityRoots: [capabilityRoot("local", root)] });
+    const r = await h.run({ prompt: "use $deploy and $notes.", capabilityRoots: [capabilityRoot("local", root)] });
     assert.ok("ok" in r, JSON.stringify(r));
     const [first, second] = h.server.requests;
     const all = JSON.stringify(inputOf(second!.body));
