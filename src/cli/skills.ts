@@ -69,7 +69,7 @@ async function listAction(opts: ListOpts): Promise<void> {
       ...report,
       environments: asked.map((id) => {
         const e = envs.get(id);
-        return e ? { id, available: true, detail: `${e.info.hostname} (${e.info.platform})${e.command ? `: ${e.command}` : ""}` } : { id, available: false, detail: envs.whyUnavailable(id) };
+        return e ? { id, available: true, detail: `${e.info.hostname} (${e.info.platform})${e.command ? `: ${e.command}` : ""}` } : { id, available: false, detail: envs.unavailable.get(id) ?? envs.whyUnavailable(id) };
       }),
     };
     if (opts.json) process.stdout.write(`${JSON.stringify(out)}\n`);
@@ -88,7 +88,9 @@ function render(out: SkillsListOutput): string {
   const width = Math.min(32, Math.max(4, ...out.skills.map((s) => s.name.length)));
   for (const s of out.skills) lines.push(`${s.name.padEnd(width)}  ${describeSource(s.source).padEnd(40)}  ${s.path}${s.hidden ? "  (hidden)" : ""}`);
   const hidden = out.skills.filter((s) => s.hidden).length;
-  lines.push(`${out.skills.length} skill${out.skills.length === 1 ? "" : "s"}${hidden ? ` (${hidden} hidden: invocable, not listed to the model)` : ""}${out.skipped.length ? `; ${out.skipped.length} skipped:` : ""}`);
+  const skipped = out.skipped.length ? `; ${out.skipped.length} skipped:` : "";
+  if (out.skills.length === 0) lines.push(`no skills${skipped} (add one as $RELAY_HOME/skills/<name>/SKILL.md or .relay/skills/<name>/SKILL.md in the repository, or select a root with --capability-root ENV:PATH)`);
+  else lines.push(`${out.skills.length} skill${out.skills.length === 1 ? "" : "s"}${hidden ? ` (${hidden} hidden: invocable, not listed to the model)` : ""}${skipped}`);
   for (const k of out.skipped) lines.push(`  ${k.reason}: ${k.message}`);
   for (const e of out.environments) lines.push(`environment ${e.id}: ${e.available ? e.detail : `unavailable: ${e.detail}`}`);
   return `${lines.join("\n")}\n`;

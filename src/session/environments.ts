@@ -51,7 +51,8 @@ export class SessionEnvironments {
 
   /** Why `id` gives nothing: it did not start, or the session has no such environment. */
   whyUnavailable(id: string): string {
-    return this.unavailable.get(id) ?? `this session has no environment named "${id}" (it has: ${[...this.peers.keys()].join(", ") || "none"}); add one with --environment ${id}="COMMAND-LINE"`;
+    if (this.unavailable.has(id)) return `its environment "${id}" did not start (see the warning naming it)`;
+    return `this session has no environment named "${id}" (it has: ${[...this.peers.keys()].join(", ") || "none"}); add one with --environment ${id}="COMMAND-LINE"`;
   }
 
   async close(): Promise<void> {
