@@ -99,6 +99,8 @@ export interface SessionHandle {
   readonly rolloutPath: string;
   readonly agent: AgentSession;
   readonly cwd: string;
+  /** The session's environments by id: its own executor and the extra ones. */
+  readonly environments: SessionEnvironments;
   /** Runs one user turn (no prompt: continue unfinished work after a resume). */
   runTurn(prompt: string | undefined, signal: AbortSignal, opts?: TurnOptions): Promise<Result<TurnOutcome>>;
   close(): Promise<void>;
@@ -353,6 +355,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
     rolloutPath: rollout.path,
     agent,
     cwd: p.cwd,
+    environments: p.environments,
     async runTurn(prompt, signal, opts) {
       const preamble = [...p.context.splice(0), ...(await p.skills.preamble(prompt ?? "", o.emit))];
       try {

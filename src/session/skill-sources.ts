@@ -131,11 +131,11 @@ export async function readSkillBody(skill: SelectedSkill, envs: SessionEnvironme
     if (!env) return err("environment_unavailable", `skill ${skill.name} lives on environment ${skill.source.environmentId}, which is gone`);
     r = await env.peer.call(SkillsReadMethod, { path: skill.path, offset, max_bytes: maxBytes });
   }
-  if ("error" in r) return r;
-  const b = r.ok;
-  if (Buffer.byteLength(b.body) <= maxBytes) return r;
-  // An older executor sends the whole body: cut it here.
-  const buf = Buffer.from(b.body);
-  const body = buf.subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "");
-  return { ok: { ...b, body, body_bytes: buf.length, next_offset: Buffer.byteLength(body) } };
+  if ("error" in r || r.ok.body_bytes !== undefined) return r;
+  // An executor older than slices sends the whole body, whatever the offset: cut the slice here.
+  const buf = Buffer.from(r.ok.body);
+  const start = Math.min(offset, buf.length);
+  const body = buf.subarray(start, start + maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+  const end = start + Buffer.byteLength(body);
+  return { ok: { ...r.ok, body, body_bytes: buf.length, ...(end < buf.length ? { next_offset: end } : {}) } };
 }

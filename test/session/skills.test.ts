@@ -11,6 +11,8 @@ import { describe, test } from "node:test";
 import { capabilityRoot } from "../../src/session/capability-root.ts";
 import { SKILL_ENTRY_MAX_BYTES, SKILLS_CATALOG_MAX_BYTES } from "../../src/session/skill-catalog.ts";
 import { SKILL_BODY_MAX_BYTES } from "../../src/executor/skills.ts";
+import { SessionEnvironments } from "../../src/session/environments.ts";
+import { readSkillBody } from "../../src/session/skill-sources.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
 import { harness, inputOf } from "./run-support.ts";
@@ -147,5 +149,20 @@ describe("skills on environments", () => {
     const out = String(inputOf(h.server.requests[1]!.body).find((i) => i.call_id === "call_js" && i.type === "custom_tool_call_output")?.output);
     assert.match(out, /\bskill\b/);
     assert.match(out, /<skill name="deploy"[^>]*>\nCODE-MODE-BODY/);
+  });
+
+  test("an executor older than body slices sends the whole body: it is cut here, by offset", async () => {
+    const whole = "x".repeat(100_000);
+    const old = { call: async () => ({ ok: { body: whole, bytes: 100_050 } }) };
+    const envs = new SessionEnvironments([], [{ id: "old", peer: old as never, info: {} as never }], new Map());
+    const skill = { name: "s", description: "d", path: "/s/SKILL.md", hidden: false, source: { kind: "environment" as const, environmentId: "old", rootId: "r" } };
+    const first = await readSkillBody(skill, envs);
+    assert.ok("ok" in first);
+    assert.equal(first.ok.body.length, SKILL_BODY_MAX_BYTES);
+    assert.equal(first.ok.next_offset, SKILL_BODY_MAX_BYTES);
+    const last = await readSkillBody(skill, envs, 3 * SKILL_BODY_MAX_BYTES);
+    assert.ok("ok" in last);
+    assert.equal(last.ok.body.length, 100_000 - 3 * SKILL_BODY_MAX_BYTES);
+    assert.equal(last.ok.next_offset, undefined);
   });
 });
