@@ -127,8 +127,8 @@ describe("start-up import graph", () => {
     assertNoPackages("relay memories", packages, ["pg", ...HEAVY.quickjs, ...HEAVY.archives]);
   });
 
-  test("relay package, sessions, doctor, sandbox: none of QuickJS, database or git", () => {
-    for (const name of ["package", "sessions", "doctor", "sandbox"]) {
+  test("relay package, sessions, skills, doctor, sandbox: none of QuickJS, database or git", () => {
+    for (const name of ["package", "sessions", "skills", "doctor", "sandbox"]) {
       const { packages } = subcommand(name);
       assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git]);
     }
@@ -145,6 +145,7 @@ describe("start-up import graph", () => {
   test("program.ts builds only the subcommand the command line names; the whole tree where help or completion needs it", async () => {
     const names = async (...args: string[]) => (await buildProgram(["relay", "relay", ...args])).commands.map((c) => c.name());
     assert.deepEqual(await names("executor"), ["executor"]);
+    assert.deepEqual(await names("skills", "list", "--json"), ["skills"]);
     assert.deepEqual(await names("--verbose", "run", "--json", "hi"), ["run"]);
     assert.deepEqual(await names("--version"), []);
     const all = await names();

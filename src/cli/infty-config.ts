@@ -12,7 +12,7 @@ import { relayHome } from "../home/home.ts";
 import { loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import { checkCredentials } from "../session/preflight.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
-import { capabilityRoots } from "./session-options.ts";
+import { selection } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 /** The flags `relay infty run` and `resume` share (models, sandbox, tools). */
@@ -30,6 +30,7 @@ export interface InftyFlags {
   executor?: string;
   executorName?: string;
   capabilityRoot?: string[];
+  environment?: string[];
   codeMode?: boolean;
 }
 
@@ -69,7 +70,7 @@ export async function inftyRunConfig(flags: InftyFlags, recorded: RunSettings | 
   const roles = roleConfigs(layers, roleNames(verifiers));
   if ("error" in roles) fail(roles.error.message, ExitCode.Usage);
   const roleConfig = (role: string) => roles.ok[role] ?? config.ok;
-  const tools = toolsOf(flags, recorded);
+  const tools = toolsOf(flags, recorded, config.ok);
   if (!flags.script) {
     checkRoleCredentials(roles.ok);
     return { config: config.ok, roleConfig, tools };
@@ -80,14 +81,16 @@ export async function inftyRunConfig(flags: InftyFlags, recorded: RunSettings | 
   return { config: config.ok, roleConfig, tools, modelFor: models.ok };
 }
 
-/** The flags, else what the run recorded. */
-function toolsOf(flags: InftyFlags, recorded: RunSettings | undefined): SessionChoices {
+/** The flags, else what the run recorded (else config.toml, for roots and environments). */
+function toolsOf(flags: InftyFlags, recorded: RunSettings | undefined, config: RelayConfig): SessionChoices {
   const before = recordedTools(recorded);
   const codeMode = flags.codeMode ?? before.codeMode;
+  const chosen = selection(flags, before, config);
   const executorName = flags.executorName ?? before.executorName;
   return {
     ...(codeMode !== undefined ? { codeMode } : {}),
-    capabilityRoots: capabilityRoots(flags.capabilityRoot, before.capabilityRoots),
+    capabilityRoots: chosen.capabilityRoots,
+    environments: chosen.environments,
     ...(executorName ? { executorName } : {}),
   };
 }

@@ -3,6 +3,7 @@ import type { RunMeta } from "../infty/run-store.ts";
 import { roleNames } from "../infty/roles.ts";
 import type { RoleModelRecord, RunSettings } from "../infty/run-settings.ts";
 import { formatDuration } from "../util/duration.ts";
+import { formatCapabilityRoot, recordedRoot } from "../session/capability-root.ts";
 import { activityLines } from "../infty/activity.ts";
 
 /** `gpt-5 (openai-responses, effort high)`; the URL and key variable when they are not the defaults. */
@@ -24,7 +25,8 @@ function toolsLine(s: RunSettings | undefined): string {
   const parts = [
     `executor ${s.executor ? `${JSON.stringify(s.executor)}` : "local"}${s.executor_name ? ` named ${s.executor_name}` : ""}`,
     `code mode ${s.code_mode ? "on" : "off"}`,
-    s.capability_roots?.length ? `capability roots ${s.capability_roots.join(" ")}` : undefined,
+    s.capability_roots?.length ? `capability roots ${s.capability_roots.flatMap((r) => recordedRoot(r) ?? []).map(formatCapabilityRoot).join(" ")}` : undefined,
+    s.environments?.length ? `environments ${s.environments.map((e) => `${e.name}=${JSON.stringify(e.command)}`).join(" ")}` : undefined,
     `sandbox ${s.sandbox_mode}${s.sandbox_mechanism ? ` (${s.sandbox_mechanism}${s.sandbox_best_effort ? ", best effort" : ""})` : ""}`,
   ];
   return parts.filter(Boolean).join("; ");

@@ -17,6 +17,7 @@ const log = Log.create("cli");
 const SUBCOMMANDS: ReadonlyArray<{ name: string; hidden?: boolean; load: () => Promise<AnyCommand> }> = [
   { name: "run", load: async () => (await import("./run.ts")).runCommand() as never },
   { name: "sessions", load: async () => (await import("./sessions.ts")).sessionsCommand() as never },
+  { name: "skills", load: async () => (await import("./skills.ts")).skillsCommand() as never },
   { name: "executor", load: async () => (await import("./executor.ts")).executorCommand() as never },
   { name: "code-mode-host", load: async () => (await import("./code-mode-host.ts")).codeModeHostCommand() as never },
   { name: "infty", load: async () => (await import("./infty.ts")).inftyCommand() as never },

@@ -16,7 +16,7 @@ import { ok } from "../util/result.ts";
 import { runSession } from "../session/runtime.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
 import { runSource, type RunSource } from "./run-source.ts";
-import { capabilityRoots, withToolOptions } from "./session-options.ts";
+import { selection, withToolOptions } from "./session-options.ts";
 import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -56,7 +56,8 @@ type RunOpts = ReturnType<ReturnType<typeof runOptions>["opts"]>;
 const RUN_HELP = `
 Configuration comes from $RELAY_HOME/config.toml (default ~/.relay), then these flags.
 --resume continues with what the session recorded (provider, model, base URL, key variable,
-reasoning, approval, sandbox, executor, code mode, capability roots); a flag given with it wins.
+reasoning, approval, sandbox, executor, code mode, capability roots, environments); a flag
+given with it wins.
 --fork carries the same over into a new session whose rollout records the source's id and path.
 Sessions are saved as JSONL rollouts under $RELAY_HOME/sessions/YYYY/MM/DD/; relay sessions
 list shows them. To pick one from the list and give a prompt, put the prompt first:
@@ -143,7 +144,7 @@ async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<
   const source = await runSource(home, opts);
   const prompt = await resolvePrompt(promptArg, source.from !== undefined);
   const { config, recorded } = await resolveConfig(home, opts, source);
-  const roots = capabilityRoots(opts.capabilityRoot, recorded.choices.capabilityRoots);
+  const chosen = selection(opts, recorded.choices, config);
   const maxSteps = checkStartable(prompt, opts, config, source);
   const interactive = isatty(0) && isatty(2);
   const sink = eventSink(Boolean(opts.json));
@@ -155,8 +156,9 @@ async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<
     fork: source.fork,
     cwd: opts.cd,
     scriptPath: opts.script,
-    executorName: opts.executorName ?? recorded.choices.executorName,
-    capabilityRoots: roots,
+    executorName: chosen.executorName,
+    capabilityRoots: chosen.capabilityRoots,
+    environments: chosen.environments,
     maxSteps,
     approver: interactive ? terminalApprover() : nonInteractiveApprover,
     emit: withStartupMemories(sink.emit, { home, config, script: opts.script }),

@@ -130,7 +130,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(ExecutorMethods.list, () => ok({ processes: manager.list() }));
 
   peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
-  peer.handle(SkillsReadMethod, (req) => readSkill(req.path));
+  peer.handle(SkillsReadMethod, (req) => readSkill(req.path, req.offset, req.max_bytes));
   peer.handle(ProjectDocsMethod, async (req) => ok(await readProjectDocs(req.cwd, req.names, req.max_bytes)));
 
   peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {

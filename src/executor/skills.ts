@@ -1,35 +1,69 @@
 /**
  * Skills discovery on the executor's own filesystem: a skill is a folder with a SKILL.md whose
- * front matter names and describes it. The orchestrator never reads these files locally, so a
- * remote executor's skills are the remote host's.
+ * front matter names and describes it. The orchestrator never reads an executor's files itself,
+ * so a remote executor's skills are the remote host's. Both reads are bounded: discovery reads
+ * at most the first 16 KiB of each file (its front matter), and a body is read a slice at a time.
  */
-import { readdir, readFile, stat } from "node:fs/promises";
+import { open, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { defineMethod } from "../protocol/method.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { wholeCharsEnd } from "./project-docs.ts";
 
 export const SkillSchema = z.object({
   name: z.string(),
   description: z.string(),
   path: z.string(),
   root: z.string(),
+  /** Front matter `hidden: true`: invocable by name, left out of the catalog. */
+  hidden: z.boolean().optional(),
 });
 export type Skill = z.infer<typeof SkillSchema>;
+
+/** Why a root or a SKILL.md gave nothing. */
+export const SkillSkipReasonSchema = z.enum(["unavailable_root", "bad_front_matter", "too_large", "unreadable"]);
 
 export const SkillsListMethod = defineMethod(
   "skills/list",
   z.object({ roots: z.array(z.string()), max_depth: z.number().int().min(0).max(6).default(3) }),
-  z.object({ skills: z.array(SkillSchema), warnings: z.array(z.object({ root: z.string(), message: z.string() })) }),
+  z.object({
+    skills: z.array(SkillSchema),
+    /** `path`/`reason` are absent in answers of executors older than them. */
+    warnings: z.array(z.object({ root: z.string(), message: z.string(), path: z.string().optional(), reason: SkillSkipReasonSchema.optional() })),
+  }),
 );
+export type SkillsListResult = z.infer<typeof SkillsListMethod.result>;
 
-export const SkillsReadMethod = defineMethod("skills/read", z.object({ path: z.string() }), z.object({ body: z.string(), bytes: z.number() }));
+/** Bytes of one body slice a `skills/read` returns, unless asked for fewer. */
+export const SKILL_BODY_MAX_BYTES = 32 * 1024;
 
-const MAX_SKILL_BYTES = 256 * 1024;
+export const SkillsReadMethod = defineMethod(
+  "skills/read",
+  z.object({
+    path: z.string(),
+    /** Byte offset into the body (the text after the front matter). */
+    offset: z.number().int().min(0).default(0),
+    max_bytes: z.number().int().min(1).max(1024 * 1024).default(SKILL_BODY_MAX_BYTES),
+  }),
+  z.object({
+    body: z.string(),
+    /** The file's size. */
+    bytes: z.number(),
+    /** The whole body's size; absent from older executors. */
+    body_bytes: z.number().int().optional(),
+    /** Where the next slice starts, when the body goes on past this one. */
+    next_offset: z.number().int().optional(),
+  }),
+);
+export type SkillBody = z.infer<typeof SkillsReadMethod.result>;
+
+/** Front matter must close within this many bytes from the start of the file. */
+export const FRONT_MATTER_MAX_BYTES = 16 * 1024;
 
 /** Parses `---\nname: x\ndescription: y\n---` (single-line values, optional quotes). */
 export function parseFrontMatter(text: string): { fields: Record<string, string>; body: string } | undefined {
-  const m = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?/.exec(text);
+  const m = /^---\r?\n([\s\S]*?)\r?\n---(?:\r?\n|$)/.exec(text);
   if (!m) return undefined;
   const fields: Record<string, string> = {};
   for (const line of m[1]!.split(/\r?\n/)) {
@@ -39,19 +73,54 @@ export function parseFrontMatter(text: string): { fields: Record<string, string>
   return { fields, body: text.slice(m[0].length) };
 }
 
-export async function discoverSkills(roots: string[], maxDepth = 3): Promise<{ skills: Skill[]; warnings: { root: string; message: string }[] }> {
+/** At most `max` bytes of `file` from byte `start`, cut back to a whole UTF-8 character. */
+async function readSlice(file: string, start: number, max: number): Promise<{ text: string; bytes: number; size: number }> {
+  const fh = await open(file, "r");
+  try {
+    const size = (await fh.stat()).size;
+    const buf = Buffer.alloc(Math.max(0, Math.min(max, size - start)));
+    const { bytesRead } = buf.length ? await fh.read(buf, 0, buf.length, start) : { bytesRead: 0 };
+    const end = start + bytesRead < size ? wholeCharsEnd(buf.subarray(0, bytesRead)) : bytesRead;
+    return { text: buf.subarray(0, end).toString("utf8"), bytes: end, size };
+  } finally {
+    await fh.close();
+  }
+}
+
+type Warning = SkillsListResult["warnings"][number];
+
+/** The skill a SKILL.md describes, or why it gives none. */
+async function skillAt(file: string, root: string): Promise<Skill | Warning> {
+  let head: Awaited<ReturnType<typeof readSlice>>;
+  try {
+    head = await readSlice(file, 0, FRONT_MATTER_MAX_BYTES);
+  } catch (e) {
+    return { root, path: file, reason: "unreadable", message: `${file} cannot be read: ${(e as Error).message}` };
+  }
+  const fm = parseFrontMatter(head.text);
+  if (!fm && head.text.startsWith("---") && head.size > FRONT_MATTER_MAX_BYTES) {
+    return { root, path: file, reason: "too_large", message: `${file}: its front matter does not end within the first ${FRONT_MATTER_MAX_BYTES} bytes; skipped` };
+  }
+  if (!fm?.fields.name || !fm.fields.description) {
+    return { root, path: file, reason: "bad_front_matter", message: `${file} has no front matter with name and description (---, name: ..., description: ..., ---); skipped` };
+  }
+  const hidden = /^(true|yes)$/i.test(fm.fields.hidden ?? "");
+  return { name: fm.fields.name, description: fm.fields.description, path: file, root, ...(hidden ? { hidden } : {}) };
+}
+
+export async function discoverSkills(roots: string[], maxDepth = 3): Promise<SkillsListResult> {
   const skills: Skill[] = [];
-  const warnings: { root: string; message: string }[] = [];
+  const warnings: Warning[] = [];
   for (const root of roots) {
     if (!path.isAbsolute(root)) {
-      warnings.push({ root, message: "capability root must be an absolute path on the executor host" });
+      warnings.push({ root, reason: "unavailable_root", message: "capability root must be an absolute path on the executor host" });
       continue;
     }
     try {
       const s = await stat(root);
       if (!s.isDirectory()) throw new Error("not a directory");
     } catch (e) {
-      warnings.push({ root, message: `unavailable on the executor host: ${(e as Error).message}` });
+      warnings.push({ root, reason: "unavailable_root", message: `unavailable on the executor host: ${(e as Error).message}` });
       continue;
     }
     const walk = async (dir: string, depth: number): Promise<void> => {
@@ -61,16 +130,10 @@ export async function discoverSkills(roots: string[], maxDepth = 3): Promise<{ s
       } catch {
         return;
       }
-      const skillFile = entries.find((e) => e.isFile() && e.name === "SKILL.md");
-      if (skillFile) {
-        const file = path.join(dir, "SKILL.md");
-        const text = await readFile(file, "utf8").catch(() => "");
-        const fm = parseFrontMatter(text.slice(0, 16 * 1024));
-        if (fm?.fields.name && fm.fields.description) {
-          skills.push({ name: fm.fields.name, description: fm.fields.description, path: file, root });
-        } else {
-          warnings.push({ root, message: `${file} has no front matter with name and description; skipped` });
-        }
+      if (entries.some((e) => e.isFile() && e.name === "SKILL.md")) {
+        const found = await skillAt(path.join(dir, "SKILL.md"), root);
+        if ("name" in found) skills.push(found);
+        else warnings.push(found);
       }
       if (depth >= maxDepth) return;
       for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
@@ -82,13 +145,17 @@ export async function discoverSkills(roots: string[], maxDepth = 3): Promise<{ s
   return { skills: skills.sort((a, b) => a.name.localeCompare(b.name)), warnings };
 }
 
-export async function readSkill(file: string): Promise<Result<{ body: string; bytes: number }>> {
+/** One slice of a skill's body (the text after its front matter), never more than `maxBytes`. */
+export async function readSkill(file: string, offset = 0, maxBytes = SKILL_BODY_MAX_BYTES): Promise<Result<SkillBody>> {
   if (path.basename(file) !== "SKILL.md") return err("invalid_params", "skills/read only reads SKILL.md files");
   try {
-    const s = await stat(file);
-    if (s.size > MAX_SKILL_BYTES) return err("too_large", `${file} is ${s.size} bytes; skills are limited to ${MAX_SKILL_BYTES}`);
-    const text = await readFile(file, "utf8");
-    return ok({ body: parseFrontMatter(text)?.body ?? text, bytes: s.size });
+    const head = await readSlice(file, 0, FRONT_MATTER_MAX_BYTES);
+    const fm = parseFrontMatter(head.text);
+    const bodyStart = fm ? Buffer.byteLength(head.text.slice(0, head.text.length - fm.body.length)) : 0;
+    const bodyBytes = head.size - bodyStart;
+    const slice = await readSlice(file, bodyStart + Math.min(offset, bodyBytes), maxBytes);
+    const end = Math.min(offset, bodyBytes) + slice.bytes;
+    return ok({ body: slice.text, bytes: head.size, body_bytes: bodyBytes, ...(end < bodyBytes ? { next_offset: end } : {}) });
   } catch (e) {
     return err("not_found", `cannot read ${file} on the executor host: ${(e as Error).message}`);
   }

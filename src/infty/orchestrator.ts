@@ -307,6 +307,7 @@ class InftyRun {
       resume,
       codeMode: this.o.tools?.codeMode,
       capabilityRoots: this.o.tools?.capabilityRoots,
+      environments: this.o.tools?.environments,
       executorName: this.o.tools?.executorName,
       model: this.o.modelFor?.(role, resume ? () => history() : undefined),
       approver: nonInteractiveApprover,

@@ -2,11 +2,12 @@
  * `settings` in run.json: what the roles' sessions ran with, so `relay infty resume` continues
  * the same way. The top-level keys are the run's defaults (older run.json files have only
  * these); `roles` holds each role's own model as it was resolved (flags, [infty.roles.*],
- * defaults), and code_mode / capability_roots / executor_name the roles' tools.
+ * defaults), and code_mode / capability_roots / environments / executor_name the roles' tools.
  */
 import { z } from "zod";
 import { ModelProviderSchema } from "../model/factory.ts";
-import { formatCapabilityRoot, parseCapabilityRoot, type CapabilityRoot } from "../session/capability-root.ts";
+import { CapabilityRootSchema, recordedRoot, type CapabilityRoot } from "../session/capability-root.ts";
+import { EnvironmentSpecSchema } from "../session/environment-spec.ts";
 import type { ConfigOverrides, RelayConfig } from "../session/config.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
 import { RoleNameSchema } from "./roles.ts";
@@ -37,7 +38,9 @@ export const RunSettingsSchema = z.object({
   executor: z.string().optional(),
   executor_name: z.string().min(1).optional(),
   code_mode: z.boolean().optional(),
-  capability_roots: z.array(z.string().regex(/^[^:]+:.+$/, "must be <environment>:<path>")).optional(),
+  /** Older runs recorded `<environment>:<path>` strings. */
+  capability_roots: z.array(z.union([CapabilityRootSchema, z.string().regex(/^[^:]+:.+$/, "must be <environment>:<path>")])).optional(),
+  environments: z.array(EnvironmentSpecSchema).optional(),
   roles: z.record(RoleNameSchema, RoleModelRecordSchema).optional(),
 });
 export type RunSettings = z.infer<typeof RunSettingsSchema>;
@@ -70,7 +73,8 @@ export function runSettings(global: RelayConfig, roles: Record<string, RelayConf
     ...(c.executor ? { executor: c.executor } : {}),
     ...(tools.executorName ? { executor_name: tools.executorName } : {}),
     ...(tools.codeMode ? { code_mode: true } : {}),
-    ...(roots.length ? { capability_roots: roots.map(formatCapabilityRoot) } : {}),
+    ...(roots.length ? { capability_roots: roots } : {}),
+    ...(tools.environments?.length ? { environments: tools.environments } : {}),
     ...(Object.keys(roles).length ? { roles: Object.fromEntries(Object.entries(roles).map(([r, rc]) => [r, roleModelRecord(rc)])) } : {}),
   };
 }
@@ -102,10 +106,11 @@ export function recordedRoleOverrides(r: RoleModelRecord | undefined): ConfigOve
 /** The roles' recorded tools (code mode, capability roots, executor name). */
 export function recordedTools(s: RunSettings | undefined): SessionChoices {
   if (!s) return {};
-  const roots = (s.capability_roots ?? []).map(parseCapabilityRoot).flatMap((r) => ("ok" in r ? [r.ok] : []));
+  const roots = (s.capability_roots ?? []).flatMap((r) => recordedRoot(r) ?? []);
   return {
     ...(s.code_mode !== undefined ? { codeMode: s.code_mode } : {}),
     ...(roots.length ? { capabilityRoots: roots satisfies CapabilityRoot[] } : {}),
     ...(s.executor_name ? { executorName: s.executor_name } : {}),
+    ...(s.environments?.length ? { environments: s.environments } : {}),
   };
 }

@@ -129,6 +129,7 @@ export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
       confineWrites: true,
       // The memory folder is its whole task; the user's AGENTS.md would only mislead it.
       projectDocs: false,
+      localSkills: false,
     });
     if ("error" in opened) return err("failed_spawn_agent", `cannot start the consolidation agent: ${opened.error.message}`);
     const s = opened.ok;

@@ -12,6 +12,8 @@ import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
+import { CapabilityRootConfigSchema } from "./capability-root.ts";
+import { EnvironmentsConfigSchema } from "./environment-spec.ts";
 
 export { ModelProviderSchema, type ModelProvider } from "../model/factory.ts";
 export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "never"]);
@@ -107,6 +109,10 @@ export const RelayConfigSchema = z.object({
   exec: ExecConfigSchema.default({ max_output_tokens: 10_000, yield_time_ms: 10_000 }),
   /** Command line that starts a remote executor (speaks the protocol on stdio). */
   executor: nonEmpty.optional(),
+  /** `[environments.NAME] command = "..."`: extra executors (environments) for capabilities. */
+  environments: EnvironmentsConfigSchema.optional(),
+  /** `[[capability_roots]]` (id, environment, path): where skills are discovered, on which environment. */
+  capability_roots: z.array(CapabilityRootConfigSchema).optional(),
   /** AGENTS.md bytes read from the workspace (repo root down to cwd); 0 turns them off. */
   project_doc_max_bytes: nonNegInt.default(32_768),
   /** Names tried after AGENTS.override.md and AGENTS.md in each directory, e.g. ["CLAUDE.md"]. */

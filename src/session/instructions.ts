@@ -1,6 +1,4 @@
 /** Base instructions (the system prompt) and per-session developer instructions. */
-import type { Skill } from "../executor/skills.ts";
-
 export const BASE_INSTRUCTIONS = `You are Relay, an autonomous coding agent working in a user's environment through tools.
 
 - Work until the task is done, then reply with a short summary of what you did and what the user should know. Do not stop to ask for confirmation unless the task is ambiguous or risky.
@@ -8,25 +6,6 @@ export const BASE_INSTRUCTIONS = `You are Relay, an autonomous coding agent work
 - Read files with read_file, explore with list_dir and grep_files, and change files with apply_patch (the *** Begin Patch format). Prefer small, verifiable steps and check your work by running it.
 - Tool output may be truncated in the middle; narrow your command or read the file in pages when you need more.
 - If a command is refused by the sandbox or by the approval policy, adapt: find another way or explain what the user needs to do.`;
-
-/** Skills are listed by name and description within this many bytes; bodies load on demand. */
-export const SKILLS_CATALOG_MAX_BYTES = 8 * 1024;
-
-export function skillsCatalog(skills: Skill[], maxBytes = SKILLS_CATALOG_MAX_BYTES): { text: string; listed: number; omitted: number } {
-  if (skills.length === 0) return { text: "", listed: 0, omitted: 0 };
-  const head = "## Skills\nThese skills live on the executor host. A prompt that mentions $<name> loads that skill's instructions.\n";
-  let text = head;
-  let listed = 0;
-  for (const s of skills) {
-    const line = `- ${s.name}: ${s.description.replace(/\s+/g, " ").slice(0, 300)} (file: ${s.path})\n`;
-    if (Buffer.byteLength(text + line) > maxBytes - 64) break;
-    text += line;
-    listed++;
-  }
-  const omitted = skills.length - listed;
-  if (omitted > 0) text += `- … ${omitted} more skills not listed (catalog limited to ${maxBytes} bytes)\n`;
-  return { text, listed, omitted };
-}
 
 export interface EnvironmentContext {
   cwd: string;

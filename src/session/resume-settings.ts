@@ -2,7 +2,7 @@
  * What a session ran with, so `relay run --resume` continues it the same way. Each turn_context
  * records, beside Codex's own fields (model, approval, sandbox, reasoning `effort`/`summary`),
  * the provider, base URL, key variable and executor command line, and the session's choices:
- * code mode, capability roots, executor name. They come back from the rollout unless a flag
+ * code mode, capability roots, executor name, extra environments. They come back from the rollout unless a flag
  * overrides them; the next turn_context records what the resumed turn used, overrides included.
  */
 import type { RelayConfig, ConfigOverrides } from "./config.ts";
@@ -11,7 +11,8 @@ import { findRollout } from "../rollout/find.ts";
 import { readRollout } from "../rollout/reader.ts";
 import type { TurnContext } from "../rollout/schema.ts";
 import type { ReasoningOptions } from "../model/responses.ts";
-import { formatCapabilityRoot, parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
+import { recordedRoot, type CapabilityRoot } from "./capability-root.ts";
+import { recordedEnvironments, type EnvironmentSpec } from "./environment-spec.ts";
 
 /** The relay-specific settings a turn_context carries, beside Codex's own fields. */
 export function modelSettings(config: RelayConfig, provider: string): Record<string, string> {
@@ -40,13 +41,16 @@ export interface SessionChoices {
   codeMode?: boolean;
   capabilityRoots?: CapabilityRoot[];
   executorName?: string;
+  /** Extra environments (name and command line) the roots may select. */
+  environments?: EnvironmentSpec[];
 }
 
 export function sessionSettings(c: Required<SessionChoices>): Record<string, unknown> {
   return {
     code_mode: c.codeMode,
     executor_name: c.executorName,
-    ...(c.capabilityRoots.length ? { capability_roots: c.capabilityRoots.map(formatCapabilityRoot) } : {}),
+    ...(c.capabilityRoots.length ? { capability_roots: c.capabilityRoots } : {}),
+    ...(c.environments.length ? { environments: c.environments } : {}),
   };
 }
 
@@ -58,10 +62,13 @@ export function recordedChoices(ctx: TurnContext | undefined): SessionChoices {
   if (typeof raw.code_mode === "boolean") out.codeMode = raw.code_mode;
   const name = text(raw.executor_name);
   if (name) out.executorName = name;
+  // Roots are recorded as CapabilityRootSchema JSON; older rollouts have `env:path` strings.
   if (Array.isArray(raw.capability_roots)) {
-    const roots = raw.capability_roots.map((r) => (typeof r === "string" ? parseCapabilityRoot(r) : undefined));
-    if (roots.every((r) => r !== undefined && "ok" in r)) out.capabilityRoots = roots.map((r) => (r as { ok: CapabilityRoot }).ok);
+    const roots = raw.capability_roots.map(recordedRoot);
+    if (roots.every((r) => r !== undefined)) out.capabilityRoots = roots as CapabilityRoot[];
   }
+  const environments = recordedEnvironments(raw.environments);
+  if (environments) out.environments = environments;
   return out;
 }
 

@@ -6,10 +6,9 @@ import { codexProviderId, codexSandboxPolicy, wireApiOf } from "../rollout/codex
 import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
-import { SkillsListMethod, SkillsReadMethod, type Skill } from "../executor/skills.ts";
 import { ModelError, type ModelClient } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";
-import { userMessage, type ResponseItem } from "../model/items.ts";
+import type { ResponseItem } from "../model/items.ts";
 import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
@@ -20,12 +19,17 @@ import { ApprovalCache, type Approver } from "./approval.ts";
 import type { RelayConfig } from "./config.ts";
 import { commandEnv } from "./env.ts";
 import type { EmitEvent } from "./events.ts";
-import { BASE_INSTRUCTIONS, developerInstructions, skillsCatalog } from "./instructions.ts";
+import { BASE_INSTRUCTIONS, developerInstructions } from "./instructions.ts";
 import type { RolloutWriter } from "../rollout/writer.ts";
 import { findSource, openSourceRollout, type Resumed } from "./source.ts";
 import { pickShell } from "./shell.ts";
 import { loadProjectInstructions } from "./project-docs.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
+import type { EnvironmentSpec } from "./environment-spec.ts";
+import { startEnvironments, type SessionEnvironments } from "./environments.ts";
+import { skillsCatalog } from "./skill-catalog.ts";
+import { findSkills } from "./skill-sources.ts";
+import { SKILL_TOOL_SPEC, SkillReader } from "./skill-tool.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
@@ -53,6 +57,8 @@ export interface SessionRunOptions {
   /** Environment name of this session's executor (`local` for the built-in one). */
   executorName?: string;
   capabilityRoots?: CapabilityRoot[];
+  /** Extra environments (executor peers) for capabilities, started at open. */
+  environments?: EnvironmentSpec[];
   maxSteps?: number;
   approver: Approver;
   emit: EmitEvent;
@@ -71,6 +77,8 @@ export interface SessionRunOptions {
   confineWrites?: boolean;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
   projectDocs?: boolean;
+  /** Offer the local skills ($RELAY_HOME/skills, the repository's .relay/skills; default true). */
+  localSkills?: boolean;
   /** When `waiting` heartbeats come while the model is silent (default: after 3 s, then every 5 s). */
   heartbeat?: HeartbeatSettings;
 }
@@ -91,6 +99,8 @@ export interface SessionHandle {
   readonly rolloutPath: string;
   readonly agent: AgentSession;
   readonly cwd: string;
+  /** The session's environments by id: its own executor and the extra ones. */
+  readonly environments: SessionEnvironments;
   /** Runs one user turn (no prompt: continue unfinished work after a resume). */
   runTurn(prompt: string | undefined, signal: AbortSignal, opts?: TurnOptions): Promise<Result<TurnOutcome>>;
   close(): Promise<void>;
@@ -149,27 +159,32 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   const exec = startExecutor(o.executorCommand ?? o.config.executor);
   if ("error" in exec) return exec;
   const executor = exec.ok;
+  // The extra environments start while the session's own executor does.
+  const starting = startEnvironments(o.environments ?? [], executorNameOf(o), (message) => o.emit({ type: "warning", message }));
   let rolloutToClose: RolloutWriter | undefined;
   let handedOver = false;
   try {
     const started = await describeExecutor(o, executor);
     if ("error" in started) return started;
+    const environments = await starting;
+    environments.addMain({ id: started.ok.name, peer: executor.peer, info: started.ok.info, ...(started.ok.remote ? { command: o.executorCommand ?? o.config.executor } : {}) });
     const writer = await openRollout(o, resumed, cwd, model.ok, started.ok);
     if ("error" in writer) return writer;
     const rollout = writer.ok;
     rolloutToClose = rollout;
     o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed && !resumed.fork), ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
     log.info("session started", { session_id: rollout.id, model: o.config.model, provider: model.ok.provider, resumed: Boolean(resumed && !resumed.fork), forked: Boolean(resumed?.fork), executor: started.ok.name, remote: started.ok.remote, sandbox: o.config.sandbox_mode });
-    const skills = await listSkills(o, started.ok);
+    const skills = await listSkills(o, environments, started.ok, cwd);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
     const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
     if ("error" in built) return built;
     handedOver = true;
-    return ok(sessionHandle(o, { ...built.ok, rollout, executor, skills, cwd, context }));
+    return ok(sessionHandle(o, { ...built.ok, rollout, executor, environments, skills, cwd, context }));
   } finally {
     if (!handedOver) {
       await rolloutToClose?.close();
       await executor.shutdown();
+      await (await starting).close();
     }
   }
 }
@@ -197,8 +212,12 @@ function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
 async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Promise<Result<StartedExecutor>> {
   const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
   if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
-  const remote = Boolean(o.executorCommand ?? o.config.executor);
-  return ok({ executor, info: infoR.ok, remote, name: o.executorName ?? (remote ? "remote" : "local") });
+  return ok({ executor, info: infoR.ok, remote: Boolean(o.executorCommand ?? o.config.executor), name: executorNameOf(o) });
+}
+
+/** The session's own executor's environment name: `--executor-name`, else local or remote. */
+function executorNameOf(o: OpenSessionOptions): string {
+  return o.executorName ?? (o.executorCommand ?? o.config.executor ? "remote" : "local");
 }
 
 function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: string, model: ModelClient, started: StartedExecutor): Promise<Result<RolloutWriter>> {
@@ -224,23 +243,14 @@ async function sessionContext(o: OpenSessionOptions, peer: RpcPeer, cwd: string,
   return [docs.item];
 }
 
-/** Skills come from the executor's filesystem only; never from ours. */
-async function listSkills(o: OpenSessionOptions, started: StartedExecutor): Promise<Skill[]> {
-  const skills: Skill[] = [];
-  for (const root of o.capabilityRoots ?? []) {
-    if (root.environment !== started.name) {
-      o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} skipped: this session has no executor named "${root.environment}" (its executor is "${started.name}"); skills are never read from the local filesystem instead` });
-      continue;
-    }
-    const listed = await started.executor.peer.call(SkillsListMethod, { roots: [root.path] });
-    if ("error" in listed) {
-      o.emit({ type: "warning", message: `capability root ${root.environment}:${root.path} unavailable: ${listed.error.message}` });
-      continue;
-    }
-    for (const w of listed.ok.warnings) o.emit({ type: "warning", message: `capability root ${root.environment}:${w.root}: ${w.message}` });
-    skills.push(...listed.ok.skills);
-  }
-  return skills;
+/**
+ * The session's skills: its capability roots' (listed by their environments' executors) and the
+ * local ones; a workspace on a remote executor has no local repository skills.
+ */
+async function listSkills(o: OpenSessionOptions, environments: SessionEnvironments, started: StartedExecutor, cwd: string): Promise<SkillReader> {
+  const found = await findSkills({ roots: o.capabilityRoots ?? [], environments, home: o.home, local: o.localSkills !== false, ...(started.remote ? {} : { localCwd: cwd }) });
+  for (const s of found.skipped) if (s.reason !== "collision") o.emit({ type: "warning", message: s.message });
+  return new SkillReader(found.skills, environments);
 }
 
 interface AgentParts {
@@ -248,7 +258,7 @@ interface AgentParts {
   model: ModelClient;
   started: StartedExecutor;
   rollout: RolloutWriter;
-  skills: Skill[];
+  skills: SkillReader;
   resumed: Resumed | undefined;
 }
 
@@ -281,6 +291,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     new ApprovalCache(o.approver),
   );
   if ("error" in routerR) return routerR;
+  if (!p.skills.empty) routerR.ok.addSessionTool({ spec: SKILL_TOOL_SPEC, call: (raw) => p.skills.call(raw) });
   // The host starts now, while the model works on its first answer.
   const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
   if (codeMode) {
@@ -300,7 +311,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       instructions: BASE_INSTRUCTIONS,
       developerInstructions: developerInstructions(
         { cwd, shell, approvalPolicy: config.approval_policy, sandboxMode, executor: `${started.name} (${started.info.hostname}, ${started.info.platform})` },
-        [skillsCatalog(p.skills).text, ...(memoryBlock ? [memoryBlock] : []), ...(o.extraInstructions ?? [])],
+        [skillsCatalog(p.skills.skills).text, ...(memoryBlock ? [memoryBlock] : []), ...(o.extraInstructions ?? [])],
       ),
       contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
       autoCompactFraction: config.auto_compact_fraction,
@@ -311,7 +322,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
         sandbox_policy,
         user: os.userInfo().username,
         ...modelSettings(config, p.model.provider),
-        ...sessionSettings({ codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName: started.name }),
+        ...sessionSettings({ codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName: started.name, environments: o.environments ?? [] }),
       },
       emit: o.emit,
     },
@@ -329,7 +340,8 @@ interface HandleParts {
   codeMode?: CodeModeTools;
   rollout: RolloutWriter;
   executor: ChildPeer;
-  skills: Skill[];
+  environments: SessionEnvironments;
+  skills: SkillReader;
   cwd: string;
   /** Recorded before the first turn's prompt. */
   context: ResponseItem[];
@@ -343,8 +355,9 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
     rolloutPath: rollout.path,
     agent,
     cwd: p.cwd,
+    environments: p.environments,
     async runTurn(prompt, signal, opts) {
-      const preamble = [...p.context.splice(0), ...(await skillPreamble(prompt ?? "", p.skills, p.executor.peer, o.emit))];
+      const preamble = [...p.context.splice(0), ...(await p.skills.preamble(prompt ?? "", o.emit))];
       try {
         const outcome = await agent.runTurn(prompt, signal, preamble, opts);
         log.info("turn ended", { session_id: rollout.id, status: outcome.status, steps: outcome.steps });
@@ -370,22 +383,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
       await rollout.close();
       await p.codeMode?.close();
       await p.executor.shutdown();
+      await p.environments.close();
     },
   };
-}
-
-/** `$skill-name` in a prompt loads that skill's body through the same executor. */
-async function skillPreamble(prompt: string, skills: Skill[], peer: RpcPeer, emit: EmitEvent): Promise<ResponseItem[]> {
-  const preamble: ResponseItem[] = [];
-  for (const m of new Set([...prompt.matchAll(/\$([A-Za-z0-9][A-Za-z0-9_.-]*)/g)].map((x) => x[1]!))) {
-    const skill = skills.find((s) => s.name === m);
-    if (!skill) continue;
-    const body = await peer.call(SkillsReadMethod, { path: skill.path });
-    if ("error" in body) {
-      emit({ type: "warning", message: `skill $${m}: ${body.error.message}` });
-      continue;
-    }
-    preamble.push(userMessage(`<skill name="${skill.name}" path="${skill.path}">\n${body.ok.body}\n</skill>`));
-  }
-  return preamble;
 }

@@ -40,12 +40,19 @@ export interface RouterSettings {
 /** `apply_patch <<'EOF' ... EOF` written as a shell command is applied as a patch. */
 const HEREDOC_PATCH = /^\s*apply_patch\s+<<\s*['"]?([A-Za-z_]+)['"]?\s*\n([\s\S]*?)\n\1\s*$/;
 
+/** A tool this side answers itself (the `skill` tool): listed beside the executor's, called here. */
+export interface SessionTool {
+  spec: ToolSpec;
+  call(rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome>;
+}
+
 export class ToolRouter {
   private codeMode: CodeModeTools | undefined;
+  private readonly sessionTools = new Map<string, SessionTool>();
 
   private constructor(
     private readonly executor: RpcPeer,
-    readonly specs: ToolSpec[],
+    private readonly executorSpecs: ToolSpec[],
     private readonly settings: RouterSettings,
     private readonly approvals: ApprovalCache,
   ) {}
@@ -54,6 +61,15 @@ export class ToolRouter {
     const listed = await executor.call(ExecutorMethods.toolsList, {}, { timeoutMs: 30_000 });
     if ("error" in listed) return err(listed.error.code, `could not list the executor's tools: ${listed.error.message}`);
     return ok(new ToolRouter(executor, listed.ok.tools, settings, approvals));
+  }
+
+  /** The executor's tools, then the session's own. */
+  get specs(): ToolSpec[] {
+    return [...this.executorSpecs, ...[...this.sessionTools.values()].map((t) => t.spec)];
+  }
+
+  addSessionTool(tool: SessionTool): void {
+    this.sessionTools.set(tool.spec.name, tool);
   }
 
   get cwd(): string {
@@ -83,6 +99,8 @@ export class ToolRouter {
   /** `callId` names the file a cut output's full text is saved in. */
   async call(name: string, rawArguments: string, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome> {
     if (this.codeMode && name === WAIT_TOOL) return this.codeMode.wait(rawArguments);
+    const own = this.sessionTools.get(name);
+    if (own) return own.call(rawArguments, signal);
     const spec = this.specs.find((s) => s.name === name);
     if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
     const parsed = parseToolArguments(rawArguments);

@@ -10,6 +10,8 @@ import { spawnPeer } from "../../src/protocol/child.ts";
 import { sha256File } from "../../src/package/manifest.ts";
 import { VERSION } from "../../src/version.ts";
 import { buildBinary } from "../../scripts/build.ts";
+import { SkillsListOutputSchema } from "../../src/session/skill-sources.ts";
+import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
 
 /** A copy of the binary alone in `dir`, as a download would leave it. */
 function loneCopy(bin: string, dir: string): string {
@@ -193,6 +195,34 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       }
     } finally {
       rmSync(machine, { recursive: true, force: true });
+    }
+  });
+
+  test("skills on an extra environment: the binary started over a pipe as ssh would, from an empty home", { skip: process.platform !== "linux" && "a root at /proc/self/cwd needs Linux's /proc" }, async () => {
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-skills-compiled-"));
+    const env = envDir();
+    try {
+      writeSkill(env.skills, "deploy", { body: "COMPILED-ENV-BODY\n" });
+      const home = path.join(machine, "home");
+      mkdirSync(home);
+      const clean = { PATH: "/usr/bin:/bin", HOME: home };
+      const build = `build=${executorIn(env.dir, [bin])}`;
+      const root = `id=deploy@1,env=build,path=${ENV_ROOT}`;
+      const list = spawnSync(bin, ["skills", "list", "--json", "--environment", build, "--capability-root", root], { cwd: machine, encoding: "utf8", env: clean });
+      assert.equal(list.status, 0, list.stderr);
+      const out = SkillsListOutputSchema.parse(JSON.parse(list.stdout));
+      assert.deepEqual(out.skills.map((k) => [k.name, k.source]), [["deploy", { kind: "environment", environmentId: "build", rootId: "deploy@1" }]]);
+      const script = path.join(machine, "script.json");
+      writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: "skill", arguments: { name: "deploy" } }] }, { text: "done" }] }));
+      const run = spawnSync(bin, ["run", "--json", "--script", script, "--sandbox", "danger-full-access", "--no-memories", "--environment", build, "--capability-root", root, "go"], { cwd: machine, encoding: "utf8", env: clean });
+      assert.equal(run.status, 0, run.stderr);
+      const results = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; name?: string; output?: string; success?: boolean }).filter((e) => e.type === "tool_result");
+      assert.equal(results.length, 1);
+      assert.equal(results[0]!.name, "skill");
+      assert.ok(results[0]!.success, results[0]!.output);
+      assert.match(results[0]!.output ?? "", /COMPILED-ENV-BODY/);
+    } finally {
+      for (const d of [machine, env.dir]) rmSync(d, { recursive: true, force: true });
     }
   });
 });

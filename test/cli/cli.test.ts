@@ -14,7 +14,7 @@ describe("relay CLI", () => {
   test("--help lists every subcommand and exits 0", () => {
     const r = relay(["--help"]);
     assert.equal(r.status, 0);
-    for (const sub of ["run", "sessions", "executor", "code-mode-host", "infty", "memories", "package", "sandbox", "doctor"]) assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
+    for (const sub of ["run", "sessions", "skills", "executor", "code-mode-host", "infty", "memories", "package", "sandbox", "doctor"]) assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
     assert.doesNotMatch(r.stdout, /rpc-echo|__sandbox-exec/, "internal commands stay hidden");
   });
 

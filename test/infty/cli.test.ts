@@ -101,7 +101,7 @@ describe("relay infty CLI", () => {
       assert.equal(read().max_wall_ms, 5_400_000);
       assert.equal(read().role_timeout_ms, 90_000);
       assert.equal(read().settings.code_mode, true);
-      assert.deepEqual(read().settings.capability_roots, [`local:${home}`]);
+      assert.deepEqual(read().settings.capability_roots, [{ id: `local:${home}`, location: { type: "environment", environmentId: "local", path: home } }]);
       const resumed = await relay(["infty", "resume", "t", "--script", "examples/infty-demo.json", "--max-turns", "2", "--max-wall-minutes", "120"], home);
       assert.equal(resumed.status, 1, resumed.stderr);
       assert.equal(read().max_wall_ms, 7_200_000, "the old spelling still works");
@@ -114,7 +114,7 @@ describe("relay infty CLI", () => {
       await relay(["infty", "resume", "t", "--script", "examples/infty-demo.json", "--max-turns", "2", "--max-wall-minutes", "120"], home);
       assert.equal(read().role_timeout_ms, 90_000, "kept without its flag");
       assert.equal(read().settings.code_mode, true, "kept without its flag");
-      assert.deepEqual(read().settings.capability_roots, [`local:${home}`]);
+      assert.deepEqual(read().settings.capability_roots, [{ id: `local:${home}`, location: { type: "environment", environmentId: "local", path: home } }]);
       const status = await relay(["infty", "status", "t"], home);
       assert.match(status.stdout, /of 2h\n/);
       assert.match(status.stdout, /code mode on; capability roots local:/);

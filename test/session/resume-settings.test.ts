@@ -87,7 +87,7 @@ describe("resume restores the session's settings", () => {
       assert.deepEqual(ctx.map((c) => c.code_mode), [true, true, false]);
       assert.deepEqual(ctx.map((c) => c.effort), ["high", "high", "low"]);
       for (const c of ctx) {
-        assert.deepEqual(c.capability_roots, [`local:${skills}`]);
+        assert.deepEqual(c.capability_roots, [{ id: `local:${skills}`, location: { type: "environment", environmentId: "local", path: skills } }]);
         assert.equal(c.executor_name, "local");
       }
     } finally {

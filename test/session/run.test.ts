@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { readRollout } from "../../src/rollout/reader.ts";
+import { capabilityRoot } from "../../src/session/capability-root.ts";
 import { SUMMARY_PREFIX } from "../../src/session/compaction.ts";
 import { httpError, reply } from "../support/fake-model-server.ts";
 import { approverSaying, harness, inputOf } from "./run-support.ts";
@@ -153,15 +154,15 @@ describe("relay run sessions against the fake model server", () => {
     const r = await h.run({
       prompt: "use $deploy please",
       capabilityRoots: [
-        { environment: "local", path: path.join(h.workspace, "skills") },
-        { environment: "gpu-box", path: "/opt/skills" },
+        capabilityRoot("local", path.join(h.workspace, "skills")),
+        capabilityRoot("gpu-box", "/opt/skills"),
       ],
     });
     assert.ok("ok" in r);
     const input = JSON.stringify(inputOf(h.server.requests[0]!.body));
     assert.match(input, /## Skills.*- deploy: How to deploy this service/);
     assert.match(input, /<skill name=\\"deploy\\".*Run .\/deploy.sh --prod after tests pass/);
-    assert.ok(h.events.some((e) => e.type === "warning" && /capability root gpu-box:\/opt\/skills skipped: this session has no executor named "gpu-box".*never read from the local filesystem/.test(e.message)));
+    assert.ok(h.events.some((e) => e.type === "warning" && /capability root gpu-box:\/opt\/skills skipped: this session has no environment named "gpu-box".*never read from the local filesystem/.test(e.message)));
   });
 
   test("a prompt is required unless resuming; resume of a finished session needs a prompt", async () => {
