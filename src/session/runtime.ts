@@ -25,7 +25,9 @@ import type { RolloutWriter } from "../rollout/writer.ts";
 import { findSource, openSourceRollout, type Resumed } from "./source.ts";
 import { pickShell } from "./shell.ts";
 import { loadProjectInstructions } from "./project-docs.ts";
-import type { CapabilityRoot } from "./capability-root.ts";
+import { formatCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
+import { openSessionMcp } from "./mcp/session-mcp.ts";
+import type { McpServers } from "./mcp/servers.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
@@ -150,6 +152,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   if ("error" in exec) return exec;
   const executor = exec.ok;
   let rolloutToClose: RolloutWriter | undefined;
+  let mcpStarting: Promise<Result<McpServers | undefined>> | undefined;
   let handedOver = false;
   try {
     const started = await describeExecutor(o, executor);
@@ -160,14 +163,18 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     rolloutToClose = rollout;
     o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed && !resumed.fork), ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
     log.info("session started", { session_id: rollout.id, model: o.config.model, provider: model.ok.provider, resumed: Boolean(resumed && !resumed.fork), forked: Boolean(resumed?.fork), executor: started.ok.name, remote: started.ok.remote, sandbox: o.config.sandbox_mode });
+    // MCP servers start now, while the rest of the session is set up.
+    mcpStarting = startMcp(o, started.ok);
     const skills = await listSkills(o, started.ok);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
-    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
+    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed, mcp: mcpStarting });
     if ("error" in built) return built;
     handedOver = true;
     return ok(sessionHandle(o, { ...built.ok, rollout, executor, skills, cwd, context }));
   } finally {
     if (!handedOver) {
+      const mcp = await mcpStarting;
+      if (mcp && "ok" in mcp) await mcp.ok?.close();
       await rolloutToClose?.close();
       await executor.shutdown();
     }
@@ -243,6 +250,12 @@ async function listSkills(o: OpenSessionOptions, started: StartedExecutor): Prom
   return skills;
 }
 
+/** config.toml's servers, and the `.mcp.json` of each capability root on this session's executor. */
+function startMcp(o: OpenSessionOptions, started: StartedExecutor): Promise<Result<McpServers | undefined>> {
+  const roots = (o.capabilityRoots ?? []).filter((r) => r.environment === started.name).map((r) => ({ peer: started.executor.peer, rootId: formatCapabilityRoot(r), rootPath: r.path }));
+  return openSessionMcp({ mcpServers: o.config.mcp_servers, roots, maxOutputTokens: o.config.exec.max_output_tokens, emit: o.emit });
+}
+
 interface AgentParts {
   cwd: string;
   model: ModelClient;
@@ -250,10 +263,11 @@ interface AgentParts {
   rollout: RolloutWriter;
   skills: Skill[];
   resumed: Resumed | undefined;
+  mcp: Promise<Result<McpServers | undefined>>;
 }
 
 /** The tool router (with code mode), the sandbox check and the agent with its instructions. */
-async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools }>> {
+async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools; mcp?: McpServers }>> {
   const { config } = o;
   const { cwd, started, rollout } = p;
   const env = started.remote
@@ -281,6 +295,9 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     new ApprovalCache(o.approver),
   );
   if ("error" in routerR) return routerR;
+  const mcp = await p.mcp;
+  if ("error" in mcp) return mcp;
+  if (mcp.ok) routerR.ok.attachMcp(mcp.ok.nameTools(routerR.ok.executorSpecs.map((s) => s.name)));
   // The host starts now, while the model works on its first answer.
   const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
   if (codeMode) {
@@ -321,12 +338,13 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     const repaired = await agent.repairDanglingCalls();
     if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
   }
-  return ok({ agent, codeMode });
+  return ok({ agent, codeMode, ...(mcp.ok ? { mcp: mcp.ok } : {}) });
 }
 
 interface HandleParts {
   agent: AgentSession;
   codeMode?: CodeModeTools;
+  mcp?: McpServers;
   rollout: RolloutWriter;
   executor: ChildPeer;
   skills: Skill[];
@@ -369,6 +387,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
       // An open handle would be closed by GC, which Bun reports as an error.
       await rollout.close();
       await p.codeMode?.close();
+      await p.mcp?.close();
       await p.executor.shutdown();
     },
   };

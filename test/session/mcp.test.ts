@@ -1,0 +1,87 @@
+/**
+ * MCP servers in a session, with real processes: the SDK-written fixture server
+ * (test/support/mcp-fixture-server.ts) on stdio, a session against the fake model server.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { parseConfig } from "../../src/session/config.ts";
+import type { SessionEvent } from "../../src/session/events.ts";
+import { reply } from "../support/fake-model-server.ts";
+import { isAlive } from "../support/executor.ts";
+import { fixtureToml } from "../support/mcp.ts";
+import { waitFor } from "../support/wait.ts";
+import { approverSaying, harness, inputOf, type Harness } from "./run-support.ts";
+
+/** config.toml text as a user would have it, parsed as relay parses it. */
+function mcpConfig(h: Harness, toml: string, over: Record<string, unknown> = {}) {
+  const parsed = parseConfig(toml, "config.toml");
+  assert.ok("ok" in parsed, JSON.stringify(parsed));
+  return h.config({ mcp_servers: parsed.ok.config.mcp_servers, ...over });
+}
+
+/** The output the model got for `callId`. */
+function outputFor(h: Harness, callId: string): string {
+  for (const r of h.server.requests) {
+    const out = inputOf(r.body).find((i) => i.type === "function_call_output" && i.call_id === callId);
+    if (out) return out.output as string;
+  }
+  assert.fail(`no output for ${callId} reached the model`);
+}
+
+const warnings = (events: SessionEvent[]) => events.filter((e) => e.type === "warning").map((e) => (e as { message: string }).message);
+
+describe("MCP servers in a session", () => {
+  test("relay run calls srv__echo and the model receives the output; servers are stopped at the end", async () => {
+    await using h = await harness();
+    h.server.enqueue(
+      reply().toolCall("srv__echo", { text: "hello mcp" }, { callId: "c1" }).toolCall("srv__pid", {}, { callId: "c2" }),
+      reply().toolCall("srv__image", {}, { callId: "c3" }).toolCall("srv__fail", {}, { callId: "c4" }),
+      reply().text("done"),
+    );
+    const r = await h.run({ prompt: "use the tools", config: mcpConfig(h, fixtureToml("srv")) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(r.ok.outcome.finalMessage, "done");
+    const tools = h.server.requests[0]!.body.tools as Array<{ name: string; parameters: Record<string, unknown>; description: string }>;
+    const echo = tools.find((t) => t.name === "srv__echo");
+    assert.ok(echo, tools.map((t) => t.name).join(", "));
+    assert.equal(echo.parameters.type, "object");
+    assert.deepEqual(Object.keys(echo.parameters.properties as object), ["text"]);
+    assert.ok(!("$schema" in echo.parameters));
+    assert.match(echo.description, /^Echoes its text back/);
+    assert.equal(outputFor(h, "c1"), "echo: hello mcp");
+    assert.match(outputFor(h, "c3"), /^here is a picture\n\[image image\/png, \d+ bytes; not shown\]$/);
+    assert.match(outputFor(h, "c4"), /reported an error:\nthe fixture failed on purpose/);
+    const failed = h.events.find((e) => e.type === "tool_result" && e.call_id === "c4");
+    assert.equal(failed?.type === "tool_result" && failed.success, false);
+    assert.ok(h.events.some((e) => e.type === "mcp_server" && e.server === "srv" && e.state === "ready"));
+    // The session closed its servers: the fixture's process is gone.
+    const pid = Number(outputFor(h, "c2"));
+    assert.ok(pid > 0);
+    await waitFor(() => !isAlive(pid), `MCP server pid ${pid} to be gone`);
+  });
+
+  test("untrusted: a read-only MCP tool runs without asking, a write-capable one asks (refused without a terminal)", async () => {
+    await using h = await harness();
+    const note = path.join(h.workspace, "note.txt");
+    h.server.enqueue(reply().toolCall("srv__echo", { text: "ro" }, { callId: "ro" }).toolCall("srv__write_note", { path: note, note: "hi" }, { callId: "w" }), reply().text("ok"));
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv"), { approval_policy: "untrusted" }) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(outputFor(h, "ro"), "echo: ro");
+    assert.match(outputFor(h, "w"), /^srv__write_note was not called: this needs the user's approval \(approval policy untrusted\).*annotations\.readOnlyHint/s);
+    assert.ok(!existsSync(note), "the write-capable tool did not run");
+  });
+
+  test("untrusted: the user is asked for the write-capable tool only, and an approval runs it", async () => {
+    await using h = await harness();
+    const note = path.join(h.workspace, "note.txt");
+    const asked: string[] = [];
+    h.server.enqueue(reply().toolCall("srv__echo", { text: "ro" }, { callId: "ro" }).toolCall("srv__write_note", { path: note, note: "hi" }, { callId: "w" }), reply().text("ok"));
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv"), { approval_policy: "untrusted" }), approver: approverSaying("approved", asked) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.deepEqual(asked, ["mcp:srv__write_note"]);
+    assert.match(outputFor(h, "w"), /^wrote 2 characters/);
+    assert.equal(readFileSync(note, "utf8"), "hi");
+  });
+});
