@@ -84,4 +84,87 @@ describe("MCP servers in a session", () => {
     assert.match(outputFor(h, "w"), /^wrote 2 characters/);
     assert.equal(readFileSync(note, "utf8"), "hi");
   });
+
+  test("a server that dies mid-session: the call is told how (exit code, stderr tail), the server restarts and the next call works", async () => {
+    await using h = await harness();
+    h.server.enqueue(
+      reply().toolCall("srv__pid", {}, { callId: "p1" }),
+      reply().toolCall("srv__crash", {}, { callId: "crash" }),
+      reply().toolCall("srv__echo", { text: "back" }, { callId: "after" }).toolCall("srv__pid", {}, { callId: "p2" }),
+      reply().text("recovered"),
+    );
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv")) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.match(outputFor(h, "crash"), /^MCP server srv exited \(code 3\): fixture srv ready\nfixture: crashing on purpose; restarting$/);
+    assert.equal(outputFor(h, "after"), "echo: back");
+    assert.notEqual(outputFor(h, "p1"), outputFor(h, "p2"), "a new process answers");
+    const states = h.events.filter((e) => e.type === "mcp_server").map((e) => (e as { state: string }).state);
+    assert.deepEqual(states, ["starting", "ready", "exited", "restarting", "ready"]);
+    assert.ok(warnings(h.events).some((w) => w.includes("exited (code 3)")));
+    for (const id of ["p1", "p2"]) {
+      const pid = Number(outputFor(h, id));
+      await waitFor(() => !isAlive(pid), `MCP server pid ${pid} to be gone`);
+    }
+  });
+
+  test("a server that cannot start gives a warning with its stderr tail; the session goes on with the others", async () => {
+    await using h = await harness();
+    h.server.enqueue(reply().toolCall("good__echo", { text: "x" }, { callId: "c" }), reply().text("ok"));
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("bad", ["--fail-at-start"]) + fixtureToml("good")) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(outputFor(h, "c"), "echo: x");
+    const w = warnings(h.events).find((m) => m.includes("MCP server bad"));
+    assert.match(w ?? "", /MCP server bad exited during start-up \(code 4\): fixture: cannot open its database: no such file \/nonexistent\/db; the session goes on without it/);
+    const names = (h.server.requests[0]!.body.tools as Array<{ name: string }>).map((t) => t.name);
+    assert.ok(!names.some((n) => n.startsWith("bad__")) && names.includes("good__echo"));
+  });
+
+  test("a Codex config.toml [mcp_servers] block pasted unchanged works (unknown keys are warnings, disabled servers stay off)", async () => {
+    await using h = await harness();
+    const toml = [
+      'model = "gpt-5-codex"',
+      "",
+      fixtureToml("docs", [], ["startup_timeout_sec = 20", "tool_timeout_sec = 30.5", 'env = { "FIXTURE_MODE" = "codex" }', 'env_vars = ["HOME"]', 'enabled_tools = ["echo", "pid"]', 'disabled_tools = ["pid"]', "experimental_new_key = true"]),
+      "[mcp_servers.off]",
+      'command = "does-not-exist"',
+      "enabled = false",
+      "",
+    ].join("\n");
+    h.server.enqueue(reply().toolCall("docs__echo", { text: "codex" }, { callId: "c" }), reply().text("ok"));
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, toml) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(outputFor(h, "c"), "echo: codex");
+    const names = (h.server.requests[0]!.body.tools as Array<{ name: string }>).map((t) => t.name).filter((n) => n.includes("__"));
+    assert.deepEqual(names, ["docs__echo"], "enabled_tools then disabled_tools");
+    assert.deepEqual(warnings(h.events), ['config.toml [mcp_servers.docs]: unknown key "experimental_new_key" ignored']);
+  });
+
+  test("a broken server entry is a clear error naming the server and key; the other servers still start", async () => {
+    await using h = await harness();
+    const toml = fixtureToml("good") + '[mcp_servers.broken]\ncommand = "x"\nargs = "not-a-list"\n\n[mcp_servers.neither]\nenv = { A = "b" }\n';
+    h.server.enqueue(reply().toolCall("good__echo", { text: "still" }, { callId: "c" }), reply().text("ok"));
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, toml) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(outputFor(h, "c"), "echo: still");
+    const w = warnings(h.events);
+    assert.ok(w.includes('config.toml [mcp_servers.broken]: args must be an array (got "not-a-list"); this server is skipped, the others start'), w.join("\n"));
+    assert.ok(w.some((m) => m.startsWith("config.toml [mcp_servers.neither]: command needs \"command\" (a stdio server) or \"url\"")), w.join("\n"));
+  });
+
+  test("hostile server output: malformed stdout lines and a huge result do not break the session", async () => {
+    await using h = await harness();
+    h.server.enqueue(
+      reply().toolCall("srv__garbage", {}, { callId: "g" }),
+      reply().toolCall("srv__big", { n: 3_000_000 }, { callId: "big" }),
+      reply().toolCall("srv__echo", { text: "alive" }, { callId: "e" }),
+      reply().text("ok"),
+    );
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv"), { exec: { max_output_tokens: 1000, yield_time_ms: 10_000 } }) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.equal(outputFor(h, "g"), "still here");
+    const big = outputFor(h, "big");
+    assert.ok(big.length < 6000, `cut to the output budget (${big.length} characters)`);
+    assert.match(big, /tokens truncated…x*tail$/);
+    assert.equal(outputFor(h, "e"), "echo: alive");
+  });
 });
