@@ -1,7 +1,7 @@
 /**
  * A tiny MCP server for tests, written with the SDK's server side, on stdio:
  *   bun test/support/mcp-fixture-server.ts [--fail-at-start] [--name NAME]
- * Tools: echo (read-only), pid (read-only), write_note (writes a file: not read-only), fail
+ * Tools: echo (read-only), pid (read-only), where (cwd and $FIXTURE_MODE), write_note (writes a file: not read-only), fail
  * (answers isError), crash (writes to stderr and exits 3 without answering), big (N characters),
  * image (an image content item), garbage (writes malformed lines to stdout, then answers).
  * Always run under Bun, whatever runs the tests (test/support/mcp.ts mcpFixtureCommand), so it
@@ -22,6 +22,7 @@ async function serve(argv: string[]): Promise<void> {
   const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
   server.registerTool("echo", { description: "Echoes its text back.\nSecond line of the description.", inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, async ({ text: t }) => text(`echo: ${t}`));
   server.registerTool("pid", { description: "The server's process id.", annotations: { readOnlyHint: true } }, async () => text(String(process.pid)));
+  server.registerTool("where", { description: "Its cwd and FIXTURE_MODE.", annotations: { readOnlyHint: true } }, async () => text(JSON.stringify({ cwd: process.cwd(), mode: process.env.FIXTURE_MODE ?? null })));
   server.registerTool("write_note", { description: "Writes a note to a file.", inputSchema: { path: z.string(), note: z.string() } }, async ({ path: p, note }) => {
     writeFileSync(p, note);
     return text(`wrote ${note.length} characters to ${p}`);
