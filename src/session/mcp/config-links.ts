@@ -84,7 +84,23 @@ async function httpLink(server: string, launch: Extract<McpLaunchConfig, { type:
   if ("error" in headers) return headers;
   const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
   const transport = new StreamableHTTPClientTransport(new URL(launch.url), { requestInit: { headers: headers.ok } });
-  return ok({ transport, describeEnd: () => ` (connection to ${launch.url} closed)`, pid: () => undefined });
+  const tokenVar = launch.bearerTokenEnvVar;
+  return ok({
+    transport,
+    describeEnd: () => "",
+    pid: () => undefined,
+    // The SDK's StreamableHTTPError carries the HTTP status as its code.
+    explain: (message, code) => {
+      if (code === 401 || /\b401\b|unauthori[sz]ed/i.test(message)) {
+        return tokenVar
+          ? `refused the connection as unauthorized (HTTP 401): check the token in ${tokenVar} (bearer_token_env_var of [mcp_servers.${server}])`
+          : `refused the connection as unauthorized (HTTP 401): set bearer_token_env_var in [mcp_servers.${server}] to the variable that holds its token`;
+      }
+      if (code === 403 || /\b403\b/.test(message)) return `refused the connection (HTTP 403 forbidden): the token in ${tokenVar ?? "(none)"} is not allowed to use it`;
+      if (/ECONNREFUSED|Unable to connect|fetch failed/i.test(message)) return `could not be reached at ${launch.url}: is it running?`;
+      return undefined;
+    },
+  });
 }
 
 export function configLink(server: string, launch: McpLaunchConfig): () => Promise<Result<McpLink>> {

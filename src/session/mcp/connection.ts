@@ -156,8 +156,8 @@ export class McpConnection {
       return `MCP server ${name} did not finish starting within ${seconds(startupTimeoutMs)} (startup_timeout_sec); raise it in [mcp_servers.${name}] if the server is slow to start`;
     }
     const text = errorText(e);
-    if (/\b401\b|unauthori[sz]ed/i.test(text)) return `MCP server ${name} refused the connection as unauthorized (HTTP 401): check the token its bearer_token_env_var names (${text})`;
-    if (/\b403\b/.test(text)) return `MCP server ${name} refused the connection (HTTP 403 forbidden): ${text}`;
+    const explained = link.explain?.(text, errorCode(e));
+    if (explained) return `MCP server ${name} ${explained} (${text.slice(0, 300)})`;
     if (/ENOENT/.test(text)) return `MCP server ${name} could not be started: ${text}; check "command" (is it installed and on PATH?) and "cwd"`;
     return `MCP server ${name} could not be started: ${text}`;
   }

@@ -11,6 +11,8 @@ export interface McpLink {
   describeEnd(): string;
   /** The server's process id where relay knows it (stdio), for tests and `relay mcp list`. */
   pid(): number | undefined;
+  /** What to fix, for a failure this kind of link knows (an HTTP 401: the token's variable). */
+  explain?(message: string, code: unknown): string | undefined;
 }
 
 /** Makes a fresh, unstarted link for each (re)start. */
