@@ -90,7 +90,9 @@ export class McpStdioHost {
     private readonly instanceId: string,
   ) {}
 
-  register(): void {
+  /** Serves the mcp/* methods; `owner` kills this host's servers whenever it kills its own processes. */
+  register(owner: { alsoOnKillAll(fn: () => void): void }): void {
+    owner.alsoOnKillAll(() => this.killAllNow());
     this.peer.handle(McpManifestMethod, async (req) => ok(await readMcpManifest(req.root)));
     this.peer.handle(McpStartMethod, (req) => this.start(req));
     this.peer.handle(McpSendMethod, (req) => this.send(req.server_id, req.message));

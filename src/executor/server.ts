@@ -134,9 +134,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(SkillsReadMethod, (req) => readSkill(req.path));
   peer.handle(ProjectDocsMethod, async (req) => ok(await readProjectDocs(req.cwd, req.names, req.max_bytes)));
 
-  const mcp = new McpStdioHost(peer, manager.instanceId);
-  mcp.register();
-  manager.alsoOnKillAll(() => mcp.killAllNow());
+  new McpStdioHost(peer, manager.instanceId).register(manager);
 
   peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {
     const tool = byName.get(req.name);
