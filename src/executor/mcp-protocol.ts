@@ -70,8 +70,11 @@ export const McpStopMethod = defineMethod("mcp/stop", z.object({ server_id: Serv
 /** One JSON value the server wrote as a line on stdout. */
 export const McpMessageNotification = defineNotification("mcp/message", z.object({ server_id: ServerId, message: z.unknown() }));
 
-/** A stdout line that could not be forwarded (not JSON, or too large): the reason and its start. */
-export const McpBadLineNotification = defineNotification("mcp/bad_line", z.object({ server_id: ServerId, reason: z.string() }));
+/**
+ * A stdout line that could not be forwarded (not JSON, or too large): the reason, and for a line
+ * too large its first and last bytes (`edges`), where the orchestrator finds the request id it answers.
+ */
+export const McpBadLineNotification = defineNotification("mcp/bad_line", z.object({ server_id: ServerId, reason: z.string(), edges: z.string().optional() }));
 
 /** The server process ended (after its stdout was read to the end). */
 export const McpExitedNotification = defineNotification(

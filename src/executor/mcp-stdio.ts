@@ -23,16 +23,21 @@ const MAX_SERVERS = 32;
 /** The host's variables a server gets besides its own `env` (as Codex and the MCP SDK pass them). */
 const BASE_ENV_VARS = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"];
 
-/** Splits a byte stream into lines, dropping (and reporting) any over `max` bytes without holding them. */
+/** How much of a dropped line's start and end is kept: enough to find its JSON-RPC id. */
+const EDGE_BYTES = 256;
+
+/** Splits a byte stream into lines, dropping (and reporting, with its edges) any over `max` bytes without holding it. */
 export class LineSplitter {
   private parts: Buffer[] = [];
   private size = 0;
   private dropping = false;
+  private head = Buffer.alloc(0);
+  private tail = Buffer.alloc(0);
 
   constructor(
     private readonly max: number,
     private readonly onLine: (line: string) => void,
-    private readonly onOversized: (bytes: number) => void,
+    private readonly onOversized: (bytes: number, edges: string) => void,
   ) {}
 
   push(chunk: Buffer): void {
@@ -52,8 +57,14 @@ export class LineSplitter {
 
   private add(piece: Buffer): void {
     this.size += piece.length;
-    if (this.dropping) return;
+    if (this.dropping) {
+      this.tail = Buffer.concat([this.tail, piece.subarray(-EDGE_BYTES)]).subarray(-EDGE_BYTES);
+      return;
+    }
     if (this.size > this.max) {
+      const held = Buffer.concat([...this.parts, piece]);
+      this.head = held.subarray(0, EDGE_BYTES);
+      this.tail = held.subarray(-EDGE_BYTES);
       this.dropping = true;
       this.parts = [];
       return;
@@ -62,7 +73,7 @@ export class LineSplitter {
   }
 
   private finishLine(): void {
-    if (this.dropping) this.onOversized(this.size);
+    if (this.dropping) this.onOversized(this.size, `${this.head.toString("utf8")}…${this.tail.toString("utf8")}`);
     else {
       const line = Buffer.concat(this.parts).toString("utf8").replace(/\r$/, "");
       if (line.trim() !== "") this.onLine(line);
@@ -127,7 +138,11 @@ export class McpStdioHost {
 
   private watch(s: Running): void {
     const { child } = s;
-    const splitter = new LineSplitter(MAX_MCP_LINE_BYTES, (line) => this.forward(s.id, line), (bytes) => this.badLine(s.id, `a ${bytes}-byte stdout line is over the ${MAX_MCP_LINE_BYTES}-byte limit; dropped`));
+    const splitter = new LineSplitter(
+      MAX_MCP_LINE_BYTES,
+      (line) => this.forward(s.id, line),
+      (bytes, edges) => this.badLine(s.id, `a ${bytes}-byte message is over the executor's ${MAX_MCP_LINE_BYTES}-byte limit for one MCP message; dropped`, edges),
+    );
     child.stdout!.on("data", (chunk: Buffer) => splitter.push(chunk));
     child.stdout!.on("end", () => splitter.end());
     child.stderr!.setEncoding("utf8");
@@ -156,9 +171,9 @@ export class McpStdioHost {
     if ("error" in sent && !this.peer.isClosed) this.badLine(id, `a stdout message could not be forwarded: ${sent.error.message}`);
   }
 
-  private badLine(id: string, reason: string): void {
+  private badLine(id: string, reason: string, edges?: string): void {
     log.warn("mcp server stdout", { server_id: id, reason });
-    this.peer.notify(McpBadLineNotification, { server_id: id, reason });
+    this.peer.notify(McpBadLineNotification, { server_id: id, reason, ...(edges !== undefined ? { edges } : {}) });
   }
 
   private send(id: string, message: unknown): Promise<Result<Record<string, never>>> | Result<Record<string, never>> {

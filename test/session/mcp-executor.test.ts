@@ -52,6 +52,7 @@ describe("MCP servers on the executor host", () => {
     h.server.enqueue(
       reply().toolCall("tools__where", {}, { callId: "where" }).toolCall("tools__pid", {}, { callId: "p1" }),
       reply().toolCall("tools__garbage", {}, { callId: "g" }).toolCall("tools__big", { n: 2_000_000 }, { callId: "big" }),
+      reply().toolCall("tools__big", { n: 5_000_000 }, { callId: "huge" }),
       reply().toolCall("tools__crash", {}, { callId: "crash" }),
       reply().toolCall("tools__echo", { text: "via executor" }, { callId: "echo" }).toolCall("tools__pid", {}, { callId: "p2" }),
       reply().text("done"),
@@ -61,6 +62,8 @@ describe("MCP servers on the executor host", () => {
     assert.deepEqual(JSON.parse(outputFor(h, "where")), { cwd: path.join(r.root, "work"), mode: "from-manifest" });
     assert.equal(outputFor(h, "g"), "still here");
     assert.match(outputFor(h, "big"), /tokens truncated…x*tail$/);
+    // Over the executor's 4 MiB per message: that answer fails at once, the server stays up.
+    assert.match(outputFor(h, "huge"), /^MCP server tools could not run big: MCP error -32603: the server's answer was dropped: a 5000\d{3}-byte message is over the executor's 4194304-byte limit for one MCP message; dropped$/);
     assert.match(outputFor(h, "crash"), /^MCP server tools exited \(code 3\): fixture tools ready\nfixture: crashing on purpose; restarting$/);
     assert.equal(outputFor(h, "echo"), "echo: via executor");
     const warnings = h.events.filter((e) => e.type === "warning").map((e) => (e as { message: string }).message);

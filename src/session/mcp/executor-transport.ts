@@ -27,7 +27,7 @@ class PeerRoutes {
 
   private constructor(peer: RpcPeer) {
     peer.onNotification(McpMessageNotification, (p) => this.transports.get(p.server_id)?.receive(p.message));
-    peer.onNotification(McpBadLineNotification, (p) => this.transports.get(p.server_id)?.badLine(p.reason));
+    peer.onNotification(McpBadLineNotification, (p) => this.transports.get(p.server_id)?.badLine(p.reason, p.edges));
     peer.onNotification(McpExitedNotification, (p) => this.transports.get(p.server_id)?.ended(describeExit(p.code, p.signal, p.stderr_tail)));
     void peer.closed.then((reason) => {
       for (const t of [...this.transports.values()]) t.ended(`: the executor connection closed (${reason})`);
@@ -41,6 +41,14 @@ class PeerRoutes {
   remove(id: string): void {
     this.transports.delete(id);
   }
+}
+
+/** The id of a JSON-RPC response from the edges of its text (`"id":7` closes the SDK's answers, or opens them). */
+function answeredId(edges: string): number | string | undefined {
+  if (!/"(result|error)"\s*:/.test(edges)) return undefined;
+  const m = [...edges.matchAll(/"id"\s*:\s*(\d+|"(?:[^"\\]|\\.)*")\s*[,}]/g)].at(-1);
+  if (!m) return undefined;
+  return m[1]!.startsWith('"') ? (JSON.parse(m[1]!) as string) : Number(m[1]);
 }
 
 const isMessage = (m: unknown): m is JSONRPCMessage => m !== null && typeof m === "object" && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === "2.0";
@@ -94,8 +102,14 @@ export class ExecutorMcpTransport implements Transport {
     else this.onerror?.(new Error(`the server wrote a message that is not JSON-RPC 2.0: ${JSON.stringify(message)?.slice(0, 200)}`));
   }
 
-  badLine(reason: string): void {
+  /**
+   * A line the executor could not forward. When it was an answer (its id is in its edges), that
+   * request fails now with the reason instead of waiting for its time limit.
+   */
+  badLine(reason: string, edges?: string): void {
     this.onerror?.(new Error(reason));
+    const id = edges === undefined ? undefined : answeredId(edges);
+    if (id !== undefined) this.onmessage?.({ jsonrpc: "2.0", id, error: { code: -32603, message: `the server's answer was dropped: ${reason}` } });
   }
 
   ended(how: string): void {
