@@ -167,4 +167,15 @@ describe("MCP servers in a session", () => {
     assert.match(big, /tokens truncated…x*tail$/);
     assert.equal(outputFor(h, "e"), "echo: alive");
   });
+
+  test("time limits: a server stuck in start-up is left out (startup_timeout_sec); a call that never ends fails (tool_timeout_sec) and the server goes on", async () => {
+    await using h = await harness();
+    h.server.enqueue(reply().toolCall("srv__hang", {}, { callId: "hang" }), reply().toolCall("srv__echo", { text: "next" }, { callId: "next" }), reply().text("ok"));
+    const toml = fixtureToml("stuck", ["--hang-at-start"], ["startup_timeout_sec = 0.3"]) + fixtureToml("srv", [], ["tool_timeout_sec = 0.3"]);
+    const r = await h.run({ prompt: "p", config: mcpConfig(h, toml) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    assert.ok(warnings(h.events).includes("MCP server stuck did not finish starting within 0.3 s (startup_timeout_sec); raise it in [mcp_servers.stuck] if the server is slow to start; the session goes on without it"), warnings(h.events).join("\n"));
+    assert.equal(outputFor(h, "hang"), "MCP tool hang of server srv did not answer within 0.3 s (tool_timeout_sec); the server may still be working on it");
+    assert.equal(outputFor(h, "next"), "echo: next");
+  });
 });

@@ -1,8 +1,8 @@
 /**
  * A tiny MCP server for tests, written with the SDK's server side, on stdio:
- *   bun test/support/mcp-fixture-server.ts [--fail-at-start] [--name NAME]
+ *   bun test/support/mcp-fixture-server.ts [--fail-at-start | --hang-at-start] [--name NAME]
  * Tools: echo (read-only), pid (read-only), where (cwd and $FIXTURE_MODE), write_note (writes a file: not read-only), fail
- * (answers isError), crash (writes to stderr and exits 3 without answering), big (N characters),
+ * (answers isError), hang (never answers), crash (writes to stderr and exits 3 without answering), big (N characters),
  * image (an image content item), garbage (writes malformed lines to stdout, then answers).
  * Always run under Bun, whatever runs the tests (test/support/mcp.ts mcpFixtureCommand), so it
  * needs no build step.
@@ -17,6 +17,11 @@ async function serve(argv: string[]): Promise<void> {
   if (argv.includes("--fail-at-start")) {
     process.stderr.write("fixture: cannot open its database: no such file /nonexistent/db\n");
     process.exit(4);
+  }
+  if (argv.includes("--hang-at-start")) {
+    // Alive, reading stdin, never answering: a server stuck in its start-up.
+    process.stdin.resume();
+    return;
   }
   const server = new McpServer({ name, version: "1.0.0" });
   const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
@@ -33,6 +38,7 @@ async function serve(argv: string[]): Promise<void> {
     process.exit(3);
   });
   server.registerTool("big", { description: "Returns n characters.", inputSchema: { n: z.number().int() }, annotations: { readOnlyHint: true } }, async ({ n }) => text(`${"x".repeat(n - 4)}tail`));
+  server.registerTool("hang", { description: "Never answers.", annotations: { readOnlyHint: true } }, () => new Promise<never>(() => {}));
   server.registerTool("image", { description: "Returns an image.", annotations: { readOnlyHint: true } }, async () => ({
     content: [
       { type: "text" as const, text: "here is a picture" },

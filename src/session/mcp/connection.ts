@@ -122,8 +122,12 @@ export class McpConnection {
     const link = made.ok;
     const client = new this.sdk.Client({ name: "relay", version: VERSION }, { capabilities: {} });
     client.onerror = (e) => log.warn("mcp server protocol error", { server: target.name, error: errorText(e) });
-    const deadline = AbortSignal.any([AbortSignal.timeout(target.startupTimeoutMs), this.stop.signal]);
-    const options = { timeout: target.startupTimeoutMs, signal: deadline };
+    // One deadline for the whole start (initialize and every tools/list page), or the session's end.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), target.startupTimeoutMs);
+    const onStop = () => deadline.abort();
+    this.stop.signal.addEventListener("abort", onStop);
+    const options = { timeout: target.startupTimeoutMs, signal: deadline.signal };
     try {
       await client.connect(link.transport, options);
       const tools: McpToolInfo[] = [];
@@ -138,7 +142,10 @@ export class McpConnection {
     } catch (e) {
       await client.close().catch(() => {});
       await link.transport.close().catch(() => {});
-      return err("mcp_start_failed", this.startFailure(e, link));
+      return err("mcp_start_failed", this.startFailure(e, link, deadline.signal.aborted));
+    } finally {
+      clearTimeout(timer);
+      this.stop.signal.removeEventListener("abort", onStop);
     }
     this.client = client;
     this.link = link;
@@ -148,11 +155,11 @@ export class McpConnection {
     return ok(null);
   }
 
-  private startFailure(e: unknown, link: McpLink): string {
+  private startFailure(e: unknown, link: McpLink, timedOut: boolean): string {
     const { name, startupTimeoutMs } = this.target;
     const end = link.describeEnd();
     if (end) return `MCP server ${name} exited during start-up${end}`;
-    if (errorCode(e) === -32001 || (e as Error)?.name === "TimeoutError") {
+    if (errorCode(e) === -32001 || timedOut) {
       return `MCP server ${name} did not finish starting within ${seconds(startupTimeoutMs)} (startup_timeout_sec); raise it in [mcp_servers.${name}] if the server is slow to start`;
     }
     const text = errorText(e);

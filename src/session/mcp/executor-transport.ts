@@ -74,7 +74,7 @@ export class ExecutorMcpTransport implements Transport {
 
   async start(): Promise<void> {
     this.routes.add(this.serverId, this);
-    const r = await this.peer.call(McpStartMethod, { server_id: this.serverId, command: this.server.command, args: this.server.args, env: this.server.env, cwd: this.server.cwd });
+    const r = await this.peer.call(McpStartMethod, { server_id: this.serverId, command: this.server.command, args: this.server.args, env: this.server.env, cwd: this.server.cwd }, { timeoutMs: 30_000 });
     if ("error" in r) {
       this.routes.remove(this.serverId);
       throw new Error(r.error.message);
@@ -90,7 +90,7 @@ export class ExecutorMcpTransport implements Transport {
 
   async close(): Promise<void> {
     if (this.end === undefined) {
-      const r = await this.peer.call(McpStopMethod, { server_id: this.serverId });
+      const r = await this.peer.call(McpStopMethod, { server_id: this.serverId }, { timeoutMs: 30_000 });
       if ("error" in r || !r.ok.was_running) this.ended("");
       await this.endedPromise;
     }
