@@ -168,7 +168,8 @@ export class McpStdioHost {
       return this.badLine(id, `stdout line is not JSON (${(e as Error).message}): ${line.slice(0, 200)}`);
     }
     const sent = this.peer.notify(McpMessageNotification, { server_id: id, message });
-    if ("error" in sent && !this.peer.isClosed) this.badLine(id, `a stdout message could not be forwarded: ${sent.error.message}`);
+    // Too large once encoded (escapes grow it): its edges still let the orchestrator fail that call.
+    if ("error" in sent && !this.peer.isClosed) this.badLine(id, `a stdout message could not be forwarded: ${sent.error.message}`, `${line.slice(0, EDGE_BYTES)}…${line.slice(-EDGE_BYTES)}`);
   }
 
   private badLine(id: string, reason: string, edges?: string): void {
