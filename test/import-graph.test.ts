@@ -65,6 +65,8 @@ const HEAVY = {
   git: ["isomorphic-git", "diff"],
   archives: ["tar-stream", "fflate", "@bokuweb/zstd-wasm"],
   toml: ["smol-toml"],
+  /** The MCP SDK: imported (await import) only once a session has an MCP server to start. */
+  mcp: ["@modelcontextprotocol/sdk"],
 };
 
 function assertNoPackages(what: string, packages: Set<string>, banned: string[]): void {
@@ -90,9 +92,10 @@ describe("start-up import graph", () => {
     assert.ok(modules.size <= 15, `the CLI core is ${modules.size} modules: ${[...modules].join(", ")}`);
   });
 
-  test("relay executor: no QuickJS, database, git, archive or config parser; no model, session or memory code", () => {
+  test("relay executor: no QuickJS, database, git, archive, config parser or MCP SDK; no model, session or memory code", () => {
     const { modules, packages } = subcommand("executor");
-    assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml]);
+    assert.ok(modules.has("executor/mcp-stdio.ts"), "the executor hosts MCP stdio servers (this test walks the right module)");
+    assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp]);
     assertNoRooms("relay executor", modules, ["model", "session", "memories", "codemode", "infty", "package", "rollout"]);
   });
 
@@ -105,16 +108,17 @@ describe("start-up import graph", () => {
   test("relay code-mode-host: QuickJS, but no database, git, archives, model or session code", () => {
     const { modules, packages } = subcommand("code-mode-host");
     assert.ok(packages.has("quickjs-emscripten-core"), "the host runs QuickJS (this test walks the right module)");
-    assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml]);
+    assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp]);
     assertNoRooms("relay code-mode-host", modules, ["model", "session", "memories", "executor", "infty", "package"]);
     assert.ok(!modules.has("protocol/child.ts"), "the host starts no child process: node:child_process stays unloaded");
   });
 
   for (const name of ["run", "infty"]) {
-    test(`relay ${name}: no QuickJS (the host is a child process), database, git or archives until used`, () => {
+    test(`relay ${name}: no QuickJS (the host is a child process), database, git, archives or MCP SDK until used`, () => {
       const { modules, packages } = subcommand(name);
       assert.ok(modules.has("session/runtime.ts"), "a session is what it runs (this test walks the right module)");
-      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives]);
+      assert.ok(modules.has("session/mcp/session-mcp.ts"), "sessions start MCP servers (this test walks the right module)");
+      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.mcp]);
       assertNoRooms(`relay ${name}`, modules, ["package"]);
       const engine = [...modules].filter((m) => /^codemode\/(engine|cell|vm)/.test(m));
       assert.deepEqual(engine, [], `relay ${name} loads the QuickJS engine's modules`);
@@ -127,10 +131,10 @@ describe("start-up import graph", () => {
     assertNoPackages("relay memories", packages, ["pg", ...HEAVY.quickjs, ...HEAVY.archives]);
   });
 
-  test("relay package, sessions, skills, doctor, sandbox: none of QuickJS, database or git", () => {
-    for (const name of ["package", "sessions", "skills", "doctor", "sandbox"]) {
+  test("relay package, sessions, skills, doctor, sandbox, mcp: none of QuickJS, database or git; the MCP SDK not even for relay mcp until it starts a server", () => {
+    for (const name of ["package", "sessions", "skills", "doctor", "sandbox", "mcp"]) {
       const { packages } = subcommand(name);
-      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git]);
+      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.mcp]);
     }
   });
 

@@ -19,7 +19,9 @@ stdin/stdout; it is not meant to be typed at (try \`relay executor --check\`). A
 remote executor, e.g. \`relay run --executor "ssh build-host relay executor" ...\`.
 
 Methods: executor/info, tools/list, tools/call, process/exec, process/write,
-process/terminate, process/list, sandbox/check; notification process/exited.
+process/terminate, process/list, sandbox/check; notification process/exited. MCP stdio
+servers of a capability root's .mcp.json: mcp/manifest, mcp/start, mcp/send, mcp/stop;
+notifications mcp/message, mcp/bad_line, mcp/exited (docs/capabilities.md).
 
 Processes: tty=true runs on a PTY (Bun builds), otherwise on pipes with stdin closed. Each
 process keeps 1 MiB of output (head + tail); at most 64 stay open (least recently used exited

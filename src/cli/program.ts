@@ -23,6 +23,7 @@ const SUBCOMMANDS: ReadonlyArray<{ name: string; hidden?: boolean; load: () => P
   { name: "infty", load: async () => (await import("./infty.ts")).inftyCommand() as never },
   { name: "memories", load: async () => (await import("./memories.ts")).memoriesCommand() as never },
   { name: "package", load: async () => (await import("./package.ts")).packageCommand() as never },
+  { name: "mcp", load: async () => (await import("./mcp.ts")).mcpCommand() as never },
   { name: "sandbox", load: async () => (await import("./sandbox.ts")).sandboxCommand() as never },
   { name: "doctor", load: async () => (await import("./doctor.ts")).doctorCommand() as never },
   { name: "completion", load: async () => (await import("./completion.ts")).completionCommand() as never },

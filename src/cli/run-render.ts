@@ -108,6 +108,13 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
         else err.write(dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`));
         if (e.gaps.length) err.write(red(`relay: sandbox is best effort; not enforced here: ${e.gaps.join("; ")}\n`));
         return;
+      case "mcp_server":
+        // Failures and exits also come as warnings; the rest is progress.
+        if (e.state === "ready") {
+          endLine();
+          err.write(dim(`mcp ${e.server} · ${e.tools ?? 0} tool${e.tools === 1 ? "" : "s"}${e.message ? ` · ${e.message}` : ""}\n`));
+        }
+        return;
       case "text_delta":
         out.write(e.delta);
         midLine = !e.delta.endsWith("\n");

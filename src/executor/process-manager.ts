@@ -90,6 +90,7 @@ export class ProcessManager {
   readonly instanceId: string;
   private readonly maxProcesses: number;
   private readonly fullOutputs = new FullOutputStore();
+  private readonly extraKills: Array<() => void> = [];
 
   constructor(private readonly options: ManagerOptions = {}) {
     this.instanceId = options.instanceId ?? randomBytes(6).toString("hex");
@@ -272,8 +273,14 @@ export class ProcessManager {
     return { hits: this.warm?.hits ?? 0, misses: this.warm?.misses ?? 0 };
   }
 
+  /** Also run `fn` (synchronously) whenever killAllNow runs: other process owners of this executor. */
+  alsoOnKillAll(fn: () => void): void {
+    this.extraKills.push(fn);
+  }
+
   /** Kills every process this manager started, synchronously (safe in exit handlers). */
   killAllNow(): void {
+    for (const fn of this.extraKills) fn();
     const spare = this.warm?.stop();
     if (spare !== undefined) killTreeNow(spare, `${this.instanceId}:warm`);
     for (const e of this.store.values()) if (!e.exit) killTreeNow(e.proc.pid, `${this.instanceId}:${e.id}`);

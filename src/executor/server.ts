@@ -15,6 +15,7 @@ import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
 import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
 import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
+import { McpStdioHost } from "./mcp-stdio.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import type { SandboxPolicy } from "./sandbox/policy.ts";
 import { ptySupported } from "./spawn/index.ts";
@@ -132,6 +133,8 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
   peer.handle(SkillsReadMethod, (req) => readSkill(req.path, req.offset, req.max_bytes));
   peer.handle(ProjectDocsMethod, async (req) => ok(await readProjectDocs(req.cwd, req.names, req.max_bytes)));
+
+  new McpStdioHost(peer, manager.instanceId).register(manager);
 
   peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {
     const tool = byName.get(req.name);

@@ -111,11 +111,12 @@ export interface AgentConsolidatorOptions {
 
 /**
  * Runs the consolidation as a sub-session: approval never, workspace-write sandbox whose only
- * writable root is the memory folder (cwd), no network, memories not injected into itself.
+ * writable root is the memory folder (cwd), no network, no MCP servers, memories not injected into itself.
  */
 export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
   return async ({ root, selection, signal }) => {
-    const config: RelayConfig = { ...o.config, approval_policy: "never", sandbox_mode: "workspace-write" };
+    // No MCP servers: the memory folder is its whole world (an MCP tool is not confined by the sandbox).
+    const config: RelayConfig = { ...o.config, approval_policy: "never", sandbox_mode: "workspace-write", mcp_servers: undefined };
     const opened = await openSession({
       home: o.home,
       config,

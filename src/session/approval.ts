@@ -14,12 +14,14 @@ import type { ApprovalPolicy } from "./config.ts";
 export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
 
 export interface ApprovalRequest {
-  kind: "exec" | "patch" | "escalation";
+  kind: "exec" | "patch" | "escalation" | "mcp";
   /** What will run or change, for the prompt. */
   summary: string;
   justification?: string;
   /** Why relay asks (from the policy), e.g. "sort -o writes a file". */
   reason?: string;
+  /** More to show under the summary, e.g. an MCP tool's arguments. */
+  detail?: string;
   cwd: string;
 }
 
@@ -53,6 +55,15 @@ export function evaluatePatch(policy: ApprovalPolicy, summary: string, cwd: stri
   return { type: "skip" };
 }
 
+/**
+ * An MCP tool call: under untrusted, a tool that declares `annotations.readOnlyHint: true` runs
+ * without asking and any other asks, as a patch does; the other policies do not ask.
+ */
+export function evaluateMcpTool(policy: ApprovalPolicy, tool: string, readOnly: boolean, args: string, cwd: string): ApprovalNeed {
+  if (policy !== "untrusted" || readOnly) return { type: "skip" };
+  return { type: "ask", request: { kind: "mcp", summary: tool, detail: args, reason: "the MCP tool does not declare itself read-only (annotations.readOnlyHint)", cwd } };
+}
+
 /** Refuses every request: for runs without a terminal. */
 export const nonInteractiveApprover: Approver = {
   interactive: false,
@@ -68,8 +79,9 @@ export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, o
     async ask(req) {
       const rl = createInterface({ input, output });
       try {
-        const what = req.kind === "patch" ? "apply this patch" : req.kind === "escalation" ? "run this command OUTSIDE the sandbox" : "run this command";
+        const what = req.kind === "patch" ? "apply this patch" : req.kind === "escalation" ? "run this command OUTSIDE the sandbox" : req.kind === "mcp" ? "call this MCP tool" : "run this command";
         output.write(`\nrelay wants to ${what} in ${req.cwd}:\n  ${req.summary.split("\n").join("\n  ")}\n`);
+        if (req.detail) output.write(`  ${req.detail.slice(0, 2000).split("\n").join("\n  ")}\n`);
         if (req.justification) output.write(`reason: ${req.justification}\n`);
         if (req.reason) output.write(`asking because ${req.reason}\n`);
         for (;;) {

@@ -10,6 +10,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("project_docs"), files: z.array(z.object({ path: z.string(), bytes: z.number().int(), truncated: z.boolean() })) }),
   /** How commands will be confined: the mechanism, anything best effort left out, or why none can run. */
   z.object({ type: z.literal("sandbox"), mode: z.string(), mechanism: z.string(), gaps: z.array(z.string()), refused: z.string().optional() }),
+  /** An MCP server's state: starting, ready (with its tool count), failed, exited (mid-session), restarting, closed. */
+  z.object({ type: z.literal("mcp_server"), server: z.string(), state: z.enum(["starting", "ready", "failed", "exited", "restarting", "closed"]), message: z.string().optional(), tools: z.number().int().optional() }),
   z.object({ type: z.literal("turn_started"), turn: z.number().int() }),
   z.object({ type: z.literal("text_delta"), delta: z.string() }),
   z.object({ type: z.literal("reasoning_delta"), delta: z.string() }),

@@ -30,6 +30,8 @@ import { startEnvironments, type SessionEnvironments } from "./environments.ts";
 import { skillsCatalog } from "./skill-catalog.ts";
 import { findSkills } from "./skill-sources.ts";
 import { SKILL_TOOL_SPEC, SkillReader } from "./skill-tool.ts";
+import { openSessionMcp } from "./mcp/session-mcp.ts";
+import type { McpServers } from "./mcp/servers.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
 import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
 import { ToolRouter } from "./tool-router.ts";
@@ -162,6 +164,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   // The extra environments start while the session's own executor does.
   const starting = startEnvironments(o.environments ?? [], executorNameOf(o), (message) => o.emit({ type: "warning", message }));
   let rolloutToClose: RolloutWriter | undefined;
+  let mcpStarting: Promise<Result<McpServers | undefined>> | undefined;
   let handedOver = false;
   try {
     const started = await describeExecutor(o, executor);
@@ -174,14 +177,18 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     rolloutToClose = rollout;
     o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed && !resumed.fork), ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
     log.info("session started", { session_id: rollout.id, model: o.config.model, provider: model.ok.provider, resumed: Boolean(resumed && !resumed.fork), forked: Boolean(resumed?.fork), executor: started.ok.name, remote: started.ok.remote, sandbox: o.config.sandbox_mode });
+    // MCP servers start now, while the rest of the session is set up.
+    mcpStarting = startMcp(o, environments);
     const skills = await listSkills(o, environments, started.ok, cwd);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
-    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed });
+    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed, mcp: mcpStarting });
     if ("error" in built) return built;
     handedOver = true;
     return ok(sessionHandle(o, { ...built.ok, rollout, executor, environments, skills, cwd, context }));
   } finally {
     if (!handedOver) {
+      const mcp = await mcpStarting;
+      if (mcp && "ok" in mcp) await mcp.ok?.close();
       await rolloutToClose?.close();
       await executor.shutdown();
       await (await starting).close();
@@ -253,6 +260,18 @@ async function listSkills(o: OpenSessionOptions, environments: SessionEnvironmen
   return new SkillReader(found.skills, environments);
 }
 
+/**
+ * config.toml's servers, and the `.mcp.json` of each capability root, run by the executor of the
+ * root's environment; a root whose environment is unavailable gives nothing (its skills warn why).
+ */
+function startMcp(o: OpenSessionOptions, environments: SessionEnvironments): Promise<Result<McpServers | undefined>> {
+  const roots = (o.capabilityRoots ?? []).flatMap((r) => {
+    const env = environments.get(r.location.environmentId);
+    return env ? [{ peer: env.peer, rootId: r.id, rootPath: r.location.path }] : [];
+  });
+  return openSessionMcp({ mcpServers: o.config.mcp_servers, roots, maxOutputTokens: o.config.exec.max_output_tokens, emit: o.emit });
+}
+
 interface AgentParts {
   cwd: string;
   model: ModelClient;
@@ -260,10 +279,11 @@ interface AgentParts {
   rollout: RolloutWriter;
   skills: SkillReader;
   resumed: Resumed | undefined;
+  mcp: Promise<Result<McpServers | undefined>>;
 }
 
 /** The tool router (with code mode), the sandbox check and the agent with its instructions. */
-async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools }>> {
+async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools; mcp?: McpServers }>> {
   const { config } = o;
   const { cwd, started, rollout } = p;
   const env = started.remote
@@ -292,6 +312,9 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
   );
   if ("error" in routerR) return routerR;
   if (!p.skills.empty) routerR.ok.addSessionTool({ spec: SKILL_TOOL_SPEC, call: (raw) => p.skills.call(raw) });
+  const mcp = await p.mcp;
+  if ("error" in mcp) return mcp;
+  if (mcp.ok) routerR.ok.attachMcp(mcp.ok.nameTools(routerR.ok.specs.map((s) => s.name)));
   // The host starts now, while the model works on its first answer.
   const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
   if (codeMode) {
@@ -332,12 +355,13 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     const repaired = await agent.repairDanglingCalls();
     if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
   }
-  return ok({ agent, codeMode });
+  return ok({ agent, codeMode, ...(mcp.ok ? { mcp: mcp.ok } : {}) });
 }
 
 interface HandleParts {
   agent: AgentSession;
   codeMode?: CodeModeTools;
+  mcp?: McpServers;
   rollout: RolloutWriter;
   executor: ChildPeer;
   environments: SessionEnvironments;
@@ -382,6 +406,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
       // An open handle would be closed by GC, which Bun reports as an error.
       await rollout.close();
       await p.codeMode?.close();
+      await p.mcp?.close();
       await p.executor.shutdown();
       await p.environments.close();
     },

@@ -12,13 +12,14 @@ import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import type { ModelTool } from "../model/client.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { ApprovalCache, evaluateExec, evaluatePatch, type ApprovalNeed } from "./approval.ts";
+import { ApprovalCache, evaluateExec, evaluateMcpTool, evaluatePatch, type ApprovalNeed } from "./approval.ts";
 import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeModeTools } from "./code-mode.ts";
 import type { ApprovalPolicy } from "./config.ts";
 import { formatExecResult } from "./exec-format.ts";
 import { fetchFullOutput, fullOutputNote, type OutputSpill } from "./output-spill.ts";
 import { commandArgv, pickShell } from "./shell.ts";
 import { parseToolArguments } from "./tool-args.ts";
+import type { McpToolSource } from "./mcp/servers.ts";
 
 export interface RouterSettings {
   cwd: string;
@@ -49,10 +50,12 @@ export interface SessionTool {
 export class ToolRouter {
   private codeMode: CodeModeTools | undefined;
   private readonly sessionTools = new Map<string, SessionTool>();
+  private mcp: McpToolSource | undefined;
 
   private constructor(
     private readonly executor: RpcPeer,
-    private readonly executorSpecs: ToolSpec[],
+    /** The executor's tools. */
+    readonly executorSpecs: ToolSpec[],
     private readonly settings: RouterSettings,
     private readonly approvals: ApprovalCache,
   ) {}
@@ -63,8 +66,8 @@ export class ToolRouter {
     return ok(new ToolRouter(executor, listed.ok.tools, settings, approvals));
   }
 
-  /** The executor's tools, then the session's own. */
-  get specs(): ToolSpec[] {
+  /** The tools answered without MCP: the executor's, then the session's own. */
+  private get ownSpecs(): ToolSpec[] {
     return [...this.executorSpecs, ...[...this.sessionTools.values()].map((t) => t.spec)];
   }
 
@@ -76,9 +79,20 @@ export class ToolRouter {
     return this.settings.cwd;
   }
 
+  /** Every tool a call can name: the executor's, the session's own, then the MCP servers' (code mode offers these as tools.*). */
+  get specs(): ReadonlyArray<{ name: string; description: string }> {
+    return this.mcp ? [...this.ownSpecs, ...this.mcp.toolList] : this.ownSpecs;
+  }
+
   modelTools(): ModelTool[] {
-    const tools: ModelTool[] = this.specs.map((s) => ({ kind: "function", name: s.name, description: s.description, parameters: s.input_schema }));
+    const tools: ModelTool[] = this.ownSpecs.map((s) => ({ kind: "function", name: s.name, description: s.description, parameters: s.input_schema }));
+    if (this.mcp) tools.push(...this.mcp.modelTools());
     return this.codeMode ? [...tools, ...codeModeModelTools()] : tools;
+  }
+
+  /** The session's MCP servers: their tools are offered and routed like the executor's. */
+  attachMcp(mcp: McpToolSource): void {
+    this.mcp = mcp;
   }
 
   /** `--code-mode`: offers `exec` (custom) and `wait`, and routes them to code mode. */
@@ -93,7 +107,8 @@ export class ToolRouter {
   }
 
   isReadOnly(name: string): boolean {
-    return this.specs.find((s) => s.name === name)?.read_only ?? false;
+    if (this.mcp?.has(name)) return this.mcp.isReadOnly(name);
+    return this.ownSpecs.find((s) => s.name === name)?.read_only ?? false;
   }
 
   /** `callId` names the file a cut output's full text is saved in. */
@@ -101,7 +116,8 @@ export class ToolRouter {
     if (this.codeMode && name === WAIT_TOOL) return this.codeMode.wait(rawArguments);
     const own = this.sessionTools.get(name);
     if (own) return own.call(rawArguments, signal);
-    const spec = this.specs.find((s) => s.name === name);
+    if (this.mcp?.has(name)) return this.callMcp(this.mcp, name, rawArguments, signal);
+    const spec = this.ownSpecs.find((s) => s.name === name);
     if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
     const parsed = parseToolArguments(rawArguments);
     if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };
@@ -109,6 +125,17 @@ export class ToolRouter {
     if (spec.route === "exec") return this.execCommand(args, signal, callId);
     if (spec.route === "write_stdin") return this.writeStdin(args, signal, callId);
     return this.callTool(spec.name, args, signal);
+  }
+
+  /** An MCP tool: the same approval policy as the executor's tools (read-only ones may skip asking). */
+  private async callMcp(mcp: McpToolSource, name: string, rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome> {
+    const parsed = parseToolArguments(rawArguments);
+    if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };
+    const args = parsed.ok;
+    if (args === null || typeof args !== "object" || Array.isArray(args)) return { output: `${name} takes a JSON object of arguments (got ${JSON.stringify(args)?.slice(0, 100)})`, success: false, display: name };
+    const approval = await this.approve(evaluateMcpTool(this.settings.approvalPolicy, name, mcp.isReadOnly(name), JSON.stringify(args), this.settings.cwd));
+    if ("error" in approval) return { output: `${name} was not called: ${approval.error.message}`, success: false, display: name };
+    return mcp.call(name, args as Record<string, unknown>, signal);
   }
 
   private resolveDir(workdir: string | undefined): string {

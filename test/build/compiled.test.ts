@@ -12,6 +12,7 @@ import { VERSION } from "../../src/version.ts";
 import { buildBinary } from "../../scripts/build.ts";
 import { SkillsListOutputSchema } from "../../src/session/skill-sources.ts";
 import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
+import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 
 /** A copy of the binary alone in `dir`, as a download would leave it. */
 function loneCopy(bin: string, dir: string): string {
@@ -147,6 +148,37 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.notEqual(r.ok.childPid, r.ok.selfPid);
     const exit = await c.ok.shutdown();
     assert.equal(exit.code, 0);
+  });
+
+  test("a lone copy with an empty home calls MCP tools: a config.toml stdio server (the bundled SDK) and a capability root's .mcp.json server through its executor, with a restart", () => {
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-mcp-"));
+    try {
+      const lone = loneCopy(bin, path.join(machine, "bin"));
+      const home = path.join(machine, "home");
+      const root = path.join(machine, "root");
+      mkdirSync(path.join(home, ".relay"), { recursive: true });
+      mkdirSync(path.join(root, "bin"), { recursive: true });
+      const fixture = mcpFixtureCommand();
+      writeFileSync(path.join(home, ".relay", "config.toml"), fixtureToml("srv"));
+      writeFileSync(path.join(root, "bin", "fx"), `#!/bin/sh\nexec ${JSON.stringify(fixture.command)} ${fixture.args.map((a) => JSON.stringify(a)).join(" ")} "$@"\n`);
+      chmodSync(path.join(root, "bin", "fx"), 0o755);
+      writeFileSync(path.join(root, ".mcp.json"), JSON.stringify({ mcpServers: { tools: { command: "bin/fx", args: ["--name", "tools"], env: { FIXTURE_MODE: "lone" } } } }));
+      const call = (name: string, args: Record<string, unknown> = {}) => ({ name, arguments: args });
+      const script = { turns: [{ tool_calls: [call("srv__echo", { text: "lone" }), call("tools__where"), call("srv__crash")] }, { tool_calls: [call("srv__echo", { text: "again" })] }, { text: "done" }] };
+      writeFileSync(path.join(machine, "script.json"), JSON.stringify(script));
+      const r = spawnSync(lone, ["run", "--script", path.join(machine, "script.json"), "-a", "never", "-s", "danger-full-access", "--capability-root", `local:${root}`, "--json", "go"], { cwd: machine, encoding: "utf8", env: { PATH: "/usr/bin:/bin", HOME: home } });
+      assert.equal(r.status, 0, r.stderr);
+      const results = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; name?: string; output?: string }).filter((e) => e.type === "tool_result");
+      // Read-only calls of one turn run together: their results come in either order.
+      assert.deepEqual(results.map((e) => [e.name, e.output?.split("\n")[0]]).sort(), [
+        ["srv__crash", "MCP server srv exited (code 3): fixture srv ready"],
+        ["srv__echo", "echo: again"],
+        ["srv__echo", "echo: lone"],
+        ["tools__where", JSON.stringify({ cwd: root, mode: "lone" })],
+      ]);
+    } finally {
+      rmSync(machine, { recursive: true, force: true });
+    }
   });
 
   test("its executor's file tools glob with picomatch and read .gitignore with ignore (both bundled)", async () => {
