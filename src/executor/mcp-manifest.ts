@@ -3,7 +3,7 @@
  * are resolved against the root here, where the files are; a bare command name (`node`) is left
  * to PATH. A broken entry is skipped with a message naming it and its key; the others are kept.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, realpath } from "node:fs/promises";
 import path from "node:path";
 import { describeIssues } from "../util/schema-issues.ts";
 import { MCP_MANIFEST_NAME, McpManifestSchema, McpManifestServerSchema, type McpStdioServer } from "./mcp-protocol.ts";
@@ -39,6 +39,9 @@ export async function readMcpManifest(root: string): Promise<ReadManifest> {
   if (!top.success) return none([`${file}: "mcpServers" must be an object of servers by name, e.g. {"mcpServers": {"files": {"command": "node", "args": ["server.js"]}}}`]);
   const servers: McpStdioServer[] = [];
   const warnings: string[] = [];
+  // Paths are resolved against the root's real path, so they still name the same files once the
+  // server's own cwd is set (a root given through a relative link such as /proc/self/cwd).
+  const base = await realpath(root).catch(() => root);
   for (const [name, entry] of Object.entries(top.data.mcpServers)) {
     const parsed = McpManifestServerSchema.safeParse(entry);
     if (!parsed.success) {
@@ -47,8 +50,8 @@ export async function readMcpManifest(root: string): Promise<ReadManifest> {
       warnings.push(`${file}: server "${name}" skipped: ${isHttp ? "only stdio servers (command, args, env, cwd) run from a capability root; put HTTP servers in config.toml [mcp_servers]" : issues.map((i) => i.message).join("; ")}`);
       continue;
     }
-    const cwd = path.resolve(root, parsed.data.cwd ?? ".");
-    const command = parsed.data.command.includes("/") ? path.resolve(root, parsed.data.command) : parsed.data.command;
+    const cwd = path.resolve(base, parsed.data.cwd ?? ".");
+    const command = parsed.data.command.includes("/") ? path.resolve(base, parsed.data.command) : parsed.data.command;
     servers.push({ name, command, args: parsed.data.args, env: parsed.data.env, cwd });
   }
   return { found: true, path: file, servers, warnings };
