@@ -1,6 +1,6 @@
 /**
  * The durable run store: RELAY_HOME/infty/<run-id>/ with artifacts/, memory/, index/,
- * deliverable/, run.json (state), events.jsonl and memory/notes.jsonl (append-only); its
+ * deliverable/, run.json (state), events.jsonl (event-log.ts) and memory/notes.jsonl (append-only); its
  * checkpoints are commits in .checkpoints.git (checkpoints.ts). Every run.json change is one atomic replace (temp file, fsync, rename), so a
  * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
@@ -16,6 +16,7 @@ import { MAX_TIMER_MS } from "../util/duration.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
+import type { LogEventInput } from "./event-log.ts";
 import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 
@@ -141,6 +142,8 @@ async function hasFiles(dir: string): Promise<boolean> {
 export class RunStore {
   /** Saves run one after another (the heartbeat timer and handoffs both save). */
   private saving: Promise<void> = Promise.resolve();
+  /** Appends log lines one after another, in the order they were logged. */
+  private logging: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly dir: string,
@@ -324,9 +327,12 @@ export class RunStore {
     return file;
   }
 
-  /** Appends one event line to events.jsonl (the `relay infty logs` source). */
-  async log(event: Record<string, unknown>): Promise<void> {
-    await appendLine(path.join(this.dir, "events.jsonl"), JSON.stringify({ at: new Date().toISOString(), ...event }));
+  /** Appends one event line to events.jsonl (the `relay infty logs` source), after every earlier one. */
+  log(event: LogEventInput): Promise<void> {
+    const line = JSON.stringify({ at: new Date().toISOString(), ...event });
+    const next = this.logging.then(() => appendLine(path.join(this.dir, "events.jsonl"), line));
+    this.logging = next.catch(() => {});
+    return next;
   }
 
   /** The notes in memory/notes.jsonl; a line torn by a crash is skipped. */
