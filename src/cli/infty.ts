@@ -16,6 +16,7 @@ import { statusLines } from "./infty-status.ts";
 import { withToolOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
+import { addServe } from "./infty-serve.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   const withModels = cmd
@@ -155,6 +156,7 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addLogs(infty);
   addCheckpoints(infty);
   addRestore(infty);
+  addServe(infty);
   return infty;
 }
 

@@ -255,25 +255,18 @@ export class RunStore {
       const recovered = await RunStore.recoverCreation(home, runId);
       if ("error" in recovered) return recovered;
     }
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (e) {
-      return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
-    }
-    const parsed = parseJsonWith(RunMetaSchema, text, file, {
-      code: "run_corrupt",
-      invalid: "does not match the run format",
-      note: "the run's files are untouched",
-      fix: `Fix: correct {fields} in ${file} as said above (relay writes only valid values: a hand edit or another tool changed it), then run the command again.`,
-    });
+    const parsed = await readRunMeta(dir);
     if ("error" in parsed) return parsed;
     if (opts.recover) await removeStaleTemps(file);
     return ok(new RunStore(dir, parsed.ok));
   }
 
-  static async list(home: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {
-    const root = RunStore.runsRoot(home);
+  static list(home: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {
+    return RunStore.listIn(RunStore.runsRoot(home));
+  }
+
+  /** The runs in `root` (a home's infty/ folder), most recently updated first. */
+  static async listIn(root: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {
     const runs: RunMeta[] = [];
     const warnings: string[] = [];
     let names: string[] = [];
@@ -288,10 +281,10 @@ export class RunStore {
         if (!existsSync(path.join(root, id, "run.json"))) warnings.push(`run ${id} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${id}`);
         continue;
       }
-      if (!existsSync(path.join(root, name, "run.json"))) continue;
-      const r = await RunStore.load(home, name);
+      if ("error" in validateRunId(name) || !existsSync(path.join(root, name, "run.json"))) continue;
+      const r = await readRunMeta(path.join(root, name));
       if ("error" in r) warnings.push(`skipped an unreadable run: ${r.error.message}`);
-      else runs.push(r.ok.state);
+      else runs.push(r.ok);
     }
     runs.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
     return { runs, warnings };
@@ -370,6 +363,23 @@ export class RunStore {
   async resolveInside(p: string): Promise<Result<string>> {
     return resolveWithin(this.dir, p, "the run store");
   }
+}
+
+/** The run.json of the run in `dir`, read and checked; never written. */
+export async function readRunMeta(dir: string): Promise<Result<RunMeta>> {
+  const file = path.join(dir, "run.json");
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
+  }
+  return parseJsonWith(RunMetaSchema, text, file, {
+    code: "run_corrupt",
+    invalid: "does not match the run format",
+    note: "the run's files are untouched",
+    fix: `Fix: correct {fields} in ${file} as said above (relay writes only valid values: a hand edit or another tool changed it), then run the command again.`,
+  });
 }
 
 /** `p` (relative to `root`, or absolute) resolved through every symlink; an error unless it exists inside `root`. */
