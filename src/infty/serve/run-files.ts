@@ -82,6 +82,7 @@ export async function listFiles(dir: string, prefix: string, within: string, out
 export async function listRunFiles(runDir: string): Promise<FileList> {
   const out: FileEntry[] = [];
   for (const d of RUN_DIRS) {
+    out.push({ path: d, size: 0, kind: "dir" });
     const r = await listFiles(path.join(runDir, d), d, path.join(runDir, d), out);
     if (r.truncated) return r;
   }
