@@ -9,6 +9,8 @@ export interface Bar {
   label: string;
   /** 0..1 of the limit (or of the largest, without a limit). */
   fraction: number;
+  /** Whether `fraction` is of a real limit (a bar near one is then a warning). */
+  limited: boolean;
   value: string;
   kind: "turns" | "wall" | "tokens" | "busy";
 }
@@ -17,14 +19,14 @@ const frac = (v: number, of: number) => (of > 0 ? Math.min(1, v / of) : 0);
 
 export function budgetBars(b: Budget): Bar[] {
   const bars: Bar[] = [
-    { label: "turns", fraction: frac(b.turns, b.max_turns), value: `${b.turns} / ${b.max_turns}`, kind: "turns" },
-    { label: "wall", fraction: frac(b.wall_ms_used, b.max_wall_ms), value: `${formatMs(b.wall_ms_used)} / ${formatMs(b.max_wall_ms)}`, kind: "wall" },
-    { label: "tokens", fraction: b.max_tokens ? frac(b.tokens_used, b.max_tokens) : 0, value: b.max_tokens ? `${formatTokens(b.tokens_used)} / ${formatTokens(b.max_tokens)}` : `${formatTokens(b.tokens_used)} (no limit)`, kind: "tokens" },
+    { label: "turns", fraction: frac(b.turns, b.max_turns), limited: true, value: `${b.turns} / ${b.max_turns}`, kind: "turns" },
+    { label: "wall", fraction: frac(b.wall_ms_used, b.max_wall_ms), limited: true, value: `${formatMs(b.wall_ms_used)} / ${formatMs(b.max_wall_ms)}`, kind: "wall" },
+    { label: "tokens", fraction: b.max_tokens ? frac(b.tokens_used, b.max_tokens) : 0, limited: b.max_tokens !== null, value: b.max_tokens ? `${formatTokens(b.tokens_used)} / ${formatTokens(b.max_tokens)}` : `${formatTokens(b.tokens_used)} (no limit)`, kind: "tokens" },
   ];
   const topTokens = Math.max(1, ...b.roles.map((r) => r.tokens));
   for (const r of b.roles) {
-    bars.push({ label: `${r.role} tokens`, fraction: frac(r.tokens, b.max_tokens ?? topTokens), value: formatTokens(r.tokens), kind: "tokens" });
-    bars.push({ label: `${r.role} time`, fraction: frac(r.busy_ms, b.max_wall_ms), value: `${formatMs(r.busy_ms)} in ${r.turns} turns`, kind: "busy" });
+    bars.push({ label: `${r.role} tokens`, fraction: frac(r.tokens, b.max_tokens ?? topTokens), limited: b.max_tokens !== null, value: formatTokens(r.tokens), kind: "tokens" });
+    bars.push({ label: `${r.role} time`, fraction: frac(r.busy_ms, b.max_wall_ms), limited: true, value: `${formatMs(r.busy_ms)} in ${r.turns} turn${r.turns === 1 ? "" : "s"}`, kind: "busy" });
   }
   return bars;
 }
@@ -49,7 +51,7 @@ export function budgetChart(b: Budget): SVGSVGElement {
     const y = i * ROW + 2;
     root.appendChild(svg("text", { x: 0, y: y + 13, class: "lbl" }, bar.label));
     root.appendChild(svg("rect", { x: LABEL, y: y + 3, width: BAR, height: 12, class: "track" }));
-    root.appendChild(svg("rect", { x: LABEL, y: y + 3, width: Math.max(bar.fraction > 0 ? 1 : 0, Math.round(bar.fraction * BAR)), height: 12, class: `fill ${bar.kind}${bar.fraction >= 0.9 ? " high" : ""}` }));
+    root.appendChild(svg("rect", { x: LABEL, y: y + 3, width: Math.max(bar.fraction > 0 ? 1 : 0, Math.round(bar.fraction * BAR)), height: 12, class: `fill ${bar.kind}${bar.limited && bar.fraction >= 0.9 ? " high" : ""}` }));
     root.appendChild(svg("text", { x: LABEL + BAR + 6, y: y + 13, class: "val" }, bar.value));
   });
   return root;
