@@ -53,19 +53,12 @@ export function runView(root: HTMLElement, id: string, setConnection: (s: string
     budget.append(h("h2", {}, "Budget"), budgetChart(d.budget));
     renderActions(actions, d, () => void refresh());
     timeline.setTotal(d.events);
-    const f = await api.files(id);
-    clear(files);
-    append(files, h("h2", {}, "Files"), fileList(f.files, (p) => void showFile(viewer, id, p)), f.truncated && h("p", { class: "note" }, "(list cut)"));
-    if (!shownDeliverable && f.files.some((x) => x.path === "deliverable/README.md")) {
+    const hasReadme = await renderFiles(files, viewer, id);
+    if (!shownDeliverable && hasReadme) {
       shownDeliverable = true;
       void showFile(viewer, id, "deliverable/README.md");
     }
-    const c = await api.checkpoints(id);
-    clear(checkpoints);
-    checkpoints.append(
-      h("h2", {}, `Checkpoints (${c.checkpoints.length})`),
-      h("ol", {}, ...c.checkpoints.map((x) => h("li", { title: x.commit }, h("b", {}, x.id), ` ${formatTime(x.at)} · turn ${x.turn} · ${x.trigger} · ${x.summary}`))),
-    );
+    await renderCheckpoints(checkpoints, id);
     return d;
   };
   const later = () => {
@@ -94,6 +87,23 @@ export function runView(root: HTMLElement, id: string, setConnection: (s: string
     clearTimeout(refetch);
     setConnection("");
   };
+}
+
+/** The files panel; whether the run has a deliverable README. */
+async function renderFiles(files: HTMLElement, viewer: HTMLElement, id: string): Promise<boolean> {
+  const f = await api.files(id);
+  clear(files);
+  append(files, h("h2", {}, "Files"), fileList(f.files, (p) => void showFile(viewer, id, p)), f.truncated && h("p", { class: "note" }, "(list cut)"));
+  return f.files.some((x) => x.path === "deliverable/README.md");
+}
+
+async function renderCheckpoints(el: HTMLElement, id: string): Promise<void> {
+  const c = await api.checkpoints(id);
+  clear(el);
+  el.append(
+    h("h2", {}, `Checkpoints (${c.checkpoints.length})`),
+    h("ol", {}, ...c.checkpoints.map((x) => h("li", { title: x.commit }, h("b", {}, x.id), ` ${formatTime(x.at)} · turn ${x.turn} · ${x.trigger} · ${x.summary}`))),
+  );
 }
 
 function renderHead(head: HTMLElement, d: RunDetail): void {
