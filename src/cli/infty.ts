@@ -17,6 +17,7 @@ import { withToolOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
 import { addServe } from "./infty-serve.ts";
+import { addNote, addStop } from "./infty-operator.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   const withModels = cmd
@@ -156,6 +157,8 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addLogs(infty);
   addCheckpoints(infty);
   addRestore(infty);
+  addStop(infty);
+  addNote(infty);
   addServe(infty);
   return infty;
 }

@@ -37,6 +37,7 @@ import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, Solve
 import { asksQuestion } from "./json-in-text.ts";
 import { ActivityBoard, type RoleActivity } from "./activity.ts";
 import { roleLogEvent } from "./event-log.ts";
+import { readOperatorNotes } from "./operator.ts";
 
 export const InftyScriptSchema = z.strictObject({
   solver: ScriptSchema,
@@ -519,14 +520,17 @@ class InftyRun {
   }
 
   private async directionStep(prompt: string): Promise<Step> {
-    const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective }, null, 2);
+    // Notes a person left (relay infty note, or the serve page) go with the next request, once.
+    const notes = await readOperatorNotes(this.store.dir);
+    const fresh = notes.slice(this.store.state.operator_notes_delivered).map((n) => n.text);
+    const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective, ...(fresh.length ? { operator_notes: fresh } : {}) }, null, 2);
     await this.store.log({ type: "direction_request", prompt });
     const d = await this.askJson("director", payload, DirectiveSchema);
     if ("error" in d) return d.error.code === "interrupted" ? undefined : this.finish("failed", d.error.message);
     await this.store.note("director", "directive", d.ok.directive);
     await this.store.log({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null });
     const message = JSON.stringify({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null }, null, 2);
-    return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) });
+    return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) }, { operator_notes_delivered: notes.length });
   }
 
   /**

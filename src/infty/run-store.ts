@@ -104,6 +104,8 @@ export const RunMetaSchema = z.object({
   prompt_only_roles: z.array(RoleNameSchema).default([]),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
   settings: RunSettingsSchema.optional(),
+  /** Notes from memory/operator-notes.jsonl the Director has been sent (operator.ts). */
+  operator_notes_delivered: z.number().int().min(0).default(0),
   /** How long a Director or Verifier may take for one answer; older runs: the default. */
   role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
 });
@@ -174,6 +176,7 @@ export class RunStore {
     const now = new Date().toISOString();
     const meta: RunMeta = {
       max_tokens: null,
+      operator_notes_delivered: 0,
       prompt_only_roles: [],
       ...init,
       created_at: now,
