@@ -14,6 +14,7 @@ import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { startServe, type ServeHandle } from "../../src/infty/serve/server.ts";
+import { serveActions } from "../../src/infty/serve/actions.ts";
 import { launchChromium, noChromium } from "../support/chromium.ts";
 import { FINISHED, HOSTILE, RUNNING, serveRuns } from "../support/serve-runs.ts";
 import { skipBecause } from "../support/skip.ts";
@@ -116,6 +117,37 @@ describe("relay infty serve in Chromium", { skip }, () => {
     assert.ok((await page.locator(".row").count()) < 120);
     assert.ok(requests.length <= 6, `a handful of page requests, not a scan: ${requests.join(" ")}`);
     assert.deepEqual(problems, []);
+  });
+});
+
+describe("relay infty serve --allow-actions in Chromium", { skip }, () => {
+  test("the one-time URL logs the page in; a note and a resume from the page land in the run's log live", async () => {
+    await using runs = await serveRuns();
+    const handler = serveActions(runs.root);
+    assert.ok("ok" in handler);
+    const started = await startServe({ root: runs.root, host: "127.0.0.1", port: 0, actions: handler.ok });
+    assert.ok("ok" in started);
+    const s = started.ok;
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(s.openUrl);
+      assert.equal(page.url(), `${s.url}/`, "the token left the address bar");
+      await page.click(`tr[data-run="${RUNNING}"] a.run-link`);
+      await page.locator('[data-testid="stop"]').waitFor();
+      await page.fill(".note-text", "prefer small steps");
+      await page.click('[data-testid="send-note"]');
+      await page.locator('[data-testid="action-result"]', { hasText: "note op-0001 left" }).waitFor();
+      await page.locator('.row[data-type="operator"]', { hasText: "prefer small steps" }).waitFor();
+      await page.goto(`${s.url}/#/run/${FINISHED}`);
+      await page.locator('.row[data-type="run_finished"]').waitFor();
+      await page.click('[data-testid="resume"]');
+      await page.locator('[data-testid="action-result"]', { hasText: "resuming run" }).waitFor();
+      await page.locator('.row[data-type="run_finished"]', { hasText: "already complete" }).waitFor();
+    } finally {
+      await browser.close();
+      await s.close();
+    }
   });
 });
 

@@ -71,7 +71,9 @@ export class RunRegistry {
     const l = await runLiveness(dir.ok, m);
     const w = this.watch(id, dir.ok);
     await w.budget.update();
-    const roles = w.budget.snapshot(l.live);
+    const logged = w.budget.snapshot(l.live);
+    // Every role of the run, those the log has not mentioned yet at zero.
+    const roles = roleNames(m.verifiers).map((role) => logged.find((r) => r.role === role) ?? { role, tokens: 0, busy_ms: 0, turns: 0 });
     return ok({
       summary: summaryOf(m, l.live),
       run: m,

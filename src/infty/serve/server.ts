@@ -111,6 +111,7 @@ async function route(req: IncomingMessage, res: ServerResponse, c: Ctx): Promise
     if (pathname.startsWith("/api/")) return sendError(res, "unauthorized", "this server needs its token: send Authorization: Bearer <token>, or open the URL with ?token= that relay infty serve printed");
     return send(res, 401, "text/plain; charset=utf-8", "This relay infty serve needs its token: open the URL with ?token=… that it printed when it started.\n");
   }
+  if (pathname === "/favicon.ico") return send(res, 204, "text/plain; charset=utf-8", "");
   const asset = PAGE_ASSETS[pathname === "/" || pathname === "/index.html" ? "/" : pathname];
   if (asset) return send(res, 200, asset.type, asset.body, asset.type.startsWith("text/html") ? { "content-security-policy": PAGE_CSP } : {});
   if (pathname === "/api/runs") return sendJson(res, 200, await c.runs.list());

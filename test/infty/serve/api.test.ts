@@ -66,7 +66,7 @@ describe("relay infty serve: API", () => {
     assert.equal(d.actions, false);
     const running = RunDetailSchema.parse(json((await raw(s.url, `/api/runs/${RUNNING}`)).body));
     assert.equal(running.liveness.pid, process.pid);
-    assert.deepEqual(running.budget.roles.map((x) => [x.role, x.tokens, x.turns]), [["solver", 1200, 1]]);
+    assert.deepEqual(running.budget.roles.map((x) => [x.role, x.tokens, x.turns]), [["solver", 1200, 1], ["director", 0, 0], ["verifier-1", 0, 0], ["verifier-2", 0, 0]]);
     const missing = await raw(s.url, "/api/runs/nope");
     assert.equal(missing.status, 404);
     assert.match(missing.body, /no run nope/);

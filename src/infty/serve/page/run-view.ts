@@ -133,9 +133,9 @@ function showEvent(detail: HTMLElement, e: IndexedEvent): void {
   );
 }
 
+/** The actions panel, built once (a refresh keeps the last action's answer on screen). */
 function renderActions(el: HTMLElement, d: RunDetail, after: () => void): void {
-  clear(el);
-  if (!d.actions) return;
+  if (!d.actions || el.childElementCount > 0) return;
   const out = h("p", { class: "note", data: { testid: "action-result" } });
   const run = (action: string, body: object = {}) => async () => {
     out.textContent = `${action}…`;
