@@ -147,6 +147,9 @@ Every change of run.json is one atomic write, so a crash (even SIGKILL) at any p
 \`relay infty resume <id>\` goes on from the step that was cut off and never asks a role again for an
 answer its session already recorded. Resuming a complete run checks its deliverable again (exit 0).
 
+Watch runs in a browser with \`relay infty serve\` (http://127.0.0.1:7788; over ssh: ssh -L 7788:127.0.0.1:7788 host);
+act on one from another terminal with \`relay infty stop <id>\` and \`relay infty note <id> "text"\`.
+
 Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage, or a run that was never
 created (the message gives the command to start over); 130 interrupted (resumable).`,
     );
