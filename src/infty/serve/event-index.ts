@@ -2,7 +2,8 @@
  * Where each line of an append-only events.jsonl starts, built as the file grows: a refresh reads
  * only the bytes appended since the last one, so page N of 100 000 events is one read of that
  * page's bytes, not a scan. A line counts once its newline is written (a line being appended, or
- * torn by a crash, waits). A file that shrank (replaced) is indexed again from the start.
+ * torn by a crash, waits). A file that shrank, or another file put in its place, is indexed
+ * again from the start.
  */
 import { open, stat } from "node:fs/promises";
 import { Buffer } from "node:buffer";
@@ -13,6 +14,10 @@ export class EventLogIndex {
   /** Byte offset of line i's start; starts[count] is where the next line will start. */
   private starts: number[] = [0];
   private refreshing: Promise<number> | undefined;
+  /** The indexed file's inode: another file put in its place is indexed from the start. */
+  private ino = 0;
+  /** Goes up each time the index starts over: what a reader folded from the old file is void. */
+  generation = 0;
   private readonly listeners = new Set<(count: number) => void>();
 
   constructor(readonly file: string) {}
@@ -39,9 +44,13 @@ export class EventLogIndex {
   }
 
   private async readAppended(): Promise<number> {
-    const size = (await stat(this.file).catch(() => ({ size: 0 }))).size;
+    const { size, ino } = await stat(this.file).catch(() => ({ size: 0, ino: 0 }));
     const indexed = this.starts.at(-1)!;
-    if (size < indexed) this.starts = [0];
+    if (size < indexed || ino !== this.ino) {
+      this.starts = [0];
+      this.generation++;
+    }
+    this.ino = ino;
     const at = this.starts.at(-1)!;
     if (size <= at) return this.count;
     const first = this.count;

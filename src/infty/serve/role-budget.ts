@@ -21,6 +21,7 @@ interface RoleFold {
 
 export class RoleBudgetFold {
   private folded = 0;
+  private generation = 0;
   private lastAt = 0;
   private readonly roles = new Map<string, RoleFold>();
   private folding: Promise<void> | undefined;
@@ -35,7 +36,10 @@ export class RoleBudgetFold {
 
   private async foldNew(): Promise<void> {
     await this.index.refresh();
-    if (this.index.count < this.folded) this.reset();
+    if (this.index.generation !== this.generation) {
+      this.reset();
+      this.generation = this.index.generation;
+    }
     while (this.folded < this.index.count) {
       const lines = await this.index.read(this.folded, PAGE);
       if (lines.length === 0) break;
