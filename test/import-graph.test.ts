@@ -125,6 +125,15 @@ describe("start-up import graph", () => {
     });
   }
 
+  test("relay infty serve's server and page load only when serve runs: not for relay infty, relay executor or the CLI core", () => {
+    const serve = (modules: Set<string>) => [...modules].filter((m) => m.startsWith("infty/serve/"));
+    assert.deepEqual(serve(subcommand("infty").modules), [], "relay infty imports the server on demand (cli/infty-serve.ts)");
+    assert.deepEqual(serve(subcommand("executor").modules), []);
+    assert.deepEqual(serve(closure("main.ts", "cli/entry.ts").modules), []);
+    assert.ok(closure("infty/serve/server.ts").modules.has("infty/serve/page-assets.ts"), "the server embeds the page (this test walks the right module)");
+    assert.ok(!closure("infty/serve/server.ts").packages.has("playwright-core"));
+  });
+
   test("relay memories: its database, but Postgres's driver only for a postgres:// state DB", () => {
     const { packages } = subcommand("memories");
     assert.ok(packages.has("kysely"), "the state DB (this test walks the right module)");

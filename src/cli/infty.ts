@@ -16,6 +16,8 @@ import { statusLines } from "./infty-status.ts";
 import { withToolOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
+import { addServe } from "./infty-serve.ts";
+import { addNote, addStop } from "./infty-operator.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   const withModels = cmd
@@ -145,6 +147,9 @@ Every change of run.json is one atomic write, so a crash (even SIGKILL) at any p
 \`relay infty resume <id>\` goes on from the step that was cut off and never asks a role again for an
 answer its session already recorded. Resuming a complete run checks its deliverable again (exit 0).
 
+Watch runs in a browser with \`relay infty serve\` (http://127.0.0.1:7788; over ssh: ssh -L 7788:127.0.0.1:7788 host);
+act on one from another terminal with \`relay infty stop <id>\` and \`relay infty note <id> "text"\`.
+
 Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage, or a run that was never
 created (the message gives the command to start over); 130 interrupted (resumable).`,
     );
@@ -155,6 +160,9 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addLogs(infty);
   addCheckpoints(infty);
   addRestore(infty);
+  addStop(infty);
+  addNote(infty);
+  addServe(infty);
   return infty;
 }
 

@@ -4,7 +4,8 @@
  * fresh, and the process that started it (its pid is in events.jsonl's last run_started) is
  * alive. Commands that change a stopped run's files (restore) refuse a live one.
  */
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
+import { Buffer } from "node:buffer";
 import path from "node:path";
 import type { RunMeta } from "./run-store.ts";
 
@@ -26,20 +27,54 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** The pid of the process that last started or resumed the run, from events.jsonl. */
-async function lastRunPid(runDir: string): Promise<number | undefined> {
-  const text = await readFile(path.join(runDir, "events.jsonl"), "utf8").catch(() => "");
-  const lines = text.split("\n");
+const TAIL_CHUNK = 1 << 16;
+
+/** The pid in the last run_started line of `lines`, searched from the end. */
+function pidIn(lines: string[]): { found: boolean; pid?: number } {
   for (let i = lines.length - 1; i >= 0; i--) {
     if (!lines[i]!.includes('"run_started"')) continue;
     try {
       const pid = (JSON.parse(lines[i]!) as { pid?: unknown }).pid;
-      return typeof pid === "number" ? pid : undefined;
+      return { found: true, pid: typeof pid === "number" ? pid : undefined };
     } catch {
       // a line torn by a crash
     }
   }
-  return undefined;
+  return { found: false };
+}
+
+/**
+ * The pid of the process that last started or resumed the run, from events.jsonl: read from the
+ * end a chunk at a time (a days-long log holds many lines after its last run_started, rarely MBs).
+ */
+async function lastRunPid(runDir: string): Promise<number | undefined> {
+  const fh = await open(path.join(runDir, "events.jsonl"), "r").catch(() => undefined);
+  if (!fh) return undefined;
+  try {
+    let end = (await fh.stat()).size;
+    let carry = Buffer.alloc(0);
+    while (end > 0) {
+      const start = Math.max(0, end - TAIL_CHUNK);
+      const buf = Buffer.alloc(end - start);
+      await fh.read(buf, 0, buf.length, start);
+      const joined = Buffer.concat([buf, carry]);
+      // The first piece may be a line cut by the chunk's start: keep it for the next round.
+      const cut = start === 0 ? -1 : joined.indexOf(0x0a);
+      if (start > 0 && cut === -1) {
+        carry = joined;
+        end = start;
+        continue;
+      }
+      const whole = cut === -1 ? joined : joined.subarray(cut + 1);
+      const r = pidIn(whole.toString("utf8").split("\n"));
+      if (r.found) return r.pid;
+      carry = cut === -1 ? Buffer.alloc(0) : joined.subarray(0, cut);
+      end = start;
+    }
+    return undefined;
+  } finally {
+    await fh.close();
+  }
 }
 
 export async function runLiveness(runDir: string, state: Readonly<RunMeta>, now = Date.now()): Promise<Liveness> {

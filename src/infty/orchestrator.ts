@@ -36,6 +36,8 @@ import { scriptTurnsUsed } from "./scripted-resume.ts";
 import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, SolverSignalSchema, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
 import { asksQuestion } from "./json-in-text.ts";
 import { ActivityBoard, type RoleActivity } from "./activity.ts";
+import { roleLogEvent } from "./event-log.ts";
+import { readOperatorNotes } from "./operator.ts";
 
 export const InftyScriptSchema = z.strictObject({
   solver: ScriptSchema,
@@ -282,6 +284,7 @@ class InftyRun {
       this.lastBeat = now;
       const st = this.store.state;
       this.o.report({ type: "heartbeat", turns: st.turns, max_turns: st.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity, tokens_used: this.board.tokensUsed, max_tokens: st.max_tokens, roles });
+      void this.store.log({ type: "heartbeat", turns: st.turns, tokens_used: this.board.tokensUsed, roles }).catch(() => {});
     }, this.o.heartbeatMs ?? 15_000);
     this.beat.unref?.();
   }
@@ -344,6 +347,8 @@ class InftyRun {
 
   private onRoleEvent(role: string, e: SessionEvent): void {
     this.board.onEvent(role, e);
+    const logged = roleLogEvent(e);
+    if (logged) void this.store.log({ type: "role", role, event: logged }).catch(() => {});
     if (e.type === "structured_output_unsupported") this.goPromptOnly(role, e.reason);
     if (e.type === "context_compacted" && e.summary) void this.store.keepSummary(role, e.summary).catch((err: Error) => this.o.report({ type: "warning", message: `the ${role}'s handoff summary was not saved: ${err.message}` }));
     if (e.type === "tool_call") this.lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
@@ -440,7 +445,9 @@ class InftyRun {
   private async checkpoint(trigger: CheckpointTrigger, summary: string): Promise<void> {
     const r = await recordHandoff(this.store, trigger, summary);
     for (const message of r.warnings) this.o.report({ type: "warning", message });
-    if (r.checkpoint) this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
+    if (!r.checkpoint) return;
+    this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
+    await this.store.log({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
   }
 
   private async solverStep(message: string): Promise<Step> {
@@ -514,12 +521,17 @@ class InftyRun {
   }
 
   private async directionStep(prompt: string): Promise<Step> {
-    const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective }, null, 2);
+    // Notes a person left (relay infty note, or the serve page) go with the next request, once.
+    const notes = await readOperatorNotes(this.store.dir);
+    const fresh = notes.slice(this.store.state.operator_notes_delivered).map((n) => n.text);
+    const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective, ...(fresh.length ? { operator_notes: fresh } : {}) }, null, 2);
+    await this.store.log({ type: "direction_request", prompt });
     const d = await this.askJson("director", payload, DirectiveSchema);
     if ("error" in d) return d.error.code === "interrupted" ? undefined : this.finish("failed", d.error.message);
     await this.store.note("director", "directive", d.ok.directive);
+    await this.store.log({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null });
     const message = JSON.stringify({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null }, null, 2);
-    return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) });
+    return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) }, { operator_notes_delivered: notes.length });
   }
 
   /**
@@ -555,6 +567,7 @@ class InftyRun {
     await this.serially(async () => {
       verdicts.push(verdict);
       this.o.report({ type: "verdict", role, verdict: verdict.verdict, reasons: verdict.reasons });
+      await this.store.log({ type: "verdict", role, verdict: verdict.verdict, reasons: verdict.reasons, claim_path: pending.claim_path, final: pending.final });
       await this.store.note(role, "verdict", `${verdict.verdict}: ${verdict.reasons.join("; ")}`);
       await this.store.update({ pending: { ...pending, verdicts: [...verdicts] }, inflight: nonEmpty(inflightList(this.store.state.inflight).filter((r) => r.role !== role)) });
     });
@@ -565,6 +578,7 @@ class InftyRun {
     const overall = aggregate(verdicts, st.consensus);
     const passes = verdicts.filter((v) => v.verdict === "pass").length;
     this.o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
+    await this.store.log({ type: "verification_summary", overall, passes, total: verdicts.length });
     // The index lists claims; the deliverable's own rounds are in the notes and the run log.
     if (!pending.final) await recordRound(this.store, { claim_path: pending.claim_path, overall, verdicts });
     if (pending.final && overall === "pass") return this.acceptDelivery(pending.claim_path, pending.notes);
@@ -614,7 +628,7 @@ class InftyRun {
     clearInterval(this.beat);
     const now = Date.now();
     await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat), tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
-    await this.store.log({ type: "run_finished", status, detail });
+    await this.store.log({ type: "run_finished", status, detail, tokens_used: this.board.tokensUsed, roles: this.board.snapshot() });
     log.info("run finished", { run_id: this.store.id, status, detail });
     for (const s of this.hub.sessions(this.store.id)) {
       await s.handle.close();

@@ -15,7 +15,7 @@ When you need something from the orchestrator, end your turn with ONE JSON objec
 Replies come back to you as JSON: {"type": "directive", ...} from the Director and {"type": "verification_feedback", ...} from the Verifiers. Any other message from you is treated as progress chatter, and you will be asked to continue.`;
 
 export const DIRECTOR_PROMPT = `# Role: Director
-You steer a Solver that works autonomously on an objective. When it asks for direction, decide: fill gaps in the requirements, set priorities, and insist on verification and documentation. Be concrete and brief.
+You steer a Solver that works autonomously on an objective. When it asks for direction, decide: fill gaps in the requirements, set priorities, and insist on verification and documentation. Be concrete and brief. A request may carry "operator_notes": notes from the person who runs this; take them into account.
 Reply with ONE JSON object and nothing else: {"directive": "<what the Solver should do>", "rationale": "<why, may be empty>"}`;
 
 export const VERIFIER_PROMPT = `# Role: Verifier

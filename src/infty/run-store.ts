@@ -1,6 +1,6 @@
 /**
  * The durable run store: RELAY_HOME/infty/<run-id>/ with artifacts/, memory/, index/,
- * deliverable/, run.json (state), events.jsonl and memory/notes.jsonl (append-only); its
+ * deliverable/, run.json (state), events.jsonl (event-log.ts) and memory/notes.jsonl (append-only); its
  * checkpoints are commits in .checkpoints.git (checkpoints.ts). Every run.json change is one atomic replace (temp file, fsync, rename), so a
  * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
@@ -16,6 +16,7 @@ import { MAX_TIMER_MS } from "../util/duration.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
+import type { LogEventInput } from "./event-log.ts";
 import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 
@@ -103,6 +104,8 @@ export const RunMetaSchema = z.object({
   prompt_only_roles: z.array(RoleNameSchema).default([]),
   /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
   settings: RunSettingsSchema.optional(),
+  /** Notes from memory/operator-notes.jsonl the Director has been sent (operator.ts). */
+  operator_notes_delivered: z.number().int().min(0).default(0),
   /** How long a Director or Verifier may take for one answer; older runs: the default. */
   role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
 });
@@ -141,6 +144,8 @@ async function hasFiles(dir: string): Promise<boolean> {
 export class RunStore {
   /** Saves run one after another (the heartbeat timer and handoffs both save). */
   private saving: Promise<void> = Promise.resolve();
+  /** Appends log lines one after another, in the order they were logged. */
+  private logging: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly dir: string,
@@ -171,6 +176,7 @@ export class RunStore {
     const now = new Date().toISOString();
     const meta: RunMeta = {
       max_tokens: null,
+      operator_notes_delivered: 0,
       prompt_only_roles: [],
       ...init,
       created_at: now,
@@ -252,25 +258,18 @@ export class RunStore {
       const recovered = await RunStore.recoverCreation(home, runId);
       if ("error" in recovered) return recovered;
     }
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (e) {
-      return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
-    }
-    const parsed = parseJsonWith(RunMetaSchema, text, file, {
-      code: "run_corrupt",
-      invalid: "does not match the run format",
-      note: "the run's files are untouched",
-      fix: `Fix: correct {fields} in ${file} as said above (relay writes only valid values: a hand edit or another tool changed it), then run the command again.`,
-    });
+    const parsed = await readRunMeta(dir);
     if ("error" in parsed) return parsed;
     if (opts.recover) await removeStaleTemps(file);
     return ok(new RunStore(dir, parsed.ok));
   }
 
-  static async list(home: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {
-    const root = RunStore.runsRoot(home);
+  static list(home: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {
+    return RunStore.listIn(RunStore.runsRoot(home));
+  }
+
+  /** The runs in `root` (a home's infty/ folder), most recently updated first. */
+  static async listIn(root: string): Promise<{ runs: RunMeta[]; warnings: string[] }> {
     const runs: RunMeta[] = [];
     const warnings: string[] = [];
     let names: string[] = [];
@@ -285,10 +284,10 @@ export class RunStore {
         if (!existsSync(path.join(root, id, "run.json"))) warnings.push(`run ${id} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${id}`);
         continue;
       }
-      if (!existsSync(path.join(root, name, "run.json"))) continue;
-      const r = await RunStore.load(home, name);
+      if ("error" in validateRunId(name) || !existsSync(path.join(root, name, "run.json"))) continue;
+      const r = await readRunMeta(path.join(root, name));
       if ("error" in r) warnings.push(`skipped an unreadable run: ${r.error.message}`);
-      else runs.push(r.ok.state);
+      else runs.push(r.ok);
     }
     runs.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
     return { runs, warnings };
@@ -324,9 +323,12 @@ export class RunStore {
     return file;
   }
 
-  /** Appends one event line to events.jsonl (the `relay infty logs` source). */
-  async log(event: Record<string, unknown>): Promise<void> {
-    await appendLine(path.join(this.dir, "events.jsonl"), JSON.stringify({ at: new Date().toISOString(), ...event }));
+  /** Appends one event line to events.jsonl (the `relay infty logs` source), after every earlier one. */
+  log(event: LogEventInput): Promise<void> {
+    const line = JSON.stringify({ at: new Date().toISOString(), ...event });
+    const next = this.logging.then(() => appendLine(path.join(this.dir, "events.jsonl"), line));
+    this.logging = next.catch(() => {});
+    return next;
   }
 
   /** The notes in memory/notes.jsonl; a line torn by a crash is skipped. */
@@ -364,6 +366,23 @@ export class RunStore {
   async resolveInside(p: string): Promise<Result<string>> {
     return resolveWithin(this.dir, p, "the run store");
   }
+}
+
+/** The run.json of the run in `dir`, read and checked; never written. */
+export async function readRunMeta(dir: string): Promise<Result<RunMeta>> {
+  const file = path.join(dir, "run.json");
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    return err("run_not_found", `${file} cannot be read (${(e as Error).message})`);
+  }
+  return parseJsonWith(RunMetaSchema, text, file, {
+    code: "run_corrupt",
+    invalid: "does not match the run format",
+    note: "the run's files are untouched",
+    fix: `Fix: correct {fields} in ${file} as said above (relay writes only valid values: a hand edit or another tool changed it), then run the command again.`,
+  });
 }
 
 /** `p` (relative to `root`, or absolute) resolved through every symlink; an error unless it exists inside `root`. */

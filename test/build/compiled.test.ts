@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -179,6 +179,32 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     } finally {
       rmSync(machine, { recursive: true, force: true });
     }
+  });
+
+  test("a lone copy with an empty home serves relay infty serve: the embedded page and the API; Ctrl-C ends it with 0", async () => {
+    const home = path.join(dir, "serve-home");
+    mkdirSync(home);
+    const lone = loneCopy(bin, path.join(dir, "serve-lone"));
+    const child = spawn(lone, ["infty", "serve", "--port", "0"], { cwd: "/", env: { PATH: "/usr/bin:/bin", HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    let stderr = "";
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+        stderr += d;
+        const m = /open (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr);
+        if (m) resolve(m[1]!);
+      });
+      child.once("exit", () => reject(new Error(`relay infty serve ended: ${stderr}`)));
+    });
+    assert.match(stderr, new RegExp(`runs in ${home}/\\.relay/infty`));
+    const runs = await fetch(`${url}/api/runs`);
+    assert.deepEqual(await runs.json(), { runs: [], warnings: [] });
+    const page = await fetch(`${url}/`);
+    assert.match(page.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+    assert.match(await page.text(), /src="\/app\.js"/);
+    assert.ok((await (await fetch(`${url}/app.js`)).text()).length > 1000, "the page's script is embedded");
+    child.kill("SIGINT");
+    assert.equal(await exited, 0);
   });
 
   test("its executor's file tools glob with picomatch and read .gitignore with ignore (both bundled)", async () => {

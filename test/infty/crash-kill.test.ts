@@ -272,9 +272,9 @@ describe("relay infty: the crash windows, one by one", { skip: skipBecause("the 
     assert.equal(next.id, "note-0002");
     assert.deepEqual((await reloaded.ok.notes()).map((n) => n.id), ["note-0001", "note-0002"]);
     writeFileSync(path.join(t.runDir, "events.jsonl"), '{"type":"torn');
-    await reloaded.ok.log({ type: "after" });
+    await reloaded.ok.log({ type: "warning", message: "after" });
     const lines = readFileSync(path.join(t.runDir, "events.jsonl"), "utf8").split("\n");
     assert.equal(lines[0], '{"type":"torn');
-    assert.equal((JSON.parse(lines[1]!) as { type: string }).type, "after");
+    assert.equal((JSON.parse(lines[1]!) as { message: string }).message, "after");
   });
 });

@@ -1,0 +1,67 @@
+/** One line of the timeline for an event of the run's log: who, what kind, a one-line text, a tone. */
+import type { KnownLogEvent } from "../../event-log.ts";
+import type { LogLine } from "../../event-log.ts";
+
+export type Tone = "" | "pass" | "fail" | "warn" | "dim" | "info";
+
+export interface RowText {
+  who: string;
+  kind: string;
+  text: string;
+  tone: Tone;
+}
+
+const one = (s: string) => s.replace(/\s+/g, " ").trim();
+
+export function describe(line: LogLine): RowText {
+  const e = line as unknown as KnownLogEvent;
+  switch (e.type) {
+    case "run_started":
+      return { who: "run", kind: e.resumed ? "resumed" : "started", text: e.pid ? `pid ${e.pid}` : "", tone: "info" };
+    case "role": {
+      const ev = e.event;
+      switch (ev.kind) {
+        case "turn_started":
+          return { who: e.role, kind: "turn", text: "turn started", tone: "dim" };
+        case "turn_completed":
+          return { who: e.role, kind: "turn", text: "turn done", tone: "dim" };
+        case "turn_aborted":
+          return { who: e.role, kind: "turn", text: `turn aborted: ${one(ev.text)}`, tone: "warn" };
+        case "message":
+          return { who: e.role, kind: "says", text: one(ev.text), tone: "" };
+        case "tool_call":
+          return { who: e.role, kind: ev.name, text: one(ev.text), tone: "" };
+        case "tool_failed":
+          return { who: e.role, kind: `${ev.name} failed`, text: one(ev.text), tone: "fail" };
+        default:
+          return { who: e.role, kind: ev.kind, text: one("text" in ev ? ev.text : ""), tone: ev.kind === "error" ? "fail" : "warn" };
+      }
+    }
+    case "handoff":
+      return { who: `${e.from} → ${e.to}`, kind: "handoff", text: one(e.summary), tone: "info" };
+    case "direction_request":
+      return { who: "solver → director", kind: "asks", text: one(e.prompt), tone: "info" };
+    case "directive":
+      return { who: "director", kind: "directive", text: one(e.directive), tone: "info" };
+    case "verdict":
+      return { who: e.role, kind: e.verdict === "pass" ? "PASS" : "FAIL", text: one(`${e.final ? "deliverable" : e.claim_path ?? ""}: ${e.reasons.join("; ")}`), tone: e.verdict };
+    case "verification_summary":
+      return { who: "verifiers", kind: e.overall === "pass" ? "PASSED" : "FAILED", text: `${e.passes}/${e.total} passed`, tone: e.overall };
+    case "checkpoint":
+      return { who: "checkpoint", kind: e.name, text: `${e.trigger}: ${one(e.summary)}`, tone: "dim" };
+    case "heartbeat":
+      return { who: "heartbeat", kind: `turn ${e.turns}`, text: `${e.tokens_used} tokens; ${e.roles.map((r) => `${r.role}: ${r.doing}`).join(", ")}`, tone: "dim" };
+    case "warning":
+      return { who: "run", kind: "warning", text: one(e.message), tone: "warn" };
+    case "structured_output_unsupported":
+      return { who: e.role, kind: "prompt-only", text: one(e.reason), tone: "warn" };
+    case "restored":
+      return { who: "run", kind: "restored", text: `to ${e.checkpoint}`, tone: "warn" };
+    case "operator":
+      return { who: "operator", kind: e.action, text: one(e.text ?? ""), tone: "info" };
+    case "run_finished":
+      return { who: "run", kind: e.status, text: one(e.detail), tone: e.status === "complete" ? "pass" : e.status === "interrupted" ? "warn" : "fail" };
+    default:
+      return { who: "", kind: String(line.type), text: one(JSON.stringify(line)), tone: line.type === "unreadable" ? "warn" : "dim" };
+  }
+}

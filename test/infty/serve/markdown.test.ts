@@ -1,0 +1,39 @@
+/** The page's Markdown renderer: the usual blocks and spans, and nothing from the source ever becomes markup or a script link. */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { escapeHtml, renderMarkdown, safeHref } from "../../../src/infty/serve/page/markdown.ts";
+
+describe("page markdown", () => {
+  test("headings, paragraphs, lists, code, emphasis, links, quotes, rules", () => {
+    const html = renderMarkdown("# Title\n\nSome **bold** and *it* text\nwrapped.\n\n- a\n- `b`\n\n1. one\n2. two\n\n```\nx < y\n```\n\n> quoted\n\n---\n[site](https://example.com/a?b=1&c=2)");
+    assert.equal(
+      html,
+      [
+        "<h1>Title</h1>",
+        "<p>Some <strong>bold</strong> and <em>it</em> text wrapped.</p>",
+        "<ul><li>a</li><li><code>b</code></li></ul>",
+        "<ol><li>one</li><li>two</li></ol>",
+        "<pre><code>x &lt; y</code></pre>",
+        "<blockquote><p>quoted</p></blockquote>",
+        "<hr>",
+        '<p><a href="https://example.com/a?b=1&amp;c=2" rel="noopener noreferrer nofollow" target="_blank">site</a></p>',
+      ].join("\n"),
+    );
+  });
+
+  test("raw HTML stays text; javascript:, data: and protocol-relative links are not links", () => {
+    const html = renderMarkdown('<script>alert(1)</script>\n\n<img src=x onerror="alert(2)">\n\n[a](javascript:alert(3)) [b](JaVa\tScRiPt:alert(4)) [c](data:text/html,x) [d](//evil.example) [e](vbscript:x)\n\n# <b onclick="x">h</b>\n\n`<i>`');
+    assert.doesNotMatch(html, /<script|<img|<b |<i>|href="(javascript|data|vbscript|\/\/)/i);
+    assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+    assert.match(html, /&lt;img src=x onerror=&quot;alert\(2\)&quot;&gt;/);
+    assert.doesNotMatch(html, /<a /);
+    assert.equal(safeHref("notes.md"), "notes.md");
+    assert.equal(safeHref(" javascript:alert(1)"), undefined);
+    assert.equal(escapeHtml(`<>&"'`), "&lt;&gt;&amp;&quot;&#39;");
+  });
+
+  test("a quote in a link target cannot open an attribute", () => {
+    const html = renderMarkdown('[x](https://a.example/"onmouseover="alert(1))');
+    assert.doesNotMatch(html, /"onmouseover=/);
+  });
+});
