@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
+import { envVarName, httpUrl } from "../util/schema-fields.ts";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
@@ -18,15 +19,6 @@ import { EnvironmentsConfigSchema } from "./environment-spec.ts";
 export { ModelProviderSchema, type ModelProvider } from "../model/factory.ts";
 export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "never"]);
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
-
-const httpUrl = z.string().refine((s) => {
-  try {
-    const u = new URL(s);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
-}, "must be an http:// or https:// URL");
 
 const nonEmpty = z.string().min(1);
 const posInt = z.number().int().positive();
@@ -54,7 +46,6 @@ export const SandboxConfigSchema = z.object({
 
 export const DEFAULT_MODEL = "gpt-5.1-codex";
 
-const envVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
 /**
  * One infty role's own model (`[infty.roles.solver]`, `.director`, `.verifier`); a key left out

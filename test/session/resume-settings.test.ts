@@ -4,7 +4,7 @@
  * and is recorded. The recorded values are checked on the way in (a Codex provider is ignored).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -13,16 +13,8 @@ import { listRollouts } from "../../src/rollout/find.ts";
 import { recordedOverrides } from "../../src/session/resume-settings.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { runRelayAsync } from "../support/self.ts";
+import { turnContexts } from "../support/rollout-lines.ts";
 import { harness } from "./run-support.ts";
-
-function turnContexts(file: string): Array<Record<string, unknown>> {
-  return readFileSync(file, "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> })
-    .filter((l) => l.type === "turn_context")
-    .map((l) => l.payload);
-}
 
 describe("resume restores the session's settings", () => {
   test("a non-default provider and base URL come back; a flag on resume overrides and is recorded", async () => {

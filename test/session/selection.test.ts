@@ -13,19 +13,11 @@ import { listRollouts } from "../../src/rollout/find.ts";
 import { recordedChoices } from "../../src/session/resume-settings.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { runRelayAsync } from "../support/self.ts";
+import { turnContexts } from "../support/rollout-lines.ts";
 import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
 import { harness, inputOf } from "./run-support.ts";
 
 const linuxOnly = { skip: process.platform !== "linux" && "a root at /proc/self/cwd needs Linux's /proc" };
-
-function turnContexts(file: string): Array<Record<string, unknown>> {
-  return readFileSync(file, "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> })
-    .filter((l) => l.type === "turn_context")
-    .map((l) => l.payload);
-}
 
 const ROOT = { id: "deploy@1", location: { type: "environment", environmentId: "build", path: ENV_ROOT } };
 

@@ -12,22 +12,13 @@
  * the others still start. Unknown keys are warnings (Codex adds keys over time).
  */
 import { z } from "zod";
+import { envVarName, httpUrl } from "../../util/schema-fields.ts";
 import { describeIssues } from "../../util/schema-issues.ts";
 
 export const DEFAULT_STARTUP_TIMEOUT_SEC = 10;
 export const DEFAULT_TOOL_TIMEOUT_SEC = 60;
 
-const envVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 const seconds = z.number().positive();
-const httpUrl = z.string().refine((s) => {
-  try {
-    const u = new URL(s);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
-}, "must be an http:// or https:// URL");
-
 const STDIO_KEYS = ["command", "args", "env", "env_vars", "cwd"] as const;
 const HTTP_KEYS = ["url", "bearer_token_env_var", "http_headers", "env_http_headers"] as const;
 
