@@ -62,6 +62,16 @@ describe("MCP servers in a session", () => {
     await waitFor(() => !isAlive(pid), `MCP server pid ${pid} to be gone`);
   });
 
+  test("closing a config server also ends what it started, even a process in a session of its own", async () => {
+    await using h = await harness();
+    h.server.enqueue(reply().toolCall("srv__spawn_child", {}, { callId: "child" }), reply().text("done"));
+    const r = await h.run({ prompt: "start it", config: mcpConfig(h, fixtureToml("srv")) });
+    assert.ok("ok" in r, JSON.stringify(r));
+    const pid = Number(outputFor(h, "child"));
+    assert.ok(pid > 0, outputFor(h, "child"));
+    await waitFor(() => !isAlive(pid), `the server's detached child ${pid} to be gone`);
+  });
+
   test("untrusted: a read-only MCP tool runs without asking, a write-capable one asks (refused without a terminal)", async () => {
     await using h = await harness();
     const note = path.join(h.workspace, "note.txt");

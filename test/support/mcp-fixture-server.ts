@@ -3,10 +3,12 @@
  *   bun test/support/mcp-fixture-server.ts [--fail-at-start | --hang-at-start] [--name NAME]
  * Tools: echo (read-only), pid (read-only), where (cwd and $FIXTURE_MODE), write_note (writes a file: not read-only), fail
  * (answers isError), hang (never answers), crash (writes to stderr and exits 3 without answering), big (N characters),
- * image (an image content item), garbage (writes malformed lines to stdout, then answers).
+ * image (an image content item), garbage (writes malformed lines to stdout, then answers), spawn_child (starts
+ * `sleep` in a session of its own, as a daemon would, and answers its pid).
  * Always run under Bun, whatever runs the tests (test/support/mcp.ts mcpFixtureCommand), so it
  * needs no build step.
  */
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 
 async function serve(argv: string[]): Promise<void> {
@@ -48,6 +50,11 @@ async function serve(argv: string[]): Promise<void> {
   server.registerTool("garbage", { description: "Writes malformed lines to stdout, then answers.", annotations: { readOnlyHint: true } }, async () => {
     process.stdout.write('this is not json\n{"jsonrpc":"2.0","id":\n[1,2,3]\n{"jsonrpc":"2.0","method":42}\n');
     return text("still here");
+  });
+  server.registerTool("spawn_child", { description: "Starts a detached sleep; answers its pid.", annotations: { readOnlyHint: true } }, async () => {
+    const child = spawn("sleep", ["600"], { detached: true, stdio: "ignore" });
+    child.unref();
+    return text(String(child.pid));
   });
   await server.connect(new StdioServerTransport());
   process.stderr.write(`fixture ${name} ready\n`);

@@ -4,9 +4,11 @@
  * The SDK is imported here, on first use only: a session without MCP servers never loads it.
  */
 import type { ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import type { Stream } from "node:stream";
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { killTree, MARKER_VAR } from "../../executor/spawn/kill-tree.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import type { McpLaunchConfig } from "./config.ts";
 import { describeExit, STDERR_TAIL_CHARS, type McpLink } from "./link.ts";
@@ -20,7 +22,9 @@ export function stdioEnv(launch: { env: Record<string, string>; envVars: string[
 
 /**
  * The SDK's stdio transport, watched: its exit status and stderr tail make the message when the
- * server dies (the SDK reports only that the connection closed).
+ * server dies (the SDK reports only that the connection closed). The server carries a marker
+ * variable of its own, so closing ends what it started too (the SDK ends only its own child),
+ * however it was re-parented: a daemon started with setsid, a grandchild left by `npx`.
  */
 class WatchedStdio implements Transport {
   onclose?: () => void;
@@ -29,8 +33,13 @@ class WatchedStdio implements Transport {
   stderrTail = "";
   exit: { code: number | null; signal: string | null } | undefined;
   private child: ChildProcess | undefined;
+  /** Set once relay closes it: an exit after that is relay's doing, not the server's. */
+  private closing = false;
 
-  constructor(private readonly inner: Transport & { readonly stderr: Stream | null; readonly pid: number | null }) {
+  constructor(
+    private readonly inner: Transport & { readonly stderr: Stream | null; readonly pid: number | null },
+    private readonly marker: string,
+  ) {
     inner.onclose = () => this.onclose?.();
     inner.onerror = (e) => this.onerror?.(e);
     inner.onmessage = (m) => this.onmessage?.(m);
@@ -41,15 +50,20 @@ class WatchedStdio implements Transport {
     await this.inner.start();
     // The SDK keeps the child private; its exit status is all we read from it (pinned SDK version).
     this.child = (this.inner as unknown as { _process?: ChildProcess })._process;
-    this.child?.once("exit", (code, signal) => (this.exit = { code, signal }));
+    this.child?.once("exit", (code, signal) => {
+      if (!this.closing) this.exit = { code, signal };
+    });
   }
 
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     return this.inner.send(message, options);
   }
 
-  close(): Promise<void> {
-    return this.inner.close();
+  async close(): Promise<void> {
+    this.closing = true;
+    const pid = this.child?.pid;
+    if (pid !== undefined) await killTree(pid, this.marker, 100);
+    await this.inner.close();
   }
 
   get pid(): number | undefined {
@@ -59,7 +73,9 @@ class WatchedStdio implements Transport {
 
 async function stdioLink(launch: Extract<McpLaunchConfig, { type: "stdio" }>): Promise<Result<McpLink>> {
   const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-  const t = new WatchedStdio(new StdioClientTransport({ command: launch.command, args: launch.args, env: stdioEnv(launch), stderr: "pipe", ...(launch.cwd ? { cwd: launch.cwd } : {}) }));
+  const marker = `mcp-${randomUUID()}`;
+  const env = { ...stdioEnv(launch), [MARKER_VAR]: marker };
+  const t = new WatchedStdio(new StdioClientTransport({ command: launch.command, args: launch.args, env, stderr: "pipe", ...(launch.cwd ? { cwd: launch.cwd } : {}) }), marker);
   return ok({
     transport: t,
     describeEnd: () => describeExit(t.exit?.code, t.exit?.signal, t.stderrTail),
