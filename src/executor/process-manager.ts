@@ -281,8 +281,7 @@ export class ProcessManager {
   /** Kills every process this manager started, synchronously (safe in exit handlers). */
   killAllNow(): void {
     for (const fn of this.extraKills) fn();
-    const spare = this.warm?.stop();
-    if (spare !== undefined) killTreeNow(spare, `${this.instanceId}:warm`);
+    for (const spare of this.warm?.stop() ?? []) killTreeNow(spare, `${this.instanceId}:warm`);
     for (const e of this.store.values()) if (!e.exit) killTreeNow(e.proc.pid, `${this.instanceId}:${e.id}`);
     // Ending the container's init ends every process still inside it, background jobs too.
     if (this.containerPid !== undefined) {

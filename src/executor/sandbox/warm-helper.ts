@@ -2,7 +2,7 @@
  * One sandbox helper started ahead of the command that will use it, so a sandboxed command
  * does not wait for relay's start-up: the spare sits in a blocking read of its stdin; taking
  * it sends the plan, argv, env and cwd, and the helper confines itself and execs the command,
- * which keeps the spare's pid, pipes and process group. The next spare starts at once.
+ * which keeps the spare's pid, pipes and process group. A new spare replaces it at once.
  * Pipe-mode commands only (a PTY is made per command); a burst that finds no spare starts a
  * helper as before.
  */
@@ -18,9 +18,22 @@ export interface WarmLaunch {
   command: string[];
 }
 
+/**
+ * Spares kept ready. One is not enough for commands that follow each other at once (a model
+ * calling tools in a row): the spare started after a command is still booting when the next
+ * arrives, which then waits for the rest of relay's start-up. With two, the one taken has
+ * had a whole round trip to boot. Each command still costs one helper start, as before.
+ */
+export const WARM_POOL_SIZE = 2;
+
+interface Spare {
+  proc: ControlledProcess;
+  exited: boolean;
+}
+
 export class WarmHelpers {
-  private spare: ControlledProcess | undefined;
-  private spareExited = false;
+  /** Oldest first: the first has been booting longest. */
+  private spares: Spare[] = [];
   private stopped = false;
   hits = 0;
   misses = 0;
@@ -35,14 +48,13 @@ export class WarmHelpers {
   ) {}
 
   private start(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.spares.length >= WARM_POOL_SIZE) return;
     const r = spawnPipes({ argv: [...this.self, SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG], cwd: "/", env: { ...this.env, ...SINGLE_THREAD_ENV }, tty: false }, true);
     if ("error" in r) return;
-    this.spare = r.ok;
-    this.spareExited = false;
-    const mine = r.ok;
-    void mine.exited.then(() => {
-      if (this.spare === mine) this.spareExited = true;
+    const spare: Spare = { proc: r.ok, exited: false };
+    this.spares.push(spare);
+    void r.ok.exited.then(() => {
+      spare.exited = true;
     });
   }
 
@@ -63,36 +75,33 @@ export class WarmHelpers {
     void taken.exited.then(once);
   }
 
-  /** Starts the first spare (call when sandboxed commands are expected). */
+  /** Starts the spares (call when sandboxed commands are expected), one after the other. */
   warm(): void {
-    if (!this.spare && !this.stopped) this.start();
+    this.start();
+    setTimeout(() => this.start(), 0);
   }
 
-  /** Runs `launch` in the spare, or returns undefined when there is none ready. */
+  /** Runs `launch` in the oldest live spare, or returns undefined when there is none. */
   take(launch: WarmLaunch, env: Record<string, string>, cwd: string): ControlledProcess | undefined {
-    const spare = this.spare;
-    this.spare = undefined;
-    if (!spare || this.spareExited) {
+    this.spares = this.spares.filter((s) => !s.exited);
+    const spare = this.spares.shift();
+    if (!spare) {
       this.misses++;
       this.start();
       return undefined;
     }
     // One line: JSON.stringify escapes every newline inside the request.
-    spare.sendAndClose(`${JSON.stringify({ plan: launch.plan, argv: launch.command, env, cwd })}\n`);
+    spare.proc.sendAndClose(`${JSON.stringify({ plan: launch.plan, argv: launch.command, env, cwd })}\n`);
     this.hits++;
-    this.startAfter(spare);
-    return spare;
+    this.startAfter(spare.proc);
+    return spare.proc;
   }
 
-  /** The spare's pid, so shutdown can kill it. */
-  get sparePid(): number | undefined {
-    return this.spare?.pid;
-  }
-
-  stop(): number | undefined {
+  /** Stops making spares; returns the pids of those left, so shutdown can kill them. */
+  stop(): number[] {
     this.stopped = true;
-    const pid = this.spare?.pid;
-    this.spare = undefined;
-    return pid;
+    const pids = this.spares.map((s) => s.proc.pid);
+    this.spares = [];
+    return pids;
   }
 }
