@@ -6,12 +6,33 @@
  */
 import { z } from "zod";
 import type { SessionEvent } from "../session/events.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { RoleActivitySchema } from "./activity.ts";
 
 /** Longest text of a role's message or tool call kept in the log; the rollout has the whole. */
 export const LOG_TEXT_MAX = 2000;
 
 const clip = (s: string, max = LOG_TEXT_MAX) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+/**
+ * The fields of a log line that carry what a model or a person wrote (messages, tool calls,
+ * summaries, prompts, verdict reasons, notes). The log is read by `relay infty logs` and shown
+ * by the live view, often on another machine or in a screenshot, so secrets in them are
+ * redacted as in memory files; ids, paths and counts are left alone (a commit id is not a secret).
+ */
+const TEXT_FIELDS = new Set(["text", "summary", "prompt", "directive", "rationale", "reasons", "detail"]);
+
+/** `line` with its text fields (and those of a role's `event`) redacted. */
+export function redactLogLine<T extends Record<string, unknown>>(line: T): T {
+  const out: Record<string, unknown> = { ...line };
+  for (const [key, value] of Object.entries(line)) {
+    if (key === "event" && value !== null && typeof value === "object" && !Array.isArray(value)) out[key] = redactLogLine(value as Record<string, unknown>);
+    else if (!TEXT_FIELDS.has(key)) continue;
+    else if (typeof value === "string") out[key] = redactSecrets(value);
+    else if (Array.isArray(value)) out[key] = value.map((v) => (typeof v === "string" ? redactSecrets(v) : v));
+  }
+  return out as T;
+}
 
 /** What a role's session did, in the compact form the log keeps (see roleLogEvent). */
 export const RoleLogEventSchema = z.discriminatedUnion("kind", [

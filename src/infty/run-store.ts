@@ -16,7 +16,7 @@ import { MAX_TIMER_MS } from "../util/duration.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
-import type { LogEventInput } from "./event-log.ts";
+import { redactLogLine, type LogEventInput } from "./event-log.ts";
 import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 
@@ -323,9 +323,9 @@ export class RunStore {
     return file;
   }
 
-  /** Appends one event line to events.jsonl (the `relay infty logs` source), after every earlier one. */
+  /** Appends one event line to events.jsonl (the `relay infty logs` source), after every earlier one; secrets in its texts are redacted. */
   log(event: LogEventInput): Promise<void> {
-    const line = JSON.stringify({ at: new Date().toISOString(), ...event });
+    const line = JSON.stringify({ at: new Date().toISOString(), ...redactLogLine(event) });
     const next = this.logging.then(() => appendLine(path.join(this.dir, "events.jsonl"), line));
     this.logging = next.catch(() => {});
     return next;

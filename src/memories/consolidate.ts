@@ -8,7 +8,7 @@ import type { SessionEvent } from "../session/events.ts";
 import { openSession } from "../session/runtime.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { consolidationPrompt } from "./prompts.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { MEMORY_MD, MEMORY_SUMMARY, rfc3339, stemOf } from "./storage.ts";
 import type { SelectedOutput } from "./store-outputs.ts";
 import type { WorkspaceDiff } from "./workspace.ts";

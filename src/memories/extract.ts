@@ -6,7 +6,7 @@ import { messageText, userMessage, type MessageItem, type ResponseItem } from ".
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { STAGE1_SYSTEM, stage1Input } from "./prompts.ts";
-import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "./redact.ts";
+import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "../util/redact.ts";
 import type { Stage1Result } from "./store-stage1.ts";
 
 export const Stage1OutputSchema = z.strictObject({

@@ -7,7 +7,7 @@ import { redactStage1, type Extractor } from "./extract.ts";
 import { selectCandidates } from "./eligibility.ts";
 import { hasUserTurn, readMemoryRollout } from "./filter.ts";
 import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactSecrets } from "../util/redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { scanRollouts } from "./scan.ts";
 import { addSkip, type SkipReason, type SkipReport } from "./skips.ts";

@@ -6,7 +6,7 @@ import type { Consolidator } from "./consolidate.ts";
 import type { StateDb } from "./db.ts";
 import { existsSync } from "node:fs";
 import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
 import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
 import { selectPhase2Inputs } from "./store-outputs.ts";

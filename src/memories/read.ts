@@ -7,7 +7,7 @@ import { errorMessage, ok, type Result } from "../util/result.ts";
 import { BYTES_PER_TOKEN } from "../util/truncate.ts";
 import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { loadMemorySettings, stateDbSpec } from "./settings.ts";
 import { MEMORY_SUMMARY } from "./storage.ts";
 import { recordUsage } from "./store-outputs.ts";

@@ -5,7 +5,7 @@
  */
 import { mkdir, readdir, readFile, rename, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { REDACTED, redactSecrets } from "./redact.ts";
+import { REDACTED, redactSecrets } from "../util/redact.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 

@@ -4,7 +4,7 @@ import { listRollouts, type RolloutFile } from "../rollout/find.ts";
 import { rawLines, readSessionMeta } from "../rollout/reader.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactSecrets } from "../util/redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { addParseError, addUnreadable, emptySkips, type SkipReport } from "./skips.ts";
 import { sourceName } from "./sources.ts";

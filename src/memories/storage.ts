@@ -1,7 +1,7 @@
 /** Files phase 2 writes from the DB: raw_memories.md and rollout_summaries/<stem>.md. */
 import { mkdir, readdir, rm, writeFile, readFile } from "node:fs/promises";
 import path from "node:path";
-import { redactSecrets, safeSlug } from "./redact.ts";
+import { redactSecrets, safeSlug } from "../util/redact.ts";
 import type { SelectedOutput } from "./store-outputs.ts";
 
 export const RAW_MEMORIES = "raw_memories.md";

@@ -8,7 +8,7 @@ import path from "node:path";
 import { createTwoFilesPatch } from "diff";
 import git from "isomorphic-git";
 import { errorMessage, err, ok, type Result } from "../util/result.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { redactFolder, safeRelativePath } from "./redact-files.ts";
 import { DIFF_FILE } from "./storage.ts";
 

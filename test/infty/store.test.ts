@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { generateRunId, RunStore, validateRunId } from "../../src/infty/run-store.ts";
 import { aggregate } from "../../src/infty/signals.ts";
+import { REDACTED } from "../../src/util/redact.ts";
 
 function tmp(): string {
   return mkdtempSync(path.join(os.tmpdir(), "relay-infty-"));
@@ -24,6 +25,27 @@ describe("run store", () => {
       assert.ok("error" in again && /already exists.*relay infty resume r1/.test(again.error.message));
       const loaded = await RunStore.load(home, "r1");
       assert.ok("ok" in loaded && loaded.ok.state.status === "running");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("the event log keeps no secret a role or a person wrote, and keeps ids, paths and counts", async () => {
+    const home = tmp();
+    try {
+      const r = await RunStore.create(home, { run_id: "r-secret", ...init });
+      assert.ok("ok" in r);
+      const key = "sk-proj-4fJ8xQ2mZ9tL0vB7nR3kW6yH1cD5";
+      const commit = "9f1c2ab3d4e5f60718293a4b5c6d7e8f90a1b2c3";
+      await r.ok.log({ type: "role", role: "solver", event: { kind: "tool_call", name: "exec_command", text: `export OPENAI_API_KEY=${key} && make` } });
+      await r.ok.log({ type: "verdict", role: "verifier-1", verdict: "fail", reasons: [`the token ${key} is in the README`], claim_path: "memory/claims/c.json", final: false });
+      await r.ok.log({ type: "restored", checkpoint: "ckpt-0002", commit, side_files: [] });
+      const log = readFileSync(path.join(r.ok.dir, "events.jsonl"), "utf8");
+      assert.ok(!log.includes(key), log);
+      assert.equal(log.split(REDACTED).length - 1, 2, "both texts redacted");
+      assert.match(log, /"name":"exec_command"/);
+      assert.ok(log.includes(commit), "a commit id stays as it is");
+      assert.ok(log.includes("memory/claims/c.json"));
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

@@ -1,9 +1,9 @@
 /** Redaction rules against the generated secret corpus, its JSON forms, and ordinary text that must stay. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { REDACTED, redactDeep, redactSecrets, safeSlug } from "../../src/memories/redact.ts";
+import { REDACTED, redactDeep, redactSecrets, safeSlug } from "../../src/util/redact.ts";
 import { safeRelativePath } from "../../src/memories/redact-files.ts";
-import { looksLikeAwsSecret, looksRandom, nameKind } from "../../src/memories/secret-shape.ts";
+import { looksLikeAwsSecret, looksRandom, nameKind } from "../../src/util/secret-shape.ts";
 import { findLeaks, rand, secretCorpus } from "./secret-corpus.ts";
 
 const ROUNDS = 10;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { REDACTED, redactSecrets } from "../../src/memories/redact.ts";
+import { REDACTED, redactSecrets } from "../../src/util/redact.ts";
 
 const R = REDACTED;
 

@@ -18,7 +18,7 @@ import { heuristicExtractor, modelExtractor, type Extractor } from "../../src/me
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { runPhase2 } from "../../src/memories/phase2.ts";
 import { memoryInstructions, sessionMemoryBlock, sessionMemories } from "../../src/memories/read.ts";
-import { REDACTED } from "../../src/memories/redact.ts";
+import { REDACTED } from "../../src/util/redact.ts";
 import { listOutputs } from "../../src/memories/store-outputs.ts";
 import { readPhase2Job } from "../../src/memories/store-phase2.ts";
 import { readStage1Job } from "../../src/memories/store-stage1.ts";

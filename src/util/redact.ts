@@ -1,8 +1,9 @@
 /**
- * Secret redaction for everything the memory pipeline derives from rollouts: the extractors'
- * input (before a title, slug, keyword or truncation is derived from it), every stored field,
- * every file of the memory folder and its names and git baseline, and the summary injected into
- * sessions. Rollouts themselves stay verbatim (private files: see rollout/writer.ts).
+ * Secret redaction, wherever rollout text is copied somewhere more shareable: infty's event
+ * log (and the live view that shows it), and everything the memory pipeline derives: the
+ * extractors' input (before a title, slug, keyword or truncation is derived from it), every
+ * stored field, every file of the memory folder and its names and git baseline, and the summary
+ * injected into sessions. Rollouts themselves stay verbatim (private files: see rollout/writer.ts).
  *
  * A match becomes `[REDACTED_SECRET]`. For assignments, headers and URLs the name, scheme and
  * user stay and only the value goes. Thresholds and false positives: docs/memories.md and
