@@ -17,20 +17,10 @@ import { RunStore } from "../../src/infty/run-store.ts";
 import { readContract, SolverSignalSchema } from "../../src/infty/signals.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { defaultConfig } from "../../src/session/config.ts";
-import { fmtMs, goalLine, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
+import { fmtMs, goalLine, numberFlag, printTable, summarize, timeEach, useSourceRelay } from "./stats.ts";
 
 const N = numberFlag("--n", 100);
 const TURNS = numberFlag("--turns", 100);
-
-async function timeEach(n: number, fn: (i: number) => Promise<unknown> | unknown): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await fn(i);
-    out.push(performance.now() - t);
-  }
-  return out;
-}
 
 async function storeCosts(home: string) {
   const created = await RunStore.create(home, { run_id: "bench", objective: "o", verifiers: 1, consensus: "all", max_turns: 10, max_wall_ms: 60_000 }, null);

@@ -16,20 +16,14 @@ import { parseMcpServers } from "../../src/session/mcp/config.ts";
 import { McpServers } from "../../src/session/mcp/servers.ts";
 import { configTarget, executorRootTargets } from "../../src/session/mcp/session-mcp.ts";
 import { mcpFixtureCommand } from "../../test/support/mcp.ts";
-import { fmtMs, goalLine, numberFlag, printTable, ROOT, summarize } from "./stats.ts";
+import { fmtMs, goalLine, numberFlag, printTable, ROOT, summarize, timeEach } from "./stats.ts";
 
 const CALLS = numberFlag("--calls", 300);
 const WARMUP = 20;
 
 async function timeCalls(call: (i: number) => Promise<unknown>): Promise<number[]> {
-  for (let i = 0; i < WARMUP; i++) await call(i);
-  const samples: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const t0 = performance.now();
-    await call(i);
-    samples.push(performance.now() - t0);
-  }
-  return samples;
+  await timeEach(WARMUP, call);
+  return timeEach(CALLS, call);
 }
 
 async function sdkDirect(): Promise<number[]> {

@@ -40,3 +40,14 @@ export function printTable(rows: string[][]): void {
 export function goalLine(name: string, value: number, goal: number, digits = 2): string {
   return `${name} ${value.toFixed(digits)} ${goal} ${value <= goal ? "OK" : "MISS"}`;
 }
+
+/** Runs `fn` n times one after another; each run's wall time in ms. */
+export async function timeEach(n: number, fn: (i: number) => Promise<unknown> | unknown): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn(i);
+    out.push(performance.now() - t);
+  }
+  return out;
+}
