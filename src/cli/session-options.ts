@@ -6,22 +6,27 @@
 import type { Command, OptionValues } from "@commander-js/extra-typings";
 import { configRoots, duplicateRootId, parseCapabilityRoot, type CapabilityRoot } from "../session/capability-root.ts";
 import type { RelayConfig } from "../session/config.ts";
-import { configEnvironments, mergeEnvironments, parseEnvironmentSpec, type EnvironmentSpec } from "../session/environment-spec.ts";
+import { configEnvironments, defaultExecutorName, mergeEnvironments, parseEnvironmentSpec, type EnvironmentSpec } from "../session/environment-spec.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
-export const CAPABILITY_ROOT_HELP = "discover skills (SKILL.md) under a path on an environment: ENV:PATH, or id=ID,env=ENV,path=PATH; repeatable (config: [[capability_roots]])";
-export const ENVIRONMENT_HELP = 'an extra environment for capabilities: NAME=COMMAND-LINE starting a relay executor on stdio, e.g. build="ssh build-host relay executor"; repeatable (config: [environments.NAME] command)';
+const CAPABILITY_ROOT_HELP = "discover skills (SKILL.md) under a path on an environment: ENV:PATH, or id=ID,env=ENV,path=PATH; repeatable (config: [[capability_roots]])";
+const ENVIRONMENT_HELP = 'an extra environment for capabilities: NAME=COMMAND-LINE starting a relay executor on stdio, e.g. build="ssh build-host relay executor"; repeatable (config: [environments.NAME] command)';
 
-/** `who`: whose tools they are in the help text ("the session", "every infty role"). */
-export function withToolOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, who = "the session") {
+/** The executor, extra environments and capability roots (`who`: whose tools, in the help text). */
+export function withSelectionOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, who = "the session") {
   return cmd
     .option("--executor <command-line>", `run ${who}'s tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)`)
     .option("--executor-name <name>", "environment name of that executor, for --capability-root (default: local, or remote with --executor)")
     .option("--environment <name=command-line>", ENVIRONMENT_HELP, collect)
-    .option("--capability-root <root>", `${CAPABILITY_ROOT_HELP}; for ${who}`, collect)
+    .option("--capability-root <root>", `${CAPABILITY_ROOT_HELP}; for ${who}`, collect);
+}
+
+/** `who`: whose tools they are in the help text ("the session", "every infty role"). */
+export function withToolOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, who = "the session") {
+  return withSelectionOptions(cmd, who)
     .option("--code-mode", `also offer ${who} the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use the session's tools) and wait`)
     .option("--no-code-mode", "on resume: turn code mode off where it was on");
 }
@@ -67,7 +72,7 @@ export function selection(flags: SelectionFlags, recorded: SessionChoices, confi
     return r.ok;
   });
   const environments = mergeEnvironments(configEnvironments(config.environments), recorded.environments, given);
-  const executorName = flags.executorName ?? recorded.executorName ?? (flags.executor ?? config.executor ? "remote" : "local");
+  const executorName = flags.executorName ?? recorded.executorName ?? defaultExecutorName(flags.executor ?? config.executor);
   const clash = environments.find((e) => e.name === executorName);
   if (clash) fail(`--environment ${clash.name}: "${clash.name}" is the name of the session's own executor; give the extra environment another name (or the executor another --executor-name)`, ExitCode.Usage);
   return { capabilityRoots: capabilityRoots_, environments, executorName };

@@ -9,20 +9,15 @@ import { loadConfig } from "../session/config.ts";
 import { startEnvironment, startEnvironments } from "../session/environments.ts";
 import { describeSource, findSkills, type SkillsListOutput } from "../session/skill-sources.ts";
 import { checkWorkingDir } from "../session/preflight.ts";
-import { CAPABILITY_ROOT_HELP, ENVIRONMENT_HELP, selection } from "./session-options.ts";
+import { selection, withSelectionOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 
-const collect = (v: string, prev: string[] = []) => [...prev, v];
-
 function listOptions() {
-  return new Command("list")
+  const list = new Command("list")
     .description("list the skills a session would have: local ones ($RELAY_HOME/skills, the repository's .relay/skills) and those under --capability-root on its environments")
     .option("--json", "print {skills, skipped, environments} as JSON (SkillsListOutputSchema in src/session/skill-sources.ts)")
-    .option("-C, --cd <dir>", "the workspace whose repository's .relay/skills count (default: the current directory)")
-    .option("--executor <command-line>", "the session's executor, for roots on its environment (config: executor)")
-    .option("--executor-name <name>", "environment name of that executor (default: local, or remote with --executor)")
-    .option("--environment <name=command-line>", ENVIRONMENT_HELP, collect)
-    .option("--capability-root <root>", CAPABILITY_ROOT_HELP, collect);
+    .option("-C, --cd <dir>", "the workspace whose repository's .relay/skills count (default: the current directory)");
+  return withSelectionOptions(list);
 }
 
 const SKILLS_HELP = `

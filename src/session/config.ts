@@ -249,7 +249,8 @@ function shapeOf(schema: z.ZodType): Record<string, z.ZodType> | undefined {
   return cur instanceof z.ZodObject ? (cur.shape as Record<string, z.ZodType>) : undefined;
 }
 
-function unknownKeys(schema: z.ZodType, raw: unknown, prefix: string): string[] {
+/** `unknown key "a.b" ignored` (with the nearest known key as a hint) for each key `schema` lacks. */
+export function unknownKeys(schema: z.ZodType, raw: unknown, prefix: string): string[] {
   const shape = shapeOf(schema);
   if (!shape || raw === null || typeof raw !== "object" || Array.isArray(raw)) return [];
   const out: string[] = [];

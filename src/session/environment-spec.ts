@@ -50,3 +50,6 @@ export function recordedEnvironments(v: unknown): EnvironmentSpec[] | undefined 
     return parsed.success ? [parsed.data] : [];
   });
 }
+
+/** The environment name of a session's own executor when none is given: `remote` with a command line, else `local`. */
+export const defaultExecutorName = (executorCommand: string | undefined): string => (executorCommand ? "remote" : "local");

@@ -44,11 +44,6 @@ export class SessionEnvironments {
     return this.peers.get(id);
   }
 
-  /** Every available environment, by id (for tools that live on one: skills, MCP servers). */
-  get all(): ReadonlyMap<string, EnvironmentPeer> {
-    return this.peers;
-  }
-
   /** Why `id` gives nothing: it did not start, or the session has no such environment. */
   whyUnavailable(id: string): string {
     if (this.unavailable.has(id)) return `its environment "${id}" did not start (see the warning naming it)`;

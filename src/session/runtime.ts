@@ -25,7 +25,7 @@ import { findSource, openSourceRollout, type Resumed } from "./source.ts";
 import { pickShell } from "./shell.ts";
 import { loadProjectInstructions } from "./project-docs.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
-import type { EnvironmentSpec } from "./environment-spec.ts";
+import { defaultExecutorName, type EnvironmentSpec } from "./environment-spec.ts";
 import { startEnvironments, type SessionEnvironments } from "./environments.ts";
 import { skillsCatalog } from "./skill-catalog.ts";
 import { findSkills } from "./skill-sources.ts";
@@ -224,7 +224,7 @@ async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Pro
 
 /** The session's own executor's environment name: `--executor-name`, else local or remote. */
 function executorNameOf(o: OpenSessionOptions): string {
-  return o.executorName ?? (o.executorCommand ?? o.config.executor ? "remote" : "local");
+  return o.executorName ?? defaultExecutorName(o.executorCommand ?? o.config.executor);
 }
 
 function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: string, model: ModelClient, started: StartedExecutor): Promise<Result<RolloutWriter>> {

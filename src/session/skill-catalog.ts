@@ -5,6 +5,7 @@
  * the bound are counted in a last line. Hidden skills (front matter `hidden: true`) are not
  * listed, but stay invocable by name.
  */
+import { wholeCharsEnd } from "../executor/project-docs.ts";
 import { describeSource, type SelectedSkill } from "./skill-sources.ts";
 import { SKILL_TOOL } from "./skill-tool.ts";
 
@@ -18,7 +19,8 @@ const HEAD = `## Skills\nSkills are instructions for particular tasks. Before do
 /** `text` cut to at most `max` bytes, ending in "…" when cut. */
 function fitBytes(text: string, max: number): string {
   if (Buffer.byteLength(text) <= max) return text;
-  const cut = Buffer.from(text).subarray(0, Math.max(0, max - 3)).toString("utf8").replace(/\uFFFD$/, "");
+  const head = Buffer.from(text).subarray(0, Math.max(0, max - 3));
+  const cut = head.subarray(0, wholeCharsEnd(head)).toString("utf8");
   return `${cut}…`;
 }
 

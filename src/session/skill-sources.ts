@@ -9,7 +9,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
-import { projectDirs } from "../executor/project-docs.ts";
+import { projectDirs, wholeCharsEnd } from "../executor/project-docs.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod, SKILL_BODY_MAX_BYTES, type SkillBody, type SkillsListResult } from "../executor/skills.ts";
 import { err, type Result } from "../util/result.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
@@ -135,7 +135,8 @@ export async function readSkillBody(skill: SelectedSkill, envs: SessionEnvironme
   // An executor older than slices sends the whole body, whatever the offset: cut the slice here.
   const buf = Buffer.from(r.ok.body);
   const start = Math.min(offset, buf.length);
-  const body = buf.subarray(start, start + maxBytes).toString("utf8").replace(/\uFFFD$/, "");
-  const end = start + Buffer.byteLength(body);
+  const slice = buf.subarray(start, start + maxBytes);
+  const end = start + (start + slice.length < buf.length ? wholeCharsEnd(slice) : slice.length);
+  const body = buf.subarray(start, end).toString("utf8");
   return { ok: { ...r.ok, body, body_bytes: buf.length, ...(end < buf.length ? { next_offset: end } : {}) } };
 }

@@ -117,7 +117,7 @@ export class ToolRouter {
     const own = this.sessionTools.get(name);
     if (own) return own.call(rawArguments, signal);
     if (this.mcp?.has(name)) return this.callMcp(this.mcp, name, rawArguments, signal);
-    const spec = this.ownSpecs.find((s) => s.name === name);
+    const spec = this.executorSpecs.find((s) => s.name === name);
     if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
     const parsed = parseToolArguments(rawArguments);
     if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };

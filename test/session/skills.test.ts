@@ -165,4 +165,19 @@ describe("skills on environments", () => {
     assert.equal(last.ok.body.length, 100_000 - 3 * SKILL_BODY_MAX_BYTES);
     assert.equal(last.ok.next_offset, undefined);
   });
+
+  test("an old executor's body cut inside a character is cut before it, and one ending in U+FFFD is read to its end", async () => {
+    // "é" is 2 bytes: at an odd length the slice would end inside one.
+    const whole = `${"x".repeat(SKILL_BODY_MAX_BYTES - 1)}é tail \uFFFD`;
+    const old = { call: async () => ({ ok: { body: whole, bytes: Buffer.byteLength(whole) } }) };
+    const envs = new SessionEnvironments([], [{ id: "old", peer: old as never, info: {} as never }], new Map());
+    const skill = { name: "s", description: "d", path: "/s/SKILL.md", hidden: false, source: { kind: "environment" as const, environmentId: "old", rootId: "r" } };
+    const first = await readSkillBody(skill, envs);
+    assert.ok("ok" in first);
+    assert.equal(first.ok.next_offset, SKILL_BODY_MAX_BYTES - 1, "the slice stops before the split character");
+    const rest = await readSkillBody(skill, envs, first.ok.next_offset);
+    assert.ok("ok" in rest);
+    assert.equal(rest.ok.body, "é tail \uFFFD", "the last slice keeps its real U+FFFD");
+    assert.equal(rest.ok.next_offset, undefined, "and says there is nothing more to read");
+  });
 });

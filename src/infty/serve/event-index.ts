@@ -39,10 +39,6 @@ export class EventLogIndex {
     return () => this.listeners.delete(fn);
   }
 
-  get listening(): number {
-    return this.listeners.size;
-  }
-
   private async readAppended(): Promise<number> {
     const { size, ino } = await stat(this.file).catch(() => ({ size: 0, ino: 0 }));
     const indexed = this.starts.at(-1)!;

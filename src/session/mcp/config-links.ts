@@ -65,10 +65,6 @@ class WatchedStdio implements Transport {
     if (pid !== undefined) await killTree(pid, this.marker, 100);
     await this.inner.close();
   }
-
-  get pid(): number | undefined {
-    return this.child?.pid ?? undefined;
-  }
 }
 
 async function stdioLink(launch: Extract<McpLaunchConfig, { type: "stdio" }>): Promise<Result<McpLink>> {
@@ -79,7 +75,6 @@ async function stdioLink(launch: Extract<McpLaunchConfig, { type: "stdio" }>): P
   return ok({
     transport: t,
     describeEnd: () => describeExit(t.exit?.code, t.exit?.signal, t.stderrTail),
-    pid: () => t.pid,
   });
 }
 
@@ -104,7 +99,6 @@ async function httpLink(server: string, launch: Extract<McpLaunchConfig, { type:
   return ok({
     transport,
     describeEnd: () => "",
-    pid: () => undefined,
     // The SDK's StreamableHTTPError carries the HTTP status as its code.
     explain: (message, code) => {
       if (code === 401 || /\b401\b|unauthori[sz]ed/i.test(message)) {

@@ -14,6 +14,7 @@
 import { z } from "zod";
 import { envVarName, httpUrl } from "../../util/schema-fields.ts";
 import { describeIssues } from "../../util/schema-issues.ts";
+import { unknownKeys } from "../config.ts";
 
 export const DEFAULT_STARTUP_TIMEOUT_SEC = 10;
 export const DEFAULT_TOOL_TIMEOUT_SEC = 60;
@@ -75,8 +76,6 @@ export interface McpServersConfig {
   warnings: string[];
 }
 
-const KNOWN_KEYS = new Set(Object.keys(McpServerConfigSchema.shape));
-
 /** Checks `[mcp_servers]` (the raw TOML value); `where` names the file in messages. */
 export function parseMcpServers(raw: unknown, where = "config.toml"): McpServersConfig {
   const out: McpServersConfig = { servers: [], disabled: [], invalid: [], warnings: [] };
@@ -91,7 +90,7 @@ export function parseMcpServers(raw: unknown, where = "config.toml"): McpServers
       out.invalid.push({ name, message: `${at} must be a table (command = "..." or url = "..."); this server is skipped` });
       continue;
     }
-    for (const k of Object.keys(entry)) if (!KNOWN_KEYS.has(k)) out.warnings.push(`${at}: unknown key "${k}" ignored`);
+    for (const w of unknownKeys(McpServerConfigSchema, entry, "")) out.warnings.push(`${at}: ${w}`);
     const parsed = McpServerConfigSchema.safeParse(entry);
     if (!parsed.success) {
       const issues = describeIssues(parsed.error.issues, entry);

@@ -6,6 +6,7 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Log } from "../../util/log.ts";
+import { sleep } from "../../model/http.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { VERSION } from "../../version.ts";
 import type { McpLink, McpLinkFactory } from "./link.ts";
@@ -62,7 +63,6 @@ const errorCode = (e: unknown): unknown => (e as { code?: unknown } | undefined)
 export class McpConnection {
   private state: McpState = "starting";
   private client: Client | undefined;
-  private link: McpLink | undefined;
   private toolList: McpToolInfo[] = [];
   /** Set when the server died and no call has been told yet. */
   private deathNotice: string | undefined;
@@ -92,11 +92,6 @@ export class McpConnection {
 
   get status(): { state: McpState; failure?: string } {
     return this.state === "failed" ? { state: this.state, failure: this.failure } : { state: this.state };
-  }
-
-  /** The server's process id, where relay started it. */
-  get pid(): number | undefined {
-    return this.link?.pid();
   }
 
   /** The first start: no restart when it fails (the session goes on without the server). */
@@ -148,7 +143,6 @@ export class McpConnection {
       this.stop.signal.removeEventListener("abort", onStop);
     }
     this.client = client;
-    this.link = link;
     client.onclose = () => {
       if (this.client === client) this.died(link);
     };
@@ -188,7 +182,8 @@ export class McpConnection {
     let last = "";
     while (this.attempts < MAX_RESTART_ATTEMPTS) {
       const delay = RESTART_BASE_DELAY_MS * 2 ** this.attempts++;
-      await abortableDelay(delay, this.stop.signal);
+      // Ends early when the session closes (sleep rejects then; the loop checks `closed`).
+      await sleep(delay, this.stop.signal).catch(() => {});
       if (this.closed) return;
       this.onState({ server: this.name, state: "restarting", message: `restarting MCP server ${this.name} (attempt ${this.attempts} of ${MAX_RESTART_ATTEMPTS})` });
       const r = await this.connect();
@@ -251,17 +246,4 @@ export class McpConnection {
     await client?.close().catch((e: unknown) => log.warn("mcp close failed", { server: this.name, error: errorText(e) }));
     await this.restarting;
   }
-}
-
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done);
-  });
 }

@@ -63,7 +63,6 @@ export class ExecutorMcpTransport implements Transport {
   private endedSignal!: () => void;
   private readonly endedPromise = new Promise<void>((r) => (this.endedSignal = r));
   private routes: PeerRoutes;
-  pid: number | undefined;
 
   constructor(
     private readonly peer: RpcPeer,
@@ -79,7 +78,6 @@ export class ExecutorMcpTransport implements Transport {
       this.routes.remove(this.serverId);
       throw new Error(r.error.message);
     }
-    this.pid = r.ok.pid;
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
@@ -130,7 +128,7 @@ export function executorLink(peer: RpcPeer, server: McpStdioServer): () => Promi
   return async () => {
     if (peer.isClosed) return err("executor_closed", "the executor connection is closed");
     const t = new ExecutorMcpTransport(peer, server);
-    return ok({ transport: t, describeEnd: () => t.describeEnd(), pid: () => t.pid });
+    return ok({ transport: t, describeEnd: () => t.describeEnd() });
   };
 }
 

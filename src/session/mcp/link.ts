@@ -9,8 +9,6 @@ export interface McpLink {
   transport: Transport;
   /** How the server ended, once it has, e.g. ` (code 1): Error: no such table` (empty while it runs). */
   describeEnd(): string;
-  /** The server's process id where relay knows it (stdio), for tests and `relay mcp list`. */
-  pid(): number | undefined;
   /** What to fix, for a failure this kind of link knows (an HTTP 401: the token's variable). */
   explain?(message: string, code: unknown): string | undefined;
 }

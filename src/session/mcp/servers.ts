@@ -33,7 +33,6 @@ export interface McpServerReport {
   reason?: string;
   required: boolean;
   tools: McpToolInfo[];
-  pid?: number;
 }
 
 export interface McpStartOptions {
@@ -92,8 +91,7 @@ export class McpServers implements McpToolSource {
           return { ...base, state: "failed", reason: r.error.message, tools: [] };
         }
         o.onState?.({ server: c.name, state: "ready", tools: r.ok.length });
-        const pid = c.pid;
-        return { ...base, state: "ok", tools: r.ok, ...(pid !== undefined ? { pid } : {}) };
+        return { ...base, state: "ok", tools: r.ok };
       }),
     );
     return new McpServers(connections, reports, o.maxOutputTokens);
@@ -117,11 +115,6 @@ export class McpServers implements McpToolSource {
 
   isReadOnly(name: string): boolean {
     return this.byName.get(name)?.tool.readOnly ?? false;
-  }
-
-  /** The process ids of the running stdio servers relay started (tests check none is left). */
-  pids(): number[] {
-    return this.connections.map((c) => c.pid).filter((p): p is number => p !== undefined);
   }
 
   async call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolCallOutcome> {

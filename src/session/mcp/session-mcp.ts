@@ -68,8 +68,9 @@ async function sessionTargets(o: SessionMcpOptions): Promise<McpServerTarget[]> 
   for (const w of config.warnings) o.emit({ type: "warning", message: w });
   for (const bad of config.invalid) o.emit({ type: "warning", message: bad.message });
   const targets = config.servers.map((e) => configTarget(e));
-  for (const root of o.roots) {
-    const found = await executorRootTargets(root.peer, root.rootId, root.rootPath);
+  // Each root's manifest is a round trip to its executor: all at once, then in order.
+  const perRoot = await Promise.all(o.roots.map((root) => executorRootTargets(root.peer, root.rootId, root.rootPath)));
+  for (const found of perRoot) {
     for (const w of found.warnings) o.emit({ type: "warning", message: w });
     targets.push(...found.targets);
   }

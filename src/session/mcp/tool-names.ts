@@ -36,12 +36,4 @@ export class ToolNamer {
     this.used.add(candidate);
     return candidate;
   }
-
-  /** A unique server name (a manifest's server may reuse a configured one's name). */
-  server(name: string): string {
-    let candidate = name;
-    for (let n = 2; this.used.has(`server:${candidate}`); n++) candidate = `${name}_${n}`;
-    this.used.add(`server:${candidate}`);
-    return candidate;
-  }
 }
