@@ -83,6 +83,43 @@ function assertNoRooms(what: string, modules: Set<string>, rooms: string[]): voi
   assert.deepEqual(found, [], `${what} loads modules of ${rooms.join(", ")} at start-up`);
 }
 
+/** Functions of `z` that build no schema. */
+const Z_NOT_BUILDERS = new Set(["infer", "input", "output"]);
+
+const rootOf = (node: import("typescript").Expression): import("typescript").Expression => {
+  let x = node;
+  while (ts.isCallExpression(x) || ts.isPropertyAccessExpression(x)) x = x.expression;
+  return x;
+};
+
+/**
+ * Lines of `text` that build a zod schema while the module loads: a call chain rooted at `z` (or
+ * derived from a `…Schema` constant) outside every function, so outside `lazySchema(() => …)`.
+ */
+function eagerSchemaLines(text: string): number[] {
+  const source = ts.createSourceFile("m.ts", text, ts.ScriptTarget.Latest, true);
+  const found: number[] = [];
+  const visit = (node: import("typescript").Node): void => {
+    if (ts.isFunctionLike(node) || ts.isClassLike(node)) return;
+    if (ts.isCallExpression(node)) {
+      const root = rootOf(node);
+      const callee = node.expression;
+      const method = ts.isPropertyAccessExpression(callee) ? callee.name.text : "";
+      const fromZ = ts.isIdentifier(root) && root.text === "z" && !(ts.isPropertyAccessExpression(callee) && callee.expression === root && Z_NOT_BUILDERS.has(method));
+      const derived = ts.isIdentifier(root) && /Schema$/.test(root.text) && root.text !== "lazySchema" && !/^(safe)?[pP]arse/.test(method);
+      if (fromZ || derived) {
+        found.push(source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1);
+        return;
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const eagerSchemas = (module: string) => eagerSchemaLines(readFileSync(path.join(SRC, module), "utf8")).map((line) => `${module}:${line}`);
+
 describe("start-up import graph", () => {
   test("relay --version (and every subcommand before its own module): commander and the CLI core only", () => {
     const { modules, packages } = closure("main.ts", "cli/entry.ts");
@@ -124,6 +161,26 @@ describe("start-up import graph", () => {
       assert.deepEqual(engine, [], `relay ${name} loads the QuickJS engine's modules`);
     });
   }
+
+  test("no module that the executor, the code-mode host, relay run or relay infty loads at start-up builds a zod schema as it loads", () => {
+    for (const name of ["executor", "code-mode-host", "run", "infty"]) {
+      const eager = [...subcommand(name).modules].flatMap(eagerSchemas);
+      assert.deepEqual(eager, [], `relay ${name} builds these schemas at start-up: wrap each in lazySchema(() => …) (src/util/lazy-schema.ts)`);
+    }
+  });
+
+  test("the eager-schema check finds schemas built at load and passes deferred ones", () => {
+    const text = [
+      'export const A = z.object({ a: z.string() });',
+      'export const B = lazySchema(() => z.object({ b: A }));',
+      'export const C = BSchema.extend({ c: z.number() });',
+      'function later() { return z.number(); }',
+      'const v = ASchema.parse({});',
+      'export type T = z.infer<typeof A>;',
+      'export const D = defineMethod("d", z.string(), lazySchema(() => z.string()));',
+    ].join("\n");
+    assert.deepEqual(eagerSchemaLines(text), [1, 3, 7]);
+  });
 
   test("relay infty serve's server and page load only when serve runs: not for relay infty, relay executor or the CLI core", () => {
     const serve = (modules: Set<string>) => [...modules].filter((m) => m.startsWith("infty/serve/"));

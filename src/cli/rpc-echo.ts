@@ -4,17 +4,18 @@
  */
 import { Command } from "@commander-js/extra-typings";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod, runUntilClosed, serveStdio, spawnSelf } from "../protocol/index.ts";
 import { err, ok } from "../util/result.ts";
 
-export const EchoMethod = defineMethod("echo", z.unknown(), z.unknown());
-export const SleepMethod = defineMethod("sleep", z.object({ ms: z.number().int().min(0) }), z.object({ slept: z.number() }));
-export const ExitMethod = defineMethod("exit", z.object({ code: z.number().int() }), z.null());
+export const EchoMethod = defineMethod("echo", lazySchema(() => z.unknown()), lazySchema(() => z.unknown()));
+export const SleepMethod = defineMethod("sleep", lazySchema(() => z.object({ ms: z.number().int().min(0) })), lazySchema(() => z.object({ slept: z.number() })));
+export const ExitMethod = defineMethod("exit", lazySchema(() => z.object({ code: z.number().int() })), lazySchema(() => z.null()));
 /** Re-execs this same program as a grandchild and echoes through it: proves self re-exec. */
 export const RelayEchoMethod = defineMethod(
   "relay_echo",
-  z.unknown(),
-  z.object({ echoed: z.unknown(), childPid: z.number(), selfPid: z.number() }),
+  lazySchema(() => z.unknown()),
+  lazySchema(() => z.object({ echoed: z.unknown(), childPid: z.number(), selfPid: z.number() })),
 );
 
 export function rpcEchoCommand() {

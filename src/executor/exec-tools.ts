@@ -3,8 +3,9 @@
  * turns a call into the wire request (it picks the shell, final argv, cwd and env).
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 
-export const ExecCommandArgsSchema = z.object({
+export const ExecCommandArgsSchema = lazySchema(() => z.object({
   cmd: z.string().min(1).describe("Shell command to run."),
   workdir: z.string().optional().describe("Working directory; relative paths resolve against the session's cwd. Defaults to the session's cwd."),
   shell: z.string().optional().describe("Shell binary to run the command with. Defaults to the user's shell."),
@@ -24,9 +25,9 @@ export const ExecCommandArgsSchema = z.object({
     .optional()
     .describe("Ask to run outside the sandbox with require_escalated; needs the user's approval and a justification."),
   justification: z.string().optional().describe("One sentence explaining why escalated permissions are needed; shown to the user."),
-});
+}));
 
-export const WriteStdinArgsSchema = z.object({
+export const WriteStdinArgsSchema = lazySchema(() => z.object({
   session_id: z.number().int().describe("The session ID that exec_command returned for a running process."),
   chars: z.string().optional().describe("Text to write to the process's stdin. Empty or omitted: just poll for new output."),
   yield_time_ms: z
@@ -35,7 +36,7 @@ export const WriteStdinArgsSchema = z.object({
     .optional()
     .describe("How long to wait for output after writing (250-30000, default 250; an empty poll waits at least 5000 unless the process exits)."),
   max_output_tokens: z.number().int().optional().describe("Token budget for the returned output (default 10000)."),
-});
+}));
 
 export const EXEC_COMMAND_DESCRIPTION =
   "Runs a command in a shell and returns its output, exit code and wall time. If the command is still running when the yield time ends, the result carries a session ID: poll it or send it input with write_stdin. Use tty=true for programs that read input interactively.";

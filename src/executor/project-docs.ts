@@ -7,29 +7,30 @@
 import { lstat, open, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod } from "../protocol/method.ts";
 
 export const DEFAULT_PROJECT_DOC_NAMES = ["AGENTS.override.md", "AGENTS.md"];
 
-export const ProjectDocSchema = z.object({
+export const ProjectDocSchema = lazySchema(() => z.object({
   path: z.string(),
   /** The file's size on disk. */
   bytes: z.number().int(),
   text: z.string(),
   /** The budget ran out inside this file: `text` holds its first part. */
   truncated: z.boolean(),
-});
+}));
 export type ProjectDoc = z.infer<typeof ProjectDocSchema>;
 
 export const ProjectDocsMethod = defineMethod(
   "project_docs/read",
-  z.object({
+  lazySchema(() => z.object({
     cwd: z.string(),
     /** Names tried in each directory, first match wins. */
     names: z.array(z.string().min(1)).min(1).default(DEFAULT_PROJECT_DOC_NAMES),
     max_bytes: z.number().int().min(0),
-  }),
-  z.object({ docs: z.array(ProjectDocSchema), root: z.string().nullable(), warnings: z.array(z.string()) }),
+  })),
+  lazySchema(() => z.object({ docs: z.array(ProjectDocSchema), root: z.string().nullable(), warnings: z.array(z.string()) })),
 );
 
 /** cwd and its parents up to the directory holding `.git` (root first); just cwd without one. */

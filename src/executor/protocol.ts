@@ -3,25 +3,26 @@
  * policy); the executor runs, buffers and slices output (it owns host-local execution).
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod, defineNotification } from "../protocol/method.ts";
 import { SandboxPolicySchema } from "./sandbox/policy.ts";
 
-export const ExecApprovalRequirementSchema = z.discriminatedUnion("type", [
+export const ExecApprovalRequirementSchema = lazySchema(() => z.discriminatedUnion("type", [
   /** Policy needs no approval for this command. */
   z.object({ type: z.literal("skip") }),
   /** Approval was required; `approved` records the user's (or policy's) answer. */
   z.object({ type: z.literal("needs_approval"), approved: z.boolean(), reason: z.string().optional() }),
   /** Policy forbids the command outright. */
   z.object({ type: z.literal("forbidden"), reason: z.string() }),
-]);
+]));
 export type ExecApprovalRequirement = z.infer<typeof ExecApprovalRequirementSchema>;
 
-export const AdditionalPermissionsSchema = z.object({
+export const AdditionalPermissionsSchema = lazySchema(() => z.object({
   network: z.boolean().optional(),
   writable_roots: z.array(z.string()).optional(),
-});
+}));
 
-export const ExecCommandRequestSchema = z.object({
+export const ExecCommandRequestSchema = lazySchema(() => z.object({
   command: z.array(z.string()).min(1, "command (argv) must not be empty"),
   cwd: z.string().refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), "cwd must be an absolute path"),
   env: z.record(z.string(), z.string()),
@@ -43,21 +44,21 @@ export const ExecCommandRequestSchema = z.object({
    * whenever a result is cut for the model, hold its full text for `process/read_output`.
    */
   keep_full_output: z.boolean().default(false),
-});
+}));
 /** What a caller sends (defaults may be omitted). */
 export type ExecCommandRequest = z.input<typeof ExecCommandRequestSchema>;
 /** What the server handles (defaults applied). */
 export type ExecCommandParams = z.output<typeof ExecCommandRequestSchema>;
 
-export const WriteStdinRequestSchema = z.object({
+export const WriteStdinRequestSchema = lazySchema(() => z.object({
   process_id: z.number().int(),
   input: z.string().default(""),
   yield_time_ms: z.number().int().min(0).optional(),
   max_output_tokens: z.number().int().min(0).optional(),
-});
+}));
 export type WriteStdinRequest = z.input<typeof WriteStdinRequestSchema>;
 
-export const ExecResultSchema = z.object({
+export const ExecResultSchema = lazySchema(() => z.object({
   /** 6 lowercase hex digits identifying this response. */
   chunk_id: z.string(),
   wall_time_seconds: z.number(),
@@ -84,19 +85,19 @@ export const ExecResultSchema = z.object({
       cut_lines: z.object({ from: z.number().int(), to: z.number().int() }),
     })
     .optional(),
-});
+}));
 export type ExecResult = z.infer<typeof ExecResultSchema>;
 export type FullOutputInfo = NonNullable<ExecResult["full_output"]>;
 
 /** A piece of a held full output, base64 (any bytes, a fixed 4/3 in a frame); the last piece frees it. */
-export const ReadOutputRequestSchema = z.object({
+export const ReadOutputRequestSchema = lazySchema(() => z.object({
   id: z.string(),
   offset: z.number().int().min(0),
   max_bytes: z.number().int().min(1).max(8 * 1024 * 1024).default(4 * 1024 * 1024),
-});
-export const ReadOutputResultSchema = z.object({ data_base64: z.string(), next_offset: z.number().int(), done: z.boolean() });
+}));
+export const ReadOutputResultSchema = lazySchema(() => z.object({ data_base64: z.string(), next_offset: z.number().int(), done: z.boolean() }));
 
-export const ProcessInfoSchema = z.object({
+export const ProcessInfoSchema = lazySchema(() => z.object({
   process_id: z.number().int(),
   pid: z.number().int(),
   command: z.array(z.string()),
@@ -106,9 +107,9 @@ export const ProcessInfoSchema = z.object({
   exit_code: z.number().int().optional(),
   started_at: z.string(),
   last_used_at: z.string(),
-});
+}));
 
-export const ToolSpecSchema = z.object({
+export const ToolSpecSchema = lazySchema(() => z.object({
   name: z.string(),
   description: z.string(),
   /** JSON schema of the model-facing arguments. */
@@ -116,10 +117,10 @@ export const ToolSpecSchema = z.object({
   read_only: z.boolean(),
   /** How the orchestrator calls it: `process/exec`, `process/write` or generic `tools/call`. */
   route: z.enum(["exec", "write_stdin", "call"]),
-});
+}));
 export type ToolSpec = z.infer<typeof ToolSpecSchema>;
 
-export const ExecutorInfoSchema = z.object({
+export const ExecutorInfoSchema = lazySchema(() => z.object({
   version: z.string(),
   runtime: z.string(),
   platform: z.string(),
@@ -137,43 +138,43 @@ export const ExecutorInfoSchema = z.object({
     /** Sandboxed pipe-mode commands that found a warm helper, and those that started one. */
     warm_helpers: z.object({ hits: z.number().int(), misses: z.number().int() }).optional(),
   }),
-});
+}));
 export type ExecutorInfo = z.infer<typeof ExecutorInfoSchema>;
 
-export const ToolCallRequestSchema = z.object({
+export const ToolCallRequestSchema = lazySchema(() => z.object({
   name: z.string(),
   arguments: z.unknown(),
   cwd: z.string(),
   sandbox: SandboxPolicySchema.default({ mode: "danger-full-access", writable_roots: [], network: true }),
-});
+}));
 
-export const ToolCallResultSchema = z.object({
+export const ToolCallResultSchema = lazySchema(() => z.object({
   text: z.string(),
   metadata: z.record(z.string(), z.unknown()).optional(),
-});
+}));
 
 /** Whether a policy can be enforced here, and how; asked once when a session starts. */
-export const SandboxCheckRequestSchema = z.object({
+export const SandboxCheckRequestSchema = lazySchema(() => z.object({
   sandbox: SandboxPolicySchema,
   cwd: z.string(),
   env: z.record(z.string(), z.string()).default({}),
-});
-export const SandboxCheckResultSchema = z.object({ mechanism: z.string(), gaps: z.array(z.string()) });
+}));
+export const SandboxCheckResultSchema = lazySchema(() => z.object({ mechanism: z.string(), gaps: z.array(z.string()) }));
 
 export const ExecutorMethods = {
-  info: defineMethod("executor/info", z.object({}).optional(), ExecutorInfoSchema),
-  toolsList: defineMethod("tools/list", z.object({}).optional(), z.object({ tools: z.array(ToolSpecSchema) })),
+  info: defineMethod("executor/info", lazySchema(() => z.object({}).optional()), ExecutorInfoSchema),
+  toolsList: defineMethod("tools/list", lazySchema(() => z.object({}).optional()), lazySchema(() => z.object({ tools: z.array(ToolSpecSchema) }))),
   toolsCall: defineMethod("tools/call", ToolCallRequestSchema, ToolCallResultSchema),
   exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema),
   write: defineMethod("process/write", WriteStdinRequestSchema, ExecResultSchema),
   readOutput: defineMethod("process/read_output", ReadOutputRequestSchema, ReadOutputResultSchema),
-  terminate: defineMethod("process/terminate", z.object({ process_id: z.number().int() }), z.object({ running: z.boolean() })),
+  terminate: defineMethod("process/terminate", lazySchema(() => z.object({ process_id: z.number().int() })), lazySchema(() => z.object({ running: z.boolean() }))),
   sandboxCheck: defineMethod("sandbox/check", SandboxCheckRequestSchema, SandboxCheckResultSchema),
-  list: defineMethod("process/list", z.object({}).optional(), z.object({ processes: z.array(ProcessInfoSchema) })),
+  list: defineMethod("process/list", lazySchema(() => z.object({}).optional()), lazySchema(() => z.object({ processes: z.array(ProcessInfoSchema) }))),
 } as const;
 
 /** Sent when a stored process exits, so an orchestrator can tell its session. */
 export const ProcessExitedNotification = defineNotification(
   "process/exited",
-  z.object({ process_id: z.number().int(), exit_code: z.number().int() }),
+  lazySchema(() => z.object({ process_id: z.number().int(), exit_code: z.number().int() })),
 );

@@ -7,31 +7,32 @@
 import { open, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod } from "../protocol/method.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { wholeCharsEnd } from "./project-docs.ts";
 
-export const SkillSchema = z.object({
+export const SkillSchema = lazySchema(() => z.object({
   name: z.string(),
   description: z.string(),
   path: z.string(),
   root: z.string(),
   /** Front matter `hidden: true`: invocable by name, left out of the catalog. */
   hidden: z.boolean().optional(),
-});
+}));
 export type Skill = z.infer<typeof SkillSchema>;
 
 /** Why a root or a SKILL.md gave nothing. */
-export const SkillSkipReasonSchema = z.enum(["unavailable_root", "bad_front_matter", "too_large", "unreadable"]);
+export const SkillSkipReasonSchema = lazySchema(() => z.enum(["unavailable_root", "bad_front_matter", "too_large", "unreadable"]));
 
 export const SkillsListMethod = defineMethod(
   "skills/list",
-  z.object({ roots: z.array(z.string()), max_depth: z.number().int().min(0).max(6).default(3) }),
-  z.object({
+  lazySchema(() => z.object({ roots: z.array(z.string()), max_depth: z.number().int().min(0).max(6).default(3) })),
+  lazySchema(() => z.object({
     skills: z.array(SkillSchema),
     /** `path`/`reason` are absent in answers of executors older than them. */
     warnings: z.array(z.object({ root: z.string(), message: z.string(), path: z.string().optional(), reason: SkillSkipReasonSchema.optional() })),
-  }),
+  })),
 );
 export type SkillsListResult = z.infer<typeof SkillsListMethod.result>;
 
@@ -40,13 +41,13 @@ export const SKILL_BODY_MAX_BYTES = 32 * 1024;
 
 export const SkillsReadMethod = defineMethod(
   "skills/read",
-  z.object({
+  lazySchema(() => z.object({
     path: z.string(),
     /** Byte offset into the body (the text after the front matter). */
     offset: z.number().int().min(0).default(0),
     max_bytes: z.number().int().min(1).max(1024 * 1024).default(SKILL_BODY_MAX_BYTES),
-  }),
-  z.object({
+  })),
+  lazySchema(() => z.object({
     body: z.string(),
     /** The file's size. */
     bytes: z.number(),
@@ -54,7 +55,7 @@ export const SkillsReadMethod = defineMethod(
     body_bytes: z.number().int().optional(),
     /** Where the next slice starts, when the body goes on past this one. */
     next_offset: z.number().int().optional(),
-  }),
+  })),
 );
 export type SkillBody = z.infer<typeof SkillsReadMethod.result>;
 

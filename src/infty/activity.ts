@@ -5,16 +5,17 @@
  * heartbeat, so `relay infty status` in another terminal sees the same.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { SessionEvent } from "../session/events.ts";
 
-export const RoleActivitySchema = z.object({
+export const RoleActivitySchema = lazySchema(() => z.object({
   role: z.string(),
   /** User turns this process has posted to the role. */
   turn: z.number().int().min(0),
   doing: z.string(),
   since: z.string(),
   tokens: z.number().int().min(0),
-});
+}));
 export type RoleActivity = z.infer<typeof RoleActivitySchema>;
 
 interface State {

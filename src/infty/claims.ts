@@ -6,11 +6,12 @@
 import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { resolveWithin } from "./run-store.ts";
 
 /** The part of a claim file the orchestrator reads; the rest is for the Verifiers. */
-export const ClaimFileSchema = z.looseObject({ claim: z.string().optional(), evidence: z.array(z.unknown()).optional() });
+export const ClaimFileSchema = lazySchema(() => z.looseObject({ claim: z.string().optional(), evidence: z.array(z.unknown()).optional() }));
 
 /** An evidence entry that is meant as a file: one word, and absolute, `..`-relative or existing. */
 async function namesAFile(root: string, entry: string): Promise<boolean> {

@@ -5,6 +5,7 @@
  * known shapes are checked only where a reader needs their fields.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { SessionEvent } from "../session/events.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { RoleActivitySchema } from "./activity.ts";
@@ -35,7 +36,7 @@ export function redactLogLine<T extends Record<string, unknown>>(line: T): T {
 }
 
 /** What a role's session did, in the compact form the log keeps (see roleLogEvent). */
-export const RoleLogEventSchema = z.discriminatedUnion("kind", [
+export const RoleLogEventSchema = lazySchema(() => z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("turn_started") }),
   z.object({ kind: z.literal("turn_completed") }),
   z.object({ kind: z.literal("turn_aborted"), text: z.string() }),
@@ -45,13 +46,13 @@ export const RoleLogEventSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("context_compacted"), text: z.string() }),
   z.object({ kind: z.literal("warning"), text: z.string() }),
   z.object({ kind: z.literal("error"), text: z.string() }),
-]);
+]));
 export type RoleLogEvent = z.infer<typeof RoleLogEventSchema>;
 
-const base = { at: z.string() };
+const base = { at: lazySchema(() => z.string()) };
 
 /** Every line type the orchestrator writes. */
-export const KnownLogEventSchema = z.discriminatedUnion("type", [
+export const KnownLogEventSchema = lazySchema(() => z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("run_started"), resumed: z.boolean(), pid: z.number().int().optional() }),
   z.object({ ...base, type: z.literal("role"), role: z.string(), event: RoleLogEventSchema }),
   z.object({ ...base, type: z.literal("handoff"), from: z.string(), to: z.string(), summary: z.string() }),
@@ -66,13 +67,13 @@ export const KnownLogEventSchema = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("restored"), checkpoint: z.string(), commit: z.string(), side_files: z.array(z.string()) }),
   z.object({ ...base, type: z.literal("operator"), action: z.string(), text: z.string().optional() }),
   z.object({ ...base, type: z.literal("run_finished"), status: z.string(), detail: z.string(), tokens_used: z.number().int().optional(), roles: z.array(RoleActivitySchema).optional() }),
-]);
+]));
 export type KnownLogEvent = z.infer<typeof KnownLogEventSchema>;
 /** A known line without its time (the store adds it). */
 export type LogEventInput = KnownLogEvent extends infer E ? (E extends { at: string } ? Omit<E, "at"> : never) : never;
 
 /** Any line: an object with a type (known or not), or what an unreadable line becomes. */
-export const LogLineSchema = z.looseObject({ type: z.string(), at: z.string().optional() });
+export const LogLineSchema = lazySchema(() => z.looseObject({ type: z.string(), at: z.string().optional() }));
 export type LogLine = z.infer<typeof LogLineSchema>;
 
 /** A line as a reader gets it: parsed, or `unreadable` with its text (a line torn by a crash). */

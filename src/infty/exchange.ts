@@ -5,6 +5,7 @@
 import { open, stat } from "node:fs/promises";
 import { Buffer } from "node:buffer";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 
 export type Delivery =
   /** Not in the rollout: send it. */
@@ -14,9 +15,9 @@ export type Delivery =
   /** The turn finished: this is its final message. */
   | { state: "answered"; reply: string };
 
-const Text = z.object({ text: z.string().optional() }).passthrough();
-const ItemLine = z.object({ type: z.literal("response_item"), payload: z.object({ type: z.string(), role: z.string().optional(), content: z.array(Text).optional() }).passthrough() });
-const EventLine = z.object({ type: z.literal("event_msg"), payload: z.object({ type: z.string(), last_agent_message: z.string().nullable().optional() }).passthrough() });
+const Text = lazySchema(() => z.object({ text: z.string().optional() }).passthrough());
+const ItemLine = lazySchema(() => z.object({ type: z.literal("response_item"), payload: z.object({ type: z.string(), role: z.string().optional(), content: z.array(Text).optional() }).passthrough() }));
+const EventLine = lazySchema(() => z.object({ type: z.literal("event_msg"), payload: z.object({ type: z.string(), last_agent_message: z.string().nullable().optional() }).passthrough() }));
 
 type Entry = { kind: "user" | "assistant"; text: string } | { kind: "call" } | { kind: "task_complete"; reply: string };
 

@@ -5,6 +5,7 @@
  * rewritten whole after every handoff). Formats defined once, here.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { VerdictRecordSchema } from "./run-store.ts";
 
 export const ROUNDS_FILE = "memory/verifications.jsonl";
@@ -12,7 +13,7 @@ export const CLAIMS_INDEX = "index/claims.json";
 export const ARTIFACTS_INDEX = "index/artifacts.json";
 
 /** One verification round of one claim. */
-export const VerificationRoundSchema = z.object({
+export const VerificationRoundSchema = lazySchema(() => z.object({
   at: z.string(),
   /** The run's handoff count when the round ended: a round replayed after a crash is not added twice. */
   handoff: z.number().int().min(0),
@@ -21,10 +22,10 @@ export const VerificationRoundSchema = z.object({
   verdicts: z.array(VerdictRecordSchema),
   /** Why no Verifier was asked (the claim file is missing or outside the run store). */
   problem: z.string().optional(),
-});
+}));
 export type VerificationRound = z.infer<typeof VerificationRoundSchema>;
 
-export const ClaimEntrySchema = z.object({
+export const ClaimEntrySchema = lazySchema(() => z.object({
   path: z.string(),
   /** The claim's text: its "claim" field, else the file's text (cut at 2000 characters); null if unreadable. */
   claim: z.string().nullable(),
@@ -34,18 +35,18 @@ export const ClaimEntrySchema = z.object({
   rounds: z.array(VerificationRoundSchema.omit({ claim_path: true })),
   /** Files under artifacts/ its evidence names. */
   artifacts: z.array(z.string()),
-});
+}));
 export type ClaimEntry = z.infer<typeof ClaimEntrySchema>;
 
-export const ClaimsIndexSchema = z.object({
+export const ClaimsIndexSchema = lazySchema(() => z.object({
   version: z.literal(1),
   run_id: z.string(),
   generated_at: z.string(),
   claims: z.array(ClaimEntrySchema),
-});
+}));
 export type ClaimsIndex = z.infer<typeof ClaimsIndexSchema>;
 
-export const ArtifactEntrySchema = z.object({
+export const ArtifactEntrySchema = lazySchema(() => z.object({
   /** Relative to the run store ("artifacts/..."). */
   path: z.string(),
   bytes: z.number().int().min(0),
@@ -53,13 +54,13 @@ export const ArtifactEntrySchema = z.object({
   modified_at: z.string(),
   /** Claims whose evidence names this file (or a folder holding it). */
   claims: z.array(z.string()),
-});
+}));
 export type ArtifactEntry = z.infer<typeof ArtifactEntrySchema>;
 
-export const ArtifactsIndexSchema = z.object({
+export const ArtifactsIndexSchema = lazySchema(() => z.object({
   version: z.literal(1),
   run_id: z.string(),
   generated_at: z.string(),
   files: z.array(ArtifactEntrySchema),
-});
+}));
 export type ArtifactsIndex = z.infer<typeof ArtifactsIndexSchema>;

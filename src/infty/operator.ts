@@ -11,6 +11,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, openSync, closeSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { logsDir } from "../home/home.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -18,7 +19,7 @@ import { appendLine, readJsonl } from "./durable.ts";
 import { runLiveness } from "./liveness.ts";
 import { RunStore } from "./run-store.ts";
 
-export const OperatorNoteSchema = z.object({ id: z.string(), at: z.string(), text: z.string(), from: z.string() });
+export const OperatorNoteSchema = lazySchema(() => z.object({ id: z.string(), at: z.string(), text: z.string(), from: z.string() }));
 export type OperatorNote = z.infer<typeof OperatorNoteSchema>;
 
 /** A note's longest text. */

@@ -9,6 +9,7 @@
 import { Log } from "../util/log.ts";
 import { parseJsonWith } from "../util/json.ts";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { ModelClient } from "../model/client.ts";
 import type { ResponseItem } from "../model/items.ts";
 import { createScriptedClient, ScriptSchema } from "../model/scripted.ts";
@@ -39,11 +40,11 @@ import { ActivityBoard, type RoleActivity } from "./activity.ts";
 import { roleLogEvent } from "./event-log.ts";
 import { readOperatorNotes } from "./operator.ts";
 
-export const InftyScriptSchema = z.strictObject({
+export const InftyScriptSchema = lazySchema(() => z.strictObject({
   solver: ScriptSchema,
   director: ScriptSchema.optional(),
   verifiers: z.array(ScriptSchema).default([]),
-});
+}));
 
 /** What the orchestrator reports while it works (rendered as progress lines or JSONL). */
 export type InftyEvent =

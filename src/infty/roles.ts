@@ -1,7 +1,8 @@
 /** The roles of an infty run and their names: solver, director, verifier-1..N. */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 
-export const RoleNameSchema = z.string().regex(/^(solver|director|verifier-\d+)$/, "must be solver, director or verifier-<n>");
+export const RoleNameSchema = lazySchema(() => z.string().regex(/^(solver|director|verifier-\d+)$/, "must be solver, director or verifier-<n>"));
 
 /** What a role is; every verifier-<n> is a "verifier". */
 export type RoleKind = "solver" | "director" | "verifier";

@@ -5,6 +5,7 @@
  * defaults), and code_mode / capability_roots / environments / executor_name the roles' tools.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { CapabilityRootSchema, recordedRoot, type CapabilityRoot } from "../session/capability-root.ts";
 import { EnvironmentSpecSchema } from "../session/environment-spec.ts";
@@ -12,19 +13,19 @@ import type { ConfigOverrides, RelayConfig } from "../session/config.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
 import { RoleNameSchema } from "./roles.ts";
 
-const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" });
+const httpUrl = lazySchema(() => z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }));
 
 /** The model one role's session uses. */
-export const RoleModelRecordSchema = z.object({
+export const RoleModelRecordSchema = lazySchema(() => z.object({
   model: z.string().min(1),
   model_provider: ModelProviderSchema,
   base_url: httpUrl.optional(),
   api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
   model_reasoning_effort: z.string().min(1).optional(),
-});
+}));
 export type RoleModelRecord = z.infer<typeof RoleModelRecordSchema>;
 
-export const RunSettingsSchema = z.object({
+export const RunSettingsSchema = lazySchema(() => z.object({
   model: z.string(),
   model_provider: z.string(),
   base_url: z.string().optional(),
@@ -42,7 +43,7 @@ export const RunSettingsSchema = z.object({
   capability_roots: z.array(z.union([CapabilityRootSchema, z.string().regex(/^[^:]+:.+$/, "must be <environment>:<path>")])).optional(),
   environments: z.array(EnvironmentSpecSchema).optional(),
   roles: z.record(RoleNameSchema, RoleModelRecordSchema).optional(),
-});
+}));
 export type RunSettings = z.infer<typeof RunSettingsSchema>;
 
 export function roleModelRecord(c: RelayConfig): RoleModelRecord {

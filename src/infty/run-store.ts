@@ -10,6 +10,7 @@ import { mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { isInside } from "../util/paths.ts";
 import { MAX_TIMER_MS } from "../util/duration.ts";
@@ -24,9 +25,9 @@ export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const
 
 export { RoleNameSchema };
 
-export const VerdictRecordSchema = z.object({ role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), suggestions: z.array(z.string()).default([]) });
+export const VerdictRecordSchema = lazySchema(() => z.object({ role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), suggestions: z.array(z.string()).default([]) }));
 
-export const PendingSchema = z.discriminatedUnion("type", [
+export const PendingSchema = lazySchema(() => z.discriminatedUnion("type", [
   /** A message the Solver must receive next. */
   z.object({ type: z.literal("solver_message"), message: z.string() }),
   z.object({ type: z.literal("direction"), prompt: z.string() }),
@@ -38,7 +39,7 @@ export const PendingSchema = z.discriminatedUnion("type", [
     /** Verdicts already given: a resumed verification asks only the remaining Verifiers. */
     verdicts: z.array(VerdictRecordSchema).default([]),
   }),
-]);
+]));
 export type Pending = z.infer<typeof PendingSchema>;
 
 /**
@@ -47,14 +48,14 @@ export type Pending = z.infer<typeof PendingSchema>;
  * is used, not asked for again), mid-turn (the turn is continued) or never recorded (sent again).
  * The transition that uses the answer clears it in the same write.
  */
-export const InflightSchema = z.object({
+export const InflightSchema = lazySchema(() => z.object({
   role: RoleNameSchema,
   /** 2: the corrective retry after a malformed reply. */
   attempt: z.number().int().min(1).max(2),
   message: z.string(),
   /** Size of the role's rollout file when the message was sent. */
   rollout_offset: z.number().int().min(0),
-});
+}));
 export type Inflight = z.infer<typeof InflightSchema>;
 
 /** The in-flight records of a run.json, in either of its shapes. */
@@ -65,9 +66,9 @@ export function inflightList(v: Inflight | Inflight[] | null): Inflight[] {
 /** The longest wall-clock budget `--max-wall` gives a run: a year (older runs may hold more). */
 export const MAX_WALL_MS = 366 * 86_400_000;
 
-export const RunStatusSchema = z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]);
+export const RunStatusSchema = lazySchema(() => z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]));
 
-export const RunMetaSchema = z.object({
+export const RunMetaSchema = lazySchema(() => z.object({
   run_id: z.string(),
   objective: z.string(),
   created_at: z.string(),
@@ -108,10 +109,10 @@ export const RunMetaSchema = z.object({
   operator_notes_delivered: z.number().int().min(0).default(0),
   /** How long a Director or Verifier may take for one answer; older runs: the default. */
   role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
-});
+}));
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
-export const NoteSchema = z.object({ id: z.string(), at: z.string(), role: z.string(), kind: z.string(), text: z.string(), handoff: z.number().int().min(0).optional() });
+export const NoteSchema = lazySchema(() => z.object({ id: z.string(), at: z.string(), role: z.string(), kind: z.string(), text: z.string(), handoff: z.number().int().min(0).optional() }));
 export type Note = z.infer<typeof NoteSchema>;
 
 export function validateRunId(id: string): Result<string> {

@@ -7,6 +7,7 @@
  * string stands for a one-item list.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { OutputSchema } from "../model/client.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { jsonObjectsIn } from "./json-in-text.ts";
@@ -25,28 +26,28 @@ function lenient(enumKeys: string[]) {
 }
 
 const text = (what: string) => z.string().trim().min(1, `${what} must not be empty`);
-const optionalText = z.string().optional().transform((v) => (v?.trim() ? v : null));
-const stringList = z.preprocess((v) => (typeof v === "string" ? [v] : v), z.array(z.string()));
+const optionalText = lazySchema(() => z.string().optional().transform((v) => (v?.trim() ? v : null)));
+const stringList = lazySchema(() => z.preprocess((v) => (typeof v === "string" ? [v] : v), z.array(z.string())));
 
 export const SOLVER_SIGNAL_TYPES = ["direction_request", "verification_request", "final_delivery"] as const;
 
-export const SolverSignalSchema = z.preprocess(
+export const SolverSignalSchema = lazySchema(() => z.preprocess(
   lenient(["type"]),
   z.discriminatedUnion("type", [
     z.object({ type: z.literal("direction_request"), prompt: text("prompt") }),
     z.object({ type: z.literal("verification_request"), claim_path: text("claim_path"), notes: optionalText }),
     z.object({ type: z.literal("final_delivery"), deliverable_path: text("deliverable_path"), summary: optionalText }),
   ]),
-);
+));
 export type SolverSignal = z.output<typeof SolverSignalSchema>;
 
-export const DirectiveSchema = z.preprocess(lenient([]), z.object({ directive: text("directive"), rationale: optionalText }));
+export const DirectiveSchema = lazySchema(() => z.preprocess(lenient([]), z.object({ directive: text("directive"), rationale: optionalText })));
 export type Directive = z.output<typeof DirectiveSchema>;
 
-export const VerdictSchema = z.preprocess(
+export const VerdictSchema = lazySchema(() => z.preprocess(
   lenient(["verdict"]),
   z.object({ verdict: z.enum(["pass", "fail"]), reasons: stringList.default([]), suggestions: stringList.default([]) }),
-);
+));
 export type Verdict = z.output<typeof VerdictSchema>;
 
 const nullableString = { type: ["string", "null"] };

@@ -1,6 +1,7 @@
 /** Phase 1 extractors: a model with a strict JSON reply, or an offline heuristic. */
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { ModelClient } from "../model/client.ts";
 import { messageText, userMessage, type MessageItem, type ResponseItem } from "../model/items.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
@@ -9,11 +10,11 @@ import { STAGE1_SYSTEM, stage1Input } from "./prompts.ts";
 import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "../util/redact.ts";
 import type { Stage1Result } from "./store-stage1.ts";
 
-export const Stage1OutputSchema = z.strictObject({
+export const Stage1OutputSchema = lazySchema(() => z.strictObject({
   rollout_summary: z.string(),
   rollout_slug: z.string().nullable(),
   raw_memory: z.string(),
-});
+}));
 
 export interface ExtractInput {
   threadId: string;

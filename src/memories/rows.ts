@@ -1,12 +1,13 @@
 /** zod schemas for every DB row the memories code reads: a damaged row is a clear error value. */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
-const int = z.coerce.number().int();
-const nint = z.union([z.null(), int]);
-const ntext = z.string().nullable();
+const int = lazySchema(() => z.coerce.number().int());
+const nint = lazySchema(() => z.union([z.null(), int]));
+const ntext = lazySchema(() => z.string().nullable());
 
-export const ThreadRowSchema = z.object({
+export const ThreadRowSchema = lazySchema(() => z.object({
   id: z.string().min(1),
   origin: z.string(),
   rollout_path: z.string().min(1),
@@ -17,10 +18,10 @@ export const ThreadRowSchema = z.object({
   updated_at_ms: int,
   memory_mode: z.string(),
   host: z.string(),
-});
+}));
 export type ThreadRow = z.infer<typeof ThreadRowSchema>;
 
-export const Stage1RowSchema = z.object({
+export const Stage1RowSchema = lazySchema(() => z.object({
   thread_id: z.string().min(1),
   source_updated_at: int,
   raw_memory: z.string(),
@@ -31,11 +32,11 @@ export const Stage1RowSchema = z.object({
   last_usage: nint,
   selected_for_phase2: int,
   selected_for_phase2_source_updated_at: nint,
-});
+}));
 export type Stage1Row = z.infer<typeof Stage1RowSchema>;
 
-export const JobStatusSchema = z.enum(["pending", "running", "done", "error"]);
-export const JobRowSchema = z.object({
+export const JobStatusSchema = lazySchema(() => z.enum(["pending", "running", "done", "error"]));
+export const JobRowSchema = lazySchema(() => z.object({
   kind: z.string(),
   job_key: z.string(),
   status: JobStatusSchema,
@@ -50,7 +51,7 @@ export const JobRowSchema = z.object({
   input_watermark: nint,
   last_success_watermark: nint,
   heartbeat_at: nint,
-});
+}));
 export type JobRow = z.infer<typeof JobRowSchema>;
 
 /** Parses one row; the error names the table, the key and the offending columns. */

@@ -2,6 +2,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { configPath, stateDbPath } from "../home/home.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { SourceNameSchema } from "./sources.ts";
@@ -13,7 +14,7 @@ const clampInt = (lo: number, hi: number, dflt: number) =>
     .default(dflt)
     .transform((v) => Math.min(hi, Math.max(lo, v)));
 
-export const MemorySettingsSchema = z.object({
+export const MemorySettingsSchema = lazySchema(() => z.object({
   /** Inject memory_summary.md into new sessions. */
   use_memories: z.boolean().default(true),
   /** Run a background phase 1 + phase 2 pass when a `relay run` session starts (startup.ts). */
@@ -46,7 +47,7 @@ export const MemorySettingsSchema = z.object({
   sources: z.array(SourceNameSchema).min(1).optional(),
   /** State DB: a postgres:// URL; unset = SQLite at RELAY_HOME/state.sqlite. */
   db: z.string().min(1).optional(),
-});
+}));
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 
 /** `--db`, else $RELAY_MEMORIES_DB, else `[memories] db`, else RELAY_HOME/state.sqlite. */

@@ -3,6 +3,7 @@
  * `relay memories consolidate --json` (schema below, the one definition) and its human text.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 
 export const SKIP_REASONS = [
   "too_recent",
@@ -19,12 +20,12 @@ export const SKIP_REASONS = [
   "retry_exhausted",
   "claim_limit",
 ] as const;
-export const SkipReasonSchema = z.enum(SKIP_REASONS);
+export const SkipReasonSchema = lazySchema(() => z.enum(SKIP_REASONS));
 export type SkipReason = z.infer<typeof SkipReasonSchema>;
 
-const count = z.number().int().nonnegative();
+const count = lazySchema(() => z.number().int().nonnegative());
 
-export const SkipReportSchema = z.object({
+export const SkipReportSchema = lazySchema(() => z.object({
   /** Rollouts skipped, all reasons together. */
   total: count,
   /** Every reason, 0 included. */
@@ -35,7 +36,7 @@ export const SkipReportSchema = z.object({
   parse_errors: z.array(z.object({ file: z.string(), line: z.number().int().positive(), message: z.string() })),
   /** `unreadable`: the file could not be stat'ed or read. */
   unreadable: z.array(z.object({ file: z.string(), message: z.string() })),
-});
+}));
 export type SkipReport = z.infer<typeof SkipReportSchema>;
 
 export function emptySkips(): SkipReport {

@@ -3,6 +3,7 @@
  * rollout's `session_meta.source` goes by.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 /**
@@ -11,7 +12,7 @@ import { err, ok, type Result } from "../util/result.ts";
  * `{"subagent": ...}`), or a source the writer did not know (`unknown`).
  */
 export const KNOWN_SOURCES = ["cli", "vscode", "exec", "mcp", "subagent", "unknown"] as const;
-export const SourceNameSchema = z.enum(KNOWN_SOURCES);
+export const SourceNameSchema = lazySchema(() => z.enum(KNOWN_SOURCES));
 export type SourceName = z.infer<typeof SourceNameSchema>;
 
 /**

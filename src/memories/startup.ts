@@ -25,6 +25,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, st
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { configPath, logsDir, sessionsDir, stateDbPath } from "../home/home.ts";
 import { selfCommand } from "../protocol/child.ts";
 import type { RelayConfig } from "../session/config.ts";
@@ -161,7 +162,7 @@ function rolloutInWindow(root: string, oldest: number, newest: number): boolean 
 }
 
 /** What the session tells its pass: its id and its provider settings. */
-export const PassArgSchema = z.object({
+export const PassArgSchema = lazySchema(() => z.object({
   session_id: z.string().min(1),
   overrides: z.object({
     model: z.string().optional(),
@@ -172,7 +173,7 @@ export const PassArgSchema = z.object({
     reasoning_summary: z.string().optional(),
     model_context_window: z.number().optional(),
   }),
-});
+}));
 export type PassArg = z.infer<typeof PassArgSchema>;
 
 function passArg(o: StartupOptions & { sessionId: string }): PassArg {

@@ -4,38 +4,39 @@
  * assembles streamed tool-call fragments back into function_call items.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
 
-export const ChatToolCallSchema = z.object({
+export const ChatToolCallSchema = lazySchema(() => z.object({
   id: z.string(),
   type: z.literal("function"),
   function: z.object({ name: z.string(), arguments: z.string() }),
-});
+}));
 export type ChatToolCall = z.infer<typeof ChatToolCallSchema>;
 
-export const ChatContentPartSchema = z.union([
+export const ChatContentPartSchema = lazySchema(() => z.union([
   z.object({ type: z.literal("text"), text: z.string() }),
   z.object({ type: z.literal("image_url"), image_url: z.object({ url: z.string(), detail: z.string().optional() }) }),
-]);
+]));
 
-export const ChatMessageSchema = z.union([
+export const ChatMessageSchema = lazySchema(() => z.union([
   z.object({ role: z.enum(["system", "user"]), content: z.union([z.string(), z.array(ChatContentPartSchema)]) }),
   z.object({ role: z.literal("assistant"), content: z.string().nullable(), tool_calls: z.array(ChatToolCallSchema).optional() }),
   z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
-]);
+]));
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 
-export const ChatToolSchema = z.object({
+export const ChatToolSchema = lazySchema(() => z.object({
   type: z.literal("function"),
   function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }),
-});
+}));
 export type ChatTool = z.infer<typeof ChatToolSchema>;
 
-export const ChatRequestBodySchema = z.object({
+export const ChatRequestBodySchema = lazySchema(() => z.object({
   model: z.string(),
   messages: z.array(ChatMessageSchema),
   tools: z.array(ChatToolSchema).optional(),
@@ -44,7 +45,7 @@ export const ChatRequestBodySchema = z.object({
   stream: z.literal(true),
   stream_options: z.object({ include_usage: z.literal(true) }),
   response_format: z.object({ type: z.literal("json_schema"), json_schema: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }) }).optional(),
-});
+}));
 export type ChatRequestBody = z.infer<typeof ChatRequestBodySchema>;
 
 /** Custom (freeform) tools become function tools with one string argument, `input`. */
@@ -138,9 +139,9 @@ export function chatRequestBody(request: ModelRequest): ChatRequestBody {
   return body;
 }
 
-const ErrorSchema = z.looseObject({ message: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish(), type: z.string().nullish() });
+const ErrorSchema = lazySchema(() => z.looseObject({ message: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish(), type: z.string().nullish() }));
 
-const ToolCallDeltaSchema = z.looseObject({
+const ToolCallDeltaSchema = lazySchema(() => z.looseObject({
   index: z.number().nullish(),
   id: z.string().nullish(),
   type: z.string().nullish(),
@@ -151,11 +152,11 @@ const ToolCallDeltaSchema = z.looseObject({
       arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
     })
     .nullish(),
-});
+}));
 
-const TextSchema = z.union([z.string(), z.array(z.looseObject({ text: z.string().nullish() }))]).nullish();
+const TextSchema = lazySchema(() => z.union([z.string(), z.array(z.looseObject({ text: z.string().nullish() }))]).nullish());
 
-const ChunkSchema = z.looseObject({
+const ChunkSchema = lazySchema(() => z.looseObject({
   id: z.string().nullish(),
   choices: z
     .array(
@@ -182,7 +183,7 @@ const ChunkSchema = z.looseObject({
     })
     .nullish(),
   error: z.union([ErrorSchema, z.string()]).nullish(),
-});
+}));
 type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
 
 interface PartialCall {

@@ -1,22 +1,23 @@
 /** The one interface every model provider implements (Responses, Chat Completions, scripted). */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { ResponseItem } from "./items.ts";
 
 /** A tool as offered to the model. `function` tools take JSON; `custom` tools take raw text. */
-export const ModelToolSchema = z.object({
+export const ModelToolSchema = lazySchema(() => z.object({
   kind: z.enum(["function", "custom"]),
   name: z.string(),
   description: z.string(),
   /** JSON schema of the arguments (function tools only). */
   parameters: z.record(z.string(), z.unknown()).optional(),
-});
+}));
 export type ModelTool = z.infer<typeof ModelToolSchema>;
 
 /**
  * A strict structured-output request: the model's messages must be JSON matching `schema` (a
  * JSON schema in the strict subset: every property required, no extra properties).
  */
-export const OutputSchemaSchema = z.object({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), schema: z.record(z.string(), z.unknown()) });
+export const OutputSchemaSchema = lazySchema(() => z.object({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), schema: z.record(z.string(), z.unknown()) }));
 export type OutputSchema = z.infer<typeof OutputSchemaSchema>;
 
 export interface ModelRequest {
@@ -29,12 +30,12 @@ export interface ModelRequest {
   outputSchema?: OutputSchema;
 }
 
-export const TokenUsageSchema = z.object({
+export const TokenUsageSchema = lazySchema(() => z.object({
   input_tokens: z.number().int().min(0),
   output_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0),
   cached_input_tokens: z.number().int().min(0).optional(),
-});
+}));
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
 /** What a provider streams back for one request. Exactly one `completed` ends a good stream. */

@@ -1,5 +1,6 @@
 /** Builds the model client a config names. */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { createChatClient } from "./chat.ts";
 import type { ModelClient } from "./client.ts";
 import { RetryOverridesSchema, type TransportOptions } from "./http.ts";
@@ -9,11 +10,11 @@ import { createScriptedClient } from "./scripted.ts";
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_API_KEY_ENV = "OPENAI_API_KEY";
 
-export const ModelProviderSchema = z.enum(["openai-responses", "openai-chat", "scripted"]);
+export const ModelProviderSchema = lazySchema(() => z.enum(["openai-responses", "openai-chat", "scripted"]));
 export type ModelProvider = z.infer<typeof ModelProviderSchema>;
 
 /** The fields, without the cross-field check (for `.extend`/`.pick` by config code). */
-export const ModelConfigFieldsSchema = z.object({
+export const ModelConfigFieldsSchema = lazySchema(() => z.object({
   provider: ModelProviderSchema,
   model: z.string().min(1),
   /** Default: the OPENAI_BASE_URL environment variable, else https://api.openai.com/v1. */
@@ -31,12 +32,12 @@ export const ModelConfigFieldsSchema = z.object({
   retry: RetryOverridesSchema.optional(),
   /** Server silence that counts as a dropped stream; default 300 s. */
   idleTimeoutMs: z.number().int().min(0).optional(),
-});
+}));
 
-export const ModelConfigSchema = ModelConfigFieldsSchema.refine((c) => c.provider !== "scripted" || c.scriptPath !== undefined, {
+export const ModelConfigSchema = lazySchema(() => ModelConfigFieldsSchema.refine((c) => c.provider !== "scripted" || c.scriptPath !== undefined, {
   message: "the scripted provider needs scriptPath (a JSON script file)",
   path: ["scriptPath"],
-});
+}));
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 /** True for OpenAI's own API, which always needs a key; local servers usually need none. */

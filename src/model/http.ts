@@ -4,11 +4,12 @@
  * seen no output; after that a failure surfaces as a ModelError.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { Log } from "../util/log.ts";
 import { ModelError, type ModelEvent } from "./client.ts";
 import { parseSse, type SseEvent } from "./sse.ts";
 
-export const RetryPolicySchema = z.object({
+export const RetryPolicySchema = lazySchema(() => z.object({
   maxRetries: z.number().int().min(0),
   baseDelayMs: z.number().min(0),
   factor: z.number().min(1),
@@ -17,10 +18,10 @@ export const RetryPolicySchema = z.object({
   jitter: z.number().min(0).max(1),
   /** Upper bound for a server's `Retry-After`. */
   maxRetryAfterMs: z.number().min(0),
-});
+}));
 export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
 /** Config overrides: any subset of the policy. */
-export const RetryOverridesSchema = RetryPolicySchema.partial();
+export const RetryOverridesSchema = lazySchema(() => RetryPolicySchema.partial());
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxRetries: 4,
   baseDelayMs: 250,
@@ -235,7 +236,7 @@ export interface ServerError {
   type?: string;
 }
 
-const ErrorBodySchema = z.union([
+const ErrorBodySchema = lazySchema(() => z.union([
   z.object({
     error: z.looseObject({
       message: z.string().nullish(),
@@ -245,7 +246,7 @@ const ErrorBodySchema = z.union([
   }),
   z.object({ error: z.string() }),
   z.looseObject({ message: z.string(), code: z.union([z.string(), z.number()]).nullish(), type: z.string().nullish() }),
-]);
+]));
 
 export function parseServerError(text: string): ServerError {
   let json: unknown;

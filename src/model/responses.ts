@@ -1,16 +1,17 @@
 /** OpenAI Responses API client: `POST {baseUrl}/responses` with `stream: true`, `store: false`. */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import { ResponseItemSchema, type ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
 
-export const ReasoningOptionsSchema = z.object({
+export const ReasoningOptionsSchema = lazySchema(() => z.object({
   /** e.g. "minimal", "low", "medium", "high"; models differ, so any word passes. */
   effort: z.string().min(1).optional(),
   summary: z.enum(["auto", "concise", "detailed"]).optional(),
-});
+}));
 export type ReasoningOptions = z.infer<typeof ReasoningOptionsSchema>;
 
 export interface ResponsesClientOptions extends TransportOptions {
@@ -18,7 +19,7 @@ export interface ResponsesClientOptions extends TransportOptions {
   reasoning?: ReasoningOptions;
 }
 
-export const ResponsesToolSchema = z.union([
+export const ResponsesToolSchema = lazySchema(() => z.union([
   z.object({
     type: z.literal("function"),
     name: z.string(),
@@ -27,9 +28,9 @@ export const ResponsesToolSchema = z.union([
     strict: z.boolean(),
   }),
   z.object({ type: z.literal("custom"), name: z.string(), description: z.string() }),
-]);
+]));
 
-export const ResponsesRequestBodySchema = z.object({
+export const ResponsesRequestBodySchema = lazySchema(() => z.object({
   model: z.string(),
   instructions: z.string(),
   input: z.array(z.record(z.string(), z.unknown())),
@@ -41,7 +42,7 @@ export const ResponsesRequestBodySchema = z.object({
   reasoning: ReasoningOptionsSchema.optional(),
   include: z.array(z.string()).optional(),
   text: z.object({ format: z.object({ type: z.literal("json_schema"), name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }) }).optional(),
-});
+}));
 export type ResponsesRequestBody = z.infer<typeof ResponsesRequestBodySchema>;
 
 export function responsesTool(tool: ModelTool): z.infer<typeof ResponsesToolSchema> {
@@ -73,24 +74,24 @@ export function responsesRequestBody(request: ModelRequest, reasoning?: Reasonin
   return body;
 }
 
-const UsageSchema = z.looseObject({
+const UsageSchema = lazySchema(() => z.looseObject({
   input_tokens: z.number(),
   output_tokens: z.number(),
   total_tokens: z.number().optional(),
   input_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
-});
+}));
 
-const ErrorSchema = z.looseObject({ code: z.string().nullish(), message: z.string().nullish(), type: z.string().nullish() });
+const ErrorSchema = lazySchema(() => z.looseObject({ code: z.string().nullish(), message: z.string().nullish(), type: z.string().nullish() }));
 
-const ResponseObjectSchema = z.looseObject({
+const ResponseObjectSchema = lazySchema(() => z.looseObject({
   id: z.string().optional(),
   usage: UsageSchema.nullish(),
   error: ErrorSchema.nullish(),
   incomplete_details: z.looseObject({ reason: z.string().nullish() }).nullish(),
-});
+}));
 
 /** The parts of Responses stream events that Relay reads; everything else passes unchecked. */
-const StreamEventSchema = z.looseObject({
+const StreamEventSchema = lazySchema(() => z.looseObject({
   type: z.string().optional(),
   delta: z.string().optional(),
   item: z.unknown().optional(),
@@ -98,7 +99,7 @@ const StreamEventSchema = z.looseObject({
   code: z.string().nullish(),
   message: z.string().nullish(),
   error: ErrorSchema.nullish(),
-});
+}));
 
 export function responsesUsage(u: z.infer<typeof UsageSchema>): TokenUsage {
   const usage: TokenUsage = {

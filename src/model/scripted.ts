@@ -5,30 +5,31 @@
 import { estimateTokens } from "../util/truncate.ts";
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type TokenUsage } from "./client.ts";
 import { sleep, throwIfAborted } from "./http.ts";
 
-export const ScriptToolCallSchema = z.union([
+export const ScriptToolCallSchema = lazySchema(() => z.union([
   z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }),
   z.strictObject({ name: z.string().min(1), input: z.string() }),
-]);
+]));
 
-export const ScriptUsageSchema = z.strictObject({
+export const ScriptUsageSchema = lazySchema(() => z.strictObject({
   input_tokens: z.number().int().min(0),
   output_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0).optional(),
   cached_input_tokens: z.number().int().min(0).optional(),
-});
+}));
 
-export const ScriptTurnSchema = z.strictObject({
+export const ScriptTurnSchema = lazySchema(() => z.strictObject({
   text: z.string().optional(),
   /** Optional reasoning summary, streamed before the text. */
   reasoning: z.string().optional(),
   tool_calls: z.array(ScriptToolCallSchema).optional(),
   usage: ScriptUsageSchema.optional(),
-});
+}));
 
-export const ScriptSchema = z.strictObject({ turns: z.array(ScriptTurnSchema) });
+export const ScriptSchema = lazySchema(() => z.strictObject({ turns: z.array(ScriptTurnSchema) }));
 export type Script = z.infer<typeof ScriptSchema>;
 export type ScriptTurn = z.infer<typeof ScriptTurnSchema>;
 

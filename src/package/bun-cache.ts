@@ -14,12 +14,13 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import * as tar from "tar-stream";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkBinaryForTarget } from "./binary-header.ts";
 import { sha256File } from "./manifest.ts";
 import type { TargetInfo } from "./targets.ts";
 
-export const CacheMetaSchema = z.object({
+export const CacheMetaSchema = lazySchema(() => z.object({
   package: z.string(),
   version: z.string(),
   target: z.string(),
@@ -27,7 +28,7 @@ export const CacheMetaSchema = z.object({
   size: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   fetchedAt: z.string(),
-});
+}));
 export type CacheMeta = z.infer<typeof CacheMetaSchema>;
 
 type Env = Record<string, string | undefined>;
@@ -143,9 +144,9 @@ export function tarballName(pkg: string, version: string): string {
   return `${pkg.replace(/^@[^/]+\//, "")}-${version}.tgz`;
 }
 
-const VersionDocSchema = z.object({
+const VersionDocSchema = lazySchema(() => z.object({
   dist: z.object({ tarball: z.string().url(), integrity: z.string().optional(), shasum: z.string().optional() }),
-});
+}));
 
 /** Checks `bytes` against the registry's `integrity` (sha512, as npm does), else its sha1 `shasum`. */
 function checkIntegrity(bytes: Uint8Array, dist: z.infer<typeof VersionDocSchema>["dist"]): string | undefined {

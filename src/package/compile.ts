@@ -13,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { TargetInfo } from "./targets.ts";
 
@@ -21,10 +22,10 @@ export const BUNDLE_ASSET = "relay-bundle.gz";
 const BUNDLE_MAIN = "main.js";
 
 /** relay-bundle.gz, once gunzipped: every chunk of the bundle by its file name. */
-export const BundleFileSchema = z.object({
+export const BundleFileSchema = lazySchema(() => z.object({
   format: z.literal("relay-bundle/1"),
   files: z.record(z.string().regex(/^[A-Za-z0-9._-]+\.js$/, "a chunk name (no directories)"), z.string()),
-}).refine((b) => BUNDLE_MAIN in b.files, `the bundle has no ${BUNDLE_MAIN}`);
+}).refine((b) => BUNDLE_MAIN in b.files, `the bundle has no ${BUNDLE_MAIN}`));
 export type BundleFile = z.infer<typeof BundleFileSchema>;
 
 /** A bun to run: a bun executable, or a compiled relay acting as bun (BUN_BE_BUN=1). */

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, lstatSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { TARGET_NAMES } from "./targets.ts";
@@ -17,20 +18,20 @@ export const LAYOUT_VERSION = 1;
 export const VARIANTS = ["relay", "relay-executor"] as const;
 export type Variant = (typeof VARIANTS)[number];
 
-const RelPath = z
+const RelPath = lazySchema(() => z
   .string()
   .min(1)
-  .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\\"), "must be a relative POSIX path inside the package");
+  .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\\"), "must be a relative POSIX path inside the package"));
 
-export const ManifestFileSchema = z.object({
+export const ManifestFileSchema = lazySchema(() => z.object({
   path: RelPath,
   size: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   executable: z.boolean(),
-});
+}));
 export type ManifestFile = z.infer<typeof ManifestFileSchema>;
 
-export const PackageManifestSchema = z.object({
+export const PackageManifestSchema = lazySchema(() => z.object({
   layoutVersion: z.literal(LAYOUT_VERSION),
   name: z.literal("relay"),
   variant: z.enum(VARIANTS),
@@ -45,7 +46,7 @@ export const PackageManifestSchema = z.object({
   }),
   pathDir: z.literal(PATH_DIR),
   files: z.array(ManifestFileSchema),
-});
+}));
 export type PackageManifest = z.infer<typeof PackageManifestSchema>;
 
 export function serializeManifest(m: PackageManifest): string {

@@ -5,21 +5,22 @@
  * keys, so newer or older Codex files parse. Line types we do not know are kept, not rejected.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { ResponseItemSchema, type ResponseItem } from "../model/items.ts";
 
-export const GitInfoSchema = z.looseObject({
+export const GitInfoSchema = lazySchema(() => z.looseObject({
   commit_hash: z.string().nullish(),
   branch: z.string().nullish(),
   repository_url: z.string().nullish(),
-});
+}));
 export type GitInfo = z.infer<typeof GitInfoSchema>;
 
 /** Relay writes one of these strings; Codex may also write other strings or an object (sub-agents). */
 export const RELAY_SESSION_SOURCES = ["cli", "exec", "subagent"] as const;
 export type RelaySessionSource = (typeof RELAY_SESSION_SOURCES)[number];
-export const SessionSourceSchema = z.union([z.string(), z.record(z.string(), z.unknown())]);
+export const SessionSourceSchema = lazySchema(() => z.union([z.string(), z.record(z.string(), z.unknown())]));
 
-export const SessionMetaSchema = z.preprocess(
+export const SessionMetaSchema = lazySchema(() => z.preprocess(
   // Older files used `session_id` for the thread id.
   (v) => {
     if (v && typeof v === "object" && !("id" in v) && "session_id" in v) {
@@ -42,13 +43,13 @@ export const SessionMetaSchema = z.preprocess(
     forked_from_lines: z.number().int().nonnegative().nullish(),
     git: GitInfoSchema.nullish(),
   }),
-);
+));
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
 /** A policy is a string in most builds, an object in some; keep whatever was written. */
-const PolicySchema = z.union([z.string(), z.looseObject({})]);
+const PolicySchema = lazySchema(() => z.union([z.string(), z.looseObject({})]));
 
-export const TurnContextSchema = z.looseObject({
+export const TurnContextSchema = lazySchema(() => z.looseObject({
   turn_id: z.string().nullish(),
   cwd: z.string(),
   approval_policy: PolicySchema,
@@ -56,10 +57,10 @@ export const TurnContextSchema = z.looseObject({
   model: z.string(),
   effort: z.string().nullish(),
   summary: z.unknown().optional(),
-});
+}));
 export type TurnContext = z.infer<typeof TurnContextSchema>;
 
-export const CompactedSchema = z.preprocess(
+export const CompactedSchema = lazySchema(() => z.preprocess(
   // Legacy files stored the window number in `window_id`.
   (v) => {
     if (v && typeof v === "object" && typeof (v as Record<string, unknown>).window_id === "number") {
@@ -76,25 +77,25 @@ export const CompactedSchema = z.preprocess(
     first_window_id: z.string().nullish(),
     previous_window_id: z.string().nullish(),
   }),
-);
+));
 export type Compacted = z.infer<typeof CompactedSchema>;
 
-export const EventMsgSchema = z.looseObject({ type: z.string() });
+export const EventMsgSchema = lazySchema(() => z.looseObject({ type: z.string() }));
 export type EventMsg = z.infer<typeof EventMsgSchema>;
 
 const envelope = {
   /** UTC ISO-8601 with milliseconds and `Z`. */
-  timestamp: z.string(),
-  ordinal: z.number().nullish(),
+  timestamp: lazySchema(() => z.string()),
+  ordinal: lazySchema(() => z.number().nullish()),
 };
 
-export const SessionMetaLineSchema = z.object({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema });
-export const ResponseItemLineSchema = z.object({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema });
-export const EventMsgLineSchema = z.object({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema });
-export const TurnContextLineSchema = z.object({ ...envelope, type: z.literal("turn_context"), payload: TurnContextSchema });
-export const CompactedLineSchema = z.object({ ...envelope, type: z.literal("compacted"), payload: CompactedSchema });
+export const SessionMetaLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema }));
+export const ResponseItemLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema }));
+export const EventMsgLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }));
+export const TurnContextLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("turn_context"), payload: TurnContextSchema }));
+export const CompactedLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("compacted"), payload: CompactedSchema }));
 /** Any other line type (world_state, inter_agent_communication, ...): kept, ignored by readers. */
-export const UnknownLineSchema = z.object({ ...envelope, type: z.string(), payload: z.unknown() });
+export const UnknownLineSchema = lazySchema(() => z.object({ ...envelope, type: z.string(), payload: z.unknown() }));
 
 export type SessionMetaLine = z.infer<typeof SessionMetaLineSchema>;
 export type ResponseItemLine = Omit<z.infer<typeof ResponseItemLineSchema>, "payload"> & { payload: ResponseItem };

@@ -9,6 +9,7 @@
  * A file that is not a rollout is still listed, with the reason in `error`; nothing here throws.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { messageText, type MessageItem } from "../model/items.ts";
 import { errorMessage } from "../util/result.ts";
 import { oneLine } from "../util/clip.ts";
@@ -17,7 +18,7 @@ import { streamRollout, type RolloutEntry } from "./reader.ts";
 import { countLinesOfType, readLineAt } from "./scan.ts";
 import { TurnContextLineSchema, type RolloutLine, type SessionMeta } from "./schema.ts";
 
-export const SessionSummarySchema = z.object({
+export const SessionSummarySchema = lazySchema(() => z.object({
   id: z.string(),
   path: z.string(),
   /** When the session started: the file name's local time, as ISO-8601 UTC. */
@@ -34,16 +35,16 @@ export const SessionSummarySchema = z.object({
   forked_from_id: z.string().nullable(),
   /** Why the file cannot be read as a rollout; every field but id, path and started_at is then null. */
   error: z.string().nullable(),
-});
+}));
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
-export const SessionListSchema = z.object({
+export const SessionListSchema = lazySchema(() => z.object({
   sessions: z.array(SessionSummarySchema),
   /** Rollout files found in all. */
   total: z.number().int(),
   /** Files left out by the limit. */
   more: z.number().int(),
-});
+}));
 export type SessionList = z.infer<typeof SessionListSchema>;
 
 const HEAD_LINES = 64;

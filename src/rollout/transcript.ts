@@ -5,15 +5,16 @@
  * middle of the conversation is left out, with the count.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { messageText, type MessageItem, type ReasoningItem } from "../model/items.ts";
 import { clipLines, oneLine } from "../util/clip.ts";
 import { ok, type Result } from "../util/result.ts";
 import { readRollout } from "./reader.ts";
 import { SessionSourceSchema, type Compacted, type RolloutLine, type SessionMeta, type TurnContext } from "./schema.ts";
 
-const at = z.string();
-const ToolEntrySchema = z.object({ kind: z.literal("tool"), at, name: z.string(), call_id: z.string(), input: z.string(), output: z.string().nullable() });
-export const TranscriptEntrySchema = z.discriminatedUnion("kind", [
+const at = lazySchema(() => z.string());
+const ToolEntrySchema = lazySchema(() => z.object({ kind: z.literal("tool"), at, name: z.string(), call_id: z.string(), input: z.string(), output: z.string().nullable() }));
+export const TranscriptEntrySchema = lazySchema(() => z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("turn"), at, model: z.string(), cwd: z.string() }),
   z.object({ kind: z.literal("user"), at, text: z.string() }),
   /** A user-role message that is context, not a prompt (a skill body, Codex's environment context). */
@@ -22,11 +23,11 @@ export const TranscriptEntrySchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("reasoning"), at, text: z.string() }),
   ToolEntrySchema,
   z.object({ kind: z.literal("compacted"), at, text: z.string() }),
-]);
+]));
 export type TranscriptEntry = z.infer<typeof TranscriptEntrySchema>;
 type ToolEntry = z.infer<typeof ToolEntrySchema>;
 
-export const TranscriptMetaSchema = z.object({
+export const TranscriptMetaSchema = lazySchema(() => z.object({
   id: z.string(),
   started_at: z.string(),
   cwd: z.string(),
@@ -36,9 +37,9 @@ export const TranscriptMetaSchema = z.object({
   model_provider: z.string().nullable(),
   forked_from_id: z.string().nullable(),
   forked_from_path: z.string().nullable(),
-});
+}));
 
-export const SessionTranscriptSchema = z.object({
+export const SessionTranscriptSchema = lazySchema(() => z.object({
   path: z.string(),
   meta: TranscriptMetaSchema,
   entries: z.array(TranscriptEntrySchema),
@@ -47,7 +48,7 @@ export const SessionTranscriptSchema = z.object({
   omitted_at: z.number().int(),
   /** Lines of the file that could not be read. */
   warnings: z.array(z.string()),
-});
+}));
 export type SessionTranscript = z.infer<typeof SessionTranscriptSchema>;
 
 export const DEFAULT_MAX_ENTRIES = 200;

@@ -9,29 +9,30 @@
  * and run.json as the schema's JSON; the older `["env:path"]` strings still read back.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 /** An environment's name: what `--environment NAME=...` and `--executor-name` give. */
-export const EnvironmentNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '_', '.' or '-' (starting with a letter or digit)");
+export const EnvironmentNameSchema = lazySchema(() => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '_', '.' or '-' (starting with a letter or digit)"));
 
-export const RootLocationSchema = z.object({
+export const RootLocationSchema = lazySchema(() => z.object({
   type: z.literal("environment"),
   environmentId: EnvironmentNameSchema,
   path: z.string().min(1),
-});
+}));
 
-export const CapabilityRootSchema = z.object({
+export const CapabilityRootSchema = lazySchema(() => z.object({
   id: z.string().min(1),
   location: RootLocationSchema,
-});
+}));
 export type CapabilityRoot = z.infer<typeof CapabilityRootSchema>;
 
 /** `[[capability_roots]]` in config.toml. */
-export const CapabilityRootConfigSchema = z.object({
+export const CapabilityRootConfigSchema = lazySchema(() => z.object({
   id: z.string().min(1).optional(),
   environment: EnvironmentNameSchema,
   path: z.string().min(1),
-});
+}));
 export type CapabilityRootConfig = z.infer<typeof CapabilityRootConfigSchema>;
 
 /** A stable id for a root given without one: the short spec itself. */

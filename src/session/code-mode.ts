@@ -5,6 +5,7 @@
  * `Output:`, then the script's text items.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { HostProvider } from "../codemode/host-provider.ts";
 import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
 import { cellOf, CodeModeErrorCode, DEFAULT_EXEC_YIELD_TIME_MS, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
@@ -31,12 +32,12 @@ Globals: tools.<name>(args) calls a tool and returns a promise: exec_command and
 Optional first line: // @exec: {"yield_time_ms": 10000, "max_output_tokens": 10000}
 If the result says "Script running with cell ID <id>", use the wait tool with that cell_id to get more output or to terminate it.`;
 
-const WaitArgsSchema = z.object({
+const WaitArgsSchema = lazySchema(() => z.object({
   cell_id: z.string().min(1),
   yield_time_ms: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   max_tokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   terminate: z.boolean().optional(),
-});
+}));
 
 export function codeModeModelTools(): ModelTool[] {
   return [

@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { envVarName, httpUrl } from "../util/schema-fields.ts";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -17,32 +18,32 @@ import { CapabilityRootConfigSchema } from "./capability-root.ts";
 import { EnvironmentsConfigSchema } from "./environment-spec.ts";
 
 export { ModelProviderSchema, type ModelProvider } from "../model/factory.ts";
-export const ApprovalPolicySchema = z.enum(["untrusted", "on-request", "never"]);
+export const ApprovalPolicySchema = lazySchema(() => z.enum(["untrusted", "on-request", "never"]));
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
 
-const nonEmpty = z.string().min(1);
-const posInt = z.number().int().positive();
-const nonNegInt = z.number().int().nonnegative();
+const nonEmpty = lazySchema(() => z.string().min(1));
+const posInt = lazySchema(() => z.number().int().positive());
+const nonNegInt = lazySchema(() => z.number().int().nonnegative());
 
-export const ShellConfigSchema = z.object({
+export const ShellConfigSchema = lazySchema(() => z.object({
   /** Shell binary; unset = the user's login shell / platform default. */
   path: nonEmpty.optional(),
   /** Run commands through a login shell (`-l`). */
   login: z.boolean().default(false),
-});
+}));
 
-export const ExecConfigSchema = z.object({
+export const ExecConfigSchema = lazySchema(() => z.object({
   max_output_tokens: posInt.default(10_000),
   yield_time_ms: nonNegInt.default(10_000),
-});
+}));
 
 /** `[sandbox]`: how the sandbox mode is enforced. */
-export const SandboxConfigSchema = z.object({
+export const SandboxConfigSchema = lazySchema(() => z.object({
   /** auto: the built-in Landlock sandbox, else bubblewrap; or force one of them. */
   mechanism: SandboxMechanismSchema.default("auto"),
   /** Run with weaker enforcement when the kernel lacks a feature (said in the session header). */
   best_effort: z.boolean().default(false),
-});
+}));
 
 export const DEFAULT_MODEL = "gpt-5.1-codex";
 
@@ -51,17 +52,17 @@ export const DEFAULT_MODEL = "gpt-5.1-codex";
  * One infty role's own model (`[infty.roles.solver]`, `.director`, `.verifier`); a key left out
  * falls back to the top-level one. Validated here with the rest of the file (key paths in errors).
  */
-export const RoleModelConfigSchema = z.object({
+export const RoleModelConfigSchema = lazySchema(() => z.object({
   model: nonEmpty.optional(),
   model_provider: ModelProviderSchema.optional(),
   base_url: httpUrl.optional(),
   api_key_env: envVarName.optional(),
   model_reasoning_effort: nonEmpty.optional(),
-});
+}));
 export type RoleModelConfig = z.infer<typeof RoleModelConfigSchema>;
 
 /** `[infty]`: settings of `relay infty` runs. */
-export const InftyConfigSchema = z.object({
+export const InftyConfigSchema = lazySchema(() => z.object({
   roles: z
     .object({
       solver: RoleModelConfigSchema.optional(),
@@ -70,9 +71,9 @@ export const InftyConfigSchema = z.object({
       verifier: RoleModelConfigSchema.optional(),
     })
     .optional(),
-});
+}));
 
-export const RelayConfigSchema = z.object({
+export const RelayConfigSchema = lazySchema(() => z.object({
   model: nonEmpty.default(DEFAULT_MODEL),
   model_provider: ModelProviderSchema.default("openai-responses"),
   base_url: httpUrl.optional(),
@@ -114,7 +115,7 @@ export const RelayConfigSchema = z.object({
   mcp_servers: z.record(z.string(), z.unknown()).optional(),
   /** `[infty.roles.<role>]`: a model per infty role (src/infty/role-models.ts applies them). */
   infty: InftyConfigSchema.optional(),
-});
+}));
 export type RelayConfig = z.infer<typeof RelayConfigSchema>;
 
 export interface LoadedConfig {

@@ -10,6 +10,7 @@ import { mkdir, stat, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { resolveHostProgram } from "../codemode/host-program.ts";
 import { CodeModeMethods } from "../codemode/protocol.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
@@ -24,10 +25,10 @@ import { defaultConfig, loadConfig, type LoadedConfig, type RelayConfig } from "
 import { configPath } from "../home/home.ts";
 import { sessionSandboxPolicy } from "./sandbox-check.ts";
 
-export const DoctorStatusSchema = z.enum(["ok", "missing", "warn"]);
+export const DoctorStatusSchema = lazySchema(() => z.enum(["ok", "missing", "warn"]));
 export type DoctorStatus = z.infer<typeof DoctorStatusSchema>;
 
-export const DoctorCheckSchema = z.object({
+export const DoctorCheckSchema = lazySchema(() => z.object({
   name: z.string(),
   status: DoctorStatusSchema,
   /** What was found; never a secret's value. */
@@ -36,15 +37,15 @@ export const DoctorCheckSchema = z.object({
   fix: z.string().optional(),
   /** `relay run` with the current config cannot work unless this is ok. */
   required: z.boolean(),
-});
+}));
 export type DoctorCheck = z.infer<typeof DoctorCheckSchema>;
 
 /** What `relay doctor --json` prints. */
-export const DoctorReportSchema = z.object({
+export const DoctorReportSchema = lazySchema(() => z.object({
   checks: z.array(DoctorCheckSchema),
   /** Every required check is ok. */
   ok: z.boolean(),
-});
+}));
 export type DoctorReport = z.infer<typeof DoctorReportSchema>;
 
 export interface DoctorOptions {

@@ -5,16 +5,17 @@
  * executor keeps its name (`local`, or `--executor-name`) and is not one of these.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { splitCommandLine } from "../protocol/command-line.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { EnvironmentNameSchema } from "./capability-root.ts";
 
-export const EnvironmentSpecSchema = z.object({ name: EnvironmentNameSchema, command: z.string().min(1) });
+export const EnvironmentSpecSchema = lazySchema(() => z.object({ name: EnvironmentNameSchema, command: z.string().min(1) }));
 export type EnvironmentSpec = z.infer<typeof EnvironmentSpecSchema>;
 
 /** `[environments.NAME]` in config.toml. */
-export const EnvironmentConfigSchema = z.object({ command: z.string().min(1) });
-export const EnvironmentsConfigSchema = z.record(EnvironmentNameSchema, EnvironmentConfigSchema);
+export const EnvironmentConfigSchema = lazySchema(() => z.object({ command: z.string().min(1) }));
+export const EnvironmentsConfigSchema = lazySchema(() => z.record(EnvironmentNameSchema, EnvironmentConfigSchema));
 
 const USAGE = '--environment takes NAME=COMMAND-LINE, e.g. build="ssh build-host relay executor"';
 

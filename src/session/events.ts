@@ -1,8 +1,9 @@
 /** Events a session emits: rendered on a terminal, or printed one JSON object a line with --json. */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { TokenUsageSchema } from "../model/client.ts";
 
-export const SessionEventSchema = z.discriminatedUnion("type", [
+export const SessionEventSchema = lazySchema(() => z.discriminatedUnion("type", [
   /** `forked_from`: the id of the session a fork (`relay run --fork`) copied its history from. */
   z.object({ type: z.literal("session_started"), session_id: z.string(), rollout_path: z.string(), model: z.string(), provider: z.string(), cwd: z.string(), resumed: z.boolean(), forked_from: z.string().optional() }),
   z.object({ type: z.literal("warning"), message: z.string() }),
@@ -32,6 +33,6 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   /** The server refused the turn's structured-output request; this session goes on prompt-only. */
   z.object({ type: z.literal("structured_output_unsupported"), reason: z.string() }),
   z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
-]);
+]));
 export type SessionEvent = z.infer<typeof SessionEventSchema>;
 export type EmitEvent = (e: SessionEvent) => void;

@@ -9,32 +9,33 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { projectDirs, wholeCharsEnd } from "../executor/project-docs.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod, SKILL_BODY_MAX_BYTES, type SkillBody, type SkillsListResult } from "../executor/skills.ts";
 import { err, type Result } from "../util/result.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
 import type { SessionEnvironments } from "./environments.ts";
 
-export const SkillSourceSchema = z.discriminatedUnion("kind", [
+export const SkillSourceSchema = lazySchema(() => z.discriminatedUnion("kind", [
   /** `home`: $RELAY_HOME/skills; `repo`: a .relay/skills of the repository. */
   z.object({ kind: z.literal("local"), dir: z.enum(["home", "repo"]), root: z.string() }),
   z.object({ kind: z.literal("environment"), environmentId: z.string(), rootId: z.string() }),
-]);
+]));
 export type SkillSource = z.infer<typeof SkillSourceSchema>;
 
-export const SelectedSkillSchema = z.object({
+export const SelectedSkillSchema = lazySchema(() => z.object({
   name: z.string(),
   description: z.string(),
   /** The SKILL.md, on the environment of `source` (this host for a local skill). */
   path: z.string(),
   hidden: z.boolean(),
   source: SkillSourceSchema,
-});
+}));
 export type SelectedSkill = z.infer<typeof SelectedSkillSchema>;
 
-export const SkipReasonSchema = z.enum(["collision", "bad_front_matter", "too_large", "unreadable", "unavailable_root", "unavailable_environment"]);
+export const SkipReasonSchema = lazySchema(() => z.enum(["collision", "bad_front_matter", "too_large", "unreadable", "unavailable_root", "unavailable_environment"]));
 
-export const SkippedSkillSchema = z.object({
+export const SkippedSkillSchema = lazySchema(() => z.object({
   /** The skill's name, when it had one (a collision). */
   name: z.string().optional(),
   /** The SKILL.md or the root that gave nothing. */
@@ -42,16 +43,16 @@ export const SkippedSkillSchema = z.object({
   source: SkillSourceSchema,
   reason: SkipReasonSchema,
   message: z.string(),
-});
+}));
 export type SkippedSkill = z.infer<typeof SkippedSkillSchema>;
 
-export const SkillsReportSchema = z.object({ skills: z.array(SelectedSkillSchema), skipped: z.array(SkippedSkillSchema) });
+export const SkillsReportSchema = lazySchema(() => z.object({ skills: z.array(SelectedSkillSchema), skipped: z.array(SkippedSkillSchema) }));
 export type SkillsReport = z.infer<typeof SkillsReportSchema>;
 
 /** `relay skills list --json`: the report, and each environment that was asked. */
-export const SkillsListOutputSchema = SkillsReportSchema.extend({
+export const SkillsListOutputSchema = lazySchema(() => SkillsReportSchema.extend({
   environments: z.array(z.object({ id: z.string(), available: z.boolean(), detail: z.string() })),
-});
+}));
 export type SkillsListOutput = z.infer<typeof SkillsListOutputSchema>;
 
 export function describeSource(s: SkillSource): string {

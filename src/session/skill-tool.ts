@@ -6,6 +6,7 @@
  * that says how to read on (`{"name", "offset"}`) and where the file is.
  */
 import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../executor/skills.ts";
 import type { ToolSpec } from "../executor/protocol.ts";
 import { userMessage, type ResponseItem } from "../model/items.ts";
@@ -17,7 +18,7 @@ import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export const SKILL_TOOL = "skill";
 
-const SkillArgsSchema = z.object({ name: z.string().min(1), offset: z.number().int().min(0).optional() });
+const SkillArgsSchema = lazySchema(() => z.object({ name: z.string().min(1), offset: z.number().int().min(0).optional() }));
 
 export const SKILL_TOOL_SPEC: ToolSpec = {
   name: SKILL_TOOL,

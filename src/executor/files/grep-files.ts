@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
 import { readVisible, scopeAbove, type IgnoreScope, type VisibleDir } from "./gitignore.ts";
@@ -14,7 +15,7 @@ export const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
 const SKIPPED_DIRS = new Set([".git", "node_modules"]);
 const CONCURRENCY = 16;
 
-const parameters = z.object({
+const parameters = lazySchema(() => z.object({
   pattern: z
     .string()
     .min(1)
@@ -34,7 +35,7 @@ const parameters = z.object({
     .max(2000)
     .default(DEFAULT_GREP_LIMIT)
     .describe(`Maximum number of file paths to return. Defaults to ${DEFAULT_GREP_LIMIT}.`),
-});
+}));
 
 export interface GrepLimits {
   /** Files the walk visits before it stops. */

@@ -2,6 +2,7 @@
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
 import { readVisible, scopeAbove, type IgnoreScope, type VisibleDir } from "./gitignore.ts";
@@ -12,7 +13,7 @@ export const DEFAULT_LIST_LIMIT = 200;
 export const DEFAULT_LIST_DEPTH = 2;
 const INDENT = "  ";
 
-const parameters = z.object({
+const parameters = lazySchema(() => z.object({
   dir_path: z.string().min(1).describe("Directory to list: absolute, or relative to the working directory."),
   offset: z.number().int().min(1).default(1).describe("1-based number of the first entry to return. Defaults to 1."),
   limit: z
@@ -27,7 +28,7 @@ const parameters = z.object({
     .min(1)
     .default(DEFAULT_LIST_DEPTH)
     .describe(`How many directory levels to descend; 1 lists only the directory itself. Defaults to ${DEFAULT_LIST_DEPTH}.`),
-});
+}));
 
 export const listDirTool = defineTool({
   name: "list_dir",

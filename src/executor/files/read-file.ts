@@ -2,6 +2,7 @@
 import { Buffer } from "node:buffer";
 import fs, { type FileHandle } from "node:fs/promises";
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
 import { pageOutput, type Page } from "./paging.ts";
@@ -14,7 +15,7 @@ const SNIFF_BYTES = 8 * 1024;
 // A line longer than this many bytes holds at least MAX_LINE_CHARS characters (UTF-8 is <= 4 bytes).
 const KEEP_LINE_BYTES = MAX_LINE_CHARS * 4;
 
-const parameters = z.object({
+const parameters = lazySchema(() => z.object({
   file_path: z.string().min(1).describe("Path of the file to read: absolute, or relative to the working directory."),
   offset: z
     .number()
@@ -28,7 +29,7 @@ const parameters = z.object({
     .min(1)
     .default(DEFAULT_READ_LIMIT)
     .describe(`Maximum number of lines to return. Defaults to ${DEFAULT_READ_LIMIT}.`),
-});
+}));
 
 export const readFileTool = defineTool({
   name: "read_file",

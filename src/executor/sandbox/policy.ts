@@ -1,14 +1,15 @@
 /** The sandbox attempt the orchestrator selected; the executor applies it or fails closed. */
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 
-export const SandboxModeSchema = z.enum(["read-only", "workspace-write", "danger-full-access"]);
+export const SandboxModeSchema = lazySchema(() => z.enum(["read-only", "workspace-write", "danger-full-access"]));
 export type SandboxMode = z.infer<typeof SandboxModeSchema>;
 
 /** How a policy is enforced: `auto` prefers the built-in Landlock sandbox, then bubblewrap. */
-export const SandboxMechanismSchema = z.enum(["auto", "landlock", "bwrap"]);
+export const SandboxMechanismSchema = lazySchema(() => z.enum(["auto", "landlock", "bwrap"]));
 export type SandboxMechanism = z.infer<typeof SandboxMechanismSchema>;
 
-export const SandboxPolicySchema = z.object({
+export const SandboxPolicySchema = lazySchema(() => z.object({
   mode: SandboxModeSchema,
   /** Absolute roots that may be written under `workspace-write` (the cwd is usually one). */
   writable_roots: z.array(z.string()).default([]),
@@ -19,7 +20,7 @@ export const SandboxPolicySchema = z.object({
   mechanism: SandboxMechanismSchema.optional(),
   /** Run with what the kernel can enforce when it cannot enforce everything (said in the header). */
   best_effort: z.boolean().optional(),
-});
+}));
 export type SandboxPolicy = z.infer<typeof SandboxPolicySchema>;
 
 export const FULL_ACCESS: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };

@@ -4,11 +4,12 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { noteForDirector, resumeDetached, stopRun } from "../operator.ts";
 import type { ActionHandler } from "./server.ts";
 
-const NoteBodySchema = z.object({ text: z.string() });
+const NoteBodySchema = lazySchema(() => z.object({ text: z.string() }));
 const WHO = "relay infty serve";
 
 /** The handler for runs in `root`, which must be a RELAY_HOME's infty/ folder (a resume runs relay with that home). */

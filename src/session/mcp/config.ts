@@ -12,6 +12,7 @@
  * the others still start. Unknown keys are warnings (Codex adds keys over time).
  */
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 import { envVarName, httpUrl } from "../../util/schema-fields.ts";
 import { describeIssues } from "../../util/schema-issues.ts";
 import { unknownKeys } from "../config.ts";
@@ -19,11 +20,11 @@ import { unknownKeys } from "../config.ts";
 export const DEFAULT_STARTUP_TIMEOUT_SEC = 10;
 export const DEFAULT_TOOL_TIMEOUT_SEC = 60;
 
-const seconds = z.number().positive();
+const seconds = lazySchema(() => z.number().positive());
 const STDIO_KEYS = ["command", "args", "env", "env_vars", "cwd"] as const;
 const HTTP_KEYS = ["url", "bearer_token_env_var", "http_headers", "env_http_headers"] as const;
 
-export const McpServerConfigSchema = z
+export const McpServerConfigSchema = lazySchema(() => z
   .object({
     command: z.string().min(1).optional(),
     args: z.array(z.string()).default([]),
@@ -49,7 +50,7 @@ export const McpServerConfigSchema = z
   .superRefine((c, ctx) => {
     if (c.command === undefined && c.url === undefined) ctx.addIssue({ code: "custom", path: ["command"], message: 'needs "command" (a stdio server) or "url" (a streamable HTTP server)' });
     if (c.command !== undefined && c.url !== undefined) ctx.addIssue({ code: "custom", path: ["url"], message: 'cannot be given with "command": a server is either stdio (command) or streamable HTTP (url)' });
-  });
+  }));
 export type McpServerConfig = z.output<typeof McpServerConfigSchema>;
 
 export type McpLaunchConfig =

@@ -3,11 +3,12 @@
  * failed with the reason, disabled, invalid) and its tools, then stopped.
  */
 import { z } from "zod";
+import { lazySchema } from "../../util/lazy-schema.ts";
 import { parseMcpServers } from "./config.ts";
 import { McpServers } from "./servers.ts";
 import { configTarget } from "./session-mcp.ts";
 
-export const McpListToolSchema = z.object({
+export const McpListToolSchema = lazySchema(() => z.object({
   /** The tool's name on its server. */
   name: z.string(),
   /** The name the model calls it by (`server__tool`). */
@@ -15,18 +16,18 @@ export const McpListToolSchema = z.object({
   read_only: z.boolean(),
   /** The first line of its description. */
   description: z.string(),
-});
+}));
 
-export const McpListServerSchema = z.object({
+export const McpListServerSchema = lazySchema(() => z.object({
   name: z.string(),
   /** ok: started and listed its tools; failed: `reason` says why; disabled: enabled = false; invalid: the entry is broken (`reason`). */
   state: z.enum(["ok", "failed", "disabled", "invalid"]),
   reason: z.string().optional(),
   transport: z.enum(["stdio", "http"]).optional(),
   tools: z.array(McpListToolSchema),
-});
+}));
 
-export const McpListSchema = z.object({ servers: z.array(McpListServerSchema), warnings: z.array(z.string()) });
+export const McpListSchema = lazySchema(() => z.object({ servers: z.array(McpListServerSchema), warnings: z.array(z.string()) }));
 export type McpList = z.infer<typeof McpListSchema>;
 
 const firstLine = (s: string) => s.split("\n").find((l) => l.trim() !== "")?.trim() ?? "";

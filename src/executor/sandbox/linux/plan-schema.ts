@@ -5,14 +5,15 @@
  * a test keeps the two in agreement.
  */
 import { z } from "zod";
+import { lazySchema } from "../../../util/lazy-schema.ts";
 
-const mask = z.number().int().min(0).max(0xffffffff);
+const mask = lazySchema(() => z.number().int().min(0).max(0xffffffff));
 
 /** The executor's container: its init's pid and start time (field 22 of /proc/PID/stat), so a reused pid is never joined. */
-export const ContainerRefSchema = z.object({ pid: z.number().int().min(2), start: z.string().regex(/^[0-9]+$/) });
+export const ContainerRefSchema = lazySchema(() => z.object({ pid: z.number().int().min(2), start: z.string().regex(/^[0-9]+$/) }));
 export type ContainerRef = z.infer<typeof ContainerRefSchema>;
 
-export const ConfinePlanSchema = z.object({
+export const ConfinePlanSchema = lazySchema(() => z.object({
   abi: z.number().int().min(0),
   handledFs: mask,
   handledNet: mask,
@@ -28,17 +29,17 @@ export const ConfinePlanSchema = z.object({
   restoreEnv: z.record(z.string(), z.string().nullable()).default({}),
   /** Run the command inside the executor's container, so it cannot outlive the executor. */
   container: ContainerRefSchema.optional(),
-});
+}));
 export type ConfinePlan = z.infer<typeof ConfinePlanSchema>;
 export type LandlockRule = ConfinePlan["rules"][number];
 
 /** What the executor sends a warm helper on its stdin: the command to confine and run. */
-export const WarmRequestSchema = z.object({
+export const WarmRequestSchema = lazySchema(() => z.object({
   plan: ConfinePlanSchema,
   argv: z.array(z.string()).min(1),
   env: z.record(z.string(), z.string()),
   cwd: z.string().startsWith("/"),
-});
+}));
 export type WarmRequest = z.infer<typeof WarmRequestSchema>;
 
 /** The program a helper runs once confined. */

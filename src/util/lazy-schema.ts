@@ -1,0 +1,43 @@
+/**
+ * A zod schema built on its first use rather than when its module loads. zod v4 builds every
+ * schema's methods as the schema is made (about 25 µs each in a compiled binary), so a module of
+ * wire schemas costs milliseconds in every process that imports it, even one that only ever
+ * parses a few of them: the executor and the code-mode host import all their methods' schemas
+ * and answer their first request long before most are used (docs/performance.md).
+ *
+ * The value stands in for the schema itself (same type, same methods, usable inside other
+ * schemas), so callers do not change. Only identity differs: the stand-in is not `===` the
+ * schema it builds.
+ */
+import type { z } from "zod";
+
+let built = 0;
+
+/** How many lazy schemas this process has built so far (for tests of what loading a module builds). */
+export function lazySchemasBuilt(): number {
+  return built;
+}
+
+export function lazySchema<T extends z.ZodType>(build: () => T): T {
+  let schema: T | undefined;
+  const real = (): T => {
+    if (schema === undefined) {
+      schema = build();
+      built++;
+    }
+    return schema;
+  };
+  // The target stays an empty object; every trap answers from the built schema.
+  return new Proxy({} as T, {
+    get: (_target, key) => Reflect.get(real(), key, real()),
+    set: (_target, key, value) => Reflect.set(real(), key, value),
+    has: (_target, key) => Reflect.has(real(), key),
+    ownKeys: () => Reflect.ownKeys(real()),
+    getPrototypeOf: () => Reflect.getPrototypeOf(real()),
+    getOwnPropertyDescriptor: (_target, key) => {
+      const d = Reflect.getOwnPropertyDescriptor(real(), key);
+      // A proxy may not report a non-configurable property its (empty) target lacks.
+      return d === undefined ? undefined : { ...d, configurable: true };
+    },
+  });
+}
