@@ -37,9 +37,10 @@ function packageOf(specifier: string): string {
 }
 
 /** Every src module and npm package `entries` load before any dynamic import runs. */
-function closure(...entries: string[]): { modules: Set<string>; packages: Set<string> } {
+function closure(...entries: string[]): { modules: Set<string>; packages: Set<string>; builtins: Set<string> } {
   const modules = new Set<string>();
   const packages = new Set<string>();
+  const builtins = new Set<string>();
   const todo = entries.map((e) => path.join(SRC, e));
   while (todo.length > 0) {
     const file = todo.pop()!;
@@ -50,10 +51,11 @@ function closure(...entries: string[]): { modules: Set<string>; packages: Set<st
         const target = path.resolve(path.dirname(file), spec);
         assert.ok(existsSync(target), `${path.relative(REPO_ROOT, file)} imports ${spec}, which does not exist`);
         todo.push(target);
-      } else if (!spec.startsWith("node:") && !spec.startsWith("bun:")) packages.add(packageOf(spec));
+      } else if (spec.startsWith("node:")) builtins.add(spec);
+      else if (!spec.startsWith("bun:")) packages.add(packageOf(spec));
     }
   }
-  return { modules: new Set([...modules].map((m) => path.relative(SRC, m))), packages };
+  return { modules: new Set([...modules].map((m) => path.relative(SRC, m))), packages, builtins };
 }
 
 /** The start-up closure of `relay <name>`: main.ts, the CLI core (entry.ts, imported by main.ts), and that subcommand's module. */
@@ -166,6 +168,18 @@ describe("start-up import graph", () => {
     for (const name of ["executor", "code-mode-host", "run", "infty"]) {
       const eager = [...subcommand(name).modules].flatMap(eagerSchemas);
       assert.deepEqual(eager, [], `relay ${name} builds these schemas at start-up: wrap each in lazySchema(() => …) (src/util/lazy-schema.ts)`);
+    }
+  });
+
+  test("no start-up loads node:crypto or node:readline (milliseconds each in a compiled binary): Web Crypto ids, readline where a question is asked", () => {
+    const closures: Array<[string, Set<string>]> = [
+      ...["executor", "code-mode-host", "run", "infty"].map((name): [string, Set<string>] => [`relay ${name}`, subcommand(name).builtins]),
+      ["the sandbox helper", closure("main.ts", "executor/sandbox/linux/helper.ts").builtins],
+    ];
+    assert.ok(closures[0]![1].has("node:child_process"), "the walk records builtins (this test sees the executor's)");
+    for (const [what, builtins] of closures) {
+      const slow = [...builtins].filter((b) => b === "node:crypto" || b.startsWith("node:readline"));
+      assert.deepEqual(slow, [], `${what} loads ${slow.join(", ")} at start-up: use util/random.ts, or import it where it is used`);
     }
   });
 

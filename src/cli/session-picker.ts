@@ -2,7 +2,6 @@
  * `relay run --resume` without an id, on a terminal: a numbered list of the newest sessions;
  * a number picks one, Enter the newest, q (or end of input) cancels.
  */
-import { createInterface } from "node:readline/promises";
 import { listSessions, type SessionSummary } from "../rollout/summary.ts";
 import { alignRows, sessionCells } from "./session-format.ts";
 
@@ -31,6 +30,8 @@ export async function pickSession(home: string, input: NodeJS.ReadableStream, ou
   if (sessions.length === 0) return { none: "empty" };
   const rows = alignRows(sessions.map(sessionCells), (output.columns ?? 120) - 6);
   output.write(`Recent sessions, newest first:\n${rows.map((r, i) => `${String(i + 1).padStart(4)}  ${r}`).join("\n")}\n`);
+  // Loaded here: node:readline costs every relay run milliseconds at start-up.
+  const { createInterface } = await import("node:readline/promises");
   const rl = createInterface({ input, output });
   // End of input (Ctrl-D) cancels instead of leaving the question waiting.
   const closed = new Promise<null>((resolve) => rl.once("close", () => resolve(null)));

@@ -5,7 +5,7 @@
  * everything); all spools and held texts share one budget (64 MiB), and past it the rest of a
  * segment is counted as dropped, its last bytes still coming from the buffer's tail.
  */
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../util/random.ts";
 import { Buffer } from "node:buffer";
 import { err, ok, type Result } from "../util/result.ts";
 import type { HeadTailBuffer } from "./head-tail-buffer.ts";
@@ -35,7 +35,7 @@ export class FullOutputStore {
   /** Holds a full text for `read`; the oldest held text goes when too many wait. */
   hold(text: string): { id: string; bytes: number } {
     const data = Buffer.from(text, "utf8");
-    const id = randomBytes(8).toString("hex");
+    const id = randomHex(8);
     this.held.set(id, data);
     this.used += data.length;
     while (this.held.size > this.maxHeld) this.drop(this.held.keys().next().value!);

@@ -5,7 +5,7 @@
  * At most 64 processes stay open: beyond that the least recently used exited one (else the
  * least recently used one) outside the 8 most recent is killed with its whole tree.
  */
-import { randomBytes, randomInt } from "node:crypto";
+import { randomHex, randomInt } from "../util/random.ts";
 import { Buffer } from "node:buffer";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -93,7 +93,7 @@ export class ProcessManager {
   private readonly extraKills: Array<() => void> = [];
 
   constructor(private readonly options: ManagerOptions = {}) {
-    this.instanceId = options.instanceId ?? randomBytes(6).toString("hex");
+    this.instanceId = options.instanceId ?? randomHex(6);
     this.maxProcesses = options.maxProcesses ?? L.MAX_PROCESSES;
   }
 
@@ -368,7 +368,7 @@ export class ProcessManager {
     const t = truncateMiddle(text, maxTokens ?? L.DEFAULT_MAX_OUTPUT_TOKENS);
     const full = entry.spool && t.truncated && t.cutLines ? { ...this.fullOutputs.hold(text), cut_lines: t.cutLines } : undefined;
     return {
-      chunk_id: randomBytes(3).toString("hex"),
+      chunk_id: randomHex(3),
       wall_time_seconds: Math.round(performance.now() - started) / 1000,
       ...(entry.exit ? { exit_code: entry.exit.code } : {}),
       ...(running ? { process_id: entry.id } : {}),

@@ -5,7 +5,7 @@
  * Both index files are derived (from the rounds, the claim files and artifacts/), so a crash
  * that skips one rewrite is made good by the next.
  */
-import { createHash } from "node:crypto";
+import { hashHex } from "../util/random.ts";
 import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { appendLine, readJsonl, writeFileAtomic } from "./durable.ts";
@@ -75,7 +75,7 @@ async function previousArtifacts(runDir: string): Promise<ArtifactsIndex | undef
 }
 
 async function sha256(file: string): Promise<string> {
-  return createHash("sha256").update(await readFile(file)).digest("hex");
+  return hashHex("sha256", await readFile(file));
 }
 
 /** Sizes and hashes of artifacts/; a file unchanged since the last index (size, mtime) is not read again. */

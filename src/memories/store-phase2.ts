@@ -2,7 +2,7 @@
  * The phase-2 global job: enqueueing it (its input watermark only moves forward), its lock
  * (claim, heartbeat, failure, success with the exact selection snapshot), and reading it.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../util/random.ts";
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb, Tx } from "./db.ts";
 import type { HolderReport } from "./holder.ts";

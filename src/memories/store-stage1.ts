@@ -2,7 +2,7 @@
  * Phase-1 jobs, one per thread: whether a thread needs one, claims under the cap on running
  * jobs with retry backoff and budget, heartbeats, and the three ways a run ends.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../util/random.ts";
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb, Tx } from "./db.ts";
 import { takeOverReason, type HolderReport } from "./holder.ts";

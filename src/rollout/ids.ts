@@ -3,7 +3,7 @@
  * filenames that embed them sort by creation time. Within one millisecond a 12-bit counter in
  * `rand_a` keeps ids from this process strictly increasing.
  */
-import { randomFillSync } from "node:crypto";
+import { fillRandom } from "../util/random.ts";
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -16,7 +16,7 @@ let counter = 0;
 
 export function uuidv7(nowMs: number = Date.now()): string {
   const bytes = new Uint8Array(16);
-  randomFillSync(bytes);
+  fillRandom(bytes);
   let ms = Math.max(0, Math.floor(nowMs));
   if (ms <= lastMs) {
     // Same (or a backwards-stepping) clock: continue from the previous id instead.

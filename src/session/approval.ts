@@ -6,7 +6,6 @@
  *               and every patch
  * Asking needs a terminal; without one the request is refused with a clear message.
  */
-import { createInterface } from "node:readline/promises";
 import { Log } from "../util/log.ts";
 import { commandSafety } from "./command-safety.ts";
 import type { ApprovalPolicy } from "./config.ts";
@@ -77,6 +76,8 @@ export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, o
   return {
     interactive: true,
     async ask(req) {
+      // Loaded on the first question: node:readline costs every session milliseconds at start-up.
+      const { createInterface } = await import("node:readline/promises");
       const rl = createInterface({ input, output });
       try {
         const what = req.kind === "patch" ? "apply this patch" : req.kind === "escalation" ? "run this command OUTSIDE the sandbox" : req.kind === "mcp" ? "call this MCP tool" : "run this command";

@@ -5,7 +5,8 @@
 import { codexProviderId, codexSandboxPolicy, wireApiOf } from "../rollout/codex-compat.ts";
 import os from "node:os";
 import path from "node:path";
-import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
+import { ExecutorMethods, type ExecutorInfo, type ToolSpec } from "../executor/protocol.ts";
+import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { ModelError, type ModelClient } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";
 import type { ResponseItem } from "../model/items.ts";
@@ -33,8 +34,8 @@ import { SKILL_TOOL_SPEC, SkillReader } from "./skill-tool.ts";
 import { openSessionMcp } from "./mcp/session-mcp.ts";
 import type { McpServers } from "./mcp/servers.ts";
 import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
-import { checkSandbox, sessionSandboxPolicy } from "./sandbox-check.ts";
-import { ToolRouter } from "./tool-router.ts";
+import { checkSandbox, sessionSandboxPolicy, type SandboxState } from "./sandbox-check.ts";
+import { listExecutorTools, ToolRouter } from "./tool-router.ts";
 import { OutputSpill, outputsDir } from "./output-spill.ts";
 import { CodeModeTools } from "./code-mode.ts";
 import { withHeartbeat, type HeartbeatSettings } from "./waiting.ts";
@@ -161,6 +162,9 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   const exec = startExecutor(o.executorCommand ?? o.config.executor);
   if ("error" in exec) return exec;
   const executor = exec.ok;
+  // Read while the executor starts; awaited (and any failure thrown) where it is used.
+  const memory = o.memories?.block(o.home);
+  memory?.catch(() => undefined);
   // The extra environments start while the session's own executor does.
   const starting = startEnvironments(o.environments ?? [], executorNameOf(o), (message) => o.emit({ type: "warning", message }));
   let rolloutToClose: RolloutWriter | undefined;
@@ -169,6 +173,8 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   try {
     const started = await describeExecutor(o, executor);
     if ("error" in started) return started;
+    // Asked at once: the executor builds its tool list while this side opens the rollout.
+    const tools = listExecutorTools(executor.peer);
     const environments = await starting;
     environments.addMain({ id: started.ok.name, peer: executor.peer, info: started.ok.info, ...(started.ok.remote ? { command: o.executorCommand ?? o.config.executor } : {}) });
     const writer = await openRollout(o, resumed, cwd, model.ok, started.ok);
@@ -179,9 +185,12 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     log.info("session started", { session_id: rollout.id, model: o.config.model, provider: model.ok.provider, resumed: Boolean(resumed && !resumed.fork), forked: Boolean(resumed?.fork), executor: started.ok.name, remote: started.ok.remote, sandbox: o.config.sandbox_mode });
     // MCP servers start now, while the rest of the session is set up.
     mcpStarting = startMcp(o, environments);
+    const commands = commandSettings(o, started.ok, rollout, cwd);
+    // The executor checks the sandbox while the skills and project docs are read.
+    const sandbox = checkSandbox(executor.peer, commands.sandboxPolicy, cwd, commands.env);
     const skills = await listSkills(o, environments, started.ok, cwd);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
-    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed, mcp: mcpStarting });
+    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed, mcp: mcpStarting, tools, sandbox, commands, memory });
     if ("error" in built) return built;
     handedOver = true;
     return ok(sessionHandle(o, { ...built.ok, rollout, executor, environments, skills, cwd, context }));
@@ -280,18 +289,35 @@ interface AgentParts {
   skills: SkillReader;
   resumed: Resumed | undefined;
   mcp: Promise<Result<McpServers | undefined>>;
+  /** The executor's tools/list, asked when it came up. */
+  tools: Promise<Result<ToolSpec[]>>;
+  sandbox: Promise<SandboxState>;
+  commands: CommandSettings;
+  memory: Promise<{ text?: string; warning?: string }> | undefined;
+}
+
+/** How the session's commands run: their environment, shell and sandbox policy. */
+interface CommandSettings {
+  env: Record<string, string>;
+  shell: string;
+  sandboxPolicy: SandboxPolicy;
+}
+
+function commandSettings(o: OpenSessionOptions, started: StartedExecutor, rollout: RolloutWriter, cwd: string): CommandSettings {
+  const { config } = o;
+  const env = started.remote
+    ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id }
+    : commandEnv(rollout.id);
+  const shell = started.remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
+  return { env, shell, sandboxPolicy: sessionSandboxPolicy(config, cwd, o.confineWrites) };
 }
 
 /** The tool router (with code mode), the sandbox check and the agent with its instructions. */
 async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools; mcp?: McpServers }>> {
   const { config } = o;
   const { cwd, started, rollout } = p;
-  const env = started.remote
-    ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id }
-    : commandEnv(rollout.id);
-  const shell = started.remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
-  const sandboxPolicy = sessionSandboxPolicy(config, cwd, o.confineWrites);
-  const sandboxState = await checkSandbox(started.executor.peer, sandboxPolicy, cwd, env);
+  const { env, shell, sandboxPolicy } = p.commands;
+  const sandboxState = await p.sandbox;
   const sandboxMode = config.sandbox_mode;
   o.emit({ type: "sandbox", mode: sandboxMode, ...sandboxState });
   const routerR = await ToolRouter.connect(
@@ -309,6 +335,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       outputs: new OutputSpill(outputsDir(rollout.path), !started.remote),
     },
     new ApprovalCache(o.approver),
+    p.tools,
   );
   if ("error" in routerR) return routerR;
   if (!p.skills.empty) routerR.ok.addSessionTool({ spec: SKILL_TOOL_SPEC, call: (raw) => p.skills.call(raw) });
@@ -321,7 +348,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     routerR.ok.attachCodeMode(codeMode);
     codeMode.prestart();
   }
-  const memory = await o.memories?.block(o.home);
+  const memory = await p.memory;
   if (memory?.warning) o.emit({ type: "warning", message: memory.warning });
   const memoryBlock = memory?.text;
   const sandbox_policy = codexSandboxPolicy(sandboxMode, { mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) });

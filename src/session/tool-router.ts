@@ -47,6 +47,12 @@ export interface SessionTool {
   call(rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome>;
 }
 
+/** The executor's tools/list answer. */
+export async function listExecutorTools(executor: RpcPeer): Promise<Result<ToolSpec[]>> {
+  const listed = await executor.call(ExecutorMethods.toolsList, {}, { timeoutMs: 30_000 });
+  return "error" in listed ? listed : ok(listed.ok.tools);
+}
+
 export class ToolRouter {
   private codeMode: CodeModeTools | undefined;
   private readonly sessionTools = new Map<string, SessionTool>();
@@ -60,10 +66,14 @@ export class ToolRouter {
     private readonly approvals: ApprovalCache,
   ) {}
 
-  static async connect(executor: RpcPeer, settings: RouterSettings, approvals: ApprovalCache): Promise<Result<ToolRouter>> {
-    const listed = await executor.call(ExecutorMethods.toolsList, {}, { timeoutMs: 30_000 });
+  /**
+   * A router over the executor's tools; `listing` is the answer to a tools/list the caller may
+   * have sent early (the session asks as soon as the executor is up), else it is asked now.
+   */
+  static async connect(executor: RpcPeer, settings: RouterSettings, approvals: ApprovalCache, listing = listExecutorTools(executor)): Promise<Result<ToolRouter>> {
+    const listed = await listing;
     if ("error" in listed) return err(listed.error.code, `could not list the executor's tools: ${listed.error.message}`);
-    return ok(new ToolRouter(executor, listed.ok.tools, settings, approvals));
+    return ok(new ToolRouter(executor, listed.ok, settings, approvals));
   }
 
   /** The tools answered without MCP: the executor's, then the session's own. */

@@ -4,7 +4,7 @@
  * The SDK is imported here, on first use only: a session without MCP servers never loads it.
  */
 import type { ChildProcess } from "node:child_process";
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../../util/random.ts";
 import type { Stream } from "node:stream";
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";

@@ -3,7 +3,7 @@
  * by `mcp/start`), its stdin is written with `mcp/send`, and its stdout messages and exit come
  * back as notifications. The SDK Client talks to it as to a local process, without a network path.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../../util/random.ts";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { McpBadLineNotification, McpExitedNotification, McpManifestMethod, McpMessageNotification, McpSendMethod, McpStartMethod, McpStopMethod, type McpStdioServer } from "../../executor/mcp-protocol.ts";

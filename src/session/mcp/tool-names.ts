@@ -4,7 +4,7 @@
  * start and gets a short hash of the whole, so two long names stay apart; a name already taken
  * (by another tool or server) gets `_2`, `_3`, ...
  */
-import { createHash } from "node:crypto";
+import { hashHex } from "../../util/random.ts";
 
 export const MAX_TOOL_NAME = 64;
 const SEPARATOR = "__";
@@ -16,7 +16,7 @@ function sanitize(s: string): string {
 
 function bound(name: string, original: string, max = MAX_TOOL_NAME): string {
   if (name.length <= max) return name;
-  const hash = createHash("sha1").update(original).digest("hex").slice(0, 8);
+  const hash = hashHex("sha1", original).slice(0, 8);
   return `${name.slice(0, max - hash.length - 1)}_${hash}`;
 }
 

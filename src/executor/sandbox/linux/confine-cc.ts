@@ -3,10 +3,10 @@
  * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), the
  * user-namespace probe, which must run in a child, and the clone of the container's init. Bun only: Node and Deno have no bun:ffi.
  */
-import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { hashHex } from "../../../util/random.ts";
 import { err, type Result } from "../../../util/result.ts";
 import type { ExecTarget } from "./plan-schema.ts";
 import { rulesetAttrSize } from "./landlock-plan.ts";
@@ -63,7 +63,7 @@ function sharedSourceFile(text: string): string | undefined {
   }
   const st = lstatSync(dir);
   if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o077) !== 0) return undefined;
-  const file = path.join(dir, `confine-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.c`);
+  const file = path.join(dir, `confine-${hashHex("sha256", text).slice(0, 16)}.c`);
   if (!existsSync(file)) {
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, text, { mode: 0o600 });
