@@ -141,6 +141,19 @@ export const ExecutorInfoSchema = lazySchema(() => z.object({
 }));
 export type ExecutorInfo = z.infer<typeof ExecutorInfoSchema>;
 
+export const ExecutorInfoRequestSchema = lazySchema(() =>
+  z
+    .object({
+      /**
+       * `wait` (the default): start the process container for sandboxed commands and report on
+       * it in `sandbox.containment`. `start`: start it and answer at once, without that field; a
+       * session does not show it, and its first sandboxed command waits for the container anyway.
+       */
+      containment: z.enum(["wait", "start"]).default("wait"),
+    })
+    .optional(),
+);
+
 export const ToolCallRequestSchema = lazySchema(() => z.object({
   name: z.string(),
   arguments: z.unknown(),
@@ -162,7 +175,7 @@ export const SandboxCheckRequestSchema = lazySchema(() => z.object({
 export const SandboxCheckResultSchema = lazySchema(() => z.object({ mechanism: z.string(), gaps: z.array(z.string()) }));
 
 export const ExecutorMethods = {
-  info: defineMethod("executor/info", lazySchema(() => z.object({}).optional()), ExecutorInfoSchema),
+  info: defineMethod("executor/info", ExecutorInfoRequestSchema, ExecutorInfoSchema),
   toolsList: defineMethod("tools/list", lazySchema(() => z.object({}).optional()), lazySchema(() => z.object({ tools: z.array(ToolSpecSchema) }))),
   toolsCall: defineMethod("tools/call", ToolCallRequestSchema, ToolCallResultSchema),
   exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema),

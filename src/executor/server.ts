@@ -11,7 +11,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { EXEC_COMMAND_DESCRIPTION, ExecCommandArgsSchema, WRITE_STDIN_DESCRIPTION, WriteStdinArgsSchema } from "./exec-tools.ts";
 import { fileTools } from "./files/index.ts";
-import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
+import { ProcessManager, type Containment, type ManagerOptions } from "./process-manager.ts";
 import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
 import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
@@ -68,6 +68,12 @@ function containmentWithout(mechanism: string): string {
   return "best effort: commands are tracked by their environment marker and process group";
 }
 
+/** What `executor/info` says about containment once the container (if any) has started or failed. */
+async function containmentOf(mechanism: string, starting: Promise<Containment> | undefined): Promise<{ enforced: boolean; detail: string }> {
+  const contained = await starting;
+  return contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(mechanism) };
+}
+
 export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}): ProcessManager {
   const tools = options.tools ?? fileTools;
   const byName = new Map(tools.map((t) => [t.name, t]));
@@ -80,11 +86,12 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     },
   });
 
-  peer.handle(ExecutorMethods.info, async () => {
+  peer.handle(ExecutorMethods.info, async (req) => {
     const sandbox = await probeSandbox();
     log.debug("sandbox probed", { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail });
-    const contained = sandbox.mechanism === "landlock" ? await manager.container() : undefined;
-    const containment = contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(sandbox.mechanism) };
+    const starting = sandbox.mechanism === "landlock" ? manager.container() : undefined;
+    // `start`: a failed start is reported again by the first command that needs the container.
+    const containment = req?.containment === "start" ? void starting?.catch(() => undefined) : await containmentOf(sandbox.mechanism, starting);
     return ok({
       version: VERSION,
       runtime: currentRuntime(),
@@ -94,7 +101,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
       pid: process.pid,
       home: os.homedir(),
       pty: ptySupported(),
-      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail, containment, warm_helpers: manager.warmStats() },
+      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail, ...(containment ? { containment } : {}), warm_helpers: manager.warmStats() },
     });
   });
 

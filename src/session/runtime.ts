@@ -226,7 +226,8 @@ function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
 }
 
 async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Promise<Result<StartedExecutor>> {
-  const infoR = await executor.peer.call(ExecutorMethods.info, {}, { timeoutMs: 60_000 });
+  // The container for sandboxed commands starts meanwhile; the first command waits for it.
+  const infoR = await executor.peer.call(ExecutorMethods.info, { containment: "start" }, { timeoutMs: 60_000 });
   if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
   return ok({ executor, info: infoR.ok, remote: Boolean(o.executorCommand ?? o.config.executor), name: executorNameOf(o) });
 }

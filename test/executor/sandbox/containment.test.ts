@@ -105,6 +105,24 @@ for (const way of ways) {
       }
     });
 
+    test("info with containment \"start\" (a session's) answers without waiting for the container; the first command runs in it", async () => {
+      const ex = await start();
+      try {
+        const quick = await ex.peer.call(ExecutorMethods.info, { containment: "start" });
+        assert.ok("ok" in quick);
+        assert.equal(quick.ok.sandbox.mechanism, "landlock");
+        assert.equal(quick.ok.sandbox.containment, undefined, "not reported: the caller did not wait for it");
+        const r = await run(ex, "readlink /proc/self/ns/pid");
+        assert.equal(r.exit_code, 0, r.output);
+        assert.notEqual(r.output.trim(), readlinkSync("/proc/self/ns/pid"), "the container's pid namespace, not the host's");
+        const full = await ex.peer.call(ExecutorMethods.info, {});
+        assert.ok("ok" in full);
+        assert.equal(full.ok.sandbox.containment?.enforced, true, "the default still waits and reports");
+      } finally {
+        await ex.shutdown();
+      }
+    });
+
     test("without user namespaces there is no container: commands still run, and the executor says what is left", async () => {
       const ex = await start({ RELAY_SANDBOX_SIMULATE: "no-userns" });
       try {
