@@ -9,7 +9,7 @@ import { currentRuntime } from "../util/runtime.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
-import { EXEC_COMMAND_DESCRIPTION, ExecCommandArgsSchema, WRITE_STDIN_DESCRIPTION, WriteStdinArgsSchema } from "./exec-tools.ts";
+import { EXEC_COMMAND_DESCRIPTION, WRITE_STDIN_DESCRIPTION } from "./exec-tools.ts";
 import { fileTools } from "./files/index.ts";
 import { ProcessManager, type Containment, type ManagerOptions } from "./process-manager.ts";
 import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
@@ -19,8 +19,8 @@ import { McpStdioHost } from "./mcp-stdio.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import type { SandboxPolicy } from "./sandbox/policy.ts";
 import { ptySupported } from "./spawn/index.ts";
-import { parseToolArgs, toolJsonSchema, type ExecutorTool } from "./tool.ts";
-import { z } from "zod";
+import { parseToolArgs, type ExecutorTool } from "./tool.ts";
+import { execToolSchema, toolJsonSchema } from "./tool-schemas.ts";
 
 const log = Log.create("executor");
 
@@ -29,14 +29,9 @@ export interface ExecutorServerOptions extends ManagerOptions {
 }
 
 export function toolSpecs(tools: ExecutorTool[]): ToolSpec[] {
-  const jsonSchema = (s: z.ZodType) => {
-    const j = z.toJSONSchema(s, { io: "input" }) as Record<string, unknown>;
-    delete j.$schema;
-    return j;
-  };
   return [
-    { name: "exec_command", description: EXEC_COMMAND_DESCRIPTION, input_schema: jsonSchema(ExecCommandArgsSchema), read_only: false, route: "exec" },
-    { name: "write_stdin", description: WRITE_STDIN_DESCRIPTION, input_schema: jsonSchema(WriteStdinArgsSchema), read_only: false, route: "write_stdin" },
+    { name: "exec_command", description: EXEC_COMMAND_DESCRIPTION, input_schema: execToolSchema("exec_command"), read_only: false, route: "exec" },
+    { name: "write_stdin", description: WRITE_STDIN_DESCRIPTION, input_schema: execToolSchema("write_stdin"), read_only: false, route: "write_stdin" },
     ...tools.map((t): ToolSpec => ({ name: t.name, description: t.description, input_schema: toolJsonSchema(t), read_only: t.readOnly, route: "call" })),
   ];
 }

@@ -42,10 +42,3 @@ export function parseToolArgs<P extends z.ZodType>(tool: ExecutorTool<P>, raw: u
     `The ${tool.name} tool was called with invalid arguments: ${z.prettifyError(parsed.error)}\nRewrite the call so it matches the tool's schema.`,
   );
 }
-
-/** JSON schema advertised to the orchestrator (and from there to the model). */
-export function toolJsonSchema(tool: ExecutorTool): Record<string, unknown> {
-  const schema = z.toJSONSchema(tool.parameters, { io: "input" }) as Record<string, unknown>;
-  delete schema.$schema;
-  return schema;
-}

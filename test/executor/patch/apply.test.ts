@@ -6,7 +6,7 @@ import process from "node:process";
 import { applyPatchTool } from "../../../src/executor/patch/tool.ts";
 import { applyChunks, seekSequence } from "../../../src/executor/patch/apply.ts";
 import { fileTools } from "../../../src/executor/files/index.ts";
-import { toolJsonSchema } from "../../../src/executor/tool.ts";
+import { toolJsonSchema } from "../../../src/executor/tool-schemas.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "../files/support.ts";
 
