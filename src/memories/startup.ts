@@ -95,14 +95,17 @@ export interface StartupOptions {
 
 export type StartupDecision = { started: true; pid: number } | { started: false; reason: string };
 
-/** The session's event sink, starting the pass at the first `session_started` (once the session id is known). */
+/** The session's event sink, starting the pass just after the first `session_started` (once the session id is known). */
 export function withStartupMemories(emit: EmitEvent, o: StartupOptions): EmitEvent {
   let seen = false;
   return (e) => {
     emit(e);
     if (seen || e.type !== "session_started") return;
     seen = true;
-    startStartupPass({ ...o, sessionId: e.session_id });
+    // On the next turn of the event loop, while the session waits on its executor: deciding
+    // (and spawning the pass) takes milliseconds the session's first request should not wait for.
+    const sessionId = e.session_id;
+    setTimeout(() => startStartupPass({ ...o, sessionId }), 0);
   };
 }
 
