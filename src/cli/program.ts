@@ -1,4 +1,5 @@
 /** Builds the `relay` command tree. Each subcommand lives in its own file under src/cli/. */
+import { writeSync } from "node:fs";
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
 import { currentRuntime } from "../util/runtime.ts";
@@ -54,7 +55,10 @@ export async function buildProgram(argv?: readonly string[]) {
   const program = rootCommand();
   for (const { command, hidden } of loaded) program.addCommand(command, { hidden });
   applyUsageExitCode(program);
-  for (const sub of program.commands) addVerbose(sub as never);
+  for (const sub of program.commands) {
+    addVerbose(sub as never);
+    directOutput(sub as never, program.configureOutput());
+  }
   program.hook("preAction", (_root, action) => startCommandLog(action as never));
   return program;
 }
@@ -66,6 +70,7 @@ function rootCommand() {
         "Subcommands re-exec this same binary as child processes that speak a framed stdio protocol.",
     )
     .version(VERSION, "-V, --version", "print the relay version")
+    .configureOutput({ writeOut: (text) => writeDirect(process.stdout, 1, text), writeErr: (text) => writeDirect(process.stderr, 2, text) })
     .showHelpAfterError("(run with --help for usage)")
     // `relay sandbox CMD -x` passes -x to CMD, which needs options to be positional.
     .enablePositionalOptions()
@@ -82,6 +87,21 @@ function rootCommand() {
   return program;
 }
 
+/**
+ * Help and --version straight to the descriptor: under Bun, the first use of process.stdout
+ * builds its stream objects, which costs `relay --version` more than the rest of its work. A
+ * pipe that is full (EAGAIN) gets the rest through the stream.
+ */
+function writeDirect(stream: NodeJS.WriteStream, fd: number, text: string): void {
+  const bytes = Buffer.from(text);
+  let done = 0;
+  try {
+    while (done < bytes.length) done += writeSync(fd, bytes, done);
+  } catch {
+    stream.write(bytes.subarray(done));
+  }
+}
+
 /** commander exits 1 on usage errors; scripts expect 2 for those. Help and --version stay 0. */
 function applyUsageExitCode(cmd: Command<unknown[], Record<string, unknown>, Record<string, unknown>>): void {
   cmd.exitOverride((e: CommanderError) => {
@@ -92,6 +112,12 @@ function applyUsageExitCode(cmd: Command<unknown[], Record<string, unknown>, Rec
     process.exit(ExitCode.Usage);
   });
   for (const sub of cmd.commands) applyUsageExitCode(sub as never);
+}
+
+/** A subcommand's help goes out as the root's does (addCommand does not copy the setting). */
+function directOutput(cmd: AnyCommand, output: ReturnType<AnyCommand["configureOutput"]>): void {
+  cmd.configureOutput(output);
+  for (const sub of cmd.commands) directOutput(sub as never, output);
 }
 
 /** `--verbose` after the subcommand too (`relay run --verbose ...`), not only before it. */
