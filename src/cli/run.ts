@@ -128,13 +128,17 @@ function interruptSignal(): AbortSignal {
 
 /** Renders events and remembers the failed tool calls and the errors already shown. */
 function eventSink(json: boolean) {
-  const render = json ? jsonRenderer() : humanRenderer();
+  // Made on the next event-loop turn, while the executor starts: under Bun, creating the
+  // process.stdout and process.stderr streams costs milliseconds its spawn should not wait for.
+  let render: EmitEvent | undefined;
+  const renderer = () => (render ??= json ? jsonRenderer() : humanRenderer());
+  setTimeout(renderer, 0);
   const failedTools: Array<{ name: string; output: string }> = [];
   const shownErrors = new Set<string>();
   const emit: EmitEvent = (e) => {
     if (e.type === "tool_result" && !e.success) failedTools.push({ name: e.name, output: e.output });
     if (e.type === "error" && !json) shownErrors.add(e.message);
-    render(e);
+    renderer()(e);
   };
   return { emit, failedTools, shownErrors };
 }
