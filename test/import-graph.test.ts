@@ -86,7 +86,7 @@ function assertNoRooms(what: string, modules: Set<string>, rooms: string[]): voi
 }
 
 /** Functions of `z` that build no schema. */
-const Z_NOT_BUILDERS = new Set(["infer", "input", "output"]);
+const Z_NOT_BUILDERS = new Set(["infer", "input", "output", "config"]);
 
 const rootOf = (node: import("typescript").Expression): import("typescript").Expression => {
   let x = node;
