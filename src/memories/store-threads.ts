@@ -36,6 +36,16 @@ export async function listThreads(state: StateDb): Promise<Result<ThreadRow[]>> 
   });
 }
 
+/** The rows of `ids` (a page of a few hundred at most: one `in (...)` query), by id. */
+export async function getThreads(state: StateDb, ids: readonly string[]): Promise<Result<Map<string, ThreadRow>>> {
+  if (!ids.length) return ok(new Map());
+  return read(async () => {
+    const rows = await state.db.selectFrom("memory_threads").selectAll().where("id", "in", [...ids]).execute();
+    const parsed = parseRows(ThreadRowSchema, "memory_threads", (r) => String(r.id), rows);
+    return "error" in parsed ? parsed : ok(new Map(parsed.ok.map((t) => [t.id, t])));
+  });
+}
+
 export async function getThread(state: StateDb, id: string): Promise<Result<ThreadRow | undefined>> {
   return read<ThreadRow | undefined>(async () => {
     const row = await state.db.selectFrom("memory_threads").selectAll().where("id", "=", id).executeTakeFirst();
