@@ -163,10 +163,7 @@ async function claimAndExtract(o: Phase1Options, cands: Scanned[], skipped: Skip
 
 /** The rows of a page of candidates: read back from the DB, or the one the scan kept. */
 async function rowsOf(state: StateDb, page: Scanned[]): Promise<Result<ThreadRow[]>> {
-  const got = await getThreads(
-    state,
-    page.filter((c) => !c.row).map((c) => c.id),
-  );
+  const got = await getThreads(state, page.filter((c) => !c.row).map((c) => c.id));
   if ("error" in got) return got;
   const rows: ThreadRow[] = [];
   for (const c of page) {
