@@ -7,8 +7,7 @@ import { read, tx } from "./store-tx.ts";
 export async function upsertThreads(state: StateDb, threads: ThreadRow[]): Promise<Result<number>> {
   if (!threads.length) return ok(0);
   return tx(state, async (t) => {
-    for (let i = 0; i < threads.length; i += 100) {
-      const chunk = threads.slice(i, i + 100);
+    for (const chunk of chunksOfDistinctIds(threads, 100)) {
       await t
         .insertInto("memory_threads")
         .values(chunk)
@@ -27,6 +26,28 @@ export async function upsertThreads(state: StateDb, threads: ThreadRow[]): Promi
     }
     return threads.length;
   });
+}
+
+/**
+ * `rows` in order, in chunks of at most `size` where no id repeats (a session in both homes):
+ * Postgres refuses to upsert a row twice in one statement, and upserting the chunks in order
+ * gives the same rows as upserting one row at a time.
+ */
+function chunksOfDistinctIds(rows: ThreadRow[], size: number): ThreadRow[][] {
+  const chunks: ThreadRow[][] = [];
+  let chunk: ThreadRow[] = [];
+  let ids = new Set<string>();
+  for (const r of rows) {
+    if (chunk.length >= size || ids.has(r.id)) {
+      chunks.push(chunk);
+      chunk = [];
+      ids = new Set();
+    }
+    chunk.push(r);
+    ids.add(r.id);
+  }
+  if (chunk.length) chunks.push(chunk);
+  return chunks;
 }
 
 export async function listThreads(state: StateDb): Promise<Result<ThreadRow[]>> {
