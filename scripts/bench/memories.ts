@@ -16,15 +16,12 @@ import { openStateDb } from "../../src/memories/db.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { runPhase2 } from "../../src/memories/phase2.ts";
 import { writeRollout } from "../../test/memories/support.ts";
-import { benchPhase1, benchRollout, runScale, scaleChild } from "./memories-scale.ts";
+import { benchRollout, runScale } from "./memories-scale.ts";
+import { benchPhase1 } from "./memories-scale-child.ts";
 import { numberFlag } from "./stats.ts";
 
 if (process.argv.includes("--scale")) {
   await runScale();
-  process.exit(0);
-}
-if (process.argv.includes("--scale-child")) {
-  await scaleChild();
   process.exit(0);
 }
 

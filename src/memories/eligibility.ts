@@ -11,8 +11,11 @@ export interface EligibilityRules {
   excludeThreadId?: string;
 }
 
+/** What eligibility looks at of a row. */
+export type Eligible = Pick<ThreadRow, "id" | "source" | "memory_mode" | "updated_at_ms">;
+
 /** Why `t` is not a candidate; undefined when it is. The order decides which reason a rollout gets. */
-export function skipReasonOf(t: ThreadRow, r: EligibilityRules): SkipReason | undefined {
+export function skipReasonOf(t: Eligible, r: EligibilityRules): SkipReason | undefined {
   if (t.memory_mode !== "enabled") return "forgotten";
   if (r.excludeThreadId !== undefined && t.id === r.excludeThreadId) return "current_session";
   if (NEVER_READ_SOURCES.includes(t.source) || !r.sources.includes(t.source)) return "source_filtered";
@@ -21,16 +24,24 @@ export function skipReasonOf(t: ThreadRow, r: EligibilityRules): SkipReason | un
   return undefined;
 }
 
-/** Candidates newest first (ties by id, descending), at most `limit`; every other row is counted in `skipped`. */
-export function selectCandidates(rows: readonly ThreadRow[], r: EligibilityRules, limit: number, skipped: SkipReport): ThreadRow[] {
-  const out: ThreadRow[] = [];
+/** Newest first, ties by id descending: the order phase 1 claims candidates in. */
+function newestFirst(a: Eligible, b: Eligible): number {
+  return b.updated_at_ms - a.updated_at_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}
+
+/**
+ * Candidates newest first (ties by id, descending), at most `limit`; every other row is counted
+ * in `skipped`. Rows may be whole rows or, as in phase 1, just what eligibility looks at.
+ */
+export function selectCandidates<T extends Eligible>(rows: Iterable<T>, r: EligibilityRules, limit: number, skipped: SkipReport): T[] {
+  const out: T[] = [];
   for (const t of rows) {
     const why = skipReasonOf(t, r);
     if (why === "source_filtered") addFilteredSource(skipped, t.source);
     else if (why) addSkip(skipped, why);
     else out.push(t);
   }
-  out.sort((a, b) => b.updated_at_ms - a.updated_at_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  out.sort(newestFirst);
   if (out.length > limit) addSkip(skipped, "claim_limit", out.length - limit);
   return out.slice(0, limit);
 }

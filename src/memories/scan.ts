@@ -1,6 +1,6 @@
 /** Finds rollouts (Relay's own and, optionally, Codex's) and records them in `memory_threads`. */
 import { statSync } from "node:fs";
-import { listRollouts, type RolloutFile } from "../rollout/find.ts";
+import { walkRollouts, type RolloutFile } from "../rollout/find.ts";
 import { rawLines, readSessionMeta } from "../rollout/reader.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
@@ -8,7 +8,7 @@ import { redactSecrets } from "../util/redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { addParseError, addUnreadable, emptySkips, type SkipReport } from "./skips.ts";
 import { sourceName } from "./sources.ts";
-import { listThreads, upsertThreads } from "./store-threads.ts";
+import { getThreads, upsertThreads } from "./store-threads.ts";
 
 export interface ScanOptions {
   relayHome: string;
@@ -19,47 +19,96 @@ export interface ScanOptions {
   host: string;
 }
 
-export interface ScanReport {
+export interface ScanReport<T> {
   seen: number;
   updated: number;
-  /** Every rollout this scan saw and could read, as now recorded. */
-  rows: ThreadRow[];
+  /**
+   * What `keep` made of every rollout this scan saw and could read, by id. A session in both
+   * homes (a resumed copy) counts once, as the last file listed.
+   */
+  kept: Map<string, T>;
   /** Files left out: unreadable, or not a rollout (parse error with file:line). */
   skipped: SkipReport;
   warnings: string[];
 }
 
+/**
+ * What the scan hands `keep` for each rollout: its row, and whether `memory_threads` holds that
+ * row when the scan ends (false only for a resumed copy whose row an earlier file of the same id
+ * overwrote; the DB keeps that file's row, as it always has).
+ */
+export type Keep<T> = (row: ThreadRow, stored: boolean) => T;
+
+/** Files looked at per page: their rows are read in one query and the changed ones upserted in one transaction. */
+export const SCAN_PAGE = 200;
+
 /** One file: its row (`changed` when the DB needs it), or why it was left out (recorded in `skipped`). */
 type Seen = { row: ThreadRow; changed: boolean } | undefined;
 
+interface ScanState<T> {
+  o: ScanOptions;
+  keep: Keep<T>;
+  kept: Map<string, T>;
+  /** Rows as they were before this scan, of the ids it moved to another file (see `scanPage`). */
+  moved: Map<string, ThreadRow>;
+  skipped: SkipReport;
+  updated: number;
+}
+
 /**
- * Lists and records rollouts. It only reads the homes: files are stat'ed and their first line
- * read; nothing under a home is written, renamed or touched (a Codex home stays as it was).
+ * Lists and records rollouts, a page of files at a time: only one page of files and rows is
+ * held, plus what `keep` returns for each rollout. It only reads the homes: files are stat'ed
+ * and their first line read; nothing under a home is written, renamed or touched (a Codex home
+ * stays as it was).
  */
-export async function scanRollouts(state: StateDb, o: ScanOptions): Promise<Result<ScanReport>> {
-  const known = await listThreads(state);
-  if ("error" in known) return known;
-  const byId = new Map(known.ok.map((t) => [t.id, t]));
+export async function scanRollouts<T>(state: StateDb, o: ScanOptions, keep: Keep<T>): Promise<Result<ScanReport<T>>> {
   const homes: Array<{ origin: string; home: string }> = [{ origin: "relay", home: o.relayHome }];
   if (o.codexHome) homes.push({ origin: "codex", home: o.codexHome });
-  // By id: a session in both homes (a resumed copy) counts once, as the last file listed.
-  const rows = new Map<string, ThreadRow>();
-  const changed: ThreadRow[] = [];
-  const skipped = emptySkips();
+  const s: ScanState<T> = { o, keep, kept: new Map(), moved: new Map(), skipped: emptySkips(), updated: 0 };
   let seen = 0;
   for (const { origin, home } of homes) {
-    for (const f of await listRollouts(home, { limit: o.scanLimit })) {
-      seen++;
-      const s = await scanOne(f, byId.get(f.id), origin, o.host, skipped);
-      if (!s) continue;
-      rows.set(s.row.id, s.row);
-      if (s.changed) changed.push(s.row);
+    let page: RolloutFile[] = [];
+    let listed = 0;
+    for await (const f of walkRollouts(home)) {
+      page.push(f);
+      listed++;
+      if (page.length >= SCAN_PAGE || listed >= o.scanLimit) {
+        const r = await scanPage(state, s, page, origin);
+        if ("error" in r) return r;
+        page = [];
+      }
+      if (listed >= o.scanLimit) break;
     }
+    const r = await scanPage(state, s, page, origin);
+    if ("error" in r) return r;
+    seen += listed;
   }
-  const up = await upsertThreads(state, changed);
-  if ("error" in up) return up;
-  const warnings = [...skipped.parse_errors.map((p) => `${p.file}:${p.line}: ${p.message}`), ...skipped.unreadable.map((u) => u.message)];
-  return ok({ seen, updated: changed.length, rows: [...rows.values()], skipped, warnings });
+  const warnings = [...s.skipped.parse_errors.map((p) => `${p.file}:${p.line}: ${p.message}`), ...s.skipped.unreadable.map((u) => u.message)];
+  return ok({ seen, updated: s.updated, kept: s.kept, skipped: s.skipped, warnings });
+}
+
+/**
+ * Records one page of files. Each file is compared with its row as it was before the scan: the
+ * DB's row, unless an earlier file of the same id (a resumed copy) moved it to that file in this
+ * scan; then the row from before is taken from `moved`.
+ */
+async function scanPage<T>(state: StateDb, s: ScanState<T>, page: RolloutFile[], origin: string): Promise<Result<number>> {
+  if (!page.length) return ok(0);
+  const known = await getThreads(state, [...new Set(page.map((f) => f.id))]);
+  if ("error" in known) return known;
+  const changed: ThreadRow[] = [];
+  for (const f of page) {
+    const prev = s.moved.get(f.id) ?? known.ok.get(f.id);
+    const seen = await scanOne(f, prev, origin, s.o.host, s.skipped);
+    if (!seen) continue;
+    if (seen.changed) {
+      changed.push(seen.row);
+      if (prev && prev.rollout_path !== seen.row.rollout_path) s.moved.set(f.id, prev);
+    }
+    s.kept.set(f.id, s.keep(seen.row, seen.changed || !s.moved.has(f.id)));
+  }
+  s.updated += changed.length;
+  return upsertThreads(state, changed);
 }
 
 async function scanOne(f: RolloutFile, prev: ThreadRow | undefined, origin: string, host: string, skipped: SkipReport): Promise<Seen> {

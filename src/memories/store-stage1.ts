@@ -29,6 +29,11 @@ export interface Stage1ClaimRequest {
   workerId: string;
   leaseSeconds: number;
   maxRunningJobs: number;
+  /**
+   * Claims this worker took earlier in the same run and has since ended: counted as running
+   * against `maxRunningJobs`, like its claims still being extracted (default 0).
+   */
+  ended?: number;
   now: number;
   takeOver?: TakeOverJudge;
 }
@@ -54,7 +59,7 @@ export async function tryClaimStage1Batch(state: StateDb, b: Stage1ClaimBatch): 
     const ids = b.threads.map((x) => x.threadId);
     const jobs = await readJobs(t, STAGE1_KIND, ids);
     const outs = await readOutputs(t, ids);
-    const live = { n: await countLiveStage1(t, b.now) };
+    const live = { n: (await countLiveStage1(t, b.now)) + (b.ended ?? 0) };
     const answers: Stage1Claim[] = [];
     let claims = 0;
     for (const { threadId, sourceUpdatedAt } of b.threads) {
@@ -122,7 +127,7 @@ async function countLiveStage1(t: Tx, now: number): Promise<number> {
 async function capReached(t: Tx, r: Stage1ClaimRequest, liveOthers: number): Promise<boolean> {
   if (liveOthers < r.maxRunningJobs) return false;
   const judge = r.takeOver ?? takeOverReason;
-  return (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length >= r.maxRunningJobs;
+  return (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length + (r.ended ?? 0) >= r.maxRunningJobs;
 }
 
 async function runningStage1(t: Tx, now: number, exceptKey?: string): Promise<JobRow[]> {

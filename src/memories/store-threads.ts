@@ -7,8 +7,7 @@ import { read, tx } from "./store-tx.ts";
 export async function upsertThreads(state: StateDb, threads: ThreadRow[]): Promise<Result<number>> {
   if (!threads.length) return ok(0);
   return tx(state, async (t) => {
-    for (let i = 0; i < threads.length; i += 100) {
-      const chunk = threads.slice(i, i + 100);
+    for (const chunk of chunksOfDistinctIds(threads, 100)) {
       await t
         .insertInto("memory_threads")
         .values(chunk)
@@ -29,10 +28,42 @@ export async function upsertThreads(state: StateDb, threads: ThreadRow[]): Promi
   });
 }
 
+/**
+ * `rows` in order, in chunks of at most `size` where no id repeats (a session in both homes):
+ * Postgres refuses to upsert a row twice in one statement, and upserting the chunks in order
+ * gives the same rows as upserting one row at a time.
+ */
+function chunksOfDistinctIds(rows: ThreadRow[], size: number): ThreadRow[][] {
+  const chunks: ThreadRow[][] = [];
+  let chunk: ThreadRow[] = [];
+  let ids = new Set<string>();
+  for (const r of rows) {
+    if (chunk.length >= size || ids.has(r.id)) {
+      chunks.push(chunk);
+      chunk = [];
+      ids = new Set();
+    }
+    chunk.push(r);
+    ids.add(r.id);
+  }
+  if (chunk.length) chunks.push(chunk);
+  return chunks;
+}
+
 export async function listThreads(state: StateDb): Promise<Result<ThreadRow[]>> {
   return read(async () => {
     const rows = await state.db.selectFrom("memory_threads").selectAll().execute();
     return parseRows(ThreadRowSchema, "memory_threads", (r) => String(r.id), rows);
+  });
+}
+
+/** The rows of `ids` (a page of a few hundred at most: one `in (...)` query), by id. */
+export async function getThreads(state: StateDb, ids: readonly string[]): Promise<Result<Map<string, ThreadRow>>> {
+  if (!ids.length) return ok(new Map());
+  return read(async () => {
+    const rows = await state.db.selectFrom("memory_threads").selectAll().where("id", "in", [...ids]).execute();
+    const parsed = parseRows(ThreadRowSchema, "memory_threads", (r) => String(r.id), rows);
+    return "error" in parsed ? parsed : ok(new Map(parsed.ok.map((t) => [t.id, t])));
   });
 }
 

@@ -41,8 +41,20 @@ async function subdirs(dir: string, re: RegExp): Promise<string[]> {
  */
 export async function listRollouts(home: string, opts: { limit?: number } = {}): Promise<RolloutFile[]> {
   const limit = opts.limit ?? Infinity;
-  const root = sessionsDir(home);
   const out: RolloutFile[] = [];
+  for await (const f of walkRollouts(home)) {
+    out.push(f);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/**
+ * `listRollouts` one file at a time: only the names of the day directory being walked are held,
+ * so a caller that stops or pages through them holds no list of every rollout.
+ */
+export async function* walkRollouts(home: string): AsyncGenerator<RolloutFile> {
+  const root = sessionsDir(home);
   for (const y of await subdirs(root, /^\d{4}$/)) {
     for (const m of await subdirs(path.join(root, y), /^\d{2}$/)) {
       for (const d of await subdirs(path.join(root, y, m), /^\d{2}$/)) {
@@ -53,14 +65,10 @@ export async function listRollouts(home: string, opts: { limit?: number } = {}):
         } catch {
           continue;
         }
-        for (const name of names.filter((n) => FILE_RE.test(n)).sort().reverse()) {
-          out.push({ path: path.join(dir, name), ...parseRolloutFilename(name)! });
-          if (out.length >= limit) return out;
-        }
+        for (const name of names.filter((n) => FILE_RE.test(n)).sort().reverse()) yield { path: path.join(dir, name), ...parseRolloutFilename(name)! };
       }
     }
   }
-  return out;
 }
 
 const MIN_PREFIX = 8;

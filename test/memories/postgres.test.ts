@@ -13,7 +13,7 @@ import { getOutput, listOutputs, recordUsage } from "../../src/memories/store-ou
 import { readPhase2Job } from "../../src/memories/store-phase2.ts";
 import { markStage1Succeeded, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
 import { relayArgv } from "../support/self.ts";
-import { HOUR, openDb, tempHome, writeRollout } from "./support.ts";
+import { assertUpsertsInOrder, HOUR, openDb, tempHome, writeRollout } from "./support.ts";
 
 const URL_ = process.env.RELAY_TEST_POSTGRES_URL;
 const skip = URL_ ? false : "RELAY_TEST_POSTGRES_URL is not set (start one with scripts/ci/postgres.sh)";
@@ -111,6 +111,15 @@ describe("Postgres state DB", { skip }, () => {
     assert.equal(again.code, 0, again.err);
     const raw = readFileSync(path.join(a.memories, "raw_memories.md"), "utf8");
     for (let i = 0; i < 4; i++) assert.ok(raw.includes(`host a task ${i}`) && raw.includes(`host b task ${i}`), raw.slice(0, 400));
+  });
+
+  test("a session listed twice in one upsert (a resumed copy in both homes) is stored as one upsert after the other", async () => {
+    const db = await freshDb();
+    try {
+      await assertUpsertsInOrder(db);
+    } finally {
+      await db.close();
+    }
   });
 
   test("a damaged row is a clear error", async () => {

@@ -1,7 +1,8 @@
 /**
  * Phase 1 at scale, without clocks: a rollout is streamed (the reader never holds more than a
- * chunk and a line however large the file), and claiming n rollouts costs O(n) statements and
- * rows read, not O(n²) (the claim loop used to re-read every running job for each claim).
+ * chunk and a line however large the file), claiming n rollouts costs O(n) statements and rows
+ * read, not O(n²) (the claim loop used to re-read every running job for each claim), and a run
+ * holds a page of rows and claims at a time, not all n.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -9,7 +10,8 @@ import type { KyselyPlugin } from "kysely";
 import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { readMemoryRollout } from "../../src/memories/filter.ts";
-import { runPhase1 } from "../../src/memories/phase1.ts";
+import { CLAIM_BATCH, runPhase1, type Phase1Options } from "../../src/memories/phase1.ts";
+import { SCAN_PAGE } from "../../src/memories/scan.ts";
 import { tryClaimStage1, tryClaimStage1Batch } from "../../src/memories/store-stage1.ts";
 import type { MessageItem } from "../../src/model/items.ts";
 import { visitRollout } from "../../src/rollout/reader.ts";
@@ -86,9 +88,9 @@ describe("phase 1 at scale", () => {
   });
 });
 
-/** Counts the statements run on `state` (transactions included) and the rows they return. */
+/** Counts the statements run on `state` (transactions included), the rows they return, and the most one returned. */
 function counting(state: StateDb) {
-  const n = { statements: 0, rows: 0 };
+  const n = { statements: 0, rows: 0, maxRows: 0 };
   const plugin: KyselyPlugin = {
     transformQuery: (a) => {
       n.statements++;
@@ -96,6 +98,7 @@ function counting(state: StateDb) {
     },
     transformResult: async (a) => {
       n.rows += a.result.rows.length;
+      n.maxRows = Math.max(n.maxRows, a.result.rows.length);
       return a.result;
     },
   };
@@ -114,7 +117,7 @@ async function phase1Cost(rollouts: number): Promise<{ statements: number; rows:
       await runPhase1({ state: c.state, relayHome: h.home, extractor: heuristicExtractor, workerId: "w", now: () => now, maxAgeDays: 10, minIdleHours: 6, maxClaims: rollouts, maxRunningJobs: rollouts, concurrency: 4 }),
     );
     assert.equal(rep.outcomes.filter((o) => o.status === "succeeded").length, rollouts);
-    return { ...c.n };
+    return { statements: c.n.statements, rows: c.n.rows };
   } finally {
     await db.close();
   }
@@ -148,6 +151,74 @@ describe("claiming at scale", { skip: sqliteSkip }, () => {
       assert.deepEqual(again, ["skipped_running", "skipped_running", "skipped_running", "skipped_running", "claimed", "claimed"], "stops after `limit` claims");
       const third = ok(await tryClaimStage1Batch(db, { ...base, maxRunningJobs: 100, threads: [{ threadId: "o3", sourceUpdatedAt: 100 }, { threadId: "o1", sourceUpdatedAt: 100 }] }));
       assert.deepEqual(third.map((c) => c.kind), ["claimed", "skipped_running"], "the dead holder's claim is taken over, the live one respected");
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+/** `rollouts` claimable rollouts, newest first one minute apart; `now` is when phase 1 runs. */
+function writeMany(home: string, rollouts: number, now: number): void {
+  for (let i = 0; i < rollouts; i++) writeRollout(home, { mtimeMs: now - 7 * HOUR - i * 60_000, user: [`task ${i}`], commands: [`bun test t${i}.ts`] });
+}
+
+const phase1Options = (state: StateDb, home: string, now: number, over: Partial<Phase1Options>): Phase1Options => ({
+  state,
+  relayHome: home,
+  extractor: heuristicExtractor,
+  workerId: "w",
+  now: () => now,
+  maxAgeDays: 10,
+  minIdleHours: 6,
+  maxClaims: 10_000,
+  maxRunningJobs: 10_000,
+  concurrency: 4,
+  ...over,
+});
+
+describe("paging", { skip: sqliteSkip }, () => {
+  test("phase 1 holds one page of rows and claims at a time, whatever the number of rollouts", async () => {
+    const n = 2 * CLAIM_BATCH + 50;
+    await using h = tempHome();
+    const now = Date.now();
+    writeMany(h.home, n, now);
+    const db = await openDb(h.dbFile);
+    try {
+      const c = counting(db);
+      const pages: Array<{ rows: number; claims: number }> = [];
+      // Claimed but not yet extracted: the jobs this run holds as running when each extraction starts.
+      let maxRunning = 0;
+      const extractor: Phase1Options["extractor"] = async (input, signal) => {
+        const r = await db.db.selectFrom("jobs").select((eb) => eb.fn.countAll().as("n")).where("status", "=", "running").executeTakeFirst();
+        maxRunning = Math.max(maxRunning, Number(r?.n ?? 0));
+        return heuristicExtractor(input, signal);
+      };
+      const first = ok(await runPhase1(phase1Options(c.state, h.home, now, { extractor, onPage: (p) => pages.push(p) })));
+      assert.equal(first.outcomes.filter((o) => o.status === "succeeded").length, n);
+      assert.deepEqual(pages, [{ rows: CLAIM_BATCH, claims: CLAIM_BATCH }, { rows: CLAIM_BATCH, claims: CLAIM_BATCH }, { rows: 50, claims: 50 }]);
+      assert.ok(maxRunning <= CLAIM_BATCH, `${maxRunning} claims were running at once`);
+      // A rerun reads the catalog back: a page of rows per query, never the whole table.
+      const again = ok(await runPhase1(phase1Options(c.state, h.home, now, {})));
+      assert.equal(again.skipped.by_reason.up_to_date, n);
+      assert.ok(c.n.maxRows <= Math.max(SCAN_PAGE, CLAIM_BATCH), `one statement returned ${c.n.maxRows} rows`);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("claims this run already extracted still count against max_running_jobs", async () => {
+    const n = 2 * CLAIM_BATCH + 50;
+    const cap = CLAIM_BATCH + 50;
+    await using h = tempHome();
+    const now = Date.now();
+    writeMany(h.home, n, now);
+    const db = await openDb(h.dbFile);
+    try {
+      const rep = ok(await runPhase1(phase1Options(db, h.home, now, { maxRunningJobs: cap })));
+      // The first page was extracted before the second was claimed; the cap still stops at `cap`, as when all were claimed first.
+      assert.equal(rep.claimed, cap);
+      assert.equal(rep.skipped.by_reason.running, n - cap);
+      assert.equal(rep.outcomes.filter((o) => o.status === "succeeded").length, cap);
     } finally {
       await db.close();
     }

@@ -10,7 +10,7 @@ import { emptySkips } from "../../src/memories/skips.ts";
 import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store-tx.ts";
 import type { ThreadRow } from "../../src/memories/rows.ts";
 import type { StateDb } from "../../src/memories/db.ts";
-import { DAY, HOUR, openDb, tempHome, sqliteSkip, ok } from "./support.ts";
+import { assertUpsertsInOrder, DAY, HOUR, openDb, tempHome, sqliteSkip, ok } from "./support.ts";
 
 const NOW = 1_800_000_000; // seconds
 const res = (s: string) => ({ rawMemory: `raw ${s}`, rolloutSummary: `summary ${s}`, rolloutSlug: s });
@@ -148,6 +148,16 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
       const c = await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"], excludeThreadId: "me" }, 100);
       assert.deepEqual(c.map((t) => t.id), ["idle", "vscode"]);
       assert.deepEqual((await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"] }, 1)).map((t) => t.id), ["idle"]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("a session listed twice in one upsert (a resumed copy in both homes) is stored as one upsert after the other", async () => {
+    await using h = tempHome();
+    const db = await openDb(h.dbFile);
+    try {
+      await assertUpsertsInOrder(db);
     } finally {
       await db.close();
     }

@@ -1,9 +1,11 @@
 /** Shared fixtures for memories tests: temp homes, synthetic rollouts with chosen mtimes, DBs. */
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openStateDb, type StateDb } from "../../src/memories/db.ts";
+import { getThread, upsertThreads } from "../../src/memories/store-threads.ts";
 import { uuidv7 } from "../../src/rollout/ids.ts";
 import { relayArgv } from "../support/self.ts";
 
@@ -111,3 +113,14 @@ export function relay(home: string, args: string[], env: Record<string, string> 
 }
 
 export const OFFLINE = ["--extractor", "heuristic", "--consolidator", "heuristic"];
+
+/**
+ * Upserts two rows of one id in one call: the second updates the row the first inserted, as two
+ * calls would (created_at_ms and memory_mode stay the first's). Postgres used to refuse this.
+ */
+export async function assertUpsertsInOrder(db: StateDb): Promise<void> {
+  const row = { id: "twice", origin: "relay", rollout_path: "/relay/a.jsonl", source: "cli", cwd: "/w", git_branch: null, created_at_ms: 1000, updated_at_ms: 2000, memory_mode: "enabled", host: "h" };
+  const copy = { ...row, origin: "codex", rollout_path: "/codex/a.jsonl", cwd: "/c", created_at_ms: 1500, updated_at_ms: 3000, memory_mode: "disabled" };
+  ok(await upsertThreads(db, [row, copy]));
+  assert.deepEqual(ok(await getThread(db, "twice")), { ...copy, created_at_ms: 1000, memory_mode: "enabled" });
+}
