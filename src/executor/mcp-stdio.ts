@@ -12,7 +12,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { readMcpManifest } from "./mcp-manifest.ts";
 import { McpBadLineNotification, McpExitedNotification, McpManifestMethod, McpMessageNotification, McpSendMethod, McpStartMethod, McpStopMethod } from "./mcp-protocol.ts";
-import { killTree, killTreeNow, MARKER_VAR } from "./spawn/kill-tree.ts";
+import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 
 const log = Log.create("mcp-stdio");
 
@@ -201,7 +201,7 @@ export class McpStdioHost {
 
   /** Synchronously kills every server (the executor is going away). */
   killAllNow(): void {
-    for (const s of this.servers.values()) if (!s.exited) killTreeNow(s.child.pid!, s.marker);
+    killTreesNow([...this.servers.values()].filter((s) => !s.exited).map((s) => ({ leader: s.child.pid!, marker: s.marker })));
     this.servers.clear();
   }
 }

@@ -15,7 +15,7 @@ import * as L from "./limits.ts";
 import type { ExecCommandRequest, ExecResult } from "./protocol.ts";
 import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
 import { spawnProcess, type ProcessExit, type RunningProcess } from "./spawn/index.ts";
-import { killTree, killTreeNow, MARKER_VAR } from "./spawn/kill-tree.ts";
+import { killTree, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 import { truncateMiddle } from "../util/truncate.ts";
 import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
@@ -281,8 +281,9 @@ export class ProcessManager {
   /** Kills every process this manager started, synchronously (safe in exit handlers). */
   killAllNow(): void {
     for (const fn of this.extraKills) fn();
-    for (const spare of this.warm?.stop() ?? []) killTreeNow(spare, `${this.instanceId}:warm`);
-    for (const e of this.store.values()) if (!e.exit) killTreeNow(e.proc.pid, `${this.instanceId}:${e.id}`);
+    // A spare that was never taken is still reading its request: it has started nothing.
+    for (const spare of this.warm?.stop() ?? []) killNow(spare);
+    killTreesNow([...this.store.values()].filter((e) => !e.exit).map((e) => ({ leader: e.proc.pid, marker: `${this.instanceId}:${e.id}` })));
     // Ending the container's init ends every process still inside it, background jobs too.
     if (this.containerPid !== undefined) {
       try {
@@ -424,6 +425,15 @@ export class ProcessManager {
 }
 
 /** Head and tail as text; where `gapBytes` were dropped between them, a line that says so. */
+/** SIGKILL one process that has no children to look for. */
+function killNow(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
 function withGap(head: Uint8Array, tail: Uint8Array, gapBytes: number, over: string): string {
   const decode = (b: Uint8Array) => renderTerminalText(Buffer.from(b).toString("utf8"));
   if (gapBytes === 0) return decode(Buffer.concat([head, tail]));

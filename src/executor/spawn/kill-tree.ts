@@ -29,13 +29,13 @@ function hasMarker(pid: number, marker: string): boolean {
   }
 }
 
-/** Pids belonging to the tree rooted at `leader` (leader included), Linux only. */
-export function findTree(leader: number, marker?: string): number[] {
+/** Every process but init and this one, from /proc; undefined where there is no /proc. */
+function listProcs(): ProcInfo[] | undefined {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return [leader];
+    return undefined;
   }
   const procs: ProcInfo[] = [];
   for (const e of entries) {
@@ -44,6 +44,17 @@ export function findTree(leader: number, marker?: string): number[] {
     const info = readStat(pid);
     if (info) procs.push(info);
   }
+  return procs;
+}
+
+/** Pids belonging to the tree rooted at `leader` (leader included), Linux only. */
+export function findTree(leader: number, marker?: string): number[] {
+  const procs = listProcs();
+  return procs ? treeIn(procs, leader, marker) : [leader];
+}
+
+/** The tree of `leader` among `procs`: its group, its session, its marker, and their descendants. */
+function treeIn(procs: ProcInfo[], leader: number, marker?: string): number[] {
   const members = new Set<number>([leader]);
   for (const p of procs) {
     if (p.pgid === leader || p.sid === leader || (marker !== undefined && hasMarker(p.pid, marker))) members.add(p.pid);
@@ -86,5 +97,16 @@ export async function killTree(leader: number, marker?: string, graceMs = 250): 
 }
 
 export function killTreeNow(leader: number, marker?: string): void {
-  signalAll(findTree(leader, marker), leader, "SIGKILL");
+  killTreesNow([{ leader, marker }]);
+}
+
+/**
+ * SIGKILLs several trees at once, reading /proc once for all of them: an executor that ends
+ * kills every process it still runs, and each scan reads the stat and environment of every
+ * process on the host.
+ */
+export function killTreesNow(trees: ReadonlyArray<{ leader: number; marker?: string }>): void {
+  if (trees.length === 0) return;
+  const procs = listProcs();
+  for (const t of trees) signalAll(procs ? treeIn(procs, t.leader, t.marker) : [t.leader], t.leader, "SIGKILL");
 }
