@@ -13,7 +13,8 @@
  *    sending the call); peak PSS of the whole process tree.
  *  - code mode: scripts/bench/codemode.ts with the compiled host, on a quiet machine and with a
  *    CPU hog on every core.
- * --before times an older build's start-up in the same pairs too (a `#` line each: what changed).
+ * --before times an older build's start-up in the same pairs too, and runs its turns in turn with
+ * this build's (a `#` line each: what changed).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -156,18 +157,27 @@ function enqueueTurn(server: FakeModelServer, calls: number): void {
   server.enqueue(reply().text("done").usage({ input: 100, output: 5 }));
 }
 
-function runArgv(server: FakeModelServer, c: TurnCase, cwd: string): string[] {
-  return [BINARY, "run", "--json", "--base-url", server.baseUrl, "-m", "bench", "-s", c.sandbox, "-C", cwd, "run true as asked"];
+function runArgv(binary: string, server: FakeModelServer, c: TurnCase, cwd: string): string[] {
+  return [binary, "run", "--json", "--base-url", server.baseUrl, "-m", "bench", "-s", c.sandbox, "-C", cwd, "run true as asked"];
 }
 
-/** One `relay run`; with `sampleMemory`, the tree's peak instead of a clean time. */
-async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boolean): Promise<{ wallMs: number; gaps: number[]; pssMiB?: number; rssMiB?: number }> {
+interface TurnRun {
+  wallMs: number;
+  gaps: number[];
+  /** User + system CPU of `relay run` and the children it waited for (its executor and theirs). */
+  cpuMs: number;
+  pssMiB?: number;
+  rssMiB?: number;
+}
+
+/** One `relay run` of `binary`; with `sampleMemory`, the tree's peak instead of a clean time. */
+async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boolean, binary = BINARY): Promise<TurnRun> {
   const cwd = mkdtempSync(path.join(work, "ws-"));
   const env = { ...process.env, RELAY_HOME: mkdtempSync(path.join(work, "home-")), OPENAI_API_KEY: "bench" };
   const first = server.requests.length;
   enqueueTurn(server, c.toolCalls);
   const started = performance.now();
-  const child = Bun.spawn(runArgv(server, c, cwd), { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn(runArgv(binary, server, c, cwd), { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const memory = sampleMemory ? await peakTreeMemory(child.pid, child.exited) : undefined;
   const code = await child.exited;
   const wallMs = performance.now() - started;
@@ -175,7 +185,20 @@ async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boole
   const reqs = server.requests.slice(first);
   if (reqs.length !== c.toolCalls + 1) throw new Error(`expected ${c.toolCalls + 1} model requests, the server saw ${reqs.length}`);
   const gaps = reqs.slice(1).map((r, i) => r.receivedAtMs - reqs[i]!.repliedAtMs!);
-  return { wallMs, gaps, ...(memory ? { pssMiB: memory.pssMiB, rssMiB: memory.rssMiB } : {}) };
+  const cpu = child.resourceUsage()?.cpuTime;
+  const cpuMs = cpu ? (Number(cpu.user) + Number(cpu.system)) / 1000 : Number.NaN;
+  return { wallMs, gaps, cpuMs, ...(memory ? { pssMiB: memory.pssMiB, rssMiB: memory.rssMiB } : {}) };
+}
+
+/** `runs` turns of this build, and of the --before build in turn with them (A B A B …), so both see the same machine. */
+async function turnRuns(server: FakeModelServer, c: TurnCase, runs: number): Promise<{ now: TurnRun[]; before: TurnRun[] }> {
+  const now: TurnRun[] = [];
+  const before: TurnRun[] = [];
+  for (let i = 0; i < runs; i++) {
+    now.push(await oneTurn(server, c, false));
+    if (BEFORE) before.push(await oneTurn(server, c, false, BEFORE));
+  }
+  return { now, before };
 }
 
 async function turnFigures(): Promise<void> {
@@ -183,13 +206,17 @@ async function turnFigures(): Promise<void> {
   try {
     for (const c of TURNS) {
       await oneTurn(server, c, false); // warm-up
-      const runs = [];
-      for (let i = 0; i < TURN_RUNS; i++) runs.push(await oneTurn(server, c, false));
+      if (BEFORE) await oneTurn(server, c, false, BEFORE);
+      const { now: runs, before } = await turnRuns(server, c, TURN_RUNS);
       const mem = await oneTurn(server, c, true);
       judge(`turn.${c.name}.wall_ms`, median(runs.map((r) => r.wallMs)), c.wallGoalMs, 1);
       if (c.toolCalls > 0) judge(`turn.${c.name}.gap_p50_ms`, median(runs.flatMap((r) => r.gaps)), 5);
       judge(`turn.${c.name}.tree_pss_mib`, mem.pssMiB!, 50, 1);
-      note(`${c.name}: tree RSS summed ${mem.rssMiB!.toFixed(1)} MiB (shared pages counted per process); median of ${TURN_RUNS} runs, sandbox ${c.sandbox}`);
+      note(`${c.name}: tree RSS summed ${mem.rssMiB!.toFixed(1)} MiB (shared pages counted per process); tree CPU ${median(runs.map((r) => r.cpuMs)).toFixed(1)} ms; median of ${TURN_RUNS} runs, sandbox ${c.sandbox}`);
+      if (BEFORE) {
+        const gap = c.toolCalls > 0 ? `, gap p50 ${median(before.flatMap((r) => r.gaps)).toFixed(2)} ms` : "";
+        note(`${c.name}: the --before build, in turn with these runs: wall ${median(before.map((r) => r.wallMs)).toFixed(1)} ms${gap}, tree CPU ${median(before.map((r) => r.cpuMs)).toFixed(1)} ms`);
+      }
     }
   } finally {
     await server.close();
