@@ -285,13 +285,7 @@ export class ProcessManager {
     for (const spare of this.warm?.stop() ?? []) killNow(spare);
     killTreesNow([...this.store.values()].filter((e) => !e.exit).map((e) => ({ leader: e.proc.pid, marker: `${this.instanceId}:${e.id}` })));
     // Ending the container's init ends every process still inside it, background jobs too.
-    if (this.containerPid !== undefined) {
-      try {
-        process.kill(this.containerPid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
+    if (this.containerPid !== undefined) killNow(this.containerPid);
     this.store.clear();
     this.reserved.clear();
     this.fullOutputs.clear();
@@ -424,8 +418,7 @@ export class ProcessManager {
   }
 }
 
-/** Head and tail as text; where `gapBytes` were dropped between them, a line that says so. */
-/** SIGKILL one process that has no children to look for. */
+/** SIGKILL one process whose tree need not be looked for. */
 function killNow(pid: number): void {
   try {
     process.kill(pid, "SIGKILL");
@@ -434,6 +427,7 @@ function killNow(pid: number): void {
   }
 }
 
+/** Head and tail as text; where `gapBytes` were dropped between them, a line that says so. */
 function withGap(head: Uint8Array, tail: Uint8Array, gapBytes: number, over: string): string {
   const decode = (b: Uint8Array) => renderTerminalText(Buffer.from(b).toString("utf8"));
   if (gapBytes === 0) return decode(Buffer.concat([head, tail]));

@@ -11,8 +11,8 @@ import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { EXEC_COMMAND_DESCRIPTION, WRITE_STDIN_DESCRIPTION } from "./exec-tools.ts";
 import { fileTools } from "./files/index.ts";
-import { ProcessManager, type Containment, type ManagerOptions } from "./process-manager.ts";
-import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ToolSpec } from "./protocol.ts";
+import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
+import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ExecutorInfo, type ToolSpec } from "./protocol.ts";
 import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
 import { McpStdioHost } from "./mcp-stdio.ts";
@@ -63,10 +63,23 @@ function containmentWithout(mechanism: string): string {
   return "best effort: commands are tracked by their environment marker and process group";
 }
 
-/** What `executor/info` says about containment once the container (if any) has started or failed. */
-async function containmentOf(mechanism: string, starting: Promise<Containment> | undefined): Promise<{ enforced: boolean; detail: string }> {
+/**
+ * `executor/info`'s sandbox part. The container starts here (built-in mechanism); with `wait`,
+ * the answer waits for it and says whether it holds, otherwise it leaves containment out and a
+ * failed start is reported again by the first command that needs the container.
+ */
+async function sandboxInfo(manager: ProcessManager, wait: boolean): Promise<ExecutorInfo["sandbox"]> {
+  const sandbox = await probeSandbox();
+  log.debug("sandbox probed", { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail });
+  const starting = sandbox.mechanism === "landlock" ? manager.container() : undefined;
+  const about = { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail };
+  if (!wait) {
+    starting?.catch(() => undefined);
+    return { ...about, warm_helpers: manager.warmStats() };
+  }
   const contained = await starting;
-  return contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(mechanism) };
+  const containment = contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(sandbox.mechanism) };
+  return { ...about, containment, warm_helpers: manager.warmStats() };
 }
 
 export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}): ProcessManager {
@@ -82,11 +95,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   });
 
   peer.handle(ExecutorMethods.info, async (req) => {
-    const sandbox = await probeSandbox();
-    log.debug("sandbox probed", { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail });
-    const starting = sandbox.mechanism === "landlock" ? manager.container() : undefined;
-    // `start`: a failed start is reported again by the first command that needs the container.
-    const containment = req?.containment === "start" ? void starting?.catch(() => undefined) : await containmentOf(sandbox.mechanism, starting);
+    const sandbox = await sandboxInfo(manager, req?.containment !== "start");
     return ok({
       version: VERSION,
       runtime: currentRuntime(),
@@ -96,7 +105,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
       pid: process.pid,
       home: os.homedir(),
       pty: ptySupported(),
-      sandbox: { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail, ...(containment ? { containment } : {}), warm_helpers: manager.warmStats() },
+      sandbox,
     });
   });
 

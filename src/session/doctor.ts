@@ -5,7 +5,7 @@
  * doctor passes when every required check is `ok`.
  */
 import { spawnSync } from "node:child_process";
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../util/random.ts";
 import { mkdir, stat, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
