@@ -21,12 +21,16 @@ import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";
 import { containerAlive, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
+import { ContainerSpawner } from "./sandbox/linux/spawner.ts";
+import { loadNative } from "./sandbox/linux/confine-cc.ts";
 
 const log = Log.create("executor");
 
 /** Whether sandboxed commands run in the executor's container, and why not when they do not. */
 export interface Containment {
   ref?: ContainerRef;
+  /** The container's init, which spawns pipe-mode commands without a helper. */
+  spawner?: ContainerSpawner;
   detail: string;
 }
 
@@ -107,9 +111,12 @@ export class ProcessManager {
     const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
     // `relay` in a command is this executor's own binary.
     env.PATH = withRelayFirst(req.env?.PATH);
-    // A warm helper takes the command with its own environment; a cold one needs the helper's too.
-    const warm = req.warmLaunch && !req.tty ? this.warmHelpers()?.take(req.warmLaunch, env, req.cwd) : undefined;
-    const spawned = warm
+    // The container's init or a warm helper takes the command with its own environment; a cold helper needs the helper's too.
+    const direct = req.warmLaunch && !req.tty ? await this.spawnInContainer(req.warmLaunch, env, req.cwd) : undefined;
+    const warm = !direct && req.warmLaunch && !req.tty ? this.warmHelpers()?.take(req.warmLaunch, env, req.cwd) : undefined;
+    const spawned = direct
+      ? direct
+      : warm
       ? ok(warm)
       : spawnProcess({
           argv: req.sandboxedArgv ?? req.command,
@@ -124,7 +131,7 @@ export class ProcessManager {
       log.warn("spawn failed", { process_id: id, code: spawned.error.code, message: spawned.error.message });
       return spawned;
     }
-    log.debug("spawned", { process_id: id, pid: spawned.ok.pid, warm: warm ? true : undefined });
+    log.debug("spawned", { process_id: id, pid: spawned.ok.pid, by: direct ? "container" : warm ? "warm helper" : undefined });
     const entry: Entry = {
       id,
       proc: spawned.ok,
@@ -218,10 +225,19 @@ export class ProcessManager {
     return this.warm ?? undefined;
   }
 
-  /** Starts a spare helper now, so that the first sandboxed command finds one. */
+  /** Readies what the first sandboxed command will use: the container, or spare helpers where its init cannot spawn. */
   prewarmSandbox(): void {
-    this.warmHelpers()?.warm();
-    void this.container();
+    void this.container().then(async (c) => {
+      if (!(await c.spawner?.ready)) this.warmHelpers()?.warm();
+    });
+  }
+
+  /** Runs a pipe-mode command through the container's init; undefined where a helper must. */
+  private async spawnInContainer(launch: WarmLaunch, env: Record<string, string>, cwd: string): Promise<Result<RunningProcess> | undefined> {
+    const c = await this.containment;
+    const target = launch.plan.container;
+    if (!c?.spawner || !c.ref || !target || c.ref.pid !== target.pid || c.ref.start !== target.start) return undefined;
+    return c.spawner.spawn(launch, env, cwd);
   }
 
   /**
@@ -260,9 +276,12 @@ export class ProcessManager {
       log.warn("no container: sandboxed commands are tracked by marker and process group", { reason: started.error.message });
       return { detail: started.error.message };
     }
-    log.info("container started", { pid: started.ok.pid });
-    this.containerPid = started.ok.pid;
-    return { ref: started.ok, detail: "sandboxed commands run in the executor's pid namespace and end with it" };
+    log.info("container started", { pid: started.ok.ref.pid });
+    this.containerPid = started.ok.ref.pid;
+    const native = await loadNative();
+    // startContainer compiled it already; without it there is no container to talk to either.
+    const spawner = "ok" in native ? new ContainerSpawner(native.ok, started.ok.channel) : undefined;
+    return { ref: started.ok.ref, spawner, detail: "sandboxed commands run in the executor's pid namespace and end with it" };
   }
 
   /** The container's init, if one was started (synchronously, for exit handlers). */
@@ -271,6 +290,11 @@ export class ProcessManager {
   /** How often a sandboxed command found a warm helper (hits) or had to start one (misses). */
   warmStats(): { hits: number; misses: number } {
     return { hits: this.warm?.hits ?? 0, misses: this.warm?.misses ?? 0 };
+  }
+
+  /** How many sandboxed commands the container's init spawned (no helper), in this executor's life. */
+  async containerSpawns(): Promise<number> {
+    return (await this.containment)?.spawner?.spawned ?? 0;
   }
 
   /** Also run `fn` (synchronously) whenever killAllNow runs: other process owners of this executor. */

@@ -50,14 +50,16 @@ function listProcs(): ProcInfo[] | undefined {
 /** Pids belonging to the tree rooted at `leader` (leader included), Linux only. */
 export function findTree(leader: number, marker?: string): number[] {
   const procs = listProcs();
-  return procs ? treeIn(procs, leader, marker) : [leader];
+  return procs ? treeIn(procs, leader, marker) : leader > 1 ? [leader] : [];
 }
 
 /** The tree of `leader` among `procs`: its group, its session, its marker, and their descendants. */
 function treeIn(procs: ProcInfo[], leader: number, marker?: string): number[] {
-  const members = new Set<number>([leader]);
+  // A leader of -1 (a sandboxed command that never ran) is no process: only its marker counts.
+  const real = leader > 1;
+  const members = new Set<number>(real ? [leader] : []);
   for (const p of procs) {
-    if (p.pgid === leader || p.sid === leader || (marker !== undefined && hasMarker(p.pid, marker))) members.add(p.pid);
+    if ((real && (p.pgid === leader || p.sid === leader)) || (marker !== undefined && hasMarker(p.pid, marker))) members.add(p.pid);
   }
   // Descendants by parent chain (covers children that changed group and session).
   let grew = true;
@@ -73,13 +75,14 @@ function treeIn(procs: ProcInfo[], leader: number, marker?: string): number[] {
   return [...members];
 }
 
+/** Never signals pid 1, 0 or below: kill(-1) would reach every process this user may signal. */
 function signalAll(pids: number[], leader: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-leader, signal);
+    if (leader > 1) process.kill(-leader, signal);
   } catch {
     // group already gone
   }
-  for (const pid of pids) {
+  for (const pid of pids.filter((p) => p > 1)) {
     try {
       process.kill(pid, signal);
     } catch {

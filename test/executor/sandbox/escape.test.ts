@@ -249,12 +249,12 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
         test("signalling the executor (the command's parent) is refused", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "signal scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
           const pid = ex.pid!;
           // The built-in sandbox runs the command in the executor's container, where its parent
-          // (the helper, outside) shows as pid 0 and the executor's pid names nothing; under
+          // is the container's init (pid 1) and the executor's pid names nothing; under
           // bubblewrap the parent is bwrap's own init inside the sandbox. Only relay's pid is tried.
           const parent = mechanism.name === "landlock" ? `; echo "ppid:$PPID"` : "";
           const r = await run(mode, `kill -TERM ${pid} 2>/dev/null; echo "kill:$?"${parent}`);
           assert.match(r.output, /kill:1\n/);
-          if (parent) assert.match(r.output, /ppid:0\n/);
+          if (parent) assert.match(r.output, /ppid:1\n/);
           assert.ok(isAlive(pid), "the executor is alive");
           const again = await run(mode, "echo still-serving");
           assert.equal(again.output, "still-serving\n");
@@ -299,7 +299,7 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
         const [ids, ns] = first.output.trim().split("\n");
         const [shellPid, statParent, ppid] = ids!.split(" ").map(Number);
         assert.equal(statParent, shellPid, "$$ and /proc agree: /proc/self/stat's parent of `cut` is the shell");
-        assert.equal(ppid, 0, "the helper that waits for the command is outside the namespace");
+        assert.equal(ppid, 1, "the container's init started the command");
         assert.notEqual(ns, readlinkSync("/proc/self/ns/pid"), "not the host's pid namespace");
         assert.equal(second.output.trim().split("\n")[1], ns, "one container for every command of the executor");
       });

@@ -15,17 +15,24 @@ import type { ConfinePlan } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 
 type Pointer = number;
-interface NativeSymbols {
+export interface NativeSymbols {
   relay_spawn_ns(...args: unknown[]): number;
   relay_probe_userns(): number;
   relay_start_container(...args: unknown[]): number;
+  relay_spawn_child(...args: unknown[]): number;
+  relay_make_pair(kind: number, fds: Pointer): number;
+  relay_send(sock: number, buf: Pointer | null, len: number, fd: number, block: number): number | bigint;
+  relay_recv(sock: number, buf: Pointer, cap: number, fd: Pointer): number | bigint;
+  relay_init_wait(sock: number, pidfds: Pointer, count: number, ready: Pointer, timeoutMs: number): number;
 }
 interface BunFfi {
   cc(o: { source: string; symbols: Record<string, { args: string[]; returns: string }> }): { symbols: NativeSymbols };
   ptr(view: ArrayBufferView): Pointer;
 }
+/** confine.c compiled into this process. */
+export type Native = { symbols: NativeSymbols; ffi: BunFfi };
 
-let loaded: { symbols: NativeSymbols; ffi: BunFfi } | undefined;
+let loaded: Native | undefined;
 let loadError: string | undefined;
 
 interface SourceFile {
@@ -73,7 +80,7 @@ function sharedSourceFile(text: string): string | undefined {
 }
 
 /** Compiles confine.c once per process; the reason when that cannot work here. */
-export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi: BunFfi }>> {
+export async function loadNative(): Promise<Result<Native>> {
   if (loaded) return { ok: loaded };
   if (loadError) return err("sandbox_native", loadError);
   if (!(globalThis as { Bun?: unknown }).Bun) {
@@ -94,7 +101,12 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
       symbols: {
         relay_spawn_ns: { args: [...strs, "ptr", "i64", "i64", "i64", "ptr"], returns: "i32" },
         relay_probe_userns: { args: [], returns: "i32" },
-        relay_start_container: { args: ["i64", "ptr", "ptr", "ptr"], returns: "i32" },
+        relay_start_container: { args: ["i64", "ptr", "ptr", "ptr", "i64"], returns: "i32" },
+        relay_spawn_child: { args: [...strs, "ptr", "i64", "ptr", "i64", "ptr"], returns: "i32" },
+        relay_make_pair: { args: ["i64", "ptr"], returns: "i32" },
+        relay_send: { args: ["i64", "ptr", "i64", "i64", "i64"], returns: "i64" },
+        relay_recv: { args: ["i64", "ptr", "i64", "ptr"], returns: "i64" },
+        relay_init_wait: { args: ["i64", "ptr", "i64", "ptr", "i64"], returns: "i32" },
       },
     });
     loaded = { symbols, ffi };
@@ -105,6 +117,13 @@ export async function loadNative(): Promise<Result<{ symbols: NativeSymbols; ffi
   } finally {
     source?.cleanup();
   }
+}
+
+/** A close-on-exec socket pair (SOCK_SEQPACKET) or pipe ([read end, write end]). */
+export function makePair(native: Native, kind: "socket" | "pipe"): Result<[number, number]> {
+  const fds = new Int32Array(2);
+  const r = native.symbols.relay_make_pair(kind === "socket" ? 0 : 1, native.ffi.ptr(fds));
+  return r === 0 ? { ok: [fds[0]!, fds[1]!] } : err("sandbox_native", `${kind === "socket" ? "socketpair" : "pipe2"} failed (errno ${-r})`);
 }
 
 /** Open namespace files of the executor's container (container.ts openContainer). */
@@ -120,14 +139,29 @@ export interface ContainerFds {
  * forwarding signals. Returns the command's exit status, or a negative native stage error
  * (see stages.ts, decodeNativeError).
  */
-export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, plan: ConfinePlan, target: ExecTarget, container?: ContainerFds): number {
+export function spawnConfined(native: Native, plan: ConfinePlan, target: ExecTarget, container?: ContainerFds): number {
   const c = new CArgs(native.ffi);
+  const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
+  const join = container ? [container.user, container.mnt, container.pid, c.str(process.cwd())] : [-1, -1, -1, null];
+  return native.symbols.relay_spawn_ns(...program, ...planArgs(c, plan), ...join);
+}
+
+const CLONE_NR: Record<string, number> = { x64: 56, arm64: 220 };
+
+/**
+ * Clones the init of the executor's container running `argv` (see container.ts), with `channel`
+ * as its fd 3; its pid, or a negative stage error.
+ */
+export function startContainerInit(native: Native, argv: readonly string[], env: Record<string, string | undefined>, channel: number): number {
+  const c = new CArgs(native.ffi);
+  return native.symbols.relay_start_container(CLONE_NR[process.arch] ?? -1, c.str(argv[0]!), c.strArray(argv), c.strArray(envList(env)), channel);
+}
+
+/** The plan's arguments as confine.c takes them, after the program's (path, argv, envp). */
+function planArgs(c: CArgs, plan: ConfinePlan): unknown[] {
   const insns = plan.filterSockets ? networkFilter(process.arch) : undefined;
   const bpf = insns ? encodeFilter(insns) : undefined;
-  const args = [
-    c.str(target.file),
-    c.strArray(target.argv),
-    c.strArray(envList(target.env)),
+  return [
     plan.handledFs,
     plan.handledNet,
     plan.scoped,
@@ -136,15 +170,19 @@ export function spawnConfined(native: { symbols: NativeSymbols; ffi: BunFfi }, p
     c.u64Array(plan.rules.map((r) => r.access)),
     bpf ? c.bytes(bpf) : null,
     insns?.length ?? 0,
+    c.strArray(plan.readOnly),
   ];
-  const join = container ? [container.user, container.mnt, container.pid, c.str(process.cwd())] : [-1, -1, -1, null];
-  return native.symbols.relay_spawn_ns(...args, c.strArray(plan.readOnly), ...join);
 }
 
-const CLONE_NR: Record<string, number> = { x64: 56, arm64: 220 };
-
-/** Clones the init of the executor's container running `argv` (see container.ts); its pid, or a negative stage error. */
-export function startContainerInit(native: { symbols: NativeSymbols; ffi: BunFfi }, argv: readonly string[], env: Record<string, string | undefined>): number {
+/**
+ * For the container's init: forks `target` confined per `plan`, in a session of its own with
+ * `outFd` as stdout and stderr. Its pid in the container and on the host, or a negative stage
+ * error once the child has ended.
+ */
+export function spawnChild(native: Native, plan: ConfinePlan, target: ExecTarget, io: { outFd: number; cwd: string; hostProcFd: number }): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
   const c = new CArgs(native.ffi);
-  return native.symbols.relay_start_container(CLONE_NR[process.arch] ?? -1, c.str(argv[0]!), c.strArray(argv), c.strArray(envList(env)));
+  const out = new Int32Array(2);
+  const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
+  const r = native.symbols.relay_spawn_child(...program, ...planArgs(c, plan), io.outFd, c.str(io.cwd), io.hostProcFd, c.bytes(out));
+  return r > 0 ? { pid: r, hostPid: out[0]!, pidfd: out[1]! } : { failure: r };
 }

@@ -46,6 +46,13 @@ int sigprocmask(int how, const void *set, void *old);
 int dup2(int from, int to);
 int setns(int fd, int nstype);
 int chdir(const char *path);
+int setsid(void);
+long readlinkat(int dirfd, const char *path, char *buf, unsigned long n);
+int socketpair(int domain, int type, int protocol, int fds[2]);
+long sendmsg(int fd, const void *msg, int flags);
+long recvmsg(int fd, void *msg, int flags);
+int poll(void *fds, unsigned long n, int timeout);
+int fcntl(int fd, int cmd, ...);
 
 #define O_RDONLY 0
 #define O_WRONLY 1
@@ -66,6 +73,8 @@ int chdir(const char *path);
 #define MS_SLAVE (1 << 19)
 #define O_RDWR 2
 #define SYS_CLOSE_RANGE 436
+/* The same number on every architecture. */
+#define SYS_PIDFD_OPEN 434
 #define CLOSE_RANGE_CLOEXEC 4
 #define MS_BIND 4096
 #define MS_REC 16384
@@ -108,6 +117,9 @@ int chdir(const char *path);
 #define ST_CLONE 15
 #define ST_MOUNT_PROC 16
 #define ST_JOIN 17
+#define ST_STDIO 19
+#define ST_CWD 20
+#define ST_HOST_PID 21
 
 struct ruleset_attr { u64 handled_fs; u64 handled_net; u64 scoped; };
 struct path_beneath_attr { u64 allowed; int parent_fd; } __attribute__((packed));
@@ -356,45 +368,69 @@ int relay_probe_userns(void) {
  * The container's init, in the child of clone: pid 1 of the new pid namespace. It dies by
  * SIGKILL with the executor (PR_SET_PDEATHSIG; the kernel then kills every process in the
  * namespace), mounts a /proc of its own namespace (so a command's $$ and /proc/self agree),
- * drops every inherited descriptor and becomes `exe argv` (relay's init loop, which reaps).
+ * drops every inherited descriptor but its two (INIT_CHANNEL_FD: the executor's requests;
+ * INIT_HOST_PROC_FD: the host's /proc, where a command finds its pid as the executor sees it)
+ * and becomes `exe argv` (relay's init loop, which spawns the commands and reaps).
  */
-static int container_child(unsigned uid, unsigned gid, char *exe, char **argv, char **envp, int report) {
-  int r, fd;
+#define INIT_CHANNEL_FD 3
+#define INIT_HOST_PROC_FD 4
+#define F_DUPFD 0
+#define F_DUPFD_CLOEXEC 1030
+#define O_DIRECTORY 0200000
+
+static int container_child(unsigned uid, unsigned gid, char *exe, char **argv, char **envp, int report, int channel) {
+  int r, fd, host_proc;
   reset_signals();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail(ST_FORK);
   if ((r = map_ids(uid, gid)) != 0) return r;
   /* Mounts from the host still arrive; nothing mounted here goes back. */
   if (mount("none", "/", 0, MS_REC | MS_SLAVE, 0) != 0) return fail(ST_MOUNT_PRIVATE);
+  /* Opened before the container's /proc hides it. */
+  host_proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (host_proc < 0) return fail(ST_MOUNT_PROC);
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0) != 0) return fail(ST_MOUNT_PROC);
   fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (fd < 0) return fail(ST_FORK);
   dup2(fd, 0);
   dup2(fd, 1);
   dup2(fd, 2);
+  /* Moved above the numbers they go to first, so neither lands on the other; dup2 clears CLOEXEC. */
+  channel = fcntl(channel, F_DUPFD, 16);
+  host_proc = fcntl(host_proc, F_DUPFD, 16);
+  if (channel < 0 || host_proc < 0) return fail(ST_FORK);
+  if (dup2(channel, INIT_CHANNEL_FD) < 0 || dup2(host_proc, INIT_HOST_PROC_FD) < 0) return fail(ST_FORK);
   /* Everything else the executor had open (its protocol pipes among them) stays with it;
      the report pipe is close-on-exec already, so its closing tells the executor we ran. */
-  if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-    for (fd = 3; fd < 1024; fd++) if (fd != report) close(fd);
+  if (syscall(SYS_CLOSE_RANGE, INIT_HOST_PROC_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+    for (fd = INIT_HOST_PROC_FD + 1; fd < 1024; fd++) if (fd != report) close(fd);
   execve(exe, argv, envp);
   return fail(ST_EXECVE);
 }
 
 /*
- * Clones the container's init (clone_nr: the clone syscall's number on this CPU). Returns its pid once it runs `exe` (the report pipe closes on
- * execve), or a negative stage error. Safe from a threaded process: the child only makes
- * system calls before its execve.
+ * Clones the container's init (clone_nr: the clone syscall's number on this CPU), giving it
+ * `channel` (the init's end of the executor's socket pair). Returns its pid once it runs `exe`
+ * (the report pipe closes on execve), or a negative stage error. Safe from a threaded
+ * process: the child only makes system calls before its execve.
  */
-int relay_start_container(long clone_nr, char *exe, char **argv, char **envp) {
+int relay_start_container(long clone_nr, char *exe, char **argv, char **envp, long channel) {
   int fds[2], report = 0, pid, status;
   long n;
   unsigned uid = getuid(), gid = getgid();
   if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
+  /* The child puts its own two descriptors at 3 and 4: the report pipe must not be there. */
+  if (fds[1] <= INIT_HOST_PROC_FD) {
+    int high = fcntl(fds[1], F_DUPFD_CLOEXEC, 16);
+    close(fds[1]);
+    if (high < 0) { int e = fail(ST_PIPE); close(fds[0]); return e; }
+    fds[1] = high;
+  }
   /* Raw clone without a new stack: fork's semantics, with the new namespaces. */
   pid = (int)syscall(clone_nr, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) { int e = fail(ST_CLONE); close(fds[0]); close(fds[1]); return e; }
   if (pid == 0) {
     close(fds[0]);
-    report = container_child(uid, gid, exe, argv, envp, fds[1]);
+    report = container_child(uid, gid, exe, argv, envp, fds[1], (int)channel);
     write(fds[1], &report, sizeof report);
     _exit(126);
   }
@@ -406,4 +442,177 @@ int relay_start_container(long clone_nr, char *exe, char **argv, char **envp) {
     return report;
   }
   return pid;
+}
+
+/*
+ * The init's side of spawning (init-loop.ts): each command is forked by the container's init,
+ * so it is a child of pid 1 inside the container and needs no helper process of its own.
+ */
+
+/* This process's pid in the pid namespace of the procfs at `proc_fd` (the host's), or -1. */
+static int pid_in(int proc_fd) {
+  char buf[24];
+  long n = readlinkat(proc_fd, "self", buf, sizeof buf);
+  int pid = 0, i;
+  if (n <= 0 || n >= (long)sizeof buf) return -1;
+  for (i = 0; i < n; i++) {
+    if (buf[i] < '0' || buf[i] > '9') return -1;
+    pid = pid * 10 + (buf[i] - '0');
+  }
+  return pid;
+}
+
+/* Reads exactly one int from `fd`; 0 at end of file, 1 when read. */
+static int read_int(int fd, int *out) {
+  long n;
+  do { n = read(fd, out, sizeof *out); } while (n < 0 && *__errno_location() == EINTR);
+  return n == (long)sizeof *out;
+}
+
+/*
+ * The command's side, after the fork: a session of its own, stdin /dev/null and stdout and
+ * stderr on `out_fd`, the cwd, a user + mount namespace of its own with the protected paths
+ * read-only, no descriptor but those three, the confinement, then the program.
+ */
+static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, unsigned gid, int report) {
+  int null_fd, fd, r;
+  setsid();
+  null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2((int)out_fd, 1) < 0 || dup2((int)out_fd, 2) < 0) return fail(ST_STDIO);
+  if (chdir(cwd) != 0) return fail(ST_CWD);
+  if ((r = enter_namespaces(uid, gid, read_only, 1)) != 0) return r;
+  if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+    for (fd = 3; fd < 1024; fd++) if (fd != report) close(fd);
+  return 0;
+}
+
+/*
+ * Forks the confined command. Returns its pid in the container, with its pid on the host in
+ * out[0] and a pidfd for it (close-on-exec; -1 if none) in out[1], once it has exec'd; or a
+ * negative stage error once it has ended. Safe from a
+ * threaded process: the child only makes system calls before its execve.
+ */
+int relay_spawn_child(char *path, char **argv, char **envp,
+                      u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                      char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
+                      long out_fd, char *cwd, long host_proc_fd, int *out) {
+  int fds[2], pid, seen = -1, report = 0, status;
+  unsigned uid = getuid(), gid = getgid();
+  if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
+  pid = fork();
+  if (pid < 0) { int e = fail(ST_FORK); close(fds[0]); close(fds[1]); return e; }
+  if (pid == 0) {
+    int r, me = pid_in((int)host_proc_fd);
+    close(fds[0]);
+    write(fds[1], &me, sizeof me);
+    r = me > 0 ? child_setup(cwd, out_fd, read_only, uid, gid, fds[1]) : -(ST_HOST_PID * 1000 + 3);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    write(fds[1], &r, sizeof r);
+    _exit(126);
+  }
+  close(fds[1]);
+  /* The pid first, then either end of file (the execve closed the pipe) or the failure. */
+  if (!read_int(fds[0], &seen)) report = -(ST_FORK * 1000);
+  else if (read_int(fds[0], &report) && report >= 0) report = -(ST_FORK * 1000);
+  close(fds[0]);
+  if (report < 0) {
+    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+    return report;
+  }
+  out[0] = seen;
+  out[1] = (int)syscall(SYS_PIDFD_OPEN, pid, 0);
+  return pid;
+}
+
+struct iovec { void *base; unsigned long len; };
+/* glibc's layout; musl's pads its int fields to the same offsets (zeroed here). */
+struct msghdr_ { void *name; unsigned long namelen; struct iovec *iov; unsigned long iovlen; void *control; unsigned long controllen; long flags; };
+struct fd_cmsg { unsigned long len; int level; int type; int fd; int pad; };
+#define AF_UNIX 1
+#define SOCK_SEQPACKET 5
+#define SOCK_CLOEXEC 02000000
+#define SOL_SOCKET 1
+#define SCM_RIGHTS 1
+#define MSG_DONTWAIT 0x40
+#define MSG_NOSIGNAL 0x4000
+#define MSG_TRUNC 0x20
+#define MSG_CTRUNC 0x8
+#define MSG_CMSG_CLOEXEC 0x40000000
+#define CMSG_DATA_LEN 20
+
+/* A close-on-exec AF_UNIX SOCK_SEQPACKET pair (0) or pipe (1) into fds; 0 or -errno. */
+int relay_make_pair(long kind, int *fds) {
+  int r = kind == 0 ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) : pipe2(fds, O_CLOEXEC);
+  return r == 0 ? 0 : -*__errno_location();
+}
+
+/* Sends one message, with `fd` attached when it is >= 0, blocking or not; bytes sent or -errno. */
+long relay_send(long sock, char *buf, long len, long fd, long block) {
+  struct iovec iov;
+  struct msghdr_ msg;
+  struct fd_cmsg cm;
+  long n;
+  iov.base = buf;
+  iov.len = (unsigned long)len;
+  msg.name = 0; msg.namelen = 0; msg.iov = &iov; msg.iovlen = 1; msg.control = 0; msg.controllen = 0; msg.flags = 0;
+  if (fd >= 0) {
+    cm.len = CMSG_DATA_LEN; cm.level = SOL_SOCKET; cm.type = SCM_RIGHTS; cm.fd = (int)fd; cm.pad = 0;
+    msg.control = &cm;
+    msg.controllen = sizeof cm;
+  }
+  do { n = sendmsg((int)sock, &msg, (block ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL); } while (n < 0 && *__errno_location() == EINTR);
+  return n < 0 ? -*__errno_location() : n;
+}
+
+/*
+ * Receives one message into buf (blocking). *fd is the descriptor that came with it (close-on-
+ * exec) or -1; extra descriptors are closed. Returns its length, 0 at end of file, -errno, or
+ * -1000 for a message cut short (the descriptor is closed then too).
+ */
+long relay_recv(long sock, char *buf, long cap, int *fd) {
+  struct iovec iov;
+  struct msghdr_ msg;
+  unsigned long control[16];
+  struct fd_cmsg *cm;
+  long n;
+  int i, count;
+  *fd = -1;
+  iov.base = buf;
+  iov.len = (unsigned long)cap;
+  msg.name = 0; msg.namelen = 0; msg.iov = &iov; msg.iovlen = 1; msg.control = control; msg.controllen = sizeof control; msg.flags = 0;
+  do { n = recvmsg((int)sock, &msg, MSG_CMSG_CLOEXEC); } while (n < 0 && *__errno_location() == EINTR);
+  if (n < 0) return -*__errno_location();
+  cm = (struct fd_cmsg *)control;
+  if (msg.controllen >= 16 && cm->level == SOL_SOCKET && cm->type == SCM_RIGHTS) {
+    count = (int)((cm->len - 16) / 4);
+    for (i = 0; i < count; i++) {
+      int got = (&cm->fd)[i];
+      if (i == 0) *fd = got; else close(got);
+    }
+  }
+  if (msg.flags & (MSG_TRUNC | MSG_CTRUNC)) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+    return -1000;
+  }
+  return n;
+}
+
+/*
+ * The init's wait, on its channel and on a pidfd per running command (a SIGCHLD could go to
+ * any of the runtime's threads, so none is relied on). Sets ready[0] when `sock` has a message
+ * or was closed and ready[1 + i] when pidfds[i]'s process has ended. Returns how many are
+ * ready, 0 after timeout_ms, or -errno.
+ */
+#define MAX_WATCHED 1024
+int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, long timeout_ms) {
+  static struct { int fd; short events; short revents; } fds[MAX_WATCHED + 1];
+  int i, r;
+  if (count > MAX_WATCHED) count = MAX_WATCHED;
+  fds[0].fd = (int)sock; fds[0].events = 1; fds[0].revents = 0;
+  for (i = 0; i < count; i++) { fds[1 + i].fd = pidfds[i]; fds[1 + i].events = 1; fds[1 + i].revents = 0; }
+  r = poll(fds, (unsigned long)count + 1, (int)timeout_ms);
+  if (r < 0) return *__errno_location() == EINTR ? 0 : -*__errno_location();
+  for (i = 0; i <= count; i++) ready[i] = fds[i].revents != 0;
+  return r;
 }

@@ -6,13 +6,14 @@
  * every process of a pid namespace when its init ends. Background processes still outlive
  * the command that started them, as they do outside a sandbox, until the executor ends.
  *
- * Three sides: the executor starts the init (startContainer), the init reaps orphans
- * (containerInitMain), and a helper joins and spawns (joinContainer, spawnAndWait).
+ * The executor starts the init (startContainer) with a channel to it; the init forks each
+ * sandboxed command and reaps orphans (init-loop.ts; the executor's side is spawner.ts). Where
+ * the init cannot take a command, a helper joins and spawns it (joinContainer, spawnAndWait).
  */
-import { readlinkSync } from "node:fs";
+import { closeSync, readlinkSync } from "node:fs";
 import { procStatFields, START_TIME_FIELD } from "../../../util/proc-stat.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
-import { loadNative, startContainerInit, type ContainerFds } from "./confine-cc.ts";
+import { loadNative, makePair, startContainerInit, type ContainerFds } from "./confine-cc.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
 import { CArgs, envList, loadLibc, type Libc } from "./libc.ts";
 import type { ContainerRef, ExecTarget } from "./plan-schema.ts";
@@ -62,8 +63,14 @@ const FIX =
   "Full containment needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) " +
   "and a /proc that may be mounted again (inside a container runtime that masks /proc, it may not)";
 
-/** Starts the container's init; the reference commands join it by, or why there can be none here. */
-export async function startContainer(self: readonly string[]): Promise<Result<ContainerRef>> {
+/** A started container: what commands join it by, and the executor's end of its init's channel. */
+export interface StartedContainer {
+  ref: ContainerRef;
+  channel: number;
+}
+
+/** Starts the container's init; the reference commands join it by and its channel, or why there can be none here. */
+export async function startContainer(self: readonly string[]): Promise<Result<StartedContainer>> {
   if (process.platform !== "linux") return err("no_container", `process containment uses Linux namespaces, not available on ${process.platform}`);
   if (simulated().noUserns) return err("no_container", `user namespaces are off (simulated by RELAY_SANDBOX_SIMULATE), ${FIX}`);
   const native = await loadNative();
@@ -71,12 +78,17 @@ export async function startContainer(self: readonly string[]): Promise<Result<Co
   const exe = resolveProgram(self[0] ?? "", process.env.PATH, process.cwd());
   if ("error" in exe) return err("no_container", `${exe.error.message}, ${FIX}`);
   const argv = [exe.ok, ...self.slice(1), SANDBOX_EXEC_ARG, CONTAINER_INIT_FLAG];
+  const pair = makePair(native.ok, "socket");
+  if ("error" in pair) return err("no_container", `the executor's container could not be made (${pair.error.message}), ${FIX}`);
+  const [mine, its] = pair.ok;
   // The init runs no user code and needs nothing of the executor's environment (its secrets included).
-  const pid = startContainerInit(native.ok, argv, { PATH: process.env.PATH ?? "/usr/bin:/bin", ...SINGLE_THREAD_ENV });
+  const pid = startContainerInit(native.ok, argv, { PATH: process.env.PATH ?? "/usr/bin:/bin", ...SINGLE_THREAD_ENV }, its);
+  closeSync(its);
+  const start = pid < 0 ? undefined : readStartTime(pid);
+  if (start === undefined) closeSync(mine);
   if (pid < 0) return err("no_container", `the executor's container could not be made (${describeFailure(decodeNativeError(pid))}), ${FIX}`);
-  const start = readStartTime(pid);
   if (start === undefined) return err("no_container", `the executor's container ended as it started, ${FIX}`);
-  return ok({ pid, start });
+  return ok({ ref: { pid, start }, channel: mine });
 }
 
 const CLONE_NEWNS = 0x00020000;
@@ -136,11 +148,8 @@ export function joinContainer(libc: Libc, c: CArgs, ref: ContainerRef): void {
 const POSIX_SPAWN_SETSIGDEF = 0x04;
 const POSIX_SPAWN_SETSIGMASK = 0x08;
 const SIG_UNBLOCK = 1;
-const SIG_BLOCK = 0;
 const RLIMIT_CORE = 4;
-const WNOHANG = 1;
 const EINTR = 4;
-const SIGCHLD = 17;
 /** glibc's posix_spawnattr_t is 336 bytes and its sigset_t 128; room for any libc. */
 const ATTR_BYTES = 1024;
 const SIGSET_BYTES = 256;
@@ -187,30 +196,4 @@ function endLike(libc: Libc, c: CArgs, status: number): never {
   libc.sigprocmask(SIG_UNBLOCK, c.bytes(set), null);
   libc.kill(libc.getpid(), sig);
   process.exit(128 + sig);
-}
-
-/**
- * The container's pid 1: adopts every orphan of the namespace and reaps it. Signals sent from
- * inside the namespace cannot end it (pid 1 only gets those it handles, and it ignores all);
- * SIGKILL from the executor's side, or the executor's death, ends it and the namespace.
- */
-export async function containerInitMain(): Promise<never> {
-  const loaded = await loadLibc();
-  if ("error" in loaded) process.exit(1);
-  const { libc, ffi } = loaded.ok;
-  const c = new CArgs(ffi);
-  for (let sig = 1; sig <= 31; sig++) if (sig !== 9 && sig !== 19 && sig !== SIGCHLD) libc.ignoreSignal(sig);
-  const chld = new Uint8Array(SIGSET_BYTES);
-  libc.sigemptyset(c.bytes(chld));
-  libc.sigaddset(c.bytes(chld), SIGCHLD);
-  libc.sigprocmask(SIG_BLOCK, c.bytes(chld), null);
-  // Pointers made once: the loop runs for the executor's whole life.
-  const status = c.bytes(new Int32Array(1));
-  const set = c.bytes(chld);
-  // A minute's timeout only bounds a missed wake-up; SIGCHLD normally ends the wait at once.
-  const timeout = c.bytes(new BigInt64Array([60n, 0n]));
-  for (;;) {
-    while (libc.waitpid(-1, status, WNOHANG) > 0);
-    libc.sigtimedwait(set, null, timeout);
-  }
 }

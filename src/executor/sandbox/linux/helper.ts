@@ -15,7 +15,8 @@ import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
 import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
 import { resolveProgram } from "../../../util/which.ts";
 import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
-import { CONTAINER_INIT_FLAG, containerInitMain, openContainer } from "./container.ts";
+import { CONTAINER_INIT_FLAG, openContainer } from "./container.ts";
+import { containerInitMain } from "./init-loop.ts";
 
 /** Shell conventions: 126 found but cannot run, 127 not found. */
 const EXIT_CANNOT_RUN = 126;

@@ -69,3 +69,18 @@ export function parseWarmRequest(text: string): { ok: WarmRequest } | { problem:
   const r = parseChecked<WarmRequest>(text, "the warm helper's request", warmRequestProblem);
   return "ok" in r ? { ok: { ...r.ok, plan: withDefaults(r.ok.plan) } } : r;
 }
+
+/** The largest spawn request the container's init takes; larger ones go through a helper. */
+export const MAX_SPAWN_REQUEST = 1 << 20;
+
+/** What the executor sends its container's init for one command: a warm request with its id. */
+export type SpawnRequest = WarmRequest & { id: number };
+
+export function parseSpawnRequest(text: string): { ok: SpawnRequest } | { problem: string; id?: number } {
+  const r = parseChecked<SpawnRequest>(text, "the spawn request", (v) => {
+    if (isObject(v) && !(Number.isSafeInteger(v.id) && (v.id as number) > 0)) return "id must be a positive integer";
+    return warmRequestProblem(v);
+  });
+  if ("ok" in r) return { ok: { ...r.ok, plan: withDefaults(r.ok.plan) } };
+  return r;
+}

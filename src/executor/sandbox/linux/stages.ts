@@ -23,6 +23,9 @@ export const Stage = {
   MountProc: 16,
   JoinContainer: 17,
   Spawn: 18,
+  Stdio: 19,
+  Cwd: 20,
+  HostPid: 21,
 } as const;
 
 const STAGE_TEXT: Record<number, string> = {
@@ -44,6 +47,9 @@ const STAGE_TEXT: Record<number, string> = {
   [Stage.MountProc]: "mounting the container's /proc",
   [Stage.JoinContainer]: "joining the executor's container (setns)",
   [Stage.Spawn]: "posix_spawn",
+  [Stage.Stdio]: "setting up stdin, stdout and stderr",
+  [Stage.Cwd]: "changing to the working directory",
+  [Stage.HostPid]: "finding the command's pid on the host",
 };
 
 const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN" };

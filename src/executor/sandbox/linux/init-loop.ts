@@ -1,0 +1,173 @@
+/**
+ * The container's pid 1 (`relay __sandbox-exec --container-init`). It forks every sandboxed
+ * command the executor sends it, so a command needs no helper process of its own, and it
+ * reaps every orphan of the namespace.
+ *
+ * The executor's channel is fd 3, one end of a SOCK_SEQPACKET pair (container.ts). A request is
+ * one message: a spawn request as JSON (plan-guard.ts) with the command's output pipe attached.
+ * Replies are one JSON line per message, `spawned` in the order of the requests:
+ *   {"ready":true} | {"ready":false,"reason":…}   once, first
+ *   {"id":N,"pid":P}                             running; P is its pid on the host
+ *   {"id":N,"exit":C}                            not run: the reason went to its output
+ *   {"id":N,"problem":…}                         not run: a malformed request (a bug)
+ *   {"id":N,"status":S}                          ended, with its wait status
+ * Signals from inside the namespace cannot end the init (pid 1 only gets those it handles, and
+ * it ignores all); SIGKILL from the executor's side, the executor's death, or the channel's
+ * end ends it, and with it every process in the namespace.
+ */
+import { closeSync, writeSync } from "node:fs";
+import { loadNative, spawnChild, type Native } from "./confine-cc.ts";
+import { CArgs, loadLibc, type Libc } from "./libc.ts";
+import { MAX_SPAWN_REQUEST, parseSpawnRequest, type SpawnRequest } from "./plan-guard.ts";
+import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
+import { resolveProgram } from "../../../util/which.ts";
+
+/** The init's descriptors, as confine.c's container_child leaves them. */
+const CHANNEL_FD = 3;
+const HOST_PROC_FD = 4;
+const SIGCHLD = 17;
+const WNOHANG = 1;
+/** Bounds how long an orphan stays a zombie: a request or a command's end ends the wait at once. */
+const WAIT_MS = 60_000;
+const UNWATCHED_POLL_MS = 20;
+/** Shell conventions: 126 found but cannot run, 127 not found. */
+const EXIT_CANNOT_RUN = 126;
+const EXIT_NOT_FOUND = 127;
+
+class InitLoop {
+  /** Command pids in the namespace → their request ids and pidfds. */
+  private readonly running = new Map<number, { id: number; pidfd: number }>();
+  private readonly buf = Buffer.alloc(MAX_SPAWN_REQUEST);
+  private readonly receivedFd = new Int32Array(1);
+  private readonly status = new Int32Array(1);
+  constructor(
+    private readonly native: Native,
+    private readonly libc: Libc,
+  ) {}
+
+  reply(message: object): void {
+    const bytes = Buffer.from(`${JSON.stringify(message)}\n`);
+    // Blocking: the executor reads its end all the time, and a reply must not be lost.
+    this.native.symbols.relay_send(CHANNEL_FD, this.native.ffi.ptr(bytes), bytes.length, -1, 1);
+  }
+
+  /** Collects every child that ended, orphans included; those that were commands are reported. */
+  reap(): void {
+    const status = this.native.ffi.ptr(this.status);
+    for (;;) {
+      const pid = this.libc.waitpid(-1, status, WNOHANG);
+      if (pid <= 0) return;
+      const command = this.running.get(pid);
+      if (command === undefined) continue;
+      this.running.delete(pid);
+      if (command.pidfd >= 0) this.libc.close(command.pidfd);
+      this.reply({ id: command.id, status: this.status[0] });
+    }
+  }
+
+  /** Waits for a request or a command's end; whether a request is there (or the channel closed). */
+  private wait(): boolean {
+    const pidfds = [...this.running.values()].map((r) => r.pidfd);
+    const fds = Int32Array.from([...pidfds, -1]);
+    const ready = new Uint8Array(pidfds.length + 1);
+    // A command without a pidfd (pidfd_open failed) is looked for often instead.
+    const timeout = pidfds.some((fd) => fd < 0) ? UNWATCHED_POLL_MS : WAIT_MS;
+    const r = this.native.symbols.relay_init_wait(CHANNEL_FD, this.native.ffi.ptr(fds), pidfds.length, this.native.ffi.ptr(ready), timeout);
+    if (r < 0) process.exit(1);
+    return ready[0] === 1;
+  }
+
+  /** Serves one request; false once the executor's end is closed. */
+  serveOne(): boolean {
+    const n = Number(this.native.symbols.relay_recv(CHANNEL_FD, this.native.ffi.ptr(this.buf), this.buf.length, this.native.ffi.ptr(this.receivedFd)));
+    if (n === 0) return false;
+    const outFd = this.receivedFd[0]!;
+    if (n < 0) {
+      this.reply({ id: 0, problem: n === -1000 ? `the request was over ${MAX_SPAWN_REQUEST} bytes` : `reading the request failed (errno ${-n})` });
+      return true;
+    }
+    const req = parseSpawnRequest(this.buf.toString("utf8", 0, n));
+    if ("problem" in req || outFd < 0) {
+      if (outFd >= 0) closeSync(outFd);
+      this.reply({ id: "problem" in req ? (req.id ?? 0) : req.ok.id, problem: "problem" in req ? req.problem : "no output descriptor came with the request" });
+      return true;
+    }
+    try {
+      this.start(req.ok, outFd);
+    } finally {
+      closeSync(outFd);
+    }
+    return true;
+  }
+
+  /** Forks the command, or writes why it cannot run to its output. */
+  private start(req: SpawnRequest, outFd: number): void {
+    const argv0 = req.argv[0]!;
+    const notRun = (message: string, exit: number) => {
+      writeQuietly(outFd, `relay sandbox: ${message}\n`);
+      this.reply({ id: req.id, exit });
+    };
+    const file = resolveProgram(argv0, req.env.PATH, req.cwd);
+    if ("error" in file) return notRun(file.error.message, EXIT_NOT_FOUND);
+    const r = spawnChild(this.native, req.plan, { file: file.ok, argv: req.argv, env: req.env }, { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD });
+    if ("pid" in r) {
+      this.running.set(r.pid, { id: req.id, pidfd: r.pidfd });
+      return this.reply({ id: req.id, pid: r.hostPid });
+    }
+    const failure = decodeNativeError(r.failure);
+    const text = describeFailure(failure);
+    if (failure.stage === Stage.Execve) return notRun(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+    if (failure.stage === Stage.Cwd) return notRun(`cannot run in ${req.cwd}: ${text}`, EXIT_CANNOT_RUN);
+    notRun(`could not apply the sandbox (${text}); the command was not run`, EXIT_CANNOT_RUN);
+  }
+
+  run(): never {
+    for (;;) {
+      const request = this.wait();
+      this.reap();
+      if (request && !this.serveOne()) process.exit(0);
+    }
+  }
+}
+
+function writeQuietly(fd: number, text: string): void {
+  try {
+    writeSync(fd, text);
+  } catch {
+    // the executor stopped reading: nobody is left to tell
+  }
+}
+
+function ignoreSignals(libc: Libc): void {
+  for (let sig = 1; sig <= 31; sig++) if (sig !== 9 && sig !== 19 && sig !== SIGCHLD) libc.ignoreSignal(sig);
+}
+
+export async function containerInitMain(): Promise<never> {
+  const loaded = await loadLibc();
+  if ("error" in loaded) process.exit(1);
+  ignoreSignals(loaded.ok.libc);
+  const native = await loadNative();
+  const loop = "ok" in native ? new InitLoop(native.ok, loaded.ok.libc) : undefined;
+  if (!loop) return reapOnly(loaded.ok.libc, new CArgs(loaded.ok.ffi), "error" in native ? native.error.message : "");
+  loop.reply({ ready: true });
+  return loop.run();
+}
+
+/**
+ * Without confine.c (it did not compile here) the init cannot spawn: it says so, and only
+ * reaps, as the container's init did before it spawned; commands then join through helpers.
+ */
+function reapOnly(libc: Libc, c: CArgs, reason: string): never {
+  const bytes = Buffer.from(`${JSON.stringify({ ready: false, reason })}\n`);
+  libc.write(CHANNEL_FD, c.bytes(bytes), bytes.length);
+  const set = c.bytes(new Uint8Array(256));
+  libc.sigemptyset(set);
+  libc.sigaddset(set, SIGCHLD);
+  libc.sigprocmask(0 /* SIG_BLOCK */, set, null);
+  const status = c.bytes(new Int32Array(1));
+  const timeout = c.bytes(new BigInt64Array([60n, 0n]));
+  for (;;) {
+    while (libc.waitpid(-1, status, WNOHANG) > 0);
+    libc.sigtimedwait(set, null, timeout);
+  }
+}
