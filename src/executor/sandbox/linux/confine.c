@@ -29,6 +29,7 @@ long read(int fd, void *buf, unsigned long n);
 long write(int fd, const void *buf, unsigned long n);
 int pipe2(int fds[2], int flags);
 int fork(void);
+int vfork(void);
 void _exit(int code);
 int getpid(void);
 unsigned getuid(void);
@@ -462,19 +463,12 @@ static int pid_in(int proc_fd) {
   return pid;
 }
 
-/* Reads exactly one int from `fd`; 0 at end of file, 1 when read. */
-static int read_int(int fd, int *out) {
-  long n;
-  do { n = read(fd, out, sizeof *out); } while (n < 0 && *__errno_location() == EINTR);
-  return n == (long)sizeof *out;
-}
-
 /*
  * The command's side, after the fork: a session of its own, stdin /dev/null and stdout and
  * stderr on `out_fd`, the cwd, a user + mount namespace of its own with the protected paths
- * read-only, no descriptor but those three, the confinement, then the program.
+ * read-only, and no descriptor but those three.
  */
-static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, unsigned gid, int report) {
+static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, unsigned gid) {
   int null_fd, fd, r;
   setsid();
   null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -482,42 +476,45 @@ static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, u
   if (chdir(cwd) != 0) return fail(ST_CWD);
   if ((r = enter_namespaces(uid, gid, read_only, 1)) != 0) return r;
   if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-    for (fd = 3; fd < 1024; fd++) if (fd != report) close(fd);
+    for (fd = 3; fd < 1024; fd++) close(fd);
   return 0;
 }
 
 /*
  * Forks the confined command. Returns its pid in the container, with its pid on the host in
  * out[0] and a pidfd for it (close-on-exec; -1 if none) in out[1], once it has exec'd; or a
- * negative stage error once it has ended. Safe from a
- * threaded process: the child only makes system calls before its execve.
+ * negative stage error once it has ended.
+ *
+ * vfork: copying the page tables of a runtime's address space for a fork cost about a
+ * millisecond per command, and the child only makes system calls (on its own descriptor
+ * table, signal table and credentials) until its execve. This thread waits meanwhile; every
+ * signal is blocked across it so no handler of the runtime runs in the child, which resets
+ * them all to their defaults before it unblocks them (confine_exec).
  */
 int relay_spawn_child(char *path, char **argv, char **envp,
                       u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
                       long out_fd, char *cwd, long host_proc_fd, int *out) {
-  int fds[2], pid, seen = -1, report = 0, status;
+  volatile int seen = -1, failed = 0;
+  unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
-  if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
-  pid = fork();
-  if (pid < 0) { int e = fail(ST_FORK); close(fds[0]); close(fds[1]); return e; }
+  int pid, status, i;
+  for (i = 0; i < 128; i++) all[i] = 0xff;
+  sigprocmask(SIG_SETMASK, all, old);
+  pid = vfork();
   if (pid == 0) {
-    int r, me = pid_in((int)host_proc_fd);
-    close(fds[0]);
-    write(fds[1], &me, sizeof me);
-    r = me > 0 ? child_setup(cwd, out_fd, read_only, uid, gid, fds[1]) : -(ST_HOST_PID * 1000 + 3);
+    int r;
+    seen = pid_in((int)host_proc_fd);
+    r = seen > 0 ? child_setup(cwd, out_fd, read_only, uid, gid) : -(ST_HOST_PID * 1000 + 3);
     if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
-    write(fds[1], &r, sizeof r);
+    failed = r;
     _exit(126);
   }
-  close(fds[1]);
-  /* The pid first, then either end of file (the execve closed the pipe) or the failure. */
-  if (!read_int(fds[0], &seen)) report = -(ST_FORK * 1000);
-  else if (read_int(fds[0], &report) && report >= 0) report = -(ST_FORK * 1000);
-  close(fds[0]);
-  if (report < 0) {
+  sigprocmask(SIG_SETMASK, old, 0);
+  if (pid < 0) return fail(ST_FORK);
+  if (failed < 0) {
     while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
-    return report;
+    return failed;
   }
   out[0] = seen;
   out[1] = (int)syscall(SYS_PIDFD_OPEN, pid, 0);
