@@ -23,6 +23,7 @@ import { withRelayFirst } from "./relay-path.ts";
 import { containerAlive, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
 import { ContainerSpawner } from "./sandbox/linux/spawner.ts";
 import { loadNative } from "./sandbox/linux/confine-cc.ts";
+import { simulated } from "./sandbox/linux/support.ts";
 
 const log = Log.create("executor");
 
@@ -280,7 +281,8 @@ export class ProcessManager {
     this.containerPid = started.ok.ref.pid;
     const native = await loadNative();
     // startContainer compiled it already; without it there is no container to talk to either.
-    const spawner = "ok" in native ? new ContainerSpawner(native.ok, started.ok.channel) : undefined;
+    const off = simulated().noInitSpawn ? "simulated by RELAY_SANDBOX_SIMULATE=no-init-spawn" : undefined;
+    const spawner = "ok" in native ? new ContainerSpawner(native.ok, started.ok.channel, off) : undefined;
     return { ref: started.ok.ref, spawner, detail: "sandboxed commands run in the executor's pid namespace and end with it" };
   }
 

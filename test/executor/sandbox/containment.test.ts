@@ -2,8 +2,9 @@
  * No process escapes a kill: a sandboxed command that hides (double fork, setsid, a cleared
  * environment, so no marker and no group or parent chain leads to it) still dies when its
  * executor is SIGKILLed, because it runs in the executor's container (a pid namespace whose
- * init dies with the executor). Both ways a helper joins are tried: in place (the compiled
- * binary's single-threaded helper) and forked (confine.c, as from source).
+ * init dies with the executor). Every way a command gets there is tried: forked by the init,
+ * and, where the init may not spawn, through a helper that joins in place (the compiled
+ * binary's single-threaded helper) or forks (confine.c, as from source).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
@@ -21,9 +22,12 @@ import { waitFor } from "../../support/wait.ts";
 
 const support = await probeSandbox();
 const builtinSkip = support.mechanism === "landlock" ? false : `the built-in sandbox cannot run here: ${support.detail}`;
-const ways: Array<{ label: string; compiled: boolean; skip: string | false }> = [
-  { label: "compiled binary, helper joins in place", compiled: true, skip: builtinSkip || (!process.versions.bun && "compiling relay needs Bun") },
-  { label: "forked helper", compiled: false, skip: builtinSkip },
+const compiledSkip = builtinSkip || (!process.versions.bun && "compiling relay needs Bun");
+/** RELAY_SANDBOX_SIMULATE parts for the executor. */
+const ways: Array<{ label: string; compiled: boolean; simulate: string[]; skip: string | false }> = [
+  { label: "compiled binary, the container's init spawns", compiled: true, simulate: [], skip: compiledSkip },
+  { label: "compiled binary, helper joins in place", compiled: true, simulate: ["no-init-spawn"], skip: compiledSkip },
+  { label: "forked helper", compiled: false, simulate: ["no-init-spawn"], skip: builtinSkip },
 ];
 for (const w of ways) skipBecause(`containment (${w.label})`, w.skip);
 
@@ -56,7 +60,9 @@ for (const way of ways) {
     });
     after(() => rmSync(ws, { recursive: true, force: true }));
 
-    const start = async (env: Record<string, string> = {}): Promise<ChildPeer> => {
+    const start = async (simulate: string[] = []): Promise<ChildPeer> => {
+      const parts = [...way.simulate, ...simulate];
+      const env: Record<string, string> = parts.length ? { RELAY_SANDBOX_SIMULATE: parts.join(",") } : {};
       if (!way.compiled) return startExecutor(env);
       const c = spawnPeer([compiledRelay(), "executor"], { env: envWithoutSelfCommand(env), name: "compiled-executor" });
       assert.ok("ok" in c, JSON.stringify(c));
@@ -124,7 +130,7 @@ for (const way of ways) {
     });
 
     test("without user namespaces there is no container: commands still run, and the executor says what is left", async () => {
-      const ex = await start({ RELAY_SANDBOX_SIMULATE: "no-userns" });
+      const ex = await start(["no-userns"]);
       try {
         const info = await ex.peer.call(ExecutorMethods.info, {});
         assert.ok("ok" in info);

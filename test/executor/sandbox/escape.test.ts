@@ -28,13 +28,19 @@ const baseEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() 
 
 const builtinSkip = support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`;
 /**
- * Each way a command gets confined. The compiled binary's helper is single-threaded and confines
- * itself in place; from source Bun has transpiler threads, so its helper forks (confine.c), which
- * `simulate: "threaded"` also forces. `simulate` reaches the helper through the command's env.
+ * Each way a command gets confined. A pipe-mode command is forked by the executor's container
+ * init (confine.c relay_spawn_child); a PTY one, or any where the init may not spawn
+ * (`no-init-spawn`, in the executor's env), goes through a helper. The compiled binary's helper
+ * is single-threaded and confines itself in place; from source Bun has transpiler threads, so
+ * its helper forks (confine.c relay_spawn_ns), which `simulate: "threaded"` also forces.
+ * `simulate` reaches the helper through the command's env.
  */
-const mechanisms: Array<{ name: SandboxMechanism; label: string; compiled?: boolean; simulate?: string; skip: string | false }> = [
-  { name: "landlock", label: "landlock, compiled binary: in place", compiled: true, skip: builtinSkip || (!process.versions.bun && "compiling relay needs Bun") },
-  { name: "landlock", label: "landlock, forked helper", simulate: "threaded", skip: builtinSkip },
+const compiledSkip = builtinSkip || (!process.versions.bun && "compiling relay needs Bun");
+const helpersOnly = { RELAY_SANDBOX_SIMULATE: "no-init-spawn" };
+const mechanisms: Array<{ name: SandboxMechanism; label: string; compiled?: boolean; simulate?: string; executorEnv?: Record<string, string>; skip: string | false }> = [
+  { name: "landlock", label: "landlock, compiled binary: the container's init spawns", compiled: true, skip: compiledSkip },
+  { name: "landlock", label: "landlock, compiled binary: helpers confine in place", compiled: true, executorEnv: helpersOnly, skip: compiledSkip },
+  { name: "landlock", label: "landlock, forked helper", simulate: "threaded", executorEnv: helpersOnly, skip: builtinSkip },
   { name: "bwrap", label: "bwrap", skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}` },
 ];
 for (const m of mechanisms) skipBecause(`escape suite (${m.label})`, m.skip);
@@ -73,11 +79,11 @@ for (const mechanism of mechanisms) {
     let net0: Awaited<ReturnType<typeof listeners>>;
     before(async () => {
       if (mechanism.compiled) {
-        const c = spawnPeer([compiledRelay(), "executor"], { env: envWithoutSelfCommand(), name: "compiled-executor" });
+        const c = spawnPeer([compiledRelay(), "executor"], { env: envWithoutSelfCommand(mechanism.executorEnv), name: "compiled-executor" });
         assert.ok("ok" in c, JSON.stringify(c));
         ex = c.ok;
       } else {
-        ex = await startExecutor();
+        ex = await startExecutor(mechanism.executorEnv);
       }
       base = mkdtempSync(path.join(os.homedir(), ".relay-escape-"));
       ws = path.join(base, "ws");
@@ -100,6 +106,8 @@ for (const mechanism of mechanisms) {
     });
 
     const policy = (mode: SandboxMode): SandboxPolicy => ({ mode, writable_roots: [ws], network: false, mechanism: mechanism.name });
+    /** A command's $PPID in the container: its init, or 0 for a helper outside the namespace. */
+    const parentPid = mechanism.executorEnv ? 0 : 1;
     const run = (mode: SandboxMode, script: string, extra: { tty?: boolean; yield_time_ms?: number } = {}) =>
       exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: policy(mode), yield_time_ms: 20_000, ...extra });
 
@@ -249,12 +257,13 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
         test("signalling the executor (the command's parent) is refused", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "signal scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
           const pid = ex.pid!;
           // The built-in sandbox runs the command in the executor's container, where its parent
-          // is the container's init (pid 1) and the executor's pid names nothing; under
-          // bubblewrap the parent is bwrap's own init inside the sandbox. Only relay's pid is tried.
+          // is the container's init (pid 1), or a helper outside (pid 0), and the executor's pid
+          // names nothing; under bubblewrap the parent is bwrap's own init inside the sandbox.
+          // Only relay's pid is tried.
           const parent = mechanism.name === "landlock" ? `; echo "ppid:$PPID"` : "";
           const r = await run(mode, `kill -TERM ${pid} 2>/dev/null; echo "kill:$?"${parent}`);
           assert.match(r.output, /kill:1\n/);
-          if (parent) assert.match(r.output, /ppid:1\n/);
+          if (parent) assert.match(r.output, new RegExp(`ppid:${parentPid}\n`));
           assert.ok(isAlive(pid), "the executor is alive");
           const again = await run(mode, "echo still-serving");
           assert.equal(again.output, "still-serving\n");
@@ -299,7 +308,7 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
         const [ids, ns] = first.output.trim().split("\n");
         const [shellPid, statParent, ppid] = ids!.split(" ").map(Number);
         assert.equal(statParent, shellPid, "$$ and /proc agree: /proc/self/stat's parent of `cut` is the shell");
-        assert.equal(ppid, 1, "the container's init started the command");
+        assert.equal(ppid, parentPid, mechanism.executorEnv ? "the helper that waits for the command is outside the namespace" : "the container's init started the command");
         assert.notEqual(ns, readlinkSync("/proc/self/ns/pid"), "not the host's pid namespace");
         assert.equal(second.output.trim().split("\n")[1], ns, "one container for every command of the executor");
       });

@@ -1,6 +1,7 @@
 /**
- * The warm sandbox helper: started ahead by the executor, it takes its command from stdin.
- * Real processes; the spare's fate is observed through /proc, waiting for the event.
+ * The warm sandbox helper: started ahead by the executor where its container's init cannot
+ * spawn commands itself (simulated here), it takes its command from stdin. Real processes; the
+ * spare's fate is observed through /proc, waiting for the event.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -19,6 +20,8 @@ import { skipBecause } from "../../support/skip.ts";
 const support = await probeSandbox();
 const skip = skipBecause("warm sandbox helpers", support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`);
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+/** Where the init spawns, no spare is ever started (container-spawner.test.ts checks that). */
+const helpersOnly = { RELAY_SANDBOX_SIMULATE: "no-init-spawn" };
 
 /** Pids of warm helpers whose parent is `ppid`. */
 function spares(ppid: number): number[] {
@@ -59,7 +62,7 @@ describe("warm sandbox helpers", { skip }, () => {
   const policy: () => SandboxPolicy = () => ({ mode: "workspace-write", writable_roots: [ws], network: false });
 
   test("a session's sandbox check starts a spare; the first command takes it and runs confined", async () => {
-    await using ex = await startExecutor();
+    await using ex = await startExecutor(helpersOnly);
     const check = await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
     assert.ok("ok" in check, JSON.stringify(check));
     assert.ok(await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE), `${WARM_POOL_SIZE} spares are waiting`);
@@ -73,7 +76,7 @@ describe("warm sandbox helpers", { skip }, () => {
   });
 
   test("a spare never outlives its executor, even one killed with SIGKILL", async () => {
-    const ex = await startExecutor();
+    const ex = await startExecutor(helpersOnly);
     await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
     assert.ok(await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE));
     const waiting = spares(ex.pid!);

@@ -44,9 +44,11 @@ export class ContainerSpawner {
   reason: string | undefined;
   spawned = 0;
 
+  /** @param off why the init must not spawn here (RELAY_SANDBOX_SIMULATE=no-init-spawn): helpers do */
   constructor(
     private readonly native: Native,
     private readonly channel: number,
+    private readonly off?: string,
   ) {
     void this.readReplies();
   }
@@ -81,8 +83,8 @@ export class ContainerSpawner {
 
   private handle(reply: Reply): void {
     if (reply.ready !== undefined) {
-      this.reason = reply.reason;
-      return this.markReady(reply.ready);
+      this.reason = this.off ?? reply.reason;
+      return this.markReady(reply.ready && !this.off);
     }
     if (reply.status !== undefined) {
       const end = this.ends.get(reply.id);

@@ -30,16 +30,19 @@ interface Simulated {
   noSeccomp: boolean;
   /** The helper acts as if it had threads, which makes it take the forking path. */
   threaded: boolean;
+  /** The executor does not let its container's init spawn commands: helpers do, as where it cannot. */
+  noInitSpawn: boolean;
 }
 
 export function simulated(env: Record<string, string | undefined> = process.env): Simulated {
-  const out: Simulated = { noUserns: false, noSeccomp: false, threaded: false };
+  const out: Simulated = { noUserns: false, noSeccomp: false, threaded: false, noInitSpawn: false };
   for (const part of (env.RELAY_SANDBOX_SIMULATE ?? "").split(",")) {
     const [key, value] = part.trim().split("=");
     if (key === "landlock-abi" && value !== undefined) out.abi = Number(value);
     if (key === "no-userns") out.noUserns = true;
     if (key === "no-seccomp") out.noSeccomp = true;
     if (key === "threaded") out.threaded = true;
+    if (key === "no-init-spawn") out.noInitSpawn = true;
   }
   return out;
 }

@@ -1,0 +1,234 @@
+/**
+ * The executor's container init spawns sandboxed pipe-mode commands itself (init-loop.ts,
+ * spawner.ts): through a real executor, and straight on an init's channel with requests the
+ * executor would never send. Real processes, namespaces and sockets; waits are for events.
+ */
+import assert from "node:assert/strict";
+import { closeSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { ExecutorMethods } from "../../../src/executor/protocol.ts";
+import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
+import { planBuiltin } from "../../../src/executor/sandbox/index.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
+import { loadNative, makePair, type Native } from "../../../src/executor/sandbox/linux/confine-cc.ts";
+import { startContainer, type StartedContainer } from "../../../src/executor/sandbox/linux/container.ts";
+import { exitOf } from "../../../src/executor/sandbox/linux/spawner.ts";
+import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
+import { relayArgv } from "../../support/self.ts";
+import { skipBecause } from "../../support/skip.ts";
+import { waitFor } from "../../support/wait.ts";
+
+const support = await probeSandbox();
+const skip = skipBecause("the container's init as spawner", support.mechanism === "landlock" ? false : `the built-in sandbox cannot run here: ${support.detail}`);
+const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+
+/** Field `n` (1-based, as proc(5) numbers them) of /proc/PID/stat. */
+function statField(pid: number, n: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[n - 3];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Children of `pid` running a warm helper (`__sandbox-exec --wait`). */
+function helpersOf(pid: number): number[] {
+  return readdirSync("/proc")
+    .map(Number)
+    .filter((p) => Number.isInteger(p) && statField(p, 4) === String(pid))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "latin1").includes("--wait");
+      } catch {
+        return false;
+      }
+    });
+}
+
+describe("the container's init spawns sandboxed commands", { skip }, () => {
+  let ws = "";
+  before(() => {
+    ws = mkdtempSync(path.join(os.tmpdir(), "relay-spawner-"));
+    mkdirSync(path.join(ws, ".git"));
+  });
+  after(() => rmSync(ws, { recursive: true, force: true }));
+  const policy = (): SandboxPolicy => ({ mode: "workspace-write", writable_roots: [ws], network: false });
+
+  test("twelve at once: each its own output and exit status, no helper process, the init as parent", async () => {
+    await using ex = await startExecutor();
+    const check = await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
+    assert.ok("ok" in check, JSON.stringify(check));
+    const runs = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        exec(ex, { command: ["sh", "-c", `echo "out-${i} ppid:$PPID"; echo err-${i} >&2; (echo x > .git/x) 2>/dev/null || echo git-read-only; exit ${i}`], cwd: ws, env, sandbox: policy(), yield_time_ms: 20_000 }),
+      ),
+    );
+    runs.forEach((r, i) => {
+      assert.equal(r.exit_code, i);
+      assert.equal(r.output, `out-${i} ppid:1\nerr-${i}\ngit-read-only\n`);
+    });
+    assert.deepEqual(helpersOf(ex.pid!), [], "no spare helper was started");
+    const info = await ex.peer.call(ExecutorMethods.info, {});
+    assert.ok("ok" in info);
+    assert.deepEqual(info.ok.sandbox.warm_helpers, { hits: 0, misses: 0 }, "no command went through a helper");
+  });
+
+  test("a program not found or a cwd that is gone: the reason in the output, 127 or 126, and the init keeps serving", async () => {
+    await using ex = await startExecutor();
+    const missing = await exec(ex, { command: ["no-such-program-relay"], cwd: ws, env, sandbox: policy() });
+    assert.equal(missing.exit_code, 127);
+    assert.match(missing.output, /^relay sandbox: no-such-program-relay: command not found\n$/);
+    const gone = path.join(ws, "gone");
+    mkdirSync(gone);
+    rmSync(gone, { recursive: true });
+    const noCwd = await exec(ex, { command: ["/bin/sh", "-c", "echo ran"], cwd: gone, env, sandbox: policy() });
+    assert.equal(noCwd.exit_code, 126);
+    assert.match(noCwd.output, /^relay sandbox: cannot run in .*gone: changing to the working directory failed: ENOENT \(2\)\n$/);
+    const fine = await exec(ex, { command: ["sh", "-c", "echo still-serving"], cwd: ws, env, sandbox: policy() });
+    assert.equal(fine.output, "still-serving\n");
+  });
+
+  test("a running command has its host pid: listed, terminated with its tree, its end reported", async () => {
+    await using ex = await startExecutor();
+    const started = await exec(ex, { command: ["sh", "-c", "sleep 1000 & echo started; wait"], cwd: ws, env, sandbox: policy(), yield_time_ms: 2_000 });
+    assert.ok(started.process_id !== undefined, started.output);
+    const list = await ex.peer.call(ExecutorMethods.list, {});
+    assert.ok("ok" in list);
+    const pid = list.ok.processes.find((p) => p.process_id === started.process_id)!.pid;
+    assert.match(readFileSync(`/proc/${pid}/cmdline`, "latin1"), /^sh\0-c\0sleep 1000/, "the listed pid is the command's, as the host sees it");
+    const sleeper = readdirSync("/proc").map(Number).find((p) => statField(p, 4) === String(pid));
+    assert.ok(sleeper, "the background sleep is the shell's child");
+    const ended = await ex.peer.call(ExecutorMethods.terminate, { process_id: started.process_id! });
+    assert.deepEqual(ended, { ok: { running: true } });
+    await waitFor(() => !isAlive(pid) && !isAlive(sleeper), "the command and its background child to end");
+  });
+
+  test("a request too big for the channel (a 400 KB environment) runs through a helper instead", async () => {
+    await using ex = await startExecutor();
+    const big = Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`RELAY_BIG_${i}`, String(i).repeat(100_000)]));
+    const r = await exec(ex, { command: ["sh", "-c", 'echo "${#RELAY_BIG_0} ${#RELAY_BIG_3} ppid:$PPID"'], cwd: ws, env: { ...env, ...big }, sandbox: policy() });
+    assert.equal(r.exit_code, 0);
+    assert.equal(r.output, "100000 100000 ppid:0\n", "the whole environment, from a helper outside the namespace");
+    const small = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
+    assert.equal(small.output, "ppid:1\n", "the next ordinary command goes to the init again");
+  });
+
+  test("output larger than a pipe's buffer arrives whole and in order", async () => {
+    await using ex = await startExecutor();
+    const r = await exec(ex, { command: ["seq", "1", "60000"], cwd: ws, env, sandbox: policy(), yield_time_ms: 20_000, max_output_tokens: 1_000_000 });
+    assert.equal(r.exit_code, 0);
+    const lines = r.output.trimEnd().split("\n");
+    assert.equal(lines.length, 60000);
+    assert.equal(lines[0], "1");
+    assert.equal(lines[59999], "60000");
+  });
+
+  test("an init killed from outside: a running command ends as killed, and the next runs in a new container", async () => {
+    await using ex = await startExecutor();
+    const started = await exec(ex, { command: ["sh", "-c", "echo up; readlink /proc/self/ns/pid; exec sleep 1000"], cwd: ws, env, sandbox: policy(), yield_time_ms: 2_000 });
+    assert.ok(started.process_id !== undefined, started.output);
+    const list = await ex.peer.call(ExecutorMethods.list, {});
+    assert.ok("ok" in list);
+    const pid = list.ok.processes.find((p) => p.process_id === started.process_id)!.pid;
+    const init = Number(statField(pid, 4));
+    assert.match(readFileSync(`/proc/${init}/cmdline`, "latin1"), /--container-init/);
+    process.kill(init, "SIGKILL");
+    const done = await write(ex, started.process_id!, "", { yield_time_ms: 20_000 });
+    assert.equal(done.exit_code, 137, "killed with its namespace");
+    const next = await exec(ex, { command: ["sh", "-c", "readlink /proc/self/ns/pid; echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
+    const [oldNs] = started.output.split("\n").slice(1);
+    const [newNs, ppid] = next.output.trim().split("\n");
+    assert.notEqual(newNs, oldNs, "a new container");
+    assert.equal(ppid, "ppid:1", "whose init spawned it");
+  });
+});
+
+/** An init of our own and its raw channel: requests the executor would never send. */
+describe("the container's init refuses malformed requests and goes on serving", { skip }, () => {
+  let native: Native;
+  let started: StartedContainer;
+  const replies: string[] = [];
+  let ws = "";
+  before(async () => {
+    ws = mkdtempSync(path.join(os.tmpdir(), "relay-init-"));
+    const n = await loadNative();
+    assert.ok("ok" in n);
+    native = n.ok;
+    const s = await startContainer(relayArgv());
+    assert.ok("ok" in s, JSON.stringify(s));
+    started = s.ok;
+    void (async () => {
+      const stream = (globalThis as unknown as { Bun: { file(fd: number): { stream(): AsyncIterable<Uint8Array> } } }).Bun.file(started.channel).stream();
+      for await (const chunk of stream) replies.push(...Buffer.from(chunk).toString("utf8").split("\n").filter(Boolean));
+    })();
+  });
+  after(() => {
+    process.kill(started.ref.pid, "SIGKILL");
+    rmSync(ws, { recursive: true, force: true });
+  });
+
+  const nextReply = async (): Promise<Record<string, unknown>> => {
+    await waitFor(() => replies.length > 0, "a reply from the init");
+    return JSON.parse(replies.shift()!) as Record<string, unknown>;
+  };
+  /** Sends `text` with the write end of a new pipe attached (or none); returns the read end. */
+  const send = (text: string, attach = true): number | undefined => {
+    const pipe = makePair(native, "pipe");
+    assert.ok("ok" in pipe);
+    const bytes = Buffer.from(text);
+    const n = Number(native.symbols.relay_send(started.channel, native.ffi.ptr(bytes), bytes.length, attach ? pipe.ok[1] : -1, 0));
+    assert.equal(n, bytes.length);
+    closeSync(pipe.ok[1]);
+    if (attach) return pipe.ok[0];
+    closeSync(pipe.ok[0]);
+    return undefined;
+  };
+  const request = async (id: number, argv: string[]) => {
+    const plan = await planBuiltin({ mode: "workspace-write", writable_roots: [ws], network: false }, env);
+    assert.ok("ok" in plan);
+    return JSON.stringify({ id, plan: { ...plan.ok, container: started.ref }, argv, env, cwd: ws });
+  };
+
+  test("it says it is ready first", async () => {
+    assert.deepEqual(await nextReply(), { ready: true });
+  });
+
+  test("not JSON, no descriptor, a bad plan: each answered with the problem, nothing run", async () => {
+    closeSync(send("{not json")!);
+    const junk = await nextReply();
+    assert.equal(junk.id, 0);
+    assert.match(String(junk.problem), /spawn request is not valid JSON/);
+    send(await request(7, ["sh", "-c", "echo ran"]), false);
+    assert.deepEqual(await nextReply(), { id: 7, problem: "no output descriptor came with the request" });
+    closeSync(send(JSON.stringify({ id: 8, plan: { abi: -1 }, argv: ["true"], env, cwd: ws }))!);
+    const bad = await nextReply();
+    assert.equal(bad.id, 8);
+    assert.match(String(bad.problem), /plan: abi must be a non-negative integer/);
+    closeSync(send(JSON.stringify({ id: 0, plan: {}, argv: [], env, cwd: ws }))!);
+    assert.match(String((await nextReply()).problem), /id must be a positive integer/);
+  });
+
+  test("after them a good request runs: its pid on the host, its output, then its wait status", async () => {
+    const out = send(await request(9, ["sh", "-c", "echo hello; exit 5"]))!;
+    const spawned = await nextReply();
+    assert.equal(spawned.id, 9);
+    assert.equal(typeof spawned.pid, "number");
+    const ended = await nextReply();
+    assert.equal(ended.id, 9);
+    assert.deepEqual(exitOf(ended.status as number), { code: 5, signal: null });
+    const text = readFileSync(`/proc/self/fd/${out}`, "utf8");
+    closeSync(out);
+    assert.equal(text, "hello\n");
+  });
+
+  test("a command killed by a signal reports it", async () => {
+    const out = send(await request(10, ["sh", "-c", "kill -TERM $$"]))!;
+    assert.equal((await nextReply()).id, 10);
+    const ended = await nextReply();
+    closeSync(out);
+    assert.deepEqual(exitOf(ended.status as number), { code: 143, signal: "SIGTERM" });
+  });
+});
