@@ -85,6 +85,9 @@ export interface ManagerOptions {
   warmHelpers?: boolean;
 }
 
+/** A command to start, with what the sandbox attempt made of it. */
+type ExecRequest = ExecCommandRequest & { sandboxedArgv?: string[]; sandboxEnv?: Record<string, string>; warmLaunch?: WarmLaunch };
+
 export class ProcessManager {
   private readonly store = new Map<number, Entry>();
   private readonly reserved = new Set<number>();
@@ -106,33 +109,19 @@ export class ProcessManager {
     return this.store.size;
   }
 
-  async exec(req: ExecCommandRequest & { sandboxedArgv?: string[]; sandboxEnv?: Record<string, string>; warmLaunch?: WarmLaunch }): Promise<Result<ExecResult>> {
+  async exec(req: ExecRequest): Promise<Result<ExecResult>> {
     const started = performance.now();
     const id = this.allocateId();
     const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
     // `relay` in a command is this executor's own binary.
     env.PATH = withRelayFirst(req.env?.PATH);
-    // The container's init or a warm helper takes the command with its own environment; a cold helper needs the helper's too.
-    const direct = req.warmLaunch && !req.tty ? await this.spawnInContainer(req.warmLaunch, env, req.cwd) : undefined;
-    const warm = !direct && req.warmLaunch && !req.tty ? this.warmHelpers()?.take(req.warmLaunch, env, req.cwd) : undefined;
-    const spawned = direct
-      ? direct
-      : warm
-      ? ok(warm)
-      : spawnProcess({
-          argv: req.sandboxedArgv ?? req.command,
-          cwd: req.cwd,
-          env: { ...env, ...req.sandboxEnv },
-          tty: req.tty ?? false,
-          cols: req.cols,
-          rows: req.rows,
-        });
+    const { spawned, by } = await this.startProcess(req, env);
     if ("error" in spawned) {
       this.reserved.delete(id);
       log.warn("spawn failed", { process_id: id, code: spawned.error.code, message: spawned.error.message });
       return spawned;
     }
-    log.debug("spawned", { process_id: id, pid: spawned.ok.pid, by: direct ? "container" : warm ? "warm helper" : undefined });
+    log.debug("spawned", { process_id: id, pid: spawned.ok.pid, by });
     const entry: Entry = {
       id,
       proc: spawned.ok,
@@ -224,6 +213,21 @@ export class ProcessManager {
       this.warm = new WarmHelpers(self.ok, { PATH: process.env.PATH ?? "/usr/bin:/bin", [MARKER_VAR]: `${this.instanceId}:warm` });
     }
     return this.warm ?? undefined;
+  }
+
+  /**
+   * Starts a command: a sandboxed pipe-mode one through the container's init or else a warm
+   * helper (both take the command's own environment), any other as a process of its own (a
+   * cold helper also needs the helper's variables).
+   */
+  private async startProcess(req: ExecRequest, env: Record<string, string>): Promise<{ spawned: Result<RunningProcess>; by?: string }> {
+    const pipeLaunch = req.tty ? undefined : req.warmLaunch;
+    const direct = pipeLaunch && (await this.spawnInContainer(pipeLaunch, env, req.cwd));
+    if (direct) return { spawned: direct, by: "container" };
+    const warm = pipeLaunch && this.warmHelpers()?.take(pipeLaunch, env, req.cwd);
+    if (warm) return { spawned: ok(warm), by: "warm helper" };
+    const argv = req.sandboxedArgv ?? req.command;
+    return { spawned: spawnProcess({ argv, cwd: req.cwd, env: { ...env, ...req.sandboxEnv }, tty: req.tty ?? false, cols: req.cols, rows: req.rows }) };
   }
 
   /** Readies what the first sandboxed command will use: the container, or spare helpers where its init cannot spawn. */

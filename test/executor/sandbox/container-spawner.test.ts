@@ -4,7 +4,8 @@
  * executor would never send. Real processes, namespaces and sockets; waits are for events.
  */
 import assert from "node:assert/strict";
-import { closeSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -29,6 +30,14 @@ function statField(pid: number, n: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[n - 3];
+  } catch {
+    return undefined;
+  }
+}
+
+function cmdlineOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1");
   } catch {
     return undefined;
   }
@@ -114,6 +123,23 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.equal(r.output, "100000 100000 ppid:0\n", "the whole environment, from a helper outside the namespace");
     const small = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
     assert.equal(small.output, "ppid:1\n", "the next ordinary command goes to the init again");
+  });
+
+  test("an orphan left in the container is reaped when it ends, not left a zombie", async () => {
+    await using ex = await startExecutor();
+    const fifo = path.join(ws, `fifo-${process.pid}`);
+    assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
+    const r = await exec(ex, { command: ["sh", "-c", `( exec cat ${fifo} >/dev/null & ) ; echo started`], cwd: ws, env, sandbox: policy() });
+    assert.equal(r.output, "started\n");
+    const want = `cat\0${fifo}\0`;
+    let orphan = 0;
+    await waitFor(() => {
+      orphan = readdirSync("/proc").map(Number).find((p) => Number.isInteger(p) && cmdlineOf(p) === want) ?? 0;
+      return orphan > 0;
+    }, "the orphan to show");
+    assert.match(cmdlineOf(Number(statField(orphan, 4))) ?? "", /--container-init/, "the init adopted it");
+    closeSync(openSync(fifo, "w"));
+    await waitFor(() => !existsSync(`/proc/${orphan}`), "the orphan to be reaped");
   });
 
   test("output larger than a pipe's buffer arrives whole and in order", async () => {

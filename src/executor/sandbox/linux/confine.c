@@ -54,6 +54,7 @@ long sendmsg(int fd, const void *msg, int flags);
 long recvmsg(int fd, void *msg, int flags);
 int poll(void *fds, unsigned long n, int timeout);
 int fcntl(int fd, int cmd, ...);
+int signalfd(int fd, const void *mask, int flags);
 
 #define O_RDONLY 0
 #define O_WRONLY 1
@@ -379,8 +380,17 @@ int relay_probe_userns(void) {
 #define F_DUPFD_CLOEXEC 1030
 #define O_DIRECTORY 0200000
 
+/* A sigset (room for any libc's) holding SIGCHLD alone. */
+static unsigned char *sigchld_set(unsigned char *set) {
+  int i;
+  for (i = 0; i < 128; i++) set[i] = 0;
+  set[(SIGCHLD - 1) / 8] = (unsigned char)(1 << ((SIGCHLD - 1) % 8));
+  return set;
+}
+
 static int container_child(unsigned uid, unsigned gid, char *exe, char **argv, char **envp, int report, int channel) {
   int r, fd, host_proc;
+  unsigned char chld[128];
   reset_signals();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail(ST_FORK);
   if ((r = map_ids(uid, gid)) != 0) return r;
@@ -404,6 +414,9 @@ static int container_child(unsigned uid, unsigned gid, char *exe, char **argv, c
      the report pipe is close-on-exec already, so its closing tells the executor we ran. */
   if (syscall(SYS_CLOSE_RANGE, INIT_HOST_PROC_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
     for (fd = INIT_HOST_PROC_FD + 1; fd < 1024; fd++) if (fd != report) close(fd);
+  /* Blocked from the start, so every thread the runtime makes has it blocked too and the
+     init's signalfd sees each one (relay_init_wait); its commands unblock it (reset_signals). */
+  sigprocmask(0 /* SIG_BLOCK */, sigchld_set(chld), 0);
   execve(exe, argv, envp);
   return fail(ST_EXECVE);
 }
@@ -596,20 +609,26 @@ long relay_recv(long sock, char *buf, long cap, int *fd) {
 }
 
 /*
- * The init's wait, on its channel and on a pidfd per running command (a SIGCHLD could go to
- * any of the runtime's threads, so none is relied on). Sets ready[0] when `sock` has a message
- * or was closed and ready[1 + i] when pidfds[i]'s process has ended. Returns how many are
- * ready, 0 after timeout_ms, or -errno.
+ * The init's wait: on its channel, on SIGCHLD through a signalfd (for orphans; container_child
+ * blocked it in every thread) and on a pidfd per running command (which needs no signal at
+ * all). Sets ready[0] when `sock` has a message or was closed and ready[1 + i] when pidfds[i]'s
+ * process has ended. Returns how many are ready, 0 after timeout_ms, or -errno.
  */
 #define MAX_WATCHED 1024
 int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, long timeout_ms) {
-  static struct { int fd; short events; short revents; } fds[MAX_WATCHED + 1];
+  static struct { int fd; short events; short revents; } fds[MAX_WATCHED + 2];
+  static int sigfd = -2;
+  unsigned char set[128], drain[128 * 8];
   int i, r;
+  if (sigfd == -2) sigfd = signalfd(-1, sigchld_set(set), O_CLOEXEC | 04000 /* SFD_NONBLOCK */);
   if (count > MAX_WATCHED) count = MAX_WATCHED;
   fds[0].fd = (int)sock; fds[0].events = 1; fds[0].revents = 0;
-  for (i = 0; i < count; i++) { fds[1 + i].fd = pidfds[i]; fds[1 + i].events = 1; fds[1 + i].revents = 0; }
-  r = poll(fds, (unsigned long)count + 1, (int)timeout_ms);
+  fds[1].fd = sigfd; fds[1].events = 1; fds[1].revents = 0;
+  for (i = 0; i < count; i++) { fds[2 + i].fd = pidfds[i]; fds[2 + i].events = 1; fds[2 + i].revents = 0; }
+  r = poll(fds, (unsigned long)count + 2, (int)timeout_ms);
   if (r < 0) return *__errno_location() == EINTR ? 0 : -*__errno_location();
-  for (i = 0; i <= count; i++) ready[i] = fds[i].revents != 0;
+  if (fds[1].revents) read(sigfd, drain, sizeof drain);
+  ready[0] = fds[0].revents != 0;
+  for (i = 0; i < count; i++) ready[1 + i] = fds[2 + i].revents != 0;
   return r;
 }

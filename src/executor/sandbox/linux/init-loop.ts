@@ -27,7 +27,7 @@ const CHANNEL_FD = 3;
 const HOST_PROC_FD = 4;
 const SIGCHLD = 17;
 const WNOHANG = 1;
-/** Bounds how long an orphan stays a zombie: a request or a command's end ends the wait at once. */
+/** Only bounds a missed wake-up: a request, a command's end or SIGCHLD ends the wait at once. */
 const WAIT_MS = 60_000;
 const UNWATCHED_POLL_MS = 20;
 /** Shell conventions: 126 found but cannot run, 127 not found. */
