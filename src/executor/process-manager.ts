@@ -298,10 +298,6 @@ export class ProcessManager {
     return { hits: this.warm?.hits ?? 0, misses: this.warm?.misses ?? 0 };
   }
 
-  /** How many sandboxed commands the container's init spawned (no helper), in this executor's life. */
-  async containerSpawns(): Promise<number> {
-    return (await this.containment)?.spawner?.spawned ?? 0;
-  }
 
   /** Also run `fn` (synchronously) whenever killAllNow runs: other process owners of this executor. */
   alsoOnKillAll(fn: () => void): void {

@@ -30,6 +30,8 @@ const WNOHANG = 1;
 /** Only bounds a missed wake-up: a request, a command's end or SIGCHLD ends the wait at once. */
 const WAIT_MS = 60_000;
 const UNWATCHED_POLL_MS = 20;
+/** relay_recv's answer for a message cut short. */
+const TRUNCATED = -1000;
 /** Shell conventions: 126 found but cannot run, 127 not found. */
 const EXIT_CANNOT_RUN = 126;
 const EXIT_NOT_FOUND = 127;
@@ -37,7 +39,8 @@ const EXIT_NOT_FOUND = 127;
 class InitLoop {
   /** Command pids in the namespace → their request ids and pidfds. */
   private readonly running = new Map<number, { id: number; pidfd: number }>();
-  private readonly buf = Buffer.alloc(MAX_SPAWN_REQUEST);
+  /** Not zeroed: pages a message never reached are never touched. */
+  private readonly buf = Buffer.allocUnsafeSlow(MAX_SPAWN_REQUEST);
   private readonly receivedFd = new Int32Array(1);
   private readonly status = new Int32Array(1);
   constructor(
@@ -77,15 +80,16 @@ class InitLoop {
     return ready[0] === 1;
   }
 
-  /** Serves one request; false once the executor's end is closed. */
+  /** Serves one request; false once the executor's end is closed or broken. */
   serveOne(): boolean {
     const n = Number(this.native.symbols.relay_recv(CHANNEL_FD, this.native.ffi.ptr(this.buf), this.buf.length, this.native.ffi.ptr(this.receivedFd)));
-    if (n === 0) return false;
-    const outFd = this.receivedFd[0]!;
-    if (n < 0) {
-      this.reply({ id: 0, problem: n === -1000 ? `the request was over ${MAX_SPAWN_REQUEST} bytes` : `reading the request failed (errno ${-n})` });
+    if (n === TRUNCATED) {
+      this.reply({ id: 0, problem: `the request was over ${MAX_SPAWN_REQUEST} bytes` });
       return true;
     }
+    // End of file, or an error that would repeat on every try.
+    if (n <= 0) return false;
+    const outFd = this.receivedFd[0]!;
     const req = parseSpawnRequest(this.buf.toString("utf8", 0, n));
     if ("problem" in req || outFd < 0) {
       if (outFd >= 0) closeSync(outFd);

@@ -9,6 +9,7 @@
  */
 import { closeSync } from "node:fs";
 import os from "node:os";
+import { Log } from "../../../util/log.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
 import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
 import { makePair, type Native } from "./confine-cc.ts";
@@ -20,6 +21,8 @@ const readFd = (fd: number): AsyncIterable<Uint8Array> => (globalThis as unknown
 
 type Reply = { id: number; pid?: number; exit?: number; problem?: string; status?: number; ready?: boolean; reason?: string };
 type Spawned = { pid: number } | { exit: number } | { problem: string };
+
+const log = Log.create("executor");
 
 const KILLED: ProcessExit = { code: 128 + 9, signal: "SIGKILL" };
 
@@ -40,9 +43,6 @@ export class ContainerSpawner {
   private markReady!: (ready: boolean) => void;
   /** Whether the init can spawn (it says so first); false once its channel has ended. */
   readonly ready = new Promise<boolean>((resolve) => (this.markReady = resolve));
-  /** Why the init cannot spawn, when it said so. */
-  reason: string | undefined;
-  spawned = 0;
 
   /** @param off why the init must not spawn here (RELAY_SANDBOX_SIMULATE=no-init-spawn): helpers do */
   constructor(
@@ -83,7 +83,8 @@ export class ContainerSpawner {
 
   private handle(reply: Reply): void {
     if (reply.ready !== undefined) {
-      this.reason = this.off ?? reply.reason;
+      const why = this.off ?? reply.reason;
+      if (!reply.ready || this.off) log.warn("the container's init does not spawn commands: helpers do", { reason: why });
       return this.markReady(reply.ready && !this.off);
     }
     if (reply.status !== undefined) {
@@ -131,7 +132,6 @@ export class ContainerSpawner {
       this.ends.delete(id);
       return err("spawn_failed", `the sandboxed command could not be started: ${spawned.problem}`);
     }
-    this.spawned++;
     const done = "exit" in spawned ? Promise.resolve<ProcessExit>({ code: spawned.exit, signal: null }) : exited;
     if ("exit" in spawned) this.ends.delete(id);
     return ok({
