@@ -16,6 +16,7 @@ import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { loadNative, makePair, type Native } from "../../../src/executor/sandbox/linux/confine-cc.ts";
 import { startContainer, type StartedContainer } from "../../../src/executor/sandbox/linux/container.ts";
 import { exitOf } from "../../../src/executor/sandbox/linux/spawner.ts";
+import type { ChildPeer } from "../../../src/protocol/child.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
 import { relayArgv } from "../../support/self.ts";
 import { skipBecause } from "../../support/skip.ts";
@@ -65,6 +66,14 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
   });
   after(() => rmSync(ws, { recursive: true, force: true }));
   const policy = (): SandboxPolicy => ({ mode: "workspace-write", writable_roots: [ws], network: false });
+  /** Starts `script`, which keeps running; its first answer and its pid as the executor lists it. */
+  const startLongOne = async (ex: ChildPeer, script: string) => {
+    const started = await exec(ex, { command: ["sh", "-c", script], cwd: ws, env, sandbox: policy(), yield_time_ms: 2_000 });
+    assert.ok(started.process_id !== undefined, started.output);
+    const list = await ex.peer.call(ExecutorMethods.list, {});
+    assert.ok("ok" in list);
+    return { started, pid: list.ok.processes.find((p) => p.process_id === started.process_id)!.pid };
+  };
 
   test("twelve at once: each its own output and exit status, no helper process, the init as parent", async () => {
     await using ex = await startExecutor();
@@ -102,11 +111,7 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
 
   test("a running command has its host pid: listed, terminated with its tree, its end reported", async () => {
     await using ex = await startExecutor();
-    const started = await exec(ex, { command: ["sh", "-c", "sleep 1000 & echo started; wait"], cwd: ws, env, sandbox: policy(), yield_time_ms: 2_000 });
-    assert.ok(started.process_id !== undefined, started.output);
-    const list = await ex.peer.call(ExecutorMethods.list, {});
-    assert.ok("ok" in list);
-    const pid = list.ok.processes.find((p) => p.process_id === started.process_id)!.pid;
+    const { started, pid } = await startLongOne(ex, "sleep 1000 & echo started; wait");
     assert.match(readFileSync(`/proc/${pid}/cmdline`, "latin1"), /^sh\0-c\0sleep 1000/, "the listed pid is the command's, as the host sees it");
     const sleeper = readdirSync("/proc").map(Number).find((p) => statField(p, 4) === String(pid));
     assert.ok(sleeper, "the background sleep is the shell's child");
@@ -154,11 +159,7 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
 
   test("an init killed from outside: a running command ends as killed, and the next runs in a new container", async () => {
     await using ex = await startExecutor();
-    const started = await exec(ex, { command: ["sh", "-c", "echo up; readlink /proc/self/ns/pid; exec sleep 1000"], cwd: ws, env, sandbox: policy(), yield_time_ms: 2_000 });
-    assert.ok(started.process_id !== undefined, started.output);
-    const list = await ex.peer.call(ExecutorMethods.list, {});
-    assert.ok("ok" in list);
-    const pid = list.ok.processes.find((p) => p.process_id === started.process_id)!.pid;
+    const { started, pid } = await startLongOne(ex, "echo up; readlink /proc/self/ns/pid; exec sleep 1000");
     const init = Number(statField(pid, 4));
     assert.match(readFileSync(`/proc/${init}/cmdline`, "latin1"), /--container-init/);
     process.kill(init, "SIGKILL");
