@@ -94,6 +94,18 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.deepEqual(info.ok.sandbox.warm_helpers, { hits: 0, misses: 0 }, "no command went through a helper");
   });
 
+  test("thirty commands leave no descriptor open in the executor or in the init", async () => {
+    await using ex = await startExecutor();
+    const run = () => exec(ex, { command: ["sh", "-c", "echo $PPID"], cwd: ws, env, sandbox: policy() });
+    assert.equal((await run()).output, "1\n");
+    const init = readdirSync("/proc").map(Number).find((p) => statField(p, 4) === String(ex.pid) && (cmdlineOf(p) ?? "").includes("--container-init"))!;
+    assert.ok(init, "the executor's container init");
+    const open = () => [readdirSync(`/proc/${ex.pid}/fd`).length, readdirSync(`/proc/${init}/fd`).length];
+    const before = open();
+    for (let i = 0; i < 30; i++) assert.equal((await run()).output, "1\n");
+    assert.deepEqual(open(), before);
+  });
+
   test("a program not found or a cwd that is gone: the reason in the output, 127 or 126, and the init keeps serving", async () => {
     await using ex = await startExecutor();
     const missing = await exec(ex, { command: ["no-such-program-relay"], cwd: ws, env, sandbox: policy() });
