@@ -114,9 +114,11 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     const gone = path.join(ws, "gone");
     mkdirSync(gone);
     rmSync(gone, { recursive: true });
-    const noCwd = await exec(ex, { command: ["/bin/sh", "-c", "echo ran"], cwd: gone, env, sandbox: policy() });
-    assert.equal(noCwd.exit_code, 126);
-    assert.match(noCwd.output, /^relay sandbox: cannot run in .*gone: changing to the working directory failed: ENOENT \(2\)\n$/);
+    for (const program of ["/bin/sh", "./relative-program"]) {
+      const noCwd = await exec(ex, { command: [program, "-c", "echo ran"], cwd: gone, env, sandbox: policy() });
+      assert.equal(noCwd.exit_code, 126, program);
+      assert.match(noCwd.output, /^relay sandbox: cannot run in .*gone: it is not a directory \(or is gone\)\n$/);
+    }
     const fine = await exec(ex, { command: ["sh", "-c", "echo still-serving"], cwd: ws, env, sandbox: policy() });
     assert.equal(fine.output, "still-serving\n");
   });

@@ -15,7 +15,7 @@
  * it ignores all); SIGKILL from the executor's side, the executor's death, or the channel's
  * end ends it, and with it every process in the namespace.
  */
-import { closeSync, writeSync } from "node:fs";
+import { closeSync, statSync, writeSync } from "node:fs";
 import { loadNative, spawnChild, type Native } from "./confine-cc.ts";
 import { CArgs, loadLibc, type Libc } from "./libc.ts";
 import { MAX_SPAWN_REQUEST, parseSpawnRequest, type SpawnRequest } from "./plan-guard.ts";
@@ -111,6 +111,8 @@ class InitLoop {
       writeQuietly(outFd, `relay sandbox: ${message}\n`);
       this.reply({ id: req.id, exit });
     };
+    // The cwd first, as a shell would: a relative program is looked for in it.
+    if (!isDirectory(req.cwd)) return notRun(`cannot run in ${req.cwd}: it is not a directory (or is gone)`, EXIT_CANNOT_RUN);
     const file = resolveProgram(argv0, req.env.PATH, req.cwd);
     if ("error" in file) return notRun(file.error.message, EXIT_NOT_FOUND);
     const r = spawnChild(this.native, req.plan, { file: file.ok, argv: req.argv, env: req.env }, { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD });
@@ -131,6 +133,14 @@ class InitLoop {
       this.reap();
       if (request && !this.serveOne()) process.exit(0);
     }
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
   }
 }
 

@@ -154,7 +154,7 @@ function readOutput(fd: number): { onData: RunningProcess["onData"]; closed: Pro
     try {
       for await (const chunk of readFd(fd)) {
         if (listeners.length) listeners.forEach((l) => l(chunk));
-        else early.push(chunk);
+        else early.push(new Uint8Array(chunk));
       }
     } catch {
       // a read error ends the output as end of file would
