@@ -106,6 +106,19 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.deepEqual(open(), before);
   });
 
+  test("without Landlock's signal scope (ABI < 6) helpers run the commands: a SIGSTOP storm cannot leave the init stuck", async () => {
+    await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
+    const hostile = await exec(ex, { command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"], cwd: ws, env, sandbox: policy(), yield_time_ms: 300 });
+    assert.ok(hostile.process_id !== undefined, hostile.output);
+    // Through a helper, B may be stopped by the storm too, but its exec answers.
+    const b = await exec(ex, { command: ["sh", "-c", "echo b"], cwd: ws, env, sandbox: policy(), yield_time_ms: 300 });
+    assert.ok(b.exit_code === 0 || b.process_id !== undefined, JSON.stringify(b));
+    await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile.process_id! });
+    if (b.process_id !== undefined) await ex.peer.call(ExecutorMethods.terminate, { process_id: b.process_id });
+    const c = await exec(ex, { command: ["sh", "-c", "echo c ppid:$PPID"], cwd: ws, env, sandbox: policy() });
+    assert.equal(c.output, "c ppid:0\n", "run by a helper outside the namespace");
+  });
+
   test("a program not found or a cwd that is gone: the reason in the output, 127 or 126, and the init keeps serving", async () => {
     await using ex = await startExecutor();
     const missing = await exec(ex, { command: ["no-such-program-relay"], cwd: ws, env, sandbox: policy() });

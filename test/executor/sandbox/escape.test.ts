@@ -168,6 +168,13 @@ for (const mechanism of mechanisms) {
           untouched();
         });
 
+        test(".git stays read-only to a command whose cwd is inside it", async () => {
+          const r = await exec(ex, { command: ["bash", "-c", `(echo z > hooks/pre-commit) 2>/dev/null; echo "hook:$?"; (echo z >> config) 2>/dev/null; echo "config:$?"; pwd`], cwd: path.join(ws, ".git"), env, sandbox: policy(mode), yield_time_ms: 20_000 });
+          assert.equal(r.output, `hook:1\nconfig:1\n${path.join(ws, ".git")}\n`);
+          absent(path.join(ws, ".git", "hooks", "pre-commit"));
+          untouched();
+        });
+
         test("an infty run's .checkpoints.git stays read-only to its roles' commands", async () => {
           const r = await run(mode, `echo evil > .checkpoints.git/refs/heads/checkpoints 2>/dev/null; echo "ref:$?"; rm -rf .checkpoints.git 2>/dev/null; echo "rm:$?"`);
           assert.match(r.output, /ref:1\n[\s\S]*rm:1\n/);

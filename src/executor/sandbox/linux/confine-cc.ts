@@ -142,8 +142,8 @@ export interface ContainerFds {
 export function spawnConfined(native: Native, plan: ConfinePlan, target: ExecTarget, container?: ContainerFds): number {
   const c = new CArgs(native.ffi);
   const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
-  const join = container ? [container.user, container.mnt, container.pid, c.str(process.cwd())] : [-1, -1, -1, null];
-  return native.symbols.relay_spawn_ns(...program, ...planArgs(c, plan), ...join);
+  const join = container ? [container.user, container.mnt, container.pid] : [-1, -1, -1];
+  return native.symbols.relay_spawn_ns(...program, ...planArgs(c, plan), ...join, c.str(process.cwd()));
 }
 
 const CLONE_NR: Record<string, number> = { x64: 56, arm64: 220 };

@@ -81,6 +81,14 @@ function enterNamespaces(s: Step, readOnly: string[], newUser: boolean): void {
   }
 }
 
+function enterAgain(cwd: string): void {
+  try {
+    process.chdir(cwd);
+  } catch (e) {
+    throw { stage: Stage.Cwd, errno: Math.abs((e as NodeJS.ErrnoException).errno ?? 2) } satisfies ConfineFailure;
+  }
+}
+
 function restrictLandlock(s: Step, plan: ConfinePlan): void {
   if (!plan.handledFs && !plan.handledNet && !plan.scoped) return;
   const attr = new BigUint64Array([BigInt(plan.handledFs), BigInt(plan.handledNet), BigInt(plan.scoped)]);
@@ -138,7 +146,12 @@ export function confineInPlace(native: { libc: Libc; ffi: Pick<Ffi, "ptr"> }, pl
   try {
     s.check(Stage.NoNewPrivs, native.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
     if (plan.container) joinContainer(native.libc, s.c, plan.container);
-    if (plan.readOnly.length > 0 || plan.container) enterNamespaces(s, plan.readOnly, !plan.container);
+    if (plan.readOnly.length > 0 || plan.container) {
+      const cwd = process.cwd();
+      enterNamespaces(s, plan.readOnly, !plan.container);
+      // After the binds: the cwd entered before them would stay on the writable mount underneath.
+      enterAgain(cwd);
+    }
     restrictLandlock(s, plan);
     installSeccomp(s, plan);
     if (plan.container) return spawnAndWait(native.libc, s.c, target);

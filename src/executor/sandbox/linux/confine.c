@@ -321,6 +321,8 @@ int relay_spawn_ns(char *path, char **argv, char **envp,
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (user_fd >= 0) r = join_container((int)user_fd, (int)mnt_fd, (int)pid_fd, cwd);
     if (r == 0) r = enter_namespaces(uid, gid, read_only, user_fd < 0);
+    /* Again after the binds: a cwd entered before them stays on the writable mount underneath. */
+    if (r == 0 && chdir(cwd) != 0) r = fail(ST_CWD);
     if (r == 0 && user_fd >= 0) {
       int command = fork();
       if (command < 0) r = fail(ST_FORK);
@@ -486,8 +488,9 @@ static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, u
   setsid();
   null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2((int)out_fd, 1) < 0 || dup2((int)out_fd, 2) < 0) return fail(ST_STDIO);
-  if (chdir(cwd) != 0) return fail(ST_CWD);
   if ((r = enter_namespaces(uid, gid, read_only, 1)) != 0) return r;
+  /* After the binds: a cwd entered before them would stay on the writable mount underneath. */
+  if (chdir(cwd) != 0) return fail(ST_CWD);
   if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
     for (fd = 3; fd < 1024; fd++) close(fd);
   return 0;

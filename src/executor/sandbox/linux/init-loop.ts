@@ -18,7 +18,7 @@
 import { closeSync, statSync, writeSync } from "node:fs";
 import { loadNative, spawnChild, type Native } from "./confine-cc.ts";
 import { CArgs, loadLibc, type Libc } from "./libc.ts";
-import { MAX_SPAWN_REQUEST, parseSpawnRequest, type SpawnRequest } from "./plan-guard.ts";
+import { parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
 import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
 import { resolveProgram } from "../../../util/which.ts";
 
@@ -40,7 +40,7 @@ class InitLoop {
   /** Command pids in the namespace → their request ids and pidfds. */
   private readonly running = new Map<number, { id: number; pidfd: number }>();
   /** Not zeroed: pages a message never reached are never touched. */
-  private readonly buf = Buffer.allocUnsafeSlow(MAX_SPAWN_REQUEST);
+  private readonly buf = Buffer.allocUnsafeSlow(SPAWN_READ_BYTES);
   private readonly receivedFd = new Int32Array(1);
   private readonly status = new Int32Array(1);
   constructor(
@@ -84,7 +84,7 @@ class InitLoop {
   serveOne(): boolean {
     const n = Number(this.native.symbols.relay_recv(CHANNEL_FD, this.native.ffi.ptr(this.buf), this.buf.length, this.native.ffi.ptr(this.receivedFd)));
     if (n === TRUNCATED) {
-      this.reply({ id: 0, problem: `the request was over ${MAX_SPAWN_REQUEST} bytes` });
+      this.reply({ id: 0, problem: `the request was over ${SPAWN_READ_BYTES} bytes` });
       return true;
     }
     // End of file, or an error that would repeat on every try.

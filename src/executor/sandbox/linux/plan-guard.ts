@@ -70,8 +70,14 @@ export function parseWarmRequest(text: string): { ok: WarmRequest } | { problem:
   return "ok" in r ? { ok: { ...r.ok, plan: withDefaults(r.ok.plan) } } : r;
 }
 
-/** The largest spawn request the container's init takes; larger ones go through a helper. */
-export const MAX_SPAWN_REQUEST = 1 << 20;
+/**
+ * The largest spawn request the executor sends its container's init; larger ones go through a
+ * helper. A SOCK_SEQPACKET message must also fit the socket's send buffer (about 208 KiB by
+ * default, net.core.wmem_default), or the send fails and a helper takes it all the same.
+ */
+export const MAX_SPAWN_REQUEST = 192 * 1024;
+/** What the init reads at most: more than any request, so none is ever cut short. */
+export const SPAWN_READ_BYTES = 256 * 1024;
 
 /** What the executor sends its container's init for one command: a warm request with its id. */
 export type SpawnRequest = WarmRequest & { id: number };

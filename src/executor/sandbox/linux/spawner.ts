@@ -14,6 +14,7 @@ import { err, ok, type Result } from "../../../util/result.ts";
 import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
 import { makePair, type Native } from "./confine-cc.ts";
 import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
+import { Scope } from "./landlock-plan.ts";
 import type { WarmLaunch } from "../warm-helper.ts";
 
 /** Bun's reader of a descriptor (the executor runs on Bun wherever it has a container). */
@@ -104,14 +105,20 @@ export class ContainerSpawner {
     if (this.closed) return;
     this.closed = true;
     this.markReady(false);
-    for (const p of this.pending.splice(0)) p.settle({ problem: "the executor's container ended" });
+    for (const p of this.pending.splice(0)) p.settle({ problem: "the executor's container ended as it was started (was its init killed?); run the command again, which makes a new container" });
     for (const end of this.ends.values()) end(KILLED);
     this.ends.clear();
     closeQuietly(this.channel);
   }
 
-  /** Runs `launch` in the container, or undefined when the init cannot take it (use a helper). */
+  /**
+   * Runs `launch` in the container, or undefined when the init cannot take it (use a helper).
+   * Only where Landlock scopes signals (ABI 6+): the init waits for each child until its
+   * execve, and without that scope another command of the same user could SIGSTOP the child
+   * there and leave the init stuck for good; helpers are outside the namespace, out of reach.
+   */
   async spawn(launch: WarmLaunch, env: Record<string, string>, cwd: string): Promise<Result<RunningProcess> | undefined> {
+    if ((launch.plan.scoped & Scope.SIGNAL) === 0) return undefined;
     if (!(await this.ready) || this.closed) return undefined;
     const id = this.nextId++;
     const request = Buffer.from(JSON.stringify({ id, plan: launch.plan, argv: launch.command, env, cwd }));
