@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import { err, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
+import { outputFanout } from "./output-fanout.ts";
 import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
 /** A started child whose stdin is a pipe for one message (a warm sandbox helper's). */
@@ -28,11 +29,9 @@ export function spawnPipes(req: SpawnRequest, control = false): Result<RunningPr
   } catch (e) {
     return err("spawn_failed", `could not start ${JSON.stringify(req.argv[0])}: ${(e as Error).message}`);
   }
-  const listeners: Array<(c: Uint8Array) => void> = [];
-  const early: Uint8Array[] = [];
-  const emit = (c: Uint8Array) => (listeners.length ? listeners.forEach((l) => l(c)) : early.push(c));
-  child.stdout!.on("data", emit);
-  child.stderr!.on("data", emit);
+  const output = outputFanout();
+  child.stdout!.on("data", output.emit);
+  child.stderr!.on("data", output.emit);
   let spawnError: Error | undefined;
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once("exit", (code, signal) => resolve({ code: exitCodeFor(code, signal), signal }));
@@ -51,10 +50,7 @@ export function spawnPipes(req: SpawnRequest, control = false): Result<RunningPr
     ok: {
       pid: child.pid,
       tty: false,
-      onData(cb) {
-        listeners.push(cb);
-        early.splice(0).forEach(cb);
-      },
+      onData: output.onData,
       exited,
       outputClosed,
       write: () =>

@@ -1,6 +1,7 @@
 /** PTY children through Bun's built-in terminal support (POSIX; no native library needed). */
 import { err, ok, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
+import { outputFanout } from "./output-fanout.ts";
 import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
 interface BunTerminal {
@@ -24,8 +25,7 @@ export function bunPtyAvailable(): boolean {
 
 export function spawnBunPty(req: SpawnRequest): Result<RunningProcess> {
   const bun = (globalThis as unknown as { Bun: BunLike }).Bun;
-  const listeners: Array<(c: Uint8Array) => void> = [];
-  const early: Uint8Array[] = [];
+  const output = outputFanout();
   let closeOutput!: () => void;
   const outputClosed = new Promise<void>((r) => (closeOutput = r));
   let proc: BunSubprocess;
@@ -38,8 +38,7 @@ export function spawnBunPty(req: SpawnRequest): Result<RunningProcess> {
         rows: req.rows ?? 24,
         name: req.env.TERM ?? "dumb",
         data(_t: unknown, bytes: Uint8Array) {
-          if (listeners.length) listeners.forEach((l) => l(bytes));
-          else early.push(new Uint8Array(bytes));
+          output.emit(bytes);
         },
         exit() {
           closeOutput();
@@ -56,10 +55,7 @@ export function spawnBunPty(req: SpawnRequest): Result<RunningProcess> {
   return ok({
     pid: proc.pid,
     tty: true,
-    onData(cb) {
-      listeners.push(cb);
-      early.splice(0).forEach(cb);
-    },
+    onData: output.onData,
     exited,
     outputClosed,
     write(data) {

@@ -15,7 +15,7 @@ import { planBuiltin } from "../../../src/executor/sandbox/index.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { loadNative, makePair, type Native } from "../../../src/executor/sandbox/linux/confine-cc.ts";
 import { startContainer, type StartedContainer } from "../../../src/executor/sandbox/linux/container.ts";
-import { exitOf } from "../../../src/executor/sandbox/linux/spawner.ts";
+import { exitOfWaitStatus } from "../../../src/executor/spawn/signals.ts";
 import type { ChildPeer } from "../../../src/protocol/child.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
 import { relayArgv } from "../../support/self.ts";
@@ -272,7 +272,7 @@ describe("the container's init refuses malformed requests and goes on serving", 
     assert.equal(typeof spawned.pid, "number");
     const ended = await nextReply();
     assert.equal(ended.id, 9);
-    assert.deepEqual(exitOf(ended.status as number), { code: 5, signal: null });
+    assert.deepEqual(exitOfWaitStatus(ended.status as number), { code: 5, signal: null });
     const text = readFileSync(`/proc/self/fd/${out}`, "utf8");
     closeSync(out);
     assert.equal(text, "hello\n");
@@ -283,6 +283,6 @@ describe("the container's init refuses malformed requests and goes on serving", 
     assert.equal((await nextReply()).id, 10);
     const ended = await nextReply();
     closeSync(out);
-    assert.deepEqual(exitOf(ended.status as number), { code: 143, signal: "SIGTERM" });
+    assert.deepEqual(exitOfWaitStatus(ended.status as number), { code: 143, signal: "SIGTERM" });
   });
 });

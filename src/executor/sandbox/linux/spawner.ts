@@ -8,10 +8,11 @@
  * returns undefined and the caller uses a helper.
  */
 import { closeSync } from "node:fs";
-import os from "node:os";
 import { Log } from "../../../util/log.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
 import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
+import { outputFanout } from "../../spawn/output-fanout.ts";
+import { exitOfWaitStatus } from "../../spawn/signals.ts";
 import { makePair, type Native } from "./confine-cc.ts";
 import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
 import { Scope } from "./landlock-plan.ts";
@@ -26,14 +27,6 @@ type Spawned = { pid: number } | { exit: number } | { problem: string };
 const log = Log.create("executor");
 
 const KILLED: ProcessExit = { code: 128 + 9, signal: "SIGKILL" };
-
-/** A wait status as the exit the rest of the executor knows. */
-export function exitOf(status: number): ProcessExit {
-  const sig = status & 0x7f;
-  if (sig === 0) return { code: (status >> 8) & 0xff, signal: null };
-  const name = Object.entries(os.constants.signals).find(([, n]) => n === sig)?.[0] ?? null;
-  return { code: 128 + sig, signal: name };
-}
 
 export class ContainerSpawner {
   private nextId = 1;
@@ -91,7 +84,7 @@ export class ContainerSpawner {
     if (reply.status !== undefined) {
       const end = this.ends.get(reply.id);
       this.ends.delete(reply.id);
-      return end?.(exitOf(reply.status));
+      return end?.(exitOfWaitStatus(reply.status));
     }
     const at = reply.id === 0 ? 0 : this.pending.findIndex((p) => p.id === reply.id);
     const [waiter] = at < 0 ? [] : this.pending.splice(at, 1);
@@ -155,26 +148,16 @@ export class ContainerSpawner {
 
 /** Reads the command's output pipe until every writer has closed it, then closes it. */
 function readOutput(fd: number): { onData: RunningProcess["onData"]; closed: Promise<void> } {
-  const listeners: Array<(c: Uint8Array) => void> = [];
-  const early: Uint8Array[] = [];
+  const output = outputFanout();
   const closed = (async () => {
     try {
-      for await (const chunk of readFd(fd)) {
-        if (listeners.length) listeners.forEach((l) => l(chunk));
-        else early.push(new Uint8Array(chunk));
-      }
+      for await (const chunk of readFd(fd)) output.emit(chunk);
     } catch {
       // a read error ends the output as end of file would
     }
     closeQuietly(fd);
   })();
-  return {
-    onData(cb) {
-      listeners.push(cb);
-      early.splice(0).forEach(cb);
-    },
-    closed,
-  };
+  return { onData: output.onData, closed };
 }
 
 function closeQuietly(fd: number): void {
