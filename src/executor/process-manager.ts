@@ -21,7 +21,8 @@ import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";
 import { containerAlive, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
-import { ContainerSpawner } from "./sandbox/linux/spawner.ts";
+import { ContainerSpawner, takes } from "./sandbox/linux/spawner.ts";
+import type { ConfinePlan } from "./sandbox/linux/plan-schema.ts";
 import { loadNative } from "./sandbox/linux/confine-cc.ts";
 import { simulated } from "./sandbox/linux/support.ts";
 
@@ -230,10 +231,10 @@ export class ProcessManager {
     return { spawned: spawnProcess({ argv, cwd: req.cwd, env: { ...env, ...req.sandboxEnv }, tty: req.tty ?? false, cols: req.cols, rows: req.rows }) };
   }
 
-  /** Readies what the first sandboxed command will use: the container, or spare helpers where its init cannot spawn. */
-  prewarmSandbox(): void {
+  /** Readies what the first sandboxed command under `plan` will use: the container, or spare helpers where its init will not spawn it. */
+  prewarmSandbox(plan: ConfinePlan): void {
     void this.container().then(async (c) => {
-      if (!(await c.spawner?.ready)) this.warmHelpers()?.warm();
+      if (!(await c.spawner?.ready) || !takes(plan)) this.warmHelpers()?.warm();
     });
   }
 

@@ -132,7 +132,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(ExecutorMethods.sandboxCheck, async (req) => {
     const attempt = await prepareSandbox(["true"], req.sandbox, { cwd: req.cwd, tty: false, env: req.env });
     if ("error" in attempt) return attempt;
-    if (attempt.ok.warm) manager.prewarmSandbox();
+    if (attempt.ok.warm) manager.prewarmSandbox(attempt.ok.warm.plan);
     return ok({ mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps });
   });
 

@@ -16,6 +16,7 @@ import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { loadNative, makePair, type Native } from "../../../src/executor/sandbox/linux/confine-cc.ts";
 import { startContainer, type StartedContainer } from "../../../src/executor/sandbox/linux/container.ts";
 import { exitOfWaitStatus } from "../../../src/executor/spawn/signals.ts";
+import { WARM_POOL_SIZE } from "../../../src/executor/sandbox/warm-helper.ts";
 import type { ChildPeer } from "../../../src/protocol/child.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
 import { relayArgv } from "../../support/self.ts";
@@ -108,6 +109,9 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
 
   test("without Landlock's signal scope (ABI < 6) helpers run the commands: a SIGSTOP storm cannot leave the init stuck", async () => {
     await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
+    const check = await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
+    assert.ok("ok" in check, JSON.stringify(check));
+    await waitFor(() => helpersOf(ex.pid!).length === WARM_POOL_SIZE, "the session's check to start spare helpers");
     const hostile = await exec(ex, { command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"], cwd: ws, env, sandbox: policy(), yield_time_ms: 300 });
     assert.ok(hostile.process_id !== undefined, hostile.output);
     // Through a helper, B may be stopped by the storm too, but its exec answers.

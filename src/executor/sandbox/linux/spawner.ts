@@ -17,6 +17,7 @@ import { makePair, type Native } from "./confine-cc.ts";
 import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
 import { Scope } from "./landlock-plan.ts";
 import type { WarmLaunch } from "../warm-helper.ts";
+import type { ConfinePlan } from "./plan-schema.ts";
 
 /** Bun's reader of a descriptor (the executor runs on Bun wherever it has a container). */
 const readFd = (fd: number): AsyncIterable<Uint8Array> => (globalThis as unknown as { Bun: { file(fd: number): { stream(): AsyncIterable<Uint8Array> } } }).Bun.file(fd).stream();
@@ -111,7 +112,7 @@ export class ContainerSpawner {
    * there and leave the init stuck for good; helpers are outside the namespace, out of reach.
    */
   async spawn(launch: WarmLaunch, env: Record<string, string>, cwd: string): Promise<Result<RunningProcess> | undefined> {
-    if ((launch.plan.scoped & Scope.SIGNAL) === 0) return undefined;
+    if (!takes(launch.plan)) return undefined;
     if (!(await this.ready) || this.closed) return undefined;
     const id = this.nextId++;
     const request = Buffer.from(JSON.stringify({ id, plan: launch.plan, argv: launch.command, env, cwd }));
@@ -144,6 +145,11 @@ export class ContainerSpawner {
       write: () => err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
     });
   }
+}
+
+/** Whether the init may spawn commands confined by `plan` (see spawn). */
+export function takes(plan: ConfinePlan): boolean {
+  return (plan.scoped & Scope.SIGNAL) !== 0;
 }
 
 /** Reads the command's output pipe until every writer has closed it, then closes it. */
