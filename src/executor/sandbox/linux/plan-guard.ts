@@ -83,23 +83,16 @@ export const SPAWN_READ_BYTES = 256 * 1024;
 export type SpawnRequest = WarmRequest & { id: number };
 
 export function parseSpawnRequest(text: string): { ok: SpawnRequest } | { problem: string; id?: number } {
+  // The id, where there is one, tells the executor which request was refused.
+  let id: number | undefined;
   const r = parseChecked<SpawnRequest>(text, "the spawn request", (v) => {
-    if (isObject(v) && !isId(v.id)) return "id must be a positive integer";
+    if (!isObject(v)) return warmRequestProblem(v);
+    if (!isId(v.id)) return "id must be a positive integer";
+    id = v.id;
     return warmRequestProblem(v);
   });
   if ("ok" in r) return { ok: { ...r.ok, plan: withDefaults(r.ok.plan) } };
-  // The id, where there is one, tells the executor which request was refused.
-  const id = idIn(text);
   return id === undefined ? r : { ...r, id };
 }
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
-
-function idIn(text: string): number | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return isObject(v) && isId(v.id) ? v.id : undefined;
-  } catch {
-    return undefined;
-  }
-}
