@@ -58,8 +58,8 @@ function closure(...entries: string[]): { modules: Set<string>; packages: Set<st
   return { modules: new Set([...modules].map((m) => path.relative(SRC, m))), packages, builtins };
 }
 
-/** The start-up closure of `relay <name>`: main.ts, the CLI core (entry.ts, imported by main.ts), and that subcommand's module. */
-const subcommand = (name: string) => closure("main.ts", "cli/entry.ts", `cli/${name}.ts`);
+/** The start-up closure of `relay <name>`: main.ts, the CLI core (entry.ts, imported by main.ts), the command tree and that subcommand's module. */
+const subcommand = (name: string) => closure("main.ts", "cli/entry.ts", "cli/program.ts", `cli/${name}.ts`);
 
 const HEAVY = {
   quickjs: ["quickjs-emscripten-core", "@jitl/quickjs-singlefile-mjs-release-sync"],
@@ -123,8 +123,9 @@ function eagerSchemaLines(text: string): number[] {
 const eagerSchemas = (module: string) => eagerSchemaLines(readFileSync(path.join(SRC, module), "utf8")).map((line) => `${module}:${line}`);
 
 describe("start-up import graph", () => {
-  test("relay --version (and every subcommand before its own module): commander and the CLI core only", () => {
-    const { modules, packages } = closure("main.ts", "cli/entry.ts");
+  test("the CLI core loads no package; the command tree (relay --version, every subcommand before its own module) adds commander alone", () => {
+    assert.deepEqual([...closure("main.ts", "cli/entry.ts").packages], []);
+    const { modules, packages } = closure("main.ts", "cli/entry.ts", "cli/program.ts");
     assert.deepEqual([...packages].sort(), ["@commander-js/extra-typings"]);
     assert.ok(modules.has(HELPER_ARG) && modules.has(PERSONALITY));
     assertNoRooms("the CLI core", modules, ["session", "executor", "codemode", "model", "memories", "infty", "package", "protocol", "rollout"]);
@@ -136,6 +137,14 @@ describe("start-up import graph", () => {
     assert.ok(modules.has("executor/mcp-stdio.ts"), "the executor hosts MCP stdio servers (this test walks the right module)");
     assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp]);
     assertNoRooms("relay executor", modules, ["model", "session", "memories", "codemode", "infty", "package", "rollout"]);
+  });
+
+  test("relay executor and relay code-mode-host, as relay starts them (no flag), load no commander", () => {
+    for (const server of ["serve-executor", "serve-code-mode-host"]) {
+      const { packages } = closure("main.ts", "cli/entry.ts", `cli/${server}.ts`);
+      assert.ok(!packages.has("@commander-js/extra-typings"), `${server} loads commander`);
+      assert.ok(packages.has("zod"), `${server} parses its requests (this test walks the right module)`);
+    }
   });
 
   test("the sandbox helper (__sandbox-exec, once per sandboxed command): no package at all, no zod", () => {

@@ -1,11 +1,6 @@
 /** `relay code-mode-host`: QuickJS code-mode sessions served over the framed protocol on stdio. */
 import { Command } from "@commander-js/extra-typings";
-import { CodeModeEngine } from "../codemode/engine.ts";
-import { serveCodeMode } from "../codemode/host.ts";
-import { runUntilClosed, serveStdio } from "../protocol/stdio-server.ts";
-import { Log } from "../util/log.ts";
-
-const log = Log.create("code-mode-host");
+import { serveCodeModeHostMain } from "./serve-code-mode-host.ts";
 
 export function codeModeHostCommand() {
   return new Command("code-mode-host")
@@ -26,13 +21,5 @@ Each cell runs in a fresh QuickJS runtime with a memory limit (default 64 MiB) a
 budget (default 10 s); no imports, console, filesystem or network. The host exits when stdin
 closes. A host binary can be pointed to with RELAY_CODE_MODE_HOST_PATH.`,
     )
-    .action(async () => {
-      // Load QuickJS before reading requests, so every request finds its handler.
-      const t = performance.now();
-      const engine = await CodeModeEngine.load();
-      log.debug("QuickJS loaded", { ms: Math.round(performance.now() - t) });
-      const peer = serveStdio({ name: "code-mode-host" });
-      const shutdown = serveCodeMode(peer, engine);
-      await runUntilClosed(peer, shutdown);
-    });
+    .action(() => serveCodeModeHostMain());
 }

@@ -1,15 +1,19 @@
-/** Runs the relay command tree (everything but the sandbox helper, which src/main.ts starts itself). */
+/**
+ * Runs the relay command tree (everything but the sandbox helper, which src/main.ts starts
+ * itself). The servers relay re-execs itself as start without it (cli/direct.ts).
+ */
 import { logsDir, relayHome } from "../home/home.ts";
 import { applyPersonality } from "../package/personality.ts";
 import { Log, logSettingsFromEnv } from "../util/log.ts";
 import { currentRuntime } from "../util/runtime.ts";
-import { buildProgram } from "./program.ts";
+import { directServer } from "./direct.ts";
+import type { buildProgram } from "./program.ts";
 import { ExitCode, UsageError } from "./usage.ts";
 
 const log = Log.create("cli");
 
 /** `relay frobnicate --help` must not answer with the main help and exit 0. */
-function unknownCommandWithHelp(program: Awaited<ReturnType<typeof buildProgram>>, argv: string[]): string | undefined {
+function unknownCommandWithHelp(program: Awaited<ReturnType<BuildProgram>>, argv: string[]): string | undefined {
   const first = argv[2];
   if (!first || first.startsWith("-") || !argv.some((a) => a === "--help" || a === "-h")) return undefined;
   const known = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
@@ -40,13 +44,18 @@ function unexpected(e: unknown): never {
   process.exit(ExitCode.Failure);
 }
 
+type BuildProgram = typeof buildProgram;
+const loadProgram: BuildProgram = async (argv) => (await import("./program.ts")).buildProgram(argv);
+
 /** `build` makes the command tree for the command line (tests add commands to it). */
-export async function runCli(build: (argv: readonly string[]) => ReturnType<typeof buildProgram> = buildProgram): Promise<void> {
+export async function runCli(build: (argv: readonly string[]) => ReturnType<BuildProgram> = loadProgram): Promise<void> {
   configureLog();
   process.on("uncaughtException", unexpected);
   process.on("unhandledRejection", unexpected);
   // A packaged copy named relay-code-mode-host acts as `relay code-mode-host` (src/package/personality.ts).
   const argv = applyPersonality(process.argv, process.execPath, currentRuntime() === "bun-compiled");
+  const serve = build === loadProgram ? directServer(argv) : undefined;
+  if (serve) return serve();
   const program = await build(argv);
   const unknown = unknownCommandWithHelp(program, argv);
   if (unknown !== undefined) {

@@ -1,8 +1,6 @@
 import { Command } from "@commander-js/extra-typings";
-import { serveExecutor } from "../executor/server.ts";
-import { startDeathGuard } from "../executor/spawn/death-guard.ts";
-import { runUntilClosed, serveStdio } from "../protocol/index.ts";
 import { checkExecutor } from "./executor-check.ts";
+import { serveExecutorMain } from "./serve-executor.ts";
 
 export function executorCommand() {
   return new Command("executor")
@@ -37,17 +35,6 @@ relay sandbox --help.`,
     )
     .action(async (opts) => {
       if (opts.check) process.exit(await checkExecutor(opts.executor, Boolean(opts.json)));
-      const peer = serveStdio({ name: "executor", frameLimit: opts.frameLimit });
-      const manager = serveExecutor(peer, { deterministicIds: process.env.RELAY_DETERMINISTIC_IDS === "1" });
-      startDeathGuard(manager.instanceId);
-      const stop = (code: number) => () => {
-        manager.killAllNow();
-        process.exit(code);
-      };
-      process.on("SIGTERM", stop(143));
-      process.on("SIGINT", stop(130));
-      process.on("SIGHUP", stop(129));
-      process.on("exit", () => manager.killAllNow());
-      await runUntilClosed(peer, () => manager.killAllNow());
+      await serveExecutorMain(opts.frameLimit);
     });
 }

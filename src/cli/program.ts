@@ -2,15 +2,13 @@
 import { writeSync } from "node:fs";
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
-import { currentRuntime } from "../util/runtime.ts";
 import { VERSION } from "../version.ts";
+import { logCommandStart } from "./command-log.ts";
 import { ExitCode } from "./usage.ts";
 
 type AnyCommand = Command<unknown[], Record<string, unknown>, Record<string, unknown>>;
 
 const VERBOSE_HELP = "print debug log lines on stderr too (as RELAY_LOG=debug; children inherit it)";
-const log = Log.create("cli");
-
 /**
  * Every subcommand, loaded on demand: a re-exec'd `relay executor` must not pay for the module
  * trees of run, infty or memories (start-up is paid once per child process).
@@ -135,8 +133,5 @@ function startCommandLog(action: AnyCommand): void {
     const settings = Log.settings();
     if (settings) Log.configure({ ...settings, level: "debug", stderr: true });
   }
-  const command = chain.slice(1).map((c) => c.name()).join(" ");
-  const started = performance.now();
-  log.info("start", { command, version: VERSION, runtime: currentRuntime(), cwd: process.cwd() });
-  process.once("exit", (code) => log.debug("exit", { command, code, ms: Math.round(performance.now() - started) }));
+  logCommandStart(chain.slice(1).map((c) => c.name()).join(" "));
 }

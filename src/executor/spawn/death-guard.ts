@@ -4,7 +4,6 @@
  * closes it however the executor ends, and the shell then kills every process that carries
  * this executor's marker (Linux /proc; elsewhere the executor's own exit handlers remain).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { MARKER_VAR } from "./kill-tree.ts";
 
@@ -19,18 +18,50 @@ sweep() {
 sweep "$1"; sleep 0.2; sweep "$1"
 `;
 
-export function startDeathGuard(instanceId: string): ChildProcess | undefined {
+/** The running guard, or undefined. */
+export interface DeathGuard {
+  pid: number | undefined;
+}
+
+type BunSpawn = (o: { cmd: string[]; stdin: "pipe"; stdout: "ignore"; stderr: "ignore"; detached: boolean }) => {
+  pid: number;
+  unref(): void;
+  stdin: { unref?(): void };
+};
+
+/**
+ * The guard's pipe must stay open as long as the executor lives: this reference keeps its write
+ * end from being collected (and closed, which would read as the executor's death).
+ */
+let running: { pid: number } | undefined;
+
+export async function startDeathGuard(instanceId: string): Promise<DeathGuard | undefined> {
   if (process.platform !== "linux" || !existsSync("/proc/self/environ")) return undefined;
+  const argv = ["/bin/sh", "-c", SCRIPT, "relay-death-guard", instanceId];
   try {
-    const guard = spawn("/bin/sh", ["-c", SCRIPT, "relay-death-guard", instanceId], {
-      stdio: ["pipe", "ignore", "ignore"],
-      detached: true,
-    });
-    guard.on("error", () => {});
-    guard.unref();
-    (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-    return guard;
+    running = (await spawnGuard(argv)) ?? undefined;
   } catch {
-    return undefined;
+    running = undefined;
   }
+  return running && { pid: running.pid };
+}
+
+/**
+ * Under Bun, Bun.spawn: node:child_process builds Node streams for the pipe, about 5 ms of
+ * an executor's start-up in a compiled binary, against 0.4 ms.
+ */
+async function spawnGuard(argv: string[]): Promise<{ pid: number } | undefined> {
+  const bunSpawn = (globalThis as { Bun?: { spawn: BunSpawn } }).Bun?.spawn;
+  if (bunSpawn) {
+    const guard = bunSpawn({ cmd: argv, stdin: "pipe", stdout: "ignore", stderr: "ignore", detached: true });
+    guard.unref();
+    guard.stdin.unref?.();
+    return guard;
+  }
+  const { spawn } = await import("node:child_process");
+  const guard = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "ignore"], detached: true });
+  guard.on("error", () => {});
+  guard.unref();
+  (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return guard.pid === undefined ? undefined : (guard as { pid: number });
 }
