@@ -24,7 +24,8 @@ import { z } from "zod";
 import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 import { CorkedOutput } from "./corked-output.ts";
-import { EnvelopeSchema, ErrorCode, RequestIdSchema, type Envelope, type RequestId } from "./envelope.ts";
+import { EnvelopeSchema, ErrorCode, type Envelope, type RequestId } from "./envelope.ts";
+import { checkEnvelope, isRequestId } from "./envelope-guard.ts";
 import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder, type DecodedFrame } from "./frame.ts";
 import { HandlerTable } from "./handler-table.ts";
 import type { MethodSpec, NotificationSpec } from "./method.ts";
@@ -251,15 +252,22 @@ export class RpcPeer {
     this.protocolError(problem);
   }
 
+  /**
+   * The schema's verdict on a value the envelope check refused: what is wrong with it, reported
+   * (undefined), or (were the two ever to disagree) the envelope after all.
+   */
+  private viaSchema(value: unknown): Envelope | undefined {
+    const parsed = EnvelopeSchema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    const v: { type?: unknown; id?: unknown } = value !== null && typeof value === "object" ? value : {};
+    this.onMalformed(v.type, isRequestId(v.id) ? v.id : undefined, `not a valid message: ${oneLine(z.prettifyError(parsed.error))}`);
+    return undefined;
+  }
+
   private dispatch(value: unknown, text: string): void {
     restoreExactId(value, text);
-    const parsed = EnvelopeSchema.safeParse(value);
-    if (!parsed.success) {
-      const v: { type?: unknown; id?: unknown } = value !== null && typeof value === "object" ? value : {};
-      const id = RequestIdSchema.safeParse(v.id);
-      return this.onMalformed(v.type, id.success ? id.data : undefined, `not a valid message: ${oneLine(z.prettifyError(parsed.error))}`);
-    }
-    const env = parsed.data;
+    const env = checkEnvelope(value) ?? this.viaSchema(value);
+    if (env === undefined) return;
     switch (env.type) {
       case "request":
         void this.served.serve(env, (signal, respond) => ({ signal, requestId: env.id, peer: this, respond }), (id, r, method) => this.answer(id, r, method));
