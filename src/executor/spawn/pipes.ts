@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { err, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
 import { outputFanout } from "./output-fanout.ts";
+import { bunPipeSpawn, spawnPipesBun } from "./pipes-bun.ts";
 import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
 /** A started child whose stdin is a pipe for one message (a warm sandbox helper's). */
@@ -18,6 +19,12 @@ export interface ControlledProcess extends RunningProcess {
 export function spawnPipes(req: SpawnRequest): Result<RunningProcess>;
 export function spawnPipes(req: SpawnRequest, control: true): Result<ControlledProcess>;
 export function spawnPipes(req: SpawnRequest, control = false): Result<RunningProcess | ControlledProcess> {
+  const bun = bunPipeSpawn();
+  return bun ? spawnPipesBun(bun, req, control) : spawnPipesNode(req, control);
+}
+
+/** node:child_process, for Node and Deno (and a test of both paths under Bun). */
+export function spawnPipesNode(req: SpawnRequest, control: boolean): Result<ControlledProcess> {
   let child;
   try {
     child = spawn(req.argv[0]!, req.argv.slice(1), {
