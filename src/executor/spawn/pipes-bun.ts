@@ -6,8 +6,7 @@
 import { err, ok, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
 import { outputFanout } from "./output-fanout.ts";
-import type { ControlledProcess } from "./pipes.ts";
-import type { ProcessExit, SpawnRequest } from "./types.ts";
+import type { ControlledProcess, ProcessExit, SpawnRequest } from "./types.ts";
 
 interface BunSink {
   write(data: string): number;

@@ -8,13 +8,9 @@ import { err, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
 import { outputFanout } from "./output-fanout.ts";
 import { bunPipeSpawn, spawnPipesBun } from "./pipes-bun.ts";
-import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
+import type { ControlledProcess, ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
-/** A started child whose stdin is a pipe for one message (a warm sandbox helper's). */
-export interface ControlledProcess extends RunningProcess {
-  /** Writes `text` to the child's stdin and closes it. */
-  sendAndClose(text: string): void;
-}
+export type { ControlledProcess } from "./types.ts";
 
 export function spawnPipes(req: SpawnRequest): Result<RunningProcess>;
 export function spawnPipes(req: SpawnRequest, control: true): Result<ControlledProcess>;

@@ -19,6 +19,12 @@ export interface RunningProcess {
   write(data: string): Result<null>;
 }
 
+/** A started child whose stdin is a pipe for one message (a warm sandbox helper's). */
+export interface ControlledProcess extends RunningProcess {
+  /** Writes `text` to the child's stdin and closes it. */
+  sendAndClose(text: string): void;
+}
+
 export interface SpawnRequest {
   argv: string[];
   cwd: string;
