@@ -1,16 +1,17 @@
 /**
- * A child peer's stdin and stdout through Bun's own file streams. Under Bun, the first touch of
- * `process.stdin` and `process.stdout` builds Node stream objects for them: 5 ms of a relay
- * child's start (executor, code-mode host), 11–14 ms in a program that has not loaded
- * node:child_process; `Bun.stdin.stream()` and `Bun.stdout.writer()` cost under one
- * (docs/performance.md). They are shaped as the parts of a Node stream the peer uses, so the
- * peer itself is the same for Bun, Node and Deno.
+ * Byte streams through Bun's own file streams: a peer's stdin and stdout, and a child peer's
+ * pipes (child.ts). Under Bun, the first touch of `process.stdin` and `process.stdout` builds
+ * Node stream objects for them: 5 ms of a relay child's start (executor, code-mode host), 11–14
+ * ms in a program that has not loaded node:child_process; `Bun.stdin.stream()` and
+ * `Bun.stdout.writer()` cost under one (docs/performance.md), and so do Bun.spawn's pipes against
+ * node:child_process's. They are shaped as the parts of a Node stream the peer uses, so the peer
+ * itself is the same for Bun, Node and Deno.
  */
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 
 type Handlers = { data: Array<(chunk: Uint8Array) => void>; end: Array<() => void>; error: Array<(e: Error) => void> };
 
-interface BunFileSink {
+export interface BunFileSink {
   write(chunk: Uint8Array): number;
   flush(): number | Promise<number>;
   end(): number | Promise<number>;
@@ -27,11 +28,11 @@ const asError = (e: unknown) => (e instanceof Error ? e : new Error(String(e)));
 
 type Handler = Handlers[keyof Handlers][number];
 
-/** Stdin as `data`/`end`/`error` events; reading starts once the current task is done, so the peer's handlers are on. */
+/** A readable stream (stdin by default) as `data`/`end`/`error` events; reading starts once the current task is done, so the peer's handlers are on. */
 export class BunStdin implements ByteSource {
   private readonly handlers: Handlers = { data: [], end: [], error: [] };
 
-  constructor() {
+  constructor(private readonly stream: () => ReadableStream<Uint8Array> = () => bun().stdin.stream()) {
     queueMicrotask(() => void this.pump());
   }
 
@@ -41,7 +42,7 @@ export class BunStdin implements ByteSource {
   }
 
   private async pump(): Promise<void> {
-    const reader = bun().stdin.stream().getReader();
+    const reader = this.stream().getReader();
     try {
       for (;;) {
         const { value, done } = await reader.read();
@@ -57,11 +58,12 @@ export class BunStdin implements ByteSource {
 }
 
 /**
- * Stdout as a sink: each write is flushed at once (a frame must not wait in a buffer); when the
- * pipe is full the rest stays queued in Bun's sink, in order, and `drained()` waits for it.
+ * A file sink (stdout's by default) as a sink: each write is flushed at once (a frame must not
+ * wait in a buffer); when the pipe is full the rest stays queued in Bun's sink, in order, and
+ * `drained()` waits for it.
  */
 export class BunStdout implements ByteSink {
-  private readonly sink = bun().stdout.writer();
+  constructor(private readonly sink: BunFileSink = bun().stdout.writer()) {}
   private readonly errorHandlers: Array<(e: Error) => void> = [];
   private pending: Promise<unknown> = Promise.resolve();
 

@@ -3,11 +3,11 @@
  * connected RpcPeer. `selfCommand()` finds how to re-run this very program, whichever way it
  * was started (compiled binary, `bun src/main.ts`, `deno run`, or a Node bundle).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Log, splitMirroredLines } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { currentRuntime } from "../util/runtime.ts";
+import { startChild, type ChildExit, type ChildIo } from "./child-io.ts";
 import { splitCommandLine } from "./command-line.ts";
 import { RpcPeer, type PeerOptions } from "./peer.ts";
 
@@ -37,10 +37,7 @@ export interface ChildPeerOptions extends Omit<PeerOptions, "describeEnd"> {
   inheritStderr?: boolean;
 }
 
-export interface ChildExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
+export type { ChildExit } from "./child-io.ts";
 
 export class ChildPeer {
   private stderrTail = "";
@@ -48,7 +45,7 @@ export class ChildPeer {
 
   constructor(
     readonly peer: RpcPeer,
-    readonly child: ChildProcess,
+    readonly child: Pick<ChildIo, "pid" | "kill">,
     readonly argv: readonly string[],
     exited: Promise<ChildExit>,
   ) {
@@ -82,32 +79,8 @@ export class ChildPeer {
   }
 }
 
-/** How a child ended, once known; `exited` settles on exit or on a failed start. */
-interface ChildFate {
-  exited: Promise<ChildExit>;
-  exit(): ChildExit | undefined;
-  spawnError(): Error | undefined;
-}
-
-function watchFate(child: ChildProcess): ChildFate {
-  let exitInfo: ChildExit | undefined;
-  let spawnError: Error | undefined;
-  const exited = new Promise<ChildExit>((resolve) => {
-    child.once("exit", (code, signal) => {
-      exitInfo = { code, signal };
-      resolve(exitInfo);
-    });
-    child.once("error", (e) => {
-      spawnError = e;
-      exitInfo = { code: null, signal: null };
-      resolve(exitInfo);
-    });
-  });
-  return { exited, exit: () => exitInfo, spawnError: () => spawnError };
-}
-
 /** Why the connection ended: the start failure or exit status, and the stderr tail. */
-async function describeChildEnd(argv: readonly string[], fate: ChildFate, stderrTail: () => string | undefined): Promise<string> {
+async function describeChildEnd(argv: readonly string[], fate: ChildIo, stderrTail: () => string | undefined): Promise<string> {
   // The exit status usually arrives right after stdout closes; wait briefly for it.
   await Promise.race([fate.exited, new Promise((r) => setTimeout(r, 500))]);
   const parts: string[] = [];
@@ -121,18 +94,19 @@ async function describeChildEnd(argv: readonly string[], fate: ChildFate, stderr
 }
 
 /** The child's end closes the connection too, and both are logged. */
-function closeWithChild(child: ChildProcess, peer: RpcPeer, holder: ChildPeer, name: string, fate: ChildFate): void {
+function closeWithChild(child: ChildIo, peer: RpcPeer, holder: ChildPeer, name: string): void {
   log.info("spawned", { name, pid: child.pid });
-  void fate.exited.then(({ code, signal }) => {
-    const spawnError = fate.spawnError();
-    if (spawnError) log.warn("could not start", { name, error: spawnError });
-    else if (code === 0) log.info("exited", { name, pid: child.pid, code });
+  void child.exited.then(({ code, signal }) => {
+    const spawnError = child.spawnError();
+    if (spawnError) {
+      log.warn("could not start", { name, error: spawnError });
+      // A spawn failure may never end stdout (Bun).
+      return peer.close(`could not start ${JSON.stringify(holder.argv[0])}: ${spawnError.message}`, true);
+    }
+    if (code === 0) log.info("exited", { name, pid: child.pid, code });
     else log.warn("exited", { name, pid: child.pid, code, signal });
-  });
-  // A spawn failure may never end stdout (Bun), and a grandchild can hold stdout open after
-  // the child died: the child's own fate closes the connection too.
-  child.once("error", (e) => peer.close(`could not start ${JSON.stringify(holder.argv[0])}: ${e.message}`, true));
-  child.once("exit", (code, signal) => {
+    // A grandchild can hold stdout open after the child died: the child's own end closes the
+    // connection too.
     const t = setTimeout(() => {
       const how = signal ? `process killed by ${signal}` : `process exited with code ${code}`;
       const tail = holder.stderr.trim();
@@ -146,39 +120,39 @@ function closeWithChild(child: ChildProcess, peer: RpcPeer, holder: ChildPeer, n
  * Log lines a child mirrors (RELAY_LOG, inherited) pass through to our stderr, and stay out of
  * the tail kept for errors; the rest is the child's own stderr.
  */
-function pipeChildStderr(child: ChildProcess, holder: ChildPeer, inherit: boolean | undefined): void {
-  child.stderr!.setEncoding("utf8");
+function pipeChildStderr(child: ChildIo, holder: ChildPeer, inherit: boolean | undefined): void {
   let held = "";
   const other = (text: string) => {
     if (!text) return;
     holder.appendStderr(text);
     if (inherit) process.stderr.write(text);
   };
-  child.stderr!.on("data", (text: string) => {
-    const split = splitMirroredLines(held + text);
-    held = split.rest;
-    if (split.log) process.stderr.write(split.log);
-    other(split.other);
-  });
-  child.stderr!.on("end", () => {
-    other(held);
-    held = "";
-  });
+  child.onStderr(
+    (text) => {
+      const split = splitMirroredLines(held + text);
+      held = split.rest;
+      if (split.log) process.stderr.write(split.log);
+      other(split.other);
+    },
+    () => {
+      other(held);
+      held = "";
+    },
+  );
 }
 
 /** Spawns `argv` and speaks the protocol over its stdin/stdout. */
 export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {}): Result<ChildPeer> {
   if (argv.length === 0) return err("invalid_command_line", "the command line is empty");
-  let child: ChildProcess;
+  let child: ChildIo;
   try {
-    child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+    child = startChild({ argv, cwd: options.cwd, env: options.env ?? process.env });
   } catch (e) {
     return err("spawn_failed", `could not start ${argv[0]}: ${(e as Error).message}`);
   }
-  const fate = watchFate(child);
   const name = options.name ?? argv[0]!;
   let holder: ChildPeer | undefined;
-  const peer = new RpcPeer(child.stdout!, child.stdin!, {
+  const peer = new RpcPeer(child.input, child.output, {
     // Bad frames from a child are a bug worth seeing, whoever started it.
     onProtocolError: (m) => {
       log.warn("protocol error", { message: m });
@@ -186,13 +160,11 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
     },
     ...options,
     name,
-    describeEnd: () => describeChildEnd(argv, fate, () => holder?.stderr),
+    describeEnd: () => describeChildEnd(argv, child, () => holder?.stderr),
   });
-  holder = new ChildPeer(peer, child, argv, fate.exited);
-  closeWithChild(child, peer, holder, name, fate);
+  holder = new ChildPeer(peer, child, argv, child.exited);
+  closeWithChild(child, peer, holder, name);
   pipeChildStderr(child, holder, options.inheritStderr);
-  // EPIPE on a dead child's stdin is reported through the peer's close reason.
-  child.stdin!.on("error", () => {});
   return ok(holder);
 }
 

@@ -1,0 +1,135 @@
+/**
+ * A child process's pipes as a peer needs them, started with Bun.spawn under Bun and with
+ * node:child_process elsewhere. Under Bun, node:child_process wraps each pipe in Node streams:
+ * about 5 ms of the parent's time for the first child (relay run starting its executor, every
+ * infty role starting its own), and more work per frame after.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { BunStdin, BunStdout, type BunFileSink } from "./bun-stdio.ts";
+import type { ByteSink, ByteSource } from "./byte-stream.ts";
+
+export interface ChildExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A started child: its pid, its pipes, and how it ended. */
+export interface ChildIo {
+  readonly pid: number | undefined;
+  kill(signal: NodeJS.Signals): void;
+  /** The child's stdout (what it says) and stdin (what we say). */
+  readonly input: ByteSource;
+  readonly output: ByteSink;
+  /** The child's stderr as text, then its end. */
+  onStderr(text: (chunk: string) => void, end: () => void): void;
+  /** Settles on exit, or on a failed start (node:child_process reports ENOENT this way). */
+  readonly exited: Promise<ChildExit>;
+  /** Why it could not start, once known. */
+  spawnError(): Error | undefined;
+  /** The exit, once known. */
+  exit(): ChildExit | undefined;
+}
+
+export interface ChildStart {
+  argv: readonly string[];
+  cwd?: string;
+  env: NodeJS.ProcessEnv;
+}
+
+interface BunChild {
+  pid: number;
+  stdin: BunFileSink;
+  stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
+  kill(signal?: string): void;
+}
+type BunSpawn = (o: {
+  cmd: string[];
+  cwd?: string;
+  env: NodeJS.ProcessEnv;
+  stdin: "pipe";
+  stdout: "pipe";
+  stderr: "pipe";
+  onExit(proc: unknown, code: number | null, signal: string | null): void;
+}) => BunChild;
+
+/** Starts the child; throws where node:child_process does (e.g. an argument with a NUL). */
+export function startChild(start: ChildStart): ChildIo {
+  const bunSpawn = (globalThis as { Bun?: { spawn: BunSpawn } }).Bun?.spawn;
+  // A start Bun refuses at once (no such program) goes the Node way, which reports it through
+  // the connection as before: "could not start ...".
+  return (bunSpawn && startWithBun(bunSpawn, start)) || startWithNode(start);
+}
+
+function startWithBun(bunSpawn: BunSpawn, start: ChildStart): ChildIo | undefined {
+  let exitInfo: ChildExit | undefined;
+  let settle!: (exit: ChildExit) => void;
+  const exited = new Promise<ChildExit>((resolve) => (settle = resolve));
+  let child: BunChild;
+  try {
+    child = bunSpawn({
+      cmd: [...start.argv],
+      ...(start.cwd ? { cwd: start.cwd } : {}),
+      env: start.env,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      onExit: (_proc, code, signal) => settle((exitInfo = { code, signal: signal as NodeJS.Signals | null })),
+    });
+  } catch {
+    return undefined;
+  }
+  return {
+    pid: child.pid,
+    kill: (signal) => child.kill(signal),
+    input: new BunStdin(() => child.stdout),
+    output: new BunStdout(child.stdin),
+    onStderr: (text, end) => void readText(child.stderr, text).then(end),
+    exited,
+    spawnError: () => undefined,
+    exit: () => exitInfo,
+  };
+}
+
+/** Decodes a stream as UTF-8 text, chunk by chunk, until it ends or breaks. */
+async function readText(stream: ReadableStream<Uint8Array>, text: (chunk: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) text(decoder.decode(chunk, { stream: true }));
+  } catch {
+    // a broken pipe ends the text as its end would
+  }
+  const rest = decoder.decode();
+  if (rest) text(rest);
+}
+
+function startWithNode(start: ChildStart): ChildIo {
+  const child: ChildProcess = spawn(start.argv[0]!, start.argv.slice(1), { cwd: start.cwd, env: start.env, stdio: ["pipe", "pipe", "pipe"] });
+  let exitInfo: ChildExit | undefined;
+  let spawnError: Error | undefined;
+  const exited = new Promise<ChildExit>((resolve) => {
+    child.once("exit", (code, signal) => resolve((exitInfo = { code, signal })));
+    child.once("error", (e) => {
+      spawnError = e;
+      resolve((exitInfo = { code: null, signal: null }));
+    });
+  });
+  // EPIPE on a dead child's stdin is reported through the peer's close reason.
+  child.stdin!.on("error", () => {});
+  return {
+    get pid() {
+      return child.pid;
+    },
+    kill: (signal) => void child.kill(signal),
+    input: child.stdout!,
+    output: child.stdin!,
+    onStderr: (text, end) => {
+      child.stderr!.setEncoding("utf8");
+      child.stderr!.on("data", text);
+      child.stderr!.on("end", end);
+    },
+    exited,
+    spawnError: () => spawnError,
+    exit: () => exitInfo,
+  };
+}
