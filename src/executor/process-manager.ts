@@ -142,6 +142,7 @@ export class ProcessManager {
     await this.collect(entry, started + yieldMs);
     if (entry.exit) {
       this.reserved.delete(id);
+      entry.proc.release?.();
       return ok(this.result(entry, started, req.max_output_tokens, false));
     }
     this.pruneIfNeeded();
@@ -172,6 +173,7 @@ export class ProcessManager {
     if (entry.exit) {
       this.store.delete(entry.id);
       this.reserved.delete(entry.id);
+      entry.proc.release?.();
       return ok(this.result(entry, started, req.max_output_tokens, false));
     }
     return ok(this.result(entry, started, req.max_output_tokens, true));
@@ -186,6 +188,7 @@ export class ProcessManager {
     entry.spool?.take();
     const running = !entry.exit;
     if (running) await killTree(entry.proc.pid, `${this.instanceId}:${entry.id}`);
+    entry.proc.release?.();
     return { running };
   }
 
@@ -441,7 +444,8 @@ export class ProcessManager {
     this.store.delete(victim.id);
     this.reserved.delete(victim.id);
     victim.spool?.take();
-    if (!victim.exit) void killTree(victim.proc.pid, `${this.instanceId}:${victim.id}`, 0);
+    if (victim.exit) victim.proc.release?.();
+    else void killTree(victim.proc.pid, `${this.instanceId}:${victim.id}`, 0).then(() => victim.proc.release?.());
   }
 }
 

@@ -17,6 +17,11 @@ export interface RunningProcess {
    * background grandchild keeps the stream open, so callers bound their wait. */
   readonly outputClosed: Promise<void>;
   write(data: string): Result<null>;
+  /**
+   * Called once its owner will signal it no more. The container's init keeps an ended command's
+   * pid (and so its process group's id) taken until then; other children need no call.
+   */
+  release?(): void;
 }
 
 /** A started child whose stdin is a pipe for one message (a warm sandbox helper's). */

@@ -161,6 +161,24 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.equal(small.output, "ppid:1\n", "the next ordinary command goes to the init again");
   });
 
+  test("a command the executor is done with is reaped; one it still holds stays a zombie until then", async () => {
+    await using ex = await startExecutor();
+    const done = await exec(ex, { command: ["sh", "-c", "echo $$"], cwd: ws, env, sandbox: policy() });
+    assert.equal(done.exit_code, 0);
+    // Ended within its exec call: released with its answer.
+    const { started, pid } = await startLongOne(ex, "echo up; exec sleep 1000");
+    const init = Number(statField(pid, 4));
+    process.kill(pid, "SIGTERM");
+    await waitFor(() => statField(pid, 3) === "Z", "the stored command to end and be held as a zombie");
+    const listed = await ex.peer.call(ExecutorMethods.list, {});
+    assert.ok("ok" in listed && listed.ok.processes.some((p) => p.pid === pid), "still the executor's, by this pid");
+    const polled = await write(ex, started.process_id!, "");
+    assert.equal(polled.exit_code, 143);
+    await waitFor(() => !existsSync(`/proc/${pid}`), "the command to be reaped once the executor has its end");
+    const zombies = readdirSync("/proc").map(Number).filter((p) => Number.isInteger(p) && statField(p, 4) === String(init) && statField(p, 3) === "Z");
+    assert.deepEqual(zombies, [], "no zombie left in the container: the first command went with its answer");
+  });
+
   test("an orphan left in the container is reaped when it ends, not left a zombie", async () => {
     await using ex = await startExecutor();
     const fifo = path.join(ws, `fifo-${process.pid}`);
@@ -288,5 +306,41 @@ describe("the container's init refuses malformed requests and goes on serving", 
     const ended = await nextReply();
     closeSync(out);
     assert.deepEqual(exitOfWaitStatus(ended.status as number), { code: 143, signal: "SIGTERM" });
+  });
+
+  test("an ended command stays a zombie, its pid taken, until released; an orphan beside it is reaped", async () => {
+    // The command leaves an orphan that outlives it until the fifo opens, so its SIGCHLD comes while the command is held.
+    const fifo = path.join(ws, `held-${process.pid}`);
+    assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
+    const out = send(await request(11, ["sh", "-c", `( exec cat ${fifo} >/dev/null & ) ; exit 3`]))!;
+    const pid = (await nextReply()).pid as number;
+    const ended = await nextReply();
+    closeSync(out);
+    assert.deepEqual({ id: ended.id, ...exitOfWaitStatus(ended.status as number) }, { id: 11, code: 3, signal: null });
+    assert.equal(statField(pid, 3), "Z", "reported, not reaped: its pid cannot go to another process");
+    let orphan = 0;
+    await waitFor(() => {
+      orphan = readdirSync("/proc").map(Number).find((p) => Number.isInteger(p) && cmdlineOf(p) === `cat\0${fifo}\0`) ?? 0;
+      return orphan > 0 && statField(orphan, 4) === String(started.ref.pid);
+    }, "the orphan to show, adopted by the init");
+    closeSync(openSync(fifo, "w"));
+    await waitFor(() => !existsSync(`/proc/${orphan}`), "the orphan to be reaped when it ends");
+    assert.equal(statField(pid, 3), "Z", "the command is still held after the orphan's SIGCHLD");
+    send(JSON.stringify({ release: [11] }), false);
+    await waitFor(() => !existsSync(`/proc/${pid}`), "the released command to be reaped");
+  });
+
+  test("a release of a running command reaps it as it ends; malformed and unknown releases change nothing", async () => {
+    send('{"release":"all"}', false);
+    send(JSON.stringify({ release: [999] }), false);
+    const out = send(await request(12, ["sleep", "1000"]))!;
+    const pid = (await nextReply()).pid as number;
+    send(JSON.stringify({ release: [12] }), false);
+    assert.equal(statField(pid, 3) === "Z", false, "still running");
+    process.kill(pid, "SIGKILL");
+    assert.deepEqual(exitOfWaitStatus((await nextReply()).status as number), { code: 137, signal: "SIGKILL" });
+    closeSync(out);
+    await waitFor(() => !existsSync(`/proc/${pid}`), "a command released early to be reaped as it ends");
+    assert.equal(replies.length, 0, "no reply to the releases");
   });
 });

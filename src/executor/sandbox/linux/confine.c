@@ -614,8 +614,9 @@ long relay_recv(long sock, char *buf, long cap, int *fd) {
 /*
  * The init's wait: on its channel, on SIGCHLD through a signalfd (for orphans; container_child
  * blocked it in every thread) and on a pidfd per running command (which needs no signal at
- * all). Sets ready[0] when `sock` has a message or was closed and ready[1 + i] when pidfds[i]'s
- * process has ended. Returns how many are ready, 0 after timeout_ms, or -errno.
+ * all). Sets ready[0] when `sock` has a message or was closed, ready[1 + i] when pidfds[i]'s
+ * process has ended, and ready[1 + count] when a SIGCHLD came. Returns how many are ready, 0
+ * after timeout_ms, or -errno.
  */
 #define MAX_WATCHED 1024
 int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, long timeout_ms) {
@@ -633,5 +634,6 @@ int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, lo
   if (fds[1].revents) read(sigfd, drain, sizeof drain);
   ready[0] = fds[0].revents != 0;
   for (i = 0; i < count; i++) ready[1 + i] = fds[2 + i].revents != 0;
+  ready[1 + count] = fds[1].revents != 0;
   return r;
 }

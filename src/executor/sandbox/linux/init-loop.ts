@@ -11,14 +11,19 @@
  *   {"id":N,"exit":C}                            not run: the reason went to its output
  *   {"id":N,"problem":…}                         not run: a malformed request (a bug)
  *   {"id":N,"status":S}                          ended, with its wait status
+ * A command that ended stays a zombie until the executor sends {"release":[N, …]} (no
+ * descriptor): until then its pid, which is its process group's id too, cannot be given to
+ * another process, so the executor's kills of it can reach nothing else. Orphans are reaped
+ * as they end.
  * Signals from inside the namespace cannot end the init (pid 1 only gets those it handles, and
  * it ignores all); SIGKILL from the executor's side, the executor's death, or the channel's
  * end ends it, and with it every process in the namespace.
  */
-import { closeSync, statSync, writeSync } from "node:fs";
+import { closeSync, readdirSync, statSync, writeSync } from "node:fs";
 import { loadNative, spawnChild, type Native } from "./confine-cc.ts";
 import { CArgs, loadLibc, type Libc } from "./libc.ts";
-import { parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
+import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
+import { procStatFields } from "../../../util/proc-stat.ts";
 import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
 import { resolveProgram } from "../../../util/which.ts";
 
@@ -27,6 +32,14 @@ const CHANNEL_FD = 3;
 const HOST_PROC_FD = 4;
 const SIGCHLD = 17;
 const WNOHANG = 1;
+const WEXITED = 4;
+const WNOWAIT = 0x01000000;
+/** siginfo_t's si_code for a child's end: exited, killed, killed with a core dump. */
+const CLD_EXITED = 1;
+const CLD_KILLED = 2;
+const CLD_DUMPED = 3;
+/** What a command whose end cannot be read is reported as: gone, as if SIGKILLed. */
+const LOST = 9;
 /** Only bounds a missed wake-up: a request, a command's end or SIGCHLD ends the wait at once. */
 const WAIT_MS = 60_000;
 const UNWATCHED_POLL_MS = 20;
@@ -39,6 +52,12 @@ const EXIT_NOT_FOUND = 127;
 class InitLoop {
   /** Command pids in the namespace → their request ids and pidfds. */
   private readonly running = new Map<number, { id: number; pidfd: number }>();
+  /** Commands that ended and were reported, kept as zombies until released: id → pid. */
+  private readonly held = new Map<number, number>();
+  /** Ids released while their command still ran: reaped as soon as it ends. */
+  private readonly releasedEarly = new Set<number>();
+  /** A siginfo_t, as 32-bit fields: si_code at 2, si_pid at 4, si_status at 6. */
+  private readonly info = new Int32Array(32);
   /** Not zeroed: pages a message never reached are never touched. */
   private readonly buf = Buffer.allocUnsafeSlow(SPAWN_READ_BYTES);
   private readonly receivedFd = new Int32Array(1);
@@ -54,30 +73,74 @@ class InitLoop {
     this.native.symbols.relay_send(CHANNEL_FD, this.native.ffi.ptr(bytes), bytes.length, -1, 1);
   }
 
-  /** Collects every child that ended, orphans included; those that were commands are reported. */
-  reap(): void {
-    const status = this.native.ffi.ptr(this.status);
-    for (;;) {
-      const pid = this.libc.waitpid(-1, status, WNOHANG);
-      if (pid <= 0) return;
-      const command = this.running.get(pid);
-      if (command === undefined) continue;
+  /** Reports every command that ended; each stays a zombie until the executor releases it. */
+  reportEnded(): void {
+    for (const [pid, command] of this.running) {
+      const status = this.endedStatus(pid);
+      if (status === undefined) continue;
       this.running.delete(pid);
       if (command.pidfd >= 0) this.libc.close(command.pidfd);
-      this.reply({ id: command.id, status: this.status[0] });
+      if (this.releasedEarly.delete(command.id)) this.reap(pid);
+      else this.held.set(command.id, pid);
+      this.reply({ id: command.id, status });
     }
   }
 
-  /** Waits for a request or a command's end; whether a request is there (or the channel closed). */
-  private wait(): boolean {
+  /** Command `pid`'s wait status once it has ended, read without reaping it; undefined while it runs. */
+  private endedStatus(pid: number): number | undefined {
+    this.info.fill(0);
+    if (this.libc.waitid(pid, this.native.ffi.ptr(this.info), WEXITED | WNOHANG | WNOWAIT) !== 0) return LOST;
+    if (this.info[4] === 0) return undefined;
+    const [code, status] = [this.info[2], this.info[6]! & 0xff];
+    if (code === CLD_EXITED) return status << 8;
+    if (code === CLD_KILLED) return status & 0x7f;
+    if (code === CLD_DUMPED) return (status & 0x7f) | 0x80;
+    return undefined;
+  }
+
+  private reap(pid: number): void {
+    this.libc.waitpid(pid, this.native.ffi.ptr(this.status), WNOHANG);
+  }
+
+  /** Reaps the orphans that ended: zombies whose parent is this init and that are no command. */
+  reapOrphans(): void {
+    let names: string[];
+    try {
+      names = readdirSync("/proc");
+    } catch {
+      return;
+    }
+    const held = new Set(this.held.values());
+    for (const name of names) {
+      const pid = Number(name);
+      if (!Number.isInteger(pid) || pid <= 1 || this.running.has(pid) || held.has(pid)) continue;
+      const stat = procStatFields(pid);
+      if (stat?.[0] === "Z" && stat[1] === "1") this.reap(pid);
+    }
+  }
+
+  /** The executor is done with these commands: their zombies go, or go as soon as they end. */
+  private release(ids: number[]): void {
+    for (const id of ids) {
+      const pid = this.held.get(id);
+      if (pid !== undefined) {
+        this.held.delete(id);
+        this.reap(pid);
+      } else if ([...this.running.values()].some((c) => c.id === id)) this.releasedEarly.add(id);
+    }
+  }
+
+  /** Waits for a request, a command's end or a SIGCHLD; which of them came (nothing: the wait timed out). */
+  private wait(): { request: boolean; sigchld: boolean } {
     const pidfds = [...this.running.values()].map((r) => r.pidfd);
     const fds = Int32Array.from([...pidfds, -1]);
-    const ready = new Uint8Array(pidfds.length + 1);
+    const ready = new Uint8Array(pidfds.length + 2);
     // A command without a pidfd (pidfd_open failed) is looked for often instead.
     const timeout = pidfds.some((fd) => fd < 0) ? UNWATCHED_POLL_MS : WAIT_MS;
     const r = this.native.symbols.relay_init_wait(CHANNEL_FD, this.native.ffi.ptr(fds), pidfds.length, this.native.ffi.ptr(ready), timeout);
     if (r < 0) process.exit(1);
-    return ready[0] === 1;
+    // A timeout also looks for orphans: it only bounds a missed wake-up.
+    return { request: ready[0] === 1, sigchld: r === 0 || ready[pidfds.length + 1] === 1 };
   }
 
   /** Serves one request; false once the executor's end is closed or broken. */
@@ -90,7 +153,13 @@ class InitLoop {
     // End of file, or an error that would repeat on every try.
     if (n <= 0) return false;
     const outFd = this.receivedFd[0]!;
-    const req = parseSpawnRequest(this.buf.toString("utf8", 0, n));
+    const text = this.buf.toString("utf8", 0, n);
+    const released = outFd < 0 ? parseRelease(text) : undefined;
+    if (released) {
+      this.release(released);
+      return true;
+    }
+    const req = parseSpawnRequest(text);
     if ("problem" in req || outFd < 0) {
       if (outFd >= 0) closeSync(outFd);
       this.reply({ id: "problem" in req ? (req.id ?? 0) : req.ok.id, problem: "problem" in req ? req.problem : "no output descriptor came with the request" });
@@ -129,9 +198,10 @@ class InitLoop {
 
   run(): never {
     for (;;) {
-      const request = this.wait();
-      this.reap();
-      if (request && !this.serveOne()) process.exit(0);
+      const woke = this.wait();
+      this.reportEnded();
+      if (woke.request && !this.serveOne()) process.exit(0);
+      if (woke.sigchld) this.reapOrphans();
     }
   }
 }

@@ -32,6 +32,8 @@ export interface Libc {
   sigaddset(set: Pointer, sig: number): number;
   sigtimedwait(set: Pointer, info: Pointer | null, timeout: Pointer | null): number;
   waitpid(pid: number, status: Pointer, options: number): number;
+  /** waitid(2) for one pid (P_PID); `info` is a siginfo_t (128 bytes). */
+  waitid(pid: number, info: Pointer, options: number): number;
   kill(pid: number, sig: number): number;
   getpid(): number;
   setrlimit(resource: number, limit: Pointer): number;
@@ -66,6 +68,7 @@ const SYMBOLS = {
   sigaddset: { args: ["ptr", "i32"], returns: "i32" },
   sigtimedwait: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
   waitpid: { args: ["i32", "ptr", "i32"], returns: "i32" },
+  waitid: { args: ["i32", "u32", "ptr", "i32"], returns: "i32" },
   kill: { args: ["i32", "i32"], returns: "i32" },
   getpid: { args: [], returns: "i32" },
   setrlimit: { args: ["i32", "ptr"], returns: "i32" },
@@ -112,6 +115,7 @@ export async function loadLibc(): Promise<Result<{ libc: Libc; ffi: Ffi }>> {
         sigaddset: (set, sig) => num(s.sigaddset!(set, sig)),
         sigtimedwait: (...a) => num(s.sigtimedwait!(...a)),
         waitpid: (...a) => num(s.waitpid!(...a)),
+        waitid: (pid, info, options) => num(s.waitid!(1 /* P_PID */, pid, info, options)),
         kill: (pid, sig) => num(s.kill!(pid, sig)),
         getpid: () => num(s.getpid!()),
         setrlimit: (r, l) => num(s.setrlimit!(r, l)),

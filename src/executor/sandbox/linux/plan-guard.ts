@@ -96,3 +96,19 @@ export function parseSpawnRequest(text: string): { ok: SpawnRequest } | { proble
 }
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+
+/**
+ * The executor's release of commands it is done with, `{"release":[ids]}` (no descriptor comes
+ * with it): their zombies may go. Undefined for a message that is no release; a malformed one
+ * releases nothing (and is not answered: an answer without an id would settle a spawn).
+ */
+export function parseRelease(text: string): number[] | undefined {
+  if (!text.startsWith('{"release":')) return undefined;
+  try {
+    const v: unknown = JSON.parse(text);
+    if (isObject(v) && Array.isArray(v.release) && v.release.every(isId)) return v.release;
+  } catch {
+    // not JSON: releases nothing
+  }
+  return [];
+}

@@ -34,6 +34,8 @@ export class ContainerSpawner {
   /** Spawn replies come in the order of the requests. */
   private readonly pending: Array<{ id: number; settle: (s: Spawned) => void }> = [];
   private readonly ends = new Map<number, (exit: ProcessExit) => void>();
+  /** Commands the executor is done with, not yet told to the init (its channel was full). */
+  private toRelease: number[] = [];
   private closed = false;
   private markReady!: (ready: boolean) => void;
   /** Whether the init can spawn (it says so first); false once its channel has ended. */
@@ -115,6 +117,7 @@ export class ContainerSpawner {
     if (!takes(launch.plan)) return undefined;
     if (!(await this.ready) || this.closed) return undefined;
     const id = this.nextId++;
+    this.flushReleases();
     const request = Buffer.from(JSON.stringify({ id, plan: launch.plan, argv: launch.command, env, cwd }));
     if (request.length > MAX_SPAWN_REQUEST) return undefined;
     const pipe = makePair(this.native, "pipe");
@@ -143,7 +146,22 @@ export class ContainerSpawner {
       exited: done,
       outputClosed: output.closed,
       write: () => err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
+      ...("pid" in spawned ? { release: () => this.release(id) } : {}),
     });
+  }
+
+  /** Tells the init that command `id`'s pid may go (init-loop.ts keeps an ended command a zombie until then). */
+  private release(id: number): void {
+    this.toRelease.push(id);
+    this.flushReleases();
+  }
+
+  /** Sends the releases not sent yet; a full channel keeps them for the next send. */
+  private flushReleases(): void {
+    if (this.closed || this.toRelease.length === 0) return;
+    const message = Buffer.from(JSON.stringify({ release: this.toRelease }));
+    const sent = Number(this.native.symbols.relay_send(this.channel, this.native.ffi.ptr(message), message.length, -1, 0));
+    if (sent === message.length) this.toRelease = [];
   }
 }
 
