@@ -9,7 +9,7 @@ import path from "node:path";
 import { hashHex } from "../../../util/random.ts";
 import { err, type Result } from "../../../util/result.ts";
 import type { ExecTarget } from "./plan-schema.ts";
-import { rulesetAttrSize } from "./landlock-plan.ts";
+import { rulesetAttrSize, Scope } from "./landlock-plan.ts";
 import { CArgs, envList } from "./libc.ts";
 import type { ConfinePlan } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
@@ -102,7 +102,7 @@ export async function loadNative(): Promise<Result<Native>> {
         relay_spawn_ns: { args: [...strs, "ptr", "i64", "i64", "i64", "ptr"], returns: "i32" },
         relay_probe_userns: { args: [], returns: "i32" },
         relay_start_container: { args: ["i64", "ptr", "ptr", "ptr", "i64"], returns: "i32" },
-        relay_spawn_child: { args: [...strs, "ptr", "i64", "ptr", "i64", "ptr"], returns: "i32" },
+        relay_spawn_child: { args: [...strs, "ptr", "i64", "ptr", "i64", "i64", "i64", "ptr"], returns: "i32" },
         relay_make_pair: { args: ["i64", "ptr"], returns: "i32" },
         relay_send: { args: ["i64", "ptr", "i64", "i64", "i64"], returns: "i64" },
         relay_recv: { args: ["i64", "ptr", "i64", "ptr"], returns: "i64" },
@@ -174,15 +174,31 @@ function planArgs(c: CArgs, plan: ConfinePlan): unknown[] {
   ];
 }
 
+/** How long the init waits for a forked child to reach its execve (see spawnMode). */
+export const SPAWN_DEADLINE_MS = 5_000;
+
+/**
+ * How the container's init starts a command confined by `plan`: `vfork` where Landlock scopes
+ * signals (ABI 6), so nothing outside the command can stop the child before its execve while
+ * the init waits for it; otherwise a `fork` the init waits for at most SPAWN_DEADLINE_MS
+ * (another command of the session could SIGSTOP the child there); undefined where this CPU's
+ * clone number is unknown (helpers start the commands).
+ */
+export function spawnMode(plan: ConfinePlan): "vfork" | "fork" | undefined {
+  if ((plan.scoped & Scope.SIGNAL) !== 0) return "vfork";
+  return CLONE_NR[process.arch] === undefined ? undefined : "fork";
+}
+
 /**
  * For the container's init: forks `target` confined per `plan`, in a session of its own with
  * `outFd` as stdout and stderr. Its pid in the container and on the host, or a negative stage
  * error once the child has ended.
  */
-export function spawnChild(native: Native, plan: ConfinePlan, target: ExecTarget, io: { outFd: number; cwd: string; hostProcFd: number }): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
+export function spawnChild(native: Native, plan: ConfinePlan, target: ExecTarget, io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number }): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
   const c = new CArgs(native.ffi);
   const out = new Int32Array(2);
   const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
-  const r = native.symbols.relay_spawn_child(...program, ...planArgs(c, plan), io.outFd, c.str(io.cwd), io.hostProcFd, c.bytes(out));
+  const fork = spawnMode(plan) === "fork" ? CLONE_NR[process.arch]! : -1;
+  const r = native.symbols.relay_spawn_child(...program, ...planArgs(c, plan), io.outFd, c.str(io.cwd), io.hostProcFd, fork, io.deadlineMs ?? SPAWN_DEADLINE_MS, c.bytes(out));
   return r > 0 ? { pid: r, hostPid: out[0]!, pidfd: out[1]! } : { failure: r };
 }

@@ -496,27 +496,109 @@ static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, u
   return 0;
 }
 
+/* Every signal blocked (into `old`), so no handler of the runtime runs in a child made now. */
+static void block_all(unsigned char *all, unsigned char *old) {
+  int i;
+  for (i = 0; i < 128; i++) all[i] = 0xff;
+  sigprocmask(SIG_SETMASK, all, old);
+}
+
+#define POLLIN 1
+#define ETIMEDOUT 110
+#define ST_STOPPED 22
+
+/* Reads up to `len` bytes before `deadline_ms` has passed: how many came (fewer: end of file), or -1 at the deadline. */
+static long read_until(int fd, char *buf, long len, long deadline_ms) {
+  struct { int fd; short events; short revents; } p;
+  long got = 0, n;
+  int r;
+  while (got < len) {
+    p.fd = fd; p.events = POLLIN; p.revents = 0;
+    r = poll(&p, 1, (int)deadline_ms);
+    if (r == 0) return -1;
+    if (r < 0) { if (*__errno_location() == EINTR) continue; return got; }
+    n = read(fd, buf + got, (unsigned long)(len - got));
+    if (n < 0 && *__errno_location() == EINTR) continue;
+    if (n <= 0) return got;
+    got += n;
+  }
+  return got;
+}
+
+/*
+ * relay_spawn_child's fork, where something could stop the child before its execve (no
+ * Landlock signal scope): another command of the session may SIGSTOP it there, and a vfork
+ * parent would wait for good. A plain fork (clone with fork's semantics, no atfork handlers)
+ * leaves this thread free: the child reports its host pid and, if it fails, the failure on a
+ * close-on-exec pipe, whose end of file means it exec'd. A child not there by `deadline_ms`
+ * (for the pid, then again for the execve) is killed and reported as stopped.
+ */
+static int spawn_forked(char *path, char **argv, char **envp,
+                        u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                        char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
+                        long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
+  unsigned char all[128], old[128];
+  unsigned uid = getuid(), gid = getgid();
+  int fds[2], pid, status, seen = -1, failed = 0;
+  long a, b;
+  if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
+  block_all(all, old);
+  pid = (int)syscall(clone_nr, SIGCHLD, 0, 0, 0, 0);
+  if (pid == 0) {
+    int r;
+    close(fds[0]);
+    seen = pid_in((int)host_proc_fd);
+    write(fds[1], &seen, sizeof seen);
+    r = seen > 0 ? child_setup(cwd, out_fd, read_only, uid, gid) : -(ST_HOST_PID * 1000 + 3);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    write(fds[1], &r, sizeof r);
+    _exit(126);
+  }
+  sigprocmask(SIG_SETMASK, old, 0);
+  close(fds[1]);
+  if (pid < 0) { int e = fail(ST_FORK); close(fds[0]); return e; }
+  a = read_until(fds[0], (char *)&seen, sizeof seen, deadline_ms);
+  b = a == (long)sizeof seen ? read_until(fds[0], (char *)&failed, sizeof failed, deadline_ms) : 0;
+  close(fds[0]);
+  if (a < 0 || b < 0) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+    return -(ST_STOPPED * 1000 + ETIMEDOUT);
+  }
+  if (a != (long)sizeof seen || b == (long)sizeof failed) {
+    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+    return b == (long)sizeof failed && failed < 0 ? failed : -(ST_FORK * 1000 + 5);
+  }
+  out[0] = seen;
+  out[1] = (int)syscall(SYS_PIDFD_OPEN, pid, 0);
+  return pid;
+}
+
 /*
  * Forks the confined command. Returns its pid in the container, with its pid on the host in
  * out[0] and a pidfd for it (close-on-exec; -1 if none) in out[1], once it has exec'd; or a
  * negative stage error once it has ended.
  *
- * vfork: copying the page tables of a runtime's address space for a fork cost about a
- * millisecond per command, and the child only makes system calls (on its own descriptor
- * table, signal table and credentials) until its execve. This thread waits meanwhile; every
- * signal is blocked across it so no handler of the runtime runs in the child, which resets
- * them all to their defaults before it unblocks them (confine_exec).
+ * With clone_nr < 0, vfork: copying the page tables of a runtime's address space for a fork
+ * cost about a millisecond per command, and the child only makes system calls (on its own
+ * descriptor table, signal table and credentials) until its execve. This thread waits
+ * meanwhile, for as long as that takes: only safe where nothing can stop the child before its
+ * execve (Landlock's signal scope, ABI 6). Otherwise (clone_nr: the clone syscall's number)
+ * spawn_forked. Every signal is blocked across the fork so no handler of the runtime runs in
+ * the child, which resets them all to their defaults before it unblocks them (confine_exec).
  */
 int relay_spawn_child(char *path, char **argv, char **envp,
                       u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
-                      long out_fd, char *cwd, long host_proc_fd, int *out) {
+                      long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
   volatile int seen = -1, failed = 0;
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
-  int pid, status, i;
-  for (i = 0; i < 128; i++) all[i] = 0xff;
-  sigprocmask(SIG_SETMASK, all, old);
+  int pid, status;
+  if (clone_nr >= 0)
+    return spawn_forked(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len,
+                        read_only, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out);
+  block_all(all, old);
   pid = vfork();
   if (pid == 0) {
     int r;

@@ -20,7 +20,7 @@
  * end ends it, and with it every process in the namespace.
  */
 import { closeSync, readdirSync, statSync, writeSync } from "node:fs";
-import { loadNative, spawnChild, type Native } from "./confine-cc.ts";
+import { loadNative, SPAWN_DEADLINE_MS, spawnChild, type Native } from "./confine-cc.ts";
 import { CArgs, loadLibc, type Libc } from "./libc.ts";
 import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
 import { procStatFields } from "../../../util/proc-stat.ts";
@@ -193,6 +193,9 @@ class InitLoop {
     const text = describeFailure(failure);
     if (failure.stage === Stage.Execve) return notRun(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
     if (failure.stage === Stage.Cwd) return notRun(`cannot run in ${req.cwd}: ${text}`, EXIT_CANNOT_RUN);
+    if (failure.stage === Stage.Stopped) {
+      return notRun(`${argv0}: not run: it did not start within ${SPAWN_DEADLINE_MS / 1000} s (stopped before its execve, by another command's SIGSTOP?) and was killed`, EXIT_CANNOT_RUN);
+    }
     notRun(`could not apply the sandbox (${text}); the command was not run`, EXIT_CANNOT_RUN);
   }
 

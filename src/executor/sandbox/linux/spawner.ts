@@ -13,9 +13,8 @@ import { err, ok, type Result } from "../../../util/result.ts";
 import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
 import { outputFanout } from "../../spawn/output-fanout.ts";
 import { exitOfWaitStatus } from "../../spawn/signals.ts";
-import { makePair, type Native } from "./confine-cc.ts";
+import { makePair, spawnMode, type Native } from "./confine-cc.ts";
 import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
-import { Scope } from "./landlock-plan.ts";
 import type { WarmLaunch } from "../warm-helper.ts";
 import type { ConfinePlan } from "./plan-schema.ts";
 
@@ -109,9 +108,9 @@ export class ContainerSpawner {
 
   /**
    * Runs `launch` in the container, or undefined when the init cannot take it (use a helper).
-   * Only where Landlock scopes signals (ABI 6+): the init waits for each child until its
-   * execve, and without that scope another command of the same user could SIGSTOP the child
-   * there and leave the init stuck for good; helpers are outside the namespace, out of reach.
+   * The init waits for each child until its execve: with `vfork` where Landlock scopes signals
+   * (ABI 6+), else with a `fork` and a deadline, since another command of the same user could
+   * SIGSTOP the child there (confine-cc.ts spawnMode).
    */
   async spawn(launch: WarmLaunch, env: Record<string, string>, cwd: string): Promise<Result<RunningProcess> | undefined> {
     if (!takes(launch.plan)) return undefined;
@@ -167,7 +166,7 @@ export class ContainerSpawner {
 
 /** Whether the init may spawn commands confined by `plan` (see spawn). */
 export function takes(plan: ConfinePlan): boolean {
-  return (plan.scoped & Scope.SIGNAL) !== 0;
+  return spawnMode(plan) !== undefined;
 }
 
 /** Reads the command's output pipe until every writer has closed it, then closes it. */

@@ -26,6 +26,8 @@ export const Stage = {
   Stdio: 19,
   Cwd: 20,
   HostPid: 21,
+  /** The init's forked child did not reach its execve in time (stopped by another command?): killed. */
+  Stopped: 22,
 } as const;
 
 const STAGE_TEXT: Record<number, string> = {
@@ -50,9 +52,10 @@ const STAGE_TEXT: Record<number, string> = {
   [Stage.Stdio]: "setting up stdin, stdout and stderr",
   [Stage.Cwd]: "changing to the working directory",
   [Stage.HostPid]: "finding the command's pid on the host",
+  [Stage.Stopped]: "starting the command in time",
 };
 
-const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN" };
+const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN", 110: "ETIMEDOUT" };
 
 export interface ConfineFailure {
   stage: number;
