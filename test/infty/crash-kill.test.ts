@@ -23,6 +23,7 @@ import { NoteSchema, RUN_DIRS, RunMetaSchema, RunStore } from "../../src/infty/r
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
+import { prng } from "../support/prng.ts";
 
 const SCRIPT = path.join(REPO_ROOT, "examples/infty-demo.json");
 const OBJECTIVE = "Build a small word-count CLI (words by default, --lines for lines) with tests, verified, as a deliverable.";
@@ -35,17 +36,6 @@ const DELIVERABLE_FILES = ["README.md", "wc.mjs", "wc.test.mjs"];
 
 const longSkip = process.env.RELAY_LONG_TESTS === "1" ? noSandboxHere() : "a long suite (2-3 minutes on 2 cores), run by .ci/run as its own step; set RELAY_LONG_TESTS=1 to run it here";
 
-/** mulberry32: a small seeded PRNG, so a failing sequence of delays can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Trigger = { kind: "event"; line: number } | { kind: "time"; ms: number };
 

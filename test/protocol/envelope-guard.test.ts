@@ -8,6 +8,7 @@ import { describe, test } from "node:test";
 import { EnvelopeSchema } from "../../src/protocol/envelope.ts";
 import { checkEnvelope } from "../../src/protocol/envelope-guard.ts";
 import { restoreExactId } from "../../src/protocol/wire-id.ts";
+import { prng } from "../support/prng.ts";
 
 /** What the peer does to a payload before it checks it. */
 function fromText(text: string): unknown {
@@ -23,18 +24,6 @@ function assertSameVerdict(text: string): boolean {
   assert.equal(guard !== undefined, schema.success, `verdicts differ for ${text}: guard ${guard ? "accepts" : "refuses"}`);
   if (schema.success) assert.deepStrictEqual(guard, schema.data, `outputs differ for ${text}`);
   return schema.success;
-}
-
-/** A small seeded generator (mulberry32), so a failure names a reproducible case. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const IDS = ["0", "1", "-1", "1.5", "1e3", "9007199254740991", "9007199254740992", "18446744073709551615", "18446744073709551616", '"1"', "null", "true", "[]", "{}"];
@@ -95,7 +84,7 @@ describe("checkEnvelope agrees with EnvelopeSchema", () => {
   });
 
   test("5000 generated near-envelopes: the same verdict and the same output for each", () => {
-    const next = random(20261203);
+    const next = prng(20261203);
     let accepted = 0;
     for (let i = 0; i < 5000; i++) if (assertSameVerdict(generated(next))) accepted++;
     // The generator must reach both sides often, or the comparison proves little.
