@@ -258,7 +258,8 @@ export class ProcessManager {
     if (current) {
       return current.then(async (c) => {
         await this.reapDeadInits();
-        if (!c.ref || containerAlive(c.ref)) return c;
+        // A dying init still has its namespaces in /proc for a moment, but its channel has ended.
+        if (!c.ref || (containerAlive(c.ref) && !c.spawner?.ended)) return c;
         if (this.containment === current) {
           this.containment = undefined;
           this.deadInits.add(c.ref.pid);

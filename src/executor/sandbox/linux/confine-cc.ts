@@ -174,15 +174,19 @@ function planArgs(c: CArgs, plan: ConfinePlan): unknown[] {
   ];
 }
 
-/** How long the init waits for a forked child to reach its execve (see spawnMode). */
-export const SPAWN_DEADLINE_MS = 5_000;
+/**
+ * How long the init waits for a forked child to reach its execve (see spawnMode) when it is
+ * slow rather than stopped: a stopped one is killed within 50 ms.
+ */
+export const SPAWN_DEADLINE_MS = 30_000;
 
 /**
  * How the container's init starts a command confined by `plan`: `vfork` where Landlock scopes
  * signals (ABI 6), so nothing outside the command can stop the child before its execve while
- * the init waits for it; otherwise a `fork` the init waits for at most SPAWN_DEADLINE_MS
- * (another command of the session could SIGSTOP the child there); undefined where this CPU's
- * clone number is unknown (helpers start the commands).
+ * the init waits for it; otherwise a `fork` the init watches: another command of the session
+ * could SIGSTOP the child there, and a stopped child is killed (at the latest at
+ * SPAWN_DEADLINE_MS); undefined where this CPU's clone number is unknown (helpers start the
+ * commands, and the init refuses such a plan).
  */
 export function spawnMode(plan: ConfinePlan): "vfork" | "fork" | undefined {
   if ((plan.scoped & Scope.SIGNAL) !== 0) return "vfork";

@@ -53,6 +53,8 @@ int socketpair(int domain, int type, int protocol, int fds[2]);
 long sendmsg(int fd, const void *msg, int flags);
 long recvmsg(int fd, void *msg, int flags);
 int poll(void *fds, unsigned long n, int timeout);
+int waitid(int idtype, unsigned id, void *info, int options);
+int clock_gettime(int clock, void *ts);
 int fcntl(int fd, int cmd, ...);
 int signalfd(int fd, const void *mask, int flags);
 
@@ -506,16 +508,47 @@ static void block_all(unsigned char *all, unsigned char *old) {
 #define POLLIN 1
 #define ETIMEDOUT 110
 #define ST_STOPPED 22
+#define ST_DEADLINE 23
+#define P_PID 1
+#define WSTOPPED 2
+#define WNOHANG 1
+#define WNOWAIT 0x01000000
+#define CLD_STOPPED 5
+#define CLOCK_MONOTONIC 1
+/* How often a child that has not reported yet is looked at: is it stopped? */
+#define STOP_CHECK_MS 50
 
-/* Reads up to `len` bytes before `deadline_ms` has passed: how many came (fewer: end of file), or -1 at the deadline. */
-static long read_until(int fd, char *buf, long len, long deadline_ms) {
+static long now_ms(void) {
+  struct { long sec; long nsec; } ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.sec * 1000 + ts.nsec / 1000000;
+}
+
+/* Whether child `pid` is stopped by a signal (the report is left for later). */
+static int is_stopped(int pid) {
+  int info[32], i;
+  for (i = 0; i < 32; i++) info[i] = 0;
+  if (waitid(P_PID, (unsigned)pid, info, WSTOPPED | WNOHANG | WNOWAIT) != 0) return 0;
+  return info[4] == pid && info[2] == CLD_STOPPED;
+}
+
+/*
+ * Reads up to `len` bytes from child `pid`'s report pipe: how many came (fewer: end of file),
+ * -1 as soon as the child is seen stopped, -2 once `until` (now_ms) has passed.
+ */
+static long read_report(int fd, char *buf, long len, int pid, long until) {
   struct { int fd; short events; short revents; } p;
-  long got = 0, n;
+  long got = 0, n, left;
   int r;
   while (got < len) {
+    left = until - now_ms();
     p.fd = fd; p.events = POLLIN; p.revents = 0;
-    r = poll(&p, 1, (int)deadline_ms);
-    if (r == 0) return -1;
+    r = poll(&p, 1, (int)(left < 0 ? 0 : left < STOP_CHECK_MS ? left : STOP_CHECK_MS));
+    if (r == 0) {
+      if (is_stopped(pid)) return -1;
+      if (now_ms() >= until) return -2;
+      continue;
+    }
     if (r < 0) { if (*__errno_location() == EINTR) continue; return got; }
     n = read(fd, buf + got, (unsigned long)(len - got));
     if (n < 0 && *__errno_location() == EINTR) continue;
@@ -525,13 +558,21 @@ static long read_until(int fd, char *buf, long len, long deadline_ms) {
   return got;
 }
 
+/* Ends a child that never got to run the command, and collects it (a stopped one too). */
+static void end_child(int pid) {
+  int status;
+  kill(pid, SIGKILL);
+  while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+}
+
 /*
  * relay_spawn_child's fork, where something could stop the child before its execve (no
  * Landlock signal scope): another command of the session may SIGSTOP it there, and a vfork
  * parent would wait for good. A plain fork (clone with fork's semantics, no atfork handlers)
  * leaves this thread free: the child reports its host pid and, if it fails, the failure on a
- * close-on-exec pipe, whose end of file means it exec'd. A child not there by `deadline_ms`
- * (for the pid, then again for the execve) is killed and reported as stopped.
+ * close-on-exec pipe, whose end of file means it exec'd. A child seen stopped before that is
+ * killed at once; one merely slow is given until `deadline_ms` (one budget for both reports).
+ * A child that did not exec is always killed before it is waited for: it may be stopped.
  */
 static int spawn_forked(char *path, char **argv, char **envp,
                         u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
@@ -539,8 +580,8 @@ static int spawn_forked(char *path, char **argv, char **envp,
                         long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
-  int fds[2], pid, status, seen = -1, failed = 0;
-  long a, b;
+  int fds[2], pid, seen = -1, failed = 0;
+  long a, b, until = now_ms() + deadline_ms;
   if (pipe2(fds, O_CLOEXEC) != 0) return fail(ST_PIPE);
   block_all(all, old);
   pid = (int)syscall(clone_nr, SIGCHLD, 0, 0, 0, 0);
@@ -557,16 +598,15 @@ static int spawn_forked(char *path, char **argv, char **envp,
   sigprocmask(SIG_SETMASK, old, 0);
   close(fds[1]);
   if (pid < 0) { int e = fail(ST_FORK); close(fds[0]); return e; }
-  a = read_until(fds[0], (char *)&seen, sizeof seen, deadline_ms);
-  b = a == (long)sizeof seen ? read_until(fds[0], (char *)&failed, sizeof failed, deadline_ms) : 0;
+  a = read_report(fds[0], (char *)&seen, sizeof seen, pid, until);
+  b = a == (long)sizeof seen ? read_report(fds[0], (char *)&failed, sizeof failed, pid, until) : 0;
   close(fds[0]);
   if (a < 0 || b < 0) {
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
-    return -(ST_STOPPED * 1000 + ETIMEDOUT);
+    end_child(pid);
+    return (a == -1 || b == -1) ? -(ST_STOPPED * 1000) : -(ST_DEADLINE * 1000 + ETIMEDOUT);
   }
   if (a != (long)sizeof seen || b == (long)sizeof failed) {
-    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+    end_child(pid);
     return b == (long)sizeof failed && failed < 0 ? failed : -(ST_FORK * 1000 + 5);
   }
   out[0] = seen;
@@ -707,6 +747,7 @@ int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, lo
   unsigned char set[128], drain[128 * 8];
   int i, r;
   if (sigfd == -2) sigfd = signalfd(-1, sigchld_set(set), O_CLOEXEC | 04000 /* SFD_NONBLOCK */);
+  long asked = count;
   if (count > MAX_WATCHED) count = MAX_WATCHED;
   fds[0].fd = (int)sock; fds[0].events = 1; fds[0].revents = 0;
   fds[1].fd = sigfd; fds[1].events = 1; fds[1].revents = 0;
@@ -716,6 +757,6 @@ int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, lo
   if (fds[1].revents) read(sigfd, drain, sizeof drain);
   ready[0] = fds[0].revents != 0;
   for (i = 0; i < count; i++) ready[1 + i] = fds[2 + i].revents != 0;
-  ready[1 + count] = fds[1].revents != 0;
+  ready[1 + asked] = fds[1].revents != 0;
   return r;
 }

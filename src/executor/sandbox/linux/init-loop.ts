@@ -20,7 +20,7 @@
  * end ends it, and with it every process in the namespace.
  */
 import { closeSync, readdirSync, statSync, writeSync } from "node:fs";
-import { loadNative, SPAWN_DEADLINE_MS, spawnChild, type Native } from "./confine-cc.ts";
+import { loadNative, SPAWN_DEADLINE_MS, spawnChild, spawnMode, type Native } from "./confine-cc.ts";
 import { CArgs, loadLibc, type Libc } from "./libc.ts";
 import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
 import { procStatFields } from "../../../util/proc-stat.ts";
@@ -176,6 +176,8 @@ class InitLoop {
   /** Forks the command, or writes why it cannot run to its output. */
   private start(req: SpawnRequest, outFd: number): void {
     const argv0 = req.argv[0]!;
+    // The executor sends only what the init can start (spawner.ts takes): vfork would hang on this one.
+    if (spawnMode(req.plan) === undefined) return this.reply({ id: req.id, problem: "the plan has no Landlock signal scope and this CPU has no known clone number: a helper must start it" });
     const notRun = (message: string, exit: number) => {
       writeQuietly(outFd, `relay sandbox: ${message}\n`);
       this.reply({ id: req.id, exit });
@@ -193,9 +195,8 @@ class InitLoop {
     const text = describeFailure(failure);
     if (failure.stage === Stage.Execve) return notRun(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
     if (failure.stage === Stage.Cwd) return notRun(`cannot run in ${req.cwd}: ${text}`, EXIT_CANNOT_RUN);
-    if (failure.stage === Stage.Stopped) {
-      return notRun(`${argv0}: not run: it did not start within ${SPAWN_DEADLINE_MS / 1000} s (stopped before its execve, by another command's SIGSTOP?) and was killed`, EXIT_CANNOT_RUN);
-    }
+    if (failure.stage === Stage.Stopped) return notRun(`${argv0}: not run: it was stopped before it could start (another command's SIGSTOP?) and was killed`, EXIT_CANNOT_RUN);
+    if (failure.stage === Stage.Deadline) return notRun(`${argv0}: not run: it had not started after ${SPAWN_DEADLINE_MS / 1000} s and was killed`, EXIT_CANNOT_RUN);
     notRun(`could not apply the sandbox (${text}); the command was not run`, EXIT_CANNOT_RUN);
   }
 

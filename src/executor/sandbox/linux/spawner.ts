@@ -27,6 +27,8 @@ type Spawned = { pid: number } | { exit: number } | { problem: string };
 const log = Log.create("executor");
 
 const KILLED: ProcessExit = { code: 128 + 9, signal: "SIGKILL" };
+/** How soon releases the init's full channel refused are sent again. */
+const RELEASE_RETRY_MS = 100;
 
 export class ContainerSpawner {
   private nextId = 1;
@@ -35,6 +37,7 @@ export class ContainerSpawner {
   private readonly ends = new Map<number, (exit: ProcessExit) => void>();
   /** Commands the executor is done with, not yet told to the init (its channel was full). */
   private toRelease: number[] = [];
+  private retry: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   private markReady!: (ready: boolean) => void;
   /** Whether the init can spawn (it says so first); false once its channel has ended. */
@@ -95,10 +98,16 @@ export class ContainerSpawner {
     else waiter?.settle({ problem: reply.problem ?? "the container's init sent an unknown reply" });
   }
 
+  /** Whether the init's channel has ended: the init is gone or going, whatever /proc still shows. */
+  get ended(): boolean {
+    return this.closed;
+  }
+
   /** The init is gone: every process in its namespace went with it. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.retry);
     this.markReady(false);
     for (const p of this.pending.splice(0)) p.settle({ problem: "the executor's container ended as it was started (was its init killed?); run the command again, which makes a new container" });
     for (const end of this.ends.values()) end(KILLED);
@@ -157,10 +166,14 @@ export class ContainerSpawner {
 
   /** Sends the releases not sent yet; a full channel keeps them for the next send. */
   private flushReleases(): void {
+    clearTimeout(this.retry);
+    this.retry = undefined;
     if (this.closed || this.toRelease.length === 0) return;
     const message = Buffer.from(JSON.stringify({ release: this.toRelease }));
     const sent = Number(this.native.symbols.relay_send(this.channel, this.native.ffi.ptr(message), message.length, -1, 0));
     if (sent === message.length) this.toRelease = [];
+    // Tried again shortly, not only with the next command: a session may have run its last.
+    else (this.retry = setTimeout(() => this.flushReleases(), RELEASE_RETRY_MS)).unref?.();
   }
 }
 

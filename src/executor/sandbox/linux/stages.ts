@@ -26,8 +26,10 @@ export const Stage = {
   Stdio: 19,
   Cwd: 20,
   HostPid: 21,
-  /** The init's forked child did not reach its execve in time (stopped by another command?): killed. */
+  /** The init's forked child was stopped (by another command's SIGSTOP?) before its execve: killed. */
   Stopped: 22,
+  /** The init's forked child had not reached its execve by the deadline: killed. */
+  Deadline: 23,
 } as const;
 
 const STAGE_TEXT: Record<number, string> = {
@@ -52,7 +54,8 @@ const STAGE_TEXT: Record<number, string> = {
   [Stage.Stdio]: "setting up stdin, stdout and stderr",
   [Stage.Cwd]: "changing to the working directory",
   [Stage.HostPid]: "finding the command's pid on the host",
-  [Stage.Stopped]: "starting the command in time",
+  [Stage.Stopped]: "starting the command (it was stopped before its execve)",
+  [Stage.Deadline]: "starting the command in time",
 };
 
 const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN", 110: "ETIMEDOUT" };
