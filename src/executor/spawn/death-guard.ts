@@ -18,11 +18,6 @@ sweep() {
 sweep "$1"; sleep 0.2; sweep "$1"
 `;
 
-/** The running guard, or undefined. */
-export interface DeathGuard {
-  pid: number | undefined;
-}
-
 type BunSpawn = (o: { cmd: string[]; stdin: "pipe"; stdout: "ignore"; stderr: "ignore"; detached: boolean }) => {
   pid: number;
   unref(): void;
@@ -33,24 +28,23 @@ type BunSpawn = (o: { cmd: string[]; stdin: "pipe"; stdout: "ignore"; stderr: "i
  * The guard's pipe must stay open as long as the executor lives: this reference keeps its write
  * end from being collected (and closed, which would read as the executor's death).
  */
-let running: { pid: number } | undefined;
+const running: object[] = [];
 
-export async function startDeathGuard(instanceId: string): Promise<DeathGuard | undefined> {
-  if (process.platform !== "linux" || !existsSync("/proc/self/environ")) return undefined;
-  const argv = ["/bin/sh", "-c", SCRIPT, "relay-death-guard", instanceId];
+/** Starts the guard where there is a /proc to sweep; a guard that cannot start leaves the exit handlers alone. */
+export async function startDeathGuard(instanceId: string): Promise<void> {
+  if (process.platform !== "linux" || !existsSync("/proc/self/environ")) return;
   try {
-    running = (await spawnGuard(argv)) ?? undefined;
+    running.push(await spawnGuard(["/bin/sh", "-c", SCRIPT, "relay-death-guard", instanceId]));
   } catch {
-    running = undefined;
+    // no shell to run it: the exit handlers remain
   }
-  return running && { pid: running.pid };
 }
 
 /**
  * Under Bun, Bun.spawn: node:child_process builds Node streams for the pipe, about 5 ms of
  * an executor's start-up in a compiled binary, against 0.4 ms.
  */
-async function spawnGuard(argv: string[]): Promise<{ pid: number } | undefined> {
+async function spawnGuard(argv: string[]): Promise<object> {
   const bunSpawn = (globalThis as { Bun?: { spawn: BunSpawn } }).Bun?.spawn;
   if (bunSpawn) {
     const guard = bunSpawn({ cmd: argv, stdin: "pipe", stdout: "ignore", stderr: "ignore", detached: true });
@@ -63,5 +57,5 @@ async function spawnGuard(argv: string[]): Promise<{ pid: number } | undefined> 
   guard.on("error", () => {});
   guard.unref();
   (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  return guard.pid === undefined ? undefined : (guard as { pid: number });
+  return guard;
 }
