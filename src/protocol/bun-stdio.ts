@@ -8,14 +8,10 @@
  * itself is the same for Bun, Node and Deno.
  */
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
+import type { BunFileSink } from "../util/bun-spawn.ts";
 
 type Handlers = { data: Array<(chunk: Uint8Array) => void>; end: Array<() => void>; error: Array<(e: Error) => void> };
 
-export interface BunFileSink {
-  write(chunk: Uint8Array): number;
-  flush(): number | Promise<number>;
-  end(): number | Promise<number>;
-}
 
 interface BunGlobal {
   stdin: { stream(): ReadableStream<Uint8Array> };

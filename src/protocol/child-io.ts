@@ -5,7 +5,8 @@
  * infty role starting its own), and more work per frame after.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { BunStdin, BunStdout, type BunFileSink } from "./bun-stdio.ts";
+import { bunSpawn, type BunSpawnOptions, type BunSubprocess } from "../util/bun-spawn.ts";
+import { BunStdin, BunStdout } from "./bun-stdio.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 
 export interface ChildExit {
@@ -36,38 +37,21 @@ export interface ChildStart {
   env: NodeJS.ProcessEnv;
 }
 
-interface BunChild {
-  pid: number;
-  stdin: BunFileSink;
-  stdout: ReadableStream<Uint8Array>;
-  stderr: ReadableStream<Uint8Array>;
-  kill(signal?: string): void;
-}
-type BunSpawn = (o: {
-  cmd: string[];
-  cwd?: string;
-  env: NodeJS.ProcessEnv;
-  stdin: "pipe";
-  stdout: "pipe";
-  stderr: "pipe";
-  onExit(proc: unknown, code: number | null, signal: string | null): void;
-}) => BunChild;
-
 /** Starts the child; throws where node:child_process does (e.g. an argument with a NUL). */
 export function startChild(start: ChildStart): ChildIo {
-  const bunSpawn = (globalThis as { Bun?: { spawn: BunSpawn } }).Bun?.spawn;
+  const spawn = bunSpawn();
   // A start Bun refuses at once (no such program) goes the Node way, which reports it through
   // the connection as before: "could not start ...".
-  return (bunSpawn && startWithBun(bunSpawn, start)) || startWithNode(start);
+  return (spawn && startWithBun(spawn, start)) || startWithNode(start);
 }
 
-function startWithBun(bunSpawn: BunSpawn, start: ChildStart): ChildIo | undefined {
+function startWithBun(spawn: (o: BunSpawnOptions) => BunSubprocess, start: ChildStart): ChildIo | undefined {
   let exitInfo: ChildExit | undefined;
   let settle!: (exit: ChildExit) => void;
   const exited = new Promise<ChildExit>((resolve) => (settle = resolve));
-  let child: BunChild;
+  let child: BunSubprocess;
   try {
-    child = bunSpawn({
+    child = spawn({
       cmd: [...start.argv],
       ...(start.cwd ? { cwd: start.cwd } : {}),
       env: start.env,
@@ -82,9 +66,10 @@ function startWithBun(bunSpawn: BunSpawn, start: ChildStart): ChildIo | undefine
   return {
     pid: child.pid,
     kill: (signal) => child.kill(signal),
-    input: new BunStdin(() => child.stdout),
-    output: new BunStdout(child.stdin),
-    onStderr: (text, end) => void readText(child.stderr, text).then(end),
+    // All three are pipes: the options above ask for them.
+    input: new BunStdin(() => child.stdout!),
+    output: new BunStdout(child.stdin!),
+    onStderr: (text, end) => void readText(child.stderr!, text).then(end),
     exited,
     spawnError: () => undefined,
     exit: () => exitInfo,
@@ -92,10 +77,10 @@ function startWithBun(bunSpawn: BunSpawn, start: ChildStart): ChildIo | undefine
 }
 
 /** Decodes a stream as UTF-8 text, chunk by chunk, until it ends or breaks. */
-async function readText(stream: ReadableStream<Uint8Array>, text: (chunk: string) => void): Promise<void> {
+async function readText(stream: AsyncIterable<Uint8Array>, text: (chunk: string) => void): Promise<void> {
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) text(decoder.decode(chunk, { stream: true }));
+    for await (const chunk of stream) text(decoder.decode(chunk, { stream: true }));
   } catch {
     // a broken pipe ends the text as its end would
   }

@@ -6,12 +6,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { spawnPipesNode, type ControlledProcess } from "../../src/executor/spawn/pipes.ts";
-import { bunPipeSpawn, spawnPipesBun } from "../../src/executor/spawn/pipes-bun.ts";
+import { spawnPipesBun } from "../../src/executor/spawn/pipes-bun.ts";
+import { bunSpawn } from "../../src/util/bun-spawn.ts";
 import type { SpawnRequest } from "../../src/executor/spawn/types.ts";
 import type { Result } from "../../src/util/result.ts";
 
 type Backend = (req: SpawnRequest, control: boolean) => Result<ControlledProcess>;
-const bun = bunPipeSpawn();
+const bun = bunSpawn();
 const backends: Array<[string, Backend | undefined]> = [
   ["node:child_process", spawnPipesNode],
   ["Bun.spawn", bun && ((req, control) => spawnPipesBun(bun, req, control))],

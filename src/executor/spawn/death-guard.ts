@@ -5,6 +5,7 @@
  * this executor's marker (Linux /proc; elsewhere the executor's own exit handlers remain).
  */
 import { existsSync } from "node:fs";
+import { bunSpawn } from "../../util/bun-spawn.ts";
 import { MARKER_VAR } from "./kill-tree.ts";
 
 const SCRIPT = `
@@ -17,12 +18,6 @@ sweep() {
 }
 sweep "$1"; sleep 0.2; sweep "$1"
 `;
-
-type BunSpawn = (o: { cmd: string[]; stdin: "pipe"; stdout: "ignore"; stderr: "ignore"; detached: boolean }) => {
-  pid: number;
-  unref(): void;
-  stdin: { unref?(): void };
-};
 
 /**
  * The guard's pipe must stay open as long as the executor lives: this reference keeps its write
@@ -45,11 +40,11 @@ export async function startDeathGuard(instanceId: string): Promise<void> {
  * an executor's start-up in a compiled binary, against 0.4 ms.
  */
 async function spawnGuard(argv: string[]): Promise<object> {
-  const bunSpawn = (globalThis as { Bun?: { spawn: BunSpawn } }).Bun?.spawn;
-  if (bunSpawn) {
-    const guard = bunSpawn({ cmd: argv, stdin: "pipe", stdout: "ignore", stderr: "ignore", detached: true });
+  const bun = bunSpawn();
+  if (bun) {
+    const guard = bun({ cmd: argv, stdin: "pipe", stdout: "ignore", stderr: "ignore", detached: true });
     guard.unref();
-    guard.stdin.unref?.();
+    guard.stdin?.unref?.();
     return guard;
   }
   const { spawn } = await import("node:child_process");

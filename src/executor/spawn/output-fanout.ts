@@ -21,3 +21,12 @@ export function outputFanout(): OutputFanout {
     },
   };
 }
+
+/** Feeds a child's output stream to `emit` until it ends; a read error ends it as end of file would. */
+export async function pumpInto(stream: AsyncIterable<Uint8Array>, emit: (chunk: Uint8Array) => void): Promise<void> {
+  try {
+    for await (const chunk of stream) emit(chunk);
+  } catch {
+    // the pipe broke: no more output
+  }
+}

@@ -7,7 +7,8 @@ import { spawn } from "node:child_process";
 import { err, type Result } from "../../util/result.ts";
 import { exitCodeFor } from "./signals.ts";
 import { outputFanout } from "./output-fanout.ts";
-import { bunPipeSpawn, spawnPipesBun } from "./pipes-bun.ts";
+import { bunSpawn } from "../../util/bun-spawn.ts";
+import { spawnPipesBun } from "./pipes-bun.ts";
 import type { ControlledProcess, ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
 export type { ControlledProcess } from "./types.ts";
@@ -15,7 +16,7 @@ export type { ControlledProcess } from "./types.ts";
 export function spawnPipes(req: SpawnRequest): Result<RunningProcess>;
 export function spawnPipes(req: SpawnRequest, control: true): Result<ControlledProcess>;
 export function spawnPipes(req: SpawnRequest, control = false): Result<RunningProcess | ControlledProcess> {
-  const bun = bunPipeSpawn();
+  const bun = bunSpawn();
   return bun ? spawnPipesBun(bun, req, control) : spawnPipesNode(req, control);
 }
 

@@ -11,7 +11,7 @@ import { closeSync } from "node:fs";
 import { Log } from "../../../util/log.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
 import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
-import { outputFanout } from "../../spawn/output-fanout.ts";
+import { outputFanout, pumpInto } from "../../spawn/output-fanout.ts";
 import { exitOfWaitStatus } from "../../spawn/signals.ts";
 import { makePair, spawnMode, type Native } from "./confine-cc.ts";
 import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
@@ -185,14 +185,7 @@ export function takes(plan: ConfinePlan): boolean {
 /** Reads the command's output pipe until every writer has closed it, then closes it. */
 function readOutput(fd: number): { onData: RunningProcess["onData"]; closed: Promise<void> } {
   const output = outputFanout();
-  const closed = (async () => {
-    try {
-      for await (const chunk of readFd(fd)) output.emit(chunk);
-    } catch {
-      // a read error ends the output as end of file would
-    }
-    closeQuietly(fd);
-  })();
+  const closed = pumpInto(readFd(fd), output.emit).then(() => closeQuietly(fd));
   return { onData: output.onData, closed };
 }
 
