@@ -80,15 +80,16 @@ export class ChildPeer {
 }
 
 /** Why the connection ended: the start failure or exit status, and the stderr tail. */
-async function describeChildEnd(argv: readonly string[], fate: ChildIo, stderrTail: () => string | undefined): Promise<string> {
-  // The exit status usually arrives right after stdout closes; wait briefly for it.
-  await Promise.race([fate.exited, new Promise((r) => setTimeout(r, 500))]);
+async function describeChildEnd(argv: readonly string[], fate: ChildIo, stderr: { tail(): string | undefined; ended: Promise<void> }): Promise<string> {
+  // The exit status and the rest of stderr usually arrive right after stdout closes; wait briefly
+  // for them (a grandchild may hold stderr open).
+  await Promise.race([Promise.all([fate.exited, stderr.ended]), new Promise((r) => setTimeout(r, 500))]);
   const parts: string[] = [];
   const spawnError = fate.spawnError();
   const exitInfo = fate.exit();
   if (spawnError) parts.push(`could not start ${JSON.stringify(argv[0])}: ${spawnError.message}`);
   else if (exitInfo) parts.push(exitInfo.signal ? `process killed by ${exitInfo.signal}` : `process exited with code ${exitInfo.code}`);
-  const tail = stderrTail()?.trim();
+  const tail = stderr.tail()?.trim();
   if (tail) parts.push(`last stderr: ${tail.slice(-1000)}`);
   return parts.join("; ");
 }
@@ -120,7 +121,7 @@ function closeWithChild(child: ChildIo, peer: RpcPeer, holder: ChildPeer, name: 
  * Log lines a child mirrors (RELAY_LOG, inherited) pass through to our stderr, and stay out of
  * the tail kept for errors; the rest is the child's own stderr.
  */
-function pipeChildStderr(child: ChildIo, holder: ChildPeer, inherit: boolean | undefined): void {
+function pipeChildStderr(child: ChildIo, holder: ChildPeer, inherit: boolean | undefined, ended: () => void): void {
   let held = "";
   const other = (text: string) => {
     if (!text) return;
@@ -137,6 +138,7 @@ function pipeChildStderr(child: ChildIo, holder: ChildPeer, inherit: boolean | u
     () => {
       other(held);
       held = "";
+      ended();
     },
   );
 }
@@ -152,6 +154,8 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
   }
   const name = options.name ?? argv[0]!;
   let holder: ChildPeer | undefined;
+  let stderrDone!: () => void;
+  const stderrEnded = new Promise<void>((r) => (stderrDone = r));
   const peer = new RpcPeer(child.input, child.output, {
     // Bad frames from a child are a bug worth seeing, whoever started it.
     onProtocolError: (m) => {
@@ -160,11 +164,11 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
     },
     ...options,
     name,
-    describeEnd: () => describeChildEnd(argv, child, () => holder?.stderr),
+    describeEnd: () => describeChildEnd(argv, child, { tail: () => holder?.stderr, ended: stderrEnded }),
   });
   holder = new ChildPeer(peer, child, argv, child.exited);
   closeWithChild(child, peer, holder, name);
-  pipeChildStderr(child, holder, options.inheritStderr);
+  pipeChildStderr(child, holder, options.inheritStderr, stderrDone);
   return ok(holder);
 }
 

@@ -5,6 +5,7 @@
  * the same turn. `Ctx` is what a handler is given besides its params (the peer's HandlerContext).
  */
 import { z } from "zod";
+import { fastParse } from "../util/fast-parse.ts";
 import { err, type Result } from "../util/result.ts";
 import { ErrorCode, type NotificationEnvelope, type RequestEnvelope, type RequestId } from "./envelope.ts";
 import type { MethodSpec, NotificationSpec } from "./method.ts";
@@ -59,7 +60,7 @@ export class HandlerTable<Ctx> {
       const known = [...this.handlers.keys()].sort().join(", ");
       result = err(ErrorCode.MethodNotFound, `unknown method ${JSON.stringify(req.method)}; ${this.peerName} supports: ${known || "nothing"}`);
     } else {
-      const checked = h.spec.params.safeParse(req.params);
+      const checked = fastParse(h.spec.params, req.params);
       if (!checked.success) {
         result = err(ErrorCode.InvalidParams, `invalid params for ${req.method}: ${z.prettifyError(checked.error)}`);
       } else {
@@ -83,7 +84,7 @@ export class HandlerTable<Ctx> {
   notified(env: NotificationEnvelope): void {
     const h = this.notificationHandlers.get(env.method);
     if (!h) return;
-    const checked = h.spec.params.safeParse(env.params);
+    const checked = fastParse(h.spec.params, env.params);
     if (!checked.success) return this.report(`bad ${env.method} notification: ${z.prettifyError(checked.error)}`);
     try {
       h.fn(checked.data);

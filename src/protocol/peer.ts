@@ -73,6 +73,8 @@ export class RpcPeer {
   private readonly served: HandlerTable<HandlerContext>;
   private readonly decoder: FrameDecoder;
   private closedReason: string | undefined;
+  /** Set once the connection is ending (EOF, a failed read or write) while its reason is completed. */
+  private endingReason: string | undefined;
   private closedOnError = false;
   private readonly closedPromise: Promise<string>;
   private resolveClosed!: (reason: string) => void;
@@ -85,7 +87,9 @@ export class RpcPeer {
     this.name = options.name ?? "peer";
     this.frameLimit = options.frameLimit ?? DEFAULT_FRAME_LIMIT;
     this.decoder = new FrameDecoder(this.frameLimit);
-    this.out = new CorkedOutput(output, (message) => this.close(`writing to it failed: ${message}`, true));
+    // A write that fails (the other side is gone) ends the connection as EOF does, so that the
+    // reason carries the other side's exit status and last stderr.
+    this.out = new CorkedOutput(output, (message) => void this.onEnd(`writing to it failed: ${message}`, true));
     this.pending = new PendingCalls(this.name, (id) => {
       if (this.closedReason === undefined) this.send({ type: "cancel", id });
     });
@@ -137,7 +141,11 @@ export class RpcPeer {
   ): Promise<Result<z.output<R>>> {
     if (this.closedReason !== undefined) return Promise.resolve(this.closedError(spec.name));
     if (options.signal?.aborted) return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
-    const answer = this.pending.open(spec.name, spec.result, options, (id) => this.send({ type: "request", id, method: spec.name, params }));
+    const answer = this.pending.open(spec.name, spec.result, options, (id) => {
+      const sent = this.send({ type: "request", id, method: spec.name, params });
+      // Unsent because the connection is ending: the call is settled when it closes, with the reason.
+      return "error" in sent && this.endingReason !== undefined ? ok(null) : sent;
+    });
     return answer as Promise<Result<z.output<R>>>;
   }
 
@@ -183,7 +191,7 @@ export class RpcPeer {
   }
 
   private closedError(method: string): { error: ErrorValue } {
-    return err(ErrorCode.PeerClosed, `${method} failed: ${this.name} closed the connection (${this.closedReason ?? "unknown reason"})`);
+    return err(ErrorCode.PeerClosed, `${method} failed: ${this.name} closed the connection (${this.closedReason ?? this.endingReason ?? "unknown reason"})`);
   }
 
   private send(envelope: Envelope): Result<null> {
@@ -218,7 +226,8 @@ export class RpcPeer {
   }
 
   private async onEnd(what: string, isError = false): Promise<void> {
-    if (this.closedReason !== undefined) return;
+    if (this.closedReason !== undefined || this.endingReason !== undefined) return;
+    this.endingReason = what;
     const tail = this.decoder.finish();
     let reason = what;
     if (tail && tail.kind !== "frame") {

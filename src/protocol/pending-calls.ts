@@ -4,6 +4,7 @@
  * malformed answer, or the peer closing.
  */
 import { z } from "zod";
+import { fastParse } from "../util/fast-parse.ts";
 import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
 import { ErrorCode, type RequestId } from "./envelope.ts";
 
@@ -79,7 +80,7 @@ export class PendingCalls {
     const p = typeof id === "number" ? this.calls.get(id) : undefined;
     if (!p) return; // late answer to a cancelled or timed-out call
     if ("error" in result) return this.settle(id as number, result);
-    const checked = p.result.safeParse(result.ok);
+    const checked = fastParse(p.result, result.ok);
     this.settle(
       id as number,
       checked.success ? ok(checked.data) : err(ErrorCode.InvalidResult, `${this.peerName} answered ${p.method} with an unexpected result: ${z.prettifyError(checked.error)}`),

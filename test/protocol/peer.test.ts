@@ -7,6 +7,8 @@ import type { RequestId } from "../../src/protocol/envelope.ts";
 import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
 import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
 import { err, ok } from "../../src/util/result.ts";
+import { RpcPeer } from "../../src/protocol/peer.ts";
+import { PassThrough } from "node:stream";
 import { peerPair } from "../support/streams.ts";
 
 const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }));
@@ -231,5 +233,21 @@ describe("rpc peer", () => {
     pair.right.close();
     await settle();
     assert.deepEqual(notes, [1, 2, 3, 4], "closing writes what was held");
+  });
+
+  test("a write that throws (the other side is gone) fails the call with the reason describeEnd adds, and a later call too", async () => {
+    const input = new PassThrough();
+    const broken = { write: () => { throw new Error("EPIPE: broken pipe, write"); }, end: () => undefined, on: () => broken };
+    let gone!: () => void;
+    const exited = new Promise<void>((r) => (gone = r));
+    const peer = new RpcPeer(input, broken, { name: "child", describeEnd: async () => (await exited, "process exited with code 4; last stderr: fatal") });
+    const first = peer.call(Add, { a: 1, b: 2 });
+    const second = peer.call(Add, { a: 3, b: 4 });
+    gone();
+    for (const r of [await first, await second]) {
+      assert.ok("error" in r);
+      assert.match(r.error.message, /writing to it failed: EPIPE: broken pipe, write; process exited with code 4; last stderr: fatal/);
+    }
+    assert.equal(peer.failed, true);
   });
 });
