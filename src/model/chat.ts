@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { fastParse } from "../util/fast-parse.ts";
 import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
@@ -156,7 +157,7 @@ const ToolCallDeltaSchema = lazySchema(() => z.looseObject({
 
 const TextSchema = lazySchema(() => z.union([z.string(), z.array(z.looseObject({ text: z.string().nullish() }))]).nullish());
 
-const ChunkSchema = lazySchema(() => z.looseObject({
+export const ChunkSchema = lazySchema(() => z.looseObject({
   id: z.string().nullish(),
   choices: z
     .array(
@@ -276,7 +277,7 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">, customTools: 
           yield* finish();
           return;
         }
-        const parsed = ChunkSchema.safeParse(payload);
+        const parsed = fastParse(ChunkSchema, payload);
         if (!parsed.success) throw new ModelError("stream", `Malformed chat completion chunk: ${z.prettifyError(parsed.error)}`);
         const chunk = parsed.data;
         if (chunk.error) {

@@ -4,6 +4,7 @@ import { lazySchema } from "../util/lazy-schema.ts";
 import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import { ResponseItemSchema, type ResponseItem } from "./items.ts";
+import { fastParse } from "../util/fast-parse.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
 
@@ -91,7 +92,7 @@ const ResponseObjectSchema = lazySchema(() => z.looseObject({
 }));
 
 /** The parts of Responses stream events that Relay reads; everything else passes unchecked. */
-const StreamEventSchema = lazySchema(() => z.looseObject({
+export const StreamEventSchema = lazySchema(() => z.looseObject({
   type: z.string().optional(),
   delta: z.string().optional(),
   item: z.unknown().optional(),
@@ -124,7 +125,7 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
       }
       for (const payload of payloads) {
         if (payload === "[DONE]") continue;
-        const parsed = StreamEventSchema.safeParse(payload);
+        const parsed = fastParse(StreamEventSchema, payload);
         if (!parsed.success) throw new ModelError("stream", `Malformed Responses stream event: ${z.prettifyError(parsed.error)}`);
         const ev = parsed.data;
         switch (ev.type ?? sse.event) {
@@ -140,7 +141,7 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
             if (ev.delta) yield { type: "reasoning_delta", delta: ev.delta };
             break;
           case "response.output_item.done": {
-            const item = ResponseItemSchema.safeParse(ev.item);
+            const item = fastParse(ResponseItemSchema, ev.item);
             if (!item.success) throw new ModelError("stream", `Malformed output item from the model: ${z.prettifyError(item.error)}`);
             yield { type: "item", item: item.data as ResponseItem };
             break;

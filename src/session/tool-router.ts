@@ -7,6 +7,7 @@ import type { ToolCallOutcome } from "./tool-outcome.ts";
 import path from "node:path";
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
+import { fastParse } from "../util/fast-parse.ts";
 import { ExecutorMethods, type ExecApprovalRequirement, type ExecResult, type ToolSpec } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import type { ModelTool } from "../model/client.ts";
@@ -170,7 +171,7 @@ export class ToolRouter {
   }
 
   private async execCommand(raw: unknown, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome> {
-    const parsed = ExecCommandArgsSchema.safeParse(raw);
+    const parsed = fastParse(ExecCommandArgsSchema, raw);
     if (!parsed.success) return invalid("exec_command", parsed.error);
     const a = parsed.data;
     const heredoc = HEREDOC_PATCH.exec(a.cmd);
@@ -226,7 +227,7 @@ export class ToolRouter {
   }
 
   private async writeStdin(raw: unknown, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome> {
-    const parsed = WriteStdinArgsSchema.safeParse(raw);
+    const parsed = fastParse(WriteStdinArgsSchema, raw);
     if (!parsed.success) return invalid("write_stdin", parsed.error);
     const a = parsed.data;
     const r = await this.executor.call(

@@ -243,16 +243,22 @@ function emitArray(e: Emitter, element: z.ZodType, x: string): string {
   return out;
 }
 
-/** An object: strip or strict; a catchall that keeps unknown keys is left to zod. */
+/**
+ * An object: unknown keys stripped, refused (strict) or kept as they are (loose, passthrough:
+ * after the shape's keys, in `for...in` order, `__proto__` left out, as zod does); a catchall
+ * that checks the unknown keys is left to zod.
+ */
 function emitObject(e: Emitter, def: ZodInternals["def"], x: string): string | undefined {
   const catchall = def.catchall === undefined ? undefined : internals(def.catchall).def.type;
-  if (catchall !== undefined && catchall !== "never") return undefined;
+  if (catchall !== undefined && catchall !== "never" && catchall !== "unknown" && catchall !== "any") return undefined;
   const shape = def.shape as Record<string, z.ZodType>;
   if (Object.getOwnPropertySymbols(shape).length > 0) return undefined;
   const out = e.fresh();
   e.line(`if (${OBJECT_TEST(x)}) ${e.fail}; const ${out} = {};`);
   for (const key of Object.keys(shape)) if (key !== "__proto__") emitField(e, shape[key]!, key, x, out);
-  if (catchall === "never") e.line(`for (const k in ${x}) if (!${e.ref(new Set(Object.keys(shape)))}.has(k)) ${e.fail};`);
+  const known = e.ref(new Set(Object.keys(shape)));
+  if (catchall === "never") e.line(`for (const k in ${x}) if (!${known}.has(k)) ${e.fail};`);
+  else if (catchall !== undefined) e.line(`for (const k in ${x}) if (!${known}.has(k) && k !== "__proto__") ${out}[k] = ${x}[k];`);
   return out;
 }
 

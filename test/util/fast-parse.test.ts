@@ -14,11 +14,23 @@ import * as mcp from "../../src/executor/mcp-protocol.ts";
 import * as skills from "../../src/executor/skills.ts";
 import * as projectDocs from "../../src/executor/project-docs.ts";
 import * as envelope from "../../src/protocol/envelope.ts";
+import { StreamEventSchema } from "../../src/model/responses.ts";
+import { ChunkSchema } from "../../src/model/chat.ts";
+import { ResponseItemSchema } from "../../src/model/items.ts";
+import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../../src/executor/exec-tools.ts";
 import { prng } from "../support/prng.ts";
 
 /** A value as JSON that keeps what JSON drops: undefined, bigints, key order. */
 function shown(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (x === undefined ? "<undefined>" : typeof x === "bigint" ? `<${x}n>` : x)) ?? "<undefined>";
+}
+
+/** The prototypes of a value's objects, depth first: a `__proto__` key must never set one. */
+function prototypes(v: unknown): string {
+  if (v === null || typeof v !== "object") return "";
+  const proto = Object.getPrototypeOf(v) as unknown;
+  const name = proto === Object.prototype ? "O" : proto === Array.prototype ? "A" : proto === null ? "N" : "?";
+  return `${name}(${Object.values(v).map(prototypes).join(",")})`;
 }
 
 /** Both parses of `value`: the same verdict, the same output, zod's issues on a refusal. */
@@ -30,6 +42,7 @@ function same(schema: z.ZodType, value: unknown, label = ""): boolean {
   if (fast.success && slow.success) {
     assert.deepStrictEqual(fast.data, slow.data, `output differs for ${what}`);
     assert.equal(shown(fast.data), shown(slow.data), `key order differs for ${what}`);
+    assert.equal(prototypes(fast.data), prototypes(slow.data), `prototypes differ for ${what}`);
   } else {
     assert.deepStrictEqual(fast.error?.issues, slow.error?.issues, `issues differ for ${what}`);
   }
@@ -58,6 +71,9 @@ describe("fastParse: hand-made cases", () => {
       f: z.unknown(),
     });
     const strict = z.object({ a: z.string(), b: z.string().optional() }).strict();
+    const loose = z.looseObject({ a: z.string(), b: z.string().optional() });
+    const passthrough = z.object({ c: z.string().nullable() }).passthrough();
+    const checked = z.object({ a: z.string() }).catchall(z.number());
     const proto = z.object({ constructor: z.unknown(), toString: z.string().optional() });
     const inputs = [
       { a: "x", c: null },
@@ -74,6 +90,9 @@ describe("fastParse: hand-made cases", () => {
       same(s, v);
       same(strict, v);
       same(proto, v);
+      same(loose, v);
+      same(passthrough, v);
+      same(checked, v);
     }
     same(strict, { a: "x" });
     same(strict, { a: "x", b: undefined });
@@ -200,6 +219,9 @@ function wireSchemas(): Array<[string, z.ZodType]> {
   };
   for (const mod of [codemode, executor, mcp, skills, projectDocs]) for (const v of Object.values(mod)) visit(v);
   found.push(["envelope", envelope.EnvelopeSchema]);
+  // What a session parses per model event and per tool call.
+  found.push(["responses stream event", StreamEventSchema], ["chat chunk", ChunkSchema], ["response item", ResponseItemSchema]);
+  found.push(["exec_command arguments", ExecCommandArgsSchema], ["write_stdin arguments", WriteStdinArgsSchema]);
   return found;
 }
 
@@ -234,6 +256,7 @@ describe("fastParse: generated values for every wire method", () => {
       assert.ok(compiledWithoutZod(spec.params), `${spec.name} params ask zod`);
       assert.ok(compiledWithoutZod(spec.result), `${spec.name} result asks zod`);
     }
+    for (const schema of [StreamEventSchema, ResponseItemSchema, ExecCommandArgsSchema]) assert.ok(compiledWithoutZod(schema));
     assert.equal(compiledWithoutZod(z.email()), false);
   });
 });
