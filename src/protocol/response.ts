@@ -4,6 +4,7 @@
  * error message that is too large is cut, with a marker that says how much was dropped.
  */
 import { Buffer } from "node:buffer";
+import { fastParse } from "../util/fast-parse.ts";
 import { err, type ErrorValue, type Result } from "../util/result.ts";
 import { ErrorCode, ResultValueSchema, type RequestId } from "./envelope.ts";
 import { encodeFrame, stringifyMessage } from "./frame.ts";
@@ -21,7 +22,7 @@ export function truncationMarker(droppedBytes: number): string {
  * Result value or cannot be encoded. Fails only when not even an empty error fits `limit`.
  */
 export function responseFrame(id: RequestId, result: Result<unknown>, method: string, limit: number): Result<Buffer> {
-  if (!ResultValueSchema.safeParse(result).success) {
+  if (!fastParse(ResultValueSchema, result).success) {
     return errorFrame(id, { code: ErrorCode.Internal, message: `the handler of ${method} returned something that is not a Result value ({ok} or {error: {code, message}})` }, limit);
   }
   // JSON drops an undefined member: `{ok: undefined}` would arrive as `{}`, which is no Result.
