@@ -8,6 +8,7 @@ import { chmod, mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import process from "node:process";
 import type { ResponseItem } from "../model/items.ts";
+import { localFields } from "../util/local-time.ts";
 import { err, errorMessage, isErr, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { sessionsDir } from "../home/home.ts";
@@ -88,8 +89,9 @@ export function shouldPersistItem(item: { type: string }): boolean {
 /** `rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl` in local time, and its `YYYY/MM/DD` directory. */
 export function rolloutRelativePath(id: string, at: Date): string {
   const p = (n: number) => String(n).padStart(2, "0");
-  const [y, m, d] = [String(at.getFullYear()), p(at.getMonth() + 1), p(at.getDate())];
-  const stamp = `${y}-${m}-${d}T${p(at.getHours())}-${p(at.getMinutes())}-${p(at.getSeconds())}`;
+  const local = localFields(at);
+  const [y, m, d] = [String(local.year), p(local.month), p(local.day)];
+  const stamp = `${y}-${m}-${d}T${p(local.hours)}-${p(local.minutes)}-${p(local.seconds)}`;
   return path.join(y, m, d, `rollout-${stamp}-${id}.jsonl`);
 }
 
