@@ -25,9 +25,37 @@ export interface NativeSymbols {
   relay_recv(sock: number, buf: Pointer, cap: number, fd: Pointer): number | bigint;
   relay_init_wait(sock: number, pidfds: Pointer, count: number, ready: Pointer, timeoutMs: number): number;
 }
+type RelayCall = (op: number, args: Pointer) => number | bigint;
 interface BunFfi {
-  cc(o: { source: string; symbols: Record<string, { args: string[]; returns: string }> }): { symbols: NativeSymbols };
+  cc(o: { source: string; symbols: { relay_call: { args: string[]; returns: string } } }): { symbols: { relay_call: RelayCall } };
   ptr(view: ArrayBufferView): Pointer;
+}
+
+/** confine.c's relay_call ops, in NativeSymbols' order. */
+const Op = {
+  relay_spawn_ns: 0,
+  relay_probe_userns: 1,
+  relay_start_container: 2,
+  relay_spawn_child: 3,
+  relay_make_pair: 4,
+  relay_send: 5,
+  relay_recv: 6,
+  relay_init_wait: 7,
+} as const satisfies Record<keyof NativeSymbols, number>;
+
+/**
+ * The native functions, each through confine.c's one bound symbol (relay_call): bun:ffi
+ * compiles a wrapper per bound symbol, about a millisecond each at start-up. Arguments are
+ * widened to 64 bits (null is 0); results come back as numbers.
+ */
+function bindOps(ffi: BunFfi, call: RelayCall): NativeSymbols {
+  const args = new BigInt64Array(18);
+  const bound = (op: number) => (...xs: unknown[]): number => {
+    if (xs.length > args.length) throw new Error(`relay_call op ${op}: ${xs.length} arguments, at most ${args.length}`);
+    xs.forEach((x, i) => (args[i] = x === null || x === undefined ? 0n : typeof x === "bigint" ? x : BigInt(x as number)));
+    return Number(call(op, ffi.ptr(args)));
+  };
+  return Object.fromEntries(Object.entries(Op).map(([name, op]) => [name, bound(op)])) as unknown as NativeSymbols;
 }
 /** confine.c compiled into this process. */
 export type Native = { symbols: NativeSymbols; ffi: BunFfi };
@@ -95,21 +123,8 @@ export async function loadNative(): Promise<Result<Native>> {
   try {
     const ffi = (await import("bun:ffi")) as unknown as BunFfi;
     source = await sourceFile();
-    const strs = ["ptr", "ptr", "ptr", "u64", "u64", "u64", "i64", "ptr", "ptr", "ptr", "i64"];
-    const { symbols } = ffi.cc({
-      source: source.path,
-      symbols: {
-        relay_spawn_ns: { args: [...strs, "ptr", "i64", "i64", "i64", "ptr"], returns: "i32" },
-        relay_probe_userns: { args: [], returns: "i32" },
-        relay_start_container: { args: ["i64", "ptr", "ptr", "ptr", "i64"], returns: "i32" },
-        relay_spawn_child: { args: [...strs, "ptr", "i64", "ptr", "i64", "i64", "i64", "ptr"], returns: "i32" },
-        relay_make_pair: { args: ["i64", "ptr"], returns: "i32" },
-        relay_send: { args: ["i64", "ptr", "i64", "i64", "i64"], returns: "i64" },
-        relay_recv: { args: ["i64", "ptr", "i64", "ptr"], returns: "i64" },
-        relay_init_wait: { args: ["i64", "ptr", "i64", "ptr", "i64"], returns: "i32" },
-      },
-    });
-    loaded = { symbols, ffi };
+    const { symbols } = ffi.cc({ source: source.path, symbols: { relay_call: { args: ["i64", "ptr"], returns: "i64" } } });
+    loaded = { symbols: bindOps(ffi, symbols.relay_call), ffi };
     return { ok: loaded };
   } catch (e) {
     loadError = `could not compile the sandbox's native part with Bun's TinyCC: ${(e as Error).message.trim()}`;

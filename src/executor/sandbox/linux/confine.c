@@ -760,3 +760,34 @@ int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, lo
   ready[1 + asked] = fds[1].revents != 0;
   return r;
 }
+
+/*
+ * The one symbol JavaScript binds. bun:ffi compiles a wrapper for every symbol it binds (about
+ * a millisecond each, in every executor and every container init), so the functions above are
+ * reached through this switch; a[] holds their arguments in order, each widened to 64 bits.
+ * The op numbers are confine-cc.ts's Op.
+ */
+long relay_call(long op, long *a) {
+  switch (op) {
+  case 0:
+    return relay_spawn_ns((char *)a[0], (char **)a[1], (char **)a[2], (u64)a[3], (u64)a[4], (u64)a[5], a[6], (char **)a[7],
+                          (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], a[12], a[13], a[14], (char *)a[15]);
+  case 1:
+    return relay_probe_userns();
+  case 2:
+    return relay_start_container(a[0], (char *)a[1], (char **)a[2], (char **)a[3], a[4]);
+  case 3:
+    return relay_spawn_child((char *)a[0], (char **)a[1], (char **)a[2], (u64)a[3], (u64)a[4], (u64)a[5], a[6], (char **)a[7],
+                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], a[12], (char *)a[13], a[14], a[15], a[16], (int *)a[17]);
+  case 4:
+    return relay_make_pair(a[0], (int *)a[1]);
+  case 5:
+    return relay_send(a[0], (char *)a[1], a[2], a[3], a[4]);
+  case 6:
+    return relay_recv(a[0], (char *)a[1], a[2], (int *)a[3]);
+  case 7:
+    return relay_init_wait(a[0], (int *)a[1], a[2], (unsigned char *)a[3], a[4]);
+  default:
+    return -22; /* EINVAL */
+  }
+}
