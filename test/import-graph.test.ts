@@ -147,6 +147,12 @@ describe("start-up import graph", () => {
     }
   });
 
+  test("a bare relay --version (src/main.ts answers it) loads no package and only the version", () => {
+    const { modules, packages } = closure("cli/version-line.ts");
+    assert.deepEqual([...packages], []);
+    assert.deepEqual([...modules].sort(), ["../package.json", "cli/version-line.ts", "version.ts"]);
+  });
+
   test("the sandbox helper (__sandbox-exec, once per sandboxed command): no package at all, no zod", () => {
     const { modules, packages } = closure("executor/sandbox/linux/helper.ts");
     assert.deepEqual([...packages], []);

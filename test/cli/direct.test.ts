@@ -44,4 +44,15 @@ describe("servers started without the command tree", () => {
     assert.equal(r.status, 2);
     assert.match(r.stderr, /unknown option '--frame-limits'/);
   });
+
+  test("a bare --version or -V is answered before the command tree, with the line commander prints for it elsewhere", async () => {
+    const direct = await runRelayAsync(["--version"]);
+    const short = await runRelayAsync(["-V"]);
+    const viaCommander = await runRelayAsync(["--verbose", "--version"]);
+    assert.equal(direct.status, 0, direct.stderr);
+    assert.match(direct.stdout, /^\d+\.\d+\.\d+\S*\n$/);
+    assert.equal(short.stdout, direct.stdout);
+    assert.equal(viaCommander.status, 0, viaCommander.stderr);
+    assert.equal(viaCommander.stdout, direct.stdout);
+  });
 });
