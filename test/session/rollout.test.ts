@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { appendFile, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -210,6 +211,25 @@ describe("rollout files", () => {
       assert.equal(mustErr(await readRollout(missing)).code, "rollout_not_found");
       assert.equal(mustErr(await RolloutWriter.resume(missing)).code, "rollout_not_found");
       assert.equal(mustErr(await readSessionMeta(noMeta)).code, "rollout_invalid");
+    });
+  });
+
+  test("a batch is in the file as append returns, unless a flush is under way; then right after it", async () => {
+    await withHome(async (home) => {
+      const w = await newWriter(home);
+      const lines = () => readFileSync(w.path, "utf8").split("\n").filter(Boolean).length;
+      const before = lines();
+      const first = w.append([{ type: "response_item", payload: userMessage("now") }]);
+      assert.equal(lines(), before + 1, "written before the promise is awaited");
+      const flushing = w.flush();
+      const queued = w.append([{ type: "response_item", payload: userMessage("after the flush") }]);
+      must(await first);
+      must(await flushing);
+      must(await queued);
+      assert.equal(lines(), before + 2);
+      must(await w.close());
+      const texts = must(await readRollout(w.path)).items.map((it) => (it as { content: { text: string }[] }).content[0]!.text);
+      assert.deepEqual(texts.slice(-2), ["now", "after the flush"]);
     });
   });
 
