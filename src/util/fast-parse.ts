@@ -1,16 +1,18 @@
 /**
- * zod parses on the hot path (every frame a relay peer reads), compiled. On its first use here a
- * schema is turned into a tree of small checks, one per node, that accepts exactly what the schema
- * accepts and builds the same output (defaults filled in, unknown keys stripped, key order kept);
- * a node it does not know (records, pipes, refinements, string formats...) asks zod itself. When
- * the compiled check refuses a value, zod parses it again, so every refusal still carries zod's
- * own message.
+ * zod parses on the hot path (every frame a relay peer reads, the model's stream events, a tool
+ * call's arguments), compiled. On its first use here a schema is turned into the source of one
+ * function that accepts exactly what the schema accepts and builds the same output (defaults
+ * filled in, unknown keys stripped or kept as the schema says, key order kept). The source is
+ * made from the schema's definition alone; what a message holds is only ever data to it. A node
+ * the compiler does not know (transforms, pipes, string formats, lazy schemas, custom `when`s)
+ * is a call into zod for that node, and any value the compiled check refuses is parsed again by
+ * zod, so every refusal carries zod's own message.
  *
  * Why: a relay process waits between messages (for the model, for a command), and then zod's
- * generic parse runs cold. A code-mode `execute` answer took 40–100 µs to check after an idle of
- * 2 ms against 3–5 µs for a specialised check, in each of the two processes, on every call
+ * generic parse runs cold: a code-mode `execute` answer took 40–100 µs to check after an idle of
+ * 2 ms, the compiled check 13–31 µs, in each of the two processes, on every call
  * (docs/performance.md). The schemas stay the one definition; test/util/fast-parse.test.ts
- * compares the two on generated values for every wire method, so a zod upgrade that changes a
+ * compares the two on generated values of every wire method, so a zod upgrade that changes a
  * rule fails there.
  */
 import type { z } from "zod";
@@ -371,6 +373,8 @@ function predicateSource(def: Record<string, unknown>, e: Emitter): ((x: string)
   const when = def.when !== undefined;
   switch (def.check) {
     // The units decide a length far enough from the bound; only near it are code points counted.
+    // zod gives length checks a `when` of its own (run on anything with a length), which holds
+    // for the strings and arrays these are attached to.
     case "min_length": {
       const min = def.minimum as number;
       return (x) => `${x}.length >= ${2 * min + 1} || (${x}.length >= ${min} && ${e.ref(lengthOf)}(${x}, ${min}) >= ${min})`;
