@@ -5,6 +5,7 @@
  * keys, so newer or older Codex files parse. Line types we do not know are kept, not rejected.
  */
 import { z } from "zod";
+import { fastParse } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { ResponseItemSchema, type ResponseItem } from "../model/items.ts";
 
@@ -122,11 +123,11 @@ export function isKnownLineType(type: string): type is KnownLineType {
 
 /** Validates one decoded JSON line: the envelope first, then the payload for known types. */
 export function parseRolloutLine(value: unknown): { ok: RolloutLine } | { error: string } {
-  const env = UnknownLineSchema.safeParse(value);
+  const env = fastParse(UnknownLineSchema, value);
   if (!env.success) return { error: `not a rollout line (${summarize(env.error, value)})` };
   const type = env.data.type;
   if (!isKnownLineType(type)) return { ok: env.data };
-  const r = KNOWN_SCHEMAS[type].safeParse(value);
+  const r = fastParse(KNOWN_SCHEMAS[type], value);
   if (!r.success) return { error: `invalid ${type} line (${summarize(r.error, value)})` };
   return { ok: r.data as KnownRolloutLine };
 }

@@ -18,6 +18,7 @@ import { StreamEventSchema } from "../../src/model/responses.ts";
 import { ChunkSchema } from "../../src/model/chat.ts";
 import { ResponseItemSchema } from "../../src/model/items.ts";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../../src/executor/exec-tools.ts";
+import * as rolloutLines from "../../src/rollout/schema.ts";
 import { prng } from "../support/prng.ts";
 
 /** A value as JSON that keeps what JSON drops: undefined, bigints, key order. */
@@ -222,6 +223,10 @@ function wireSchemas(): Array<[string, z.ZodType]> {
   // What a session parses per model event and per tool call.
   found.push(["responses stream event", StreamEventSchema], ["chat chunk", ChunkSchema], ["response item", ResponseItemSchema]);
   found.push(["exec_command arguments", ExecCommandArgsSchema], ["write_stdin arguments", WriteStdinArgsSchema]);
+  // Every line of every rollout read (sessions, resume, memories' phase 1).
+  for (const name of ["UnknownLineSchema", "SessionMetaLineSchema", "ResponseItemLineSchema", "EventMsgLineSchema", "TurnContextLineSchema", "CompactedLineSchema"] as const) {
+    found.push([`rollout ${name}`, rolloutLines[name]]);
+  }
   return found;
 }
 
