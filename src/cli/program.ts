@@ -1,9 +1,9 @@
 /** Builds the `relay` command tree. Each subcommand lives in its own file under src/cli/. */
-import { writeSync } from "node:fs";
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
 import { VERSION } from "../version.ts";
 import { logCommandStart } from "./command-log.ts";
+import { writeDirect } from "./write-direct.ts";
 import { ExitCode } from "./usage.ts";
 
 type AnyCommand = Command<unknown[], Record<string, unknown>, Record<string, unknown>>;
@@ -83,21 +83,6 @@ function rootCommand() {
         "\nExit codes: 0 ok, 1 the work failed, 2 bad usage, 130 interrupted.",
     );
   return program;
-}
-
-/**
- * Help and --version straight to the descriptor: under Bun, the first use of process.stdout
- * builds its stream objects, which costs `relay --version` more than the rest of its work. A
- * pipe that is full (EAGAIN) gets the rest through the stream.
- */
-function writeDirect(stream: NodeJS.WriteStream, fd: number, text: string): void {
-  const bytes = Buffer.from(text);
-  let done = 0;
-  try {
-    while (done < bytes.length) done += writeSync(fd, bytes, done);
-  } catch {
-    stream.write(bytes.subarray(done));
-  }
 }
 
 /** commander exits 1 on usage errors; scripts expect 2 for those. Help and --version stay 0. */

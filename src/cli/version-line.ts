@@ -4,16 +4,9 @@
  * the home directory) costs more than the answer. Any other use of the flag goes through
  * commander, which prints the same line.
  */
-import { writeSync } from "node:fs";
 import { VERSION } from "../version.ts";
+import { writeDirect } from "./write-direct.ts";
 
 export function printVersion(): void {
-  const bytes = Buffer.from(`${VERSION}\n`);
-  let done = 0;
-  try {
-    while (done < bytes.length) done += writeSync(1, bytes, done);
-  } catch {
-    // A pipe that is full (EAGAIN) takes the rest through the stream.
-    process.stdout.write(bytes.subarray(done));
-  }
+  writeDirect(process.stdout, 1, `${VERSION}\n`);
 }
