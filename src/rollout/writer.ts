@@ -122,7 +122,7 @@ async function makePrivateFile(file: string): Promise<void> {
 
 export class RolloutWriter {
   private tail: Promise<unknown> = Promise.resolve();
-  /** Operations in the chain not yet settled (a flush's fsync, a batch queued behind it). */
+  /** Operations in the chain not yet settled (a flush's fsync, a batch queued behind one). */
   private busy = 0;
   private closed = false;
 
@@ -193,7 +193,8 @@ export class RolloutWriter {
    * synchronous (into the kernel's cache; `flush()` syncs to disk): a session awaits it before it
    * acts on what it records (a call is on file before it runs), and an asynchronous write cost
    * each of those awaits a hop through the thread pool, 0.1 ms three times per tool call. Only
-   * while a flush or close is under way does a batch wait in the chain behind it.
+   * while a flush is under way does a batch wait in the chain behind it (after `close()` an
+   * append fails with `rollout_closed`).
    */
   append(lines: readonly RolloutLineInput[]): Promise<Result<null>> {
     let text: string;
