@@ -9,7 +9,7 @@ import { err, ok, type Result } from "../../util/result.ts";
 import type { SandboxPolicy } from "./policy.ts";
 import { bwrapArgv, probeBwrap, type BwrapSupport } from "./bwrap.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
-import { planConfinement, protectedPaths, writableRoots, type ConfinePlan } from "./linux/landlock-plan.ts";
+import { findPaths, planConfinement, type ConfinePlan } from "./linux/landlock-plan.ts";
 import { probeLandlock, probeUserns, type LandlockSupport } from "./linux/support.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
 import type { WarmLaunch } from "./warm-helper.ts";
@@ -71,10 +71,10 @@ function refusal(policy: SandboxPolicy, why: string): { error: { code: string; m
 export async function planBuiltin(policy: SandboxPolicy, env: Record<string, string>): Promise<Result<ConfinePlan>> {
   const landlock = await probeLandlock();
   if (!landlock.native) return err("sandbox_unavailable", landlock.detail);
+  const found = findPaths(policy, env.TMPDIR);
   // Probing user namespaces forks, so only when a protected path needs them.
-  const needsUserns = protectedPaths(writableRoots(policy).roots).length > 0;
-  const userns = needsUserns && (await probeUserns()).ok;
-  const planned = planConfinement({ policy, abi: landlock.abi, tmpdir: env.TMPDIR, userns, seccomp: landlock.seccomp });
+  const userns = found.readOnly.length > 0 && (await probeUserns()).ok;
+  const planned = planConfinement({ policy, abi: landlock.abi, tmpdir: env.TMPDIR, userns, seccomp: landlock.seccomp, found });
   return "missing" in planned ? err("sandbox_unavailable", `missing ${planned.missing.join("; ")}`) : ok(planned.ok);
 }
 

@@ -72,6 +72,14 @@ export interface PlanInput {
   userns: boolean;
   /** Whether seccomp filters work, for turning the network off. */
   seccomp: boolean;
+  /** `writableRoots(policy, tmpdir)` and the `protectedPaths` in them, when the caller has them already. */
+  found?: { roots: string[]; temp: string[]; readOnly: string[] };
+}
+
+/** The writable roots of `policy` and the protected paths in them, as a plan needs them. */
+export function findPaths(policy: SandboxPolicy, tmpdir?: string): { roots: string[]; temp: string[]; readOnly: string[] } {
+  const { roots, temp } = writableRoots(policy, tmpdir);
+  return { roots, temp, readOnly: protectedPaths(roots) };
 }
 
 function real(p: string): string | undefined {
@@ -118,8 +126,7 @@ export function planConfinement(input: PlanInput): PlanResult {
   const missing: string[] = [];
   if (abi < 1) missing.push("Landlock (Linux 6.2+ built with it, and landlock in the kernel's lsm= list)");
   else if (abi < 3) missing.push(`Landlock ABI 3 for truncate control (this kernel has ABI ${abi}; Linux 6.2+)`);
-  const { roots, temp } = writableRoots(policy, input.tmpdir);
-  const readOnly = protectedPaths(roots);
+  const { roots, temp, readOnly } = input.found ?? findPaths(policy, input.tmpdir);
   if (readOnly.length > 0 && !input.userns) {
     missing.push(`unprivileged user namespaces, to keep ${readOnly.map((p) => path.basename(p)).join(" and ")} read-only inside the workspace`);
   }
