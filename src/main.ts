@@ -2,9 +2,11 @@
 /**
  * The `relay` executable: one binary, many subcommands. The sandbox helper, which runs once
  * per sandboxed command, and a bare `--version` are dispatched before the command tree is even
- * loaded.
+ * loaded; a code-mode host starts compiling QuickJS's wasm first, on background threads, while
+ * the rest loads.
  */
 import { SANDBOX_EXEC_ARG } from "./executor/sandbox/linux/helper-arg.ts";
+import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "./util/embedded-file.ts";
 
 // No top-level await: `bun build --bytecode` compiles this entry as a script.
 const first = process.argv[2];
@@ -13,5 +15,9 @@ if (first === SANDBOX_EXEC_ARG) {
 } else if ((first === "--version" || first === "-V") && process.argv.length === 3) {
   void import("./cli/version-line.ts").then((m) => m.printVersion());
 } else {
+  // As spawned by a session: `relay code-mode-host`, or a package's `relay-code-mode-host` (a
+  // personality, src/package/personality.ts). Any other form still works, compiling later.
+  const host = process.argv.length === 2 ? /relay-code-mode-host(\.exe)?$/.test(process.execPath) : first === "code-mode-host" && process.argv.length === 3;
+  if (host) compileEmbeddedWasm(QUICKJS_WASM_ASSET);
   void import("./cli/entry.ts").then((m) => m.runCli());
 }

@@ -129,8 +129,9 @@ describe("start-up import graph", () => {
     assert.deepEqual([...packages].sort(), ["@commander-js/extra-typings"]);
     assert.ok(modules.has(HELPER_ARG) && modules.has(PERSONALITY));
     assertNoRooms("the CLI core", modules, ["session", "executor", "codemode", "model", "memories", "infty", "package", "protocol", "rollout"]);
-    // 16 since cli/write-direct.ts, shared with the bare --version that main.ts answers itself.
-    assert.ok(modules.size <= 16, `the CLI core is ${modules.size} modules: ${[...modules].join(", ")}`);
+    // 16 since cli/write-direct.ts, shared with the bare --version that main.ts answers itself;
+    // 17 since util/embedded-file.ts, with which main.ts starts a code-mode host's wasm compiling.
+    assert.ok(modules.size <= 17, `the CLI core is ${modules.size} modules: ${[...modules].join(", ")}`);
   });
 
   test("relay executor: no QuickJS, database, git, archive, config parser or MCP SDK; no model, session or memory code", () => {

@@ -7,11 +7,13 @@ import { Log } from "../util/log.ts";
 const log = Log.create("code-mode-host");
 
 export async function serveCodeModeHostMain(): Promise<void> {
-  // Load QuickJS before reading requests, so every request finds its handler.
+  // Requests are read while QuickJS loads (its wasm compiles on background threads, started by
+  // main.ts), and served once it has.
   const t = performance.now();
-  const engine = await CodeModeEngine.load();
-  log.debug("QuickJS loaded", { ms: Math.round(performance.now() - t) });
+  const loading = CodeModeEngine.load();
   const peer = serveStdio({ name: "code-mode-host" });
-  const shutdown = serveCodeMode(peer, engine);
+  const shutdown = serveCodeMode(peer, loading);
+  await loading;
+  log.debug("QuickJS loaded", { ms: Math.round(performance.now() - t) });
   await runUntilClosed(peer, shutdown);
 }

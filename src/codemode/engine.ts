@@ -5,8 +5,8 @@
  * promises from `ctx.newPromise()` and the engine pumps `rt.executePendingJobs()`.
  */
 import { setImmediate } from "node:timers";
-import { newQuickJSWASMModuleFromVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
-import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import wasmFileVariant from "@jitl/quickjs-wasmfile-release-sync";
 import { err, ok, type Result } from "../util/result.ts";
 import { Cell } from "./cell.ts";
 import type { CellHost, EngineDelegate, Limits } from "./cell-contract.ts";
@@ -15,6 +15,7 @@ import { StoredValues } from "./stored.ts";
 import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
 import { HeapGuard } from "./heap-guard.ts";
+import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
 
 export type { EngineDelegate } from "./cell-contract.ts";
 
@@ -23,9 +24,19 @@ export const DEFAULT_CPU_LIMIT_MS = 10_000;
 
 let modulePromise: Promise<QuickJSWASMModule> | undefined;
 
-/** Loads the QuickJS wasm module once per process (single-file variant: no separate .wasm). */
+/**
+ * The sync variant, instantiated from the wasm the binary carries where it carries one (a
+ * compiled relay; main.ts starts compiling it for a code-mode host), else from the .wasm file
+ * the variant ships in node_modules.
+ */
+function quickJsVariant(): QuickJSSyncVariant {
+  const compiled = compileEmbeddedWasm(QUICKJS_WASM_ASSET);
+  return compiled ? newVariant(wasmFileVariant, { wasmModule: () => compiled }) : wasmFileVariant;
+}
+
+/** Loads the QuickJS wasm module once per process. */
 export function loadQuickJS(): Promise<QuickJSWASMModule> {
-  modulePromise ??= newQuickJSWASMModuleFromVariant(variant);
+  modulePromise ??= newQuickJSWASMModuleFromVariant(quickJsVariant());
   return modulePromise;
 }
 
@@ -83,7 +94,7 @@ export class CodeModeEngine implements CellHost {
   poisoned(): void {
     if (this.replacing) return;
     this.replacing = true;
-    void newQuickJSWASMModuleFromVariant(variant).then(
+    void newQuickJSWASMModuleFromVariant(quickJsVariant()).then(
       (m) => {
         this.qjs = m;
         this.heap = this.guard(m);

@@ -33,21 +33,34 @@ export async function warmUp(engine: CodeModeEngine, cells = 400): Promise<void>
   session.shutdown();
 }
 
-/** Registers every code-mode method on `peer`; returns a function that shuts all sessions down. */
-export function serveCodeMode(peer: RpcPeer, engine: CodeModeEngine): () => void {
-  const server = new CodeModeServer(peer, engine);
-  peer.handle(CodeModeMethods.hello, (p) => server.hello(p.await_warmup ?? false));
-  peer.handle(CodeModeMethods.createSession, (p) => server.createSession(p.limits));
-  peer.handle(CodeModeMethods.execute, (p, ctx) => server.execute(p, ctx));
-  peer.handle(CodeModeMethods.wait, async (p) => {
-    const session = server.sessions.get(p.session_id);
-    if (!session) return unknownSession(p.session_id);
-    const r = await session.wait(p.request.cell_id, p.request.yield_time_ms);
-    return "error" in r ? r : ok({ outcome: r.ok });
+/**
+ * Registers every code-mode method on `peer` at once, so every request finds its handler, while
+ * QuickJS may still be loading: requests that arrive before it has are served once it has, in
+ * the order they came. Returns a function that shuts all sessions down.
+ */
+export function serveCodeMode(peer: RpcPeer, loading: Promise<CodeModeEngine>): () => void {
+  let server: CodeModeServer | undefined;
+  let closed = false;
+  const ready = loading.then((engine) => {
+    server = new CodeModeServer(peer, engine);
+    if (closed) server.close();
+    return server;
   });
-  peer.handle(CodeModeMethods.terminate, (p) => server.terminate(p.session_id, p.cell_id));
-  peer.handle(CodeModeMethods.shutdownSession, (p) => server.shutdownSession(p.session_id));
-  return () => server.close();
+  const when =
+    <P, C, R>(fn: (s: CodeModeServer, p: P, ctx: C) => R) =>
+    (p: P, ctx: C): R | Promise<Awaited<R>> =>
+      // then() flattens what an async method returns; TypeScript cannot see that for a generic R.
+      server ? fn(server, p, ctx) : (ready.then((s) => fn(s, p, ctx)) as Promise<Awaited<R>>);
+  peer.handle(CodeModeMethods.hello, when((s, p) => s.hello(p.await_warmup ?? false)));
+  peer.handle(CodeModeMethods.createSession, when((s, p) => s.createSession(p.limits)));
+  peer.handle(CodeModeMethods.execute, when((s, p, ctx) => s.execute(p, ctx)));
+  peer.handle(CodeModeMethods.wait, when((s, p) => s.wait(p.session_id, p.request.cell_id, p.request.yield_time_ms)));
+  peer.handle(CodeModeMethods.terminate, when((s, p) => s.terminate(p.session_id, p.cell_id)));
+  peer.handle(CodeModeMethods.shutdownSession, when((s, p) => s.shutdownSession(p.session_id)));
+  return () => {
+    closed = true;
+    server?.close();
+  };
 }
 
 type ExecuteParams = z.output<typeof CodeModeMethods.execute.params>;
@@ -98,6 +111,13 @@ class CodeModeServer {
       await this.warming;
     }
     return ok({ pid: process.pid, sessions: this.sessions.size, warm: this.warm, control_dir: this.controlDir, vms: this.engine.vmCounts });
+  }
+
+  async wait(sessionId: number, cellId: string, yieldTimeMs: number) {
+    const session = this.sessions.get(sessionId);
+    if (!session) return unknownSession(sessionId);
+    const r = await session.wait(cellId, yieldTimeMs);
+    return "error" in r ? r : ok({ outcome: r.ok });
   }
 
   createSession(limits: SessionLimits | undefined) {

@@ -3,29 +3,15 @@
  * no bun installed: its own bundle (embedded at build time by compile.ts) and a bun, which is
  * the binary itself run with BUN_BE_BUN=1.
  */
-import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { z } from "zod";
+import { embeddedFile, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
 import { err, type Result } from "../util/result.ts";
 import { BUNDLE_ASSET, BundleFileSchema, unpackBundle, type Bundle, type BunCommand } from "./compile.ts";
 
-interface EmbeddedFile {
-  name: string;
-  arrayBuffer(): Promise<ArrayBuffer>;
-}
-
-const [stem, ext] = BUNDLE_ASSET.split(".") as [string, string];
-/** bun names an embedded file `<stem>-<hash>.<ext>`. */
-const EMBEDDED_NAME = new RegExp(`^${stem}(-[0-9a-z]+)?\\.${ext}$`);
-
-function embeddedFiles(): EmbeddedFile[] {
-  const bun = (globalThis as unknown as { Bun?: { embeddedFiles?: readonly EmbeddedFile[] } }).Bun;
-  return [...(bun?.embeddedFiles ?? [])];
-}
-
 /** The running binary's bundle, unpacked into a new directory under `workDir`. */
 export async function selfBundle(workDir: string): Promise<Result<Bundle>> {
-  const file = embeddedFiles().find((f) => EMBEDDED_NAME.test(path.basename(f.name)));
+  const file = embeddedFile(BUNDLE_ASSET);
   if (!file) return err("no_self_bundle", `this relay binary (${process.execPath}) carries no ${BUNDLE_ASSET}, so it cannot recompile itself; rebuild it with npm run build, or pass a prebuilt binary with --entrypoint-bin`);
   const corrupt = (why: string) => err("no_self_bundle", `this relay binary's embedded ${BUNDLE_ASSET} is corrupt (${why}); download the binary again`);
   const gzip = new Uint8Array(await file.arrayBuffer());
@@ -37,7 +23,9 @@ export async function selfBundle(workDir: string): Promise<Result<Bundle>> {
   }
   const bundle = BundleFileSchema.safeParse(json);
   if (!bundle.success) return corrupt(z.prettifyError(bundle.error));
-  return unpackBundle(workDir, bundle.data, gzip);
+  const wasm = embeddedFile(QUICKJS_WASM_ASSET);
+  if (!wasm) return err("no_self_bundle", `this relay binary (${process.execPath}) carries its ${BUNDLE_ASSET} but no ${QUICKJS_WASM_ASSET}, so it cannot recompile itself; download a current binary, or pass a prebuilt one with --entrypoint-bin`);
+  return unpackBundle(workDir, bundle.data, gzip, new Uint8Array(await wasm.arrayBuffer()));
 }
 
 /** The running compiled binary as bun. */
