@@ -129,8 +129,8 @@ describe("start-up import graph", () => {
     assert.deepEqual([...packages].sort(), ["@commander-js/extra-typings"]);
     assert.ok(modules.has(HELPER_ARG) && modules.has(PERSONALITY));
     assertNoRooms("the CLI core", modules, ["session", "executor", "codemode", "model", "memories", "infty", "package", "protocol", "rollout"]);
-    // 16 since cli/write-direct.ts, shared with the bare --version that main.ts answers itself;
-    // 17 since util/embedded-file.ts, with which main.ts starts a code-mode host's wasm compiling.
+    // 16 since cli/write-direct.ts (commander's output); 17 since util/embedded-file.ts, with which
+    // main.ts starts a code-mode host's wasm compiling.
     assert.ok(modules.size <= 17, `the CLI core is ${modules.size} modules: ${[...modules].join(", ")}`);
   });
 
@@ -149,10 +149,11 @@ describe("start-up import graph", () => {
     }
   });
 
-  test("a bare relay --version (src/main.ts answers it) loads no package and only the version", () => {
-    const { modules, packages } = closure("cli/version-line.ts");
+  test("a bare relay --version (src/main.ts answers it) loads no package, no node builtin (node:fs alone cost it 250 page faults) and only the version", () => {
+    const { modules, packages, builtins } = closure("main.ts", "cli/version-line.ts");
     assert.deepEqual([...packages], []);
-    assert.deepEqual([...modules].sort(), ["../package.json", "cli/version-line.ts", "cli/write-direct.ts", "version.ts"]);
+    assert.deepEqual([...builtins], []);
+    assert.deepEqual([...modules].sort(), ["../package.json", "cli/version-line.ts", "executor/sandbox/linux/helper-arg.ts", "main.ts", "util/embedded-file.ts", "version.ts"]);
   });
 
   test("the sandbox helper (__sandbox-exec, once per sandboxed command): no package at all, no zod", () => {

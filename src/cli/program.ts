@@ -68,7 +68,7 @@ function rootCommand() {
         "Subcommands re-exec this same binary as child processes that speak a framed stdio protocol.",
     )
     .version(VERSION, "-V, --version", "print the relay version")
-    .configureOutput({ writeOut: (text) => writeDirect(process.stdout, 1, text), writeErr: (text) => writeDirect(process.stderr, 2, text) })
+    .configureOutput({ writeOut: (text) => writeDirect(1, text), writeErr: (text) => writeDirect(2, text) })
     .showHelpAfterError("(run with --help for usage)")
     // `relay sandbox CMD -x` passes -x to CMD, which needs options to be positional.
     .enablePositionalOptions()

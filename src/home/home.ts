@@ -1,7 +1,6 @@
 /** RELAY_HOME (default `~/.relay`) and the fixed paths inside it. */
 import os from "node:os";
 import path from "node:path";
-import process from "node:process";
 
 type Env = Record<string, string | undefined>;
 

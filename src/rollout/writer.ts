@@ -7,7 +7,6 @@ import { Buffer } from "node:buffer";
 import { writeSync } from "node:fs";
 import { chmod, mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import process from "node:process";
 import type { ResponseItem } from "../model/items.ts";
 import { localFields } from "../util/local-time.ts";
 import { err, errorMessage, isErr, ok, type Result } from "../util/result.ts";

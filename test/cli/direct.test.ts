@@ -4,11 +4,36 @@
  * and flags included, goes through commander as before.
  */
 import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, test } from "node:test";
 import { directServer } from "../../src/cli/direct.ts";
+import { REPO_ROOT } from "../support/paths.ts";
 import { runRelayAsync } from "../support/self.ts";
+import { until } from "../support/wait.ts";
 
 const argv = (...args: string[]) => ["/usr/bin/relay", "/usr/bin/relay", ...args];
+
+/** A --preload script reporting on stderr any look-up of process.stdin/stdout/stderr (under Bun, the first builds its stream). */
+function stdioTrap(dir: string): string {
+  const trap = path.join(dir, "trap.ts");
+  writeFileSync(trap, `for (const name of ["stdin", "stdout", "stderr"]) {
+  const real = Object.getOwnPropertyDescriptor(process, name)!;
+  Object.defineProperty(process, name, { configurable: true, get() { require("node:fs").writeSync(2, "touched process." + name + "\\n"); return real.get ? real.get.call(process) : real.value; } });
+}
+`);
+  return trap;
+}
+
+/** One frame of the protocol: length, then JSON. */
+function frame(message: unknown): Buffer {
+  const body = Buffer.from(JSON.stringify(message));
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(body.length);
+  return Buffer.concat([head, body]);
+}
 
 describe("servers started without the command tree", () => {
   test("exactly `relay executor` and `relay code-mode-host` go direct", () => {
@@ -54,5 +79,33 @@ describe("servers started without the command tree", () => {
     assert.equal(short.stdout, direct.stdout);
     assert.equal(viaCommander.status, 0, viaCommander.stderr);
     assert.equal(viaCommander.stdout, direct.stdout);
+  });
+
+  test("a bare --version, relay executor and relay code-mode-host never build process.stdin/stdout/stderr (each costs more than the answer)", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "relay-stdio-trap-"));
+    try {
+      const trap = stdioTrap(dir);
+      const run = (args: string[]) => spawnSync(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), ...args], { encoding: "utf8" });
+      const version = run(["--version"]);
+      assert.equal(version.status, 0, version.stderr);
+      assert.match(version.stdout, /^\d+\.\d+\.\d+\S*\n$/);
+      assert.equal(version.stderr, "");
+      // A server answers its first request, then sees EOF (importing node:process used to build all three).
+      for (const [server, method] of [["executor", "executor/info"], ["code-mode-host", "codemode/hello"]] as const) {
+        const child = spawn(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), server], { stdio: ["pipe", "pipe", "pipe"] });
+        let stderr = "";
+        child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+        child.stdin.write(frame({ type: "request", id: 1, method, params: {} }));
+        await until(new Promise((answered) => child.stdout.once("data", answered)), `${server}'s answer`);
+        child.stdin.end();
+        const status = await new Promise((exited) => child.once("close", exited));
+        assert.equal(status, 0, stderr);
+        assert.doesNotMatch(stderr, /touched process/, server);
+      }
+      // The trap itself works: commander's help asks process.stdout for its width.
+      assert.match(run(["--help"]).stderr, /touched process\.stdout/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

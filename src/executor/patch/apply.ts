@@ -4,7 +4,6 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import process from "node:process";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
 import type { ToolContext, ToolOutput } from "../tool.ts";
 import { checkWritable, fsErrorCode, realPathOfPossiblyMissing, resolveToolPath } from "../files/paths.ts";
