@@ -14,7 +14,8 @@ export interface EmbeddedFile {
 
 /** Whether an embedded file's `name` is `asset` (`stem.ext`) as bun names it: `stem-<hash>.ext`, or as it was. */
 export function isEmbeddedAsset(name: string, asset: string): boolean {
-  const base = name.slice(name.lastIndexOf("/") + 1);
+  // Bun lists bare names (`quickjs-a1b2.wasm`); a path of either kind is taken by its last part.
+  const base = name.slice(Math.max(name.lastIndexOf("/"), name.lastIndexOf("\\")) + 1);
   if (base === asset) return true;
   const dot = asset.lastIndexOf(".");
   const stem = asset.slice(0, dot);

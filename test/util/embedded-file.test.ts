@@ -6,6 +6,8 @@ describe("embedded files", () => {
   test("bun's names for an asset: stem-<hash>.ext under its root, or the name as built", () => {
     assert.ok(isEmbeddedAsset("/$bunfs/root/quickjs-a1b2c3d4.wasm", "quickjs.wasm"));
     assert.ok(isEmbeddedAsset("B:/~BUN/root/quickjs-0z9.wasm", "quickjs.wasm"));
+    assert.ok(isEmbeddedAsset("B:\\~BUN\\root\\quickjs-0z9.wasm", "quickjs.wasm"));
+    assert.ok(isEmbeddedAsset("quickjs-dbngg1n2.wasm", "quickjs.wasm"), "the bare name Bun.embeddedFiles gives");
     assert.ok(isEmbeddedAsset("quickjs.wasm", "quickjs.wasm"));
     assert.ok(isEmbeddedAsset("/$bunfs/root/relay-bundle-7k2m.gz", "relay-bundle.gz"));
     for (const other of ["quickjs-a-b.wasm", "quickjs-.wasm", "quickjs-A1.wasm", "quickjsx.wasm", "quickjs-a1.wasm.map", "quickjs-a1.gz", "relay-bundle-7k2m.wasm", "x/quickjs-a1.wasmx"]) {
