@@ -7,6 +7,7 @@
 import { setImmediate } from "node:timers";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import wasmFileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { Cell } from "./cell.ts";
 import type { CellHost, EngineDelegate, Limits } from "./cell-contract.ts";
@@ -15,7 +16,6 @@ import { StoredValues } from "./stored.ts";
 import { VmPool } from "./vm-pool.ts";
 import { PreparedVm } from "./vm.ts";
 import { HeapGuard } from "./heap-guard.ts";
-import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
 
 export type { EngineDelegate } from "./cell-contract.ts";
 
