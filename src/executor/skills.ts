@@ -7,6 +7,7 @@
 import { open, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { byCodeUnits } from "../util/compare.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod } from "../protocol/method.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -137,13 +138,13 @@ export async function discoverSkills(roots: string[], maxDepth = 3): Promise<Ski
         else warnings.push(found);
       }
       if (depth >= maxDepth) return;
-      for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const e of entries.sort((a, b) => byCodeUnits(a.name, b.name))) {
         if (e.isDirectory() && !e.name.startsWith(".") && e.name !== "node_modules") await walk(path.join(dir, e.name), depth + 1);
       }
     };
     await walk(root, 0);
   }
-  return { skills: skills.sort((a, b) => a.name.localeCompare(b.name)), warnings };
+  return { skills: skills.sort((a, b) => byCodeUnits(a.name, b.name)), warnings };
 }
 
 /** One slice of a skill's body (the text after its front matter), never more than `maxBytes`. */

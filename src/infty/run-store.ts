@@ -5,6 +5,7 @@
  * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
  */
+import { byCodeUnits } from "../util/compare.ts";
 import { parseJsonWith } from "../util/json.ts";
 import { mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
@@ -290,7 +291,7 @@ export class RunStore {
       if ("error" in r) warnings.push(`skipped an unreadable run: ${r.error.message}`);
       else runs.push(r.ok);
     }
-    runs.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
+    runs.sort((a, b) => byCodeUnits(b.updated_at, a.updated_at));
     return { runs, warnings };
   }
 

@@ -22,6 +22,18 @@ describe("executor skills", () => {
     }
   });
 
+  test("skills are listed in code-unit order of their names, the same in every locale", async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
+    try {
+      for (const name of ["beta", "alpha", "Zeta", "émile", "eve"]) writeSkill(root, name);
+      const r = await discoverSkills([root]);
+      // A locale's collation would put alpha first and Zeta last, and émile next to eve.
+      assert.deepEqual(r.skills.map((s) => s.name), ["Zeta", "alpha", "beta", "eve", "émile"]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("a body is read in slices of whole UTF-8 characters that add up to the body", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
     try {

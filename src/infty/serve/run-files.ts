@@ -6,6 +6,7 @@
  */
 import { lstat, readdir, stat } from "node:fs/promises";
 import path from "node:path";
+import { byCodeUnits } from "../../util/compare.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { resolveWithin, RUN_DIRS } from "../run-store.ts";
 import type { FileEntry, FileList } from "./api-schemas.ts";
@@ -57,7 +58,7 @@ export async function resolveRunFile(runDir: string, segments: string[]): Promis
 /** Every file and folder under `dir` (shown as `prefix/...`); symlinks are listed only if they stay inside `within`. */
 export async function listFiles(dir: string, prefix: string, within: string, out: FileEntry[] = []): Promise<FileList> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  entries.sort((a, b) => a.name.localeCompare(b.name));
+  entries.sort((a, b) => byCodeUnits(a.name, b.name));
   for (const e of entries) {
     if (out.length >= MAX_LISTED) return { files: out, truncated: true };
     const abs = path.join(dir, e.name);
