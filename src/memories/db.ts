@@ -4,6 +4,7 @@
  * `stage1_outputs` (phase 1 results, usage counts) and `jobs` (leases, backoff, watermarks).
  */
 import { Kysely, PostgresDialect, sql, type Migration, type Transaction } from "kysely";
+import { byCodeUnits } from "../util/compare.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { openNativeSqlite, sqliteDialect } from "./sqlite-dialect.ts";
 
@@ -158,7 +159,7 @@ async function migrate(state: StateDb): Promise<Result<void>> {
         .addColumn("applied_at", "bigint", (c) => c.notNull())
         .execute();
       const done = new Set((await t.selectFrom(MIGRATIONS_TABLE).select("name").execute()).map((r: { name: unknown }) => String(r.name)));
-      for (const [name, m] of Object.entries(migrations).sort(([a], [b]) => (a < b ? -1 : 1))) {
+      for (const [name, m] of Object.entries(migrations).sort(([a], [b]) => byCodeUnits(a, b))) {
         if (done.has(name)) continue;
         await m.up(t);
         await t.insertInto(MIGRATIONS_TABLE).values({ name, applied_at: Math.floor(Date.now() / 1000) }).execute();

@@ -11,6 +11,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { directServer } from "../../src/cli/direct.ts";
 import { REPO_ROOT } from "../support/paths.ts";
+import { rawFrame } from "../support/raw-frames.ts";
 import { runRelayAsync } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
@@ -27,13 +28,6 @@ function stdioTrap(dir: string): string {
   return trap;
 }
 
-/** One frame of the protocol: length, then JSON. */
-function frame(message: unknown): Buffer {
-  const body = Buffer.from(JSON.stringify(message));
-  const head = Buffer.alloc(4);
-  head.writeUInt32BE(body.length);
-  return Buffer.concat([head, body]);
-}
 
 describe("servers started without the command tree", () => {
   test("exactly `relay executor` and `relay code-mode-host` go direct", () => {
@@ -95,7 +89,7 @@ describe("servers started without the command tree", () => {
         const child = spawn(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), server], { stdio: ["pipe", "pipe", "pipe"] });
         let stderr = "";
         child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-        child.stdin.write(frame({ type: "request", id: 1, method, params: {} }));
+        child.stdin.write(rawFrame(JSON.stringify({ type: "request", id: 1, method, params: {} })));
         await until(new Promise((answered) => child.stdout.once("data", answered)), `${server}'s answer`);
         child.stdin.end();
         const status = await new Promise((exited) => child.once("close", exited));
