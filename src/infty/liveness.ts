@@ -16,6 +16,11 @@ export interface Liveness {
   live: boolean;
   pid?: number;
   heartbeatAgeMs: number;
+  /**
+   * run.json says `running` but nobody drives the run (its driver was killed, or the machine
+   * went down): why, and the command that resumes it. Absent for a live or a stopped run.
+   */
+  stale?: string;
 }
 
 function pidAlive(pid: number): boolean {
@@ -79,9 +84,17 @@ async function lastRunPid(runDir: string): Promise<number | undefined> {
 
 export async function runLiveness(runDir: string, state: Readonly<RunMeta>, now = Date.now()): Promise<Liveness> {
   const heartbeatAgeMs = now - Date.parse(state.heartbeat_at);
-  if (state.status !== "running" || heartbeatAgeMs >= STALE_HEARTBEAT_MS) return { live: false, heartbeatAgeMs };
+  if (state.status !== "running") return { live: false, heartbeatAgeMs };
   const pid = await lastRunPid(runDir);
-  return { live: pid === undefined || pidAlive(pid), pid, heartbeatAgeMs };
+  const gone = pid !== undefined && !pidAlive(pid);
+  if (!gone && heartbeatAgeMs < STALE_HEARTBEAT_MS) return { live: true, pid, heartbeatAgeMs };
+  const why = gone ? `driver pid ${pid} gone` : `no heartbeat since ${state.heartbeat_at}`;
+  return { live: false, pid, heartbeatAgeMs, stale: `stale: ${why}; resume with: relay infty resume ${state.run_id}` };
+}
+
+/** The status to show for a run: `running` only while someone drives it. */
+export function shownStatus(state: Readonly<RunMeta>, l: Liveness): string {
+  return l.stale ? `running (${l.stale})` : state.status;
 }
 
 /** What to tell someone who wants to change a live run. */
