@@ -78,6 +78,13 @@ export interface SessionRunOptions {
   memories?: SessionMemories;
   /** Only the cwd is writable: not /tmp, not another workdir (the memory consolidation agent). */
   confineWrites?: boolean;
+  /**
+   * Exactly these roots are writable under workspace-write (the temp dirs too), whatever the cwd
+   * or a call's workdir: an infty role's checkout and the model's part of the run store.
+   */
+  writableRoots?: string[];
+  /** Variables added to every command's environment (e.g. RELAY_RUN_STORE for infty roles). */
+  env?: Record<string, string>;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
   projectDocs?: boolean;
   /** Offer the local skills ($RELAY_HOME/skills, the repository's .relay/skills; default true). */
@@ -307,10 +314,10 @@ interface CommandSettings {
 function commandSettings(o: OpenSessionOptions, started: StartedExecutor, rollout: RolloutWriter, cwd: string): CommandSettings {
   const { config } = o;
   const env = started.remote
-    ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id }
-    : commandEnv(rollout.id);
+    ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id, ...o.env }
+    : commandEnv(rollout.id, process.env, o.env);
   const shell = started.remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
-  return { env, shell, sandboxPolicy: sessionSandboxPolicy(config, cwd, o.confineWrites) };
+  return { env, shell, sandboxPolicy: sessionSandboxPolicy(config, cwd, { confineWrites: o.confineWrites, writableRoots: o.writableRoots }) };
 }
 
 /** The tool router (with code mode), the sandbox check and the agent with its instructions. */
@@ -328,7 +335,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       env,
       approvalPolicy: config.approval_policy,
       sandbox: sandboxPolicy,
-      pinWritableRoots: o.confineWrites,
+      pinWritableRoots: o.confineWrites || o.writableRoots !== undefined,
       shellPath: shell,
       loginShell: config.shell.login,
       maxOutputTokens: config.exec.max_output_tokens,

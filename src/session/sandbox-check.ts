@@ -11,11 +11,15 @@ import type { RelayConfig } from "./config.ts";
 
 const log = Log.create("session");
 
-/** The policy a session's commands run under in `cwd` (also what `relay doctor` checks). */
-export function sessionSandboxPolicy(config: RelayConfig, cwd: string, confineWrites = false): SandboxPolicy {
+/**
+ * The policy a session's commands run under in `cwd` (also what `relay doctor` checks): the cwd
+ * is the writable root, unless the session names its roots itself.
+ */
+export function sessionSandboxPolicy(config: RelayConfig, cwd: string, o: { confineWrites?: boolean; writableRoots?: string[] } = {}): SandboxPolicy {
+  const confineWrites = o.confineWrites ?? false;
   return {
     mode: config.sandbox_mode,
-    writable_roots: [cwd],
+    writable_roots: o.writableRoots ?? [cwd],
     network: false,
     mechanism: config.sandbox.mechanism,
     best_effort: config.sandbox.best_effort,

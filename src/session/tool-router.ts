@@ -255,7 +255,7 @@ export class ToolRouter {
     }
     const r = await this.executor.call(
       ExecutorMethods.toolsCall,
-      { name, arguments: args, cwd, sandbox: { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, this.settings.cwd])] } },
+      { name, arguments: args, cwd, sandbox: this.settings.pinWritableRoots ? this.settings.sandbox : { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, this.settings.cwd])] } },
       { signal },
     );
     if ("error" in r) return { output: r.error.message, success: false, display };

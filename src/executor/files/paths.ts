@@ -5,6 +5,7 @@ import path from "node:path";
 import { err, ok, errorMessage, type Result } from "../../util/result.ts";
 import { isInside } from "../../util/paths.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
+import { PROTECTED_NAMES } from "../sandbox/linux/landlock-plan.ts";
 
 /** A tool path argument: absolute, or relative to the tool's cwd. */
 export function resolveToolPath(cwd: string, p: string): string {
@@ -43,7 +44,14 @@ export async function checkWritable(absPath: string, sandbox: SandboxPolicy): Pr
     }
     const real = await realPathOfPossiblyMissing(absPath);
     const roots = await Promise.all(sandbox.writable_roots.map((r) => realPathOfPossiblyMissing(r)));
-    if (roots.some((root) => isInside(real, root))) return ok(real);
+    const containing = roots.filter((root) => isInside(real, root));
+    // As the sandbox does for commands: `.git`, `.relay`, `.checkpoints.git` right inside a root stay read-only.
+    const guarded = containing.find((root) => PROTECTED_NAMES.includes(path.relative(root, real).split(path.sep)[0]!));
+    if (guarded) {
+      const name = path.relative(guarded, real).split(path.sep)[0]!;
+      return err("sandbox_denied", `Cannot write ${absPath}: ${path.join(guarded, name)} stays read-only inside the writable root ${guarded} (the sandbox protects ${PROTECTED_NAMES.join(", ")}). Change files outside it.`);
+    }
+    if (containing.length > 0) return ok(real);
     const shown = real === path.resolve(absPath) ? absPath : `${absPath} (which resolves to ${real})`;
     const allowed = sandbox.writable_roots.length > 0 ? sandbox.writable_roots.join(", ") : "(none)";
     return err(

@@ -229,6 +229,29 @@ describe("apply_patch", () => {
     });
   });
 
+  test("workspace-write keeps .git, .relay and .checkpoints.git inside a root read-only, as the sandbox does for commands", async () => {
+    await withTmp(async (dir) => {
+      const root = path.join(dir, "root");
+      fs.mkdirSync(path.join(root, ".git", "hooks"), { recursive: true });
+      write(path.join(root, ".git", "config"), "[core]\n");
+      for (const p of [
+        patch("*** Add File: .git/hooks/pre-commit", "+touch /tmp/pwned"),
+        patch("*** Update File: .git/config", "-[core]", "+[core] hooksPath=/tmp"),
+        patch("*** Add File: .relay/config.toml", "+x"),
+        patch("*** Add File: .checkpoints.git/HEAD", "+x"),
+        patch("*** Add File: ok.txt", "+ok", "*** Add File: .git/info/x", "+x"),
+      ]) {
+        const e = errOf(await apply(root, p, ws(root)), "sandbox_denied");
+        assert.match(e.message, /stays read-only inside the writable root/);
+      }
+      assert.equal(fs.existsSync(path.join(root, ".git", "hooks", "pre-commit")), false);
+      assert.equal(read(path.join(root, ".git", "config")), "[core]\n");
+      assert.equal(fs.existsSync(path.join(root, "ok.txt")), false, "all or nothing");
+      // a file merely named like one, deeper down, is an ordinary file
+      okText(await apply(root, patch("*** Add File: sub/.gitkeep", "+"), ws(root)));
+    });
+  });
+
   test("workspace-write refuses a target reached through a symlink that leaves the root", async () => {
     await withTmp(async (dir) => {
       const root = path.join(dir, "root");

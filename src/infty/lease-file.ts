@@ -1,0 +1,145 @@
+/**
+ * The local lease: `<run>/lease.json`, written atomically (temp file, fsync, rename). Changes
+ * of the lease (a grant, a heartbeat, a release) are made one at a time under `lease.lock`, a
+ * file created with O_EXCL and removed at once; a lock left by a process that died while it
+ * held it (a few milliseconds) is broken after LOCK_STALE_MS. Reads (fencing checks, views)
+ * take no lock: the file is always whole.
+ */
+import { open, readFile, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { parseJsonWith } from "../util/json.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
+import { writeJsonAtomic } from "./durable.ts";
+import { describeHolder, LeaseRecordSchema, sameHolder, selfHolder, viewOf, type LeaseGrant, type LeaseRecord, type LeaseView, type RunLease } from "./lease.ts";
+
+export const LEASE_FILE = "lease.json";
+const LOCK_FILE = "lease.lock";
+/** A lock held longer than this belongs to a process that died holding it. */
+const LOCK_STALE_MS = 10_000;
+/** How long a change of the lease waits for the lock before it gives up. */
+const LOCK_WAIT_MS = 15_000;
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class FileLease implements RunLease {
+  constructor(
+    private readonly runDir: string,
+    private readonly runId: string,
+  ) {}
+
+  private get file(): string {
+    return path.join(this.runDir, LEASE_FILE);
+  }
+
+  /** The lease as written; undefined when there is none; an error value when it is unreadable. */
+  async read(): Promise<Result<LeaseRecord | undefined>> {
+    let text: string;
+    try {
+      text = await readFile(this.file, "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return ok(undefined);
+      return err("lease_unreadable", `cannot read ${this.file}: ${errorMessage(e)}`);
+    }
+    return parseJsonWith(LeaseRecordSchema, text, this.file, { code: "lease_unreadable", invalid: "is not a run lease", note: "relay writes it whole; move it away if another tool changed it, and the next resume writes a new one" });
+  }
+
+  /** Replaces the lease (callers hold the lock). */
+  write(record: LeaseRecord): Promise<void> {
+    return writeJsonAtomic(this.file, record);
+  }
+
+  async view(now = Date.now()): Promise<LeaseView | undefined> {
+    const r = await this.read();
+    return "ok" in r && r.ok ? viewOf(r.ok, now) : undefined;
+  }
+
+  acquire(): Promise<Result<LeaseGrant>> {
+    return this.locked(async () => {
+      const current = await this.read();
+      if ("error" in current) return current;
+      const me = selfHolder();
+      const prior = current.ok;
+      const v = prior ? viewOf(prior) : ({ state: "free" } as const);
+      if (v.state === "held" && !sameHolder(v.record.holder, me)) {
+        const age = Math.round(v.heartbeatAgeMs / 1000);
+        return err("run_live", `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago); only one process may drive a run. Stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs), then resume it; or watch it with: relay infty logs ${this.runId} --follow`);
+      }
+      const now = new Date().toISOString();
+      const record: LeaseRecord = { version: 1, epoch: (prior?.epoch ?? 0) + 1, holder: me, acquired_at: now, heartbeat_at: now, released_at: null };
+      await this.write(record);
+      const tookOver = v.state === "stale" ? `took the run over from ${describeHolder(v.record.holder)} (${v.why})` : undefined;
+      return ok(new FileGrant(this, record, tookOver));
+    });
+  }
+
+  /** Runs `fn` holding lease.lock. */
+  async locked<T>(fn: () => Promise<Result<T>>): Promise<Result<T>> {
+    const lock = path.join(this.runDir, LOCK_FILE);
+    const deadline = Date.now() + LOCK_WAIT_MS;
+    for (;;) {
+      try {
+        const fh = await open(lock, "wx");
+        await fh.writeFile(JSON.stringify(selfHolder()));
+        await fh.close();
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") return err("lease_failed", `cannot lock ${lock}: ${errorMessage(e)}`);
+      }
+      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (age > LOCK_STALE_MS) await rm(lock, { force: true });
+      else if (Date.now() > deadline) return err("lease_busy", `${lock} has been held for ${Math.round(age / 1000)} s by another relay process; try again, or remove the file if no relay process runs on this run`);
+      else await pause(10);
+    }
+    try {
+      return await fn();
+    } finally {
+      await rm(lock, { force: true });
+    }
+  }
+}
+
+class FileGrant implements LeaseGrant {
+  constructor(
+    private readonly lease: FileLease,
+    private record: LeaseRecord,
+    readonly tookOver?: string,
+  ) {}
+
+  get epoch(): number {
+    return this.record.epoch;
+  }
+
+  private ours(current: LeaseRecord | undefined): boolean {
+    return current !== undefined && current.epoch === this.record.epoch && !current.released_at && sameHolder(current.holder, this.record.holder);
+  }
+
+  private lost(current: LeaseRecord | undefined): Result<never> {
+    const who = current && !current.released_at ? `${describeHolder(current.holder)} holds it now (epoch ${current.epoch})` : "its lease was released or removed";
+    return err("lease_lost", `this process no longer drives the run: ${who}; it stops without writing anything more`);
+  }
+
+  async check(): Promise<Result<void>> {
+    const current = await this.lease.read();
+    if ("error" in current) return current;
+    return this.ours(current.ok) ? ok(undefined) : this.lost(current.ok);
+  }
+
+  beat(): Promise<Result<void>> {
+    return this.lease.locked(async () => {
+      const current = await this.lease.read();
+      if ("error" in current) return current;
+      if (!this.ours(current.ok)) return this.lost(current.ok);
+      this.record = { ...this.record, heartbeat_at: new Date().toISOString() };
+      await this.lease.write(this.record);
+      return ok(undefined);
+    });
+  }
+
+  async release(): Promise<void> {
+    await this.lease.locked(async () => {
+      const current = await this.lease.read();
+      if ("ok" in current && this.ours(current.ok)) await this.lease.write({ ...this.record, released_at: new Date().toISOString() });
+      return ok(undefined);
+    });
+  }
+}
