@@ -36,6 +36,8 @@ export const CheckpointInfoSchema = lazySchema(() => z.object({
   /** Solver turns so far. */
   turn: z.number().int().min(0),
   handoff: z.number().int().min(0),
+  /** A run on a repository: the head of the run's branch then (a restore rewinds the branch to it). */
+  repo_commit: z.string().optional(),
 }));
 export type CheckpointInfo = z.infer<typeof CheckpointInfoSchema>;
 
@@ -65,6 +67,8 @@ export const RestoreIntentSchema = lazySchema(() => z.object({
   commit: z.string().regex(/^[0-9a-f]{40}$/),
   started_at: z.string(),
   rollouts: z.array(RolloutMarkSchema.extend({ side_file: z.string() })),
+  /** A run on a repository: the commit the branch goes back to, and the ref that keeps what it held. */
+  repo: z.object({ commit: z.string(), keep_ref: z.string() }).optional(),
 }));
 export type RestoreIntent = z.infer<typeof RestoreIntentSchema>;
 

@@ -109,7 +109,7 @@ export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger
     const prior = parent ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent })).commit.message) : undefined;
     const seq = (prior?.seq ?? 0) + 1;
     const st = store.state;
-    const info: CheckpointInfo = { id: `ckpt-${String(seq).padStart(4, "0")}`, seq, at: new Date().toISOString(), trigger, summary, turn: st.turns, handoff: st.handoffs };
+    const info: CheckpointInfo = { id: `ckpt-${String(seq).padStart(4, "0")}`, seq, at: new Date().toISOString(), trigger, summary, turn: st.turns, handoff: st.handoffs, ...(st.repo ? { repo_commit: st.repo.head_commit } : {}) };
     const commit = await commitCheckpoint(git, store, info, parent);
     await store.update({ last_checkpoint: info.id });
     return ok({ ...info, commit });

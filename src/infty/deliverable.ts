@@ -31,7 +31,14 @@ async function listFiles(dir: string, base = dir): Promise<string[]> {
   return out.sort();
 }
 
-export async function checkDeliverable(dir: string): Promise<Result<DeliverableReport>> {
+/** How strict the check is: a run on a repository delivers a commit, so its folder may hold only the README. */
+export interface DeliverableRules {
+  allowEmptyManifest?: boolean;
+  /** Files the orchestrator writes into the folder (not listed in the manifest). */
+  orchestratorFiles?: string[];
+}
+
+export async function checkDeliverable(dir: string, rules: DeliverableRules = {}): Promise<Result<DeliverableReport>> {
   let readme: string;
   try {
     readme = await readFile(path.join(dir, "README.md"), "utf8");
@@ -43,7 +50,7 @@ export async function checkDeliverable(dir: string): Promise<Result<DeliverableR
   const manifestText = readme.split(/^##\s+Manifest.*$/im)[1]?.split(/^##\s/m)[0] ?? "";
   const entries: ManifestEntry[] = [];
   for (const m of manifestText.matchAll(/^\s*[-*]\s+`?([^`(\s][^`(]*?)`?\s*\((\d+)\s*bytes?\)/gim)) entries.push({ path: m[1]!.trim(), bytes: Number(m[2]) });
-  if (entries.length === 0) return err("deliverable_invalid", 'README.md\'s manifest lists no files as "- <path> (<size> bytes)"');
+  if (entries.length === 0 && !rules.allowEmptyManifest) return err("deliverable_invalid", 'README.md\'s manifest lists no files as "- <path> (<size> bytes)"');
   const problems: string[] = [];
   for (const e of entries) {
     const real = await resolveWithin(dir, e.path, "the deliverable");
@@ -55,7 +62,8 @@ export async function checkDeliverable(dir: string): Promise<Result<DeliverableR
     if (s.size !== e.bytes) problems.push(`${e.path} is ${s.size} bytes, the manifest says ${e.bytes}`);
   }
   const listed = new Set(entries.map((e) => path.normalize(e.path)));
-  for (const f of await listFiles(dir)) if (f !== "README.md" && !listed.has(f)) problems.push(`${f} is in the deliverable but not in the manifest`);
+  const own = new Set(["README.md", ...(rules.orchestratorFiles ?? [])]);
+  for (const f of await listFiles(dir)) if (!own.has(f) && !listed.has(f)) problems.push(`${f} is in the deliverable but not in the manifest`);
   if (problems.length) return err("manifest_mismatch", `the deliverable's manifest does not match its files:\n- ${problems.join("\n- ")}`);
   return ok({ dir, entries, totalBytes: entries.reduce((a, e) => a + e.bytes, 0) });
 }

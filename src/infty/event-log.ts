@@ -53,7 +53,9 @@ const base = { at: lazySchema(() => z.string()) };
 
 /** Every line type the orchestrator writes. */
 export const KnownLogEventSchema = lazySchema(() => z.discriminatedUnion("type", [
-  z.object({ ...base, type: z.literal("run_started"), resumed: z.boolean(), pid: z.number().int().optional() }),
+  z.object({ ...base, type: z.literal("run_started"), resumed: z.boolean(), pid: z.number().int().optional(), host: z.string().optional(), lease_epoch: z.number().int().optional() }),
+  /** The orchestrator committed the Solver's checkout to the run's branch (a run on a repository). */
+  z.object({ ...base, type: z.literal("commit"), commit: z.string(), branch: z.string(), reason: z.string(), changed: z.boolean() }),
   z.object({ ...base, type: z.literal("role"), role: z.string(), event: RoleLogEventSchema }),
   z.object({ ...base, type: z.literal("handoff"), from: z.string(), to: z.string(), summary: z.string() }),
   z.object({ ...base, type: z.literal("direction_request"), prompt: z.string() }),

@@ -20,6 +20,8 @@ export const VerificationRoundSchema = lazySchema(() => z.object({
   claim_path: z.string(),
   overall: z.enum(["pass", "fail"]),
   verdicts: z.array(VerdictRecordSchema),
+  /** A run on a repository: the commit of the run's branch the Verifiers judged. */
+  commit: z.string().optional(),
   /** Why no Verifier was asked (the claim file is missing or outside the run store). */
   problem: z.string().optional(),
 }));

@@ -53,7 +53,7 @@ export class FileLease implements RunLease {
     return "ok" in r && r.ok ? viewOf(r.ok, now) : undefined;
   }
 
-  acquire(): Promise<Result<LeaseGrant>> {
+  acquire(then = `relay infty resume ${this.runId}`): Promise<Result<LeaseGrant>> {
     return this.locked(async () => {
       const current = await this.read();
       if ("error" in current) return current;
@@ -62,7 +62,7 @@ export class FileLease implements RunLease {
       const v = prior ? viewOf(prior) : ({ state: "free" } as const);
       if (v.state === "held" && !sameHolder(v.record.holder, me)) {
         const age = Math.round(v.heartbeatAgeMs / 1000);
-        return err("run_live", `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago); only one process may drive a run. Stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs), then resume it; or watch it with: relay infty logs ${this.runId} --follow`);
+        return err("run_live", `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago), and only one process may drive or change a run at a time. Watch it with: relay infty logs ${this.runId} --follow; or stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs; it stays resumable), then: ${then}`);
       }
       const now = new Date().toISOString();
       const record: LeaseRecord = { version: 1, epoch: (prior?.epoch ?? 0) + 1, holder: me, acquired_at: now, heartbeat_at: now, released_at: null };

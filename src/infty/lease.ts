@@ -57,8 +57,11 @@ export interface LeaseGrant {
 }
 
 export interface RunLease {
-  /** Takes the run for this process; refused (code `run_live`) while a live holder has it. */
-  acquire(): Promise<Result<LeaseGrant>>;
+  /**
+   * Takes the run for this process; refused (code `run_live`) while a live holder has it, saying
+   * who holds it and how to stop it, then `then` (what to run once it is stopped).
+   */
+  acquire(then?: string): Promise<Result<LeaseGrant>>;
   /** The driver as the lease tells it, for status, list and the live view. */
   view(now?: number): Promise<LeaseView | undefined>;
 }

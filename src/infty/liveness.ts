@@ -1,13 +1,17 @@
 /**
  * Whether a process is driving a run right now. run.json says "running" also after a crash, so
- * the status alone does not tell: a live run's heartbeat (written every 15 s by default) is
- * fresh, and the process that started it (its pid is in events.jsonl's last run_started) is
- * alive. Commands that change a stopped run's files (restore) refuse a live one.
+ * the status alone does not tell. The run's lease (lease.ts) says who drives it and whether that
+ * process is still there; a run from before leases is judged by its heartbeat (written every
+ * 15 s by default) and the process that started it (the pid in events.jsonl's last
+ * run_started). Commands that change a stopped run's files (restore) refuse a live one.
  */
 import { open } from "node:fs/promises";
 import { Buffer } from "node:buffer";
 import path from "node:path";
 import type { RunMeta } from "./run-store.ts";
+import { FileLease } from "./lease-file.ts";
+import type { LeaseView } from "./lease.ts";
+import os from "node:os";
 
 /** A heartbeat older than this means nobody drives the run (the default interval is 15 s). */
 export const STALE_HEARTBEAT_MS = 60_000;
@@ -82,14 +86,26 @@ async function lastRunPid(runDir: string): Promise<number | undefined> {
   }
 }
 
+const resumeWith = (state: Readonly<RunMeta>) => `resume with: relay infty resume ${state.run_id}`;
+
+/** Liveness from the run's lease: held means driven (or being restored) right now. */
+function fromLease(v: LeaseView, state: Readonly<RunMeta>, heartbeatAgeMs: number): Liveness {
+  if (v.state === "free") return { live: false, heartbeatAgeMs, ...(state.status === "running" ? { stale: `stale: no process drives it; ${resumeWith(state)}` } : {}) };
+  const pid = v.record.holder.host === os.hostname() ? { pid: v.record.holder.pid } : {};
+  if (v.state === "held") return { live: true, ...pid, heartbeatAgeMs: Math.min(heartbeatAgeMs, v.heartbeatAgeMs) };
+  return { live: false, ...pid, heartbeatAgeMs, ...(state.status === "running" ? { stale: `stale: ${v.why}; ${resumeWith(state)}` } : {}) };
+}
+
 export async function runLiveness(runDir: string, state: Readonly<RunMeta>, now = Date.now()): Promise<Liveness> {
   const heartbeatAgeMs = now - Date.parse(state.heartbeat_at);
+  const lease = await new FileLease(runDir, state.run_id).view(now);
+  if (lease) return fromLease(lease, state, heartbeatAgeMs);
   if (state.status !== "running") return { live: false, heartbeatAgeMs };
   const pid = await lastRunPid(runDir);
   const gone = pid !== undefined && !pidAlive(pid);
   if (!gone && heartbeatAgeMs < STALE_HEARTBEAT_MS) return { live: true, pid, heartbeatAgeMs };
   const why = gone ? `driver pid ${pid} gone` : `no heartbeat since ${state.heartbeat_at}`;
-  return { live: false, pid, heartbeatAgeMs, stale: `stale: ${why}; resume with: relay infty resume ${state.run_id}` };
+  return { live: false, pid, heartbeatAgeMs, stale: `stale: ${why}; ${resumeWith(state)}` };
 }
 
 /** The status to show for a run: `running` only while someone drives it. */

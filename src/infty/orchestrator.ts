@@ -19,7 +19,7 @@ import type { SessionEvent } from "../session/events.ts";
 import { openSession, type SessionMemories } from "../session/runtime.ts";
 import type { TurnOptions } from "../session/agent.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { checkDeliverable } from "./deliverable.ts";
+import { checkDeliverable, type DeliverableRules } from "./deliverable.ts";
 import { checkClaim } from "./claims.ts";
 import type { CheckpointTrigger } from "./checkpoint-format.ts";
 import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
@@ -28,8 +28,17 @@ import { recordRound } from "./index-files.ts";
 import { finishInterruptedRestore } from "./restore.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
-import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
-import { generateRunId, inflightList, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
+import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, REPO_FINAL_CHECK, REPO_FINALIZATION_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
+import { generateRunId, inflightList, LeaseLostError, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
+import type { RunLease } from "./lease.ts";
+import { FileLease } from "./lease-file.ts";
+import { prepareRepository, type RepoRequest } from "./repo/repository.ts";
+import { branchDiff, commitCheckout, ensureCheckout, prepareReview } from "./repo/checkout.ts";
+import { BRANCH_DIFF_FILE, checkoutDir, reviewDir, shortCommit, type RepoRecord } from "./repo/record.ts";
+import { roleWorkspace } from "./role-workspace.ts";
+import { writeFileAtomic } from "./durable.ts";
+import os from "node:os";
+import path from "node:path";
 import { roleKind, roleNames, verifierNumber } from "./roles.ts";
 import { runSettings, type RunSettings } from "./run-settings.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
@@ -48,7 +57,7 @@ export const InftyScriptSchema = lazySchema(() => z.strictObject({
 
 /** What the orchestrator reports while it works (rendered as progress lines or JSONL). */
 export type InftyEvent =
-  | { type: "run_started"; run_id: string; dir: string; resumed: boolean; objective: string }
+  | { type: "run_started"; run_id: string; dir: string; resumed: boolean; objective: string; repo?: { path: string; branch: string; checkout: string; base_commit: string } }
   | { type: "role_event"; role: string; event: SessionEvent }
   | { type: "handoff"; from: string; to: string; summary: string }
   | { type: "verdict"; role: string; verdict: "pass" | "fail"; reasons: string[] }
@@ -93,6 +102,10 @@ export interface InftyOptions {
   roleConfig?: (role: string) => RelayConfig;
   /** The roles' tools: code mode, capability roots, the executor's name (as for relay run). */
   tools?: SessionChoices;
+  /** A new run on a repository (its own branch and checkout); absent: the run store only. */
+  repo?: RepoRequest;
+  /** The lease that makes this process the run's one driver; default: a file in the run store. */
+  lease?: (runDir: string, runId: string) => RunLease;
 }
 
 export interface InftyResult {
@@ -102,6 +115,9 @@ export interface InftyResult {
   detail: string;
   deliverable?: string;
   summary?: string | null;
+  /** A run on a repository: its branch and the commit the Verifiers passed. */
+  branch?: string;
+  commit?: string;
 }
 
 /** Loads a scripted-run file: one script per role; a resumed role goes on where its session stopped. */
@@ -134,14 +150,34 @@ function rolePrompt(role: string): string {
 const log = Log.create("infty");
 
 export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
-  const opened = o.resume ? await reopenStore(o) : await createStore(o);
+  const opened = o.resume ? await loadStore(o) : await createStore(o);
   if ("error" in opened) return opened;
   const store = opened.ok;
-  o.report({ type: "run_started", run_id: store.id, dir: store.dir, resumed: Boolean(o.resume), objective: store.state.objective });
-  await store.log({ type: "run_started", resumed: Boolean(o.resume), pid: process.pid });
-  log.info("run started", { run_id: store.id, resumed: Boolean(o.resume) });
-  if (store.state.deliverable) return completeFromRecord(o, store);
-  return new InftyRun(o, store).drive();
+  // One driver per run: nothing of the run is written before this process holds its lease.
+  const grant = await (o.lease ?? ((dir, id) => new FileLease(dir, id)))(store.dir, store.id).acquire();
+  if ("error" in grant) return grant;
+  store.fenceWith(grant.ok);
+  try {
+    if (o.resume) {
+      const prepared = await prepareResume(o, store);
+      if ("error" in prepared) return prepared;
+    }
+    const repo = store.state.repo;
+    o.report({ type: "run_started", run_id: store.id, dir: store.dir, resumed: Boolean(o.resume), objective: store.state.objective, ...(repo ? { repo: { path: repo.path, branch: repo.branch, checkout: checkoutDir(store.dir), base_commit: repo.base_commit } } : {}) });
+    await store.log({ type: "run_started", resumed: Boolean(o.resume), pid: process.pid, host: os.hostname(), lease_epoch: grant.ok.epoch });
+    if (grant.ok.tookOver) {
+      o.report({ type: "warning", message: grant.ok.tookOver });
+      await store.log({ type: "warning", message: grant.ok.tookOver });
+    }
+    log.info("run started", { run_id: store.id, resumed: Boolean(o.resume), epoch: grant.ok.epoch });
+    if (store.state.deliverable) return await completeFromRecord(o, store);
+    return await new InftyRun(o, store).drive();
+  } catch (e) {
+    if (e instanceof LeaseLostError) return err("lease_lost", `run ${store.id}: ${e.message}`);
+    throw e;
+  } finally {
+    await grant.ok.release();
+  }
 }
 
 async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
@@ -149,6 +185,9 @@ async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
   const runId = o.runId ?? generateRunId();
   const valid = validateRunId(runId);
   if ("error" in valid) return valid;
+  // The repository is checked (clean tree, free branch) before anything of the run exists.
+  const repo = o.repo ? await prepareRepository(o.repo, runId) : undefined;
+  if (repo && "error" in repo) return repo;
   const init = {
     run_id: runId,
     objective: o.objective,
@@ -160,21 +199,24 @@ async function createStore(o: InftyOptions): Promise<Result<RunStore>> {
     prompt_only_roles: o.structuredOutput === false ? roleNames(o.verifiers ?? 1) : [],
     settings: settingsOf(o, o.verifiers ?? 1),
     ...(o.roleTimeoutMs ? { role_timeout_ms: o.roleTimeoutMs } : {}),
+    ...(repo ? { repo: repo.ok } : {}),
   } as const;
   // The first pending action is in the first run.json: no run exists without one.
   return RunStore.create(o.home, init, { type: "solver_message", message: objectiveMessage(o.objective) });
 }
 
-async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
+async function loadStore(o: InftyOptions): Promise<Result<RunStore>> {
   if (!o.runId) return err("usage", "resume needs a run id");
-  const loaded = await RunStore.load(o.home, o.runId, { recover: true });
-  if ("error" in loaded) return loaded;
-  const store = loaded.ok;
+  return RunStore.load(o.home, o.runId, { recover: true });
+}
+
+/** What a resume does before it drives the run (holding its lease). */
+async function prepareResume(o: InftyOptions, store: RunStore): Promise<Result<void>> {
   // A restore a crash cut short is finished first: the run goes on from the checkpoint.
   const restored = await finishInterruptedRestore(store);
   if ("error" in restored) return restored;
   if (restored.ok) o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
-  if (store.state.deliverable) return loaded;
+  if (store.state.deliverable) return ok(undefined);
   const caught = await catchUpCheckpoint(store);
   for (const message of caught?.warnings ?? []) o.report({ type: "warning", message });
   if (caught?.checkpoint) o.report({ type: "checkpoint", name: caught.checkpoint.id, trigger: "resume", summary: caught.checkpoint.summary });
@@ -186,20 +228,25 @@ async function reopenStore(o: InftyOptions): Promise<Result<RunStore>> {
   if (o.structuredOutput === false) patch.prompt_only_roles = roleNames(store.state.verifiers);
   if (o.roleTimeoutMs) patch.role_timeout_ms = o.roleTimeoutMs;
   await store.update(patch);
-  return loaded;
+  return ok(undefined);
 }
 
 /** An accepted deliverable means complete, also when a crash came before the run was marked so. */
 async function completeFromRecord(o: InftyOptions, store: RunStore): Promise<Result<InftyResult>> {
   const d = store.state.deliverable!;
-  const check = await checkDeliverable(d.path);
+  const check = await checkDeliverable(d.path, deliverableRules(store.state.repo));
   if ("error" in check) return err("deliverable_changed", `run ${store.id}'s accepted deliverable ${d.path} no longer passes its check (changed since?): ${check.error.message}`);
   const detail = store.state.status === "complete" ? "already complete; its deliverable passed the check again" : "verified deliverable accepted (marked complete on resume)";
   if (store.state.status !== "complete") await store.update({ status: "complete", status_detail: "verified deliverable accepted", pending: null, inflight: null });
   await store.log({ type: "run_finished", status: "complete", detail });
   log.info("run finished", { run_id: store.id, status: "complete" });
   o.report({ type: "run_finished", run_id: store.id, status: "complete", detail, deliverable: d.path, summary: d.summary });
-  return ok({ runId: store.id, dir: store.dir, status: "complete", detail, deliverable: d.path, summary: d.summary });
+  return ok({ runId: store.id, dir: store.dir, status: "complete", detail, deliverable: d.path, summary: d.summary, ...(d.branch ? { branch: d.branch } : {}), ...(d.commit ? { commit: d.commit } : {}) });
+}
+
+/** On a repository the delivery is a commit: deliverable/ may hold only its README, beside the orchestrator's diff. */
+function deliverableRules(repo: RepoRecord | undefined): DeliverableRules {
+  return repo ? { allowEmptyManifest: true, orchestratorFiles: [BRANCH_DIFF_FILE] } : {};
 }
 
 /** A role's answer: its final message, and whether Ctrl-C cut the turn short. */
@@ -220,9 +267,12 @@ interface Transition {
 type Step = Result<InftyResult> | undefined;
 
 /** What a Verifier is sent: the claim (or, in the final round, the deliverable) to check. */
-function verificationPayload(p: Extract<Pending, { type: "verification" }>, objective: string): string {
-  const what = p.final ? { type: "verification_request", final: true, deliverable_path: p.claim_path, summary: p.notes, check: FINAL_CHECK } : { type: "verification_request", claim_path: p.claim_path, notes: p.notes };
-  return JSON.stringify({ ...what, objective }, null, 2);
+function verificationPayload(p: Extract<Pending, { type: "verification" }>, objective: string, runDir: string, repo: RepoRecord | undefined): string {
+  const check = repo ? REPO_FINAL_CHECK : FINAL_CHECK;
+  const what = p.final ? { type: "verification_request", final: true, deliverable_path: p.claim_path, summary: p.notes, check } : { type: "verification_request", claim_path: p.claim_path, notes: p.notes };
+  // On a repository the Verifier's cwd is the checkout; the claim is named in the run store too.
+  const where = repo && p.commit ? { commit: p.commit, branch: repo.branch, checkout: reviewDir(runDir), run_store: runDir, [p.final ? "deliverable_file" : "claim_file"]: path.join(runDir, p.claim_path, p.final ? "README.md" : "") } : {};
+  return JSON.stringify({ ...what, ...where, objective }, null, 2);
 }
 
 const nonEmpty = <T>(list: T[]): T[] | null => (list.length ? list : null);
@@ -264,24 +314,52 @@ class InftyRun {
 
   async drive(): Promise<Result<InftyResult>> {
     this.startHeartbeat();
-    await initCheckpoints(this.store.dir).catch((e: Error) => this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }));
-    const failed = await this.openRoles();
-    if (failed) return failed;
     try {
+      await initCheckpoints(this.store.dir).catch((e: Error) => this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }));
+      const unready = await this.prepareWorkspaces();
+      if (unready) return unready;
+      const failed = await this.openRoles();
+      if (failed) return failed;
       for (;;) {
         const done = await this.step();
         if (done) return done;
       }
     } catch (e) {
+      // A driver whose run was taken over stops without writing anything more.
+      if (e instanceof LeaseLostError) {
+        clearInterval(this.beat);
+        await this.closeRoles();
+        throw e;
+      }
       return this.finish("failed", `the orchestrator failed: ${(e as Error).message}`);
     }
+  }
+
+  /**
+   * What the roles' sessions open in: index/README.md (a writable root must exist) and, on a
+   * repository, the Solver's checkout and the Verifiers' (at the branch's newest commit until a
+   * round moves it).
+   */
+  private async prepareWorkspaces(): Promise<Step> {
+    await RunStore.ensureIndexReadme(this.store.dir);
+    const repo = this.store.state.repo;
+    if (!repo) return undefined;
+    const checkout = await ensureCheckout(repo, this.store.dir);
+    if ("error" in checkout) return this.finish("failed", checkout.error.message);
+    if (this.store.state.verifiers === 0) return undefined;
+    const pending = this.store.state.pending;
+    const review = await prepareReview(repo, this.store.dir, pending?.type === "verification" && pending.commit ? pending.commit : repo.head_commit);
+    return "error" in review ? this.finish("failed", review.error.message) : undefined;
   }
 
   private startHeartbeat(): void {
     this.beat = setInterval(() => {
       const now = Date.now();
       const roles = this.board.snapshot();
-      void this.store.heartbeat(now - this.lastBeat, { activity: roles, tokens_used: this.board.tokensUsed }).catch(() => {});
+      void this.store.heartbeat(now - this.lastBeat, { activity: roles, tokens_used: this.board.tokensUsed }).catch((e: Error) => {
+        // Another process took the run over: stop after the current step, writing nothing more.
+        if (e instanceof LeaseLostError) this.stopper.abort();
+      });
       this.lastBeat = now;
       const st = this.store.state;
       this.o.report({ type: "heartbeat", turns: st.turns, max_turns: st.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity, tokens_used: this.board.tokensUsed, max_tokens: st.max_tokens, roles });
@@ -304,10 +382,13 @@ class InftyRun {
     let sessionId: string | undefined;
     let history: () => readonly ResponseItem[] = () => [];
     const fanout = this.hub.emitterFor(() => sessionId);
+    const ws = roleWorkspace(role, this.store.dir, this.store.state.repo);
     const opened = await openSession({
       home: this.o.home,
       config: { ...(this.o.roleConfig?.(role) ?? this.o.config), approval_policy: "never" },
-      cwd: this.store.dir,
+      cwd: ws.cwd,
+      writableRoots: ws.writableRoots,
+      env: ws.env,
       resume,
       codeMode: this.o.tools?.codeMode,
       capabilityRoots: this.o.tools?.capabilityRoots,
@@ -317,7 +398,7 @@ class InftyRun {
       approver: nonInteractiveApprover,
       source: "infty",
       memories: this.o.memories,
-      extraInstructions: [rolePrompt(role), `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`],
+      extraInstructions: [rolePrompt(role), `## Where you work\n${ws.where}`, `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`],
       emit: (e) => {
         fanout(e);
         this.onRoleEvent(role, e);
@@ -462,8 +543,26 @@ class InftyRun {
     const read = readContract(SolverSignalSchema, r.ok.text);
     const signal = "ok" in read ? read.ok : undefined;
     if (signal?.type === "final_delivery" && this.store.state.verified_at) return this.offerDelivery(signal, turns);
-    await this.handoff("ok" in read ? this.afterSignal(read.ok) : this.afterSilence(read.error.message, r.ok.text), { turns });
-    return undefined;
+    const t = "ok" in read ? this.afterSignal(read.ok) : this.afterSilence(read.error.message, r.ok.text);
+    if (t.pending.type !== "verification" || !this.store.state.repo) return this.handoff(t, { turns });
+    // On a repository the Verifiers judge a commit: the checkout is committed first.
+    const c = await this.commitWork(`verification of ${t.pending.claim_path}`, turns);
+    if ("error" in c) return this.finish("failed", c.error.message);
+    return this.handoff({ ...t, pending: { ...t.pending, commit: c.ok.commit }, summary: `${t.summary} at ${shortCommit(c.ok.commit)}` }, { turns, repo: c.ok.repo });
+  }
+
+  /**
+   * Commits the Solver's checkout to the run's branch (after checking that this process still
+   * drives the run) and logs it; the new head goes into run.json with the handoff that uses it.
+   */
+  private async commitWork(reason: string, turns: number): Promise<Result<{ commit: string; repo: RepoRecord }>> {
+    const repo = this.store.state.repo!;
+    await this.store.checkLease();
+    const message = `relay infty ${this.store.id}: ${reason} (Solver turn ${turns})\n\nObjective: ${this.store.state.objective.split("\n")[0]!.slice(0, 200)}\nRun store: ${this.store.dir}\n`;
+    const made = await commitCheckout(repo, this.store.dir, message);
+    if ("error" in made) return err(made.error.code, `could not commit the run's checkout for ${reason}: ${made.error.message}; resume with: relay infty resume ${this.store.id}`);
+    await this.store.log({ type: "commit", commit: made.ok.commit, branch: repo.branch, reason, changed: made.ok.changed });
+    return ok({ commit: made.ok.commit, repo: { ...repo, head_commit: made.ok.commit } });
   }
 
   /** What a Solver's signal asks for (a delivery after a passing verification excepted). */
@@ -498,27 +597,50 @@ class InftyRun {
     return { pending: { type: "solver_message", message: solverCorrective(problem, SHAPES.solver) }, from: "orchestrator", to: "solver", summary: `no usable signal (${problem.slice(0, 80)}); told so` };
   }
 
-  /** A delivery after a passing verification: its manifest is checked, then the Verifiers check the deliverable itself. */
+  /**
+   * A delivery after a passing verification: its manifest is checked (on a repository the
+   * checkout is committed and the branch's diff written beside it), then the Verifiers check the
+   * deliverable itself.
+   */
   private async offerDelivery(signal: Extract<SolverSignal, { type: "final_delivery" }>, turns: number): Promise<Step> {
     const where = await this.store.resolveInside(signal.deliverable_path);
     if ("error" in where) return this.handoff(rejected(where.error.message, where.error.message), { turns });
-    const check = await checkDeliverable(where.ok);
+    const check = await checkDeliverable(where.ok, deliverableRules(this.store.state.repo));
     if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
     const pending: Pending = { type: "verification", claim_path: signal.deliverable_path, notes: signal.summary, final: true, verdicts: [] };
-    return this.handoff({ pending, from: "solver", to: "verifiers", summary: `final deliverable ${signal.deliverable_path}: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes` }, { turns });
+    const files = `${check.ok.entries.length} file${check.ok.entries.length === 1 ? "" : "s"}, ${check.ok.totalBytes} bytes`;
+    const summary = `final delivery ${signal.deliverable_path.replace(/\/*$/, "/")}: ${files}`;
+    if (!this.store.state.repo) return this.handoff({ pending, from: "solver", to: "verifiers", summary }, { turns });
+    const c = await this.commitWork("delivery", turns);
+    if ("error" in c) return this.finish("failed", c.error.message);
+    const diff = await this.writeBranchDiff(where.ok, c.ok.repo);
+    if ("error" in diff) return this.finish("failed", diff.error.message);
+    return this.handoff({ pending: { ...pending, commit: c.ok.commit }, from: "solver", to: "verifiers", summary: `${summary}; commit ${shortCommit(c.ok.commit)} on ${c.ok.repo.branch}` }, { turns, repo: c.ok.repo });
+  }
+
+  /** deliverable/branch.diff: the run's branch from its start to its head (what `relay infty diff` prints). */
+  private async writeBranchDiff(deliverableDir: string, repo: RepoRecord): Promise<Result<void>> {
+    const diff = await branchDiff(repo, repo.head_commit);
+    if ("error" in diff) return err(diff.error.code, `could not write the branch's diff into ${deliverableDir}: ${diff.error.message}`);
+    await writeFileAtomic(path.join(deliverableDir, BRANCH_DIFF_FILE), diff.ok);
+    return ok(undefined);
   }
 
   /** The Verifiers passed the deliverable: checked once more, then accepted and the run complete in one write. */
-  private async acceptDelivery(deliverablePath: string, summary: string | null): Promise<Step> {
+  private async acceptDelivery(pending: Extract<Pending, { type: "verification" }>): Promise<Step> {
+    const { claim_path: deliverablePath, notes: summary } = pending;
     const where = await this.store.resolveInside(deliverablePath);
     if ("error" in where) return this.handoff(rejected(where.error.message, "deliverable gone after its verification"));
-    const check = await checkDeliverable(where.ok);
+    const check = await checkDeliverable(where.ok, deliverableRules(this.store.state.repo));
     if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable changed during its verification"));
-    await this.store.note("orchestrator", "final_delivery", `deliverable ${where.ok} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
+    const repo = this.store.state.repo;
+    const commit = repo && pending.commit ? { branch: repo.branch, commit: pending.commit } : {};
+    const what = commit.commit ? `commit ${commit.commit} on ${commit.branch}, deliverable ${where.ok}` : `deliverable ${where.ok}`;
+    await this.store.note("orchestrator", "final_delivery", `${what} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
     // One write: the deliverable is accepted and the run complete, or neither.
-    await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary }, status: "complete", status_detail: "verified deliverable accepted", tokens_used: this.board.tokensUsed });
-    await this.checkpoint("delivery", `verifiers → orchestrator: deliverable accepted (${check.ok.entries.length} files)`);
-    return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary });
+    await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary, ...commit }, status: "complete", status_detail: "verified deliverable accepted", tokens_used: this.board.tokensUsed });
+    await this.checkpoint("delivery", `verifiers → orchestrator: ${commit.commit ? `commit ${shortCommit(commit.commit)} accepted` : `deliverable accepted (${check.ok.entries.length} files)`}`);
+    return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary, ...commit });
   }
 
   private async directionStep(prompt: string): Promise<Step> {
@@ -546,8 +668,14 @@ class InftyRun {
       const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
       return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
     }
+    const repo = this.store.state.repo;
+    if (repo && pending.commit) {
+      // The Verifiers' checkout holds exactly the commit under review, nothing else.
+      const review = await prepareReview(repo, this.store.dir, pending.commit);
+      if ("error" in review) return this.finish("failed", `${review.error.message}; resume with: relay infty resume ${this.store.id}`);
+    }
     const verdicts: RoleVerdict[] = [...pending.verdicts];
-    const payload = verificationPayload(pending, this.store.state.objective);
+    const payload = verificationPayload(pending, this.store.state.objective, this.store.dir, repo);
     const waiting = roleNames(this.store.state.verifiers).filter((role) => role.startsWith("verifier-") && !verdicts.some((v) => v.role === role));
     const total = this.store.state.verifiers;
     this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
@@ -581,14 +709,22 @@ class InftyRun {
     this.o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
     await this.store.log({ type: "verification_summary", overall, passes, total: verdicts.length });
     // The index lists claims; the deliverable's own rounds are in the notes and the run log.
-    if (!pending.final) await recordRound(this.store, { claim_path: pending.claim_path, overall, verdicts });
-    if (pending.final && overall === "pass") return this.acceptDelivery(pending.claim_path, pending.notes);
+    if (!pending.final) await recordRound(this.store, { claim_path: pending.claim_path, overall, verdicts, ...(pending.commit ? { commit: pending.commit } : {}) });
+    if (pending.final && overall === "pass") return this.acceptDelivery(pending);
     await this.refreshPassedVerifiers(verdicts);
     const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, final: pending.final, verdicts }, null, 2);
-    const message = pending.final ? `${feedback}\n\n${REDELIVER_PROMPT}` : overall === "pass" ? `${feedback}\n\n${FINALIZATION_PROMPT}` : feedback;
+    const finalize = st.repo ? REPO_FINALIZATION_PROMPT : FINALIZATION_PROMPT;
+    const message = pending.final ? `${feedback}\n\n${REDELIVER_PROMPT}` : overall === "pass" ? `${feedback}\n\n${finalize}` : feedback;
     const patch = overall === "pass" ? { verified_at: new Date().toISOString() } : {};
     const summary = `${pending.final ? "deliverable " : ""}${overall} (${passes}/${verdicts.length} passed)`;
     return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary }, patch, overall === "pass" ? "verification_pass" : "handoff");
+  }
+
+  private async closeRoles(): Promise<void> {
+    for (const s of this.hub.sessions(this.store.id)) {
+      await s.handle.close();
+      this.hub.unregister(this.store.id, s.role);
+    }
   }
 
   /** Runs `fn` after every earlier one: parallel Verifiers' notes and run.json writes go one at a time. */
@@ -628,13 +764,13 @@ class InftyRun {
     const detail = stoppedByTool ? `${this.toolFailure} (--fail-on-tool-error)` : detailIn;
     clearInterval(this.beat);
     const now = Date.now();
-    await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat), tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
-    await this.store.log({ type: "run_finished", status, detail, tokens_used: this.board.tokensUsed, roles: this.board.snapshot() });
-    log.info("run finished", { run_id: this.store.id, status, detail });
-    for (const s of this.hub.sessions(this.store.id)) {
-      await s.handle.close();
-      this.hub.unregister(this.store.id, s.role);
+    try {
+      await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat), tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
+      await this.store.log({ type: "run_finished", status, detail, tokens_used: this.board.tokensUsed, roles: this.board.snapshot() });
+    } finally {
+      await this.closeRoles();
     }
+    log.info("run finished", { run_id: this.store.id, status, detail });
     this.o.report({ type: "run_finished", run_id: this.store.id, status, detail, deliverable: extra.deliverable, summary: extra.summary });
     return ok({ runId: this.store.id, dir: this.store.dir, status, detail, ...extra });
   }

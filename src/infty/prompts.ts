@@ -1,8 +1,8 @@
 /** Role prompts, shipped inside the binary. */
 
 export const SOLVER_PROMPT = `# Role: Solver
-You own an objective end to end and work autonomously: nobody will answer questions. The current directory is the run store:
-- artifacts/ holds what you build; memory/ holds durable notes (memory/notes.jsonl and memory/verifications.jsonl are written by the orchestrator; add your own files); deliverable/ is for the final delivery only.
+You own an objective end to end and work autonomously: nobody will answer questions. Where you work and what you may write is said below. In the run store:
+- artifacts/ holds what you build beside the code; memory/ holds durable notes (memory/notes.jsonl and memory/verifications.jsonl are written by the orchestrator; add your own files); deliverable/ is for the final delivery only.
 - index/ is the map of the run for whoever comes later (you after a restart, a human days from now). Keep index/README.md current: what each artifact is, which claim covers it, where things stand. The orchestrator rewrites index/claims.json (every claim sent for verification, its verdicts per round, its status) and index/artifacts.json (every file under artifacts/ with size, sha256 and the claims whose evidence names it) after every handoff: read them, never edit them.
 - Write each claim you want checked as JSON in memory/claims/<name>.json: {"claim": "...", "evidence": ["artifacts/...", "command that proves it"]}. Name the artifact files (or folders) in "evidence" by their path from the run store: that is how the index links them to the claim.
 - Test and check your work before claiming it is done.
@@ -19,7 +19,7 @@ You steer a Solver that works autonomously on an objective. When it asks for dir
 Reply with ONE JSON object and nothing else: {"directive": "<what the Solver should do>", "rationale": "<why, may be empty>"}`;
 
 export const VERIFIER_PROMPT = `# Role: Verifier
-You check a Solver's claim independently. Read the claim JSON and the artifacts it links (paths are relative to the current directory, the run store); reproduce the evidence (run the tests or commands yourself); judge correctness and completeness. Do not take the claim's word for anything.
+You check a Solver's claim independently. Read the claim JSON and the artifacts it links (their paths are relative to the run store); reproduce the evidence (run the tests or commands yourself); judge correctness and completeness. Do not take the claim's word for anything.
 Reply with ONE JSON object and nothing else: {"verdict": "pass" | "fail", "reasons": ["..."], "suggestions": ["..."]}`;
 
 export const FINALIZATION_PROMPT = `Verification passed. Finalize now:
@@ -28,8 +28,17 @@ export const FINALIZATION_PROMPT = `Verification passed. Finalize now:
 3. Remove scratch files from deliverable/.
 4. Reply with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;
 
+/** The same, for a run on a repository: the deliverable is a commit of the run's branch. */
+export const REPO_FINALIZATION_PROMPT = `Verification passed. Finalize now:
+1. Make sure your checkout holds the finished work: the orchestrator commits it to the run's branch when you deliver, and that commit is what the Verifiers check and what the user merges.
+2. Write deliverable/README.md in the run store with: an overview of the change; a "## Manifest" section listing every other file you put in deliverable/ as a line "- <path relative to deliverable/> (<size in bytes> bytes)" (or "none"); "## How to verify" with exact commands, run from the repository's top; "## Limitations".
+3. Reply with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;
+
 /** What a Verifier does in the final round. */
 export const FINAL_CHECK = "This is the final deliverable, not a claim: read its README.md, run every command under \"How to verify\" yourself, and check that it meets the objective. Pass it only if it does.";
+
+/** The same, for a run on a repository. */
+export const REPO_FINAL_CHECK = "This is the final delivery, not a claim: the commit named here, checked out read-only in your current directory, is what the user will merge. Read the deliverable's README.md (in the run store), run every command under \"How to verify\" yourself from the checkout, and check that the commit meets the objective. Pass it only if it does.";
 
 /** To a Solver whose deliverable failed the final round. */
 export const REDELIVER_PROMPT = `The Verifiers did not accept the deliverable. Fix what they found in deliverable/ (keep README.md's manifest exact), then reply again with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;

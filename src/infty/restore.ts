@@ -20,13 +20,17 @@ import { materializeTree } from "./checkpoint-tree.ts";
 import { findCheckpoint, forgetRollout, gitdirOf, listCheckpoints, readCheckpoint, type Checkpoint } from "./checkpoints.ts";
 import { fsyncDir, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { loadGit } from "./git-store.ts";
+import { FileLease } from "./lease-file.ts";
 import { runLiveness, stopFirst } from "./liveness.ts";
+import { rewindCheckout } from "./repo/checkout.ts";
 import type { RunStore } from "./run-store.ts";
 
 export interface RestoreOutcome {
   checkpoint: Checkpoint;
   /** Per role: the size it was cut to, the size before, and where the rest went (if anything was cut). */
   rollouts: Array<{ role: string; path: string; bytes: number; before: number; side_file?: string }>;
+  /** A run on a repository: the commit its branch went back to, and the ref that keeps what the checkout held. */
+  repo?: { branch: string; commit: string; kept_at?: string };
 }
 
 const intentFile = (store: RunStore) => path.join(store.dir, RESTORE_INTENT_FILE);
@@ -78,20 +82,32 @@ async function applyIntent(store: RunStore, intent: RestoreIntent, c: Checkpoint
     }
     const git = await loadGit();
     for (const d of CHECKPOINT_DIRS) await materializeTree(git, gitdirOf(store.dir), read.ok.trees.get(d), path.join(store.dir, d));
-    await store.update(restoredState(store, read.ok.record));
+    const repo = await rewindRepo(store, intent);
+    if (repo && "error" in repo) throw new Error(repo.error.message);
+    await store.update(restoredState(store, read.ok.record, intent));
     await store.log({ type: "restored", checkpoint: c.id, commit: c.commit, side_files: rollouts.flatMap((r) => (r.side_file ? [r.side_file] : [])) });
     await rm(intentFile(store), { force: true });
     await fsyncDir(store.dir);
-    return ok({ checkpoint: c, rollouts });
+    return ok({ checkpoint: c, rollouts, ...(repo ? { repo: repo.ok } : {}) });
   } catch (e) {
     return err("restore_failed", `restoring run ${store.id} to ${c.id} stopped: ${errorMessage(e)}; the intent is kept in ${intentFile(store)}, so running the same restore again (or relay infty resume ${store.id}) finishes it`);
   }
 }
 
-function restoredState(store: RunStore, rec: CheckpointRecord): Partial<RunStore["state"]> {
+/** The run's branch and checkout back at the checkpoint's commit (what they held kept on a ref); no repository: undefined. */
+async function rewindRepo(store: RunStore, intent: RestoreIntent): Promise<Result<NonNullable<RestoreOutcome["repo"]>> | undefined> {
+  const repo = store.state.repo;
+  if (!repo || !intent.repo) return undefined;
+  const kept = await rewindCheckout(repo, store.dir, intent.repo.commit, intent.repo.keep_ref);
+  if ("error" in kept) return kept;
+  return ok({ branch: repo.branch, commit: intent.repo.commit, ...(kept.ok ? { kept_at: kept.ok } : {}) });
+}
+
+function restoredState(store: RunStore, rec: CheckpointRecord, intent: RestoreIntent): Partial<RunStore["state"]> {
   const done = rec.state.deliverable !== null;
   const detail = `restored to ${rec.id} (turn ${rec.turn}, after: ${rec.summary.slice(0, 120)}); continue with: relay infty resume ${store.id}`;
-  return { ...rec.state, roles: restoredRoles(store, rec), inflight: null, last_checkpoint: rec.id, status: done ? "complete" : "interrupted", status_detail: done ? rec.state.status_detail : detail };
+  const repo = store.state.repo && intent.repo ? { repo: { ...store.state.repo, head_commit: intent.repo.commit } } : {};
+  return { ...rec.state, ...repo, roles: restoredRoles(store, rec), inflight: null, last_checkpoint: rec.id, status: done ? "complete" : "interrupted", status_detail: done ? rec.state.status_detail : detail };
 }
 
 /**
@@ -129,13 +145,28 @@ async function planIntent(store: RunStore, c: Checkpoint): Promise<Result<Restor
     if (size < r.bytes) return err("restore_impossible", `the ${r.role}'s rollout is ${size} bytes, shorter than the ${r.bytes} it had at ${c.id} (an earlier restore cut it; its rest is in a side file next to it): ${c.id} cannot be restored`);
     rollouts.push({ ...r, side_file: freshSideFile(r.path, c.id) });
   }
-  return ok({ version: 1, checkpoint: c.id, commit: c.commit, started_at: new Date().toISOString(), rollouts });
+  const started = new Date().toISOString();
+  // The ref name is chosen now, so a restore finished after a crash keeps the same one.
+  const repo = store.state.repo && c.repo_commit ? { repo: { commit: c.repo_commit, keep_ref: `refs/relay-infty/${store.id}/before-restore-${started.replace(/[-:.]/g, "")}` } } : {};
+  return ok({ version: 1, checkpoint: c.id, commit: c.commit, started_at: started, rollouts, ...repo });
 }
 
 /** Restores the stopped run in `store` to checkpoint `want` (see the top of this file). */
 export async function restoreRun(store: RunStore, want: string): Promise<Result<RestoreOutcome>> {
   const live = await runLiveness(store.dir, store.state);
   if (live.live) return err("run_live", stopFirst(store.id, live, `relay infty restore ${store.id} ${want}`));
+  // A restore changes the run: it holds the run's lease while it does, as a driver would.
+  const grant = await new FileLease(store.dir, store.id).acquire(`relay infty restore ${store.id} ${want}`);
+  if ("error" in grant) return grant;
+  store.fenceWith(grant.ok);
+  try {
+    return await restoreHeld(store, want);
+  } finally {
+    await grant.ok.release();
+  }
+}
+
+async function restoreHeld(store: RunStore, want: string): Promise<Result<RestoreOutcome>> {
   const unfinished = await finishInterruptedRestore(store);
   if ("error" in unfinished) return unfinished;
   const c = await findCheckpoint(store.dir, store.id, want);

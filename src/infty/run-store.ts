@@ -21,6 +21,8 @@ import { RoleActivitySchema } from "./activity.ts";
 import { redactLogLine, type LogEventInput } from "./event-log.ts";
 import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
+import { RepoRecordSchema } from "./repo/record.ts";
+import type { LeaseGrant } from "./lease.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
 
@@ -37,6 +39,8 @@ export const PendingSchema = lazySchema(() => z.discriminatedUnion("type", [
     claim_path: z.string(),
     notes: z.string().nullable(),
     final: z.boolean().default(false),
+    /** A run on a repository: the commit of the run's branch under review. */
+    commit: z.string().optional(),
     /** Verdicts already given: a resumed verification asks only the remaining Verifiers. */
     verdicts: z.array(VerdictRecordSchema).default([]),
   }),
@@ -91,7 +95,8 @@ export const RunMetaSchema = lazySchema(() => z.object({
   inflight: z.union([InflightSchema, z.array(InflightSchema)]).nullable().default(null),
   /** Transitions so far; notes carry it, so a transition replayed after a crash adds none twice. */
   handoffs: z.number().int().min(0).default(0),
-  deliverable: z.object({ path: z.string(), summary: z.string().nullable() }).nullable(),
+  /** The accepted delivery; on a repository also the branch and the commit the Verifiers passed. */
+  deliverable: z.object({ path: z.string(), summary: z.string().nullable(), branch: z.string().optional(), commit: z.string().optional() }).nullable(),
   /** The id of the newest checkpoint (or the one a restore went back to). */
   last_checkpoint: z.string().nullable(),
   /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
@@ -108,6 +113,8 @@ export const RunMetaSchema = lazySchema(() => z.object({
   settings: RunSettingsSchema.optional(),
   /** Notes from memory/operator-notes.jsonl the Director has been sent (operator.ts). */
   operator_notes_delivered: z.number().int().min(0).default(0),
+  /** The repository the run works on (its own branch and checkout); absent: the run store only. */
+  repo: RepoRecordSchema.optional(),
   /** How long a Director or Verifier may take for one answer; older runs: the default. */
   role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
 }));
@@ -131,7 +138,13 @@ export function generateRunId(now = new Date()): string {
 /** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
 const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
 
-type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms"> & Partial<Pick<RunMeta, "max_tokens" | "prompt_only_roles">>;
+type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms" | "repo"> & Partial<Pick<RunMeta, "max_tokens" | "prompt_only_roles">>;
+
+/** The first index/README.md of a run; the Solver keeps it from then on. */
+const INDEX_README_START = "# Index of this run\n\n(The Solver keeps this file: what each artifact is, which claim covers it, where things stand.)\n";
+
+/** Thrown by a write of run.json when this process no longer holds the run's lease. */
+export class LeaseLostError extends Error {}
 
 const startOver = (runId: string) => `relay infty run --run-id ${runId} "<objective>"`;
 
@@ -148,6 +161,8 @@ export class RunStore {
   private saving: Promise<void> = Promise.resolve();
   /** Appends log lines one after another, in the order they were logged. */
   private logging: Promise<void> = Promise.resolve();
+  /** The lease this process drives the run under: every run.json write checks it first. */
+  private grant: LeaseGrant | undefined;
 
   private constructor(
     readonly dir: string,
@@ -160,6 +175,17 @@ export class RunStore {
 
   get state(): Readonly<RunMeta> {
     return this.meta;
+  }
+
+  /**
+   * index/README.md exists from the start: it is a writable root of the Solver's sandbox, and
+   * a root must exist (a run from before keeps the one it has, or gets this one on resume).
+   */
+  static async ensureIndexReadme(dir: string): Promise<void> {
+    const file = path.join(dir, "index", "README.md");
+    if (existsSync(file)) return;
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFileAtomic(file, INDEX_README_START);
   }
 
   static runsRoot(home: string): string {
@@ -212,6 +238,7 @@ export class RunStore {
   /** Second half of a creation: the folders, then the rename that makes the run exist. */
   private static async place(staging: string, dir: string): Promise<Result<void>> {
     for (const d of RUN_DIRS) await mkdir(path.join(staging, d), { recursive: true });
+    await RunStore.ensureIndexReadme(staging);
     try {
       await rename(staging, dir);
     } catch (e) {
@@ -312,7 +339,10 @@ export class RunStore {
     return this.meta.roles.find((r) => r.role === role)?.rollout_path;
   }
 
+  /** Saves the run's progress and renews the lease; throws LeaseLostError once another process holds it. */
   async heartbeat(extraWallMs: number, progress: Partial<Pick<RunMeta, "activity" | "tokens_used">> = {}): Promise<void> {
+    const beat = await this.grant?.beat();
+    if (beat && "error" in beat) throw new LeaseLostError(beat.error.message);
     await this.update({ ...progress, heartbeat_at: new Date().toISOString(), wall_ms_used: this.meta.wall_ms_used + Math.max(0, Math.round(extraWallMs)) });
   }
 
@@ -355,8 +385,23 @@ export class RunStore {
     return note;
   }
 
+  /** From now on every run.json write first checks that `grant` is still this process's lease. */
+  fenceWith(grant: LeaseGrant): void {
+    this.grant = grant;
+  }
+
+  /** Throws LeaseLostError when another process has taken the run over. */
+  async checkLease(): Promise<void> {
+    if (!this.grant) return;
+    const r = await this.grant.check();
+    if ("error" in r) throw new LeaseLostError(r.error.message);
+  }
+
   private save(): Promise<void> {
-    const next = this.saving.then(() => writeJsonAtomic(path.join(this.dir, "run.json"), this.meta));
+    const next = this.saving.then(async () => {
+      await this.checkLease();
+      await writeJsonAtomic(path.join(this.dir, "run.json"), this.meta);
+    });
     this.saving = next.catch(() => {});
     return next;
   }

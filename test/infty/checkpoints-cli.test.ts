@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { RunStore } from "../../src/infty/run-store.ts";
+import { FileLease } from "../../src/infty/lease-file.ts";
 import { runFirstTimeline, setup } from "../support/infty-timeline.ts";
 import { runRelayAsync } from "../support/self.ts";
 
@@ -34,18 +35,22 @@ describe("relay infty checkpoints / restore (CLI)", () => {
     assert.equal(unknownCkpt.status, 2);
     assert.match(unknownCkpt.stderr, /run r has no checkpoint "ckpt-0099"; it has 6 \(ckpt-0001 … ckpt-0006\); list them with: relay infty checkpoints r/);
 
-    // A live run: running, a fresh heartbeat, and the process that started it (this one) alive.
+    // A live run: running, and its lease held by a process that is alive (this one).
     const store = await RunStore.load(t.home, "r");
     assert.ok("ok" in store);
     await store.ok.update({ status: "running", heartbeat_at: new Date().toISOString() });
-    await store.ok.log({ type: "run_started", resumed: true, pid: process.pid });
+    const held = await new FileLease(run.runDir, "r").acquire();
+    assert.ok("ok" in held, JSON.stringify(held));
     const live = await relay("infty", "restore", "r", "ckpt-0002");
     assert.equal(live.status, 1);
     assert.match(live.stderr, new RegExp(`run r is live \\(pid ${process.pid}, .*kill ${process.pid}; it stays resumable\\), then: relay infty restore r ckpt-0002`));
     assert.equal(answer(), "42\n", "a refused restore changes nothing");
 
-    // The same run after a crash: still "running", but its heartbeat is old.
-    await store.ok.update({ heartbeat_at: new Date(Date.now() - 10 * 60_000).toISOString() });
+    // The same run after its driver's machine went away: still "running", the lease's heartbeat old.
+    const lease = JSON.parse(readFileSync(path.join(run.runDir, "lease.json"), "utf8")) as Record<string, unknown>;
+    const old = new Date(Date.now() - 10 * 60_000).toISOString();
+    writeFileSync(path.join(run.runDir, "lease.json"), JSON.stringify({ ...lease, holder: { pid: 4242, start_time: null, host: "gone.example" }, heartbeat_at: old }));
+    await store.ok.update({ heartbeat_at: old });
     const restored = await relay("infty", "restore", "r", "2");
     assert.equal(restored.status, 0, restored.stderr);
     assert.match(restored.stdout, /^restored run r to ckpt-0002 \(.*turn 1, handoff: verifiers → solver: fail \(0\/1 passed\)\)\n/);

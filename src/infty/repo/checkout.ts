@@ -55,9 +55,9 @@ async function onBranch(repo: RepoRecord, dir: string): Promise<Result<string>> 
 
 /**
  * Commits everything in the Solver's checkout (tracked changes, new files not ignored) to the
- * run's branch; no change: the branch's head as it is. Returns the commit.
+ * run's branch; no change: the branch's head as it is. Returns the commit and whether it is new.
  */
-export async function commitCheckout(repo: RepoRecord, runDir: string, message: string): Promise<Result<string>> {
+export async function commitCheckout(repo: RepoRecord, runDir: string, message: string): Promise<Result<{ commit: string; changed: boolean }>> {
   const dir = await ensureCheckout(repo, runDir);
   if ("error" in dir) return dir;
   const cwd = dir.ok;
@@ -65,11 +65,13 @@ export async function commitCheckout(repo: RepoRecord, runDir: string, message: 
   if ("error" in added) return added;
   const staged = await git(["diff", "--cached", "--quiet"], { cwd, okCodes: [1] });
   if ("error" in staged) return staged;
-  if (staged.ok.code === 1) {
+  const changed = staged.ok.code === 1;
+  if (changed) {
     const made = await git(["commit", "--quiet", "--no-verify", "-m", message], { cwd });
     if ("error" in made) return made;
   }
-  return gitLine(["rev-parse", "HEAD"], { cwd });
+  const head = await gitLine(["rev-parse", "HEAD"], { cwd });
+  return "error" in head ? head : ok({ commit: head.ok, changed });
 }
 
 /** The Verifiers' checkout, at exactly `commit` with nothing else in it. */

@@ -1,0 +1,59 @@
+/**
+ * Where each role works and what its commands may write. Roles write only the Solver's
+ * checkout and the model's part of the run store (artifacts/, memory/, deliverable/,
+ * index/README.md); run.json, events.jsonl, the lease, index/*.json and .checkpoints.git
+ * are the orchestrator's and stay read-only to every role (they are in no writable root, and
+ * a writable root's `.git` is read-only by the sandbox's own rule). Verifiers judge a checkout
+ * they cannot change.
+ */
+import path from "node:path";
+import { checkoutDir, reviewDir, shortCommit, type RepoRecord } from "./repo/record.ts";
+import { roleKind } from "./roles.ts";
+
+/** The file of index/ that the Solver keeps; the rest of index/ is the orchestrator's. */
+export const INDEX_README = path.join("index", "README.md");
+
+/** The parts of the run store a model may write. */
+export function modelOwnedPaths(runDir: string): string[] {
+  return ["artifacts", "memory", "deliverable", INDEX_README].map((p) => path.join(runDir, p));
+}
+
+export interface RoleWorkspace {
+  cwd: string;
+  /** Exactly what the role's commands may write under workspace-write (temp dirs aside). */
+  writableRoots: string[];
+  /** Added to every command's environment. */
+  env: Record<string, string>;
+  /** What the role's prompt says about where things are. */
+  where: string;
+}
+
+const storeParts = (runDir: string) =>
+  `The run store is ${runDir} ($RELAY_RUN_STORE in your commands): artifacts/, memory/ and deliverable/ and the file index/README.md are yours to write; run.json, events.jsonl, lease.json, index/*.json and .checkpoints.git are the orchestrator's and read-only to you.`;
+
+function solverWhere(runDir: string, repo: RepoRecord | undefined): string {
+  if (!repo) return `The current directory is the run store (${runDir}). ${storeParts(runDir)}`;
+  return [
+    `The current directory is your checkout of the repository ${repo.path}, on the run's own branch ${repo.branch} (started from ${shortCommit(repo.start_commit)}). Change the code here; the user's own checkout is never touched.`,
+    `Do not commit, and do not switch branches: .git is read-only to you. The orchestrator commits this checkout to ${repo.branch} when you ask for verification and when you deliver, and the Verifiers judge a clean checkout of exactly that commit, so everything the work needs must be in the repository's files (not in ignored ones).`,
+    storeParts(runDir),
+    `Paths in claims and in a delivery are relative to the run store; in "evidence", name the commands that prove the claim (run from the repository's top, e.g. "npm test").`,
+  ].join("\n");
+}
+
+function verifierWhere(runDir: string, repo: RepoRecord | undefined): string {
+  if (!repo) return `The current directory is the run store (${runDir}); you may read everything and write nothing there (use a temp dir for scratch files).`;
+  return `The current directory is a clean, read-only checkout of the repository ${repo.path} at the commit under review (each request names it); it holds exactly that commit. The run store, with the claims and the deliverable's README, is ${runDir} ($RELAY_RUN_STORE). Write scratch files in a temp dir ($TMPDIR or /tmp) only.`;
+}
+
+export function roleWorkspace(role: string, runDir: string, repo: RepoRecord | undefined): RoleWorkspace {
+  const env = { RELAY_RUN_STORE: runDir };
+  const kind = roleKind(role);
+  if (kind === "verifier") return { cwd: repo ? reviewDir(runDir) : runDir, writableRoots: [], env, where: verifierWhere(runDir, repo) };
+  if (kind === "director") {
+    const where = repo ? `The current directory is the Solver's checkout of ${repo.path} (read it; do not change it). The run store is ${runDir} ($RELAY_RUN_STORE); you may write in its memory/.` : `The current directory is the run store (${runDir}); you may write in its memory/.`;
+    return { cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: [path.join(runDir, "memory")], env, where };
+  }
+  const roots = [...(repo ? [checkoutDir(runDir)] : []), ...modelOwnedPaths(runDir)];
+  return { cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: roots, env, where: solverWhere(runDir, repo) };
+}
