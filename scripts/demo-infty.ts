@@ -16,7 +16,7 @@ process.stderr.write("(scripted models: each role's turns are replayed from exam
 
 /** Runs the run, showing its progress; stdout carries the deliverable's path. */
 function runInfty(): Promise<{ status: number | null; stdout: string }> {
-  const args = ["infty", "run", "--script", path.join(ROOT, "examples/infty-demo.json"), "--verifiers", "1", "--fail-on-tool-error", ...process.argv.slice(2), objective];
+  const args = ["infty", "run", "--no-repo", "--script", path.join(ROOT, "examples/infty-demo.json"), "--verifiers", "1", "--fail-on-tool-error", ...process.argv.slice(2), objective];
   const child = spawn(relay[0]!, [...relay.slice(1), ...args], { stdio: ["ignore", "pipe", "inherit"] });
   let stdout = "";
   child.stdout.on("data", (d: Buffer) => ((stdout += d.toString()), process.stdout.write(d)));

@@ -5,6 +5,8 @@ import type { RoleModelRecord, RunSettings } from "../infty/run-settings.ts";
 import { formatDuration } from "../util/duration.ts";
 import { formatCapabilityRoot, recordedRoot } from "../session/capability-root.ts";
 import { activityLines } from "../infty/activity.ts";
+import type { Liveness } from "../infty/liveness.ts";
+import { checkoutDir, shortCommit, type RepoRecord } from "../infty/repo/record.ts";
 
 /** `gpt-5 (openai-responses, effort high)`; the URL and key variable when they are not the defaults. */
 export function describeModel(m: RoleModelRecord): string {
@@ -32,11 +34,23 @@ function toolsLine(s: RunSettings | undefined): string {
   return parts.filter(Boolean).join("; ");
 }
 
-export function statusLines(s: Readonly<RunMeta>, dir: string): string[] {
+/** Where a run on a repository works, and how far its branch got. */
+function repoLines(r: RepoRecord, dir: string, s: Readonly<RunMeta>): string[] {
+  const verified = s.deliverable?.commit ? `; verified delivery ${shortCommit(s.deliverable.commit)} (merge it: relay infty apply ${s.run_id})` : "";
+  return [
+    `repository:  ${r.path} (from ${r.base_branch ?? "a detached HEAD"} at ${shortCommit(r.base_commit)}${r.start_commit !== r.base_commit ? ` + uncommitted changes ${shortCommit(r.start_commit)}` : ""})`,
+    `branch:      ${r.branch} at ${shortCommit(r.head_commit)}${verified}`,
+    `checkout:    ${checkoutDir(dir)}`,
+  ];
+}
+
+export function statusLines(s: Readonly<RunMeta>, dir: string, live?: Liveness): string[] {
   const rollouts = new Map(s.roles.map((r) => [r.role, r.rollout_path]));
+  const driver = live?.live && live.pid ? ` (driven by pid ${live.pid})` : "";
   return [
     `run:         ${s.run_id} (${dir})`,
-    `status:      ${s.status}${s.status_detail ? ` — ${s.status_detail}` : ""}`,
+    `status:      ${live?.stale ? live.stale : `${s.status}${driver}${s.status_detail ? ` — ${s.status_detail}` : ""}`}`,
+    ...(s.repo ? repoLines(s.repo, dir, s) : []),
     `objective:   ${s.objective.split("\n")[0]}`,
     `turns:       ${s.turns}/${s.max_turns}; wall ${Math.round(s.wall_ms_used / 1000)}s used of ${formatDuration(s.max_wall_ms)}`,
     `role answer: within ${s.role_timeout_ms ? formatDuration(s.role_timeout_ms) : "20m (default)"}`,

@@ -18,6 +18,8 @@ import { ExitCode, fail } from "./usage.ts";
 import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
 import { addServe } from "./infty-serve.ts";
 import { addNote, addStop } from "./infty-operator.ts";
+import { addApply, addDiff, repoOptions, repoRequest } from "./infty-repo.ts";
+import { runLiveness, shownStatus } from "../infty/liveness.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   const withModels = cmd
@@ -61,6 +63,7 @@ function reporter(json: boolean): (e: InftyEvent) => void {
       case "run_started":
         runId = e.run_id;
         w(`${e.resumed ? "resumed" : "started"} in ${e.dir}`);
+        if (e.repo) w(`working on ${e.repo.path} in its own checkout ${e.repo.checkout}, branch ${e.repo.branch} (your checkout is not touched)`);
         return;
       case "role_event":
         if (e.event.type === "tool_call") w(`${e.role} ▸ ${e.event.name}: ${e.event.display.split("\n")[0]!.slice(0, 120)}`);
@@ -162,6 +165,8 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addRestore(infty);
   addStop(infty);
   addNote(infty);
+  addDiff(infty);
+  addApply(infty);
   addServe(infty);
   return infty;
 }
@@ -208,12 +213,12 @@ function addRun(infty: Parent) {
     .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
     .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", wholeNumber("--max-turns", 1, MAX_TURNS), 200)
     .addOption(new Option("--checkpoint-every <n>", "no longer used: a checkpoint is taken at every handoff").hideHelp());
-  modelOptions(budgetOptions(cmd, true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
+  modelOptions(budgetOptions(repoOptions(cmd), true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
     if (opts.checkpointEvery !== undefined) process.stderr.write("relay: warning: --checkpoint-every is ignored: a checkpoint is now taken at every handoff (see: relay infty checkpoints <run-id>)\n");
     const { verifiers, consensus, runId, maxTurns } = opts;
     const maxWallMs = opts.maxWall ?? opts.maxHours ?? opts.maxWallMinutes ?? 86_400_000;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes ?? 20 * 60_000;
-    await drive({ objective, runId, verifiers, consensus, maxTurns, maxWallMs, roleTimeoutMs }, opts);
+    await drive({ objective, runId, verifiers, consensus, maxTurns, maxWallMs, roleTimeoutMs, repo: repoRequest(opts) }, opts);
   });
 }
 
@@ -245,7 +250,7 @@ function addStatus(infty: Parent) {
         process.stdout.write(JSON.stringify(s, null, 2) + "\n");
         return;
       }
-      process.stdout.write(statusLines(s, r.ok.dir).join("\n") + "\n");
+      process.stdout.write(statusLines(s, r.ok.dir, await runLiveness(r.ok.dir, s)).join("\n") + "\n");
     });
 }
 
@@ -258,11 +263,19 @@ function addList(infty: Parent) {
       const { runs, warnings } = await RunStore.list(relayHome());
       for (const w of warnings) process.stderr.write(`relay: warning: ${w}\n`);
       if (opts.json) {
-        process.stdout.write(JSON.stringify(runs.map((r) => ({ run_id: r.run_id, status: r.status, turns: r.turns, updated_at: r.updated_at, objective: r.objective, path: path.join(RunStore.runsRoot(relayHome()), r.run_id) }))) + "\n");
+        const rows = await Promise.all(runs.map(async (r) => {
+          const dir = path.join(RunStore.runsRoot(relayHome()), r.run_id);
+          const l = await runLiveness(dir, r);
+          return { run_id: r.run_id, status: r.status, live: l.live, ...(l.stale ? { stale: l.stale } : {}), turns: r.turns, updated_at: r.updated_at, objective: r.objective, path: dir, ...(r.repo ? { branch: r.repo.branch, commit: r.repo.head_commit } : {}) };
+        }));
+        process.stdout.write(JSON.stringify(rows) + "\n");
         return;
       }
       if (runs.length === 0 && warnings.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
-      for (const r of runs) process.stdout.write(`${r.run_id}\t${r.status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
+      for (const r of runs) {
+        const status = shownStatus(r, await runLiveness(path.join(RunStore.runsRoot(relayHome()), r.run_id), r));
+        process.stdout.write(`${r.run_id}\t${status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
+      }
     });
 }
 

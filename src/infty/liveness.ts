@@ -108,9 +108,9 @@ export async function runLiveness(runDir: string, state: Readonly<RunMeta>, now 
   return { live: false, pid, heartbeatAgeMs, stale: `stale: ${why}; ${resumeWith(state)}` };
 }
 
-/** The status to show for a run: `running` only while someone drives it. */
+/** The status to show for a run: `running` only while someone drives it, else why not ("stale: …"). */
 export function shownStatus(state: Readonly<RunMeta>, l: Liveness): string {
-  return l.stale ? `running (${l.stale})` : state.status;
+  return l.stale ?? state.status;
 }
 
 /** What to tell someone who wants to change a live run. */

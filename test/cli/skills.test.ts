@@ -73,7 +73,7 @@ describe("relay skills list", () => {
         [["--environment", "local=relay executor"], /"local" is the name of the session's own executor/],
       ];
       for (const [flags, message] of cases) {
-        for (const cmd of [["skills", "list"], ["run", "--script", "examples/demo-script.json", "hi"], ["infty", "run", "--script", "examples/infty-demo.json", "x"]]) {
+        for (const cmd of [["skills", "list"], ["run", "--script", "examples/demo-script.json", "hi"], ["infty", "run", "--no-repo", "--script", "examples/infty-demo.json", "x"]]) {
           const r = await relay([...cmd, ...flags], home);
           assert.equal(r.status, 2, `${cmd[0]} ${flags.join(" ")}: ${r.stderr}`);
           assert.match(r.stderr, message, `${cmd[0]} ${flags.join(" ")}`);

@@ -70,7 +70,7 @@ describe("relay infty checkpoints / restore (CLI)", () => {
     assert.match(help.stdout, /restore \[options\] <run-id> <checkpoint>/);
     const restoreHelp = await relay("infty", "restore", "--help");
     assert.match(restoreHelp.stdout, /<rollout>\.after-<checkpoint>\.jsonl/);
-    const old = await relay("infty", "run", "--run-id", "old", "--checkpoint-every", "3", "--sandbox", "danger-full-access", "--script", "examples/infty-demo.json", "x");
+    const old = await relay("infty", "run", "--no-repo", "--run-id", "old", "--checkpoint-every", "3", "--sandbox", "danger-full-access", "--script", "examples/infty-demo.json", "x");
     assert.equal(old.status, 0, old.stderr);
     assert.match(old.stderr, /--checkpoint-every is ignored: a checkpoint is now taken at every handoff/);
     const list = await relay("infty", "checkpoints", "old", "--json");

@@ -12,7 +12,7 @@ describe("relay infty CLI", () => {
   test("the scripted demo completes; status, list and logs describe it", { skip: skipBecause("the infty demo through the CLI", noSandboxHere()) }, async () => {
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-cli-"));
     try {
-      const run = await relay(["infty", "run", "--run-id", "demo", "--script", "examples/infty-demo.json", "build wc"], home);
+      const run = await relay(["infty", "run", "--no-repo", "--run-id", "demo", "--script", "examples/infty-demo.json", "build wc"], home);
       assert.equal(run.status, 0, run.stderr);
       assert.equal(run.stdout.trim(), path.join(home, "infty", "demo", "deliverable"));
       const status = await relay(["infty", "status", "demo", "--json"], home);
@@ -38,15 +38,15 @@ describe("relay infty CLI", () => {
       assert.equal(badId.status, 2);
       assert.match(badId.stderr, /must start with a letter or digit/);
       writeFileSync(path.join(home, "bad.json"), JSON.stringify({ director: { turns: [] } }));
-      const badScript = await relay(["infty", "run", "--script", path.join(home, "bad.json"), "x"], home);
+      const badScript = await relay(["infty", "run", "--no-repo", "--script", path.join(home, "bad.json"), "x"], home);
       assert.equal(badScript.status, 2);
       assert.match(badScript.stderr, /is not an infty script.*solver/s);
       const noObjective = await relay(["infty", "run"], home);
       assert.equal(noObjective.status, 2);
       // Unsandboxed, so this part runs under Deno and Node too: it is about the run id.
-      const first = await relay(["infty", "run", "--run-id", "same", "--sandbox", "danger-full-access", "--script", "examples/infty-demo.json", "x"], home);
+      const first = await relay(["infty", "run", "--no-repo", "--run-id", "same", "--sandbox", "danger-full-access", "--script", "examples/infty-demo.json", "x"], home);
       assert.equal(first.status, 0, first.stderr);
-      const again = await relay(["infty", "run", "--run-id", "same", "--script", "examples/infty-demo.json", "x"], home);
+      const again = await relay(["infty", "run", "--no-repo", "--run-id", "same", "--script", "examples/infty-demo.json", "x"], home);
       assert.equal(again.status, 2);
       assert.match(again.stderr, /run same already exists at .*; resume it with: relay infty resume same/);
     } finally {
@@ -56,7 +56,7 @@ describe("relay infty CLI", () => {
 
   test("bad numbers, durations and role models: exit 2, a message with the minimum or the syntax, no run written", async () => {
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-cli-"));
-    const demo = ["infty", "run", "--script", "examples/infty-demo.json", "--run-id", "never"];
+    const demo = ["infty", "run", "--no-repo", "--script", "examples/infty-demo.json", "--run-id", "never"];
     const cases: Array<[string[], RegExp]> = [
       [["--max-turns", "0"], /--max-turns must be at least 1 \(got 0\)/],
       [["--verifiers", "33"], /--verifiers must be at most 32 \(got 33\)/],
@@ -96,7 +96,7 @@ describe("relay infty CLI", () => {
     const read = () => JSON.parse(readFileSync(file, "utf8")) as Record<string, any>;
     try {
       const base = ["--sandbox", "danger-full-access", "--script", "examples/infty-demo.json"];
-      const run = await relay(["infty", "run", "--run-id", "t", ...base, "--code-mode", "--capability-root", `local:${home}`, "--max-wall", "90m", "--role-timeout", "90s", "--max-turns", "1", "x"], home);
+      const run = await relay(["infty", "run", "--no-repo", "--run-id", "t", ...base, "--code-mode", "--capability-root", `local:${home}`, "--max-wall", "90m", "--role-timeout", "90s", "--max-turns", "1", "x"], home);
       assert.equal(run.status, 1, run.stderr);
       assert.equal(read().max_wall_ms, 5_400_000);
       assert.equal(read().role_timeout_ms, 90_000);

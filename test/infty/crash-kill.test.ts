@@ -75,7 +75,7 @@ function relay(home: string, args: string[], trigger?: Trigger): Promise<Exit> {
   );
 }
 
-const runArgs = ["infty", "run", "--run-id", RUN_ID, "--json", "--script", SCRIPT, OBJECTIVE];
+const runArgs = ["infty", "run", "--no-repo", "--run-id", RUN_ID, "--json", "--script", SCRIPT, OBJECTIVE];
 const resumeArgs = ["infty", "resume", RUN_ID, "--json", "--script", SCRIPT];
 
 function files(dir: string): Record<string, string> {

@@ -56,7 +56,7 @@ describe("infty long-run hygiene", () => {
       const script = path.join(home, "s.json");
       const fs = await import("node:fs");
       fs.writeFileSync(script, JSON.stringify({ solver: { turns: [{ tool_calls: [{ name: "exec_command", arguments: { cmd: "sleep 20", yield_time_ms: 30000 } }] }, { text: "ok" }] } }));
-      const child = spawn(cmd!, [...pre, "infty", "run", "--run-id", "int", "--script", script, "-s", "danger-full-access", "x"], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn(cmd!, [...pre, "infty", "run", "--no-repo", "--run-id", "int", "--script", script, "-s", "danger-full-access", "x"], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
       let stderr = "";
       // True once the run reports the command, false if relay exits first.
       const started = new Promise<boolean>((resolve) => {

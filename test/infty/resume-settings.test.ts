@@ -17,7 +17,7 @@ describe("relay infty resume", () => {
     delete env.OPENAI_BASE_URL;
     try {
       server.enqueue(reply().text("I am still working on it."));
-      const first = await runRelayAsync(["infty", "run", "--provider", "openai-chat", "--base-url", server.baseUrl, "-m", "chat-model", "--sandbox", "danger-full-access", "--sandbox-best-effort", "--run-id", "r1", "--max-turns", "1", "an objective"], env);
+      const first = await runRelayAsync(["infty", "run", "--no-repo", "--provider", "openai-chat", "--base-url", server.baseUrl, "-m", "chat-model", "--sandbox", "danger-full-access", "--sandbox-best-effort", "--run-id", "r1", "--max-turns", "1", "an objective"], env);
       assert.equal(first.status, 1, first.stderr);
       assert.equal(server.requests[0]?.path, "/v1/chat/completions");
       const meta = () => JSON.parse(readFileSync(path.join(home, "infty", "r1", "run.json"), "utf8")) as { status: string; settings: Record<string, unknown> };

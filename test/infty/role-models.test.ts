@@ -62,7 +62,7 @@ describe("relay infty: a model per role", () => {
     try {
       // Solver: direction, then a claim, then it hangs until Ctrl-C.
       lanes(server, { solver: [direction, verification, hang()], director: [directive], verifier: [fail(), fail(), fail()] });
-      const args = ["infty", "run", "--run-id", "roles", "--provider", "openai-chat", "--base-url", server.baseUrl, "--sandbox", "danger-full-access", "--verifiers", "3"];
+      const args = ["infty", "run", "--no-repo", "--run-id", "roles", "--provider", "openai-chat", "--base-url", server.baseUrl, "--sandbox", "danger-full-access", "--verifiers", "3"];
       const models = ["--solver-model", "solver-model", "--director-model", "director-model,provider=openai-responses,effort=high", "--verifier-model", "v1-model", "--verifier-model", "v2-model"];
       const first = await interruptedWhenHolding(server, [...args, ...models, "an objective"], env);
       assert.equal(first.status, 130, first.stderr);

@@ -128,7 +128,7 @@ describe("relay infty CLI", () => {
       reply().toolCall("apply_patch", patch("artifacts/answer.txt", "42")),
       reply().toolCall("exec_command", { cmd: "sleep 30; echo slow", yield_time_ms: 30000 }, { callId: "call_slow" }),
     );
-    const child = spawn(cmd!, [...pre, "infty", "run", "--run-id", "r-kill", "--base-url", t.server.baseUrl, "-m", "m", "-s", "danger-full-access", "the objective"], { cwd: REPO_ROOT, env, stdio: "ignore" });
+    const child = spawn(cmd!, [...pre, "infty", "run", "--no-repo", "--run-id", "r-kill", "--base-url", t.server.baseUrl, "-m", "m", "-s", "danger-full-access", "the objective"], { cwd: REPO_ROOT, env, stdio: "ignore" });
     const sleeper = () => (child.pid ? findTree(child.pid).find((p) => { try { return readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("sleep\u000030"); } catch { return false; } }) : undefined);
     await waitFor(() => sleeper() !== undefined, "the slow command to start");
     const pid = sleeper()!;

@@ -80,7 +80,7 @@ describe("the capability selection is durable", () => {
       const skillTurn = { tool_calls: [{ name: "skill", arguments: { name: "deploy" } }] };
       writeFileSync(script, JSON.stringify({ solver: { turns: [skillTurn, { text: "read it" }, skillTurn, { text: "read it again" }] }, verifiers: [] }));
       const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: h.home, NO_COLOR: "1" };
-      const run = await runRelayAsync(["infty", "run", "--run-id", "sel", "--script", script, "--sandbox", "danger-full-access", "--max-turns", "1", "--environment", `build=${executorIn(one.dir)}`, "--capability-root", `id=deploy@1,env=build,path=${ENV_ROOT}`, "x"], env);
+      const run = await runRelayAsync(["infty", "run", "--no-repo", "--run-id", "sel", "--script", script, "--sandbox", "danger-full-access", "--max-turns", "1", "--environment", `build=${executorIn(one.dir)}`, "--capability-root", `id=deploy@1,env=build,path=${ENV_ROOT}`, "x"], env);
       assert.equal(run.status, 1, run.stderr);
       const runFile = path.join(h.home, "infty", "sel", "run.json");
       const meta = () => JSON.parse(readFileSync(runFile, "utf8")) as { settings: Record<string, unknown>; roles: Array<{ role: string; rollout_path: string }> };

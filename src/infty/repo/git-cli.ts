@@ -22,6 +22,8 @@ export interface GitOptions {
   env?: Record<string, string>;
   /** Exit codes that are answers, not failures (e.g. 1 for `diff --quiet`). */
   okCodes?: number[];
+  /** Commit as the user (their configured identity), not as "relay infty": `relay infty apply`'s merge. */
+  asUser?: boolean;
 }
 
 export interface GitOutput {
@@ -29,19 +31,14 @@ export interface GitOutput {
   code: number;
 }
 
-/** The caller's environment without GIT_* (and with the orchestrator's identity for commits). */
-function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
+/** The caller's environment without GIT_* (and, unless `asUser`, with the orchestrator's identity for commits). */
+function gitEnv(extra: Record<string, string> = {}, asUser = false): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_")) env[k] = v;
-  return {
-    ...env,
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: INFTY_AUTHOR.name,
-    GIT_AUTHOR_EMAIL: INFTY_AUTHOR.email,
-    GIT_COMMITTER_NAME: INFTY_AUTHOR.name,
-    GIT_COMMITTER_EMAIL: INFTY_AUTHOR.email,
-    ...extra,
-  };
+  const identity: Record<string, string> = asUser
+    ? {}
+    : { GIT_AUTHOR_NAME: INFTY_AUTHOR.name, GIT_AUTHOR_EMAIL: INFTY_AUTHOR.email, GIT_COMMITTER_NAME: INFTY_AUTHOR.name, GIT_COMMITTER_EMAIL: INFTY_AUTHOR.email };
+  return { ...env, GIT_TERMINAL_PROMPT: "0", ...identity, ...extra };
 }
 
 export const GIT_MISSING = "a run on a repository needs git, and no `git` program was found on PATH; install git, or run without a repository (relay infty run --no-repo \"objective\")";
@@ -49,7 +46,7 @@ export const GIT_MISSING = "a run on a repository needs git, and no `git` progra
 /** Runs `git <args>` in `o.cwd`; an error value (with git's own message) unless it exits 0 or an `okCodes` code. */
 export function git(args: string[], o: GitOptions): Promise<Result<GitOutput>> {
   return new Promise((resolve) => {
-    const child = spawn("git", [...SAFE_CONFIG, "-C", o.cwd, ...args], { env: gitEnv(o.env), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("git", [...SAFE_CONFIG, "-C", o.cwd, ...args], { env: gitEnv(o.env, o.asUser), stdio: ["ignore", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const errs: Buffer[] = [];
     child.stdout.on("data", (b: Buffer) => out.push(b));
