@@ -11,7 +11,7 @@ import { DELIVER, patch, setup, sig } from "../support/infty-timeline.ts";
 import { isAlive } from "../support/executor.ts";
 import { waitFor } from "../support/wait.ts";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv } from "../support/self.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
 
 /** The text of the last user message in a recorded request. */
 function lastUser(server: FakeModelServer, i: number): string {
@@ -132,10 +132,26 @@ describe("relay infty CLI", () => {
     const sleeper = () => (child.pid ? findTree(child.pid).find((p) => { try { return readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("sleep\u000030"); } catch { return false; } }) : undefined);
     await waitFor(() => sleeper() !== undefined, "the slow command to start");
     const pid = sleeper()!;
+    const runDir = path.join(t.home, "infty", "r-kill");
+    // One driver per run: a second resume of the live run is refused and changes nothing.
+    const leaseBefore = readFileSync(path.join(runDir, "lease.json"), "utf8");
+    const second = await runRelayAsync(["infty", "resume", "r-kill", "--base-url", t.server.baseUrl, "-m", "m", "-s", "danger-full-access"], env);
+    assert.equal(second.status, 1, second.stderr);
+    assert.match(second.stderr, new RegExp(`run r-kill is driven by pid ${child.pid} \\(since .*only one process may drive or change a run at a time.*relay infty stop r-kill.*then: relay infty resume r-kill`));
+    assert.equal(readFileSync(path.join(runDir, "lease.json"), "utf8"), leaseBefore, "the refused resume left the lease alone");
+    assert.equal(t.server.requests.length, 2, "the refused resume asked no model");
+    const liveStatus = await runRelayAsync(["infty", "status", "r-kill"], env);
+    assert.match(liveStatus.stdout, new RegExp(`status: +running \\(driven by pid ${child.pid}\\)`));
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
     await waitFor(() => !isAlive(pid), "the run's commands to die with it");
-    const runDir = path.join(t.home, "infty", "r-kill");
+    // A dead driver: status and list say so, with the command that resumes the run.
+    const stale = await runRelayAsync(["infty", "status", "r-kill"], env);
+    assert.match(stale.stdout, new RegExp(`status: +stale: driver pid ${child.pid} gone; resume with: relay infty resume r-kill\n`));
+    const listed = await runRelayAsync(["infty", "list", "--json"], env);
+    assert.deepEqual((JSON.parse(listed.stdout) as Array<{ stale?: string; live: boolean }>).map((r) => [r.live, r.stale]), [[false, `stale: driver pid ${child.pid} gone; resume with: relay infty resume r-kill`]]);
+    const listedText = await runRelayAsync(["infty", "list"], env);
+    assert.match(listedText.stdout, /^r-kill\tstale: driver pid \d+ gone; resume with: relay infty resume r-kill\t/);
     assert.equal(readFileSync(path.join(runDir, "artifacts/answer.txt"), "utf8"), "42\n", "work from before the kill is there");
     const before = await RunStore.load(t.home, "r-kill");
     assert.ok("ok" in before && before.ok.state.status === "running" && before.ok.state.pending?.type === "solver_message");
@@ -157,6 +173,7 @@ describe("relay infty CLI", () => {
     assert.equal(code, 0, errText);
     assert.equal(out.trim(), path.join(runDir, "deliverable"));
     assert.match(errText, /resumed in/);
+    assert.match(errText, new RegExp(`took the run over from pid ${child.pid} \\(driver pid ${child.pid} gone\\)`));
     assert.match(errText, /were cut off by the previous run's end/);
     const firstResumed = JSON.stringify(t.server.requests[2]!.body.input);
     assert.match(firstResumed, /aborted: the previous run ended before this tool call finished/);
