@@ -96,9 +96,9 @@ export async function prepareReview(repo: RepoRecord, runDir: string, commit: st
 /**
  * Rewinds the run's branch and the Solver's checkout to `commit` (a restore). What the checkout
  * held that is not in its head commit is committed first onto `keepRef`, so nothing is lost:
- * returns that ref, or undefined when there was nothing to keep.
+ * returns that ref, or null when there was nothing to keep.
  */
-export async function rewindCheckout(repo: RepoRecord, runDir: string, commit: string, keepRef: string): Promise<Result<string | undefined>> {
+export async function rewindCheckout(repo: RepoRecord, runDir: string, commit: string, keepRef: string): Promise<Result<string | null>> {
   const dir = await ensureCheckout(repo, runDir);
   if ("error" in dir) return dir;
   const cwd = dir.ok;
@@ -112,9 +112,9 @@ export async function rewindCheckout(repo: RepoRecord, runDir: string, commit: s
 
 /**
  * Keeps what a rewind to `target` would drop (commits after it, uncommitted work) reachable from
- * `ref`, without moving the branch; nothing to drop: undefined.
+ * `ref`, without moving the branch; nothing to drop: null.
  */
-async function keepWorkingState(cwd: string, target: string, ref: string): Promise<Result<string | undefined>> {
+async function keepWorkingState(cwd: string, target: string, ref: string): Promise<Result<string | null>> {
   const added = await git(["add", "-A"], { cwd });
   if ("error" in added) return added;
   const tree = await gitLine(["write-tree"], { cwd });
@@ -123,7 +123,7 @@ async function keepWorkingState(cwd: string, target: string, ref: string): Promi
   if ("error" in headTree) return headTree;
   const head = await gitLine(["rev-parse", "HEAD"], { cwd });
   if ("error" in head) return head;
-  if (tree.ok === headTree.ok && head.ok === target) return ok(undefined);
+  if (tree.ok === headTree.ok && head.ok === target) return ok(null);
   const kept = tree.ok === headTree.ok ? head : await gitLine(["commit-tree", tree.ok, "-p", head.ok, "-m", "relay infty: the checkout's state before a restore"], { cwd });
   if ("error" in kept) return kept;
   const set = await git(["update-ref", ref, kept.ok], { cwd });

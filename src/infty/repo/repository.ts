@@ -28,11 +28,11 @@ export interface FoundRepository {
   branch: string | null;
 }
 
-/** The repository `dir` is in; undefined when it is in none. */
-export async function findRepository(dir: string): Promise<Result<FoundRepository | undefined>> {
+/** The repository `dir` is in; null when it is in none. */
+export async function findRepository(dir: string): Promise<Result<FoundRepository | null>> {
   const inside = await git(["rev-parse", "--is-inside-work-tree"], { cwd: dir, okCodes: [128] });
   if ("error" in inside) return inside;
-  if (inside.ok.code !== 0 || inside.ok.stdout.trim() !== "true") return ok(undefined);
+  if (inside.ok.code !== 0 || inside.ok.stdout.trim() !== "true") return ok(null);
   const paths = await git(["rev-parse", "--show-toplevel", "--absolute-git-dir"], { cwd: dir });
   if ("error" in paths) return paths;
   const [top, gitDir] = paths.ok.stdout.trim().split("\n");
