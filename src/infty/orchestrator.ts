@@ -24,7 +24,9 @@ import { checkClaim } from "./claims.ts";
 import type { CheckpointTrigger } from "./checkpoint-format.ts";
 import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
 import { initCheckpoints } from "./checkpoints.ts";
-import { recordRound } from "./index-files.ts";
+import { recordRound, writeIndexes } from "./index-files.ts";
+import { CLAIMS_INDEX } from "./index-format.ts";
+import { existsSync } from "node:fs";
 import { finishInterruptedRestore } from "./restore.ts";
 import { deliveryOf, rolloutOffset } from "./exchange.ts";
 import { CrossSessionHub } from "../session/hub.ts";
@@ -336,12 +338,15 @@ class InftyRun {
   }
 
   /**
-   * What the roles' sessions open in: index/README.md (a writable root must exist) and, on a
+   * What the roles' sessions open in: index/README.md (a writable root must exist), the
+   * orchestrator's index files and, on a
    * repository, the Solver's checkout and the Verifiers' (at the branch's newest commit until a
    * round moves it).
    */
   private async prepareWorkspaces(): Promise<Step> {
     await RunStore.ensureIndexReadme(this.store.dir);
+    // The index exists before any role runs, so it is the orchestrator's file from the start.
+    if (!existsSync(path.join(this.store.dir, CLAIMS_INDEX))) await writeIndexes(this.store);
     const repo = this.store.state.repo;
     if (!repo) return undefined;
     const checkout = await ensureCheckout(repo, this.store.dir);
@@ -388,6 +393,7 @@ class InftyRun {
       config: { ...(this.o.roleConfig?.(role) ?? this.o.config), approval_policy: "never" },
       cwd: ws.cwd,
       writableRoots: ws.writableRoots,
+      readOnlyPaths: ws.readOnlyPaths,
       env: ws.env,
       resume,
       codeMode: this.o.tools?.codeMode,
@@ -608,7 +614,8 @@ class InftyRun {
     const check = await checkDeliverable(where.ok, deliverableRules(this.store.state.repo));
     if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
     const pending: Pending = { type: "verification", claim_path: signal.deliverable_path, notes: signal.summary, final: true, verdicts: [] };
-    const files = `${check.ok.entries.length} file${check.ok.entries.length === 1 ? "" : "s"}, ${check.ok.totalBytes} bytes`;
+    const n = check.ok.entries.length;
+    const files = n === 0 ? "README only" : `${n} file${n === 1 ? "" : "s"}, ${check.ok.totalBytes} bytes`;
     const summary = `final delivery ${signal.deliverable_path.replace(/\/*$/, "/")}: ${files}`;
     if (!this.store.state.repo) return this.handoff({ pending, from: "solver", to: "verifiers", summary }, { turns });
     const c = await this.commitWork("delivery", turns);

@@ -18,10 +18,22 @@ export function modelOwnedPaths(runDir: string): string[] {
   return ["artifacts", "memory", "deliverable", INDEX_README].map((p) => path.join(runDir, p));
 }
 
+/**
+ * What stays read-only to every role even where a writable place holds it (the orchestrator's
+ * files, the records it appends to in memory/, the Verifiers' checkout): needed when the run
+ * store lies under a temp dir or a writable root, harmless otherwise.
+ */
+export function orchestratorPaths(runDir: string): string[] {
+  const own = ["run.json", "events.jsonl", "lease.json", "index/claims.json", "index/artifacts.json", ".checkpoints.git", "memory/notes.jsonl", "memory/verifications.jsonl", "memory/operator-notes.jsonl", "review"];
+  return own.map((p) => path.join(runDir, p));
+}
+
 export interface RoleWorkspace {
   cwd: string;
   /** Exactly what the role's commands may write under workspace-write (temp dirs aside). */
   writableRoots: string[];
+  /** What stays read-only inside those (see orchestratorPaths). */
+  readOnlyPaths: string[];
   /** Added to every command's environment. */
   env: Record<string, string>;
   /** What the role's prompt says about where things are. */
@@ -47,13 +59,14 @@ function verifierWhere(runDir: string, repo: RepoRecord | undefined): string {
 }
 
 export function roleWorkspace(role: string, runDir: string, repo: RepoRecord | undefined): RoleWorkspace {
-  const env = { RELAY_RUN_STORE: runDir };
+  // The repository's git directory holds the run's branch and the worktrees' HEADs: only the orchestrator commits.
+  const common = { env: { RELAY_RUN_STORE: runDir }, readOnlyPaths: [...orchestratorPaths(runDir), ...(repo ? [repo.git_dir] : [])] };
   const kind = roleKind(role);
-  if (kind === "verifier") return { cwd: repo ? reviewDir(runDir) : runDir, writableRoots: [], env, where: verifierWhere(runDir, repo) };
+  if (kind === "verifier") return { ...common, cwd: repo ? reviewDir(runDir) : runDir, writableRoots: [], where: verifierWhere(runDir, repo) };
   if (kind === "director") {
     const where = repo ? `The current directory is the Solver's checkout of ${repo.path} (read it; do not change it). The run store is ${runDir} ($RELAY_RUN_STORE); you may write in its memory/.` : `The current directory is the run store (${runDir}); you may write in its memory/.`;
-    return { cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: [path.join(runDir, "memory")], env, where };
+    return { ...common, cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: [path.join(runDir, "memory")], where };
   }
   const roots = [...(repo ? [checkoutDir(runDir)] : []), ...modelOwnedPaths(runDir)];
-  return { cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: roots, env, where: solverWhere(runDir, repo) };
+  return { ...common, cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: roots, where: solverWhere(runDir, repo) };
 }

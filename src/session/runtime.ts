@@ -83,6 +83,8 @@ export interface SessionRunOptions {
    * or a call's workdir: an infty role's checkout and the model's part of the run store.
    */
   writableRoots?: string[];
+  /** Paths that stay read-only even inside a writable root or temp dir (an infty run's own files). */
+  readOnlyPaths?: string[];
   /** Variables added to every command's environment (e.g. RELAY_RUN_STORE for infty roles). */
   env?: Record<string, string>;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
@@ -317,7 +319,7 @@ function commandSettings(o: OpenSessionOptions, started: StartedExecutor, rollou
     ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id, ...o.env }
     : commandEnv(rollout.id, process.env, o.env);
   const shell = started.remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
-  return { env, shell, sandboxPolicy: sessionSandboxPolicy(config, cwd, { confineWrites: o.confineWrites, writableRoots: o.writableRoots }) };
+  return { env, shell, sandboxPolicy: sessionSandboxPolicy(config, cwd, { confineWrites: o.confineWrites, writableRoots: o.writableRoots, readOnlyPaths: o.readOnlyPaths }) };
 }
 
 /** The tool router (with code mode), the sandbox check and the agent with its instructions. */

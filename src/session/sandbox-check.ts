@@ -15,11 +15,12 @@ const log = Log.create("session");
  * The policy a session's commands run under in `cwd` (also what `relay doctor` checks): the cwd
  * is the writable root, unless the session names its roots itself.
  */
-export function sessionSandboxPolicy(config: RelayConfig, cwd: string, o: { confineWrites?: boolean; writableRoots?: string[] } = {}): SandboxPolicy {
+export function sessionSandboxPolicy(config: RelayConfig, cwd: string, o: { confineWrites?: boolean; writableRoots?: string[]; readOnlyPaths?: string[] } = {}): SandboxPolicy {
   const confineWrites = o.confineWrites ?? false;
   return {
     mode: config.sandbox_mode,
     writable_roots: o.writableRoots ?? [cwd],
+    ...(o.readOnlyPaths?.length ? { read_only_paths: o.readOnlyPaths } : {}),
     network: false,
     mechanism: config.sandbox.mechanism,
     best_effort: config.sandbox.best_effort,

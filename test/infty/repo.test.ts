@@ -31,7 +31,7 @@ describe("infty on a repository: what a run starts from", () => {
     using repo = makeRepo({ "src/a.txt": "a\n" });
     const rec = await prepared(path.join(repo.dir, "src"));
     const top = gitIn(repo.dir, "rev-parse", "--show-toplevel");
-    assert.deepEqual(rec, { path: top, branch: "relay/r1", base_commit: repo.head(), base_branch: "main", start_commit: repo.head(), head_commit: repo.head() });
+    assert.deepEqual(rec, { path: top, git_dir: path.join(top, ".git"), branch: "relay/r1", base_commit: repo.head(), base_branch: "main", start_commit: repo.head(), head_commit: repo.head() });
   });
 
   test("refused with the fix: a dirty tree, a taken or invalid branch, no repository, no commit yet; nothing is changed", async () => {

@@ -51,6 +51,9 @@ export async function checkWritable(absPath: string, sandbox: SandboxPolicy): Pr
       const name = path.relative(guarded, real).split(path.sep)[0]!;
       return err("sandbox_denied", `Cannot write ${absPath}: ${path.join(guarded, name)} stays read-only inside the writable root ${guarded} (the sandbox protects ${PROTECTED_NAMES.join(", ")}). Change files outside it.`);
     }
+    const own = await Promise.all((sandbox.read_only_paths ?? []).map((r) => realPathOfPossiblyMissing(r)));
+    const kept = own.find((p) => isInside(real, p));
+    if (kept) return err("sandbox_denied", `Cannot write ${absPath}: ${kept} is read-only in this sandbox (it is not yours to change).`);
     if (containing.length > 0) return ok(real);
     const shown = real === path.resolve(absPath) ? absPath : `${absPath} (which resolves to ${real})`;
     const allowed = sandbox.writable_roots.length > 0 ? sandbox.writable_roots.join(", ") : "(none)";

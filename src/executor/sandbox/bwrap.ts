@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { SandboxPolicy } from "./policy.ts";
-import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
+import { PROTECTED_NAMES, readOnlyInside } from "./linux/landlock-plan.ts";
 import { resolveProgram } from "../../util/which.ts";
 
 export interface BwrapSupport {
@@ -56,6 +56,7 @@ export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy
         if (root !== "/tmp" && existsSync(p)) args.push("--ro-bind", p, p);
       }
     }
+    for (const p of readOnlyInside(policy, sorted)) args.push("--ro-bind", p, p);
     if (!policy.network) args.push("--unshare-net");
   } else {
     args.push("--unshare-net");

@@ -15,6 +15,11 @@ export const SandboxPolicySchema = lazySchema(() => z.object({
   writable_roots: z.array(z.string()).default([]),
   /** Network access inside the sandbox (`workspace-write` only; read-only never has it). */
   network: z.boolean().default(false),
+  /**
+   * Absolute paths that stay read-only although a writable root or temp dir holds them (as
+   * `.git` does): an infty run's own files when its run store lies in a writable place.
+   */
+  read_only_paths: z.array(z.string()).optional(),
   /** `workspace-write` also makes /tmp writable unless this is false (writes confined to the roots). */
   tmp_writable: z.boolean().optional(),
   mechanism: SandboxMechanismSchema.optional(),

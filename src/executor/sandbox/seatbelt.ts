@@ -31,6 +31,8 @@ export interface SeatbeltRoot {
 export interface SeatbeltRoots {
   roots: SeatbeltRoot[];
   temp: string[];
+  /** The policy's own read-only paths (symlink-free), kept read-only in every writable place. */
+  readOnly?: string[];
 }
 
 export interface SeatbeltProfile {
@@ -102,7 +104,8 @@ export function seatbeltRoots(policy: SandboxPolicy, opts: SeatbeltOptions = {})
   const roots = rootPaths.map((root) => ({ path: root, readOnly: protectedIn(root, canon, exists) }));
   const tempCandidates = policy.tmp_writable === false ? [] : [...TEMP_DIRS, ...(opts.tmpdir && path.isAbsolute(opts.tmpdir) ? [opts.tmpdir] : [])];
   const temp = uniq(tempCandidates.map(canon)).filter((t) => !rootPaths.includes(t));
-  return { roots, temp };
+  const readOnly = uniq((policy.read_only_paths ?? []).filter((p) => path.isAbsolute(p)).map(canon));
+  return readOnly.length ? { roots, temp, readOnly } : { roots, temp };
 }
 
 /**
@@ -140,15 +143,16 @@ export function seatbeltProfile(policy: SandboxPolicy, places: SeatbeltRoots): S
 
   const writeFilters: string[] = [];
   const socketDirs: string[] = [];
+  const own = (writable ? places.readOnly ?? [] : []).map((p, j) => `(require-not (subpath ${define(`READ_ONLY_${j}`, p)}))`);
   roots.forEach((root, i) => {
     const rootParam = define(`WRITABLE_ROOT_${i}`, root.path);
     socketDirs.push(`(subpath ${rootParam})`);
-    const excluded = root.readOnly.map((p, j) => `(require-not (subpath ${define(`WRITABLE_ROOT_${i}_RO_${j}`, p)}))`);
+    const excluded = [...root.readOnly.map((p, j) => `(require-not (subpath ${define(`WRITABLE_ROOT_${i}_RO_${j}`, p)}))`), ...own];
     writeFilters.push(excluded.length === 0 ? `(subpath ${rootParam})` : `(require-all (subpath ${rootParam}) ${excluded.join(" ")})`);
   });
   temp.forEach((dir, i) => {
     const filter = `(subpath ${define(`TEMP_DIR_${i}`, dir)})`;
-    writeFilters.push(filter);
+    writeFilters.push(own.length === 0 ? filter : `(require-all ${filter} ${own.join(" ")})`);
     socketDirs.push(filter);
   });
 

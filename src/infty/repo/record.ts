@@ -15,6 +15,8 @@ const CommitSchema = lazySchema(() => z.string().regex(/^[0-9a-f]{40,64}$/, "a f
 export const RepoRecordSchema = lazySchema(() => z.object({
   /** The user's repository: its top-level folder. */
   path: z.string(),
+  /** Its git directory (shared by every worktree): read-only to every role, wherever it lies. */
+  git_dir: z.string(),
   /** The run's branch in that repository. */
   branch: z.string(),
   /** The user's HEAD when the run started, and the branch it was on (null: detached). */

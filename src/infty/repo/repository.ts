@@ -23,7 +23,10 @@ export interface RepoRequest {
 
 export interface FoundRepository {
   top: string;
+  /** This worktree's git directory (its index, HEAD). */
   gitDir: string;
+  /** The repository's own (objects, refs), shared by all its worktrees. */
+  commonDir: string;
   head: string;
   branch: string | null;
 }
@@ -33,15 +36,15 @@ export async function findRepository(dir: string): Promise<Result<FoundRepositor
   const inside = await git(["rev-parse", "--is-inside-work-tree"], { cwd: dir, okCodes: [128] });
   if ("error" in inside) return inside;
   if (inside.ok.code !== 0 || inside.ok.stdout.trim() !== "true") return ok(null);
-  const paths = await git(["rev-parse", "--show-toplevel", "--absolute-git-dir"], { cwd: dir });
+  const paths = await git(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], { cwd: dir });
   if ("error" in paths) return paths;
-  const [top, gitDir] = paths.ok.stdout.trim().split("\n");
+  const [top, gitDir, common] = paths.ok.stdout.trim().split("\n");
   const head = await git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { cwd: dir, okCodes: [1] });
   if ("error" in head) return head;
   if (head.ok.code !== 0) return err("repo_no_commit", `the repository ${top} has no commit yet; commit its files first (git add -A && git commit -m "start"), then start the run again`);
   const branch = await git(["symbolic-ref", "--quiet", "--short", "HEAD"], { cwd: dir, okCodes: [1] });
   if ("error" in branch) return branch;
-  return ok({ top: top!, gitDir: gitDir!, head: head.ok.stdout.trim(), branch: branch.ok.code === 0 ? branch.ok.stdout.trim() : null });
+  return ok({ top: top!, gitDir: gitDir!, commonDir: path.resolve(dir, common!), head: head.ok.stdout.trim(), branch: branch.ok.code === 0 ? branch.ok.stdout.trim() : null });
 }
 
 /** The first entries of `git status` of a dirty tree (none: clean). */
@@ -104,7 +107,7 @@ export async function prepareRepository(req: RepoRequest, runId: string): Promis
     if ("error" in snap) return snap;
     start = snap.ok;
   }
-  return ok({ path: repo.top, branch, base_commit: repo.head, base_branch: repo.branch, start_commit: start, head_commit: start });
+  return ok({ path: repo.top, git_dir: repo.commonDir, branch, base_commit: repo.head, base_branch: repo.branch, start_commit: start, head_commit: start });
 }
 
 /** One line for progress: where the run works. */

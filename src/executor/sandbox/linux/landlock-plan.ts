@@ -79,7 +79,21 @@ export interface PlanInput {
 /** The writable roots of `policy` and the protected paths in them, as a plan needs them. */
 export function findPaths(policy: SandboxPolicy, tmpdir?: string): { roots: string[]; temp: string[]; readOnly: string[] } {
   const { roots, temp } = writableRoots(policy, tmpdir);
-  return { roots, temp, readOnly: protectedPaths(roots) };
+  return { roots, temp, readOnly: [...new Set([...protectedPaths(roots), ...readOnlyInside(policy, [...roots, ...temp])])] };
+}
+
+/**
+ * The policy's own read-only paths that exist inside a writable place (symlink-free): only
+ * those need a read-only bind, the others Landlock already keeps read-only.
+ */
+export function readOnlyInside(policy: SandboxPolicy, places: string[]): string[] {
+  if (policy.mode !== "workspace-write") return [];
+  const out: string[] = [];
+  for (const p of policy.read_only_paths ?? []) {
+    const r = real(p);
+    if (r !== undefined && places.some((place) => r === place || r.startsWith(`${place}${path.sep}`))) out.push(r);
+  }
+  return out;
 }
 
 function real(p: string): string | undefined {
