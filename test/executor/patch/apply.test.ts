@@ -252,6 +252,21 @@ describe("apply_patch", () => {
     });
   });
 
+  test("workspace-write refuses the policy's read_only_paths inside a root, all or nothing", async () => {
+    await withTmp(async (dir) => {
+      const root = path.join(dir, "root");
+      fs.mkdirSync(path.join(root, "index"), { recursive: true });
+      write(path.join(root, "run.json"), "{}\n");
+      const policy = { ...ws(root), read_only_paths: [path.join(root, "run.json"), path.join(root, "index")] };
+      for (const p of [patch("*** Update File: run.json", "-{}", "+{\"status\":\"complete\"}"), patch("*** Add File: ok.txt", "+ok", "*** Add File: index/claims.json", "+{}")]) {
+        const e = errOf(await apply(root, p, policy), "sandbox_denied");
+        assert.match(e.message, /is read-only in this sandbox/);
+      }
+      assert.equal(read(path.join(root, "run.json")), "{}\n");
+      assert.deepEqual(fs.readdirSync(root).sort(), ["index", "run.json"]);
+    });
+  });
+
   test("workspace-write refuses a target reached through a symlink that leaves the root", async () => {
     await withTmp(async (dir) => {
       const root = path.join(dir, "root");

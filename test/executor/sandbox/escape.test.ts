@@ -17,6 +17,7 @@ import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
 import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";
 import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
 import { skipBecause } from "../../support/skip.ts";
+import { orchestratorPaths } from "../../../src/infty/role-workspace.ts";
 import { exec, isAlive, startExecutor, waitUntil, write } from "../../support/executor.ts";
 
 const support = await probeSandbox();
@@ -179,6 +180,30 @@ for (const mechanism of mechanisms) {
           const r = await run(mode, `echo evil > .checkpoints.git/refs/heads/checkpoints 2>/dev/null; echo "ref:$?"; rm -rf .checkpoints.git 2>/dev/null; echo "rm:$?"`);
           assert.match(r.output, /ref:1\n[\s\S]*rm:1\n/);
           assert.equal(readFileSync(path.join(ws, ".checkpoints.git", "refs", "heads", "checkpoints"), "utf8"), "0".repeat(40) + "\n");
+          untouched();
+        });
+
+        test("an infty role: the orchestrator's files stay read-only though a writable root holds the run store; the model's own parts are writable", async () => {
+          const store = path.join(ws, "store");
+          const own: Record<string, string> = { "run.json": "{}\n", "events.jsonl": "{}\n", "lease.json": "{}\n", "index/claims.json": "{}\n", "memory/verifications.jsonl": "{}\n" };
+          for (const [rel, text] of Object.entries({ ...own, "index/README.md": "# index\n", "artifacts/.keep": "" })) {
+            mkdirSync(path.dirname(path.join(store, rel)), { recursive: true });
+            writeFileSync(path.join(store, rel), text);
+          }
+          const role: SandboxPolicy = { ...policy(mode), writable_roots: [ws], read_only_paths: orchestratorPaths(store) };
+          const files = Object.keys(own).join(" ");
+          const script = [
+            `cd store; for f in ${files}; do (echo x >> $f) 2>/dev/null; echo "append $f:$?"; (: > $f) 2>/dev/null; echo "trunc $f:$?"; rm -f $f 2>/dev/null; echo "rm $f:$?"; done`,
+            `(echo forged > /tmp/relay-escape-forged-$$.json; mv /tmp/relay-escape-forged-$$.json run.json) 2>/dev/null; echo "mv-over:$?"; rm -f /tmp/relay-escape-forged-$$.json`,
+            `(echo "- a" >> index/README.md) 2>/dev/null; echo "readme:$?"; (echo a > artifacts/a.txt) 2>/dev/null; echo "artifact:$?"`,
+          ].join("; ");
+          const r = await exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: role, yield_time_ms: 20_000 });
+          const writable = mode === "workspace-write";
+          for (const f of Object.keys(own)) assert.match(r.output, new RegExp(`append ${f}:1\ntrunc ${f}:1\nrm ${f}:[01]\n`), r.output);
+          assert.match(r.output, /mv-over:1\n/);
+          assert.match(r.output, writable ? /readme:0\nartifact:0\n/ : /readme:1\nartifact:1\n/);
+          for (const [rel, text] of Object.entries(own)) assert.equal(readFileSync(path.join(store, rel), "utf8"), text, `${rel} is unchanged`);
+          rmSync(store, { recursive: true, force: true });
           untouched();
         });
 

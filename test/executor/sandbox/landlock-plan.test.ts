@@ -8,6 +8,7 @@ import {
   Fs,
   handledFsFor,
   Net,
+  findPaths,
   planConfinement,
   PROTECTED_NAMES,
   protectedPaths,
@@ -106,6 +107,21 @@ describe("constants", () => {
 
   test("PROTECTED_NAMES are .git, .relay and an infty run's .checkpoints.git", () => {
     assert.deepEqual([...PROTECTED_NAMES].sort(), [".checkpoints.git", ".git", ".relay"]);
+  });
+
+  test("read_only_paths: only those that exist inside a writable root or temp dir need a read-only bind (symlink-free)", () => {
+    const root = realpathSync(tempDir());
+    const outside = realpathSync(tempDir());
+    for (const f of [path.join(root, "run.json"), path.join(outside, "run.json")]) writeFileSync(f, "{}");
+    mkdirSync(path.join(root, "index"));
+    symlinkSync(path.join(root, "index"), path.join(outside, "index-link"));
+    const read_only_paths = [path.join(root, "run.json"), path.join(outside, "run.json"), path.join(root, "missing.json"), path.join(outside, "index-link")];
+    const confined = findPaths({ mode: "workspace-write", writable_roots: [root], network: false, tmp_writable: false, read_only_paths });
+    assert.deepEqual(confined.readOnly.sort(), [path.join(root, "index"), path.join(root, "run.json")]);
+    // With /tmp writable, a file under it needs the bind as well.
+    const withTmp = findPaths({ mode: "workspace-write", writable_roots: [root], network: false, read_only_paths });
+    assert.ok(withTmp.readOnly.includes(path.join(outside, "run.json")));
+    assert.deepEqual(findPaths({ mode: "read-only", writable_roots: [root], network: false, read_only_paths }).readOnly, [], "read-only: Landlock keeps everything read-only already");
   });
 });
 

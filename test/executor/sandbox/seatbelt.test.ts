@@ -175,6 +175,16 @@ describe("seatbelt profile", () => {
     assert.equal(profile.match(/require-not/g)?.length, 2);
   });
 
+  test("the policy's read_only_paths are excluded from every writable root and temp dir", () => {
+    const p = policy("workspace-write", ["/ws"], { read_only_paths: ["/ws/store/run.json", "relative/ignored"] });
+    const { profile, params } = profileFor(p, { ...fakeFs([]), tmpdir: undefined });
+    assert.equal(params.READ_ONLY_0, "/ws/store/run.json");
+    assert.equal(Object.keys(params).filter((k) => k.startsWith("READ_ONLY_")).length, 1, "a relative path is dropped");
+    const writes = formsOf(profile, "file-write*").join(" ");
+    assert.ok(writes.includes('(require-all (subpath (param "WRITABLE_ROOT_0")) (require-not (subpath (param "READ_ONLY_0"))))'), writes);
+    assert.ok(writes.includes('(require-all (subpath (param "TEMP_DIR_0")) (require-not (subpath (param "READ_ONLY_0"))))'), writes);
+  });
+
   test("a symlinked .git is protected as the link and as its target", () => {
     const p = policy("workspace-write", ["/ws"], { tmp_writable: false });
     const { params } = profileFor(p, fakeFs(["/ws/.git"], { "/ws/.git": "/ws/gitdir" }));
