@@ -13,6 +13,7 @@ import { buildBinary } from "../../scripts/build.ts";
 import { SkillsListOutputSchema } from "../../src/session/skill-sources.ts";
 import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
 import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
+import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
 
 /** A copy of the binary alone in `dir`, as a download would leave it. */
 function loneCopy(bin: string, dir: string): string {
@@ -205,6 +206,13 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.ok((await (await fetch(`${url}/app.js`)).text()).length > 1000, "the page's script is embedded");
     child.kill("SIGINT");
     assert.equal(await exited, 0);
+  });
+
+  test("a lone copy with an empty home fixes a repository's failing test with relay infty run -C, under the default sandbox", { skip: process.platform !== "linux" && "the default sandbox is Linux only" }, async () => {
+    const home = path.join(dir, "repo-run-home");
+    mkdirSync(home);
+    const lone = loneCopy(bin, path.join(dir, "repo-run-lone"));
+    await repoRunFixesTheTest([lone], { PATH: "/usr/bin:/bin", HOME: home, RELAY_SANDBOX_SIMULATE: "no-bwrap" });
   });
 
   test("its executor's file tools glob with picomatch and read .gitignore with ignore (both bundled)", async () => {
