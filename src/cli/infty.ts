@@ -125,7 +125,8 @@ async function drive(o: DriveOptions, flags: CommonFlags): Promise<never> {
   process.on("SIGTERM", () => ctrl.abort());
   const r = await runInfty({ ...o, ...run, home: relayHome(), report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), structuredOutput: flags.structuredOutput !== false, maxTokens: flags.maxTokens, memories: sessionMemories });
   if ("error" in r) {
-    const usage = ["usage", "run_not_found", "run_not_created", "run_exists"].includes(r.error.code) || r.error.code.startsWith("invalid");
+    // Refusals before anything started (a bad id, a dirty tree, a taken branch, no git) are usage errors.
+    const usage = ["usage", "run_not_found", "run_not_created", "run_exists", "repo_dirty", "repo_no_commit", "not_a_repository", "branch_exists", "git_missing"].includes(r.error.code) || r.error.code.startsWith("invalid");
     fail(r.error.message, usage ? ExitCode.Usage : ExitCode.Failure);
   }
   const code = r.ok.status === "complete" ? ExitCode.Ok : r.ok.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Failure;

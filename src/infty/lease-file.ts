@@ -57,15 +57,15 @@ export class FileLease implements RunLease {
     return this.locked(async () => {
       const current = await this.read();
       if ("error" in current) return current;
-      const me = selfHolder();
       const prior = current.ok;
       const v = prior ? viewOf(prior) : ({ state: "free" } as const);
-      if (v.state === "held" && !sameHolder(v.record.holder, me)) {
+      // Held is held, also by this very process: two drivers in one process are two drivers.
+      if (v.state === "held") {
         const age = Math.round(v.heartbeatAgeMs / 1000);
         return err("run_live", `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago), and only one process may drive or change a run at a time. Watch it with: relay infty logs ${this.runId} --follow; or stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs; it stays resumable), then: ${then}`);
       }
       const now = new Date().toISOString();
-      const record: LeaseRecord = { version: 1, epoch: (prior?.epoch ?? 0) + 1, holder: me, acquired_at: now, heartbeat_at: now, released_at: null };
+      const record: LeaseRecord = { version: 1, epoch: (prior?.epoch ?? 0) + 1, holder: selfHolder(), acquired_at: now, heartbeat_at: now, released_at: null };
       await this.write(record);
       const tookOver = v.state === "stale" ? `took the run over from ${describeHolder(v.record.holder)} (${v.why})` : undefined;
       return ok(new FileGrant(this, record, tookOver));
