@@ -12,8 +12,13 @@ import { applyCommit, commitToApply } from "../../src/infty/repo/apply.ts";
 import { branchDiff, commitCheckout, ensureCheckout, prepareReview, rewindCheckout } from "../../src/infty/repo/checkout.ts";
 import { checkoutDir, reviewDir, type RepoRecord } from "../../src/infty/repo/record.ts";
 import { findRepository, prepareRepository } from "../../src/infty/repo/repository.ts";
-import type { RunMeta } from "../../src/infty/run-store.ts";
 import { gitIn, makeRepo, userCheckoutFingerprint, writeFiles } from "../support/git-repo.ts";
+import { runInfty } from "../../src/infty/orchestrator.ts";
+import { restoreRun } from "../../src/infty/restore.ts";
+import { listCheckpoints } from "../../src/infty/checkpoints.ts";
+import { RunStore } from "../../src/infty/run-store.ts";
+import { reply } from "../support/fake-model-server.ts";
+import { setup, sig } from "../support/infty-timeline.ts";
 
 function runDir(): { dir: string } & Disposable {
   const dir = mkdtempSync(path.join(os.tmpdir(), "relay-run-store-"));
@@ -175,7 +180,7 @@ describe("infty on a repository: the run's checkouts and commits", () => {
 });
 
 describe("relay infty apply", () => {
-  const meta = (rec: RepoRecord, deliverable: string | null) => ({ run_id: "r1", status: deliverable ? "complete" : "interrupted", repo: rec, deliverable: deliverable ? { path: "/x", summary: null, branch: rec.branch, commit: deliverable } : null }) as unknown as RunMeta;
+  const meta = (rec: RepoRecord, deliverable: string | null) => ({ run_id: "r1", status: deliverable ? "complete" : "interrupted", repo: rec, deliverable: deliverable ? { path: "/x", summary: null, branch: rec.branch, commit: deliverable } : null }) as unknown as RunStore["state"];
 
   test("the verified commit: a fast-forward, then 'already merged'; --no-ff makes a merge commit as the user", async () => {
     using repo = makeRepo({ "a.txt": "a\n" });
@@ -228,3 +233,55 @@ describe("relay infty apply", () => {
   });
 });
 
+
+describe("a run on a repository, restored and resumed", () => {
+  test("restore rewinds the run's branch and checkout to the checkpoint's commit (what they held kept on a ref); the resumed run commits on from there", async () => {
+    await using t = await setup();
+    using repo = makeRepo({ "answer.txt": "0\n" });
+    const dir = path.join(t.home, "infty", "rr");
+    const claim = path.join(dir, "memory/claims/a.json");
+    const write = (text: string) => reply().toolCall("exec_command", { cmd: `printf '${text}\\n' > answer.txt` });
+    const claimIt = reply().toolCall("exec_command", { cmd: `mkdir -p "$RELAY_RUN_STORE/memory/claims" && echo '{"claim":"answer.txt says 42"}' > "${claim}"` });
+    const readme = reply().toolCall("exec_command", { cmd: `printf '# a\\n## Manifest\\nnone\\n## How to verify\\ncat answer.txt\\n## Limitations\\nnone\\n' > "$RELAY_RUN_STORE/deliverable/README.md"` });
+    t.server.enqueue(
+      write("41"), claimIt, sig({ type: "verification_request", claim_path: "memory/claims/a.json" }),
+      sig({ verdict: "fail", reasons: ["41"], suggestions: [] }),
+      write("42"), sig({ type: "verification_request", claim_path: "memory/claims/a.json" }),
+      sig({ verdict: "pass", reasons: ["42"], suggestions: [] }),
+      readme, sig({ type: "final_delivery", deliverable_path: "deliverable", summary: "42" }),
+      sig({ verdict: "pass", reasons: ["42"], suggestions: [] }),
+    );
+    const first = await runInfty({ home: t.home, config: t.config, objective: "answer 42", runId: "rr", verifiers: 1, repo: { dir: repo.dir }, report: (e) => t.events.push(e), signal: new AbortController().signal });
+    assert.ok("ok" in first && first.ok.status === "complete", JSON.stringify(first));
+    const commits = gitIn(repo.dir, "log", "--format=%H", "relay/rr").split("\n");
+    assert.equal(commits.length, 3, "the base, the 41 claim, the 42 claim");
+    const [c42, c41] = commits;
+    assert.equal(first.ok.commit, c42);
+    const ckpts = await listCheckpoints(dir);
+    assert.ok("ok" in ckpts);
+    const afterFail = ckpts.ok.find((c) => c.summary.includes("fail (0/1 passed)"))!;
+    assert.equal(afterFail.repo_commit, c41);
+
+    const store = await RunStore.load(t.home, "rr");
+    assert.ok("ok" in store);
+    const restored = await restoreRun(store.ok, afterFail.id);
+    assert.ok("ok" in restored, JSON.stringify(restored));
+    assert.deepEqual({ ...restored.ok.repo, kept_at: undefined }, { branch: "relay/rr", commit: c41, kept_at: undefined });
+    assert.equal(gitIn(repo.dir, "rev-parse", "relay/rr"), c41);
+    assert.equal(readFileSync(path.join(checkoutDir(dir), "answer.txt"), "utf8"), "41\n");
+    assert.equal(gitIn(repo.dir, "rev-parse", restored.ok.repo!.kept_at!), c42, "the later commit stays reachable");
+    const after = await RunStore.load(t.home, "rr");
+    assert.ok("ok" in after && after.ok.state.repo?.head_commit === c41 && after.ok.state.status === "interrupted" && after.ok.state.deliverable === null);
+
+    t.server.enqueue(
+      write("42 again"), sig({ type: "verification_request", claim_path: "memory/claims/a.json" }),
+      sig({ verdict: "pass", reasons: ["42"], suggestions: [] }),
+      readme, sig({ type: "final_delivery", deliverable_path: "deliverable", summary: "42" }),
+      sig({ verdict: "pass", reasons: ["42"], suggestions: [] }),
+    );
+    const resumed = await runInfty({ home: t.home, config: t.config, runId: "rr", resume: true, report: (e) => t.events.push(e), signal: new AbortController().signal });
+    assert.ok("ok" in resumed && resumed.ok.status === "complete", JSON.stringify(resumed));
+    assert.equal(gitIn(repo.dir, "rev-parse", `${resumed.ok.commit}^`), c41, "the new work sits on the restored commit");
+    assert.equal(gitIn(repo.dir, "show", `${resumed.ok.commit}:answer.txt`), "42 again");
+  });
+});
