@@ -71,3 +71,14 @@ describe("npm run demo:infty", () => {
     assert.match(out, /\ndemo:infty FAILED: the run completed with every tool call succeeding/);
   });
 });
+
+describe("npm run demo:infty-repo", () => {
+  test("a run on a repository fixes its failing test on the run's branch; the demo checks the commit, the untouched checkout, the diff and the apply itself", { skip: skipBecause("npm run demo:infty-repo", support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}`) }, async () => {
+    const { code, out } = await runDemo({ RELAY_SANDBOX_SIMULATE: "no-bwrap" }, "scripts/demo-infty-repo.ts");
+    assert.equal(code, 0, out);
+    assert.match(out, /working on .*relay-demo-repo-\w+ in its own checkout .*\/checkout, branch relay\/demo-repo-/);
+    assert.match(out, /complete: verified deliverable accepted/);
+    assert.doesNotMatch(out, /✗/);
+    assert.match(out, /\ndemo:infty-repo passed: all 5 checks/);
+  });
+});
