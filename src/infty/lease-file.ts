@@ -10,7 +10,7 @@ import path from "node:path";
 import { parseJsonWith } from "../util/json.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { writeJsonAtomic } from "./durable.ts";
-import { describeHolder, LeaseRecordSchema, sameHolder, selfHolder, viewOf, type LeaseGrant, type LeaseRecord, type LeaseView, type RunLease } from "./lease.ts";
+import { describeHolder, LeaseHolderSchema, processGone, LeaseRecordSchema, sameHolder, selfHolder, viewOf, type LeaseGrant, type LeaseRecord, type LeaseView, type RunLease } from "./lease.ts";
 
 export const LEASE_FILE = "lease.json";
 const LOCK_FILE = "lease.lock";
@@ -20,6 +20,12 @@ const LOCK_STALE_MS = 10_000;
 const LOCK_WAIT_MS = 15_000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Whether the lock was left by a process of this host that is gone (killed while it held it). */
+async function lockHolderGone(lock: string): Promise<boolean> {
+  const holder = LeaseHolderSchema.safeParse(await readFile(lock, "utf8").then(JSON.parse, () => undefined).catch(() => undefined));
+  return holder.success && processGone(holder.data) !== undefined;
+}
 
 export class FileLease implements RunLease {
   constructor(
@@ -86,7 +92,7 @@ export class FileLease implements RunLease {
         if ((e as NodeJS.ErrnoException).code !== "EEXIST") return err("lease_failed", `cannot lock ${lock}: ${errorMessage(e)}`);
       }
       const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
-      if (age > LOCK_STALE_MS) await rm(lock, { force: true });
+      if (age > LOCK_STALE_MS || (await lockHolderGone(lock))) await rm(lock, { force: true });
       else if (Date.now() > deadline) return err("lease_busy", `${lock} has been held for ${Math.round(age / 1000)} s by another relay process; try again, or remove the file if no relay process runs on this run`);
       else await pause(10);
     }

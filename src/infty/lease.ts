@@ -92,13 +92,18 @@ export const sameHolder = (a: LeaseHolder, b: LeaseHolder) => a.pid === b.pid &&
  * heartbeat older than LEASE_STALE_MS does.
  */
 export function holderGone(record: LeaseRecord, now = Date.now(), staleMs = LEASE_STALE_MS): string | undefined {
-  const h = record.holder;
-  if (h.host === os.hostname()) {
-    if (!pidAlive(h.pid)) return `driver pid ${h.pid} gone`;
-    const start = processStart(h.pid);
-    if (h.start_time !== null && start !== null && start !== h.start_time) return `driver pid ${h.pid} gone (the pid now belongs to another process)`;
-  }
+  const gone = processGone(record.holder);
+  if (gone) return gone;
   if (now - Date.parse(record.heartbeat_at) >= staleMs) return `no heartbeat since ${record.heartbeat_at}`;
+  return undefined;
+}
+
+/** Why the holder's process is known to be gone (only on its own host), or undefined. */
+export function processGone(h: LeaseHolder): string | undefined {
+  if (h.host !== os.hostname()) return undefined;
+  if (!pidAlive(h.pid)) return `driver pid ${h.pid} gone`;
+  const start = processStart(h.pid);
+  if (h.start_time !== null && start !== null && start !== h.start_time) return `driver pid ${h.pid} gone (the pid now belongs to another process)`;
   return undefined;
 }
 

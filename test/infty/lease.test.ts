@@ -137,3 +137,14 @@ describe("a driver whose run is taken over", () => {
     assert.ok(!t.events.some((e) => e.type === "checkpoint" || e.type === "handoff"));
   });
 });
+
+test("a lock whose holder died a moment ago (killed while it held the lock) is broken at once", async () => {
+  using d = runDir();
+  const lock = path.join(d.dir, "lease.lock");
+  writeFileSync(lock, JSON.stringify({ ...selfHolder(), pid: deadPid() }));
+  // Dated in the future, the lock never grows old: only its dead holder lets the grant through.
+  const future = new Date(Date.now() + 3600_000);
+  utimesSync(lock, future, future);
+  const g = await new FileLease(d.dir, "r").acquire();
+  assert.ok("ok" in g, JSON.stringify(g));
+});
