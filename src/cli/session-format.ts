@@ -26,7 +26,8 @@ export function sessionCells(s: SessionSummary): { cells: string[]; text: string
   const started = localMinute(new Date(s.started_at));
   if (s.error !== null) return { cells: [started, "-", "-", "-"], text: `unreadable: ${s.error}` };
   const forked = s.forked_from_id ? `[fork of ${s.forked_from_id.slice(0, 8)}…] ` : "";
-  return { cells: [started, turnsText(s), s.model ?? "-", shortPath(s.cwd ?? "-")], text: forked + (s.first_prompt ?? "(no prompt)") };
+  const role = s.infty ? `[infty ${s.infty.run_id}: ${s.infty.role}] ` : s.source === "infty" ? "[infty role] " : "";
+  return { cells: [started, turnsText(s), s.model ?? "-", shortPath(s.cwd ?? "-")], text: role + forked + (s.first_prompt ?? "(no prompt)") };
 }
 
 /**

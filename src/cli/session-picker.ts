@@ -2,7 +2,7 @@
  * `relay run --resume` without an id, on a terminal: a numbered list of the newest sessions;
  * a number picks one, Enter the newest, q (or end of input) cancels.
  */
-import { listSessions, type SessionSummary } from "../rollout/summary.ts";
+import { listSessions, ownSessions, type SessionSummary } from "../rollout/summary.ts";
 import { alignRows, sessionCells } from "./session-format.ts";
 
 /** Sessions offered at most. */
@@ -25,7 +25,8 @@ export type PickResult = { picked: SessionSummary } | { none: "empty" | "cancell
 /** Lists the newest readable sessions on `output` and asks which to resume. */
 export async function pickSession(home: string, input: NodeJS.ReadableStream, output: NodeJS.WritableStream & { columns?: number }): Promise<PickResult> {
   // Unreadable files cannot be resumed: look a little further for readable ones.
-  const { sessions: recent } = await listSessions(home, { limit: PICKER_SIZE * 2 });
+  // An infty run's role sessions are its run's to continue (relay infty resume): not offered.
+  const { sessions: recent } = await listSessions(home, { limit: PICKER_SIZE * 2, filter: ownSessions });
   const sessions = recent.filter((s) => s.error === null).slice(0, PICKER_SIZE);
   if (sessions.length === 0) return { none: "empty" };
   const rows = alignRows(sessions.map(sessionCells), (output.columns ?? 120) - 6);

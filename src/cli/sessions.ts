@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
 import { relayHome, sessionsDir } from "../home/home.ts";
 import { findRollout } from "../rollout/find.ts";
-import { listSessions, type SessionList, type SessionSummary } from "../rollout/summary.ts";
+import { listSessions, ownSessions, type SessionList, type SessionSummary } from "../rollout/summary.ts";
 import { readTranscript, type SessionTranscript, type TranscriptEntry } from "../rollout/transcript.ts";
 import { LIST_HINT } from "../session/source.ts";
 import { alignRows, localMinute, outputWidth, sessionCells, shortPath } from "./session-format.ts";
@@ -18,15 +18,17 @@ const positiveInt = (v: string): number => {
 
 function listCommand() {
   return new Command("list")
-    .description("the saved sessions, newest first: id, start time, turns, model, cwd and first prompt")
+    .description("the saved sessions, newest first: id, start time, turns, model, cwd and first prompt (infty runs' role sessions are left out: --all or --source infty)")
     .addOption(new Option("--limit <n>", `sessions shown (default ${DEFAULT_LIST_LIMIT})`).argParser(positiveInt).conflicts("all"))
-    .option("--all", "show every session")
-    .option("--json", "print one JSON object: { sessions, total, more }")
+    .option("--all", "show every session, infty runs' role sessions too (marked with their run and role)")
+    .option("--source <name>", "only sessions of this source: cli, exec, infty (a run's roles), or another program's")
+    .option("--json", "print one JSON object: { sessions, total, more, hidden }")
     .action(async (opts) => {
       const home = relayHome();
-      const list = await listSessions(home, { limit: opts.all ? undefined : (opts.limit ?? DEFAULT_LIST_LIMIT) });
+      const filter = opts.source !== undefined ? (s: SessionSummary) => s.source === opts.source : opts.all ? undefined : ownSessions;
+      const list = await listSessions(home, { limit: opts.all ? undefined : (opts.limit ?? DEFAULT_LIST_LIMIT), filter });
       if (opts.json) process.stdout.write(JSON.stringify(list) + "\n");
-      else process.stdout.write(listText(list, sessionsDir(home), outputWidth(process.stdout)));
+      else process.stdout.write(listText(list, sessionsDir(home), outputWidth(process.stdout), opts.source));
     });
 }
 
@@ -35,11 +37,13 @@ function listRow(s: SessionSummary): { cells: string[]; text: string } {
   return { cells: [s.id, ...r.cells], text: r.text };
 }
 
-function listText(list: SessionList, dir: string, width: number): string {
+function listText(list: SessionList, dir: string, width: number, source: string | undefined): string {
   if (list.total === 0) return `no sessions yet (relay run saves them under ${dir})\n`;
+  const hidden = list.hidden > 0 && source === undefined ? `(${list.hidden} session${list.hidden === 1 ? "" : "s"} of infty runs' roles left out: --all or --source infty; continue a run with relay infty resume <run-id>)\n` : "";
+  if (list.sessions.length === 0) return `${source !== undefined ? `no sessions of source ${source}` : "no sessions of your own yet"} among the ${list.total} in ${dir}\n${hidden}`;
   const rows = alignRows(list.sessions.map(listRow), width);
   const more = list.more > 0 ? `… ${list.more} more (--limit N or --all to see them)\n` : "";
-  return rows.join("\n") + "\n" + more;
+  return rows.join("\n") + "\n" + more + hidden;
 }
 
 function showCommand() {
@@ -109,6 +113,7 @@ Resume one with relay run --resume <id> "next request", or branch off with relay
 
 Examples:
   relay sessions list
+  relay sessions list --source infty     (the sessions of infty runs' roles)
   relay sessions list --json --all
   relay sessions show last
   relay sessions show 0199cccc-44`);

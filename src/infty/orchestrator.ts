@@ -403,6 +403,7 @@ class InftyRun {
       model: this.o.modelFor?.(role, resume ? () => history() : undefined),
       approver: nonInteractiveApprover,
       source: "infty",
+      infty: { runId: this.store.id, role },
       memories: this.o.memories,
       extraInstructions: [rolePrompt(role), `## Where you work\n${ws.where}`, `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`],
       emit: (e) => {

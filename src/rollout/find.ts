@@ -4,6 +4,7 @@ import path from "node:path";
 import { err, ok, type Result } from "../util/result.ts";
 import { sessionsDir } from "../home/home.ts";
 import { readSessionMeta } from "./reader.ts";
+import { isRoleSession } from "./schema.ts";
 
 export interface RolloutFile {
   path: string;
@@ -71,6 +72,18 @@ export async function* walkRollouts(home: string): AsyncGenerator<RolloutFile> {
   }
 }
 
+/**
+ * `last`: the newest session that is not an infty run's role (those belong to their run). A
+ * file whose head cannot be read still counts, so that resuming it says what is wrong with it.
+ */
+async function newestOwnSession(home: string): Promise<RolloutFile | undefined> {
+  for await (const f of walkRollouts(home)) {
+    const meta = await readSessionMeta(f.path);
+    if ("error" in meta || !isRoleSession(meta.ok)) return f;
+  }
+  return undefined;
+}
+
 const MIN_PREFIX = 8;
 
 function describe(files: RolloutFile[]): string {
@@ -78,7 +91,7 @@ function describe(files: RolloutFile[]): string {
 }
 
 /**
- * Resolves `last` (the newest session), a full session id, a unique id prefix of at least 8
+ * Resolves `last` (the newest session that is not an infty run's role), a full session id, a unique id prefix of at least 8
  * characters, or a path to a rollout file. `listHint` (e.g. a CLI command) is added to
  * not-found messages.
  */
@@ -87,8 +100,8 @@ export async function findRollout(home: string, idOrLast: string, opts: { listHi
   const hint = opts.listHint ? ` (list sessions with ${opts.listHint})` : "";
   const dir = sessionsDir(home);
   if (q === "last") {
-    const [newest] = await listRollouts(home, { limit: 1 });
-    if (!newest) return err("session_not_found", `there are no sessions in ${dir} yet`, { dir });
+    const newest = await newestOwnSession(home);
+    if (!newest) return err("session_not_found", `there are no sessions in ${dir} yet (infty runs' role sessions do not count: relay infty list shows the runs)`, { dir });
     return ok(newest);
   }
   if (q.endsWith(".jsonl") || q.includes("/") || q.includes(path.sep)) return fromPath(q);

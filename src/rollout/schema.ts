@@ -17,7 +17,21 @@ export const GitInfoSchema = lazySchema(() => z.looseObject({
 export type GitInfo = z.infer<typeof GitInfoSchema>;
 
 /** Relay writes one of these strings; Codex may also write other strings or an object (sub-agents). */
-export const RELAY_SESSION_SOURCES = ["cli", "exec", "subagent"] as const;
+export const RELAY_SESSION_SOURCES = ["cli", "exec", "subagent", "infty"] as const;
+
+/** The source of an infty run's role sessions: driven by their run, left out of `relay run`'s choices. */
+export const INFTY_SOURCE = "infty";
+
+/** Whether a session is an infty run's role (its run drives it, not `relay run`). */
+export function isRoleSession(meta: { source?: unknown; infty?: unknown }): boolean {
+  return meta.source === INFTY_SOURCE || (meta.infty !== undefined && meta.infty !== null);
+}
+
+/** What to tell someone who wants to continue a role session with `relay run`. */
+export function roleSessionRefusal(meta: { id: string; infty?: { run_id: string; role: string } | null }): string {
+  if (meta.infty) return `session ${meta.id} is the ${meta.infty.role} of infty run ${meta.infty.run_id}; its run drives it: relay infty resume ${meta.infty.run_id}`;
+  return `session ${meta.id} is a role of an infty run, which drives it: find the run with relay infty list and continue it with relay infty resume <run-id>`;
+}
 export type RelaySessionSource = (typeof RELAY_SESSION_SOURCES)[number];
 export const SessionSourceSchema = lazySchema(() => z.union([z.string(), z.record(z.string(), z.unknown())]));
 
@@ -43,6 +57,8 @@ export const SessionMetaSchema = lazySchema(() => z.preprocess(
     forked_from_path: z.string().nullish(),
     forked_from_lines: z.number().int().nonnegative().nullish(),
     git: GitInfoSchema.nullish(),
+    /** Relay's own: the infty run and role this session belongs to (source "infty"). */
+    infty: z.looseObject({ run_id: z.string(), role: z.string() }).nullish(),
   }),
 ));
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;

@@ -16,7 +16,7 @@ import { oneLine } from "../util/clip.ts";
 import { listRollouts, type RolloutFile } from "./find.ts";
 import { streamRollout, type RolloutEntry } from "./reader.ts";
 import { countLinesOfType, readLineAt } from "./scan.ts";
-import { TurnContextLineSchema, type RolloutLine, type SessionMeta } from "./schema.ts";
+import { INFTY_SOURCE, TurnContextLineSchema, type RolloutLine, type SessionMeta } from "./schema.ts";
 
 export const SessionSummarySchema = lazySchema(() => z.object({
   id: z.string(),
@@ -33,6 +33,9 @@ export const SessionSummarySchema = lazySchema(() => z.object({
   turns_complete: z.boolean(),
   originator: z.string().nullable(),
   forked_from_id: z.string().nullable(),
+  /** Who started it: cli, exec, infty (a run's role; `infty` says which), or another program's word. */
+  source: z.string().nullable(),
+  infty: z.object({ run_id: z.string(), role: z.string() }).nullable(),
   /** Why the file cannot be read as a rollout; every field but id, path and started_at is then null. */
   error: z.string().nullable(),
 }));
@@ -42,8 +45,10 @@ export const SessionListSchema = lazySchema(() => z.object({
   sessions: z.array(SessionSummarySchema),
   /** Rollout files found in all. */
   total: z.number().int(),
-  /** Files left out by the limit. */
+  /** Files not looked at because the limit was reached (some may be sessions the filter leaves out). */
   more: z.number().int(),
+  /** Sessions looked at and left out by the filter (infty runs' role sessions, by default). */
+  hidden: z.number().int(),
 }));
 export type SessionList = z.infer<typeof SessionListSchema>;
 
@@ -54,17 +59,45 @@ const PROMPT_CHARS = 200;
 /** Files summarised at the same time. */
 const PARALLEL = 8;
 
-/** The newest `limit` sessions (all without one), summarised, and how many there are. */
-export async function listSessions(home: string, opts: { limit?: number } = {}): Promise<SessionList> {
+/** Which sessions a listing shows. */
+export type SessionFilter = (s: SessionSummary) => boolean;
+
+/** The default: everything but infty runs' role sessions (their run drives them). An unreadable file is shown, with why. */
+export const ownSessions: SessionFilter = (s) => s.source !== INFTY_SOURCE && s.infty === null;
+
+/**
+ * The newest `limit` sessions that pass `filter` (all without a limit), summarised, newest
+ * first. Files are summarised a batch at a time until enough pass, so a listing reads only
+ * the heads of the files it looks at.
+ */
+export async function listSessions(home: string, opts: { limit?: number; filter?: SessionFilter } = {}): Promise<SessionList> {
   const files = await listRollouts(home);
-  const shown = opts.limit === undefined ? files : files.slice(0, opts.limit);
-  const sessions: SessionSummary[] = new Array(shown.length);
+  const limit = opts.limit ?? Infinity;
+  const sessions: SessionSummary[] = [];
+  let looked = 0;
+  let hidden = 0;
+  while (sessions.length < limit && looked < files.length) {
+    // Enough for the rest of the page if none is left out (at least PARALLEL, read together).
+    const batch = await summarizeAll(files.slice(looked, looked + Math.max(PARALLEL, limit - sessions.length)));
+    for (const s of batch) {
+      looked++;
+      if (opts.filter && !opts.filter(s)) hidden++;
+      else sessions.push(s);
+      if (sessions.length === limit) break;
+    }
+  }
+  return { sessions, total: files.length, more: files.length - looked, hidden };
+}
+
+/** Summaries of `files`, in their order, PARALLEL at a time. */
+async function summarizeAll(files: RolloutFile[]): Promise<SessionSummary[]> {
+  const out: SessionSummary[] = new Array(files.length);
   let next = 0;
   const worker = async () => {
-    for (let i = next++; i < shown.length; i = next++) sessions[i] = await summarizeRollout(shown[i]!);
+    for (let i = next++; i < files.length; i = next++) out[i] = await summarizeRollout(files[i]!);
   };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, shown.length) }, worker));
-  return { sessions, total: files.length, more: files.length - shown.length };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, files.length) }, worker));
+  return out;
 }
 
 export async function summarizeRollout(f: RolloutFile): Promise<SessionSummary> {
@@ -79,12 +112,21 @@ export async function summarizeRollout(f: RolloutFile): Promise<SessionSummary> 
     turns_complete: true,
     originator: null,
     forked_from_id: null,
+    source: null,
+    infty: null,
     error: null,
   };
   const head = await readHead(f.path);
   if ("reason" in head) return { ...blank, error: head.reason };
   const { meta, prompt } = head;
-  const fromMeta = { cwd: meta.cwd, originator: meta.originator, forked_from_id: meta.forked_from_id ?? null, first_prompt: prompt ? oneLine(prompt, PROMPT_CHARS) : null };
+  const fromMeta = {
+    cwd: meta.cwd,
+    originator: meta.originator,
+    forked_from_id: meta.forked_from_id ?? null,
+    first_prompt: prompt ? oneLine(prompt, PROMPT_CHARS) : null,
+    source: typeof meta.source === "string" ? meta.source : JSON.stringify(meta.source),
+    infty: meta.infty ? { run_id: meta.infty.run_id, role: meta.infty.role } : null,
+  };
   try {
     const turns = await countLinesOfType(f.path, "turn_context", TURN_SCAN_BYTES);
     const model = turns.lastLineAt === undefined ? null : await modelAt(f.path, turns.lastLineAt);

@@ -87,6 +87,8 @@ export interface SessionRunOptions {
   readOnlyPaths?: string[];
   /** Variables added to every command's environment (e.g. RELAY_RUN_STORE for infty roles). */
   env?: Record<string, string>;
+  /** The infty run and role this session is (recorded in its session_meta; `source` is then "infty"). */
+  infty?: { runId: string; role: string };
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
   projectDocs?: boolean;
   /** Offer the local skills ($RELAY_HOME/skills, the repository's .relay/skills; default true). */
@@ -256,6 +258,7 @@ function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: s
     wire_api: wireApiOf(model.provider),
     base_instructions: { text: BASE_INSTRUCTIONS },
     executor: { name: started.name, hostname: started.info.hostname },
+    ...(o.infty ? { infty: { run_id: o.infty.runId, role: o.infty.role } } : {}),
   });
 }
 

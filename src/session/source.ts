@@ -9,6 +9,7 @@ import type { ResponseItem } from "../model/items.ts";
 import { findRollout } from "../rollout/find.ts";
 import { forkRollout, type ForkSource } from "../rollout/fork.ts";
 import { readRollout } from "../rollout/reader.ts";
+import { INFTY_SOURCE, isRoleSession, roleSessionRefusal } from "../rollout/schema.ts";
 import { RELAY_ORIGINATOR, RolloutWriter, type NewSessionMeta } from "../rollout/writer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { pendingWorkIn } from "./agent.ts";
@@ -30,6 +31,8 @@ export interface SourceOptions {
   fork?: string;
   /** The prompt of the first turn; without one a fork needs an unfinished turn to continue. */
   firstPrompt?: string;
+  /** The new session's source: only an infty run (`infty`) may continue its roles' sessions. */
+  source?: string;
   emit: EmitEvent;
 }
 
@@ -43,6 +46,8 @@ export async function findSource(o: SourceOptions): Promise<Result<Resumed | und
   if ("error" in found) return found;
   const r = await readRollout(found.ok.path);
   if ("error" in r) return r;
+  // An infty role's session is driven by its run; continuing it here would write into the run.
+  if (isRoleSession(r.ok.meta) && o.source !== INFTY_SOURCE) return err("session_of_infty_run", roleSessionRefusal({ id: r.ok.meta.id, infty: r.ok.meta.infty }));
   for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
   const resumed: Resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
   const foreign = r.ok.meta.originator !== RELAY_ORIGINATOR;

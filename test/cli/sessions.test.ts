@@ -45,7 +45,7 @@ describe("relay sessions", () => {
     assert.match(r.stdout, /^no sessions yet/);
     const j = await relay(h, ["sessions", "list", "--json"]);
     assert.equal(j.status, 0, j.stderr);
-    assert.deepEqual(listJson(j.stdout), { sessions: [], total: 0, more: 0 });
+    assert.deepEqual(listJson(j.stdout), { sessions: [], total: 0, more: 0, hidden: 0 });
   });
 
   test("after two runs: newest first, with id, time, cwd, first prompt, model and turns", async () => {
