@@ -2,15 +2,8 @@
 import type { Command } from "@commander-js/extra-typings";
 import { listCheckpoints, type Checkpoint } from "../infty/checkpoints.ts";
 import { restoreRun, type RestoreOutcome } from "../infty/restore.ts";
-import { RunStore } from "../infty/run-store.ts";
-import { relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
-
-async function loadRun(runId: string): Promise<RunStore> {
-  const r = await RunStore.load(relayHome(), runId);
-  if ("error" in r) fail(r.error.message, ExitCode.Usage);
-  return r.ok;
-}
+import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
 
 const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = { handoff: "handoff", verification_pass: "verification pass", delivery: "delivery", resume: "resume" };
 
@@ -24,10 +17,11 @@ export function addCheckpoints(infty: Command) {
   infty
     .command("checkpoints")
     .description("list a run's checkpoints (one after every handoff; oldest first)")
-    .argument("<run-id>")
-    .option("--json", "print JSON: [{id, at, trigger, summary, turn, handoff, commit}]")
-    .action(async (runId, opts) => {
-      const store = await loadRun(runId);
+    .argument("<run-id>", RUN_ARG_HELP)
+    .option("--json", "print JSON: [{id, at, trigger, summary, turn, handoff, commit, repo_commit?}]")
+    .action(async (ref, opts) => {
+      const store = await loadRun(ref);
+      const runId = store.id;
       const list = await listCheckpoints(store.dir);
       if ("error" in list) fail(list.error.message, ExitCode.Failure);
       if (opts.json) {
@@ -53,7 +47,7 @@ export function addRestore(infty: Command) {
   infty
     .command("restore")
     .description("rewind a stopped run to a checkpoint: its files, its state and the roles' conversations")
-    .argument("<run-id>")
+    .argument("<run-id>", RUN_ARG_HELP)
     .argument("<checkpoint>", "a checkpoint id from `relay infty checkpoints <run-id>` (ckpt-0003, or 3)")
     .option("--json", "print the outcome as JSON")
     .addHelpText(
@@ -65,8 +59,9 @@ its size at the checkpoint, the cut-off rest kept next to it in <rollout>.after-
 Then \`relay infty resume <run-id>\` continues from there. A live run is refused (stop it first).
 A restore cut short by a crash is finished by running it again, or by \`relay infty resume\`.`,
     )
-    .action(async (runId, checkpoint, opts) => {
-      const store = await loadRun(runId);
+    .action(async (ref, checkpoint, opts) => {
+      const store = await loadRun(ref);
+      const runId = store.id;
       const r = await restoreRun(store, checkpoint);
       if ("error" in r) fail(r.error.message, r.error.code === "unknown_checkpoint" ? ExitCode.Usage : ExitCode.Failure);
       process.stdout.write(opts.json ? JSON.stringify({ checkpoint: r.ok.checkpoint, rollouts: r.ok.rollouts }, null, 2) + "\n" : renderRestore(runId, r.ok));

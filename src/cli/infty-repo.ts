@@ -6,14 +6,13 @@
 import { Command, type OptionValues } from "@commander-js/extra-typings";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { relayHome } from "../home/home.ts";
 import { runLiveness } from "../infty/liveness.ts";
 import { applyCommit, commitToApply } from "../infty/repo/apply.ts";
 import { branchDiff } from "../infty/repo/checkout.ts";
 import { shortCommit } from "../infty/repo/record.ts";
 import type { RepoRequest } from "../infty/repo/repository.ts";
-import { RunStore } from "../infty/run-store.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
 
 export interface RepoFlags {
   /** A path (-C), or false (--no-repo). */
@@ -50,17 +49,12 @@ export function repoRequest(f: RepoFlags): RepoRequest | undefined {
   return { dir, ...(f.branch !== undefined ? { branch: f.branch } : {}), ...(f.includeUncommitted ? { includeUncommitted: true } : {}) };
 }
 
-async function loadRun(runId: string): Promise<RunStore> {
-  const r = await RunStore.load(relayHome(), runId);
-  if ("error" in r) fail(r.error.message, ExitCode.Usage);
-  return r.ok;
-}
 
 export function addDiff(infty: Command) {
   infty
     .command("diff")
     .description("print what a run on a repository changed: its branch from its start to its newest commit (the verified one once delivered)")
-    .argument("<run-id>")
+    .argument("<run-id>", RUN_ARG_HELP)
     .option("--stat", "a summary of the changed files instead of the patch")
     .action(async (runId, opts) => {
       const store = await loadRun(runId);
@@ -77,7 +71,7 @@ export function addApply(infty: Command) {
   infty
     .command("apply")
     .description("merge a run's verified commit into the branch your checkout is on (a fast-forward, else a merge commit); refused on a dirty tree or a conflict, changing nothing")
-    .argument("<run-id>")
+    .argument("<run-id>", RUN_ARG_HELP)
     .option("--no-ff", "always make a merge commit")
     .option("--unverified", "merge the branch's newest commit although no Verifier passed it as a delivery")
     .option("--json", "print the outcome as JSON")

@@ -19,6 +19,7 @@ import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
 import { addServe } from "./infty-serve.ts";
 import { addNote, addStop } from "./infty-operator.ts";
 import { addApply, addDiff, repoOptions, repoRequest } from "./infty-repo.ts";
+import { loadRun, runArg, RUN_ARG_HELP } from "./infty-run-arg.ts";
 import { runLiveness, shownStatus } from "../infty/liveness.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
@@ -227,9 +228,10 @@ function addResume(infty: Parent) {
   const cmd = infty
     .command("resume")
     .description("continue a run after a crash, Ctrl-C or an exhausted budget; it keeps the models, tools and budgets it recorded unless a flag changes them")
-    .argument("<run-id>", "the run to continue")
+    .argument("<run-id>", `the run to continue: ${RUN_ARG_HELP}`)
     .option("--max-turns <n>", "raise the turn budget", wholeNumber("--max-turns", 1, MAX_TURNS));
-  modelOptions(budgetOptions(cmd, false)).addHelpText("after", ROLE_HELP).action(async (runId, opts) => {
+  modelOptions(budgetOptions(cmd, false)).addHelpText("after", ROLE_HELP).action(async (ref, opts) => {
+    const runId = await runArg(ref);
     const maxWallMs = opts.maxWall ?? opts.maxHours ?? opts.maxWallMinutes;
     const roleTimeoutMs = opts.roleTimeout ?? opts.roleTimeoutMinutes;
     await drive({ runId, resume: true, maxTurns: opts.maxTurns, maxWallMs, roleTimeoutMs }, opts);
@@ -241,17 +243,16 @@ function addStatus(infty: Parent) {
     .command("status")
     .alias("show")
     .description("show a run's state, budgets and each role's model and tools")
-    .argument("<run-id>")
+    .argument("<run-id>", RUN_ARG_HELP)
     .option("--json", "print run.json")
-    .action(async (runId, opts) => {
-      const r = await RunStore.load(relayHome(), runId);
-      if ("error" in r) fail(r.error.message, ExitCode.Usage);
-      const s = r.ok.state;
+    .action(async (ref, opts) => {
+      const store = await loadRun(ref);
+      const s = store.state;
       if (opts.json) {
         process.stdout.write(JSON.stringify(s, null, 2) + "\n");
         return;
       }
-      process.stdout.write(statusLines(s, r.ok.dir, await runLiveness(r.ok.dir, s)).join("\n") + "\n");
+      process.stdout.write(statusLines(s, store.dir, await runLiveness(store.dir, s)).join("\n") + "\n");
     });
 }
 
@@ -284,13 +285,12 @@ function addLogs(infty: Parent) {
   infty
     .command("logs")
     .description("print a run's event log (events.jsonl)")
-    .argument("<run-id>")
+    .argument("<run-id>", RUN_ARG_HELP)
     .option("--json", "print the raw JSON lines")
     .option("-n, --lines <n>", "only the last N events", wholeNumber("--lines"))
-    .action(async (runId, opts) => {
-      const r = await RunStore.load(relayHome(), runId);
-      if ("error" in r) fail(r.error.message, ExitCode.Usage);
-      const file = path.join(r.ok.dir, "events.jsonl");
+    .action(async (ref, opts) => {
+      const store = await loadRun(ref);
+      const file = path.join(store.dir, "events.jsonl");
       const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
       for (const line of opts.lines ? lines.slice(-opts.lines) : lines) {
         if (opts.json) {
