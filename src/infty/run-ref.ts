@@ -41,10 +41,8 @@ export async function resolveRunRef(home: string, ref: string): Promise<Result<s
   const ids = await runIds(root);
   const newest = ref === "last" ? (await RunStore.list(home)).runs[0]?.run_id : undefined;
   const picked = pickRun(ref, ids, newest);
-  // An id no run has: the store's own message says how to start it (or that it was never created).
-  if ("error" in picked && picked.error.code === "run_not_found" && ref !== "last" && "ok" in validateRunId(ref)) {
-    const loaded = await RunStore.load(home, ref);
-    if ("error" in loaded) return loaded;
-  }
-  return picked;
+  if (!("error" in picked) || picked.error.code !== "run_not_found" || ref === "last") return picked;
+  // An id no run has: the store says why (not a valid id; never created, and how to start it).
+  const loaded = await RunStore.load(home, ref);
+  return "error" in loaded ? loaded : picked;
 }
