@@ -20,6 +20,7 @@ export interface InftyFlags {
   model?: string;
   provider?: string;
   baseUrl?: string;
+  apiKeyEnv?: string;
   script?: string;
   sandbox?: string;
   sandboxMechanism?: string;
@@ -46,6 +47,7 @@ function globalFlags(f: InftyFlags): ConfigOverrides {
     model: f.model ?? (f.script ? "scripted" : undefined),
     provider: f.provider,
     base_url: f.baseUrl,
+    api_key_env: f.apiKeyEnv,
     sandbox_mode: f.sandbox,
     sandbox_mechanism: f.sandboxMechanism,
     sandbox_best_effort: f.sandboxBestEffort,

@@ -27,6 +27,7 @@ function modelOptions<A extends unknown[], O extends OptionValues, G extends Opt
     .option("-m, --model <name>", "model for every role without one of its own (config: model)")
     .addOption(new Option("--provider <provider>", "model API for every role (config: model_provider)").choices(ModelProviderSchema.options))
     .option("--base-url <url>", "API base URL for every role, e.g. http://localhost:11434/v1 for Ollama (config: base_url)")
+    .option("--api-key-env <name>", "environment variable that holds the API key, for every role without key-env= of its own (config: api_key_env; default OPENAI_API_KEY)")
     .option("--solver-model <spec>", `the Solver's model: ${ROLE_SPEC_HELP} (config: [infty.roles.solver])`, roleModel("--solver-model"))
     .option("--director-model <spec>", `the Director's model, as --solver-model (config: [infty.roles.director])`, roleModel("--director-model"))
     .option("--verifier-model <spec>", "a Verifier's model, as --solver-model; repeatable: Verifier i gets the i-th, the last repeats (config: [infty.roles.verifier])", roleModels("--verifier-model"))

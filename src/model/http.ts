@@ -282,7 +282,7 @@ async function httpFailure(res: Response, opts: TransportOptions, url: string): 
     const source = opts.apiKey ? `the key in use was rejected` : `no API key was sent`;
     return new ModelError(
       "auth",
-      `${opts.baseUrl} refused the request (HTTP ${status}: ${detail}); ${source}. Set a valid API key in the ${env} environment variable, or name another variable with the model setting apiKeyEnv.`,
+      `${opts.baseUrl} refused the request (HTTP ${status}: ${detail}); ${source}. Set a valid API key in the ${env} environment variable, or name the variable that holds it with --api-key-env NAME (config.toml: api_key_env).`,
       status,
     );
   }
