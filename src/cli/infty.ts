@@ -3,7 +3,6 @@ import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { sessionMemories } from "../memories/read.ts";
-import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { runInfty, type InftyEvent, type InftyOptions } from "../infty/orchestrator.ts";
 import { ROLE_SPEC_HELP } from "../infty/role-models.ts";
@@ -19,6 +18,7 @@ import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
 import { addServe } from "./infty-serve.ts";
 import { addNote, addStop } from "./infty-operator.ts";
 import { addApply, addDiff, repoOptions, repoRequest } from "./infty-repo.ts";
+import { addLogs } from "./infty-logs.ts";
 import { loadRun, runArg, RUN_ARG_HELP } from "./infty-run-arg.ts";
 import { runLiveness, shownStatus } from "../infty/liveness.ts";
 
@@ -278,33 +278,6 @@ function addList(infty: Parent) {
       for (const r of runs) {
         const status = shownStatus(r, await runLiveness(path.join(RunStore.runsRoot(relayHome()), r.run_id), r));
         process.stdout.write(`${r.run_id}\t${status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
-      }
-    });
-}
-
-function addLogs(infty: Parent) {
-  infty
-    .command("logs")
-    .description("print a run's event log (events.jsonl)")
-    .argument("<run-id>", RUN_ARG_HELP)
-    .option("--json", "print the raw JSON lines")
-    .option("-n, --lines <n>", "only the last N events", wholeNumber("--lines"))
-    .action(async (ref, opts) => {
-      const store = await loadRun(ref);
-      const file = path.join(store.dir, "events.jsonl");
-      const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-      for (const line of opts.lines ? lines.slice(-opts.lines) : lines) {
-        if (opts.json) {
-          process.stdout.write(line + "\n");
-          continue;
-        }
-        try {
-          const e = JSON.parse(line) as Record<string, unknown>;
-          const { at, type, ...rest } = e;
-          process.stdout.write(`${at} ${type} ${Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v.replace(/\n/g, " ").slice(0, 160) : JSON.stringify(v)}`).join(" ")}\n`);
-        } catch {
-          process.stdout.write(`(unreadable line) ${line.slice(0, 160)}\n`);
-        }
       }
     });
 }

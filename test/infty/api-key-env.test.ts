@@ -10,7 +10,7 @@ import { runRelayAsync } from "../support/self.ts";
 describe("relay infty run --api-key-env", () => {
   test("a missing variable is named (exit 2, nothing started); a set one is sent by every role and recorded", async () => {
     await using t = await setup();
-    const env = { ...process.env, RELAY_HOME: t.home };
+    const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: t.home };
     delete env.RELAY_TEST_INFTY_KEY;
     const remote = await runRelayAsync(["infty", "run", "--no-repo", "--api-key-env", "RELAY_TEST_INFTY_KEY", "--base-url", "https://api.example.invalid/v1", "-m", "m", "x"], env);
     assert.equal(remote.status, 2, remote.stderr);
