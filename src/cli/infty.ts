@@ -8,7 +8,6 @@ import { runInfty, type InftyEvent, type InftyOptions } from "../infty/orchestra
 import { ROLE_SPEC_HELP } from "../infty/role-models.ts";
 import { MAX_WALL_MS, RunStore, validateRunId, type RunMeta } from "../infty/run-store.ts";
 import { relayHome } from "../home/home.ts";
-import { activityLines } from "../infty/activity.ts";
 import { inftyRunConfig, type InftyFlags } from "./infty-config.ts";
 import { duration, roleModel, roleModels, wholeNumber } from "./infty-flags.ts";
 import { statusLines } from "./infty-status.ts";
@@ -19,6 +18,7 @@ import { addServe } from "./infty-serve.ts";
 import { addNote, addStop } from "./infty-operator.ts";
 import { addApply, addDiff, repoOptions, repoRequest } from "./infty-repo.ts";
 import { addLogs } from "./infty-logs.ts";
+import { ProgressLines } from "./infty-progress.ts";
 import { loadRun, runArg, RUN_ARG_HELP } from "./infty-run-arg.ts";
 import { runLiveness, shownStatus } from "../infty/liveness.ts";
 
@@ -55,48 +55,12 @@ function budgetOptions<A extends unknown[], O extends OptionValues, G extends Op
 
 type CommonFlags = InftyFlags & { failOnToolError?: boolean; json?: boolean; structuredOutput?: boolean; maxTokens?: number };
 
-function reporter(json: boolean): (e: InftyEvent) => void {
+/** Progress lines on stderr (or one JSON event a line on stdout); the deliverable's path goes to stdout. */
+function reporter(json: boolean, progress: ProgressLines): (e: InftyEvent) => void {
   if (json) return (e) => process.stdout.write(JSON.stringify(e) + "\n");
-  const tag = (id: string) => `[infty ${id}]`;
-  let runId = "";
   return (e) => {
-    const w = (s: string) => process.stderr.write(`${tag(runId)} ${s}\n`);
-    switch (e.type) {
-      case "run_started":
-        runId = e.run_id;
-        w(`${e.resumed ? "resumed" : "started"} in ${e.dir}`);
-        if (e.repo) w(`working on ${e.repo.path} in its own checkout ${e.repo.checkout}, branch ${e.repo.branch} (your checkout is not touched)`);
-        return;
-      case "role_event":
-        if (e.event.type === "tool_call") w(`${e.role} ▸ ${e.event.name}: ${e.event.display.split("\n")[0]!.slice(0, 120)}`);
-        else if (e.event.type === "tool_result") w(`${e.role} ✗ ${e.event.name}: ${(e.event.output.split("\n").find((l) => l.trim()) ?? "").slice(0, 300)}`);
-        else if (e.event.type === "warning" || e.event.type === "error") w(`${e.role}: ${e.event.message}`);
-        else if (e.event.type === "context_compacted") w(`${e.role}: context compacted`);
-        return;
-      case "handoff":
-        w(`${e.from} → ${e.to}: ${e.summary}`);
-        return;
-      case "verdict":
-        w(`${e.role}: ${e.verdict}${e.reasons.length ? ` (${e.reasons[0]})` : ""}`);
-        return;
-      case "verification_summary":
-        w(`verification ${e.overall}: ${e.passes}/${e.total} passed`);
-        return;
-      case "checkpoint":
-        w(`checkpoint ${e.name} (${e.trigger})`);
-        return;
-      case "heartbeat":
-        w(`… turn ${e.turns}/${e.max_turns}, ${Math.round(e.elapsed_ms / 1000)}s, ${e.tokens_used}${e.max_tokens ? `/${e.max_tokens}` : ""} tokens, ${e.last_activity}`);
-        for (const line of activityLines(e.roles)) w(`    ${line}`);
-        return;
-      case "warning":
-        w(`warning: ${e.message}`);
-        return;
-      case "run_finished":
-        w(`${e.status}: ${e.detail}`);
-        if (e.deliverable) process.stdout.write(`${e.deliverable}\n`);
-        return;
-    }
+    for (const line of progress.lines(e)) process.stderr.write(`${line}\n`);
+    if (e.type === "run_finished" && e.deliverable) process.stdout.write(`${e.deliverable}\n`);
   };
 }
 
@@ -125,7 +89,12 @@ async function drive(o: DriveOptions, flags: CommonFlags): Promise<never> {
     ctrl.abort();
   });
   process.on("SIGTERM", () => ctrl.abort());
-  const r = await runInfty({ ...o, ...run, home: relayHome(), report: reporter(Boolean(flags.json)), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), structuredOutput: flags.structuredOutput !== false, maxTokens: flags.maxTokens, memories: sessionMemories });
+  const progress = new ProgressLines();
+  const r = await runInfty({ ...o, ...run, home: relayHome(), report: reporter(Boolean(flags.json), progress), signal: ctrl.signal, failOnToolError: Boolean(flags.failOnToolError), structuredOutput: flags.structuredOutput !== false, maxTokens: flags.maxTokens, memories: sessionMemories });
+  if ("ok" in r && !flags.json) {
+    const final = await RunStore.load(relayHome(), r.ok.runId);
+    if ("ok" in final) process.stderr.write(`\n${progress.summary(final.ok.state, final.ok.dir).join("\n")}\n`);
+  }
   if ("error" in r) {
     // Refusals before anything started (a bad id, a dirty tree, a taken branch, no git) are usage errors.
     const usage = ["usage", "run_not_found", "run_not_created", "run_exists", "repo_dirty", "repo_no_commit", "not_a_repository", "branch_exists", "git_missing"].includes(r.error.code) || r.error.code.startsWith("invalid");

@@ -404,6 +404,7 @@ class InftyRun {
       approver: nonInteractiveApprover,
       source: "infty",
       infty: { runId: this.store.id, role },
+      resumeCommand: `relay infty resume ${this.store.id}`,
       memories: this.o.memories,
       extraInstructions: [rolePrompt(role), `## Where you work\n${ws.where}`, `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`],
       emit: (e) => {
@@ -474,7 +475,7 @@ class InftyRun {
 
   private async step(): Promise<Step> {
     if (this.toolFailure) return this.finish("failed", this.toolFailure);
-    if (this.stop.aborted) return this.finish("interrupted", "interrupted; resume with: relay infty resume " + this.store.id);
+    if (this.stop.aborted) return this.finish("interrupted", `stopped after the current step; resume with: relay infty resume ${this.store.id}`);
     const st = this.store.state;
     if (st.turns >= st.max_turns) return this.finish("budget_exhausted", this.budgetDetail());
     if (st.max_tokens !== null && this.board.tokensUsed >= st.max_tokens) {

@@ -89,6 +89,8 @@ export interface SessionRunOptions {
   env?: Record<string, string>;
   /** The infty run and role this session is (recorded in its session_meta; `source` is then "infty"). */
   infty?: { runId: string; role: string };
+  /** How a person continues this session after a failed turn (default: relay run --resume <id>). */
+  resumeCommand?: string;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */
   projectDocs?: boolean;
   /** Offer the local skills ($RELAY_HOME/skills, the repository's .relay/skills; default true). */
@@ -433,7 +435,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
       } catch (e) {
         await rollout.flush();
         const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
-        const message = `${(e as Error).message} (the session is saved; continue it with: relay run --resume ${rollout.id})`;
+        const message = `${(e as Error).message} (the session is saved; continue it with: ${o.resumeCommand ?? `relay run --resume ${rollout.id}`})`;
         log.warn("turn failed", { session_id: rollout.id, code, error: e as Error });
         o.emit({ type: "error", code, message });
         return err(code, message, { sessionId: rollout.id, rolloutPath: rollout.path });

@@ -172,7 +172,7 @@ describe("relay infty CLI", () => {
     const code = await new Promise((r) => resumed.once("exit", r));
     assert.equal(code, 0, errText);
     assert.equal(out.trim(), path.join(runDir, "deliverable"));
-    assert.match(errText, /resumed in/);
+    assert.match(errText, /\] resumed run r-kill in /);
     assert.match(errText, new RegExp(`took the run over from pid ${child.pid} \\(driver pid ${child.pid} gone\\)`));
     assert.match(errText, /were cut off by the previous run's end/);
     const firstResumed = JSON.stringify(t.server.requests[2]!.body.input);
