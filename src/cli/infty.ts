@@ -110,10 +110,12 @@ export function inftyCommand() {
     .addHelpText(
       "after",
       `
-A run lives in $RELAY_HOME/infty/<run-id>/: artifacts/, memory/ (notes.jsonl, claims/,
-verifications.jsonl), index/ (claims.json and artifacts.json kept by the orchestrator),
-deliverable/, run.json (state), events.jsonl (log) and .checkpoints.git (a checkpoint after every
-handoff: \`relay infty checkpoints <id>\`; rewind with \`relay infty restore <id> <checkpoint>\`).
+A run works on a repository (its own checkout and branch; see relay infty run --help) and lives
+in $RELAY_HOME/infty/<run-id>/: checkout/ and review/ (the Solver's and the Verifiers' worktrees),
+artifacts/, memory/ (notes.jsonl, claims/, verifications.jsonl), index/ (claims.json and
+artifacts.json kept by the orchestrator), deliverable/, run.json (state), lease.json (its one
+driver), events.jsonl (log) and .checkpoints.git (a checkpoint after every handoff:
+\`relay infty checkpoints <id>\`; rewind with \`relay infty restore <id> <checkpoint>\`).
 The Solver works autonomously; it asks the Director for direction and the Verifiers for
 verification through JSON signals; after a passing verification it builds deliverable/
 with a README.md manifest that the orchestrator checks against the files.
@@ -166,9 +168,22 @@ the top of config.toml. run.json records each role's model; relay infty status s
 give relay run; they are recorded and kept on resume (--no-code-mode turns code mode off).
 Durations: 90s, 5m, 2h, 1d (--max-wall-minutes / --role-timeout-minutes take minutes).`;
 
+const RUN_WORKSPACE_HELP = `
+On a repository (-C <repo>, or the one the current directory is in; --no-repo for none), the run
+gets its own checkout on a new branch relay/<run-id>; your tree, index, branch and HEAD are never
+touched. A dirty tree is refused (commit or stash, or --include-uncommitted). The orchestrator
+commits the checkout at each verification request and at delivery; Verifiers judge a clean
+checkout of exactly that commit. Then: relay infty diff <run> and relay infty apply <run>.
+
+Roles are autonomous: they never ask for approval (their approval policy is always never). Under
+the default sandbox (workspace-write) the Solver may write its checkout and the run store's
+artifacts/, memory/, deliverable/ and index/README.md; the Director memory/; Verifiers only temp
+files. run.json, events.jsonl, lease.json, index/*.json, .checkpoints.git and the repository's
+.git are read-only to every role. -s danger-full-access lifts all of that.`;
+
 const RUN_EXAMPLES = `
 Examples:
-  relay infty run "make the parser pass its tests" --verifiers 3 --consensus majority --max-wall 12h
+  relay infty run -C ~/src/parser "make the parser pass its tests" --verifiers 3 --max-wall 12h
   relay infty run --provider openai-chat --base-url http://localhost:11434/v1 \\
       --solver-model qwen3-coder:30b --director-model qwen3:32b \\
       --verifier-model qwen3:8b --verifier-model gemma3:12b --verifiers 3 "objective"
@@ -185,7 +200,7 @@ function addRun(infty: Parent) {
     .option("--run-id <id>", "name of the run (default: run-<UTC time>-<random>)")
     .option("--max-turns <n>", "Solver turns allowed before the run stops (resumable)", wholeNumber("--max-turns", 1, MAX_TURNS), 200)
     .addOption(new Option("--checkpoint-every <n>", "no longer used: a checkpoint is taken at every handoff").hideHelp());
-  modelOptions(budgetOptions(repoOptions(cmd), true)).addHelpText("after", ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
+  modelOptions(budgetOptions(repoOptions(cmd), true)).addHelpText("after", RUN_WORKSPACE_HELP + "\n" + ROLE_HELP + "\n" + RUN_EXAMPLES).action(async (objective, opts) => {
     if (opts.checkpointEvery !== undefined) process.stderr.write("relay: warning: --checkpoint-every is ignored: a checkpoint is now taken at every handoff (see: relay infty checkpoints <run-id>)\n");
     const { verifiers, consensus, runId, maxTurns } = opts;
     const maxWallMs = opts.maxWall ?? opts.maxHours ?? opts.maxWallMinutes ?? 86_400_000;
