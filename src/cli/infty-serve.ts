@@ -34,7 +34,9 @@ else JSON pages ?from=N&limit=M), /api/runs/<id>/files[/<path>], /api/runs/<id>/
       if ("error" in r) fail(r.error.message, r.error.code === "port_in_use" || r.error.code === "bad_host" ? ExitCode.Usage : ExitCode.Failure);
       const s = r.ok;
       process.stderr.write(`relay infty serve: runs in ${root}\n`);
-      process.stderr.write(s.token ? `open ${s.openUrl}\n(the token sets a cookie and leaves the address; API clients send Authorization: Bearer ${s.token})\n` : `open ${s.openUrl}\n`);
+      // A server on every address: the addresses people can actually open, not 0.0.0.0.
+      for (const u of s.openUrls) process.stderr.write(`open ${u}\n`);
+      if (s.token) process.stderr.write(`(the token sets a cookie and leaves the address; API clients send Authorization: Bearer ${s.token})\n`);
       if (actions) process.stderr.write("actions are on: the page can stop and resume runs and send notes to the Director\n");
       const quit = () => void s.close().then(() => process.exit(ExitCode.Ok));
       process.on("SIGINT", quit);

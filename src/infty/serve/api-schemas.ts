@@ -17,8 +17,10 @@ export const RunSummarySchema = lazySchema(() => z.object({
   objective: z.string(),
   status: RunStatusSchema,
   status_detail: z.string(),
-  /** A process drives the run now (fresh heartbeat, live pid). */
+  /** A process drives the run now (its lease is held by a process that is there). */
   live: z.boolean(),
+  /** run.json says running but nobody drives it: why, and the command that resumes it. */
+  stale: z.string().optional(),
   roles: z.array(z.object({ role: z.string(), model: z.string() })),
   created_at: z.string(),
   updated_at: z.string(),
@@ -58,7 +60,7 @@ export const RunDetailSchema = lazySchema(() => z.object({
   summary: RunSummarySchema,
   /** run.json as it is. */
   run: RunMetaSchema,
-  liveness: z.object({ live: z.boolean(), pid: z.number().int().optional(), heartbeat_age_ms: z.number() }),
+  liveness: z.object({ live: z.boolean(), pid: z.number().int().optional(), heartbeat_age_ms: z.number(), stale: z.string().optional() }),
   budget: BudgetSchema,
   /** Lines in events.jsonl now. */
   events: z.number().int(),

@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
-import { runLiveness } from "../liveness.ts";
+import { runLiveness, type Liveness } from "../liveness.ts";
 import { roleNames } from "../roles.ts";
 import { readRunMeta, RunStore, validateRunId, type RunMeta } from "../run-store.ts";
 import type { RunDetail, RunList, RunSummary } from "./api-schemas.ts";
@@ -15,13 +15,14 @@ function modelOf(m: RunMeta, role: string): string {
   return m.settings ? `${m.settings.model} (${m.settings.model_provider})` : "(not recorded)";
 }
 
-export function summaryOf(m: RunMeta, live: boolean): RunSummary {
+export function summaryOf(m: RunMeta, l: Pick<Liveness, "live" | "stale">): RunSummary {
   return {
     id: m.run_id,
     objective: m.objective,
     status: m.status,
     status_detail: m.status_detail,
-    live,
+    live: l.live,
+    ...(l.stale ? { stale: l.stale } : {}),
     roles: roleNames(m.verifiers).map((role) => ({ role, model: modelOf(m, role) })),
     created_at: m.created_at,
     updated_at: m.updated_at,
@@ -58,7 +59,7 @@ export class RunRegistry {
 
   async list(): Promise<RunList> {
     const { runs, warnings } = await RunStore.listIn(this.root);
-    const summaries = await Promise.all(runs.map(async (m) => summaryOf(m, (await runLiveness(path.join(this.root, m.run_id), m)).live)));
+    const summaries = await Promise.all(runs.map(async (m) => summaryOf(m, await runLiveness(path.join(this.root, m.run_id), m))));
     return { runs: summaries, warnings };
   }
 
@@ -75,9 +76,9 @@ export class RunRegistry {
     // Every role of the run, those the log has not mentioned yet at zero.
     const roles = roleNames(m.verifiers).map((role) => logged.find((r) => r.role === role) ?? { role, tokens: 0, busy_ms: 0, turns: 0 });
     return ok({
-      summary: summaryOf(m, l.live),
+      summary: summaryOf(m, l),
       run: m,
-      liveness: { live: l.live, ...(l.pid !== undefined ? { pid: l.pid } : {}), heartbeat_age_ms: l.heartbeatAgeMs },
+      liveness: { live: l.live, ...(l.pid !== undefined ? { pid: l.pid } : {}), heartbeat_age_ms: l.heartbeatAgeMs, ...(l.stale ? { stale: l.stale } : {}) },
       budget: { turns: m.turns, max_turns: m.max_turns, wall_ms_used: m.wall_ms_used, max_wall_ms: m.max_wall_ms, tokens_used: m.tokens_used, max_tokens: m.max_tokens, roles },
       events: w.index.count,
       actions: this.actions,

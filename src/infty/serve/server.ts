@@ -3,6 +3,7 @@
  * ($RELAY_HOME/infty). It only reads the stores; with actions enabled it can stop, resume and
  * note a run through the same code as the CLI. node:http, so it runs under Bun, Node and Deno.
  */
+import os from "node:os";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createReadStream } from "node:fs";
 import { readdir } from "node:fs/promises";
@@ -43,12 +44,35 @@ export interface ServeHandle {
   token: string | undefined;
   /** The URL that sets the token's cookie and opens the page. */
   openUrl: string;
+  /** The same for every address the page can be opened at (several for --host 0.0.0.0). */
+  openUrls: string[];
   close(): Promise<void>;
 }
 
 /** The URL for a host (an IPv6 address in brackets). */
 function urlOf(host: string, port: number): string {
   return `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+}
+
+type Interfaces = ReturnType<typeof os.networkInterfaces>;
+
+/**
+ * The addresses people can open for a server bound to `host`: the host itself, or for an
+ * unspecified one (0.0.0.0, ::), loopback and each address of this machine's interfaces (an
+ * IPv6 bind takes IPv4 too). Link-local IPv6 addresses are left out (they need a zone to open).
+ */
+export function reachableHosts(host: string, interfaces: Interfaces = os.networkInterfaces()): string[] {
+  const bare = host.replace(/^\[|\]$/g, "");
+  const v6 = bare === "::";
+  if (bare !== "0.0.0.0" && !v6) return [host];
+  const out = ["127.0.0.1", ...(v6 ? ["::1"] : [])];
+  for (const list of Object.values(interfaces)) {
+    for (const a of list ?? []) {
+      if (a.internal || (a.family === "IPv6" && (!v6 || a.address.toLowerCase().startsWith("fe80")))) continue;
+      out.push(a.address);
+    }
+  }
+  return [...new Set(out)];
 }
 
 export async function startServe(o: ServeOptions): Promise<Result<ServeHandle>> {
@@ -64,11 +88,13 @@ export async function startServe(o: ServeOptions): Promise<Result<ServeHandle>> 
   const listened = await listen(server, o.host, o.port);
   if ("error" in listened) return listened;
   const url = urlOf(o.host, listened.ok);
+  const open = (u: string) => (token ? `${u}/?token=${token}` : `${u}/`);
   return ok({
     url,
     port: listened.ok,
     token,
-    openUrl: token ? `${url}/?token=${token}` : `${url}/`,
+    openUrl: open(url),
+    openUrls: reachableHosts(o.host).map((h) => open(urlOf(h, listened.ok))),
     close: () =>
       new Promise<void>((resolve) => {
         runs.close();

@@ -36,4 +36,18 @@ describe("page markdown", () => {
     const html = renderMarkdown('[x](https://a.example/"onmouseover="alert(1))');
     assert.doesNotMatch(html, /"onmouseover=/);
   });
+
+  test("an indented code block (four spaces or a tab) is code, line by line and escaped; an indented line still continues a list or a paragraph", () => {
+    const html = renderMarkdown("## How to verify\n\n    npm ci\n    npm test -- <all>\n\n\tnode check.mjs\n## Limitations\n\n- one item\n    continued here\n\nA paragraph\n    goes on.");
+    assert.equal(
+      html,
+      [
+        "<h2>How to verify</h2>",
+        "<pre><code>npm ci\nnpm test -- &lt;all&gt;\n\nnode check.mjs</code></pre>",
+        "<h2>Limitations</h2>",
+        "<ul><li>one item continued here</li></ul>",
+        "<p>A paragraph goes on.</p>",
+      ].join("\n"),
+    );
+  });
 });

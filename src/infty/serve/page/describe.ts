@@ -1,6 +1,7 @@
 /** One line of the timeline for an event of the run's log: who, what kind, a one-line text, a tone. */
 import type { KnownLogEvent } from "../../event-log.ts";
 import type { LogLine } from "../../event-log.ts";
+import { jsonObjectsIn } from "../../json-in-text.ts";
 
 export type Tone = "" | "pass" | "fail" | "warn" | "dim" | "info";
 
@@ -12,6 +13,28 @@ export interface RowText {
 }
 
 const one = (s: string) => s.replace(/\s+/g, " ").trim();
+
+/** A string field, or a list of strings joined; anything else is left out. */
+const str = (v: unknown): string => (typeof v === "string" ? v : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string").join("; ") : "");
+const withNote = (main: unknown, note: unknown) => one(`${str(main)}${str(note) ? ` — ${str(note)}` : ""}`);
+
+/**
+ * A role's message that is a signal (a verification or direction request, a delivery, a
+ * directive, a verdict), read as the orchestrator reads it (the JSON may sit in prose or a
+ * fence), as a readable row; undefined for a message that is prose.
+ */
+export function signalRow(text: string): Omit<RowText, "who"> | undefined {
+  for (const o of jsonObjectsIn(text)) {
+    const type = str(o.type).toLowerCase();
+    if (type === "verification_request") return { kind: "asks to verify", text: withNote(o.claim_path, o.notes), tone: "info" };
+    if (type === "direction_request") return { kind: "asks Director", text: one(str(o.prompt)), tone: "info" };
+    if (type === "final_delivery") return { kind: "delivers", text: withNote(o.deliverable_path, o.summary), tone: "info" };
+    if (typeof o.directive === "string") return { kind: "directive", text: one(`${o.directive}${str(o.rationale) ? ` (why: ${str(o.rationale)})` : ""}`), tone: "info" };
+    const verdict = str(o.verdict).toLowerCase();
+    if (verdict === "pass" || verdict === "fail") return { kind: `verdict ${verdict.toUpperCase()}`, text: one(str(o.reasons)), tone: verdict };
+  }
+  return undefined;
+}
 
 export function describe(line: LogLine): RowText {
   const e = line as unknown as KnownLogEvent;
@@ -28,7 +51,7 @@ export function describe(line: LogLine): RowText {
         case "turn_aborted":
           return { who: e.role, kind: "turn", text: `turn aborted: ${one(ev.text)}`, tone: "warn" };
         case "message":
-          return { who: e.role, kind: "says", text: one(ev.text), tone: "" };
+          return { who: e.role, ...(signalRow(ev.text) ?? { kind: "says", text: one(ev.text), tone: "" }) };
         case "tool_call":
           return { who: e.role, kind: ev.name, text: one(ev.text), tone: "" };
         case "tool_failed":

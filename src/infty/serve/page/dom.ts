@@ -56,3 +56,12 @@ export function formatTime(iso: string | undefined): string {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
+
+/**
+ * Whether a process drives the run now: "● live" (never for a run that ended), or "stale" for a
+ * run whose run.json says running but whose driver is gone (the sentence says why and how to resume).
+ */
+export function driverBadge(live: boolean, stale: string | undefined): HTMLElement | null {
+  if (stale) return h("span", { class: "stale", title: stale, data: { testid: "stale" } }, " ⚠ stale");
+  return live ? h("span", { class: "live", title: "a process drives this run now" }, " ● live") : null;
+}

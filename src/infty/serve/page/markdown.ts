@@ -53,7 +53,10 @@ function emphasis(escaped: string): string {
   return escaped.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>").replace(/(^|[^*\w])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>");
 }
 
-type Block = { kind: "p" | "quote"; lines: string[] } | { kind: "ul" | "ol"; items: string[] } | { kind: "code"; lines: string[] };
+type Block = { kind: "p" | "quote"; lines: string[] } | { kind: "ul" | "ol"; items: string[] } | { kind: "code" | "indented"; lines: string[] };
+
+/** A line of an indented code block: four spaces or a tab, then the code. */
+const INDENTED = /^(?: {4}|\t)(.*)$/;
 
 export function renderMarkdown(source: string): string {
   const html: string[] = [];
@@ -63,6 +66,10 @@ export function renderMarkdown(source: string): string {
     if (block.kind === "p") html.push(`<p>${inline(block.lines.join(" "))}</p>`);
     else if (block.kind === "quote") html.push(`<blockquote><p>${inline(block.lines.join(" "))}</p></blockquote>`);
     else if (block.kind === "code") html.push(`<pre><code>${escapeHtml(block.lines.join("\n"))}</code></pre>`);
+    else if (block.kind === "indented") {
+      while (block.lines.at(-1) === "") block.lines.pop();
+      html.push(`<pre><code>${escapeHtml(block.lines.join("\n"))}</code></pre>`);
+    }
     else if (block.kind === "ul" || block.kind === "ol") html.push(`<${block.kind}>${block.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${block.kind}>`);
     block = undefined;
   };
@@ -72,9 +79,24 @@ export function renderMarkdown(source: string): string {
       else block.lines.push(line);
       continue;
     }
+    if (block?.kind === "indented") {
+      // Blank lines stay inside an indented block; the first line that is not indented ends it.
+      const more = INDENTED.exec(line);
+      if (more || !line.trim()) {
+        block.lines.push(more ? more[1]! : "");
+        continue;
+      }
+      flush();
+    }
     if (/^\s*```/.test(line)) {
       flush();
       block = { kind: "code", lines: [] };
+      continue;
+    }
+    // Indented code starts where no paragraph or list goes on (there an indented line continues it).
+    const indented = block === undefined && line.trim() ? INDENTED.exec(line) : null;
+    if (indented) {
+      block = { kind: "indented", lines: [indented[1]!] };
       continue;
     }
     if (!line.trim()) {

@@ -7,7 +7,7 @@ import type { IndexedEvent, RunDetail } from "../api-schemas.ts";
 import { api } from "./api.ts";
 import { budgetChart } from "./budget.ts";
 import { describe } from "./describe.ts";
-import { append, clear, formatTime, h } from "./dom.ts";
+import { append, clear, driverBadge, formatTime, h } from "./dom.ts";
 import { fileList, showFile } from "./files-view.ts";
 import { Timeline } from "./timeline.ts";
 
@@ -70,8 +70,9 @@ export function runView(root: HTMLElement, id: string, setConnection: (s: string
     .then((d) => {
       if (stopped || !d) return;
       stream = api.eventsStream(id, d.events);
-      stream.onopen = () => setConnection("live");
-      stream.onerror = () => setConnection("reconnecting…");
+      // The page's own connection, not the run's liveness (that is the badge beside its status).
+      stream.onopen = () => setConnection("updates: connected");
+      stream.onerror = () => setConnection("updates: reconnecting…");
       stream.onmessage = (m: MessageEvent<string>) => {
         const e = JSON.parse(m.data) as IndexedEvent;
         timeline.add(e);
@@ -111,8 +112,9 @@ function renderHead(head: HTMLElement, d: RunDetail): void {
   clear(head);
   append(
     head,
-    h("h1", {}, r.run_id, " ", h("span", { class: `status ${r.status}`, data: { testid: "status" } }, r.status), d.liveness.live ? h("span", { class: "live" }, " ● live") : null),
+    h("h1", {}, r.run_id, " ", h("span", { class: `status ${r.status}`, data: { testid: "status" } }, r.status), driverBadge(d.liveness.live, d.liveness.stale)),
     h("p", { class: "objective" }, r.objective),
+    d.liveness.stale ? h("p", { class: "detail-line stale-line" }, d.liveness.stale) : null,
     r.status_detail ? h("p", { class: "detail-line" }, r.status_detail) : null,
     h(
       "p",

@@ -1,7 +1,7 @@
 /** The runs list: one row per run, newest first; refreshed while it is shown. */
 import type { RunSummary } from "../api-schemas.ts";
 import { api } from "./api.ts";
-import { clear, formatTime, formatTokens, h } from "./dom.ts";
+import { clear, driverBadge, formatTime, formatTokens, h } from "./dom.ts";
 
 const REFRESH_MS = 5000;
 
@@ -12,7 +12,7 @@ function row(r: RunSummary): HTMLElement {
     { data: { run: r.id } },
     h("td", {}, h("a", { href, class: "run-link" }, r.id)),
     h("td", { class: "objective", title: r.objective }, r.objective.split("\n")[0]!.slice(0, 140)),
-    h("td", {}, h("span", { class: `status ${r.status}` }, r.status), r.live ? h("span", { class: "live", title: "a process drives this run now" }, " ● live") : null),
+    h("td", {}, h("span", { class: `status ${r.status}` }, r.status), driverBadge(r.live, r.stale)),
     h("td", { class: "roles" }, ...r.roles.map((x) => h("div", {}, h("b", {}, x.role), " ", x.model))),
     h("td", {}, formatTime(r.created_at)),
     h("td", {}, formatTime(r.updated_at)),
