@@ -1,6 +1,6 @@
 /**
  * What a person types for a run: its full id, `last` (the most recently updated run), or a
- * prefix of its id that only one run has. A full id is taken as it is even when the run is
+ * beginning of its id that only one run has, or else an end (the tag progress lines show). A full id is taken as it is even when the run is
  * half created (its `.creating-<id>` folder), so `relay infty resume <id>` can finish it.
  */
 import { existsSync } from "node:fs";
@@ -24,14 +24,16 @@ export function pickRun(ref: string, ids: readonly string[], newest: string | un
   const hint = "list runs with: relay infty list";
   if (ref === "last") return newest ? ok(newest) : err("run_not_found", `there are no runs yet, so none is "last"; start one with: relay infty run "objective"`);
   if (ids.includes(ref)) return ok(ref);
-  const matches = ids.filter((id) => id.startsWith(ref));
-  if (matches.length === 1) return ok(matches[0]!);
-  if (matches.length > 1) {
-    const shown = matches.slice(0, SHOWN).map((id) => `  ${id}`).join("\n");
-    const more = matches.length > SHOWN ? `\n  … and ${matches.length - SHOWN} more` : "";
-    return err("run_ambiguous", `"${ref}" matches ${matches.length} runs; give more of the id:\n${shown}${more}`);
+  // A beginning first; then an end, which is what progress lines show as the run's tag (…ab12).
+  for (const matches of [ids.filter((id) => id.startsWith(ref)), ids.filter((id) => id.endsWith(ref))]) {
+    if (matches.length === 1) return ok(matches[0]!);
+    if (matches.length > 1) {
+      const shown = matches.slice(0, SHOWN).map((id) => `  ${id}`).join("\n");
+      const more = matches.length > SHOWN ? `\n  … and ${matches.length - SHOWN} more` : "";
+      return err("run_ambiguous", `"${ref}" matches ${matches.length} runs; give more of the id:\n${shown}${more}`);
+    }
   }
-  return err("run_not_found", `no run matches "${ref}" (a full run id, a unique prefix of one, or last); ${hint}`);
+  return err("run_not_found", `no run matches "${ref}" (a full run id, a unique beginning or end of one, or last); ${hint}`);
 }
 
 /** Resolves `ref` to a run id under `home`'s runs; a full id (a half-created run's too) passes as it is. */

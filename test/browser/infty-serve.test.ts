@@ -16,7 +16,7 @@ import { RunStore } from "../../src/infty/run-store.ts";
 import { startServe, type ServeHandle } from "../../src/infty/serve/server.ts";
 import { serveActions } from "../../src/infty/serve/actions.ts";
 import { launchChromium, noChromium } from "../support/chromium.ts";
-import { FINISHED, HOSTILE, RUNNING, serveRuns } from "../support/serve-runs.ts";
+import { FINISHED, STALE, HOSTILE, RUNNING, serveRuns } from "../support/serve-runs.ts";
 import { skipBecause } from "../support/skip.ts";
 
 const skip = skipBecause("the browser tests of relay infty serve", noChromium());
@@ -55,24 +55,39 @@ describe("relay infty serve in Chromium", { skip }, () => {
 
   const pwned = () => page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned);
 
-  test("the runs list shows the finished and the running run", async () => {
+  test("the runs list shows the finished and the running run, and the one whose driver is gone as stale", async () => {
     await page.goto(s.url);
     await page.locator(`tr[data-run="${FINISHED}"]`).waitFor();
     await page.locator(`tr[data-run="${RUNNING}"] .live`).waitFor();
     assert.match((await page.locator(`tr[data-run="${FINISHED}"]`).textContent()) ?? "", /complete.*yes/s);
+    assert.equal(await page.locator(`tr[data-run="${FINISHED}"] .live`).count(), 0, "a finished run is not live");
+    const stale = page.locator(`tr[data-run="${STALE}"] [data-testid="stale"]`);
+    await stale.waitFor();
+    assert.equal(await stale.getAttribute("title"), `stale: driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}`);
+    assert.equal(await page.locator(`tr[data-run="${STALE}"] .live`).count(), 0);
     assert.equal(await pwned(), undefined, "the hostile objective did not run");
   });
 
+  test("a stale run's page says why and how to resume; the header's label is about the page's updates", async () => {
+    await page.goto(`${s.url}/#/run/${STALE}`);
+    await page.locator(".stale-line", { hasText: `driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}` }).waitFor();
+    await page.locator("#conn", { hasText: "updates: connected" }).waitFor();
+  });
+
   test("a finished run: status, timeline to its end, budget chart, checkpoints, the deliverable README rendered", async () => {
+    await page.goto(s.url);
     await page.click(`tr[data-run="${FINISHED}"] a.run-link`);
     await page.locator('[data-testid="status"]', { hasText: "complete" }).waitFor();
     await page.locator('.row[data-type="run_finished"]').waitFor();
     await page.locator('.row[data-type="verdict"]', { hasText: "deliverable/answer.txt says 42" }).waitFor();
     await page.locator('[data-testid="markdown"] h1', { hasText: "Answer" }).waitFor();
     await page.locator('[data-testid="budget"] svg rect.fill').first().waitFor();
-    await page.locator('[data-testid="checkpoints"] li', { hasText: "delivery" }).waitFor();
+    await page.locator('[data-testid="checkpoints"] li', { hasText: "· delivery ·" }).waitFor();
     await page.locator('.row[data-type="verdict"]').last().click();
     await page.locator('[data-testid="event-json"]', { hasText: '"verdict": "pass"' }).waitFor();
+    // A role's signal reads as what it asks or says, not as raw JSON.
+    await page.locator('.row[data-type="role"] .kind', { hasText: "asks to verify" }).first().waitFor();
+    await page.locator('.row[data-type="role"] .kind', { hasText: "verdict PASS" }).first().waitFor();
   });
 
   test("a running run: appended events appear live; hostile HTML in the objective, an event and artifacts stays text", async () => {

@@ -72,6 +72,9 @@ describe("infty long-run hygiene", () => {
       const code = await new Promise((r) => child.once("exit", (c) => r(c)));
       assert.equal(code, 130, stderr);
       assert.match(stderr, /stays resumable/);
+      assert.match(stderr, /\[infty int\] interrupted: stopped after the current step; resume with: relay infty resume int\n/);
+      assert.equal(stderr.match(/relay infty resume int/g)?.length, 1, "the resume is named once; the summary adds none");
+      assert.match(stderr, /\nrun int: interrupted\n {2}wall time/);
       const meta = JSON.parse(readFileSync(path.join(home, "infty", "int", "run.json"), "utf8")) as { status: string; status_detail: string; pending: unknown };
       assert.equal(meta.status, "interrupted");
       assert.match(meta.status_detail, /relay infty resume int/);

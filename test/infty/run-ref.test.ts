@@ -30,6 +30,10 @@ describe("run references", () => {
     assert.equal(two.error.message, '"run-20261205" matches 2 runs; give more of the id:\n  run-20261205-010203-ab12\n  run-20261205-010203-ab99');
     const many = pickRun("r", Array.from({ length: 8 }, (_, i) => `r${i}`), undefined);
     assert.ok("error" in many && /matches 8 runs.*\n {2}r4\n {2}… and 3 more$/s.test(many.error.message));
+    assert.deepEqual(pickRun("cd34", ids, undefined), { ok: "run-20261206-090000-cd34" }, "an end: the tag progress lines show");
+    assert.deepEqual(pickRun("parser", ids, undefined), { ok: "fix-parser" });
+    const ends = pickRun("010203-ab1", ["x-010203-ab12", "y-010203-ab13"].map((i) => i.replace(/\d$/, "")), undefined);
+    assert.ok("error" in ends && ends.error.code === "run_ambiguous");
     const none = pickRun("zzz", ids, undefined);
     assert.ok("error" in none && none.error.code === "run_not_found" && /no run matches "zzz".*relay infty list/.test(none.error.message));
   });

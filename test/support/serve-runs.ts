@@ -6,6 +6,8 @@
  */
 import { appendFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import os from "node:os";
+import { spawnSync } from "node:child_process";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { runFirstTimeline, setup } from "./infty-timeline.ts";
 import { request, type IncomingHttpHeaders } from "node:http";
@@ -13,6 +15,8 @@ import { Inbox } from "./wait.ts";
 
 export const FINISHED = "run-finished";
 export const RUNNING = "run-running";
+/** A run whose run.json says running, but whose driver (its lease's holder) is a dead process. */
+export const STALE = "run-stale";
 export const HOSTILE = `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><a href="javascript:window.__pwned=3">x</a>`;
 
 export async function serveRuns() {
@@ -27,6 +31,11 @@ export async function serveRuns() {
   await store.log({ type: "role", role: "solver", event: { kind: "message", text: `Working on it ${HOSTILE}` } });
   await store.log({ type: "heartbeat", turns: 1, tokens_used: 1200, roles: [{ role: "solver", turn: 1, doing: "waiting for model", since: new Date().toISOString(), tokens: 1200 }] });
   await store.update({ turns: 1, tokens_used: 1200, heartbeat_at: new Date().toISOString() });
+  const stale = await RunStore.create(t.home, { run_id: STALE, objective: "Left behind", verifiers: 1, consensus: "all", max_turns: 50, max_wall_ms: 3_600_000 }, { type: "solver_message", message: "start" });
+  if ("error" in stale) throw new Error(stale.error.message);
+  const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid!;
+  const now = new Date().toISOString();
+  writeFileSync(path.join(stale.ok.dir, "lease.json"), JSON.stringify({ version: 1, epoch: 1, holder: { pid: deadPid, start_time: null, host: os.hostname() }, acquired_at: now, heartbeat_at: now, released_at: null }));
   const runDir = path.join(t.home, "infty", RUNNING);
   writeFileSync(path.join(runDir, "artifacts", "evil.html"), `<!doctype html><html><body>${HOSTILE}</body></html>\n`);
   mkdirSync(path.join(runDir, "deliverable"), { recursive: true });
@@ -36,6 +45,7 @@ export async function serveRuns() {
     root: path.join(t.home, "infty"),
     finishedDir: first.runDir,
     runningDir: runDir,
+    staleDriverPid: deadPid,
     store,
     /** Appends raw lines to the running run's events.jsonl, as the orchestrator would. */
     append(...events: object[]) {

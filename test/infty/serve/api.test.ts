@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { CheckpointListSchema, EventsPageSchema, FileListSchema, IndexedEventSchema, RunDetailSchema, RunListSchema } from "../../../src/infty/serve/api-schemas.ts";
 import { startServe, type ServeHandle } from "../../../src/infty/serve/server.ts";
-import { FINISHED, HOSTILE, raw, RUNNING, serveRuns, sse } from "../../support/serve-runs.ts";
+import { FINISHED, HOSTILE, raw, RUNNING, serveRuns, sse, STALE } from "../../support/serve-runs.ts";
 
 type Runs = Awaited<ReturnType<typeof serveRuns>>;
 
@@ -52,6 +52,17 @@ describe("relay infty serve: API", () => {
     assert.equal(running.live, true, "fresh heartbeat and this process's pid");
     assert.equal(running.tokens_used, 1200);
     assert.equal(running.deliverable, false);
+  });
+
+  test("a run whose driver is gone is stale, not live, in the list and in detail, with the resume command", async () => {
+    const list = RunListSchema.parse(json((await raw(s.url, "/api/runs")).body));
+    const stale = list.runs.find((x) => x.id === STALE)!;
+    const why = `stale: driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}`;
+    assert.deepEqual([stale.status, stale.live, stale.stale], ["running", false, why]);
+    assert.equal(list.runs.find((x) => x.id === RUNNING)!.stale, undefined);
+    assert.equal(list.runs.find((x) => x.id === FINISHED)!.stale, undefined);
+    const d = RunDetailSchema.parse(json((await raw(s.url, `/api/runs/${STALE}`)).body));
+    assert.deepEqual([d.liveness.live, d.liveness.stale, d.summary.stale], [false, why, why]);
   });
 
   test("GET /api/runs/:id: run.json, liveness and each role's budget from the log", async () => {
