@@ -648,7 +648,7 @@ class InftyRun {
     await this.store.note("orchestrator", "final_delivery", `${what} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
     // One write: the deliverable is accepted and the run complete, or neither.
     await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary, ...commit }, status: "complete", status_detail: "verified deliverable accepted", tokens_used: this.board.tokensUsed });
-    await this.checkpoint("delivery", `verifiers → orchestrator: ${commit.commit ? `commit ${shortCommit(commit.commit)} accepted` : `deliverable accepted (${check.ok.entries.length} files)`}`);
+    await this.checkpoint("delivery", `verifiers → orchestrator: ${commit.commit ? `commit ${shortCommit(commit.commit)} accepted` : `deliverable accepted (${check.ok.entries.length} file${check.ok.entries.length === 1 ? "" : "s"})`}`);
     return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary, ...commit });
   }
 
