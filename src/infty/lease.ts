@@ -75,7 +75,8 @@ function processStart(pid: number): string | null {
   return procStatFields(pid)?.[START_TIME_FIELD] ?? null;
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, owned by someone else). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -10,7 +10,7 @@ import { Buffer } from "node:buffer";
 import path from "node:path";
 import type { RunMeta } from "./run-store.ts";
 import { FileLease } from "./lease-file.ts";
-import type { LeaseView } from "./lease.ts";
+import { pidAlive, type LeaseView } from "./lease.ts";
 import os from "node:os";
 
 /** A heartbeat older than this means nobody drives the run (the default interval is 15 s). */
@@ -25,15 +25,6 @@ export interface Liveness {
    * went down): why, and the command that resumes it. Absent for a live or a stopped run.
    */
   stale?: string;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 const TAIL_CHUNK = 1 << 16;

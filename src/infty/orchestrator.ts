@@ -339,9 +339,8 @@ class InftyRun {
 
   /**
    * What the roles' sessions open in: index/README.md (a writable root must exist), the
-   * orchestrator's index files and, on a
-   * repository, the Solver's checkout and the Verifiers' (at the branch's newest commit until a
-   * round moves it).
+   * orchestrator's index files and, on a repository, the Solver's checkout and the Verifiers'
+   * (at the commit under review, else the branch's newest, until a round moves it).
    */
   private async prepareWorkspaces(): Promise<Step> {
     await RunStore.ensureIndexReadme(this.store.dir);
