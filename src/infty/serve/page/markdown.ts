@@ -53,100 +53,110 @@ function emphasis(escaped: string): string {
   return escaped.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>").replace(/(^|[^*\w])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>");
 }
 
-type Block = { kind: "p" | "quote"; lines: string[] } | { kind: "ul" | "ol"; items: string[] } | { kind: "code" | "indented"; lines: string[] };
+type Block =
+  | { kind: "p"; lines: string[] }
+  | { kind: "quote"; lines: string[] }
+  | { kind: "ul"; items: string[] }
+  | { kind: "ol"; items: string[] }
+  | { kind: "code"; lines: string[] }
+  | { kind: "indented"; lines: string[] };
 
 /** A line of an indented code block: four spaces or a tab, then the code. */
 const INDENTED = /^(?: {4}|\t)(.*)$/;
 
-export function renderMarkdown(source: string): string {
-  const html: string[] = [];
-  let block: Block | undefined;
-  const flush = () => {
-    if (!block) return;
-    if (block.kind === "p") html.push(`<p>${inline(block.lines.join(" "))}</p>`);
-    else if (block.kind === "quote") html.push(`<blockquote><p>${inline(block.lines.join(" "))}</p></blockquote>`);
-    else if (block.kind === "code") html.push(`<pre><code>${escapeHtml(block.lines.join("\n"))}</code></pre>`);
-    else if (block.kind === "indented") {
-      while (block.lines.at(-1) === "") block.lines.pop();
-      html.push(`<pre><code>${escapeHtml(block.lines.join("\n"))}</code></pre>`);
+/** The blocks of a document, built a line at a time; `html` holds those already closed. */
+class Blocks {
+  readonly html: string[] = [];
+  private block: Block | undefined;
+
+  /** Closes the open block, if any, as HTML. */
+  flush(): void {
+    const b = this.block;
+    this.block = undefined;
+    if (!b) return;
+    if (b.kind === "p") this.html.push(`<p>${inline(b.lines.join(" "))}</p>`);
+    else if (b.kind === "quote") this.html.push(`<blockquote><p>${inline(b.lines.join(" "))}</p></blockquote>`);
+    else if (b.kind === "ul" || b.kind === "ol") this.html.push(`<${b.kind}>${b.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${b.kind}>`);
+    else {
+      // An indented block's blank lines at its end belong to the gap after it.
+      const lines = b.kind === "indented" ? b.lines.slice(0, b.lines.findLastIndex((l) => l !== "") + 1) : b.lines;
+      this.html.push(`<pre><code>${escapeHtml(lines.join("\n"))}</code></pre>`);
     }
-    else if (block.kind === "ul" || block.kind === "ol") html.push(`<${block.kind}>${block.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${block.kind}>`);
-    block = undefined;
-  };
-  for (const line of source.replace(/\r\n?/g, "\n").split("\n")) {
-    if (block?.kind === "code") {
-      if (/^\s*```/.test(line)) flush();
-      else block.lines.push(line);
-      continue;
+  }
+
+  line(line: string): void {
+    if (this.code(line) || this.leaf(line) || this.container(line)) return;
+    if (this.block?.kind === "ul" || this.block?.kind === "ol") {
+      // A continuation line of the last item.
+      this.block.items[this.block.items.length - 1] += ` ${line.trim()}`;
+      return;
     }
-    if (block?.kind === "indented") {
-      // Blank lines stay inside an indented block; the first line that is not indented ends it.
-      const more = INDENTED.exec(line);
-      if (more || !line.trim()) {
-        block.lines.push(more ? more[1]! : "");
-        continue;
-      }
-      flush();
+    if (this.block?.kind !== "p") this.open({ kind: "p", lines: [] });
+    (this.block as { lines: string[] }).lines.push(line.trim());
+  }
+
+  private open(b: Block): void {
+    this.flush();
+    this.block = b;
+  }
+
+  /** Code: inside a fence or an indented block, or a line that starts one. */
+  private code(line: string): boolean {
+    const b = this.block;
+    if (b?.kind === "code") {
+      if (/^\s*```/.test(line)) this.flush();
+      else b.lines.push(line);
+      return true;
     }
+    const indented = INDENTED.exec(line);
+    // Blank lines stay inside an indented block; the first line that is not indented ends it.
+    if (b?.kind === "indented" && (indented || !line.trim())) {
+      b.lines.push(indented ? indented[1]! : "");
+      return true;
+    }
+    if (b?.kind === "indented") this.flush();
     if (/^\s*```/.test(line)) {
-      flush();
-      block = { kind: "code", lines: [] };
-      continue;
+      this.open({ kind: "code", lines: [] });
+      return true;
     }
     // Indented code starts where no paragraph or list goes on (there an indented line continues it).
-    const indented = block === undefined && line.trim() ? INDENTED.exec(line) : null;
-    if (indented) {
-      block = { kind: "indented", lines: [indented[1]!] };
-      continue;
-    }
-    if (!line.trim()) {
-      flush();
-      continue;
-    }
+    if (!indented || this.block !== undefined || !line.trim()) return false;
+    this.open({ kind: "indented", lines: [indented[1]!] });
+    return true;
+  }
+
+  /** A blank line, a heading or a rule: each closes the open block. */
+  private leaf(line: string): boolean {
     const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (heading) {
-      flush();
-      const n = heading[1]!.length;
-      html.push(`<h${n}>${inline(heading[2]!)}</h${n}>`);
-      continue;
-    }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
-      flush();
-      html.push("<hr>");
-      continue;
-    }
+    const rule = /^\s*([-*_])(\s*\1){2,}\s*$/.test(line);
+    if (line.trim() && !heading && !rule) return false;
+    this.flush();
+    if (heading) this.html.push(`<h${heading[1]!.length}>${inline(heading[2]!)}</h${heading[1]!.length}>`);
+    if (rule) this.html.push("<hr>");
+    return true;
+  }
+
+  /** A list item or a quote line, added to the list or quote open, or starting one. */
+  private container(line: string): boolean {
     const bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
-    const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
-    const item = bullet ?? numbered;
+    const item = bullet ?? /^\s*\d+[.)]\s+(.*)$/.exec(line);
     if (item) {
       const kind = bullet ? "ul" : "ol";
-      if (block?.kind !== kind) {
-        flush();
-        block = { kind, items: [] };
-      }
-      (block as { items: string[] }).items.push(item[1]!);
-      continue;
+      if (this.block?.kind !== kind) this.open({ kind, items: [] });
+      (this.block as { items: string[] }).items.push(item[1]!);
+      return true;
     }
     const quote = /^\s*>\s?(.*)$/.exec(line);
-    if (quote) {
-      if (block?.kind !== "quote") {
-        flush();
-        block = { kind: "quote", lines: [] };
-      }
-      block.lines.push(quote[1]!);
-      continue;
-    }
-    if (block?.kind === "ul" || block?.kind === "ol") {
-      // A continuation line of the last item.
-      block.items[block.items.length - 1] += ` ${line.trim()}`;
-      continue;
-    }
-    if (block?.kind !== "p") {
-      flush();
-      block = { kind: "p", lines: [] };
-    }
-    block.lines.push(line.trim());
+    if (!quote) return false;
+    if (this.block?.kind !== "quote") this.open({ kind: "quote", lines: [] });
+    (this.block as { lines: string[] }).lines.push(quote[1]!);
+    return true;
   }
-  flush();
-  return html.join("\n");
+}
+
+export function renderMarkdown(source: string): string {
+  const blocks = new Blocks();
+  for (const line of source.replace(/\r\n?/g, "\n").split("\n")) blocks.line(line);
+  blocks.flush();
+  return blocks.html.join("\n");
 }
