@@ -9,7 +9,7 @@ import { open, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { parseJsonWith } from "../util/json.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
-import { writeJsonAtomic } from "./durable.ts";
+import { writeFileAtomic } from "./durable.ts";
 import { describeHolder, LeaseHolderSchema, processGone, LeaseRecordSchema, sameHolder, selfHolder, viewOf, type LeaseGrant, type LeaseRecord, type LeaseView, type RunLease } from "./lease.ts";
 
 export const LEASE_FILE = "lease.json";
@@ -37,21 +37,33 @@ export class FileLease implements RunLease {
     return path.join(this.runDir, LEASE_FILE);
   }
 
-  /** The lease as written; undefined when there is none; an error value when it is unreadable. */
-  async read(): Promise<Result<LeaseRecord | undefined>> {
-    let text: string;
+  /** The lease file's text; undefined when there is none. Throws on other errors. */
+  async text(): Promise<string | undefined> {
     try {
-      text = await readFile(this.file, "utf8");
+      return await readFile(this.file, "utf8");
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return ok(undefined);
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw e;
+    }
+  }
+
+  /** The lease as written; undefined when there is none; an error value when it is unreadable. */
+  async read(known?: string): Promise<Result<LeaseRecord | undefined>> {
+    let text: string | undefined;
+    try {
+      text = known ?? (await this.text());
+    } catch (e) {
       return err("lease_unreadable", `cannot read ${this.file}: ${errorMessage(e)}`);
     }
+    if (text === undefined) return ok(undefined);
     return parseJsonWith(LeaseRecordSchema, text, this.file, { code: "lease_unreadable", invalid: "is not a run lease", note: "relay writes it whole; move it away if another tool changed it, and the next resume writes a new one" });
   }
 
-  /** Replaces the lease (callers hold the lock). */
-  write(record: LeaseRecord): Promise<void> {
-    return writeJsonAtomic(this.file, record);
+  /** Replaces the lease (callers hold the lock); the text written. */
+  async write(record: LeaseRecord): Promise<string> {
+    const text = JSON.stringify(record, null, 2) + "\n";
+    await writeFileAtomic(this.file, text);
+    return text;
   }
 
   async view(now = Date.now()): Promise<LeaseView | undefined> {
@@ -72,9 +84,9 @@ export class FileLease implements RunLease {
       }
       const now = new Date().toISOString();
       const record: LeaseRecord = { version: 1, epoch: (prior?.epoch ?? 0) + 1, holder: selfHolder(), acquired_at: now, heartbeat_at: now, released_at: null };
-      await this.write(record);
+      const written = await this.write(record);
       const tookOver = v.state === "stale" ? `took the run over from ${describeHolder(v.record.holder)} (${v.why})` : undefined;
-      return ok(new FileGrant(this, record, tookOver));
+      return ok(new FileGrant(this, record, written, tookOver));
     });
   }
 
@@ -108,6 +120,8 @@ class FileGrant implements LeaseGrant {
   constructor(
     private readonly lease: FileLease,
     private record: LeaseRecord,
+    /** The text this grant last wrote: found unchanged, the lease is still ours without parsing it. */
+    private written: string,
     readonly tookOver?: string,
   ) {}
 
@@ -124,8 +138,11 @@ class FileGrant implements LeaseGrant {
     return err("lease_lost", `this process no longer drives the run: ${who}; it stops without writing anything more`);
   }
 
+  /** Run before every run.json write: one small read, and a parse only when someone else wrote the lease. */
   async check(): Promise<Result<void>> {
-    const current = await this.lease.read();
+    const text = await this.lease.text().catch(() => undefined);
+    if (text !== undefined && text === this.written) return ok(undefined);
+    const current = await this.lease.read(text);
     if ("error" in current) return current;
     return this.ours(current.ok) ? ok(undefined) : this.lost(current.ok);
   }
@@ -136,7 +153,7 @@ class FileGrant implements LeaseGrant {
       if ("error" in current) return current;
       if (!this.ours(current.ok)) return this.lost(current.ok);
       this.record = { ...this.record, heartbeat_at: new Date().toISOString() };
-      await this.lease.write(this.record);
+      this.written = await this.lease.write(this.record);
       return ok(undefined);
     });
   }
