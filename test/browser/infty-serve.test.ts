@@ -35,6 +35,9 @@ describe("relay infty serve in Chromium", { skip }, () => {
     runs = await serveRuns();
     writeFileSync(path.join(runs.runningDir, "artifacts", "evil.md"), `# Notes ${HOSTILE}\n\n[click](javascript:window.__pwned=4) [data](data:text/html,<script>x</script>)\n\n![img](x" onerror="window.__pwned=5)\n`);
     await bigRun(runs.home);
+    // The finished run's driver still holds its lease (as while it exits): the API says live, the page must not.
+    const at = new Date().toISOString();
+    writeFileSync(path.join(runs.finishedDir, "lease.json"), JSON.stringify({ version: 1, epoch: 9, holder: { pid: process.pid, start_time: null, host: os.hostname() }, acquired_at: at, heartbeat_at: at, released_at: null }));
     s = (await startServe({ root: runs.root, host: "127.0.0.1", port: 0 }).then((r) => ("ok" in r ? r.ok : Promise.reject(new Error(r.error.message)))));
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -60,6 +63,7 @@ describe("relay infty serve in Chromium", { skip }, () => {
     await page.locator(`tr[data-run="${FINISHED}"]`).waitFor();
     await page.locator(`tr[data-run="${RUNNING}"] .live`).waitFor();
     assert.match((await page.locator(`tr[data-run="${FINISHED}"]`).textContent()) ?? "", /complete.*yes/s);
+    assert.equal((await (await fetch(`${s.url}/api/runs/${FINISHED}`)).json()).liveness.live, true, "the fixture's lease is held");
     assert.equal(await page.locator(`tr[data-run="${FINISHED}"] .live`).count(), 0, "a finished run is not live");
     const stale = page.locator(`tr[data-run="${STALE}"] [data-testid="stale"]`);
     await stale.waitFor();
@@ -79,6 +83,7 @@ describe("relay infty serve in Chromium", { skip }, () => {
     await page.click(`tr[data-run="${FINISHED}"] a.run-link`);
     await page.locator('[data-testid="status"]', { hasText: "complete" }).waitFor();
     await page.locator('.row[data-type="run_finished"]').waitFor();
+    assert.equal(await page.locator('[data-testid="run-head"] .live').count(), 0, "a finished run is not live");
     await page.locator('.row[data-type="verdict"]', { hasText: "deliverable/answer.txt says 42" }).waitFor();
     await page.locator('[data-testid="markdown"] h1', { hasText: "Answer" }).waitFor();
     await page.locator('[data-testid="budget"] svg rect.fill').first().waitFor();

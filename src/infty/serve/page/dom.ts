@@ -58,10 +58,20 @@ export function formatTime(iso: string | undefined): string {
 }
 
 /**
- * Whether a process drives the run now: "● live" (never for a run that ended), or "stale" for a
- * run whose run.json says running but whose driver is gone (the sentence says why and how to resume).
+ * What to show beside a run's status: "live" only while a process drives a run that says
+ * running (a finished run's driver may still hold the lease while it exits, and a restore holds
+ * it on a stopped run: neither is a run going on), "stale" for one that says running with its
+ * driver gone.
  */
-export function driverBadge(live: boolean, stale: string | undefined): HTMLElement | null {
-  if (stale) return h("span", { class: "stale", title: stale, data: { testid: "stale" } }, " ⚠ stale");
-  return live ? h("span", { class: "live", title: "a process drives this run now" }, " ● live") : null;
+export function driverMark(status: string, live: boolean, stale: string | undefined): "live" | "stale" | undefined {
+  if (status !== "running") return undefined;
+  if (stale) return "stale";
+  return live ? "live" : undefined;
+}
+
+/** The mark as a badge: "● live", or "⚠ stale" with the sentence (why, and how to resume) as its title. */
+export function driverBadge(status: string, live: boolean, stale: string | undefined): HTMLElement | null {
+  const mark = driverMark(status, live, stale);
+  if (mark === "stale") return h("span", { class: "stale", title: stale, data: { testid: "stale" } }, " ⚠ stale");
+  return mark === "live" ? h("span", { class: "live", title: "a process drives this run now" }, " ● live") : null;
 }

@@ -112,7 +112,7 @@ function renderHead(head: HTMLElement, d: RunDetail): void {
   clear(head);
   append(
     head,
-    h("h1", {}, r.run_id, " ", h("span", { class: `status ${r.status}`, data: { testid: "status" } }, r.status), driverBadge(d.liveness.live, d.liveness.stale)),
+    h("h1", {}, r.run_id, " ", h("span", { class: `status ${r.status}`, data: { testid: "status" } }, r.status), driverBadge(r.status, d.liveness.live, d.liveness.stale)),
     h("p", { class: "objective" }, r.objective),
     d.liveness.stale ? h("p", { class: "detail-line stale-line" }, d.liveness.stale) : null,
     r.status_detail ? h("p", { class: "detail-line" }, r.status_detail) : null,

@@ -12,7 +12,7 @@ function row(r: RunSummary): HTMLElement {
     { data: { run: r.id } },
     h("td", {}, h("a", { href, class: "run-link" }, r.id)),
     h("td", { class: "objective", title: r.objective }, r.objective.split("\n")[0]!.slice(0, 140)),
-    h("td", {}, h("span", { class: `status ${r.status}` }, r.status), driverBadge(r.live, r.stale)),
+    h("td", {}, h("span", { class: `status ${r.status}` }, r.status), driverBadge(r.status, r.live, r.stale)),
     h("td", { class: "roles" }, ...r.roles.map((x) => h("div", {}, h("b", {}, x.role), " ", x.model))),
     h("td", {}, formatTime(r.created_at)),
     h("td", {}, formatTime(r.updated_at)),
