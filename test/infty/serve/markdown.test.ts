@@ -50,4 +50,21 @@ describe("page markdown", () => {
       ].join("\n"),
     );
   });
+
+  test("a list goes on across blank lines: code indented under a step is the step's code, a less indented line another paragraph of the item", () => {
+    const html = renderMarkdown("## How to verify\n\n1. Install:\n\n    npm ci\n    npm run build\n\n2. Test:\n\n\tnpm test -- <all>\n\n        nested\n   and check the output.\n3. Done.\n\n- item\n\n  more of it\n\nAfter the list.");
+    assert.equal(
+      html,
+      [
+        "<h2>How to verify</h2>",
+        "<ol><li>Install:<pre><code>npm ci\nnpm run build</code></pre></li><li>Test:<pre><code>npm test -- &lt;all&gt;\n\n    nested</code></pre><p>and check the output.</p></li><li>Done.</li></ol>",
+        "<ul><li>item<p>more of it</p></li></ul>",
+        "<p>After the list.</p>",
+      ].join("\n"),
+    );
+  });
+
+  test("a fence in a list item loses the item's indent; the list after it counts on", () => {
+    assert.equal(renderMarkdown("1. Run:\n   ```sh\n   npm ci\n     --quiet\n   ```\n2. Then <this>."), ["<ol><li>Run:</li></ol>", "<pre><code>npm ci\n  --quiet</code></pre>", '<ol start="2"><li>Then &lt;this&gt;.</li></ol>'].join("\n"));
+  });
 });
