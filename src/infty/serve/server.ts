@@ -61,18 +61,27 @@ type Interfaces = ReturnType<typeof os.networkInterfaces>;
  * unspecified one (0.0.0.0, ::), loopback and each address of this machine's interfaces (an
  * IPv6 bind takes IPv4 too). Link-local IPv6 addresses are left out (they need a zone to open).
  */
-export function reachableHosts(host: string, interfaces: Interfaces = os.networkInterfaces()): string[] {
+export function reachableHosts(host: string, interfaces: () => Interfaces = os.networkInterfaces): string[] {
   const bare = host.replace(/^\[|\]$/g, "");
   const v6 = bare === "::";
   if (bare !== "0.0.0.0" && !v6) return [host];
   const out = ["127.0.0.1", ...(v6 ? ["::1"] : [])];
-  for (const list of Object.values(interfaces)) {
+  for (const list of Object.values(listed(interfaces))) {
     for (const a of list ?? []) {
       if (a.internal || (a.family === "IPv6" && (!v6 || a.address.toLowerCase().startsWith("fe80")))) continue;
       out.push(a.address);
     }
   }
   return [...new Set(out)];
+}
+
+/** The interfaces, or none where the system will not list them (some sandboxes): loopback still opens. */
+function listed(interfaces: () => Interfaces): Interfaces {
+  try {
+    return interfaces();
+  } catch {
+    return {};
+  }
 }
 
 export async function startServe(o: ServeOptions): Promise<Result<ServeHandle>> {

@@ -9,10 +9,10 @@ import { reachableHosts } from "../../../src/infty/serve/server.ts";
 import { relayArgv } from "../../support/self.ts";
 import { until } from "../../support/wait.ts";
 
-const ifaces = {
+const ifaces = () => ({
   lo: [{ address: "127.0.0.1", family: "IPv4", internal: true }, { address: "::1", family: "IPv6", internal: true }],
   eth0: [{ address: "10.1.2.3", family: "IPv4", internal: false }, { address: "fe80::1", family: "IPv6", internal: false }, { address: "2001:db8::5", family: "IPv6", internal: false }],
-} as unknown as ReturnType<typeof os.networkInterfaces>;
+}) as unknown as ReturnType<typeof os.networkInterfaces>;
 
 describe("relay infty serve's addresses", () => {
   test("a named host as it is; 0.0.0.0: loopback and each IPv4 address; ::: IPv6 too, not link-local", () => {
@@ -21,6 +21,14 @@ describe("relay infty serve's addresses", () => {
     assert.deepEqual(reachableHosts("0.0.0.0", ifaces), ["127.0.0.1", "10.1.2.3"]);
     assert.deepEqual(reachableHosts("::", ifaces), ["127.0.0.1", "::1", "10.1.2.3", "2001:db8::5"]);
     assert.deepEqual(reachableHosts("[::]", ifaces), reachableHosts("::", ifaces));
+  });
+
+  test("where the system will not list its interfaces, loopback is still there", () => {
+    const refuses = () => {
+      throw new Error("uv_interface_addresses returned Unknown system error 1");
+    };
+    assert.deepEqual(reachableHosts("0.0.0.0", refuses), ["127.0.0.1"]);
+    assert.deepEqual(reachableHosts("::", refuses), ["127.0.0.1", "::1"]);
   });
 
   test("--host 0.0.0.0 prints an open line per usable address with the token, and none for 0.0.0.0", async () => {
