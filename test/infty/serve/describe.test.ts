@@ -13,6 +13,9 @@ group("timeline rows for roles' signals", () => {
     assert.deepEqual(says("director", '{"directive":"Use spaces.","rationale":"house style"}'), { who: "director", kind: "directive", text: "Use spaces. (why: house style)", tone: "info" });
     assert.deepEqual(says("verifier-1", '{"verdict":"PASS","reasons":["tests pass","README exact"],"suggestions":[]}'), { who: "verifier-1", kind: "verdict PASS", text: "tests pass; README exact", tone: "pass" });
     assert.deepEqual(says("verifier-1", 'Checked. {"verdict": "fail", "reasons": "41, not 42"}'), { who: "verifier-1", kind: "verdict FAIL", text: "41, not 42", tone: "fail" });
+    assert.deepEqual(says("solver", '{"type":"Verification-Request","claim_path":"memory/claims/b.json","notes":null}'), { who: "solver", kind: "asks to verify", text: "memory/claims/b.json", tone: "info" });
+    assert.deepEqual(says("verifier-1", '{"type":"verification_request","final":true,"deliverable_path":"deliverable","summary":"the answer"}'), { who: "verifier-1", kind: "asks to verify", text: "deliverable — the answer", tone: "info" });
+    assert.deepEqual(says("verifier-1", '{"verdict":" Pass ","reasons":"ok"}'), { who: "verifier-1", kind: "verdict PASS", text: "ok", tone: "pass" });
   });
 
   test("prose, and JSON that is no signal, stay what the role said", () => {

@@ -16,6 +16,8 @@ const one = (s: string) => s.replace(/\s+/g, " ").trim();
 
 /** A string field, or a list of strings joined; anything else is left out. */
 const str = (v: unknown): string => (typeof v === "string" ? v : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string").join("; ") : "");
+/** An enum word read as signals.ts reads it: any case, "-" or spaces for "_". */
+const word = (v: unknown) => str(v).trim().toLowerCase().replace(/[\s-]+/g, "_");
 const withNote = (main: unknown, note: unknown) => one(`${str(main)}${str(note) ? ` — ${str(note)}` : ""}`);
 
 /**
@@ -25,12 +27,13 @@ const withNote = (main: unknown, note: unknown) => one(`${str(main)}${str(note) 
  */
 export function signalRow(text: string): Omit<RowText, "who"> | undefined {
   for (const o of jsonObjectsIn(text)) {
-    const type = str(o.type).toLowerCase();
-    if (type === "verification_request") return { kind: "asks to verify", text: withNote(o.claim_path, o.notes), tone: "info" };
+    const type = word(o.type);
+    // A final round's request names the deliverable instead of a claim.
+    if (type === "verification_request") return { kind: "asks to verify", text: withNote(o.claim_path ?? o.deliverable_path, o.notes ?? o.summary), tone: "info" };
     if (type === "direction_request") return { kind: "asks Director", text: one(str(o.prompt)), tone: "info" };
     if (type === "final_delivery") return { kind: "delivers", text: withNote(o.deliverable_path, o.summary), tone: "info" };
     if (typeof o.directive === "string") return { kind: "directive", text: one(`${o.directive}${str(o.rationale) ? ` (why: ${str(o.rationale)})` : ""}`), tone: "info" };
-    const verdict = str(o.verdict).toLowerCase();
+    const verdict = word(o.verdict);
     if (verdict === "pass" || verdict === "fail") return { kind: `verdict ${verdict.toUpperCase()}`, text: one(str(o.reasons)), tone: verdict };
   }
   return undefined;
