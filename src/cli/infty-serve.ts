@@ -13,7 +13,7 @@ export function addServe(infty: Command) {
     .command("serve")
     .description("serve a live view of the runs (a page and a JSON API) over HTTP; read-only unless --allow-actions")
     .option("--port <n>", "port to listen on (0: any free port)", wholeNumber("--port", 0, 65535), 7788)
-    .option("--host <address>", "address to bind; anything but loopback needs a token (one is made and printed if --token is not given)", "127.0.0.1")
+    .option("--host <address>", "address to bind (with 0.0.0.0 or :: the addresses to open are printed, one a line); anything but loopback needs a token (one is made and printed if --token is not given)", "127.0.0.1")
     .option("--runs-root <dir>", "the folder holding the runs (default: $RELAY_HOME/infty)")
     .option("--token <token>", "the token requests must carry (Authorization: Bearer, or the cookie the printed URL sets)")
     .option("--allow-actions", "let the page stop and resume runs and send notes to the Director (POST, token required even on loopback)")
