@@ -387,6 +387,10 @@ export class FakeModelServer {
   private readonly held = new Set<ServerResponse>();
   private holdWaiters: Array<() => void> = [];
   private closed = false;
+  /** Answers a request the queues have no reply for (a long benchmark's models, decided per request). */
+  responder: ((r: RecordedRequest) => Reply | undefined) | undefined;
+  /** false: requests are not kept in `requests` (a benchmark of thousands of requests). */
+  recording = true;
 
   constructor(
     private readonly server: Server,
@@ -478,7 +482,7 @@ export class FakeModelServer {
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
     const path = new URL(req.url ?? "/", this.origin).pathname;
     const recorded: RecordedRequest = { method: req.method ?? "GET", path, headers, body, rawBody, receivedAtMs };
-    this.requests.push(recorded);
+    if (this.recording) this.requests.push(recorded);
 
     const api = path.endsWith("/responses") ? "responses" : path.endsWith("/chat/completions") ? "chat" : undefined;
     if (!api) {
@@ -486,7 +490,7 @@ export class FakeModelServer {
     }
     const refusal = this.refusals.find((f) => f.match(recorded));
     const lane = refusal ? undefined : this.routes.find((l) => l.match(recorded));
-    let r = refusal ? refusal.error : lane ? lane.replies.shift() : this.queue.shift();
+    let r = refusal ? refusal.error : lane ? lane.replies.shift() : (this.queue.shift() ?? this.responder?.(recorded));
     while (r?.kind === "later") {
       this.hold(res);
       r = await r.reply;
