@@ -43,6 +43,43 @@ function count(buf: Buffer, byte: number): number {
   return c;
 }
 
+/** The whole lines of `file` from its last to its first (a last line without its newline is left out); nothing for a missing file. */
+export async function* linesFromEnd(file: string): AsyncGenerator<string> {
+  const fh = await open(file, "r").catch(() => undefined);
+  if (!fh) return;
+  try {
+    let end = (await fh.stat()).size;
+    /** Bytes of a line whose start lies before the part read so far. */
+    let rest = Buffer.alloc(0);
+    /** Until the file's last newline is found, what is read belongs to a line still being written. */
+    let torn = true;
+    while (end > 0) {
+      const from = Math.max(0, end - CHUNK);
+      const buf = Buffer.alloc(end - from);
+      await fh.read(buf, 0, buf.length, from);
+      end = from;
+      const data = Buffer.concat([buf, rest]);
+      let stop = data.length;
+      if (torn) {
+        stop = data.lastIndexOf(0x0a);
+        if (stop === -1) {
+          rest = from > 0 ? data : Buffer.alloc(0);
+          continue;
+        }
+        torn = false;
+      }
+      for (let nl = data.lastIndexOf(0x0a, stop - 1); nl !== -1; nl = data.lastIndexOf(0x0a, stop - 1)) {
+        if (nl + 1 < stop) yield data.subarray(nl + 1, stop).toString("utf8");
+        stop = nl;
+      }
+      rest = data.subarray(0, stop);
+    }
+    if (!torn && rest.length) yield rest.toString("utf8");
+  } finally {
+    await fh.close();
+  }
+}
+
 export interface FollowOptions {
   /** Where to start reading (the end of what was printed already). */
   from: number;

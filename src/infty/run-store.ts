@@ -22,6 +22,7 @@ import { redactLogLine, type LogEventInput } from "./event-log.ts";
 import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 import { RepoRecordSchema } from "./repo/record.ts";
+import { linesFromEnd } from "./log-tail.ts";
 import type { LeaseGrant } from "./lease.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
@@ -163,6 +164,8 @@ export class RunStore {
   private logging: Promise<void> = Promise.resolve();
   /** The lease this process drives the run under: every run.json write checks it first. */
   private grant: LeaseGrant | undefined;
+  /** The notes of the current handoff and the next note number (see noteTail). */
+  private notesTail: { handoff: number; notes: Note[]; next: number } | undefined;
 
   private constructor(
     readonly dir: string,
@@ -374,15 +377,36 @@ export class RunStore {
    */
   async note(role: string, kind: string, text: string): Promise<Note> {
     const handoff = this.meta.handoffs;
-    const existing = await this.notes();
-    const same = existing.find((x) => x.handoff === handoff && x.role === role && x.kind === kind && x.text === text);
+    const tail = await this.noteTail(handoff);
+    const same = tail.notes.find((x) => x.role === role && x.kind === kind && x.text === text);
     if (same) return same;
     // The counter in run.json lags the file when a crash fell between the append and the save.
-    const n = Math.max(this.meta.next_note, ...existing.map((x) => Number(/^note-(\d+)$/.exec(x.id)?.[1] ?? 0) + 1));
+    const n = Math.max(this.meta.next_note, tail.next);
     const note: Note = { id: `note-${String(n).padStart(4, "0")}`, at: new Date().toISOString(), role, kind, text, handoff };
     await appendLine(path.join(this.dir, "memory", "notes.jsonl"), JSON.stringify(note));
+    tail.notes.push(note);
+    tail.next = n + 1;
     await this.update({ next_note: n + 1 });
     return note;
+  }
+
+  /**
+   * The notes of this handoff and the next note number. Read once, from the end of notes.jsonl
+   * (the notes of a handoff are its last lines; this driver is the only one appending); then
+   * kept here, so a note costs an append, not a read of every note before it.
+   */
+  private async noteTail(handoff: number): Promise<{ handoff: number; notes: Note[]; next: number }> {
+    if (this.notesTail?.handoff === handoff) return this.notesTail;
+    if (this.notesTail) return (this.notesTail = { handoff, notes: [], next: this.notesTail.next });
+    const tail = { handoff, notes: [] as Note[], next: 1 };
+    for await (const line of linesFromEnd(path.join(this.dir, "memory", "notes.jsonl"))) {
+      const note = NoteSchema.safeParse(safeJson(line));
+      if (!note.success) continue;
+      tail.next = Math.max(tail.next, Number(/^note-(\d+)$/.exec(note.data.id)?.[1] ?? 0) + 1);
+      if (note.data.handoff !== handoff) break;
+      tail.notes.unshift(note.data);
+    }
+    return (this.notesTail = tail);
   }
 
   /** From now on every run.json write first checks that `grant` is still this process's lease. */
@@ -412,6 +436,14 @@ export class RunStore {
    */
   async resolveInside(p: string): Promise<Result<string>> {
     return resolveWithin(this.dir, p, "the run store");
+  }
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
   }
 }
 

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { FileLease } from "../../src/infty/lease-file.ts";
-import { followLines, tailLines } from "../../src/infty/log-tail.ts";
+import { followLines, linesFromEnd, tailLines } from "../../src/infty/log-tail.ts";
 import { Buffer } from "node:buffer";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
@@ -103,5 +103,23 @@ describe("relay infty logs --follow", () => {
     assert.equal(r.status, 0);
     assert.match(r.stdout, / run_finished status=complete detail=done\n$/);
     assert.match(r.stderr, /run done is complete, not running; nothing to follow/);
+  });
+});
+
+describe("lines from the end", () => {
+  test("every whole line, last first, across chunks and lines longer than a chunk; a torn last line is left out", async () => {
+    using d = tempDir();
+    const file = path.join(d.dir, "x.jsonl");
+    const lines = Array.from({ length: 2000 }, (_, i) => `line ${i} ${i % 300 === 0 ? "é".repeat(70_000) : ""}`);
+    for (const tail of ["", "torn, no newline", "x".repeat(200_000)]) {
+      writeFileSync(file, lines.join("\n") + "\n" + tail);
+      const got: string[] = [];
+      for await (const l of linesFromEnd(file)) got.push(l);
+      assert.deepEqual(got, [...lines].reverse(), `tail ${tail.slice(0, 10)}`);
+    }
+    writeFileSync(file, "only a torn line");
+    const none: string[] = [];
+    for await (const l of linesFromEnd(file)) none.push(l);
+    assert.deepEqual(none, []);
   });
 });
