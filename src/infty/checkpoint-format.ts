@@ -76,6 +76,7 @@ export type RestoreIntent = z.infer<typeof RestoreIntentSchema>;
 export const StatCacheSchema = lazySchema(() => z.object({
   version: z.literal(1),
   written_at_ms: z.number(),
-  files: z.record(z.string(), z.object({ size: z.number(), mtime_ms: z.number(), ino: z.number(), mode: z.string(), oid: z.string() })),
+  /** Per file: its stat when it was hashed, its blob, and when it was hashed (older caches: written_at_ms). */
+  files: z.record(z.string(), z.object({ size: z.number(), mtime_ms: z.number(), ino: z.number(), mode: z.string(), oid: z.string(), seen_at_ms: z.number().optional() })),
 }));
 export type StatCache = z.infer<typeof StatCacheSchema>;

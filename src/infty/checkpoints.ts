@@ -11,7 +11,8 @@ import { Buffer } from "node:buffer";
 import { errorMessage, err, ok, type Result } from "../util/result.ts";
 import { parseJsonWith } from "../util/json.ts";
 import { CHECKPOINT_DIRS, CHECKPOINT_GITDIR, CHECKPOINT_REF, CheckpointInfoSchema, CheckpointRecordSchema, RECORD_FILE, RestorableStateSchema, type CheckpointInfo, type CheckpointRecord, type CheckpointTrigger, type RolloutMark } from "./checkpoint-format.ts";
-import { openSnapshotter, saveStatCache, snapshotTree } from "./checkpoint-tree.ts";
+import { Snapshotter } from "./checkpoint-tree.ts";
+import { ALL, type Changes } from "./change-feed.ts";
 import { gitFs, loadGit, syncObjects, type Git } from "./git-store.ts";
 import type { RunStore } from "./run-store.ts";
 
@@ -66,12 +67,22 @@ async function head(git: Git, gitdir: string): Promise<string | undefined> {
   return git.resolveRef({ fs: gitFs, gitdir, ref: CHECKPOINT_REF }).catch(() => undefined);
 }
 
+/**
+ * What a checkpoint is taken with: the snapshotter a driver keeps between its checkpoints and
+ * what changed since the last one (absent: a fresh one that looks at everything).
+ */
+export interface SnapshotContext {
+  snapshotter: Snapshotter;
+  changes: Changes;
+}
+
+const NOTHING_LEFT_OUT: ReadonlySet<string> = new Set();
+
 /** The commit of a new checkpoint; the branch is moved to it last, so a crash before leaves no trace. */
-async function commitCheckpoint(git: Git, store: RunStore, info: CheckpointInfo, parent: string | undefined): Promise<string> {
+async function commitCheckpoint(git: Git, store: RunStore, info: CheckpointInfo, parent: string | undefined, ctx: SnapshotContext): Promise<string> {
   const gitdir = gitdirOf(store.dir);
-  const snap = await openSnapshotter(git, gitdir);
   const tree = [];
-  for (const d of CHECKPOINT_DIRS) tree.push({ mode: "040000", path: d, oid: await snapshotTree(snap, store.dir, d), type: "tree" as const });
+  for (const d of CHECKPOINT_DIRS) tree.push({ mode: "040000", path: d, oid: await ctx.snapshotter.tree(store.dir, d, ctx.changes, NOTHING_LEFT_OUT), type: "tree" as const });
   const rollouts: RolloutMark[] = [];
   for (const r of store.state.roles) if (r.rollout_path) rollouts.push(await rolloutMark(r.role, r.rollout_path));
   const record: CheckpointRecord = { version: 1, ...info, state: RestorableStateSchema.parse(store.state), rollouts };
@@ -83,7 +94,7 @@ async function commitCheckpoint(git: Git, store: RunStore, info: CheckpointInfo,
   const commit = await git.writeCommit({ fs: gitFs, gitdir, commit: { message, tree: treeOid, parent: parent ? [parent] : [], author: when, committer: when } });
   await syncObjects();
   await git.writeRef({ fs: gitFs, gitdir, ref: CHECKPOINT_REF, value: commit, force: true });
-  await saveStatCache(snap);
+  await ctx.snapshotter.save(ctx.changes.all);
   return commit;
 }
 
@@ -100,17 +111,18 @@ export async function initCheckpoints(runDir: string): Promise<void> {
 }
 
 /** Commits the run store as the next checkpoint and records its id in run.json. */
-export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger, summary: string): Promise<Result<Checkpoint>> {
+export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger, summary: string, given?: SnapshotContext): Promise<Result<Checkpoint>> {
   try {
     const git = await loadGit();
     const gitdir = gitdirOf(store.dir);
     await initCheckpoints(store.dir);
+    const ctx = given ?? { snapshotter: await Snapshotter.open(git, gitdir), changes: ALL };
     const parent = await head(git, gitdir);
     const prior = parent ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent })).commit.message) : undefined;
     const seq = (prior?.seq ?? 0) + 1;
     const st = store.state;
     const info: CheckpointInfo = { id: `ckpt-${String(seq).padStart(4, "0")}`, seq, at: new Date().toISOString(), trigger, summary, turn: st.turns, handoff: st.handoffs, ...(st.repo ? { repo_commit: st.repo.head_commit } : {}) };
-    const commit = await commitCheckpoint(git, store, info, parent);
+    const commit = await commitCheckpoint(git, store, info, parent, ctx);
     await store.update({ last_checkpoint: info.id });
     return ok({ ...info, commit });
   } catch (e) {

@@ -7,6 +7,8 @@ import { errorMessage } from "../util/result.ts";
 import type { CheckpointTrigger } from "./checkpoint-format.ts";
 import { latestCheckpoint, takeCheckpoint, type Checkpoint } from "./checkpoints.ts";
 import { writeIndexes } from "./index-files.ts";
+import { ALL, type ChangeFeed } from "./change-feed.ts";
+import type { Snapshotter } from "./checkpoint-tree.ts";
 import type { RunStore } from "./run-store.ts";
 
 export interface HandoffRecord {
@@ -26,14 +28,22 @@ export async function catchUpCheckpoint(store: RunStore): Promise<HandoffRecord 
   return recordHandoff(store, "resume", `resumed at step ${st.handoffs} (no checkpoint of it yet); next: ${st.pending.type}`);
 }
 
-export async function recordHandoff(store: RunStore, trigger: CheckpointTrigger, summary: string): Promise<HandoffRecord> {
+/**
+ * The index, then a checkpoint. `feed` and `snapshotter` (a driver's, kept between handoffs)
+ * make both cost what changed since the last handoff; without them everything is looked at.
+ */
+export async function recordHandoff(store: RunStore, trigger: CheckpointTrigger, summary: string, kept?: { feed: ChangeFeed; snapshotter: Snapshotter }): Promise<HandoffRecord> {
   const warnings: string[] = [];
+  const changes = kept ? await kept.feed.take() : ALL;
+  let written: string[] = [];
   try {
-    await writeIndexes(store);
+    written = await writeIndexes(store, changes);
   } catch (e) {
     warnings.push(`could not write the run's index files: ${errorMessage(e)}`);
   }
-  const c = await takeCheckpoint(store, trigger, summary);
+  // The index files just written are in this checkpoint; the feed reports them only at the next take.
+  const snapshot = kept ? { snapshotter: kept.snapshotter, changes: changes.all ? changes : { all: false as const, paths: new Set([...changes.paths, ...written]) } } : undefined;
+  const c = await takeCheckpoint(store, trigger, summary, snapshot);
   if ("error" in c) warnings.push(c.error.message);
   return "ok" in c ? { checkpoint: c.ok, warnings } : { warnings };
 }

@@ -125,8 +125,8 @@ export class RunIndex {
     this.rounds.push(line);
   }
 
-  /** Brings both index files up to date with what changed (`changes`) and the run's state. */
-  async write(store: RunStore, changes: Changes = ALL): Promise<void> {
+  /** Brings both index files up to date with what changed (`changes`) and the run's state; the files written. */
+  async write(store: RunStore, changes: Changes = ALL): Promise<string[]> {
     await this.updateArtifacts(changes);
     await this.updateClaims(store, changes);
     if (this.unsorted) this.sorted = [...this.artifacts.keys()].sort(byCodeUnits);
@@ -134,8 +134,10 @@ export class RunIndex {
     await mkdir(path.join(this.runDir, "index"), { recursive: true });
     const generated_at = new Date().toISOString();
     const base = { version: 1 as const, run_id: store.id, generated_at };
-    await this.writeIfChanged(CLAIMS_INDEX, "claims", this.claimEntries(store), base);
-    await this.writeIfChanged(ARTIFACTS_INDEX, "files", this.artifactEntries(store), base);
+    const written = [];
+    if (await this.writeIfChanged(CLAIMS_INDEX, "claims", this.claimEntries(store), base)) written.push(CLAIMS_INDEX);
+    if (await this.writeIfChanged(ARTIFACTS_INDEX, "files", this.artifactEntries(store), base)) written.push(ARTIFACTS_INDEX);
+    return written;
   }
 
   private async updateArtifacts(changes: Changes): Promise<void> {
@@ -237,13 +239,14 @@ export class RunIndex {
    * alone is no change: every checkpoint would otherwise store a new copy). Derived data, made
    * again at every handoff: whole or absent after a crash is enough, no fsync.
    */
-  private async writeIfChanged(rel: string, key: string, value: unknown[], base: Record<string, unknown>): Promise<void> {
+  private async writeIfChanged(rel: string, key: string, value: unknown[], base: Record<string, unknown>): Promise<boolean> {
     const part = JSON.stringify(value);
     const file = path.join(this.runDir, rel);
     const last = this.written.get(rel) ?? (await readFile(file, "utf8").then((t) => JSON.stringify((JSON.parse(t) as Record<string, unknown>)[key]), () => undefined).catch(() => undefined));
-    if (last === part) return void this.written.set(rel, part);
-    await writeFileAtomic(file, JSON.stringify({ ...base, [key]: value }, null, 2) + "\n", { sync: false });
     this.written.set(rel, part);
+    if (last === part) return false;
+    await writeFileAtomic(file, JSON.stringify({ ...base, [key]: value }, null, 2) + "\n", { sync: false });
+    return true;
   }
 }
 
@@ -261,9 +264,9 @@ export async function recordRound(store: RunStore, round: Omit<VerificationRound
   await (await runIndex(store)).recordRound(store, round);
 }
 
-/** Brings index/claims.json and index/artifacts.json up to date (`changes`: what changed; default everything). */
-export async function writeIndexes(store: RunStore, changes: Changes = ALL): Promise<void> {
-  await (await runIndex(store)).write(store, changes);
+/** Brings index/claims.json and index/artifacts.json up to date (`changes`: what changed; default everything); the files written. */
+export async function writeIndexes(store: RunStore, changes: Changes = ALL): Promise<string[]> {
+  return (await runIndex(store)).write(store, changes);
 }
 
 /** Forgets the index kept for `store` (a restore changed its files under it). */

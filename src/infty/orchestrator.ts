@@ -21,9 +21,12 @@ import type { TurnOptions } from "../session/agent.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable, type DeliverableRules } from "./deliverable.ts";
 import { checkClaim } from "./claims.ts";
-import type { CheckpointTrigger } from "./checkpoint-format.ts";
 import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
-import { initCheckpoints } from "./checkpoints.ts";
+import { gitdirOf, initCheckpoints } from "./checkpoints.ts";
+import { ChangeFeed } from "./change-feed.ts";
+import { Snapshotter } from "./checkpoint-tree.ts";
+import { CHECKPOINT_DIRS, type CheckpointTrigger } from "./checkpoint-format.ts";
+import { loadGit } from "./git-store.ts";
 import { recordRound, writeIndexes } from "./index-files.ts";
 import { CLAIMS_INDEX } from "./index-format.ts";
 import { existsSync } from "node:fs";
@@ -304,6 +307,8 @@ class InftyRun {
   private readonly board: ActivityBoard;
   /** What the previous process had in flight; each used once, by the exchange it belongs to. */
   private resumed: Inflight[];
+  /** Kept between handoffs, so that a handoff's index and checkpoint cost what changed since the last. */
+  private kept: { feed: ChangeFeed; snapshotter: Snapshotter } | undefined;
 
   constructor(
     private readonly o: InftyOptions,
@@ -318,6 +323,7 @@ class InftyRun {
     this.startHeartbeat();
     try {
       await initCheckpoints(this.store.dir).catch((e: Error) => this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }));
+      this.kept = { feed: await ChangeFeed.start(this.store.dir, CHECKPOINT_DIRS), snapshotter: await Snapshotter.open(await loadGit(), gitdirOf(this.store.dir)) };
       const unready = await this.prepareWorkspaces();
       if (unready) return unready;
       const failed = await this.openRoles();
@@ -532,7 +538,7 @@ class InftyRun {
   }
 
   private async checkpoint(trigger: CheckpointTrigger, summary: string): Promise<void> {
-    const r = await recordHandoff(this.store, trigger, summary);
+    const r = await recordHandoff(this.store, trigger, summary, this.kept);
     for (const message of r.warnings) this.o.report({ type: "warning", message });
     if (!r.checkpoint) return;
     this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
@@ -729,6 +735,7 @@ class InftyRun {
   }
 
   private async closeRoles(): Promise<void> {
+    this.kept?.feed.close();
     for (const s of this.hub.sessions(this.store.id)) {
       await s.handle.close();
       this.hub.unregister(this.store.id, s.role);
