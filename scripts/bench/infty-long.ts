@@ -137,5 +137,7 @@ try {
   console.log(goalLine("infty_long_restore_ms", restoreMs, 1500, 0));
 } finally {
   await server.close();
-  rmSync(home, { recursive: true, force: true });
+  // RELAY_BENCH_KEEP=1 keeps the run for a look (its path is printed).
+  if (process.env.RELAY_BENCH_KEEP) console.log(`kept ${home}`);
+  else rmSync(home, { recursive: true, force: true });
 }

@@ -12,7 +12,7 @@ import path from "node:path";
 import { parseJsonWith } from "../util/json.ts";
 import { writeFileAtomic } from "./durable.ts";
 import { StatCacheSchema, type StatCache } from "./checkpoint-format.ts";
-import { gitFs, type Git } from "./git-store.ts";
+import { gitFs, readCache, type Git } from "./git-store.ts";
 
 /** mtimes this close to the cache's writing may hide a change of the same size (git's "racy clean"). */
 const RACY_MS = 2000;
@@ -47,6 +47,8 @@ export class Snapshotter {
   private readonly folders = new Map<string, Folder>();
   private readonly seen: StatCache["files"];
   private sinceSave = 0;
+  /** The checkpoint this snapshotter's driver took last. */
+  last: { commit: string; seq: number } | undefined;
 
   private constructor(
     readonly git: Git,
@@ -163,7 +165,7 @@ export class Snapshotter {
 /** path (relative to the tree) → blob oid and mode, for every file of a tree. */
 async function treeFiles(git: Git, gitdir: string, oid: string, prefix = ""): Promise<Map<string, { oid: string; mode: string }>> {
   const out = new Map<string, { oid: string; mode: string }>();
-  const { tree } = await git.readTree({ fs: gitFs, gitdir, oid });
+  const { tree } = await git.readTree({ fs: gitFs, gitdir, oid, cache: readCache() });
   for (const e of tree) {
     const p = prefix ? `${prefix}/${e.path}` : e.path;
     if (e.type === "tree") for (const [k, v] of await treeFiles(git, gitdir, e.oid, p)) out.set(k, v);
@@ -195,7 +197,7 @@ export async function materializeTree(git: Git, gitdir: string, oid: string | un
   for (const f of have.files) if (!want.has(f)) await rm(path.join(dir, f), { recursive: true, force: true });
   for (const [rel, blob] of want) {
     const abs = path.join(dir, rel);
-    const { blob: data } = await git.readBlob({ fs: gitFs, gitdir, oid: blob.oid });
+    const { blob: data } = await git.readBlob({ fs: gitFs, gitdir, oid: blob.oid, cache: readCache() });
     const current = await readFile(abs).catch(() => undefined);
     const mode = blob.mode === "100755" ? 0o755 : 0o644;
     if (!current || !Buffer.from(data).equals(current)) {

@@ -13,7 +13,7 @@ import { parseJsonWith } from "../util/json.ts";
 import { CHECKPOINT_DIRS, CHECKPOINT_GITDIR, CHECKPOINT_REF, CheckpointInfoSchema, CheckpointRecordSchema, RECORD_FILE, RestorableStateSchema, type CheckpointInfo, type CheckpointRecord, type CheckpointTrigger, type RolloutMark } from "./checkpoint-format.ts";
 import { Snapshotter } from "./checkpoint-tree.ts";
 import { ALL, type Changes } from "./change-feed.ts";
-import { gitFs, loadGit, syncObjects, type Git } from "./git-store.ts";
+import { gitFs, loadGit, readCache, syncObjects, type Git } from "./git-store.ts";
 import type { RunStore } from "./run-store.ts";
 
 const AUTHOR = { name: "relay infty", email: "infty@relay.invalid" };
@@ -118,11 +118,14 @@ export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger
     await initCheckpoints(store.dir);
     const ctx = given ?? { snapshotter: await Snapshotter.open(git, gitdir), changes: ALL };
     const parent = await head(git, gitdir);
-    const prior = parent ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent })).commit.message) : undefined;
+    // The checkpoint before is known to a driver that took it: no read of a (packed) commit.
+    const known = ctx.snapshotter.last?.commit === parent ? ctx.snapshotter.last : undefined;
+    const prior = known ?? (parent ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent, cache: readCache() })).commit.message) : undefined);
     const seq = (prior?.seq ?? 0) + 1;
     const st = store.state;
     const info: CheckpointInfo = { id: `ckpt-${String(seq).padStart(4, "0")}`, seq, at: new Date().toISOString(), trigger, summary, turn: st.turns, handoff: st.handoffs, ...(st.repo ? { repo_commit: st.repo.head_commit } : {}) };
     const commit = await commitCheckpoint(git, store, info, parent, ctx);
+    ctx.snapshotter.last = { commit, seq };
     await store.update({ last_checkpoint: info.id });
     return ok({ ...info, commit });
   } catch (e) {
@@ -135,7 +138,7 @@ export async function latestCheckpoint(runDir: string): Promise<CheckpointInfo |
   const git = await loadGit();
   const gitdir = gitdirOf(runDir);
   const oid = await head(git, gitdir);
-  return oid ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid })).commit.message) : undefined;
+  return oid ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid, cache: readCache() })).commit.message) : undefined;
 }
 
 /** Every checkpoint of the run in `runDir`, oldest first (none yet: empty). */
@@ -144,7 +147,7 @@ export async function listCheckpoints(runDir: string): Promise<Result<Checkpoint
     const git = await loadGit();
     const gitdir = gitdirOf(runDir);
     if (!(await head(git, gitdir))) return ok([]);
-    const log = await git.log({ fs: gitFs, gitdir, ref: CHECKPOINT_REF });
+    const log = await git.log({ fs: gitFs, gitdir, ref: CHECKPOINT_REF, cache: readCache() });
     const out: Checkpoint[] = [];
     for (const c of log) {
       const info = parseInfo(c.commit.message);
@@ -173,10 +176,10 @@ export async function readCheckpoint(runDir: string, c: Checkpoint): Promise<Res
   try {
     const git = await loadGit();
     const gitdir = gitdirOf(runDir);
-    const { blob } = await git.readBlob({ fs: gitFs, gitdir, oid: c.commit, filepath: RECORD_FILE });
+    const { blob } = await git.readBlob({ fs: gitFs, gitdir, oid: c.commit, filepath: RECORD_FILE, cache: readCache() });
     const parsed = parseJsonWith(CheckpointRecordSchema, Buffer.from(blob).toString("utf8"), `${c.id}'s ${RECORD_FILE}`, { code: "checkpoint_invalid" });
     if ("error" in parsed) return parsed;
-    const { tree } = await git.readTree({ fs: gitFs, gitdir, oid: c.commit });
+    const { tree } = await git.readTree({ fs: gitFs, gitdir, oid: c.commit, cache: readCache() });
     return ok({ record: parsed.ok, trees: new Map(tree.filter((e) => e.type === "tree").map((e) => [e.path, e.oid])) });
   } catch (e) {
     return err("checkpoint_unreadable", `cannot read checkpoint ${c.id} in ${gitdirOf(runDir)}: ${errorMessage(e)}`);

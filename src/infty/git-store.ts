@@ -19,12 +19,26 @@ export function loadGit(): Promise<Git> {
 
 /** Objects written since the last syncObjects(): fsynced together before a ref points at them. */
 const unsynced = new Set<string>();
+/** Loose objects this process wrote (a driver packs them once there are enough: checkpoint-pack.ts). */
+let written = 0;
+
+export const looseWritten = () => written;
+
+/**
+ * isomorphic-git's cache for reads: each pack's index parsed once and its file read once, not at
+ * every object read (restore reads hundreds). It holds whole packs, so a driver drops it once
+ * its resume has read what it needs (dropReadCache) and keeps none while it runs.
+ */
+let reads: object = {};
+export const readCache = () => reads;
+export const dropReadCache = () => void (reads = {});
+export const packedNow = () => void (written = 0);
 
 async function atomicWriteFile(file: string, data: string | Uint8Array, opts?: { mode?: number } | string): Promise<void> {
   const mode = typeof opts === "object" && opts?.mode !== undefined ? { mode: opts.mode } : {};
   const isObject = file.split(/[\\/]/).includes("objects");
   await writeFileAtomic(file, data, { ...mode, sync: !isObject });
-  if (isObject) unsynced.add(file);
+  if (isObject) (unsynced.add(file), written++);
 }
 
 /**

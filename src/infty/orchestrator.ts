@@ -26,7 +26,8 @@ import { gitdirOf, initCheckpoints } from "./checkpoints.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { Snapshotter } from "./checkpoint-tree.ts";
 import { CHECKPOINT_DIRS, type CheckpointTrigger } from "./checkpoint-format.ts";
-import { loadGit } from "./git-store.ts";
+import { dropReadCache, loadGit, looseWritten, packedNow } from "./git-store.ts";
+import { PACK_LOOSE, packIfDue } from "./checkpoint-pack.ts";
 import { recordRound, writeIndexes } from "./index-files.ts";
 import { CLAIMS_INDEX } from "./index-format.ts";
 import { existsSync } from "node:fs";
@@ -166,6 +167,8 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
     if (o.resume) {
       const prepared = await prepareResume(o, store);
       if ("error" in prepared) return prepared;
+      // What the resume read of the checkpoints (whole packs) is not kept while the run goes on.
+      dropReadCache();
     }
     const repo = store.state.repo;
     o.report({ type: "run_started", run_id: store.id, dir: store.dir, resumed: Boolean(o.resume), objective: store.state.objective, ...(repo ? { repo: { path: repo.path, branch: repo.branch, checkout: checkoutDir(store.dir), base_commit: repo.base_commit } } : {}) });
@@ -309,6 +312,8 @@ class InftyRun {
   private resumed: Inflight[];
   /** Kept between handoffs, so that a handoff's index and checkpoint cost what changed since the last. */
   private kept: { feed: ChangeFeed; snapshotter: Snapshotter } | undefined;
+  /** The checkpoints' repository being packed, in the background. */
+  private packing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly o: InftyOptions,
@@ -324,6 +329,8 @@ class InftyRun {
     try {
       await initCheckpoints(this.store.dir).catch((e: Error) => this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }));
       this.kept = { feed: await ChangeFeed.start(this.store.dir, CHECKPOINT_DIRS), snapshotter: await Snapshotter.open(await loadGit(), gitdirOf(this.store.dir)) };
+      // Loose objects a previous process left (it stopped before packing them) are packed now.
+      this.pack(false);
       const unready = await this.prepareWorkspaces();
       if (unready) return unready;
       const failed = await this.openRoles();
@@ -538,11 +545,23 @@ class InftyRun {
   }
 
   private async checkpoint(trigger: CheckpointTrigger, summary: string): Promise<void> {
+    // A pack under way finishes before a checkpoint writes to the repository.
+    await this.packing;
     const r = await recordHandoff(this.store, trigger, summary, this.kept);
     for (const message of r.warnings) this.o.report({ type: "warning", message });
     if (!r.checkpoint) return;
     this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
     await this.store.log({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
+    if (looseWritten() >= PACK_LOOSE) this.pack(true);
+  }
+
+  /** Packs the checkpoints' repository in the background (`force`: this process wrote enough loose objects). */
+  private pack(force: boolean): void {
+    this.packing = (async () => {
+      const git = await loadGit();
+      const done = await packIfDue(git, gitdirOf(this.store.dir), force);
+      if (done) packedNow();
+    })().catch((e: Error) => this.o.report({ type: "warning", message: `could not pack the run's checkpoint repository (its loose objects stay as they are): ${e.message}` }));
   }
 
   private async solverStep(message: string): Promise<Step> {
@@ -736,6 +755,7 @@ class InftyRun {
 
   private async closeRoles(): Promise<void> {
     this.kept?.feed.close();
+    await this.packing;
     for (const s of this.hub.sessions(this.store.id)) {
       await s.handle.close();
       this.hub.unregister(this.store.id, s.role);
