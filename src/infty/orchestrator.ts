@@ -155,6 +155,9 @@ function rolePrompt(role: string): string {
 
 const log = Log.create("infty");
 
+/** Handoffs between two full garbage collections of a driver (see collectNowAndThen). */
+const GC_EVERY = 20;
+
 export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
   const opened = o.resume ? await loadStore(o) : await createStore(o);
   if ("error" in opened) return opened;
@@ -314,6 +317,7 @@ class InftyRun {
   private kept: { feed: ChangeFeed; snapshotter: Snapshotter } | undefined;
   /** The checkpoints' repository being packed, in the background. */
   private packing: Promise<void> = Promise.resolve();
+  private sinceGc = 0;
 
   constructor(
     private readonly o: InftyOptions,
@@ -553,6 +557,19 @@ class InftyRun {
     this.o.report({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
     await this.store.log({ type: "checkpoint", name: r.checkpoint.id, trigger, summary });
     if (looseWritten() >= PACK_LOOSE) this.pack(true);
+    this.collectNowAndThen();
+  }
+
+  /**
+   * A full garbage collection every GC_EVERY handoffs, between steps. Measured over 400 turns:
+   * the live heap stays at 14-16 MB, but left to itself Bun lets dead model requests (each a
+   * JSON of the Solver's whole history) pile up to 60 MB and keeps the pages, so the driver's
+   * RSS drifted up by a third; collected now and then it stays flat.
+   */
+  private collectNowAndThen(): void {
+    if (++this.sinceGc < GC_EVERY) return;
+    this.sinceGc = 0;
+    (globalThis as { Bun?: { gc(full: boolean): void } }).Bun?.gc(true);
   }
 
   /** Packs the checkpoints' repository in the background (`force`: this process wrote enough loose objects). */
