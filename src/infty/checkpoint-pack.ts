@@ -6,7 +6,7 @@
  * checkpoint, while the run goes on; the next checkpoint waits for it.
  */
 import { CHECKPOINT_REF } from "./checkpoint-format.ts";
-import { looseObjects, packedObjects, packs, readForPack, writePack, type PackObject } from "./git-pack.ts";
+import { buildPack, looseObjects, mergePacks, packs, readForPack, writePack, type PackObject } from "./git-pack.ts";
 import { gitFs, type Git } from "./git-store.ts";
 
 /** Loose objects past which the newest are packed. */
@@ -60,27 +60,27 @@ async function walkCheckpoints(git: Git, gitdir: string, cache: object, take: (c
 }
 
 /**
- * Packs the repository if it is due: the loose objects (with their bases from the history
- * walked back while commits are loose), or everything into one pack when packs pile up. What
- * was done, or undefined when nothing was due.
+ * Packs the repository if it is due: the loose objects, each a delta of the same path's object
+ * in the checkpoint before where that is smaller (the bases found by walking back the
+ * checkpoints whose commits are loose). When packs pile up, they are merged with the loose
+ * objects into one: their entries are copied as they are, and the loose objects may then be
+ * deltas of packed ones. Nothing is dropped, reachable or not (the stat cache may name a blob
+ * no checkpoint holds yet). What was done, or undefined when nothing was due.
  */
 export async function packIfDue(git: Git, gitdir: string, force = false): Promise<{ objects: number; merged: boolean } | undefined> {
   const loose = await looseObjects(gitdir);
   const existing = await packs(gitdir);
-  if (!force && loose.length < PACK_LOOSE) return undefined;
+  if (loose.length === 0 || (!force && loose.length < PACK_LOOSE)) return undefined;
   const merge = existing.length + 1 > MERGE_PACKS;
-  // Its own cache: packs read for a pack are let go with it (a driver keeps no pack in memory).
+  // Its own cache: what is read of packs for a pack is let go with it (a driver keeps no pack in memory).
   const cache = {};
   const looseSet = new Set(loose);
-  const walked = await walkCheckpoints(git, gitdir, cache, (c) => merge || looseSet.has(c));
-  // Nothing is dropped, reachable or not (the stat cache may name a blob no checkpoint holds yet).
-  const packed = merge ? (await Promise.all(existing.map((p) => packedObjects(gitdir, p)))).flat() : [];
-  const all = new Set([...loose, ...packed]);
-  const wanted = [...walked.order.filter((o) => all.has(o)), ...all];
-  const objects: PackObject[] = [];
+  const walked = await walkCheckpoints(git, gitdir, cache, (c) => looseSet.has(c));
+  const inOrder = [...new Set([...walked.order.filter((o) => looseSet.has(o)), ...loose])];
   // An object that cannot be read stops the packing before anything is removed.
-  for (const oid of new Set(wanted)) objects.push({ ...(await readForPack(git, gitdir, oid, cache)), base: walked.bases.get(oid) });
-  // In a pack of the loose objects, a base already packed is not in it: that object is stored whole.
-  await writePack(gitdir, objects, loose, merge ? existing : []);
+  const objects: PackObject[] = [];
+  for (const oid of inOrder) objects.push({ ...(await readForPack(git, gitdir, oid, cache)), base: walked.bases.get(oid) });
+  const built = merge ? await mergePacks(gitdir, existing, objects, async (oid) => (await readForPack(git, gitdir, oid, cache)).data) : buildPack(objects);
+  await writePack(gitdir, built, loose, merge ? existing : []);
   return { objects: objects.length, merged: merge };
 }

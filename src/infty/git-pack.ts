@@ -25,7 +25,7 @@ import { gitFs, type Git } from "./git-store.ts";
 const TYPES = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
 const OFS_DELTA = 6;
 /** Deltas on deltas at most this deep (reading an object applies its whole chain). */
-const MAX_DEPTH = 50;
+const MAX_DEPTH = 20;
 
 export interface PackObject {
   oid: string;
@@ -156,47 +156,127 @@ const sha1 = (...parts: Uint8Array[]) => {
   return h.digest();
 };
 
-/** The pack and its index for `objects` (bases first, deltas where smaller); in order given, bases moved ahead. */
-export function buildPack(objects: PackObject[]): { pack: Buffer; idx: Buffer; sha: string } {
+/** A pack being written: entries appended, each delta after its base (git's OFS_DELTA points back). */
+class PackWriter {
+  private readonly parts: Buffer[] = [];
+  private offset = 12;
+  readonly offsets = new Map<string, number>();
+  private readonly crcs = new Map<string, number>();
+  private readonly depths = new Map<string, number>();
+
+  has(oid: string): boolean {
+    return this.offsets.has(oid);
+  }
+
+  private push(oid: string, head: number[], body: Uint8Array, depth: number): void {
+    const entry = Buffer.concat([Buffer.from(head), body]);
+    this.offsets.set(oid, this.offset);
+    this.crcs.set(oid, crc32(entry));
+    this.depths.set(oid, depth);
+    this.parts.push(entry);
+    this.offset += entry.length;
+  }
+
+  /** An object, as a delta of `base` (already in this pack) where that is smaller, else whole. */
+  add(o: PackObject, baseData: Uint8Array | undefined): void {
+    if (this.has(o.oid)) return;
+    const baseDepth = o.base && this.has(o.base) ? this.depths.get(o.base)! : MAX_DEPTH;
+    const d = baseData && baseDepth < MAX_DEPTH ? delta(baseData, o.data) : undefined;
+    if (d && d.length < o.data.length / 2) this.push(o.oid, [...entryHeader(OFS_DELTA, d.length), ...ofsBytes(this.offset - this.offsets.get(o.base!)!)], deflateSync(d), baseDepth + 1);
+    else this.push(o.oid, entryHeader(TYPES[o.type], o.data.length), deflateSync(o.data), 0);
+  }
+
+  /** An entry of another pack, its compressed body as it is (a delta is pointed at its base's copy here). */
+  addRaw(oid: string, type: number, size: number, body: Uint8Array, base: string | undefined): void {
+    if (this.has(oid)) return;
+    if (type === OFS_DELTA) {
+      if (!base || !this.has(base)) throw new Error(`object ${oid} is a delta of an object not in the pack`);
+      this.push(oid, [...entryHeader(OFS_DELTA, size), ...ofsBytes(this.offset - this.offsets.get(base)!)], body, this.depths.get(base)! + 1);
+    } else this.push(oid, entryHeader(type, size), body, 0);
+  }
+
+  finish(): { pack: Buffer; idx: Buffer; sha: string } {
+    const header = Buffer.alloc(12);
+    header.write("PACK", 0, "latin1");
+    header.writeUInt32BE(2, 4);
+    header.writeUInt32BE(this.parts.length, 8);
+    const body = Buffer.concat([header, ...this.parts]);
+    const checksum = sha1(body);
+    return { pack: Buffer.concat([body, checksum]), idx: buildIdx([...this.offsets.keys()], this.offsets, this.crcs, checksum), sha: checksum.toString("hex") };
+  }
+}
+
+/** The objects in an order where each base comes before the objects stored as its deltas. */
+function basesFirst(objects: PackObject[]): PackObject[] {
   const byOid = new Map(objects.map((o) => [o.oid, o]));
   const ordered: PackObject[] = [];
   const placed = new Set<string>();
-  const depth = new Map<string, number>();
-  const place = (o: PackObject, seen: Set<string>) => {
-    if (placed.has(o.oid)) return;
-    const base = o.base && o.base !== o.oid && !seen.has(o.base) ? byOid.get(o.base) : undefined;
-    if (base) place(base, new Set([...seen, o.oid]));
-    placed.add(o.oid);
-    ordered.push(o);
-  };
-  for (const o of objects) place(o, new Set());
-  const parts: Buffer[] = [];
-  const header = Buffer.alloc(12);
-  header.write("PACK", 0, "latin1");
-  header.writeUInt32BE(2, 4);
-  header.writeUInt32BE(ordered.length, 8);
-  parts.push(header);
-  let offset = 12;
-  const offsets = new Map<string, number>();
-  const crcs = new Map<string, number>();
-  for (const o of ordered) {
-    const base = o.base ? byOid.get(o.base) : undefined;
-    const baseDepth = base ? (depth.get(base.oid) ?? 0) : MAX_DEPTH;
-    const d = base && offsets.has(base.oid) && baseDepth < MAX_DEPTH ? delta(base.data, o.data) : undefined;
-    const asDelta = d !== undefined && d.length < o.data.length / 2;
-    depth.set(o.oid, asDelta ? baseDepth + 1 : 0);
-    const body = deflateSync(asDelta ? d : o.data);
-    const head = asDelta ? [...entryHeader(OFS_DELTA, d.length), ...ofsBytes(offset - offsets.get(base!.oid)!)] : entryHeader(TYPES[o.type], o.data.length);
-    const entry = Buffer.concat([Buffer.from(head), body]);
-    offsets.set(o.oid, offset);
-    crcs.set(o.oid, crc32(entry));
-    parts.push(entry);
-    offset += entry.length;
+  for (const first of objects) {
+    // The chain of bases down from `first`, each placed before the one that needs it.
+    const chain: PackObject[] = [];
+    for (let o: PackObject | undefined = first; o && !placed.has(o.oid) && !chain.includes(o); o = o.base ? byOid.get(o.base) : undefined) chain.push(o);
+    for (const o of chain.reverse()) (placed.add(o.oid), ordered.push(o));
   }
-  const body = Buffer.concat(parts);
-  const checksum = sha1(body);
-  const pack = Buffer.concat([body, checksum]);
-  return { pack, idx: buildIdx(ordered.map((o) => o.oid), offsets, crcs, checksum), sha: checksum.toString("hex") };
+  return ordered;
+}
+
+/** Adds `objects` (each a delta of its base where that is in the pack and smaller). */
+function addObjects(w: PackWriter, objects: PackObject[], dataOf: (oid: string) => Uint8Array | undefined): void {
+  for (const o of basesFirst(objects)) w.add(o, o.base && w.has(o.base) ? dataOf(o.base) : undefined);
+}
+
+/** The pack and its index for `objects` (bases first, deltas where smaller). */
+export function buildPack(objects: PackObject[]): { pack: Buffer; idx: Buffer; sha: string } {
+  const w = new PackWriter();
+  const byOid = new Map(objects.map((o) => [o.oid, o.data]));
+  addObjects(w, objects, (oid) => byOid.get(oid));
+  return w.finish();
+}
+
+/** Each entry of a pack: its id, type, size and compressed body (delta entries with their base's id). */
+function* packEntries(pack: Buffer, idx: Buffer): Generator<{ oid: string; type: number; size: number; body: Buffer; base?: string }> {
+  const n = idx.readUInt32BE(8 + 255 * 4);
+  const ids = 8 + 256 * 4;
+  const offsetsAt = ids + n * 24;
+  const byOffset = new Map<number, string>();
+  for (let i = 0; i < n; i++) byOffset.set(idx.readUInt32BE(offsetsAt + i * 4), idx.toString("hex", ids + i * 20, ids + i * 20 + 20));
+  const starts = [...byOffset.keys()].sort((a, b) => a - b);
+  for (let i = 0; i < starts.length; i++) {
+    const start = starts[i]!;
+    const end = i + 1 < starts.length ? starts[i + 1]! : pack.length - 20;
+    let at = start;
+    let byte = pack[at++]!;
+    const type = (byte >> 4) & 7;
+    let size = byte & 0x0f;
+    for (let shift = 4; byte & 0x80; shift += 7) size += ((byte = pack[at++]!) & 0x7f) * 2 ** shift;
+    let base: string | undefined;
+    if (type === OFS_DELTA) {
+      byte = pack[at++]!;
+      let distance = byte & 0x7f;
+      while (byte & 0x80) distance = (distance + 1) * 128 + ((byte = pack[at++]!) & 0x7f);
+      base = byOffset.get(start - distance);
+    } else if (type === 7) throw new Error("a pack with REF_DELTA entries (not written by relay) cannot be merged");
+    yield { oid: byOffset.get(start)!, type, size, body: pack.subarray(at, end), base };
+  }
+}
+
+/**
+ * One pack of the packs named (their entries copied as they are, no object inflated) and the
+ * loose `objects` (each a delta of its base where that is in the pack: loose or packed).
+ */
+export async function mergePacks(gitdir: string, idxNames: string[], objects: PackObject[], dataOf: (oid: string) => Promise<Uint8Array>): Promise<{ pack: Buffer; idx: Buffer; sha: string }> {
+  const w = new PackWriter();
+  for (const name of idxNames) {
+    const idx = await readFile(path.join(gitdir, "objects", "pack", name));
+    const pack = await readFile(path.join(gitdir, "objects", "pack", name.replace(/\.idx$/, ".pack")));
+    for (const e of packEntries(pack, idx)) w.addRaw(e.oid, e.type, e.size, e.body, e.base);
+  }
+  const loose = new Map(objects.map((o) => [o.oid, o.data]));
+  // A base already packed is read back for its delta (rare: a path's first change since the last pack).
+  const bases = new Map<string, Uint8Array>();
+  for (const o of objects) if (o.base && !loose.has(o.base) && w.has(o.base)) bases.set(o.base, await dataOf(o.base));
+  addObjects(w, objects, (oid) => loose.get(oid) ?? bases.get(oid));
+  return w.finish();
 }
 
 /** The .idx (version 2) of a pack: fan-out, sorted ids, CRCs, offsets, the pack's and its own checksum. */
@@ -231,27 +311,17 @@ export async function looseObjects(gitdir: string): Promise<string[]> {
   return out;
 }
 
-/** The ids a pack holds, from its .idx (version 2: the count at the end of the fan-out, then the ids). */
-export async function packedObjects(gitdir: string, idxName: string): Promise<string[]> {
-  const idx = await readFile(path.join(gitdir, "objects", "pack", idxName));
-  const n = idx.readUInt32BE(8 + 255 * 4);
-  const out: string[] = [];
-  for (let i = 0, at = 8 + 256 * 4; i < n; i++, at += 20) out.push(idx.toString("hex", at, at + 20));
-  return out;
-}
-
 /** The pack files (their .idx names) of the repository. */
 export async function packs(gitdir: string): Promise<string[]> {
   return (await readdir(path.join(gitdir, "objects", "pack")).catch(() => [] as string[])).filter((f) => f.endsWith(".idx"));
 }
 
 /**
- * Writes `objects` as one pack, then removes what it replaces: the loose objects among them
- * and the packs named in `replacing`. The pack's id, or undefined for no objects.
+ * Writes a built pack, then removes what it replaces: the loose objects `loose` and the packs
+ * named in `replacing`. The pack's id.
  */
-export async function writePack(gitdir: string, objects: PackObject[], loose: string[], replacing: string[]): Promise<string | undefined> {
-  if (objects.length === 0) return undefined;
-  const { pack, idx, sha } = buildPack(objects);
+export async function writePack(gitdir: string, built: { pack: Buffer; idx: Buffer; sha: string }, loose: string[], replacing: string[]): Promise<string> {
+  const { pack, idx, sha } = built;
   const dir = path.join(gitdir, "objects", "pack");
   await writeFileAtomic(path.join(dir, `pack-${sha}.pack`), pack);
   await writeFileAtomic(path.join(dir, `pack-${sha}.idx`), idx);

@@ -106,6 +106,7 @@ describe("packing the checkpoints' repository", () => {
       const git = await loadGit();
       await git.init({ fs: gitFs, gitdir, bare: true, defaultBranch: "checkpoints" });
       const all = [];
+      const stray = await git.writeBlob({ fs: gitFs, gitdir, blob: Buffer.from("in no checkpoint") });
       for (let p = 0; p <= MERGE_PACKS; p++) {
         all.push(...(await history(git, gitdir, 3, p * 3)));
         const r = await packIfDue(git, gitdir, true);
@@ -113,7 +114,14 @@ describe("packing the checkpoints' repository", () => {
         assert.equal((await packs(gitdir)).length, p === MERGE_PACKS ? 1 : p + 1);
       }
       assert.equal((await packs(gitdir)).length, 1);
+      assert.deepEqual(await looseObjects(gitdir), []);
       await readsBack(git, gitdir, all);
+      assert.equal(Buffer.from((await git.readBlob({ fs: gitFs, gitdir, oid: stray })).blob).toString(), "in no checkpoint");
+      // The merged pack's newest objects are deltas of objects that were packed before.
+      const verify = execFileSync("git", ["verify-pack", "-v", path.join(gitdir, "objects", "pack", (await packs(gitdir))[0]!)], { encoding: "utf8" });
+      const notes = all.at(-1)!.commit;
+      const newestLog = execFileSync("git", ["--git-dir", gitdir, "rev-parse", `${notes}:memory/notes.jsonl`], { encoding: "utf8" }).trim();
+      assert.match(verify, new RegExp(`^${newestLog} blob +\\d+ \\d+ \\d+ \\d+ [0-9a-f]{40}$`, "m"), "the newest log is a delta");
       execFileSync("git", ["--git-dir", gitdir, "fsck", "--full", "--strict", "--no-dangling"], { stdio: "pipe" });
     } finally {
       rmSync(gitdir, { recursive: true, force: true });
