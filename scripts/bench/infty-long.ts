@@ -104,8 +104,13 @@ try {
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-4000)));
   let rssEnd = 0;
+  /** The driver's highest RSS in each stretch of WINDOW turns. */
+  const peaks: number[] = [];
   const sampler = setInterval(() => {
-    if (m.starts.length >= TURNS - 1) rssEnd = Math.max(rssEnd, rssOf(pid));
+    const rss = rssOf(pid);
+    const at = Math.min(Math.floor(m.starts.length / WINDOW), Math.ceil(TURNS / WINDOW) - 1);
+    peaks[at] = Math.max(peaks[at] ?? 0, rss);
+    if (m.starts.length >= TURNS - 1) rssEnd = Math.max(rssEnd, rss);
   }, 50);
   const code = await new Promise<number | null>((r) => child.once("exit", r));
   clearInterval(sampler);
@@ -130,6 +135,7 @@ try {
     [".checkpoints.git", `${(ckpt.bytes / 1048576).toFixed(1)} MiB, ${ckpt.files} files, ${list.length} checkpoints`],
     [`driver RSS at turn ${WINDOW} / at the end`, `${(m.rss() / 1048576).toFixed(0)} / ${(rssEnd / 1048576).toFixed(0)} MiB`],
     [`restore to ${middle} (a process)`, fmtMs(restoreMs)],
+    [`driver RSS, highest in each ${WINDOW} turns`, peaks.map((b) => (b / 1048576).toFixed(0)).join(" ")],
   ]);
   console.log(goalLine("infty_long_turn_gap_end_vs_start_ratio", last / first, 1.5));
   console.log(goalLine("infty_long_checkpoints_vs_store_ratio", ckpt.bytes / store.bytes, 2));

@@ -1,5 +1,6 @@
 /** `relay infty checkpoints` and `relay infty restore`: flags, rendering and exit codes. */
-import type { Command } from "@commander-js/extra-typings";
+import { Option, type Command } from "@commander-js/extra-typings";
+import { packRun } from "../infty/pack-run.ts";
 import { listCheckpoints, type Checkpoint } from "../infty/checkpoints.ts";
 import { restoreRun, type RestoreOutcome } from "../infty/restore.ts";
 import { ExitCode, fail } from "./usage.ts";
@@ -65,5 +66,22 @@ A restore cut short by a crash is finished by running it again, or by \`relay in
       const r = await restoreRun(store, checkpoint);
       if ("error" in r) fail(r.error.message, r.error.code === "unknown_checkpoint" ? ExitCode.Usage : ExitCode.Failure);
       process.stdout.write(opts.json ? JSON.stringify({ checkpoint: r.ok.checkpoint, rollouts: r.ok.rollouts }, null, 2) + "\n" : renderRestore(runId, r.ok));
+    });
+}
+
+export function addPack(infty: Command) {
+  infty
+    .command("pack")
+    .description("pack a run's checkpoint repository now (a driver packs it as the run goes, past 256 loose objects)")
+    .argument("<run-id>", RUN_ARG_HELP)
+    .option("--if-due", "only if enough loose objects have piled up")
+    .addOption(new Option("--held-by <pid>", "the driver that runs this (it holds the run's lease)").argParser((v) => Number(v)).hideHelp())
+    .option("--json", "print the outcome as JSON")
+    .action(async (ref, opts) => {
+      const store = await loadRun(ref);
+      const r = await packRun(store, { heldBy: opts.heldBy, force: !opts.ifDue });
+      if ("error" in r) fail(r.error.message, r.error.code === "run_live" ? ExitCode.Failure : ExitCode.Failure);
+      if (opts.json) process.stdout.write(JSON.stringify(r.ok ?? { objects: 0, merged: false }) + "\n");
+      else process.stdout.write(r.ok ? `packed ${r.ok.objects} objects of run ${store.id}${r.ok.merged ? " (all packs merged into one)" : ""}\n` : `nothing to pack in run ${store.id}\n`);
     });
 }

@@ -13,7 +13,7 @@ import { duration, roleModel, roleModels, wholeNumber } from "./infty-flags.ts";
 import { statusLines } from "./infty-status.ts";
 import { withToolOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
-import { addCheckpoints, addRestore } from "./infty-checkpoints.ts";
+import { addCheckpoints, addPack, addRestore } from "./infty-checkpoints.ts";
 import { addServe } from "./infty-serve.ts";
 import { addNote, addStop } from "./infty-operator.ts";
 import { addApply, addDiff, repoOptions, repoRequest } from "./infty-repo.ts";
@@ -137,6 +137,7 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   addLogs(infty);
   addCheckpoints(infty);
   addRestore(infty);
+  addPack(infty);
   addStop(infty);
   addNote(infty);
   addDiff(infty);

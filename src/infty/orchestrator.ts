@@ -27,7 +27,8 @@ import { ChangeFeed } from "./change-feed.ts";
 import { Snapshotter } from "./checkpoint-tree.ts";
 import { CHECKPOINT_DIRS, type CheckpointTrigger } from "./checkpoint-format.ts";
 import { dropReadCache, loadGit, looseWritten, packedNow } from "./git-store.ts";
-import { PACK_LOOSE, packIfDue } from "./checkpoint-pack.ts";
+import { PACK_LOOSE } from "./checkpoint-pack.ts";
+import { packInChild } from "./pack-run.ts";
 import { recordRound, writeIndexes } from "./index-files.ts";
 import { CLAIMS_INDEX } from "./index-format.ts";
 import { existsSync } from "node:fs";
@@ -572,13 +573,15 @@ class InftyRun {
     (globalThis as { Bun?: { gc(full: boolean): void } }).Bun?.gc(true);
   }
 
-  /** Packs the checkpoints' repository in the background (`force`: this process wrote enough loose objects). */
+  /**
+   * Packs the checkpoints' repository in the background, in a child process (pack-run.ts says
+   * why); `force`: this process wrote enough loose objects, else only if enough are there.
+   */
   private pack(force: boolean): void {
-    this.packing = (async () => {
-      const git = await loadGit();
-      const done = await packIfDue(git, gitdirOf(this.store.dir), force);
-      if (done) packedNow();
-    })().catch((e: Error) => this.o.report({ type: "warning", message: `could not pack the run's checkpoint repository (its loose objects stay as they are): ${e.message}` }));
+    packedNow();
+    this.packing = packInChild(this.o.home, this.store, force).then((why) => {
+      if (why) this.o.report({ type: "warning", message: `could not pack the run's checkpoint repository (its loose objects stay as they are): ${why}` });
+    });
   }
 
   private async solverStep(message: string): Promise<Step> {
