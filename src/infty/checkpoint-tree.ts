@@ -8,6 +8,7 @@
 import { Buffer } from "node:buffer";
 import { chmod, lstat, mkdir, readdir, readFile, rm, rmdir } from "node:fs/promises";
 import type { Changes } from "./change-feed.ts";
+import { count } from "./work-count.ts";
 import path from "node:path";
 import { parseJsonWith } from "../util/json.ts";
 import { writeFileAtomic } from "./durable.ts";
@@ -89,6 +90,7 @@ export class Snapshotter {
 
   /** Every file and folder under `rel`, looked at again. */
   private async scan(root: string, rel: string, leaveOut: ReadonlySet<string>): Promise<void> {
+    count("listed");
     const dirents = await readdir(path.join(root, rel), { withFileTypes: true }).catch(() => []);
     // Files gone from under `rel` leave the stat cache too.
     for (const k of Object.keys(this.seen)) if (k.startsWith(`${rel}/`) && !dirents.some((e) => k.slice(rel.length + 1).split("/")[0] === e.name)) delete this.seen[k];
@@ -116,6 +118,7 @@ export class Snapshotter {
       while (parentOf(missing) !== top && !this.folders.has(parentOf(missing))) missing = parentOf(missing);
       return this.lookAt(root, missing, top, leaveOut);
     }
+    count("statted");
     const st = await lstat(path.join(root, rel)).catch(() => undefined);
     if (st?.isDirectory()) await this.scan(root, rel, leaveOut);
     else {
@@ -147,6 +150,7 @@ export class Snapshotter {
   }
 
   private async blobOid(abs: string, rel: string): Promise<{ oid: string; mode: string } | undefined> {
+    count("statted");
     const st = await lstat(abs).catch(() => undefined);
     if (!st?.isFile()) return undefined;
     const mode = st.mode & 0o111 ? "100755" : "100644";
@@ -154,6 +158,7 @@ export class Snapshotter {
     // Hashed within RACY_MS of its mtime, a file may have changed since without changing its stat.
     const racy = hit !== undefined && st.mtimeMs >= (hit.seen_at_ms ?? this.cache.written_at_ms) - RACY_MS;
     if (hit && !racy && hit.size === st.size && hit.mtime_ms === st.mtimeMs && hit.ino === st.ino && hit.mode === mode) return { oid: hit.oid, mode };
+    count("read");
     const data = await readFile(abs).catch(() => undefined);
     if (!data) return undefined;
     const oid = await this.git.writeBlob({ fs: gitFs, gitdir: this.gitdir, blob: data });

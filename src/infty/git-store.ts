@@ -7,6 +7,7 @@
 import * as fsp from "node:fs/promises";
 import type { CallbackFsClient, PromiseFsClient } from "isomorphic-git";
 import { fsyncAll, writeFileAtomic } from "./durable.ts";
+import { count } from "./work-count.ts";
 
 export type Git = typeof import("isomorphic-git").default;
 
@@ -39,6 +40,7 @@ async function atomicWriteFile(file: string, data: string | Uint8Array, opts?: {
   const isObject = file.split(/[\\/]/).includes("objects");
   await writeFileAtomic(file, data, { ...mode, sync: !isObject });
   if (isObject) (unsynced.add(file), written++);
+  count("written");
 }
 
 /**

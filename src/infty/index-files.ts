@@ -21,6 +21,7 @@ import { ALL, type Changes } from "./change-feed.ts";
 import { ARTIFACTS_INDEX, ArtifactsIndexSchema, CLAIMS_INDEX, ROUNDS_FILE, VerificationRoundSchema, type ArtifactEntry, type ClaimEntry, type VerificationRound } from "./index-format.ts";
 import type { RunStore } from "./run-store.ts";
 import { readClaimFile } from "./claims.ts";
+import { count } from "./work-count.ts";
 
 /** A file changed this close to its last look may have kept its size and mtime: hash it again. */
 const RACY_MS = 2000;
@@ -51,6 +52,7 @@ interface ClaimInfo {
  * /etc/passwd, say) is never read, or its text would land in index/claims.json.
  */
 async function readClaim(runDir: string, claimPath: string): Promise<ClaimInfo> {
+  count("read");
   const file = await readClaimFile(runDir, claimPath);
   if ("error" in file || file.ok.raw === undefined) return { sig: "", text: null, refs: [] };
   const { raw, json } = file.ok;
@@ -63,6 +65,7 @@ async function readClaim(runDir: string, claimPath: string): Promise<ClaimInfo> 
 
 /** What tells a changed file from an unchanged one: inode, size, mtime (of what a link leads to). */
 async function statSig(abs: string): Promise<string> {
+  count("statted");
   const st = await stat(abs).catch(() => undefined);
   return st ? `${st.ino}:${st.size}:${st.mtimeMs}` : "";
 }
@@ -72,6 +75,7 @@ type Artifact = Omit<ArtifactEntry, "claims"> & { mtimeMs: number; ino: number; 
 /** Regular files under `runDir/rel` (relative to the run store). */
 async function filesUnder(runDir: string, rel: string): Promise<string[]> {
   const out: string[] = [];
+  count("listed");
   for (const e of await readdir(path.join(runDir, rel), { withFileTypes: true }).catch(() => [])) {
     const p = `${rel}/${e.name}`;
     if (e.isDirectory()) out.push(...(await filesUnder(runDir, p)));
@@ -161,6 +165,7 @@ export class RunIndex {
 
   /** A changed path: a file, a folder (everything under it is looked at again) or a path now gone. */
   private async lookAt(p: string): Promise<void> {
+    count("statted");
     const st = await lstat(path.join(this.runDir, p)).catch(() => undefined);
     if (st?.isFile()) return this.look(p);
     for (const k of [...this.artifacts.keys()]) if (k === p || k.startsWith(`${p}/`)) this.remove(k);
@@ -170,11 +175,13 @@ export class RunIndex {
   /** One file: hashed unless its inode, size and mtime are what they were (and not racy). */
   private async look(p: string): Promise<void> {
     const abs = path.join(this.runDir, p);
+    count("statted");
     const st = await lstat(abs).catch(() => undefined);
     if (!st?.isFile()) return this.remove(p);
     const was = this.artifacts.get(p);
     const same = was && was.bytes === st.size && was.mtimeMs === st.mtimeMs && (was.ino === st.ino || was.ino === -1) && st.mtimeMs < was.seenAt - RACY_MS;
     if (same) return void this.artifacts.set(p, { ...was, ino: st.ino });
+    count("read");
     const data = await readFile(abs).catch(() => undefined);
     if (!data) return this.remove(p);
     this.put({ path: p, bytes: st.size, sha256: await hashHex("sha256", data), modified_at: st.mtime.toISOString(), mtimeMs: st.mtimeMs, ino: st.ino, seenAt: Date.now() });
@@ -245,6 +252,7 @@ export class RunIndex {
     const last = this.written.get(rel) ?? (await readFile(file, "utf8").then((t) => JSON.stringify((JSON.parse(t) as Record<string, unknown>)[key]), () => undefined).catch(() => undefined));
     this.written.set(rel, part);
     if (last === part) return false;
+    count("written");
     await writeFileAtomic(file, JSON.stringify({ ...base, [key]: value }, null, 2) + "\n", { sync: false });
     return true;
   }
