@@ -14,6 +14,9 @@ import { CHECKPOINT_DIRS, CHECKPOINT_GITDIR, CHECKPOINT_REF, CheckpointInfoSchem
 import { Snapshotter } from "./checkpoint-tree.ts";
 import { ALL, type Changes } from "./change-feed.ts";
 import { gitFs, loadGit, readCache, syncObjects, type Git } from "./git-store.ts";
+import { appendLine, readJsonl, writeFileAtomic } from "./durable.ts";
+import { z } from "zod";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { RunStore } from "./run-store.ts";
 
 const AUTHOR = { name: "relay infty", email: "infty@relay.invalid" };
@@ -21,8 +24,29 @@ const AUTHOR = { name: "relay infty", email: "infty@relay.invalid" };
 export const gitdirOf = (runDir: string) => path.join(runDir, CHECKPOINT_GITDIR);
 
 /** A checkpoint as listed: its info and its commit. */
-export interface Checkpoint extends CheckpointInfo {
-  commit: string;
+export const CheckpointSchema = lazySchema(() => CheckpointInfoSchema.extend({ commit: z.string().regex(/^[0-9a-f]{40}$/) }));
+export type Checkpoint = z.infer<typeof CheckpointSchema>;
+
+/**
+ * The checkpoints in order, one JSON line each, appended once the branch points at each: a
+ * listing (and a restore's look-up) reads it instead of every commit of a days-long history.
+ * A crash between the branch's move and the append leaves it a line short: readers then read
+ * the commits, and a driver's resume writes the list again (checkListed) before it appends.
+ */
+const listFile = (gitdir: string) => path.join(gitdir, "relay-checkpoints.jsonl");
+
+/** Whether the list reaches the tip with no checkpoint missing (numbered 1, 2, 3, ...). */
+const complete = (listed: Checkpoint[], tip: string) => listed.at(-1)?.commit === tip && listed.every((c, i) => c.seq === i + 1);
+
+/** Rewrites the checkpoint list from the commits if it does not reach the branch's tip (a driver's resume). */
+export async function checkListed(runDir: string): Promise<void> {
+  const gitdir = gitdirOf(runDir);
+  const git = await loadGit();
+  const tip = await head(git, gitdir);
+  if (!tip) return;
+  if (complete(await readJsonl(listFile(gitdir), CheckpointSchema), tip)) return;
+  const all = await listCheckpoints(runDir);
+  if ("ok" in all) await writeFileAtomic(listFile(gitdir), all.ok.map((c) => JSON.stringify(c)).join("\n") + (all.ok.length ? "\n" : ""));
 }
 
 /** Bytes and lines of each rollout seen so far: a later count reads only what was appended. */
@@ -94,6 +118,7 @@ async function commitCheckpoint(git: Git, store: RunStore, info: CheckpointInfo,
   const commit = await git.writeCommit({ fs: gitFs, gitdir, commit: { message, tree: treeOid, parent: parent ? [parent] : [], author: when, committer: when } });
   await syncObjects();
   await git.writeRef({ fs: gitFs, gitdir, ref: CHECKPOINT_REF, value: commit, force: true });
+  await appendLine(listFile(gitdir), JSON.stringify({ ...info, commit } satisfies Checkpoint));
   await ctx.snapshotter.save(ctx.changes.all);
   return commit;
 }
@@ -146,7 +171,11 @@ export async function listCheckpoints(runDir: string): Promise<Result<Checkpoint
   try {
     const git = await loadGit();
     const gitdir = gitdirOf(runDir);
-    if (!(await head(git, gitdir))) return ok([]);
+    const tip = await head(git, gitdir);
+    if (!tip) return ok([]);
+    // The list a driver appends to, when it reaches the branch's tip; else the commits themselves.
+    const listed = await readJsonl(listFile(gitdir), CheckpointSchema);
+    if (complete(listed, tip)) return ok(listed);
     const log = await git.log({ fs: gitFs, gitdir, ref: CHECKPOINT_REF, cache: readCache() });
     const out: Checkpoint[] = [];
     for (const c of log) {

@@ -22,7 +22,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import { checkDeliverable, type DeliverableRules } from "./deliverable.ts";
 import { checkClaim } from "./claims.ts";
 import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
-import { gitdirOf, initCheckpoints } from "./checkpoints.ts";
+import { checkListed, gitdirOf, initCheckpoints } from "./checkpoints.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { Snapshotter } from "./checkpoint-tree.ts";
 import { CHECKPOINT_DIRS, type CheckpointTrigger } from "./checkpoint-format.ts";
@@ -229,6 +229,8 @@ async function prepareResume(o: InftyOptions, store: RunStore): Promise<Result<v
   if ("error" in restored) return restored;
   if (restored.ok) o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
   if (store.state.deliverable) return ok(undefined);
+  // The checkpoint list a crash left a line short is written again before more are appended.
+  await checkListed(store.dir);
   const caught = await catchUpCheckpoint(store);
   for (const message of caught?.warnings ?? []) o.report({ type: "warning", message });
   if (caught?.checkpoint) o.report({ type: "checkpoint", name: caught.checkpoint.id, trigger: "resume", summary: caught.checkpoint.summary });
