@@ -1,8 +1,10 @@
 /**
  * The orchestrator's own index of a run, for a human or a later Solver finding their way in a
  * days-old run: memory/verifications.jsonl (one line per verification round, append-only; the
- * source), and index/claims.json and index/artifacts.json (derived from it and the files,
- * rewritten whole after every handoff). Formats defined once, here.
+ * source), and the claims and artifacts indexes derived from it and the files. Each of those is
+ * a manifest (index/claims.json, index/artifacts.json) listing its pages in order
+ * (index/claims/0001.json, ...; index/artifacts/0001.json, ...), so that a handoff rewrites the
+ * pages holding what changed, never the whole index. Formats defined once, here.
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
@@ -11,6 +13,8 @@ import { VerdictRecordSchema } from "./run-store.ts";
 export const ROUNDS_FILE = "memory/verifications.jsonl";
 export const CLAIMS_INDEX = "index/claims.json";
 export const ARTIFACTS_INDEX = "index/artifacts.json";
+export const CLAIM_PAGES = "index/claims";
+export const ARTIFACT_PAGES = "index/artifacts";
 
 /** One verification round of one claim. */
 export const VerificationRoundSchema = lazySchema(() => z.object({
@@ -40,8 +44,35 @@ export const ClaimEntrySchema = lazySchema(() => z.object({
 }));
 export type ClaimEntry = z.infer<typeof ClaimEntrySchema>;
 
+/** A page of an index: up to a few hundred entries, in the manifest's order. */
+export const IndexPageRefSchema = lazySchema(() => z.object({
+  /** Relative to the run store, e.g. "index/artifacts/0003.json". */
+  file: z.string(),
+  entries: z.number().int().min(1),
+  /** The key (path) of its first and last entry. */
+  first: z.string(),
+  last: z.string(),
+}));
+export type IndexPageRef = z.infer<typeof IndexPageRefSchema>;
+
+/** index/claims.json and index/artifacts.json: the pages, in order (claims as first sent, artifacts by path). */
+export const IndexManifestSchema = lazySchema(() => z.object({
+  version: z.literal(2),
+  run_id: z.string(),
+  generated_at: z.string(),
+  entries: z.number().int().min(0),
+  /** The number the next new page file gets. */
+  next_page: z.number().int().min(1),
+  pages: z.array(IndexPageRefSchema),
+}));
+export type IndexManifest = z.infer<typeof IndexManifestSchema>;
+
+export const ClaimsPageSchema = lazySchema(() => z.object({ version: z.literal(2), run_id: z.string(), claims: z.array(ClaimEntrySchema) }));
+export const ArtifactsPageSchema = lazySchema(() => z.object({ version: z.literal(2), run_id: z.string(), files: z.array(ArtifactEntrySchema) }));
+
+/** The whole claims index, as its pages read together give it (or as one file, before pages: version 1). */
 export const ClaimsIndexSchema = lazySchema(() => z.object({
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)]),
   run_id: z.string(),
   generated_at: z.string(),
   claims: z.array(ClaimEntrySchema),
@@ -59,8 +90,9 @@ export const ArtifactEntrySchema = lazySchema(() => z.object({
 }));
 export type ArtifactEntry = z.infer<typeof ArtifactEntrySchema>;
 
+/** The whole artifacts index, as its pages read together give it (or as one file, before pages: version 1). */
 export const ArtifactsIndexSchema = lazySchema(() => z.object({
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)]),
   run_id: z.string(),
   generated_at: z.string(),
   files: z.array(ArtifactEntrySchema),

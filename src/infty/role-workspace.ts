@@ -1,7 +1,7 @@
 /**
  * Where each role works and what its commands may write. Roles write only the Solver's
  * checkout and the model's part of the run store (artifacts/, memory/, deliverable/,
- * index/README.md); run.json, events.jsonl, the lease, index/*.json and .checkpoints.git
+ * index/README.md); run.json, events.jsonl, the lease, the rest of index/ and .checkpoints.git
  * are the orchestrator's and stay read-only to every role (they are in no writable root, and
  * a writable root's `.git` is read-only by the sandbox's own rule). Verifiers judge a checkout
  * they cannot change.
@@ -24,7 +24,7 @@ export function modelOwnedPaths(runDir: string): string[] {
  * store lies under a temp dir or a writable root, harmless otherwise.
  */
 export function orchestratorPaths(runDir: string): string[] {
-  const own = ["run.json", "events.jsonl", "lease.json", "index/claims.json", "index/artifacts.json", ".checkpoints.git", "memory/notes.jsonl", "memory/verifications.jsonl", "memory/operator-notes.jsonl", "review"];
+  const own = ["run.json", "events.jsonl", "lease.json", "index/claims.json", "index/artifacts.json", "index/claims", "index/artifacts", ".checkpoints.git", "memory/notes.jsonl", "memory/verifications.jsonl", "memory/operator-notes.jsonl", "review"];
   return own.map((p) => path.join(runDir, p));
 }
 
@@ -41,7 +41,7 @@ export interface RoleWorkspace {
 }
 
 const storeParts = (runDir: string) =>
-  `The run store is ${runDir} ($RELAY_RUN_STORE in your commands): artifacts/, memory/ and deliverable/ and the file index/README.md are yours to write; run.json, events.jsonl, lease.json, index/*.json and .checkpoints.git are the orchestrator's and read-only to you.`;
+  `The run store is ${runDir} ($RELAY_RUN_STORE in your commands): artifacts/, memory/ and deliverable/ and the file index/README.md are yours to write; run.json, events.jsonl, lease.json, the rest of index/ and .checkpoints.git are the orchestrator's and read-only to you.`;
 
 function solverWhere(runDir: string, repo: RepoRecord | undefined): string {
   if (!repo) return `The current directory is the run store (${runDir}). ${storeParts(runDir)}`;

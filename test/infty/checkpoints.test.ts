@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { createHash } from "node:crypto";
 import { RESTORE_INTENT_FILE, type RestoreIntent } from "../../src/infty/checkpoint-format.ts";
 import { findCheckpoint, gitdirOf, listCheckpoints, readCheckpoint, takeCheckpoint } from "../../src/infty/checkpoints.ts";
-import { ArtifactsIndexSchema, ClaimsIndexSchema } from "../../src/infty/index-format.ts";
+import { readArtifactsIndex, readClaimsIndex } from "../../src/infty/index-files.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { restoreRun } from "../../src/infty/restore.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
@@ -135,9 +135,9 @@ describe("relay infty checkpoints", () => {
     assert.match(verifierAfter, /second timeline/);
     assert.doesNotMatch(verifierAfter, /\\"notes\\": \\"fixed\\"/);
 
-    const claims = ClaimsIndexSchema.parse(JSON.parse(readFileSync(path.join(first.runDir, "index/claims.json"), "utf8")));
+    const claims = (await readClaimsIndex(first.runDir))!;
     assert.deepEqual(claims.claims.map((c) => [c.path, c.status, c.claim, c.rounds.map((x) => x.overall), c.artifacts]), [[CLAIM, "passed", "the answer is 42", ["fail", "pass"], ["artifacts/answer.txt"]]]);
-    const artifacts = ArtifactsIndexSchema.parse(JSON.parse(readFileSync(path.join(first.runDir, "index/artifacts.json"), "utf8")));
+    const artifacts = (await readArtifactsIndex(first.runDir))!;
     assert.deepEqual(artifacts.files.map((f) => [f.path, f.bytes, f.sha256, f.claims]), [["artifacts/answer.txt", 3, createHash("sha256").update("42\n").digest("hex"), [CLAIM]]]);
     const list = await listCheckpoints(first.runDir);
     assert.ok("ok" in list);

@@ -14,6 +14,7 @@ import { RunStore } from "../../src/infty/run-store.ts";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { hang, httpError, later, reply, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
 import { DELIVER, setup as inftySetup } from "../support/infty-timeline.ts";
+import { readClaimsIndex } from "../../src/infty/index-files.ts";
 
 const patch = (files: Record<string, string>) => ({
   input: `*** Begin Patch\n${Object.entries(files)
@@ -162,7 +163,7 @@ describe("infty with sloppy models", () => {
     await assertVerified(t, r);
     assert.match(lastUser(t.server, 2), /"overall":"fail".*memory\/claims\/evil\.json leads outside the run store through a symlink \(to \/etc\/passwd\)/);
     assert.match(lastUser(t.server, 4), /"overall":"fail".*evidence \/etc\/passwd is outside the run store/);
-    const claimsIndex = readFileSync(path.join(t.home, "infty", "s-escape", "index", "claims.json"), "utf8");
+    const claimsIndex = JSON.stringify(await readClaimsIndex(path.join(t.home, "infty", "s-escape")));
     assert.match(claimsIndex, /memory\/claims\/evil\.json/, "the refused claim is in the index");
     assert.ok(!claimsIndex.includes(readFileSync("/etc/passwd", "utf8").slice(0, 20)), "but nothing of the file it links to");
     const verifierRequests = t.server.requests.filter((q) => roleOf(q) === "verifier").map((q) => JSON.stringify(q.body));

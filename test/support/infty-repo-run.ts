@@ -16,6 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { reply, startFakeModelServer, type FakeModelServer } from "./fake-model-server.ts";
 import { gitIn, makeRepo, userCheckoutFingerprint } from "./git-repo.ts";
+import { readClaimsIndex } from "../../src/infty/index-files.ts";
 
 const sig = (o: unknown) => reply().text(JSON.stringify(o));
 
@@ -27,7 +28,7 @@ const REPO_FILES = {
 const FIX = { input: "*** Begin Patch\n*** Update File: add.sh\n@@\n-echo $(( $1 - $2 ))\n+echo $(( $1 + $2 ))\n*** End Patch\n" };
 
 /** The orchestrator's files, each appended to by the Solver's command (every append must be refused). */
-const ORCHESTRATOR_FILES = ["run.json", "events.jsonl", "lease.json", "index/claims.json", "index/artifacts.json", ".checkpoints.git/HEAD"];
+const ORCHESTRATOR_FILES = ["run.json", "events.jsonl", "lease.json", "index/claims.json", "index/artifacts.json", "index/claims/0001.json", "index/artifacts/9999.json", ".checkpoints.git/HEAD"];
 const TAMPER = [
   `for f in ${ORCHESTRATOR_FILES.join(" ")}; do if (echo tampered >> "$RELAY_RUN_STORE/$f") 2>/dev/null; then echo "wrote $f"; else echo "refused $f"; fi; done`,
   'echo "- add.sh: the fix" >> "$RELAY_RUN_STORE/index/README.md" && echo "wrote index/README.md"',
@@ -138,7 +139,7 @@ export async function repoRunFixesTheTest(relay: string[], baseEnv: NodeJS.Proce
     assert.match(readFileSync(path.join(runDir, "index/README.md"), "utf8"), /- add\.sh: the fix/);
 
     // What the run recorded of the commit: the claim's round, the checkpoint, the diff beside the deliverable.
-    const claims = JSON.parse(readFileSync(path.join(runDir, "index/claims.json"), "utf8")) as { claims: Array<{ rounds: Array<{ commit?: string }> }> };
+    const claims = (await readClaimsIndex(runDir))!;
     assert.equal(claims.claims[0]!.rounds[0]!.commit, commit);
     const diff = readFileSync(path.join(runDir, "deliverable/branch.diff"), "utf8");
     assert.match(diff, /^\+echo \$\(\( \$1 \+ \$2 \)\)$/m);
