@@ -15,7 +15,6 @@
  * holds removed. A crash in between leaves duplicates, which git and isomorphic-git accept.
  */
 import { Buffer } from "node:buffer";
-import { createHash } from "node:crypto";
 import { readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { deflateSync } from "node:zlib";
@@ -150,8 +149,9 @@ function crc32(buf: Uint8Array): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
+// node:crypto is loaded on the first pack written, not when the driver starts (util/random.ts says why).
 const sha1 = (...parts: Uint8Array[]) => {
-  const h = createHash("sha1");
+  const h = (process.getBuiltinModule("node:crypto") as typeof import("node:crypto")).createHash("sha1");
   for (const p of parts) h.update(p);
   return h.digest();
 };
