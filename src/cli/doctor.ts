@@ -54,6 +54,8 @@ Each check is ok, missing or warn, and says how to fix what is not ok. Checks, i
   bubblewrap         the optional fallback sandbox (bwrap)
   pty                a test command on a PTY (tty=true commands need it)
   relay home         $RELAY_HOME (default ~/.relay) exists, or is created, and is writable
+  disk space         free space and inodes there: warn under 256 MiB or 10,000 inodes, missing
+                     under 1 MiB or with no inode left (a full disk stops a session mid-way)
   config             $RELAY_HOME/config.toml parses (errors name file:line)
   model credentials  the API key variable (api_key_env, default OPENAI_API_KEY) is set; its
                      value is never printed. The scripted provider and local servers need none.

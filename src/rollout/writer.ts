@@ -1,11 +1,12 @@
 /**
  * Append-only JSONL rollout writer. Each `append` batch becomes one buffer of whole lines and one
  * write loop; batches never interleave, and a crash can at worst tear the last line (which the
- * reader skips and reports). `flush()` fsyncs.
+ * reader skips and reports). A write that fails (a full disk) is cut back to the last whole line,
+ * and every append after it fails too: the record never has a gap. `flush()` fsyncs.
  */
 import { Buffer } from "node:buffer";
-import { writeSync } from "node:fs";
-import { chmod, mkdir, open, type FileHandle } from "node:fs/promises";
+import { ftruncateSync, writeSync } from "node:fs";
+import { chmod, mkdir, open, unlink, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { ResponseItem } from "../model/items.ts";
 import { localFields } from "../util/local-time.ts";
@@ -124,6 +125,8 @@ export class RolloutWriter {
   /** Operations in the chain not yet settled (a flush's fsync, a batch queued behind one). */
   private busy = 0;
   private closed = false;
+  /** The failed write that ended this writer: every later append returns it (no gap in the record). */
+  private failure: Result<null> | undefined;
 
   private constructor(
     readonly path: string,
@@ -131,6 +134,8 @@ export class RolloutWriter {
     private readonly fh: FileHandle,
     /** The file may end in a partial line (crash, failed write): terminate it before appending. */
     private needsNewline: boolean,
+    /** Bytes in the file, all of them whole lines once needsNewline is false. */
+    private size: number,
   ) {}
 
   get id(): string {
@@ -155,13 +160,15 @@ export class RolloutWriter {
       fh = await open(file, "ax", ROLLOUT_FILE_MODE);
       await makePrivateFile(file);
     } catch (e) {
-      return err("rollout_create", `cannot create rollout ${file}: ${errorMessage(e)}`, { path: file });
+      return err("rollout_create", `cannot create rollout ${file}: ${errorMessage(e)} (the session did not start; fix the cause, e.g. free space, and run it again)`, { path: file });
     }
-    const writer = new RolloutWriter(file, meta, fh, false);
+    const writer = new RolloutWriter(file, meta, fh, false, 0);
     const first = await writer.append([{ type: "session_meta", payload: meta, timestamp: meta.timestamp }]);
     if (isErr(first)) {
+      // No empty or torn rollout is left behind: it would list as unreadable and resume as empty.
       await fh.close().catch(() => {});
-      return first;
+      await unlink(file).catch(() => {});
+      return err("rollout_create", `${first.error.message} (the session did not start; free space, or fix the cause, and run it again)`, { path: file });
     }
     return ok(writer);
   }
@@ -172,10 +179,11 @@ export class RolloutWriter {
     if (isErr(meta)) return meta;
     let fh: FileHandle;
     let needsNewline = false;
+    let size: number;
     try {
       fh = await open(file, "a+", ROLLOUT_FILE_MODE);
       await makePrivateFile(file);
-      const { size } = await fh.stat();
+      size = (await fh.stat()).size;
       if (size > 0) {
         const last = Buffer.alloc(1);
         await fh.read(last, 0, 1, size - 1);
@@ -184,7 +192,7 @@ export class RolloutWriter {
     } catch (e) {
       return err("rollout_open", `cannot open rollout ${file} for appending: ${errorMessage(e)}`, { path: file });
     }
-    return ok(new RolloutWriter(file, meta.ok, fh, needsNewline));
+    return ok(new RolloutWriter(file, meta.ok, fh, needsNewline, size));
   }
 
   /**
@@ -206,20 +214,33 @@ export class RolloutWriter {
     }
     if (text === "") return Promise.resolve(ok(null));
     if (this.closed) return Promise.resolve(err("rollout_closed", `rollout ${this.path} is already closed`));
+    if (this.failure) return Promise.resolve(this.failure);
     if (this.busy === 0) return Promise.resolve(this.writeNow(text));
     return this.enqueue(async () => this.writeNow(text));
   }
 
   private writeNow(text: string): Result<null> {
+    if (this.failure) return this.failure;
     const buf = Buffer.from(this.needsNewline ? "\n" + text : text, "utf8");
+    let off = 0;
     try {
-      let off = 0;
       while (off < buf.length) off += writeSync(this.fh.fd, buf, off, buf.length - off);
       this.needsNewline = false;
+      this.size += buf.length;
       return ok(null);
     } catch (e) {
+      this.failure = err("rollout_write", `cannot write to rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
+      if (off > 0) this.cutBack();
+      return this.failure;
+    }
+  }
+
+  /** Takes a partly written batch back off the file, so that it ends in a whole line. */
+  private cutBack(): void {
+    try {
+      ftruncateSync(this.fh.fd, this.size);
+    } catch {
       this.needsNewline = true;
-      return err("rollout_write", `cannot write to rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
     }
   }
 
@@ -238,6 +259,7 @@ export class RolloutWriter {
   /** Waits for every earlier append, then fsyncs. */
   flush(): Promise<Result<null>> {
     return this.enqueue(async () => {
+      if (this.failure) return this.failure;
       try {
         await this.fh.sync();
         return ok(null);

@@ -11,6 +11,7 @@ import { uuidv7 } from "../rollout/ids.ts";
 import type { TurnContext } from "../rollout/schema.ts";
 import { buildCompactedHistory, pruneToolOutputs, summarize, USER_MESSAGE_BUDGET_TOKENS } from "./compaction.ts";
 import type { EmitEvent } from "./events.ts";
+import type { Result } from "../util/result.ts";
 import type { ToolRouter } from "./tool-router.ts";
 
 export interface AgentOptions {
@@ -32,6 +33,20 @@ export interface AgentOptions {
 export interface TurnOptions {
   /** The turn's messages must be JSON of this schema (sent as strict structured output while the server takes it). */
   outputSchema?: OutputSchema;
+}
+
+/**
+ * The session record (the rollout) could not be written: the session stops at once, since
+ * anything it did after this would be missing from the record a resume continues from.
+ */
+export class RecordError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+    this.name = "RecordError";
+  }
 }
 
 export type TurnStatus = "completed" | "max_steps" | "aborted";
@@ -90,11 +105,11 @@ export class AgentSession {
     this.turn++;
     this.o.emit({ type: "turn_started", turn: this.turn });
     // Each turn has its own id, as Codex's turns do (it reads turn_id to rebuild a thread's turns).
-    await this.o.rollout.append([{ type: "turn_context", payload: { turn_id: uuidv7(), ...this.o.turnContext, model: this.o.modelName } as TurnContext }]);
+    await this.keep(this.o.rollout.append([{ type: "turn_context", payload: { turn_id: uuidv7(), ...this.o.turnContext, model: this.o.modelName } as TurnContext }]));
     if (preamble.length) await this.record(preamble);
     if (prompt !== undefined) {
       await this.record([userMessage(prompt)]);
-      await this.o.rollout.appendEvents([{ type: "user_message", message: prompt }]);
+      await this.keep(this.o.rollout.appendEvents([{ type: "user_message", message: prompt }]));
     }
     let steps = 0;
     let finalMessage = "";
@@ -118,7 +133,7 @@ export class AgentSession {
       if (text) {
         finalMessage = text;
         this.o.emit({ type: "assistant_message", text });
-        await this.o.rollout.appendEvents([{ type: "agent_message", message: text }]);
+        await this.keep(this.o.rollout.appendEvents([{ type: "agent_message", message: text }]));
       }
       const custom = items.filter((i) => i.type === "custom_tool_call");
       for (const item of custom) {
@@ -130,29 +145,34 @@ export class AgentSession {
       }
       if (calls.length === 0 && custom.length === 0) {
         this.o.emit({ type: "turn_completed", turn: this.turn, final_message: finalMessage, steps });
-        await this.o.rollout.appendEvents([{ type: "task_complete", last_agent_message: finalMessage }]);
-        await this.o.rollout.flush();
+        await this.keep(this.o.rollout.appendEvents([{ type: "task_complete", last_agent_message: finalMessage }]));
+        await this.keep(this.o.rollout.flush());
         return { status: "completed", finalMessage, steps };
       }
       await this.runCalls(calls, signal);
       if (signal.aborted) return this.aborted(steps, finalMessage);
     }
     this.o.emit({ type: "warning", message: `stopped after ${steps} model requests in this turn (--max-steps); resume the session to let it continue` });
-    await this.o.rollout.flush();
+    await this.keep(this.o.rollout.flush());
     return { status: "max_steps", finalMessage, steps };
   }
 
   private async aborted(steps: number, finalMessage: string): Promise<TurnOutcome> {
     this.o.emit({ type: "turn_aborted", reason: "interrupted" });
-    await this.o.rollout.appendEvents([{ type: "turn_aborted", reason: "interrupted" }]);
-    await this.o.rollout.flush();
+    await this.keep(this.o.rollout.appendEvents([{ type: "turn_aborted", reason: "interrupted" }]));
+    await this.keep(this.o.rollout.flush());
     return { status: "aborted", finalMessage, steps };
   }
 
   private async record(items: ResponseItem[]): Promise<void> {
     this.history.push(...items);
-    const r = await this.o.rollout.appendItems(items);
-    if ("error" in r) this.o.emit({ type: "warning", message: r.error.message });
+    await this.keep(this.o.rollout.appendItems(items));
+  }
+
+  /** Awaits a write of the session record; a failed one stops the session (RecordError). */
+  private async keep(write: Promise<Result<null>>): Promise<void> {
+    const r = await write;
+    if ("error" in r) throw new RecordError(r.error.message, this.o.rollout.path);
   }
 
   /**
@@ -206,7 +226,7 @@ export class AgentSession {
     this.contextTokens = usage?.total_tokens ?? estimateTokens(JSON.stringify(input)) + estimateTokens(JSON.stringify(items));
     if (usage) {
       this.o.emit({ type: "token_usage", usage, context_tokens: this.contextTokens, context_window: this.o.contextWindow });
-      await this.o.rollout.appendEvents([{ type: "token_count", info: { last_token_usage: usage, model_context_window: this.o.contextWindow } }]);
+      await this.keep(this.o.rollout.appendEvents([{ type: "token_count", info: { last_token_usage: usage, model_context_window: this.o.contextWindow } }]));
     }
     return items;
   }
@@ -251,8 +271,8 @@ export class AgentSession {
     }
     this.history = next;
     this.contextTokens = estimateTokens(JSON.stringify(next));
-    await this.o.rollout.append([{ type: "compacted", payload: { message: summary, replacement_history: next } }]);
-    await this.o.rollout.appendEvents([{ type: "context_compacted", tokens_before: tokensBefore, forced }]);
+    await this.keep(this.o.rollout.append([{ type: "compacted", payload: { message: summary, replacement_history: next } }]));
+    await this.keep(this.o.rollout.appendEvents([{ type: "context_compacted", tokens_before: tokensBefore, forced }]));
     this.o.emit({ type: "context_compacted", tokens_before: tokensBefore, items_before: before, items_after: next.length, fallback, ...(summary ? { summary } : {}) });
   }
 }

@@ -6,7 +6,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "../util/random.ts";
-import { mkdir, stat, unlink, writeFile } from "node:fs/promises";
+import { mkdir, stat, statfs, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -232,6 +232,35 @@ async function homeCheck(home: string): Promise<DoctorCheck> {
   return check(name, "ok", created ? `${home} (it did not exist: created it now, as relay run would)` : `${home} (writable)`, true);
 }
 
+/** Below these, sessions and runs may soon fail to record (a warning); at zero they cannot (missing). */
+export const LOW_SPACE_BYTES = 256 * 1024 * 1024;
+export const LOW_INODES = 10_000;
+
+/** Free space and inodes on the home's file system: a full disk stops sessions mid-way. */
+export async function diskCheck(home: string): Promise<DoctorCheck> {
+  const name = "disk space";
+  const fix = `free space on the file system holding ${home}, or set RELAY_HOME to a directory on another one`;
+  let fs: Awaited<ReturnType<typeof statfs>>;
+  try {
+    fs = await statfs(home);
+  } catch (e) {
+    return check(name, "warn", `cannot read the free space of ${home}: ${errorMessage(e)}`, false);
+  }
+  const bytes = fs.bavail * fs.bsize;
+  // A file system without inode counts (btrfs, some network ones) reports files = 0.
+  const inodes = fs.files > 0 ? fs.ffree : undefined;
+  const detail = `${formatFree(bytes)} and ${inodes === undefined ? "no inode count" : `${inodes} inodes`} free for ${home}`;
+  if (bytes < 1024 * 1024 || inodes === 0) return check(name, "missing", detail, true, fix);
+  if (bytes < LOW_SPACE_BYTES || (inodes !== undefined && inodes < LOW_INODES)) return check(name, "warn", `${detail}: little left`, false, fix);
+  return check(name, "ok", detail, false);
+}
+
+function formatFree(bytes: number): string {
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+  return `${Math.floor(bytes / 1024)} KiB`;
+}
+
 function configCheck(home: string, loaded: Result<LoadedConfig>): DoctorCheck {
   const name = "config";
   if ("error" in loaded) {
@@ -337,6 +366,7 @@ export async function runDoctorChecks(opts: DoctorOptions): Promise<DoctorCheck[
   const bwrap = await guarded("bubblewrap", false, () => bwrapCheck(support?.bwrap));
 
   const homeResult = await guarded("relay home", true, () => homeCheck(home));
+  const disk = homeResult.status === "ok" ? await guarded("disk space", false, () => diskCheck(home)) : check("disk space", "warn", "not known: the home check failed", false);
   // The processes run side by side: each one's wait is bounded by its own exit or answer.
   const [pty, [executor, containment], codeMode] = await Promise.all([
     guarded("pty", true, () => ptyCheck(env)),
@@ -346,5 +376,5 @@ export async function runDoctorChecks(opts: DoctorOptions): Promise<DoctorCheck[
   const cfg = configCheck(home, loaded);
   const creds = await guarded("model credentials", true, () => credentialsCheck(config, env, configOk));
   const git = await guarded("git", false, () => gitCheck(env));
-  return [sandbox, landlock, seccomp, userns, bwrap, pty, homeResult, cfg, creds, executor, containment, codeMode, git];
+  return [sandbox, landlock, seccomp, userns, bwrap, pty, homeResult, disk, cfg, creds, executor, containment, codeMode, git];
 }

@@ -5,7 +5,7 @@
  * part it did not see.
  */
 import { Buffer } from "node:buffer";
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ExecutorMethods, type FullOutputInfo } from "../executor/protocol.ts";
 import { DEFAULT_READ_LIMIT } from "../executor/files/read-file.ts";
@@ -44,6 +44,8 @@ export class OutputSpill {
       await writeFile(file, data, { mode: OUTPUT_FILE_MODE });
       await chmod(file, OUTPUT_FILE_MODE).catch(() => undefined);
     } catch (e) {
+      // A part of the output must not pass for all of it (a full disk stops writeFile mid-way).
+      await unlink(file).catch(() => undefined);
       return err("output_not_saved", `the full output could not be saved to ${file}: ${errorMessage(e)}`);
     }
     return ok({ path: file, bytes: data.length, lines: countLines(data) });

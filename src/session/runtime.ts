@@ -13,9 +13,9 @@ import type { ResponseItem } from "../model/items.ts";
 import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
-import { err, ok, type Result } from "../util/result.ts";
+import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
-import { AgentSession, type TurnOptions, type TurnOutcome } from "./agent.ts";
+import { AgentSession, RecordError, type TurnOptions, type TurnOutcome } from "./agent.ts";
 import { ApprovalCache, type Approver } from "./approval.ts";
 import type { RelayConfig } from "./config.ts";
 import { commandEnv } from "./env.ts";
@@ -394,7 +394,11 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     p.resumed?.items ?? [],
   );
   if (p.resumed) {
-    const repaired = await agent.repairDanglingCalls();
+    const repaired = await agent.repairDanglingCalls().catch((e: unknown) => {
+      if (e instanceof RecordError) return recordFailed(e, rollout.id, o);
+      throw e;
+    });
+    if (typeof repaired !== "number") return repaired;
     if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
   }
   return ok({ agent, codeMode, ...(mcp.ok ? { mcp: mcp.ok } : {}) });
@@ -411,6 +415,18 @@ interface HandleParts {
   cwd: string;
   /** Recorded before the first turn's prompt. */
   context: ResponseItem[];
+}
+
+/**
+ * The session record could not be written: the session stops (nothing after the failure runs),
+ * with the file, the cause and the fix.
+ */
+function recordFailed(e: RecordError, sessionId: string, o: OpenSessionOptions): { error: ErrorValue } {
+  const resume = o.resumeCommand ?? `relay run --resume ${sessionId}`;
+  const message = `the session stopped: ${e.message}; nothing after that was run. Free space (or fix the cause), then continue with: ${resume}`;
+  log.warn("session record failed", { session_id: sessionId, error: e });
+  o.emit({ type: "error", code: "record_failed", message });
+  return err("record_failed", message, { sessionId, rolloutPath: e.path });
 }
 
 function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
@@ -433,6 +449,7 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
         }
         return ok(outcome);
       } catch (e) {
+        if (e instanceof RecordError) return recordFailed(e, rollout.id, o);
         await rollout.flush();
         const code = e instanceof ModelError ? `model_${e.code}` : "turn_failed";
         const message = `${(e as Error).message} (the session is saved; continue it with: ${o.resumeCommand ?? `relay run --resume ${rollout.id}`})`;

@@ -1,5 +1,6 @@
 /** relay.log for one process: O_APPEND single-write lines, size rotation under a lock file. */
-import { closeSync, fstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { Buffer } from "node:buffer";
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 
 /** Rotated files kept: relay.log.1 (newest) to relay.log.3. */
@@ -35,12 +36,28 @@ export class LogFile {
     try {
       const size = fstatSync(this.fd!).size;
       if (size > 0 && size + line.length > this.maxBytes) this.rollOver();
-      if (this.fd !== undefined) writeSync(this.fd, line);
+      if (this.fd !== undefined) this.writeWhole(this.fd, Buffer.from(line, "utf8"));
     } catch (e) {
       // ENOSPC and the like: drop this line, try the next one afresh.
       this.close();
       this.failed(e);
     }
+  }
+
+  /**
+   * One write of the whole line. A short one (the disk filled up mid-line) is taken back off the
+   * end of the file when those last bytes are still ours, and reported as ENOSPC: the log holds
+   * whole lines or nothing.
+   */
+  private writeWhole(fd: number, buf: Buffer): void {
+    const written = writeSync(fd, buf);
+    if (written >= buf.length) return;
+    const end = fstatSync(fd).size;
+    const tail = Buffer.alloc(written);
+    if (written > 0 && end >= written && readSync(fd, tail, 0, written, end - written) === written && tail.equals(buf.subarray(0, written))) {
+      ftruncateSync(fd, end - written);
+    }
+    throw Object.assign(new Error(`ENOSPC: a log line was cut short after ${written} of ${buf.length} bytes (no space left on the device?)`), { code: "ENOSPC" });
   }
 
   close(): void {
@@ -68,7 +85,7 @@ export class LogFile {
   /** The file, creating its directory (0700) the first time; not RELAY_HOME, which the commands that use it create. */
   private openFile(): number {
     try {
-      return openSync(this.path, "a", 0o600);
+      return openSync(this.path, "a+", 0o600);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
     }
@@ -77,7 +94,7 @@ export class LogFile {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
-    return openSync(this.path, "a", 0o600);
+    return openSync(this.path, "a+", 0o600);
   }
 
   /**

@@ -87,7 +87,7 @@ describe("relay doctor", () => {
     const rep = report(runs.normal);
     assert.deepEqual(
       rep.checks.map((c) => c.name),
-      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "config", "model credentials", "executor", "containment", "code-mode host", "git", "logs"],
+      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "disk space", "config", "model credentials", "executor", "containment", "code-mode host", "git", "logs"],
     );
     assert.equal(find(rep, "bubblewrap").required, false);
   });
