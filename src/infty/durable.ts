@@ -66,7 +66,10 @@ export async function removeStaleTemps(file: string): Promise<void> {
   for (const n of names) if (n.startsWith(base)) await rm(path.join(path.dirname(file), n), { force: true });
 }
 
-/** Appends one line; if the file ends in a torn line (a crash mid-append), that line is terminated first. */
+/**
+ * Appends one line; if the file ends in a torn line (a crash mid-append), that line is terminated
+ * first. A write that fails part way (a full disk) is taken back off the file and thrown.
+ */
 export async function appendLine(file: string, line: string): Promise<void> {
   const fh = await open(file, "a+");
   try {
@@ -77,7 +80,12 @@ export async function appendLine(file: string, line: string): Promise<void> {
       await fh.read(last, 0, 1, size - 1);
       if (last[0] !== 0x0a) lead = "\n";
     }
-    await fh.appendFile(`${lead}${line}\n`);
+    try {
+      await fh.appendFile(`${lead}${line}\n`);
+    } catch (e) {
+      await fh.truncate(size).catch(() => undefined);
+      throw e;
+    }
   } finally {
     await fh.close();
   }

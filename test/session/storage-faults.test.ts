@@ -13,6 +13,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { diskCheck } from "../../src/session/doctor.ts";
+import { appendLine } from "../../src/infty/durable.ts";
 import { LogFile } from "../../src/util/log-file.ts";
 import { reply, startFakeModelServer } from "../support/fake-model-server.ts";
 import { runRelayAsync } from "../support/self.ts";
@@ -159,6 +160,15 @@ describe("storage faults: a full disk", { skip }, () => {
     assert.equal(readFileSync(file, "utf8"), '{"msg":"first"}\n');
     assert.equal(problems.length, 1);
     assert.match(problems[0]!, /ENOSPC/);
+  });
+
+  test("an infty run store's append (events, notes) that does not fit throws and leaves the file's whole lines", async () => {
+    const dir = tmpfs("64k");
+    const file = path.join(dir, "events.jsonl");
+    await appendLine(file, '{"n":1}');
+    fill(dir);
+    await assert.rejects(appendLine(file, JSON.stringify({ n: 2, pad: "p".repeat(32 * 1024) })), /ENOSPC/);
+    assert.equal(readFileSync(file, "utf8"), '{"n":1}\n');
   });
 
   test("relay doctor's disk check: missing on a full disk, warn when little is left or few inodes, ok otherwise", async () => {
