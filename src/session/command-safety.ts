@@ -646,7 +646,12 @@ function nestedScript(what: string, src: string, depth: number): Safety {
 
 const GIT_GLOBAL_VALUE = new Set(["-C", "--git-dir", "--work-tree", "--namespace"]);
 const GIT_GLOBAL_FLAG = new Set(["--no-pager", "-P", "--paginate", "-p", "--bare", "--no-replace-objects", "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--version", "--help"]);
-const DIFF_LIKE: ReadOnlySpec = { deny: { "--output": WRITES } };
+/** Options that make git run a program the repository's config or attributes name (diff.external, a textconv driver). */
+const RUNS_CONFIGURED: Record<string, string> = {
+  "--ext-diff": "runs the external diff program the repository's configuration names (diff.external)",
+  "--textconv": "runs the textconv programs the repository's configuration names (diff.<driver>.textconv)",
+};
+const DIFF_LIKE: ReadOnlySpec = { deny: { "--output": WRITES, ...RUNS_CONFIGURED } };
 const BRANCH_WRITE = "changes branches";
 const TAG_WRITE = "changes tags";
 const REF_FILTERS = ["contains", "no-contains", "merged", "no-merged", "points-at", "sort", "format"];
@@ -655,14 +660,15 @@ const denyAll = (options: string[], what: string): Record<string, string> => Obj
 /** The git subcommands that only read, each with the options that would write. */
 const GIT_READ: Readonly<Record<string, ReadOnlySpec>> = {
   ...Object.fromEntries(
-    ["status", "rev-parse", "rev-list", "ls-files", "ls-tree", "blame", "annotate", "describe", "shortlog", "cat-file", "merge-base", "name-rev", "for-each-ref", "show-ref", "count-objects", "check-ignore", "check-attr", "var", "version"].map((n) => [n, {}]),
+    ["status", "rev-parse", "rev-list", "ls-files", "ls-tree", "describe", "shortlog", "merge-base", "name-rev", "for-each-ref", "show-ref", "count-objects", "check-ignore", "check-attr", "var", "version"].map((n) => [n, {}]),
   ),
+  ...Object.fromEntries(["blame", "annotate", "cat-file"].map((n) => [n, { deny: { "--textconv": RUNS_CONFIGURED["--textconv"]! } }])),
   log: DIFF_LIKE,
   diff: DIFF_LIKE,
   show: DIFF_LIKE,
   whatchanged: DIFF_LIKE,
   "range-diff": DIFF_LIKE,
-  grep: { deny: { "-O": "runs a pager program", "--open-files-in-pager": "runs a pager program", "--output": WRITES } },
+  grep: { deny: { "-O": "runs a pager program", "--open-files-in-pager": "runs a pager program", "--output": WRITES, "--textconv": RUNS_CONFIGURED["--textconv"]! } },
   branch: {
     deny: denyAll(["-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "-t", "--delete", "--move", "--copy", "--force", "--set-upstream-to", "--unset-upstream", "--edit-description", "--track", "--no-track", "--create-reflog", "--recurse-submodules"], BRANCH_WRITE),
     longValue: REF_FILTERS,
