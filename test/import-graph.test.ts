@@ -69,6 +69,8 @@ const HEAVY = {
   toml: ["smol-toml"],
   /** The MCP SDK: imported (await import) only once a session has an MCP server to start. */
   mcp: ["@modelcontextprotocol/sdk"],
+  /** SKILL.md front matter (executor/front-matter.ts): imported on the first SKILL.md read. */
+  yaml: ["yaml"],
 };
 
 function assertNoPackages(what: string, packages: Set<string>, banned: string[]): void {
@@ -134,10 +136,10 @@ describe("start-up import graph", () => {
     assert.ok(modules.size <= 17, `the CLI core is ${modules.size} modules: ${[...modules].join(", ")}`);
   });
 
-  test("relay executor: no QuickJS, database, git, archive, config parser or MCP SDK; no model, session or memory code", () => {
+  test("relay executor: no QuickJS, database, git, archive, config or YAML parser, or MCP SDK; no model, session or memory code", () => {
     const { modules, packages } = subcommand("executor");
     assert.ok(modules.has("executor/mcp-stdio.ts"), "the executor hosts MCP stdio servers (this test walks the right module)");
-    assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp]);
+    assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp, ...HEAVY.yaml]);
     assertNoRooms("relay executor", modules, ["model", "session", "memories", "codemode", "infty", "package", "rollout"]);
   });
 
@@ -165,7 +167,7 @@ describe("start-up import graph", () => {
   test("relay code-mode-host: QuickJS, but no database, git, archives, model or session code", () => {
     const { modules, packages } = subcommand("code-mode-host");
     assert.ok(packages.has("quickjs-emscripten-core"), "the host runs QuickJS (this test walks the right module)");
-    assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp]);
+    assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp, ...HEAVY.yaml]);
     assertNoRooms("relay code-mode-host", modules, ["model", "session", "memories", "executor", "infty", "package"]);
     assert.ok(!modules.has("protocol/child.ts"), "the host starts no child process: node:child_process stays unloaded");
   });
@@ -175,7 +177,7 @@ describe("start-up import graph", () => {
       const { modules, packages } = subcommand(name);
       assert.ok(modules.has("session/runtime.ts"), "a session is what it runs (this test walks the right module)");
       assert.ok(modules.has("session/mcp/session-mcp.ts"), "sessions start MCP servers (this test walks the right module)");
-      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.mcp]);
+      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.mcp, ...HEAVY.yaml]);
       assertNoRooms(`relay ${name}`, modules, ["package"]);
       const engine = [...modules].filter((m) => /^codemode\/(engine|cell|vm)/.test(m));
       assert.deepEqual(engine, [], `relay ${name} loads the QuickJS engine's modules`);

@@ -11,6 +11,7 @@ import { byCodeUnits } from "../util/compare.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod } from "../protocol/method.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { parseFrontMatter, splitFrontMatter } from "./front-matter.ts";
 import { wholeCharsEnd } from "./project-docs.ts";
 
 export const SkillSchema = lazySchema(() => z.object({
@@ -63,18 +64,6 @@ export type SkillBody = z.infer<typeof SkillsReadMethod.result>;
 /** Front matter must close within this many bytes from the start of the file. */
 export const FRONT_MATTER_MAX_BYTES = 16 * 1024;
 
-/** Parses `---\nname: x\ndescription: y\n---` (single-line values, optional quotes). */
-export function parseFrontMatter(text: string): { fields: Record<string, string>; body: string } | undefined {
-  const m = /^---\r?\n([\s\S]*?)\r?\n---(?:\r?\n|$)/.exec(text);
-  if (!m) return undefined;
-  const fields: Record<string, string> = {};
-  for (const line of m[1]!.split(/\r?\n/)) {
-    const kv = /^([A-Za-z0-9_-]+)\s*:\s*(.*)$/.exec(line);
-    if (kv) fields[kv[1]!] = kv[2]!.trim().replace(/^(["'])(.*)\1$/, "$2");
-  }
-  return { fields, body: text.slice(m[0].length) };
-}
-
 /** At most `max` bytes of `file` from byte `start`, cut back to a whole UTF-8 character. */
 async function readSlice(file: string, start: number, max: number): Promise<{ text: string; bytes: number; size: number }> {
   const fh = await open(file, "r");
@@ -99,15 +88,21 @@ async function skillAt(file: string, root: string): Promise<Skill | Warning> {
   } catch (e) {
     return { root, path: file, reason: "unreadable", message: `${file} cannot be read: ${(e as Error).message}` };
   }
-  const fm = parseFrontMatter(head.text);
+  const fm = await parseFrontMatter(head.text);
   if (!fm && head.text.startsWith("---") && head.size > FRONT_MATTER_MAX_BYTES) {
     return { root, path: file, reason: "too_large", message: `${file}: its front matter does not end within the first ${FRONT_MATTER_MAX_BYTES} bytes; skipped` };
   }
-  if (!fm?.fields.name || !fm.fields.description) {
+  if (fm && "invalid" in fm) {
+    const { line, message } = fm.invalid;
+    return { root, path: file, reason: "bad_front_matter", message: `${file}:${line}: front matter is not valid YAML: ${message}; fix it (e.g. quote a value that holds ": "); skipped` };
+  }
+  const name = fm?.fields.name?.trim();
+  const description = fm?.fields.description?.trim();
+  if (!fm || !name || !description) {
     return { root, path: file, reason: "bad_front_matter", message: `${file} has no front matter with name and description (---, name: ..., description: ..., ---); skipped` };
   }
-  const hidden = /^(true|yes)$/i.test(fm.fields.hidden ?? "");
-  return { name: fm.fields.name, description: fm.fields.description, path: file, root, ...(hidden ? { hidden } : {}) };
+  const hidden = /^(true|yes)$/i.test(fm.fields.hidden?.trim() ?? "");
+  return { name, description, path: file, root, ...(hidden ? { hidden } : {}) };
 }
 
 export async function discoverSkills(roots: string[], maxDepth = 3): Promise<SkillsListResult> {
@@ -152,7 +147,7 @@ export async function readSkill(file: string, offset = 0, maxBytes = SKILL_BODY_
   if (path.basename(file) !== "SKILL.md") return err("invalid_params", "skills/read only reads SKILL.md files");
   try {
     const head = await readSlice(file, 0, FRONT_MATTER_MAX_BYTES);
-    const fm = parseFrontMatter(head.text);
+    const fm = splitFrontMatter(head.text);
     const bodyStart = fm ? Buffer.byteLength(head.text.slice(0, head.text.length - fm.body.length)) : 0;
     const bodyBytes = head.size - bodyStart;
     const slice = await readSlice(file, bodyStart + Math.min(offset, bodyBytes), maxBytes);

@@ -22,6 +22,49 @@ describe("executor skills", () => {
     }
   });
 
+  test("front matter is YAML: block scalars, quoting rules and escapes, any scalar as a string", async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
+    try {
+      writeSkill(root, "folded", { frontMatter: "---\nname: folded\ndescription: >-\n  Deploys the service\n  after the tests pass.\n---\n" });
+      writeSkill(root, "literal", { frontMatter: "---\nname: literal\ndescription: |\n  line one\n    indented two\nhidden: yes\n---\n" });
+      writeSkill(root, "single", { frontMatter: "---\nname: 'it''s'\ndescription: 'it''s fine: really'\n---\n" });
+      writeSkill(root, "double", { frontMatter: '---\nname: "double"\ndescription: "tab\\there, \\"quoted\\", caf\\u00e9 # not a comment"\nhidden: "false"\n---\n' });
+      writeSkill(root, "plain", { frontMatter: "---\nname: 2024\ndescription: plain text # a comment\nmetadata:\n  owner: ops\n---\n" });
+      const r = await discoverSkills([root]);
+      assert.deepEqual(r.warnings, []);
+      assert.deepEqual(
+        r.skills.map((s) => [s.name, s.description, s.hidden ?? false]),
+        [
+          ["2024", "plain text", false],
+          ["double", 'tab\there, "quoted", café # not a comment', false],
+          ["folded", "Deploys the service after the tests pass.", false],
+          ["it's", "it's fine: really", false],
+          ["literal", "line one\n  indented two", true],
+        ],
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("front matter that is not YAML is skipped with the file, its line and the parser's reason", async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
+    try {
+      const colon = writeSkill(root, "colon", { frontMatter: "---\nname: colon\ndescription: Use when: deploying\n---\n" });
+      const unclosed = writeSkill(root, "unclosed", { frontMatter: "---\nname: unclosed\n\ndescription: [a, b\n---\n" });
+      writeSkill(root, "fine");
+      const r = await discoverSkills([root]);
+      assert.deepEqual(r.skills.map((s) => s.name), ["fine"]);
+      assert.deepEqual(r.warnings.map((w) => [w.path, w.reason]), [[colon, "bad_front_matter"], [unclosed, "bad_front_matter"]]);
+      assert.match(r.warnings[0]!.message, new RegExp(`^${colon}:3: front matter is not valid YAML: Nested mappings are not allowed in compact mappings; fix it`));
+      assert.match(r.warnings[1]!.message, new RegExp(`^${unclosed}:4: front matter is not valid YAML: .*; skipped$`));
+      const body = await readSkill(colon);
+      assert.ok("ok" in body && body.ok.body === "colon body\n", "the body of a skill with bad front matter still starts after it");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("skills are listed in code-unit order of their names, the same in every locale", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
     try {
