@@ -3,16 +3,38 @@
  * `relay`, which is this very executor's binary (so a command that calls `relay` gets this
  * version, not whatever else is installed), then the package's `relay-path/` (its bundled tools,
  * such as rg) when the executor runs from a package. A login shell (`shell.login`) may reset PATH
- * in its profile; then only the package's tools found there remain.
+ * in its profile; then only the package's tools found there remain. The private directory's name
+ * says who owns it (relay-path-owner.ts): the first one a process makes also removes those of
+ * executors that died without removing theirs.
  */
 import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { setImmediate } from "node:timers";
 import { selfCommand } from "../protocol/child.ts";
+import { Log } from "../util/log.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
+import { ownedDirPrefix, removeGoneOwnersDirs, selfOwner } from "./relay-path-owner.ts";
+
+const log = Log.create("executor");
 
 let dir: string | undefined;
+let swept = false;
+
+/**
+ * Once per process, when it makes its own directory and so after its start-up: removes those
+ * of executors that are gone (a SIGKILLed one leaves its own), off the command's path.
+ */
+function sweepGoneOwnersOnce(tmp: string): void {
+  if (swept) return;
+  swept = true;
+  setImmediate(() => {
+    void removeGoneOwnersDirs(tmp).then((gone) => {
+      if (gone.length) log.info("removed the relay-path directories of gone executors", { count: gone.length, first: gone[0] });
+    });
+  });
+}
 
 const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
@@ -39,9 +61,10 @@ function selfDir(): string | undefined {
   if (dir && existsSync(path.join(dir, "relay"))) return dir;
   try {
     if (!dir || !existsSync(dir)) {
-      dir = mkdtempSync(path.join(os.tmpdir(), "relay-path-"));
+      dir = mkdtempSync(path.join(os.tmpdir(), ownedDirPrefix(selfOwner())));
       const made = dir;
       process.once("exit", () => rmSync(made, { recursive: true, force: true }));
+      sweepGoneOwnersOnce(os.tmpdir());
     }
     return writeSelf(dir) ? dir : undefined;
   } catch {

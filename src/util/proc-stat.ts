@@ -17,3 +17,9 @@ export function procStatFields(pid: number): string[] | undefined {
 
 /** Field 22: the start time in clock ticks since boot. */
 export const START_TIME_FIELD = 19;
+
+/** Field 22 (start time in clock ticks since boot) of a running process, or undefined if it is gone or a zombie. */
+export function readStartTime(pid: number): string | undefined {
+  const fields = procStatFields(pid);
+  return !fields || fields[0] === "Z" || fields[0] === "X" ? undefined : fields[START_TIME_FIELD];
+}

@@ -11,7 +11,7 @@
  * the init cannot take a command, a helper joins and spawns it (joinContainer, spawnAndWait).
  */
 import { closeSync, readlinkSync } from "node:fs";
-import { procStatFields, START_TIME_FIELD } from "../../../util/proc-stat.ts";
+import { readStartTime } from "../../../util/proc-stat.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
 import { loadNative, makePair, startContainerInit, type ContainerFds } from "./confine-cc.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
@@ -25,12 +25,6 @@ export type { ContainerRef } from "./plan-schema.ts";
 
 /** `relay __sandbox-exec --container-init`: the container's pid 1 after its setup in C. */
 export const CONTAINER_INIT_FLAG = "--container-init";
-
-/** Field 22 of /proc/PID/stat (start time in clock ticks since boot), or undefined if gone or a zombie. */
-export function readStartTime(pid: number): string | undefined {
-  const fields = procStatFields(pid);
-  return !fields || fields[0] === "Z" || fields[0] === "X" ? undefined : fields[START_TIME_FIELD];
-}
 
 /**
  * Whether the container can still be joined: its init is the same process and not exiting
