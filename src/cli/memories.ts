@@ -12,7 +12,7 @@ import { buildEngines, type Engines } from "../memories/engines.ts";
 import { runStartupPass } from "../memories/startup-pass.ts";
 import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
 import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
-import { loadMemorySettings, stateDbSpec, type MemorySettings } from "../memories/settings.ts";
+import { claimsCapped, loadMemorySettings, stateDbSpec, type ClaimsCapped, type MemorySettings } from "../memories/settings.ts";
 import { skipDetailLines } from "../memories/skips.ts";
 import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../memories/sources.ts";
 import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
@@ -76,7 +76,7 @@ function consolidateOptions() {
     .option("-m, --model <name>", "model for both phases (config: [memories] extract_model / consolidation_model, then model)")
     .option("--script <file>", "SCRIPTED consolidation agent (offline tests)")
     .option("--extract-script <file>", "SCRIPTED extractor: each turn's text is one JSON reply (offline tests)")
-    .option("--max-rollouts <n>", "rollouts claimed this run (config: [memories] max_rollouts_per_run)", int("--max-rollouts"))
+    .option("--max-rollouts <n>", "rollouts claimed this run, at most [memories] max_running_jobs (config: [memories] max_rollouts_per_run)", int("--max-rollouts"))
     .option("--min-idle-hours <n>", "a rollout must be idle this long (config: [memories] min_rollout_idle_hours)", int("--min-idle-hours"))
     .option("--max-age-days <n>", "ignore rollouts older than this (config: [memories] max_rollout_age_days)", int("--max-age-days"))
     .option("--skip-phase1", "only consolidate what phase 1 already stored")
@@ -116,6 +116,9 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
   const settings = applySettingFlags(await settingsFor(home), opts);
+  // Asked on the command line only: a config below the cap's default is the summary line's to explain.
+  const capped = opts.maxRollouts === undefined || opts.skipPhase1 ? undefined : claimsCapped(settings);
+  if (capped) process.stderr.write(`relay memories: ${cappedLine(capped)}\n`);
   const { extractor, consolidator, extractorKind, consolidatorKind } = engines(opts, settings, home, loaded.ok.config);
   const kinds = { extractor: extractorKind, consolidator: consolidatorKind, auto: (opts.extractor ?? settings.extractor) === "auto" };
   const state = await openDb(opts.db, home);
@@ -139,14 +142,19 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
       if (opts.json) process.stdout.write(JSON.stringify({ ok: false, error: r.error }) + "\n");
       fail(r.error.message, r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure);
     }
-    process.exitCode = reportConsolidation(r.ok, opts, kinds);
+    process.exitCode = reportConsolidation(r.ok, opts, kinds, capped);
   } finally {
     await state.close();
   }
 }
 
+/** `--max-rollouts 300 is above ...`: why this run claims fewer than asked for. */
+function cappedLine(c: ClaimsCapped): string {
+  return `--max-rollouts ${c.max_rollouts} is above the claim cap (max_running_jobs ${c.max_running_jobs}): this run claims at most ${c.max_running_jobs} rollouts; raise [memories] max_running_jobs in config.toml to claim more`;
+}
+
 /** Prints the run's report and returns its exit code. */
-function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: { extractor: string; consolidator: string; auto: boolean }): number {
+function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: { extractor: string; consolidator: string; auto: boolean }, capped: ClaimsCapped | undefined): number {
   // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
   for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
   // Rollouts that could not be read, with file:line; the counts by reason are in the summary line.
@@ -154,7 +162,8 @@ function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kind
   const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
   const p2 = rep.phase2?.status;
   const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
-  if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: kinds.extractor, consolidator: kinds.consolidator, ...rep }) + "\n");
+  const cap = capped ? { max_rollouts_capped: capped } : {};
+  if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: kinds.extractor, consolidator: kinds.consolidator, ...cap, ...rep }) + "\n");
   else {
     const offline = kinds.extractor === "heuristic" && kinds.consolidator === "heuristic" && kinds.auto;
     process.stdout.write(`relay memories: ${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`);
@@ -168,8 +177,11 @@ app-server clients), as in Codex's own memories pipeline: exec runs are scripted
 same prompt, sub-agent work is already in its parent's rollout. Add them with e.g.
 --sources cli,vscode,exec or --sources all. Relay's own consolidation runs are never read.
 Skipped rollouts are counted by reason on the summary line (too recent, too old, no user turn,
-parse error, unreadable, source filtered, already extracted, ...); parse errors are listed on
-stderr as file:line. --json: phase1.skipped = {total, by_reason, sources, parse_errors,
+parse error, unreadable, source filtered, already extracted, held by another worker, claim cap
+reached, ...); parse errors are listed on stderr as file:line. A run's claims count as running
+until it ends, so one run claims at most [memories] max_running_jobs (default 16) rollouts: the
+rest are counted as "claim cap N reached (max_running_jobs)", and a --max-rollouts above the cap
+says so on stderr (--json: max_rollouts_capped). --json: phase1.skipped = {total, by_reason, sources, parse_errors,
 unreadable}. --codex-home only reads <dir>: no file there is written, renamed or touched.
 
 A model is usable when the provider is scripted, the base URL is not api.openai.com (a local

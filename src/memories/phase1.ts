@@ -105,6 +105,7 @@ export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>>
   if ("error" in r) return r;
   const { claimed, outcomes, takeovers, held } = r.ok;
   addSkip(skipped, "no_user_turn", outcomes.filter((x) => x.status === "no_user_turn").length);
+  if (skipped.by_reason.running_cap > 0) skipped.max_running_jobs = o.maxRunningJobs;
   const warnings = [...scan.ok.warnings, ...outcomes.flatMap((x) => x.warnings ?? [])];
   return ok({ scanned: scan.ok.seen, candidates: cands.length, claimed, skipped, outcomes, warnings, takeovers, held });
 }
@@ -194,6 +195,7 @@ async function claimPage(o: Phase1Options, threads: ThreadRow[], run: Run, skipp
 const CLAIM_SKIP: Record<Exclude<Stage1Claim["kind"], "claimed">, SkipReason> = {
   skipped_up_to_date: "up_to_date",
   skipped_running: "running",
+  skipped_cap: "running_cap",
   skipped_retry_backoff: "retry_backoff",
   skipped_retry_exhausted: "retry_exhausted",
 };
@@ -205,7 +207,7 @@ function tally(run: Run, claims: Claimed[], skipped: SkipReport, thread: ThreadR
     if (c.tookOver) run.takeovers.push({ thread_id: thread.id, ...c.tookOver });
   } else {
     addSkip(skipped, CLAIM_SKIP[c.kind]);
-    if (c.kind === "skipped_running" && c.holder) run.held.push({ thread_id: thread.id, holder: c.holder });
+    if (c.kind === "skipped_running") run.held.push({ thread_id: thread.id, holder: c.holder });
   }
 }
 

@@ -77,6 +77,21 @@ export async function loadMemorySettings(home: string): Promise<Result<MemorySet
   return parseMemorySettings(raw.memories ?? {}, file);
 }
 
+/** `max_rollouts_per_run` above `max_running_jobs`, which it cannot reach. */
+export interface ClaimsCapped {
+  max_rollouts: number;
+  max_running_jobs: number;
+}
+
+/**
+ * Whether the cap on running phase 1 jobs caps this run's claims: a run's own claims count as
+ * running until it ends, so one run claims at most `max_running_jobs` rollouts.
+ */
+export function claimsCapped(s: Pick<MemorySettings, "max_rollouts_per_run" | "max_running_jobs">): ClaimsCapped | undefined {
+  if (s.max_rollouts_per_run <= s.max_running_jobs) return undefined;
+  return { max_rollouts: s.max_rollouts_per_run, max_running_jobs: s.max_running_jobs };
+}
+
 /** `[memories]` as already read from `file` (e.g. `RelayConfig.memories`). */
 export function parseMemorySettings(section: unknown, file: string): Result<MemorySettings> {
   const r = MemorySettingsSchema.safeParse(section);

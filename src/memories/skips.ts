@@ -16,6 +16,7 @@ export const SKIP_REASONS = [
   "current_session",
   "up_to_date",
   "running",
+  "running_cap",
   "retry_backoff",
   "retry_exhausted",
   "claim_limit",
@@ -36,6 +37,8 @@ export const SkipReportSchema = lazySchema(() => z.object({
   parse_errors: z.array(z.object({ file: z.string(), line: z.number().int().positive(), message: z.string() })),
   /** `unreadable`: the file could not be stat'ed or read. */
   unreadable: z.array(z.object({ file: z.string(), message: z.string() })),
+  /** `running_cap`: the cap on running phase 1 jobs that was reached ([memories] max_running_jobs). */
+  max_running_jobs: z.number().int().positive().optional(),
 }));
 export type SkipReport = z.infer<typeof SkipReportSchema>;
 
@@ -63,7 +66,7 @@ export function addUnreadable(s: SkipReport, file: string, message: string): voi
   s.unreadable.push({ file, message });
 }
 
-const LABEL: Record<SkipReason, string> = {
+const LABEL: Record<SkipReason, string | ((s: SkipReport) => string)> = {
   too_recent: "too recent (idle < min_rollout_idle_hours)",
   too_old: "too old (> max_rollout_age_days)",
   no_user_turn: "no user turn",
@@ -74,6 +77,7 @@ const LABEL: Record<SkipReason, string> = {
   current_session: "the running session",
   up_to_date: "already extracted",
   running: "held by another worker",
+  running_cap: (s) => (s.max_running_jobs ? `claim cap ${s.max_running_jobs} reached (max_running_jobs)` : "claim cap reached (max_running_jobs)"),
   retry_backoff: "in retry backoff",
   retry_exhausted: "retries exhausted",
   claim_limit: "over this run's claim limit (next run)",
@@ -84,7 +88,8 @@ export function skipSummary(s: SkipReport): string {
   if (!s.total) return "";
   const parts = SKIP_REASONS.filter((r) => s.by_reason[r] > 0).map((r) => {
     const detail = r === "source_filtered" ? `: ${Object.entries(s.sources).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)).map(([k, v]) => `${k} ${v}`).join(", ")}` : "";
-    return `${LABEL[r]} ${s.by_reason[r]}${detail}`;
+    const label = LABEL[r];
+    return `${typeof label === "string" ? label : label(s)} ${s.by_reason[r]}${detail}`;
   });
   return `skipped=${s.total} (${parts.join(", ")})`;
 }

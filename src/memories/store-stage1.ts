@@ -14,8 +14,10 @@ import { DEFAULT_RETRY_BUDGET, insertJob, ownedRunning, read, readJob, readJobs,
 export type Stage1Claim =
   | { kind: "claimed"; token: string; tookOver?: TakeOver }
   | { kind: "skipped_up_to_date" }
-  /** `holder` is absent when the cap on running jobs, not a lease on this rollout, stopped it. */
-  | { kind: "skipped_running"; holder?: HolderReport }
+  /** A live worker holds this rollout's claim. */
+  | { kind: "skipped_running"; holder: HolderReport }
+  /** The cap on running jobs (`maxRunningJobs`) is reached; nobody holds this rollout. */
+  | { kind: "skipped_cap" }
   | { kind: "skipped_retry_backoff" }
   | { kind: "skipped_retry_exhausted" };
 
@@ -91,7 +93,7 @@ async function claimIn(t: Tx, r: Stage1ClaimRequest, job: JobRow | undefined, ou
     input_watermark: r.sourceUpdatedAt,
   };
   if (!job) {
-    if (await full()) return { kind: "skipped_running" };
+    if (await full()) return { kind: "skipped_cap" };
     await insertJob(t, STAGE1_KIND, r.threadId, claimed);
     live.n++;
     return { kind: "claimed", token };
@@ -102,7 +104,7 @@ async function claimIn(t: Tx, r: Stage1ClaimRequest, job: JobRow | undefined, ou
   const tookOver = verdict.tookOver;
   if (!tookOver && !advanced && job.retry_remaining <= 0) return { kind: "skipped_retry_exhausted" };
   if (!tookOver && !advanced && job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_backoff" };
-  if (await full()) return { kind: "skipped_running" };
+  if (await full()) return { kind: "skipped_cap" };
   await setJob(t, STAGE1_KIND, r.threadId, { ...claimed, retry_remaining: advanced ? DEFAULT_RETRY_BUDGET : job.retry_remaining });
   if (!ownLive) live.n++;
   return tookOver ? { kind: "claimed", token, tookOver } : { kind: "claimed", token };

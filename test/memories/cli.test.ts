@@ -5,7 +5,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
-import { HOUR, tempHome, writeRollout, sqliteSkip, relay, OFFLINE } from "./support.ts";
+import { newWorkerId } from "../../src/memories/holder.ts";
+import { tryClaimStage1 } from "../../src/memories/store-stage1.ts";
+import { HOUR, ok, openDb, tempHome, writeRollout, sqliteSkip, relay, OFFLINE } from "./support.ts";
 
 
 describe("relay memories CLI", { skip: sqliteSkip }, () => {
@@ -34,6 +36,35 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     assert.equal(rep3.phase1.claimed, 0, "a forgotten session is not extracted again");
     assert.ok(rep3.phase2.changes.some((c: { status: string }) => c.status === "D"));
     assert.doesNotMatch(readFileSync(path.join(h.memories, "raw_memories.md"), "utf8"), new RegExp(a.id));
+  });
+
+  test("a lone run over the claim cap says so: the cap, not another worker; --max-rollouts above it is noted", async () => {
+    await using h = tempHome();
+    writeFileSync(path.join(h.home, "config.toml"), "[memories]\nmax_running_jobs = 3\n");
+    const ids = Array.from({ length: 6 }, (_, i) => writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR - i * 60_000 }).id);
+    // A live worker (this test process) holds one of them.
+    const db = await openDb(h.dbFile);
+    try {
+      assert.equal(ok(await tryClaimStage1(db, { threadId: ids[2]!, sourceUpdatedAt: 1, workerId: newWorkerId(), leaseSeconds: 3600, maxRunningJobs: 3, now: Math.floor(Date.now() / 1000) })).kind, "claimed");
+    } finally {
+      await db.close();
+    }
+    const r = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--skip-phase2", "--max-rollouts", "10"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /phase1 scanned=6 claimed=2 ok=2 no_output=0 failed=0 skipped=4 \(held by another worker 1, claim cap 3 reached \(max_running_jobs\) 3\);/);
+    const notice = "relay memories: --max-rollouts 10 is above the claim cap (max_running_jobs 3): this run claims at most 3 rollouts; raise [memories] max_running_jobs in config.toml to claim more\n";
+    assert.ok(r.stderr.startsWith(notice), r.stderr);
+    assert.match(r.stderr, /^relay memories: left 1 rollout to pid \d+ on .*, which is still extracting it$/m);
+
+    const j = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--skip-phase2", "--json", "--max-rollouts", "4"]);
+    assert.equal(j.code, 0, j.stderr);
+    const rep = JSON.parse(j.stdout);
+    assert.deepEqual([rep.phase1.claimed, rep.phase1.skipped.by_reason.running, rep.phase1.skipped.by_reason.running_cap, rep.phase1.skipped.max_running_jobs], [2, 1, 1, 3]);
+    assert.deepEqual(rep.max_rollouts_capped, { max_rollouts: 4, max_running_jobs: 3 });
+    assert.match(j.stderr, /^relay memories: --max-rollouts 4 is above the claim cap \(max_running_jobs 3\)/);
+    const within = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--skip-phase2", "--json", "--max-rollouts", "3"]);
+    assert.doesNotMatch(within.stderr, /claim cap/);
+    assert.equal(JSON.parse(within.stdout).max_rollouts_capped, undefined);
   });
 
   test("two concurrent cron runs: each rollout extracted once, at most one consolidates", async () => {

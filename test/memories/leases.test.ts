@@ -221,7 +221,7 @@ function judgeSuite(name: string, skip: string | false, open: (h: TempHome) => P
         const claim = (threadId: string, workerId: string, maxRunningJobs = 1) => tryClaimStage1(db, { threadId, sourceUpdatedAt: 100, workerId, leaseSeconds: 3600, maxRunningJobs, now: NOW });
         assert.equal(ok(await claim("t1", dead)).kind, "claimed");
         assert.equal(ok(await claim("t2", "me")).kind, "claimed", "the dead holder's claim does not use up the cap of 1");
-        assert.equal(ok(await claim("t3", "me")).kind, "skipped_running", "a live holder's claim does");
+        assert.equal(ok(await claim("t3", "me")).kind, "skipped_cap", "a live holder's claim does");
         const t1 = ok(await claim("t1", "you", 2));
         assert.ok(t1.kind === "claimed" && t1.tookOver?.reason === "the process is gone" && t1.tookOver.holder.pid === exitedChild.pid, JSON.stringify(t1));
         const again = ok(await claim("t1", "someone", 8));

@@ -145,7 +145,7 @@ describe("claiming at scale", { skip: sqliteSkip }, () => {
       }
       const threads = Array.from({ length: 6 }, (_, i) => ({ threadId: `t${i}`, sourceUpdatedAt: 100 }));
       const kinds = ok(await tryClaimStage1Batch(db, { ...base, threads })).map((c) => c.kind);
-      assert.deepEqual(kinds, ["claimed", "claimed", "claimed", "claimed", "skipped_running", "skipped_running"]);
+      assert.deepEqual(kinds, ["claimed", "claimed", "claimed", "claimed", "skipped_cap", "skipped_cap"]);
       const more = [...threads, { threadId: "t6", sourceUpdatedAt: 100 }, { threadId: "t7", sourceUpdatedAt: 100 }];
       const again = ok(await tryClaimStage1Batch(db, { ...base, maxRunningJobs: 100, threads: more, limit: 2 })).map((c) => c.kind);
       assert.deepEqual(again, ["skipped_running", "skipped_running", "skipped_running", "skipped_running", "claimed", "claimed"], "stops after `limit` claims");
@@ -217,7 +217,9 @@ describe("paging", { skip: sqliteSkip }, () => {
       const rep = ok(await runPhase1(phase1Options(db, h.home, now, { maxRunningJobs: cap })));
       // The first page was extracted before the second was claimed; the cap still stops at `cap`, as when all were claimed first.
       assert.equal(rep.claimed, cap);
-      assert.equal(rep.skipped.by_reason.running, n - cap);
+      assert.equal(rep.skipped.by_reason.running_cap, n - cap);
+      assert.equal(rep.skipped.by_reason.running, 0, "no other worker holds any");
+      assert.equal(rep.skipped.max_running_jobs, cap);
       assert.equal(rep.outcomes.filter((o) => o.status === "succeeded").length, cap);
     } finally {
       await db.close();

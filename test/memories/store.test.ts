@@ -82,7 +82,7 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
     const db = await openDb(h.dbFile);
     try {
       assert.equal(ok(await claim(db, "t1", 100, { maxRunningJobs: 1 })).kind, "claimed");
-      assert.equal(ok(await claim(db, "t2", 100, { maxRunningJobs: 1 })).kind, "skipped_running");
+      assert.equal(ok(await claim(db, "t2", 100, { maxRunningJobs: 1 })).kind, "skipped_cap");
     } finally {
       await db.close();
     }
