@@ -18,6 +18,8 @@ export class HandlerTable<Ctx> {
   private readonly notificationHandlers = new Map<string, { spec: NotificationSpec; fn: AnyNotificationHandler }>();
   /** Requests of the other side whose handler is running, by id. */
   private readonly inflight = new Map<RequestId, AbortController>();
+  /** Waiting for `inflight` to empty (idle()). */
+  private idleWaiters: Array<() => void> = [];
 
   constructor(
     /** Our name, for the unknown-method message. */
@@ -78,6 +80,7 @@ export class HandlerTable<Ctx> {
       }
     }
     respond(result);
+    if (this.inflight.size === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
   /** Hands a notification to its handler; one nobody handles is dropped, bad params are reported. */
@@ -96,6 +99,11 @@ export class HandlerTable<Ctx> {
   /** The other side cancelled request `id`: its handler's signal aborts. */
   cancel(id: RequestId): void {
     this.inflight.get(id)?.abort();
+  }
+
+  /** Resolves once no handler is running (each answered). */
+  async idle(): Promise<void> {
+    while (this.inflight.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Aborts every running handler (the connection closed). */

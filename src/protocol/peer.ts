@@ -58,6 +58,11 @@ export interface PeerOptions {
   onProtocolError?: (message: string) => void;
   /** Extra words for the close reason when the input ends, e.g. a child's exit status. */
   describeEnd?: () => Promise<string> | string;
+  /**
+   * A server: at a clean end of input, the requests already received are answered before the
+   * connection closes (a parent may close stdin right after its last request).
+   */
+  answerBeforeEnd?: boolean;
 }
 
 /**
@@ -76,6 +81,8 @@ export class RpcPeer {
   /** Set once the connection is ending (EOF, a failed read or write) while its reason is completed. */
   private endingReason: string | undefined;
   private closedOnError = false;
+  /** The input ended cleanly and the requests received are being answered (answerBeforeEnd). */
+  private answeringLast = false;
   private readonly closedPromise: Promise<string>;
   private resolveClosed!: (reason: string) => void;
 
@@ -139,7 +146,7 @@ export class RpcPeer {
     params: z.input<P>,
     options: CallOptions = {},
   ): Promise<Result<z.output<R>>> {
-    if (this.closedReason !== undefined) return Promise.resolve(this.closedError(spec.name));
+    if (this.closedReason !== undefined || this.answeringLast) return Promise.resolve(this.closedError(spec.name));
     if (options.signal?.aborted) return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
     const answer = this.pending.open(spec.name, spec.result, options, (id) => {
       const sent = this.send({ type: "request", id, method: spec.name, params });
@@ -237,6 +244,12 @@ export class RpcPeer {
     if (this.options.describeEnd) {
       const extra = await this.options.describeEnd();
       if (extra) reason += `; ${extra}`;
+    }
+    if (!isError && this.options.answerBeforeEnd) {
+      // Our own calls can no longer be answered: they fail now, so no handler waits on them.
+      this.answeringLast = true;
+      this.pending.settleAll((method) => this.closedError(method));
+      await this.served.idle();
     }
     this.close(reason, isError);
   }

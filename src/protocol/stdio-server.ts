@@ -26,6 +26,7 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
       log.warn("protocol error", { message: m });
       process.stderr.write(`relay: ${m}\n`);
     },
+    answerBeforeEnd: true,
     ...options,
   });
 }

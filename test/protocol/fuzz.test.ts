@@ -558,11 +558,28 @@ async function fuzzTarget(t: Target, seed: number): Promise<{ frames: number; ms
     // Its own generator: how many asks arrived by now may vary from run to run, the plan must not.
     await conn.answerPeer?.(new Rng((seed ^ (b * 0x85ebca6b)) >>> 0));
   }
+  frames += await lastBatchThenEnd(conn, t, r, planner);
+  return { frames, ms: performance.now() - started, restarts };
+}
+
+/** A batch followed at once by end of input: every request in it is still answered exactly, then a clean exit. */
+async function lastBatchThenEnd(conn: Conn, t: Target, r: Rng, planner: Planner): Promise<number> {
+  planner.startBatch();
+  const batch: Planned[] = [];
+  for (let i = 0; i < FRAMES_PER_BATCH; i++) batch.push(planner.frame());
+  const probe = planner.freshId();
+  batch.push({ bytes: requestFrame(probe, t.probe), answers: [probe] });
+  const from = conn.messages.length;
+  await send(conn, r, batch);
   conn.end();
   const end = await until(conn.ended(), `${t.name}: the peer to exit after a clean end`);
   assert.equal(end.code, 0, `${t.name}: exit after a clean end: ${end.lastLine}`);
   assert.deepEqual(conn.foreign(), []);
-  return { frames, ms: performance.now() - started, restarts };
+  if (conn instanceof ParentConn) return batch.length;
+  const expected = plannedAnswers(batch);
+  for (const [id, n] of expected) assert.equal(countAnswers(conn, from).get(id) ?? 0, n, `${t.name}: request ${id} sent right before end of input: answers`);
+  checkShapes(conn, t.limit, from);
+  return batch.length;
 }
 
 describe("protocol fuzz", () => {

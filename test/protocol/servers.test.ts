@@ -132,6 +132,27 @@ describe("framed servers: bad frames", () => {
   });
 });
 
+describe("framed servers: a request, then end of input", () => {
+  test("executor: executor/info and a command sent right before EOF are answered before it exits 0", async () => {
+    const c = new RawChild(["executor"]);
+    const exec = { command: ["sh", "-c", "echo answered"], cwd: "/", env: {}, yield_time_ms: 5000 };
+    await c.write(Buffer.concat([requestFrame(1, "executor/info", {}), requestFrame(2, "process/exec", exec)]));
+    c.end();
+    assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
+    assert.ok(c.messages.find((m) => m.id === "1")?.value.result?.ok, `executor/info unanswered: ${c.messages.map((m) => m.text).join("\n")}`);
+    const ran = c.messages.find((m) => m.id === "2")?.value.result?.ok as { output?: string } | undefined;
+    assert.match(ran?.output ?? "", /answered/, `process/exec unanswered: ${c.messages.map((m) => m.text).join("\n")}`);
+  });
+
+  test("code-mode-host: a cell sent right before EOF runs and is answered before it exits 0", async () => {
+    const c = new RawChild(["code-mode-host"]);
+    await c.write(Buffer.concat([requestFrame(1, "codemode/create_session"), requestFrame(2, "codemode/execute", { session_id: 1, request: { tool_call_id: "t", source: 'await null; text("after eof")' } })]));
+    c.end();
+    assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
+    assert.match(c.messages.find((m) => m.id === "2")?.text ?? c.stderr, /after eof/);
+  });
+});
+
 describe("the parent reading a child", () => {
   test("a zero-length frame from the child is reported and the connection goes on", async () => {
     const errors: string[] = [];
