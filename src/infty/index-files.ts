@@ -274,7 +274,9 @@ export class RunIndex {
     const st = await lstat(abs).catch(() => undefined);
     if (!st?.isFile()) return this.remove(p);
     const was = this.artifacts.get(p);
-    const same = was && was.bytes === st.size && was.mtimeMs === st.mtimeMs && (was.ino === st.ino || was.ino === -1) && st.mtimeMs < was.seenAt - RACY_MS;
+    // A hash from the index on disk knows the mtime to the millisecond only (modified_at).
+    const sameTime = was && (was.ino === -1 ? was.mtimeMs === Math.trunc(st.mtimeMs) : was.mtimeMs === st.mtimeMs);
+    const same = was && sameTime && was.bytes === st.size && (was.ino === st.ino || was.ino === -1) && st.mtimeMs < was.seenAt - RACY_MS;
     if (same) return void this.artifacts.set(p, { ...was, ino: st.ino });
     count("read");
     const data = await readFile(abs).catch(() => undefined);

@@ -230,7 +230,8 @@ export class RolloutWriter {
       return ok(null);
     } catch (e) {
       this.failure = err("rollout_write", `cannot write to rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
-      if (off > 0) this.cutBack();
+      // Some runtimes (Deno) throw from inside their own write loop, after part of it went out.
+      this.cutBack();
       return this.failure;
     }
   }

@@ -34,9 +34,12 @@ export class LogFile {
   write(line: string): void {
     if (this.fd === undefined && !this.open()) return;
     try {
-      const size = fstatSync(this.fd!).size;
-      if (size > 0 && size + line.length > this.maxBytes) this.rollOver();
-      if (this.fd !== undefined) this.writeWhole(this.fd, Buffer.from(line, "utf8"));
+      let size = fstatSync(this.fd!).size;
+      if (size > 0 && size + line.length > this.maxBytes) {
+        this.rollOver();
+        size = this.fd === undefined ? 0 : fstatSync(this.fd).size;
+      }
+      if (this.fd !== undefined) this.writeWhole(this.fd, Buffer.from(line, "utf8"), size);
     } catch (e) {
       // ENOSPC and the like: drop this line, try the next one afresh.
       this.close();
@@ -45,18 +48,20 @@ export class LogFile {
   }
 
   /**
-   * One write of the whole line. A short one (the disk filled up mid-line) is taken back off the
-   * end of the file when those last bytes are still ours, and reported as ENOSPC: the log holds
-   * whole lines or nothing.
+   * One write of the whole line. A write that fails or comes up short (the disk filled up
+   * mid-line) is taken back off the end of the file when those last bytes are still ours: the
+   * log holds whole lines or nothing.
    */
-  private writeWhole(fd: number, buf: Buffer): void {
-    const written = writeSync(fd, buf);
-    if (written >= buf.length) return;
-    const end = fstatSync(fd).size;
-    const tail = Buffer.alloc(written);
-    if (written > 0 && end >= written && readSync(fd, tail, 0, written, end - written) === written && tail.equals(buf.subarray(0, written))) {
-      ftruncateSync(fd, end - written);
+  private writeWhole(fd: number, buf: Buffer, before: number): void {
+    let written: number;
+    try {
+      written = writeSync(fd, buf);
+    } catch (e) {
+      takeBack(fd, buf, before);
+      throw e;
     }
+    if (written >= buf.length) return;
+    takeBack(fd, buf, before);
     throw Object.assign(new Error(`ENOSPC: a log line was cut short after ${written} of ${buf.length} bytes (no space left on the device?)`), { code: "ENOSPC" });
   }
 
@@ -164,5 +169,17 @@ export class LogFile {
         // removed as stale by another process
       }
     }
+  }
+}
+
+/** Truncates the file back to `before` if what follows it is the start of `buf` (ours, not another process's line). */
+function takeBack(fd: number, buf: Buffer, before: number): void {
+  try {
+    const n = fstatSync(fd).size - before;
+    if (n <= 0 || n > buf.length) return;
+    const tail = Buffer.alloc(n);
+    if (readSync(fd, tail, 0, n, before) === n && tail.equals(buf.subarray(0, n))) ftruncateSync(fd, before);
+  } catch {
+    // the line stays cut; a reader skips it
   }
 }
