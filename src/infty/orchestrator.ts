@@ -304,6 +304,8 @@ class InftyRun {
   private lastActivity = "starting sessions";
   private lastBeat = Date.now();
   private beat: ReturnType<typeof setInterval> | undefined;
+  /** A heartbeat's write is under way. */
+  private beating = false;
   /** --fail-on-tool-error stops the run through this, as Ctrl-C does through o.signal. */
   private readonly stopper = new AbortController();
   private readonly stop: AbortSignal;
@@ -380,11 +382,18 @@ class InftyRun {
     this.beat = setInterval(() => {
       const now = Date.now();
       const roles = this.board.snapshot();
-      void this.store.heartbeat(now - this.lastBeat, { activity: roles, tokens_used: this.board.tokensUsed }).catch((e: Error) => {
-        // Another process took the run over: stop after the current step, writing nothing more.
-        if (e instanceof LeaseLostError) this.stopper.abort();
-      });
-      this.lastBeat = now;
+      // A beat still writing (a loaded machine) is not joined by another: they would queue on the lease's lock.
+      if (!this.beating) {
+        this.beating = true;
+        void this.store
+          .heartbeat(now - this.lastBeat, { activity: roles, tokens_used: this.board.tokensUsed })
+          .catch((e: Error) => {
+            // Another process took the run over: stop after the current step, writing nothing more.
+            if (e instanceof LeaseLostError) this.stopper.abort();
+          })
+          .finally(() => (this.beating = false));
+        this.lastBeat = now;
+      }
       const st = this.store.state;
       this.o.report({ type: "heartbeat", turns: st.turns, max_turns: st.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity, tokens_used: this.board.tokensUsed, max_tokens: st.max_tokens, roles });
       void this.store.log({ type: "heartbeat", turns: st.turns, tokens_used: this.board.tokensUsed, roles }).catch(() => {});

@@ -345,7 +345,8 @@ export class RunStore {
   /** Saves the run's progress and renews the lease; throws LeaseLostError once another process holds it. */
   async heartbeat(extraWallMs: number, progress: Partial<Pick<RunMeta, "activity" | "tokens_used">> = {}): Promise<void> {
     const beat = await this.grant?.beat();
-    if (beat && "error" in beat) throw new LeaseLostError(beat.error.message);
+    // Only a lease another process holds ends the run; a busy lock or a failed read is tried again at the next beat.
+    if (beat && "error" in beat) throw beat.error.code === "lease_lost" ? new LeaseLostError(beat.error.message) : new Error(beat.error.message);
     await this.update({ ...progress, heartbeat_at: new Date().toISOString(), wall_ms_used: this.meta.wall_ms_used + Math.max(0, Math.round(extraWallMs)) });
   }
 
