@@ -274,8 +274,9 @@ export class RunIndex {
     const st = await lstat(abs).catch(() => undefined);
     if (!st?.isFile()) return this.remove(p);
     const was = this.artifacts.get(p);
-    // A hash from the index on disk knows the mtime to the millisecond only (modified_at).
-    const sameTime = was && (was.ino === -1 ? was.mtimeMs === Math.trunc(st.mtimeMs) : was.mtimeMs === st.mtimeMs);
+    // A hash from the index on disk knows the mtime to the millisecond only (modified_at, which
+    // Node rounds from a fractional mtimeMs and Bun truncates).
+    const sameTime = was && (was.ino === -1 ? Math.abs(was.mtimeMs - st.mtimeMs) < 1 : was.mtimeMs === st.mtimeMs);
     const same = was && sameTime && was.bytes === st.size && (was.ino === st.ino || was.ino === -1) && st.mtimeMs < was.seenAt - RACY_MS;
     if (same) return void this.artifacts.set(p, { ...was, ino: st.ino });
     count("read");
