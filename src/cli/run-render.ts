@@ -106,7 +106,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
       case "sandbox":
         if (e.refused) err.write(red(`relay: sandbox: every command will be refused: ${e.refused}\n`));
         else err.write(dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`));
-        if (e.gaps.length) err.write(red(`relay: sandbox is best effort; not enforced here: ${e.gaps.join("; ")}\n`));
+        if (e.gaps.length) err.write(red(`relay: sandbox: not enforced here: ${e.gaps.join("; ")}\n`));
         return;
       case "mcp_server":
         // Failures and exits also come as warnings; the rest is progress.

@@ -96,7 +96,7 @@ describe("relay sandbox", { skip: builtin }, () => {
     const r = await sandbox(["--best-effort", "-C", ws, "--", "sh", "-c", "echo ran"], { ...process.env, RELAY_SANDBOX_SIMULATE: "landlock-abi=2,no-bwrap" });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, "ran\n");
-    assert.match(r.stderr, /best effort: not enforced: Landlock ABI 3 for truncate control/);
+    assert.match(r.stderr, /relay sandbox: not enforced: Landlock ABI 3 for truncate control/);
   });
 
   test("a .git in the workspace without user namespaces is refused, unless best effort says .git stays writable", async () => {

@@ -10,6 +10,7 @@ import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { SandboxPolicy } from "./policy.ts";
 import { PROTECTED_NAMES, readOnlyInside } from "./linux/landlock-plan.ts";
+import { socketsToHide } from "./linux/unix-sockets.ts";
 import { resolveProgram } from "../../util/which.ts";
 
 export interface BwrapSupport {
@@ -57,13 +58,21 @@ export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy
       }
     }
     for (const p of readOnlyInside(policy, sorted)) args.push("--ro-bind", p, p);
-    if (!policy.network) args.push("--unshare-net");
+    if (!policy.network) args.push("--unshare-net", ...hideArgs(sorted.filter((r) => r !== "/tmp"), roots.has("/tmp") ? ["/tmp"] : []));
   } else {
-    args.push("--unshare-net");
+    args.push("--unshare-net", ...hideArgs([], []));
   }
   // A new session stops TIOCSTI input injection into the caller's terminal, but would break
   // job control on a PTY, where the PTY already gives the child its own session.
   if (!tty) args.push("--new-session");
   args.push("--chdir", cwd, "--");
   return [...args, ...argv];
+}
+
+/**
+ * A private network namespace does not cover named Unix sockets (a path reaches them from any
+ * namespace): each one outside the writable places gets /dev/null over it (unix-sockets.ts).
+ */
+function hideArgs(roots: string[], temp: string[]): string[] {
+  return (socketsToHide(roots, temp) ?? []).flatMap((p) => ["--ro-bind-try", "/dev/null", p]);
 }

@@ -72,8 +72,8 @@ export async function planBuiltin(policy: SandboxPolicy, env: Record<string, str
   const landlock = await probeLandlock();
   if (!landlock.native) return err("sandbox_unavailable", landlock.detail);
   const found = findPaths(policy, env.TMPDIR);
-  // Probing user namespaces forks, so only when a protected path needs them.
-  const userns = found.readOnly.length > 0 && (await probeUserns()).ok;
+  // Probing user namespaces forks, so only when a protected path or a socket to hide needs them.
+  const userns = (found.readOnly.length > 0 || (found.sockets?.length ?? 0) > 0) && (await probeUserns()).ok;
   const planned = planConfinement({ policy, abi: landlock.abi, tmpdir: env.TMPDIR, userns, seccomp: landlock.seccomp, found });
   return "missing" in planned ? err("sandbox_unavailable", `missing ${planned.missing.join("; ")}`) : ok(planned.ok);
 }

@@ -67,7 +67,7 @@ export async function runSandboxed(req: SandboxRunRequest): Promise<number> {
     process.stderr.write(`relay sandbox: ${attempt.error.message}\n`);
     return EXIT_REFUSED;
   }
-  for (const gap of attempt.ok.gaps) process.stderr.write(`relay sandbox: best effort: not enforced: ${gap}\n`);
+  for (const gap of attempt.ok.gaps) process.stderr.write(`relay sandbox: not enforced: ${gap}\n`);
   if ("plan" in attempt.ok) {
     process.chdir(req.cwd);
     return execConfined(attempt.ok.plan, req.argv);

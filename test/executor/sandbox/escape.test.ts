@@ -70,6 +70,21 @@ async function listeners() {
   };
 }
 
+/** A node one-liner run in the sandbox: `named:connected`, or `named:<error code>`. */
+const connectProbe = (sock: string) =>
+  `node -e "require('net').connect(process.argv[1]).on('connect',()=>{console.log('named:connected');process.exit()}).on('error',e=>console.log('named:'+e.code))" ${sock}`;
+
+/** A listener on the named socket `sock` in this process, counting connections. */
+async function unixServer(sock: string) {
+  let hits = 0;
+  const server = net.createServer((c) => {
+    hits++;
+    c.end();
+  });
+  await new Promise<void>((r) => server.listen(sock, r));
+  return { hits: () => hits, close: () => new Promise((r) => server.close(r)) };
+}
+
 for (const mechanism of mechanisms) {
   describe(`escape suite (${mechanism.label})`, { skip: mechanism.skip }, () => {
     const env: Record<string, string> = { ...baseEnv, ...(mechanism.simulate ? { RELAY_SANDBOX_SIMULATE: mechanism.simulate } : {}) };
@@ -286,6 +301,24 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
           }
         });
 
+        test("a named Unix socket outside the writable roots cannot be reached; the same one can with the network on", async () => {
+          const sock = path.join(out, `named-${mode}.sock`);
+          const server = await unixServer(sock);
+          try {
+            const r = await run(mode, connectProbe(sock));
+            assert.match(r.output, /^named:(ECONNREFUSED|EACCES|EPERM)\n$/, "the socket is hidden");
+            assert.equal(server.hits(), 0, "no connection arrived");
+            const control = await exec(ex, { command: ["bash", "-c", connectProbe(sock)], cwd: ws, env, sandbox: FULL_ACCESS });
+            assert.equal(control.output, "named:connected\n", "the same probe connects without a sandbox");
+            if (mode === "workspace-write") {
+              const networked = await exec(ex, { command: ["bash", "-c", connectProbe(sock)], cwd: ws, env, sandbox: { ...policy(mode), network: true } });
+              assert.equal(networked.output, "named:connected\n", "with the network on, sockets are reachable");
+            }
+          } finally {
+            await server.close();
+          }
+        });
+
         test("signalling the executor (the command's parent) is refused", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "signal scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
           const pid = ex.pid!;
           // The built-in sandbox runs the command in the executor's container, where its parent
@@ -326,6 +359,18 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
           assert.equal(readFileSync(path.join(ws, "top-level.txt"), "utf8"), "top\n");
         } finally {
           rmSync(tmp, { recursive: true, force: true });
+        }
+      });
+
+      test("workspace-write: a named Unix socket inside the workspace stays reachable", async () => {
+        const server = await unixServer(path.join(ws, "inside.sock"));
+        try {
+          const r = await run("workspace-write", connectProbe(path.join(ws, "inside.sock")));
+          assert.equal(r.output, "named:connected\n");
+          assert.equal(server.hits(), 1);
+        } finally {
+          await server.close();
+          rmSync(path.join(ws, "inside.sock"), { force: true });
         }
       });
 

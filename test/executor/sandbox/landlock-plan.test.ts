@@ -46,8 +46,10 @@ function policy(mode: SandboxPolicy["mode"], roots: string[] = [], extra: Partia
   return { mode, writable_roots: roots, network: false, ...extra };
 }
 
+/** No host sockets unless a test names them: the host's own would make the plans differ by machine. */
 function plan(input: Partial<PlanInput> & { policy: SandboxPolicy }): ReturnType<typeof planConfinement> {
-  return planConfinement({ abi: LATEST, userns: true, seccomp: true, ...input });
+  const found = input.found ?? { ...findPaths(input.policy, input.tmpdir), sockets: [] };
+  return planConfinement({ abi: LATEST, userns: true, seccomp: true, ...input, found });
 }
 
 function okPlan(input: Partial<PlanInput> & { policy: SandboxPolicy }): ConfinePlan {
@@ -334,6 +336,24 @@ describe("planConfinement: workspace-write", () => {
     assert.deepEqual([...p.readOnly].sort(), [path.join(real, ".git"), path.join(real, ".relay")]);
     const m = missing({ policy: policy("workspace-write", [root]), userns: false });
     assert.ok(m.some((s) => s.includes(".git") && s.includes(".relay")), m.join("; "));
+  });
+
+  test("named sockets to hide: covered in the command's mount namespace; without user namespaces the command runs and the gap is said", () => {
+    const root = tempDir();
+    const found = { ...findPaths(policy("workspace-write", [root])), sockets: ["/run/docker.sock", "/run/user/1000/bus"] };
+    assert.deepEqual(okPlan({ policy: policy("workspace-write", [root]), found }).hide, ["/run/docker.sock", "/run/user/1000/bus"]);
+    const p = okPlan({ policy: policy("workspace-write", [root]), found, userns: false });
+    assert.deepEqual(p.hide, []);
+    assert.equal(p.gaps.length, 1);
+    assert.match(p.gaps[0]!, /^2 named Unix socket\(s\) outside the writable roots stay reachable \(\/run\/docker\.sock, \/run\/user\/1000\/bus\): hiding them needs unprivileged user namespaces$/);
+    const none = { ...findPaths(policy("workspace-write", [root])), sockets: undefined };
+    assert.ok(missing({ policy: policy("workspace-write", [root]), found: none }).some((m) => m.includes("/proc/net/unix")));
+  });
+
+  test("with the network on no socket is looked for", () => {
+    const found = findPaths(policy("workspace-write", [tempDir()], { network: true }));
+    assert.deepEqual(found.sockets, []);
+    assert.deepEqual(okPlan({ policy: policy("workspace-write", [tempDir()], { network: true }), found }).hide, []);
   });
 
   test("the network on: no TCP handling, no socket filter", () => {

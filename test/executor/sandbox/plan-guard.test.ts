@@ -11,6 +11,7 @@ const valid = {
   scoped: 3,
   rules: [{ path: "/", access: 13 }, { path: "/work/ws", access: 0xff3f }],
   readOnly: ["/work/ws/.git"],
+  hide: ["/run/docker.sock"],
   filterSockets: true,
   gaps: [],
   restoreEnv: { BUN_JSC_useConcurrentJIT: null, KEPT: "1" },
@@ -31,6 +32,8 @@ const corrupt: Array<[string, unknown]> = [
   ["a rule without access", { ...valid, rules: [{ path: "/" }] }],
   ["a rule that is a string", { ...valid, rules: ["/"] }],
   ["a relative read-only path", { ...valid, readOnly: [".git"] }],
+  ["a relative socket to hide", { ...valid, hide: ["run/docker.sock"] }],
+  ["hide as a string", { ...valid, hide: "/run/docker.sock" }],
   ["filterSockets as a number", { ...valid, filterSockets: 1 }],
   ["gaps with a number", { ...valid, gaps: [1] }],
   ["gaps missing", { ...valid, gaps: undefined }],
@@ -64,6 +67,12 @@ describe("sandbox plan guard", () => {
     const { restoreEnv: _, ...older } = valid;
     assert.deepEqual(parsePlan(JSON.stringify(older)), { ok: { ...older, restoreEnv: {} } });
     assert.deepEqual(ConfinePlanSchema.parse(older).restoreEnv, {});
+  });
+
+  test("a plan without hide (older executor) hides nothing, as the schema's default", () => {
+    const { hide: _, ...older } = valid;
+    assert.deepEqual(parsePlan(JSON.stringify(older)), { ok: { ...older, hide: [] } });
+    assert.deepEqual(ConfinePlanSchema.parse(older).hide, []);
   });
 
   test("bad JSON and a bad shape are told apart in the message", () => {

@@ -49,7 +49,7 @@ const Op = {
  * widened to 64 bits (null is 0); results come back as numbers.
  */
 function bindOps(ffi: BunFfi, call: RelayCall): NativeSymbols {
-  const args = new BigInt64Array(18);
+  const args = new BigInt64Array(20);
   const bound = (op: number) => (...xs: unknown[]): number => {
     if (xs.length > args.length) throw new Error(`relay_call op ${op}: ${xs.length} arguments, at most ${args.length}`);
     xs.forEach((x, i) => (args[i] = x === null || x === undefined ? 0n : typeof x === "bigint" ? x : BigInt(x as number)));
@@ -186,6 +186,7 @@ function planArgs(c: CArgs, plan: ConfinePlan): unknown[] {
     bpf ? c.bytes(bpf) : null,
     insns?.length ?? 0,
     c.strArray(plan.readOnly),
+    c.strArray(plan.hide ?? []),
   ];
 }
 

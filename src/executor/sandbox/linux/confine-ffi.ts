@@ -29,6 +29,9 @@ const O_CLOEXEC = 0o2000000;
 const O_PATH_CLOEXEC = 0o10000000 | O_CLOEXEC;
 const O_WRONLY_CLOEXEC = 1 | O_CLOEXEC;
 const EINVAL = 22;
+const ENOENT = 2;
+const EACCES = 13;
+const ENOTDIR = 20;
 const SYS = { mountSetattr: 442, landlockCreate: 444, landlockAdd: 445, landlockRestrict: 446 } as const;
 
 
@@ -58,7 +61,7 @@ function writeProcFile(s: Step, file: string, text: string): void {
  * with a new user namespace (which gives the rights to mount); inside one, the container's user
  * namespace already gives them, and its /proc could not map a process of another pid namespace.
  */
-function enterNamespaces(s: Step, readOnly: string[], newUser: boolean): void {
+function enterNamespaces(s: Step, plan: Pick<ConfinePlan, "readOnly" | "hide">, newUser: boolean): void {
   // Read before unsharing: inside the new namespace they are unmapped (65534) until mapped.
   const uid = process.getuid?.() ?? 0;
   const gid = process.getgid?.() ?? 0;
@@ -73,11 +76,22 @@ function enterNamespaces(s: Step, readOnly: string[], newUser: boolean): void {
   }
   s.check(Stage.MountPrivate, s.libc.mount(s.c.str("none"), s.c.str("/"), null, MS_REC | MS_PRIVATE, null));
   const attr = new BigUint64Array([BigInt(MOUNT_ATTR_RDONLY), 0n, 0n, 0n]);
-  for (const p of readOnly) {
+  for (const p of plan.readOnly) {
     const path = s.c.str(p);
     s.check(Stage.Bind, s.libc.mount(path, path, null, MS_BIND | MS_REC, null));
     // mount_setattr changes only the read-only bit, leaving locked nosuid/nodev flags alone.
     s.check(Stage.ReadOnly, s.libc.syscall(SYS.mountSetattr, AT_FDCWD, path, AT_RECURSIVE, s.c.bytes(attr), 32, 0));
+  }
+  hideSockets(s, plan.hide);
+}
+
+/** Each named socket under /dev/null, where connect() finds no socket; one gone since it was listed needs nothing. */
+function hideSockets(s: Step, sockets: readonly string[]): void {
+  const devNull = s.c.str("/dev/null");
+  for (const p of sockets) {
+    if (s.libc.mount(devNull, s.c.str(p), null, MS_BIND, null) >= 0) continue;
+    const errno = s.libc.errno();
+    if (errno !== ENOENT && errno !== ENOTDIR && errno !== EACCES) throw { stage: Stage.HideSocket, errno } satisfies ConfineFailure;
   }
 }
 
@@ -146,9 +160,9 @@ export function confineInPlace(native: { libc: Libc; ffi: Pick<Ffi, "ptr"> }, pl
   try {
     s.check(Stage.NoNewPrivs, native.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
     if (plan.container) joinContainer(native.libc, s.c, plan.container);
-    if (plan.readOnly.length > 0 || plan.container) {
+    if (plan.readOnly.length > 0 || plan.hide.length > 0 || plan.container) {
       const cwd = process.cwd();
-      enterNamespaces(s, plan.readOnly, !plan.container);
+      enterNamespaces(s, plan, !plan.container);
       // After the binds: the cwd entered before them would stay on the writable mount underneath.
       enterAgain(cwd);
     }

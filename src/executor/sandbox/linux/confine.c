@@ -63,6 +63,9 @@ int signalfd(int fd, const void *mask, int flags);
 #define O_CLOEXEC 02000000
 #define O_PATH 010000000
 #define EINTR 4
+#define ENOENT 2
+#define EACCES 13
+#define ENOTDIR 20
 #define PR_SET_NO_NEW_PRIVS 38
 #define PR_SET_PDEATHSIG 1
 #define PR_SET_SECCOMP 22
@@ -124,6 +127,7 @@ int signalfd(int fd, const void *mask, int flags);
 #define ST_STDIO 19
 #define ST_CWD 20
 #define ST_HOST_PID 21
+#define ST_HIDE_SOCKET 24
 
 struct ruleset_attr { u64 handled_fs; u64 handled_net; u64 scoped; };
 struct path_beneath_attr { u64 allowed; int parent_fd; } __attribute__((packed));
@@ -236,9 +240,9 @@ static int map_ids(unsigned uid, unsigned gid) {
  * namespace, or (new_user 0, inside the container, whose user namespace already gives the
  * rights and whose /proc cannot map a process outside its pid namespace) in the current one.
  */
-static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, int new_user) {
+static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, char **hide, int new_user) {
   struct mount_attr ro;
-  int i, r;
+  int i, r, e;
   if (unshare(new_user ? CLONE_NEWUSER | CLONE_NEWNS : CLONE_NEWNS) != 0) return fail(ST_UNSHARE);
   if (new_user && (r = map_ids(uid, gid)) != 0) return r;
   /* Keep our mounts to ourselves. */
@@ -251,6 +255,12 @@ static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, int ne
     if (mount(read_only[i], read_only[i], 0, MS_BIND | MS_REC, 0) != 0) return fail(ST_BIND);
     /* mount_setattr changes only the read-only bit, leaving the locked nosuid/nodev flags be. */
     if (syscall(SYS_MOUNT_SETATTR, AT_FDCWD, read_only[i], AT_RECURSIVE, &ro, sizeof ro) != 0) return fail(ST_READ_ONLY);
+  }
+  /* A named socket under /dev/null: connect() finds no socket there. One gone since it was listed needs nothing. */
+  for (i = 0; hide && hide[i]; i++) {
+    if (mount("/dev/null", hide[i], 0, MS_BIND, 0) == 0) continue;
+    e = *__errno_location();
+    if (e != ENOENT && e != ENOTDIR && e != EACCES) return fail(ST_HIDE_SOCKET);
   }
   return 0;
 }
@@ -309,7 +319,7 @@ static int join_container(int user_fd, int mnt_fd, int pid_fd, char *cwd) {
  */
 int relay_spawn_ns(char *path, char **argv, char **envp,
                    u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
+                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
                    long user_fd, long mnt_fd, long pid_fd, char *cwd) {
   int fds[2], status = 0, report = 0, pid, r = 0;
   long n;
@@ -322,7 +332,7 @@ int relay_spawn_ns(char *path, char **argv, char **envp,
     /* The helper's death must not leave the command running unobserved. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (user_fd >= 0) r = join_container((int)user_fd, (int)mnt_fd, (int)pid_fd, cwd);
-    if (r == 0) r = enter_namespaces(uid, gid, read_only, user_fd < 0);
+    if (r == 0) r = enter_namespaces(uid, gid, read_only, hide, user_fd < 0);
     /* Again after the binds: a cwd entered before them stays on the writable mount underneath. */
     if (r == 0 && chdir(cwd) != 0) r = fail(ST_CWD);
     if (r == 0 && user_fd >= 0) {
@@ -360,7 +370,7 @@ int relay_probe_userns(void) {
   none[0] = 0;
   if (pid < 0) return fail(ST_FORK);
   if (pid == 0) {
-    int r = enter_namespaces(getuid(), getgid(), none, 1);
+    int r = enter_namespaces(getuid(), getgid(), none, none, 1);
     _exit(r == 0 ? 0 : (-r) / 1000);
   }
   while (waitpid(pid, &status, 0) < 0) {
@@ -485,12 +495,12 @@ static int pid_in(int proc_fd) {
  * stderr on `out_fd`, the cwd, a user + mount namespace of its own with the protected paths
  * read-only, and no descriptor but those three.
  */
-static int child_setup(char *cwd, long out_fd, char **read_only, unsigned uid, unsigned gid) {
+static int child_setup(char *cwd, long out_fd, char **read_only, char **hide, unsigned uid, unsigned gid) {
   int null_fd, fd, r;
   setsid();
   null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2((int)out_fd, 1) < 0 || dup2((int)out_fd, 2) < 0) return fail(ST_STDIO);
-  if ((r = enter_namespaces(uid, gid, read_only, 1)) != 0) return r;
+  if ((r = enter_namespaces(uid, gid, read_only, hide, 1)) != 0) return r;
   /* After the binds: a cwd entered before them would stay on the writable mount underneath. */
   if (chdir(cwd) != 0) return fail(ST_CWD);
   if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
@@ -576,7 +586,7 @@ static void end_child(int pid) {
  */
 static int spawn_forked(char *path, char **argv, char **envp,
                         u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                        char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
+                        char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
                         long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
@@ -590,7 +600,7 @@ static int spawn_forked(char *path, char **argv, char **envp,
     close(fds[0]);
     seen = pid_in((int)host_proc_fd);
     write(fds[1], &seen, sizeof seen);
-    r = seen > 0 ? child_setup(cwd, out_fd, read_only, uid, gid) : -(ST_HOST_PID * 1000 + 3);
+    r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid) : -(ST_HOST_PID * 1000 + 3);
     if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
     write(fds[1], &r, sizeof r);
     _exit(126);
@@ -629,7 +639,7 @@ static int spawn_forked(char *path, char **argv, char **envp,
  */
 int relay_spawn_child(char *path, char **argv, char **envp,
                       u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                      char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only,
+                      char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
                       long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
   volatile int seen = -1, failed = 0;
   unsigned char all[128], old[128];
@@ -637,13 +647,13 @@ int relay_spawn_child(char *path, char **argv, char **envp,
   int pid, status;
   if (clone_nr >= 0)
     return spawn_forked(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len,
-                        read_only, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out);
+                        read_only, hide, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out);
   block_all(all, old);
   pid = vfork();
   if (pid == 0) {
     int r;
     seen = pid_in((int)host_proc_fd);
-    r = seen > 0 ? child_setup(cwd, out_fd, read_only, uid, gid) : -(ST_HOST_PID * 1000 + 3);
+    r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid) : -(ST_HOST_PID * 1000 + 3);
     if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
     failed = r;
     _exit(126);
@@ -771,14 +781,14 @@ long relay_call(long op, long *a) {
   switch (op) {
   case 0:
     return relay_spawn_ns((char *)a[0], (char **)a[1], (char **)a[2], (u64)a[3], (u64)a[4], (u64)a[5], a[6], (char **)a[7],
-                          (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], a[12], a[13], a[14], (char *)a[15]);
+                          (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], (char **)a[12], a[13], a[14], a[15], (char *)a[16]);
   case 1:
     return relay_probe_userns();
   case 2:
     return relay_start_container(a[0], (char *)a[1], (char **)a[2], (char **)a[3], a[4]);
   case 3:
     return relay_spawn_child((char *)a[0], (char **)a[1], (char **)a[2], (u64)a[3], (u64)a[4], (u64)a[5], a[6], (char **)a[7],
-                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], a[12], (char *)a[13], a[14], a[15], a[16], (int *)a[17]);
+                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], (char **)a[12], a[13], (char *)a[14], a[15], a[16], a[17], (int *)a[18]);
   case 4:
     return relay_make_pair(a[0], (int *)a[1]);
   case 5:

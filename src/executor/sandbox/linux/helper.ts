@@ -71,7 +71,7 @@ async function runJob(job: Job): Promise<never> {
   const file = resolveProgram(job.argv[0] ?? "", job.env.PATH, process.cwd());
   if ("error" in file) die(file.error.message, EXIT_NOT_FOUND);
   const target: ExecTarget = { file: file.ok, argv: job.argv, env: job.env };
-  const threaded = job.threaded && job.plan.readOnly.length > 0;
+  const threaded = job.threaded && (job.plan.readOnly.length > 0 || job.plan.hide.length > 0);
   const failure = threaded ? { stage: Stage.Unshare, errno: 22, threaded: true } : confineInPlace(libc.ok, job.plan, target);
   if (failure.threaded) return viaFork(libc.ok.libc, libc.ok.ffi, job.plan, target);
   return report(job.argv[0] ?? "", failure);

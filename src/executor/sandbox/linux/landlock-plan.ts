@@ -8,6 +8,7 @@ import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { SandboxPolicy } from "../policy.ts";
 import type { ConfinePlan, LandlockRule } from "./plan-schema.ts";
+import { socketsToHide } from "./unix-sockets.ts";
 
 /** Landlock filesystem access rights (uapi/linux/landlock.h) and the ABI that introduced each. */
 export const Fs = {
@@ -72,15 +73,27 @@ export interface PlanInput {
   userns: boolean;
   /** Whether seccomp filters work, for turning the network off. */
   seccomp: boolean;
-  /** `writableRoots(policy, tmpdir)` and the `protectedPaths` in them, when the caller has them already. */
-  found?: { roots: string[]; temp: string[]; readOnly: string[] };
+  /** `findPaths(policy, tmpdir)`, when the caller has it already. */
+  found?: FoundPaths;
 }
 
-/** The writable roots of `policy` and the protected paths in them, as a plan needs them. */
-export function findPaths(policy: SandboxPolicy, tmpdir?: string): { roots: string[]; temp: string[]; readOnly: string[] } {
-  const { roots, temp } = writableRoots(policy, tmpdir);
-  return { roots, temp, readOnly: [...new Set([...protectedPaths(roots), ...readOnlyInside(policy, [...roots, ...temp])])] };
+export interface FoundPaths {
+  roots: string[];
+  temp: string[];
+  /** The protected paths inside them, to bind read-only. */
+  readOnly: string[];
+  /** Named Unix sockets to hide (network off), or undefined when /proc/net/unix cannot be read. */
+  sockets: string[] | undefined;
 }
+
+/** The writable roots of `policy`, the protected paths in them and the sockets to hide, as a plan needs them. */
+export function findPaths(policy: SandboxPolicy, tmpdir?: string): FoundPaths {
+  const { roots, temp } = writableRoots(policy, tmpdir);
+  const readOnly = [...new Set([...protectedPaths(roots), ...readOnlyInside(policy, [...roots, ...temp])])];
+  return { roots, temp, readOnly, sockets: networkOn(policy) ? [] : socketsToHide(roots, temp) };
+}
+
+const networkOn = (policy: SandboxPolicy) => policy.mode === "workspace-write" && policy.network;
 
 /**
  * The policy's own read-only paths that exist inside a writable place (symlink-free): only
@@ -140,12 +153,14 @@ export function planConfinement(input: PlanInput): PlanResult {
   const missing: string[] = [];
   if (abi < 1) missing.push("Landlock (Linux 6.2+ built with it, and landlock in the kernel's lsm= list)");
   else if (abi < 3) missing.push(`Landlock ABI 3 for truncate control (this kernel has ABI ${abi}; Linux 6.2+)`);
-  const { roots, temp, readOnly } = input.found ?? findPaths(policy, input.tmpdir);
+  const { roots, temp, readOnly, sockets } = input.found ?? findPaths(policy, input.tmpdir);
   if (readOnly.length > 0 && !input.userns) {
     missing.push(`unprivileged user namespaces, to keep ${readOnly.map((p) => path.basename(p)).join(" and ")} read-only inside the workspace`);
   }
-  const network = policy.mode === "workspace-write" && policy.network;
+  const network = networkOn(policy);
   if (!network && !input.seccomp) missing.push("seccomp filters, to turn the network off");
+  if (sockets === undefined) missing.push("a readable /proc/net/unix, to find the named Unix sockets to hide");
+  const hide = input.userns ? (sockets ?? []) : [];
   // Best effort still needs Landlock itself: without it nothing would confine writes at all.
   if (missing.length > 0 && (!policy.best_effort || abi < 1)) return { missing };
   const handledFs = handledFsFor(abi);
@@ -171,9 +186,20 @@ export function planConfinement(input: PlanInput): PlanResult {
       scoped: abi >= 6 ? Scope.SIGNAL | Scope.ABSTRACT_UNIX_SOCKET : 0,
       rules,
       readOnly: input.userns ? readOnly : [],
+      hide,
       filterSockets: !network && input.seccomp,
-      gaps: missing,
+      gaps: [...missing, ...unhiddenSockets(input.userns ? [] : (sockets ?? []))],
       restoreEnv: {},
     },
   };
+}
+
+/**
+ * Without user namespaces no socket can be hidden. Commands still run (every systemd host has
+ * sockets under /run, so refusing would refuse everything there); the gap is said instead.
+ */
+function unhiddenSockets(sockets: string[]): string[] {
+  if (sockets.length === 0) return [];
+  const some = sockets.slice(0, 3).join(", ") + (sockets.length > 3 ? ", …" : "");
+  return [`${sockets.length} named Unix socket(s) outside the writable roots stay reachable (${some}): hiding them needs unprivileged user namespaces`];
 }

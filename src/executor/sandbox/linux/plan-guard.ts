@@ -19,6 +19,7 @@ export function planProblem(v: unknown): string | undefined {
     if (!isObject(r) || !isAbsolute(r.path) || !isMask(r.access)) return `rules.${i} must be {path: absolute path, access: mask}`;
   }
   if (!Array.isArray(v.readOnly) || !v.readOnly.every(isAbsolute)) return "readOnly must be an array of absolute paths";
+  if (v.hide !== undefined && (!Array.isArray(v.hide) || !v.hide.every(isAbsolute))) return "hide must be an array of absolute paths";
   if (typeof v.filterSockets !== "boolean") return "filterSockets must be a boolean";
   if (!Array.isArray(v.gaps) || !v.gaps.every((g) => typeof g === "string")) return "gaps must be an array of strings";
   if (v.restoreEnv !== undefined) {
@@ -46,8 +47,8 @@ function parseChecked<T>(text: string, what: string, problemOf: (v: unknown) => 
   return problem ? { problem: `${what} is malformed: ${problem}` } : { ok: v as T };
 }
 
-/** An older executor may leave restoreEnv out; the schema's default is an empty one. */
-const withDefaults = (plan: ConfinePlan): ConfinePlan => ({ ...plan, restoreEnv: plan.restoreEnv ?? {} });
+/** An older executor may leave hide and restoreEnv out; the schema's defaults are empty ones. */
+const withDefaults = (plan: ConfinePlan): ConfinePlan => ({ ...plan, hide: plan.hide ?? [], restoreEnv: plan.restoreEnv ?? {} });
 
 export function parsePlan(text: string): { ok: ConfinePlan } | { problem: string } {
   const r = parseChecked<ConfinePlan>(text, "the sandbox plan", planProblem);

@@ -21,9 +21,14 @@ export const ConfinePlanSchema = lazySchema(() => z.object({
   rules: z.array(z.object({ path: z.string().startsWith("/"), access: mask })),
   /** Paths to bind read-only in a private mount namespace before confining. */
   readOnly: z.array(z.string().startsWith("/")),
+  /** Named Unix sockets to cover with /dev/null in that namespace (network off; unix-sockets.ts). */
+  hide: z.array(z.string().startsWith("/")).default([]),
   /** Whether socket() is filtered (network off). */
   filterSockets: z.boolean(),
-  /** What the running kernel could not enforce (only ever non-empty with best effort). */
+  /**
+   * What the running kernel could not enforce: with best effort anything; otherwise only the
+   * named sockets a host without user namespaces cannot hide (docs/sandbox.md).
+   */
   gaps: z.array(z.string()),
   /** Variables set only for the helper, with the command's own value (null: unset) to put back. */
   restoreEnv: z.record(z.string(), z.string().nullable()).default({}),

@@ -30,6 +30,8 @@ export const Stage = {
   Stopped: 22,
   /** The init's forked child had not reached its execve by the deadline: killed. */
   Deadline: 23,
+  /** Covering a named Unix socket outside the writable roots with /dev/null. */
+  HideSocket: 24,
 } as const;
 
 const STAGE_TEXT: Record<number, string> = {
@@ -56,6 +58,7 @@ const STAGE_TEXT: Record<number, string> = {
   [Stage.HostPid]: "finding the command's pid on the host",
   [Stage.Stopped]: "starting the command (it was stopped before its execve)",
   [Stage.Deadline]: "starting the command in time",
+  [Stage.HideSocket]: "hiding a named Unix socket outside the writable roots",
 };
 
 const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN", 110: "ETIMEDOUT" };
