@@ -9,6 +9,7 @@
 import { Log } from "../util/log.ts";
 import { commandSafety } from "./command-safety.ts";
 import type { ApprovalPolicy } from "./config.ts";
+import type { UserApprovalRule } from "./approval-rules.ts";
 
 export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
 
@@ -36,7 +37,7 @@ export function isKnownSafe(cmd: string): boolean {
 
 export type ApprovalNeed = { type: "skip" } | { type: "ask"; request: ApprovalRequest } | { type: "refuse"; reason: string };
 
-export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, escalation: boolean, justification?: string): ApprovalNeed {
+export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, escalation: boolean, justification?: string, rules: readonly UserApprovalRule[] = []): ApprovalNeed {
   if (escalation) {
     if (policy === "never") {
       return { type: "refuse", reason: `approval policy is never; reject command — you cannot ask for escalated permissions if the approval policy is never` };
@@ -44,7 +45,7 @@ export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, e
     return { type: "ask", request: { kind: "escalation", summary: cmd, justification, cwd } };
   }
   if (policy !== "untrusted") return { type: "skip" };
-  const safety = commandSafety(cmd);
+  const safety = commandSafety(cmd, rules);
   if (safety.safe) return { type: "skip" };
   return { type: "ask", request: { kind: "exec", summary: cmd, justification, reason: safety.reason, cwd } };
 }

@@ -7,6 +7,7 @@
  * why, for the approval prompt.
  */
 import { parseShell, type Command, type Redirect, type Script, type SimpleCommand, type Word } from "../util/shell-parse.ts";
+import { builtinPolicy, prefixMatches, type BuiltinRule, type UserApprovalRule } from "./approval-rules.ts";
 
 export type Safety = { safe: true } | { safe: false; reason: string };
 
@@ -14,7 +15,23 @@ const SAFE: Safety = { safe: true };
 const ask = (reason: string): Safety => ({ safe: false, reason });
 const MAX_DEPTH = 8;
 
-export function commandSafety(cmd: string): Safety {
+/**
+ * The user's `[[approval_rules]]` for the check under way. The check is synchronous, so a
+ * module-level value set around it reaches every nested script without threading it through.
+ */
+let userRules: readonly UserApprovalRule[] = [];
+
+/** The verdict on `cmd`; `rules` (config.toml's) decide the simple commands they match first. */
+export function commandSafety(cmd: string, rules: readonly UserApprovalRule[] = []): Safety {
+  userRules = rules;
+  try {
+    return judge(cmd);
+  } finally {
+    userRules = [];
+  }
+}
+
+function judge(cmd: string): Safety {
   let script: Script;
   try {
     script = parseShell(cmd);
@@ -222,45 +239,69 @@ interface ReadOnlySpec extends OptionSpec {
   maxPositionals?: number;
 }
 
-const ANY: ReadOnlySpec = { anyArgs: true };
 const WRITES = "writes a file";
 const RUNS = "runs another program";
 
-/** Programs and builtins that only read, with the options that would make them write or run. */
-const READ_ONLY: Readonly<Record<string, ReadOnlySpec>> = {
-  ...Object.fromEntries(
-    [
-      "cat", "head", "tail", "wc", "pwd", "echo", "ls", "stat", "which", "whereis", "type", "true", "false", ":", "uname", "whoami",
-      "id", "groups", "du", "df", "cut", "nl", "grep", "egrep", "fgrep", "diff", "cmp", "comm", "basename", "dirname", "realpath",
-      "readlink", "printenv", "seq", "sleep", "tr", "rev", "tac", "paste", "column", "fold", "fmt", "expand", "unexpand", "od",
-      "hexdump", "strings", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "test", "[", "[[", "jq", "nproc",
-      "uptime", "tty", "locale", "arch", "cd", "ps", "free", "set",
-    ].map((n) => [n, ANY]),
-  ),
-  sort: {
-    deny: { "-o": WRITES, "--output": WRITES, "--compress-program": RUNS },
-    shortValue: "koTtS",
-    longValue: ["key", "field-separator", "buffer-size", "temporary-directory", "parallel", "batch-size", "files0-from", "random-source"],
-  },
-  uniq: { shortValue: "fsw", maxPositionals: 1 },
-  tree: { deny: { "-o": WRITES }, shortValue: "LPIHT" },
-  file: { deny: { "-C": WRITES, "--compile": WRITES }, shortValue: "mfeFP" },
-  base64: { deny: { "-o": WRITES, "--output": WRITES }, shortValue: "w", maxPositionals: 1 },
-  rg: {
-    deny: { "--pre": RUNS, "--pre-glob": "chooses files for --pre", "--hostname-bin": RUNS, "-z": "runs decompression programs", "--search-zip": "runs decompression programs" },
-  },
-  date: { deny: { "-s": "sets the clock", "--set": "sets the clock" }, shortValue: "dfr", shortAttached: "I", check: dateCheck },
+/** The named checks approval-policy.json's rules may use. */
+const CHECKS: Readonly<Record<string, Pick<ReadOnlySpec, "words" | "check">>> = {
+  date: { check: dateCheck },
   find: { words: findWords },
-  sed: {
-    deny: { "-i": "edits files in place", "--in-place": "edits files in place", "-f": "reads a script relay cannot check", "--file": "reads a script relay cannot check" },
-    shortValue: "el",
-    longValue: ["expression", "line-length"],
-    check: sedCheck,
-  },
+  sed: { check: sedCheck },
   dd: { check: ddCheck },
   printf: { words: printfWords },
-  read: { shortValue: "adinNptu", check: readCheck },
+  read: { check: readCheck },
+  "git-branch": { check: (p) => listingOnly(p, "branch", ["-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-v", "--verbose"]) },
+  "git-tag": { check: (p) => listingOnly(p, "tag", ["-l", "--list", "-v", "--verify"]) },
+  "git-stash": { check: (p) => subcommandIn(p, "stash", ["list", "show"], false) },
+  "git-worktree": { check: (p) => subcommandIn(p, "worktree", ["list"], false) },
+  "git-notes": { check: (p) => subcommandIn(p, "notes", ["list", "show"], true) },
+  "git-remote": { check: (p) => subcommandIn(p, "remote", ["get-url"], true) },
+  "git-reflog": { check: (p) => (["expire", "delete", "drop", "write"].includes(p.positionals[0]?.value ?? "") ? ask(`git reflog ${p.positionals[0]?.value} changes the reflog`) : SAFE) },
+  "git-symbolic-ref": { check: (p) => (p.positionals.length > 1 ? ask("git symbolic-ref NAME REF changes a ref") : SAFE) },
+  "git-config": { check: configCheck },
 };
+
+/** A rule of approval-policy.json as the option scanner reads it. */
+function specOf(rule: BuiltinRule): ReadOnlySpec {
+  const hook = rule.check === undefined ? {} : CHECKS[rule.check];
+  if (!hook) throw new Error(`approval-policy.json: no check named ${rule.check}`);
+  return {
+    ...(rule.any_args ? { anyArgs: true } : {}),
+    ...(rule.deny ? { deny: rule.deny } : {}),
+    ...(rule.short_value ? { shortValue: rule.short_value } : {}),
+    ...(rule.short_attached ? { shortAttached: rule.short_attached } : {}),
+    ...(rule.long_value ? { longValue: rule.long_value } : {}),
+    ...(rule.max_positionals !== undefined ? { maxPositionals: rule.max_positionals } : {}),
+    ...hook,
+  };
+}
+
+interface Tables {
+  /** Programs and builtins that only read, with the options that would make them write or run. */
+  readOnly: ReadonlyMap<string, ReadOnlySpec>;
+  /** The git subcommands that only read, each with the options that would write. */
+  gitRead: ReadonlyMap<string, ReadOnlySpec>;
+  /** Programs that always ask, with why. */
+  never: Readonly<Record<string, string>>;
+}
+
+let tables: Tables | undefined;
+
+/** approval-policy.json as lookup tables, built on the first check. */
+function policyTables(): Tables {
+  if (tables) return tables;
+  const policy = builtinPolicy();
+  const readOnly = new Map<string, ReadOnlySpec>();
+  const gitRead = new Map<string, ReadOnlySpec>();
+  for (const rule of policy.rules) {
+    const spec = specOf(rule);
+    for (const program of rule.programs) {
+      if (program.startsWith("git ")) gitRead.set(program.slice(4), spec);
+      else readOnly.set(program, spec);
+    }
+  }
+  return (tables = { readOnly, gitRead, never: policy.never });
+}
 
 type Unwrapped = { inner: Word[] } | Safety;
 
@@ -279,14 +320,6 @@ const WRAPPERS: Readonly<Record<string, (args: Word[], cmd: string) => Unwrapped
 
 const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh"]);
 const SYSTEM_DIRS = /^\/(usr\/(local\/)?)?s?bin\/[^/]+$/;
-const WHY_NOT: Readonly<Record<string, string>> = {
-  tee: "tee writes its input to files",
-  sudo: "sudo runs the command as another user",
-  doas: "doas runs the command as another user",
-  nohup: "nohup writes nohup.out",
-  source: "source runs a script file",
-  ".": ". runs a script file",
-};
 
 interface ArgvContext {
   depth: number;
@@ -299,6 +332,8 @@ function checkArgv(words: Word[], ctx: ArgvContext): Safety {
   const [head, ...args] = words;
   if (!head) return ctx.appended ? ask(`${ctx.appended} would run a command made from its input`) : SAFE;
   if (!head.fixed) return ask(`the command name ${head.raw} is computed at run time`);
+  const mine = userRules.find((rule) => prefixMatches(rule.prefix, words));
+  if (mine) return mine.decision === "allow" ? SAFE : ask(mine.reason ?? `your approval rule for ${prefixText(mine)} asks`);
   const name = commandName(head.value);
   if (name === undefined) return ask(`${head.value} runs a program by its path`);
   const wrapper = WRAPPERS[name];
@@ -316,6 +351,8 @@ function checkArgv(words: Word[], ctx: ArgvContext): Safety {
   return checkReadOnly(name, args, ctx);
 }
 
+const prefixText = (rule: UserApprovalRule) => rule.prefix.map((p) => (typeof p === "string" ? p : `{${p.join(",")}}`)).join(" ");
+
 /** The program's name: a bare name or one in a system bin directory; undefined for other paths. */
 function commandName(word: string): string | undefined {
   if (!word.includes("/")) return word;
@@ -323,8 +360,9 @@ function commandName(word: string): string | undefined {
 }
 
 function checkReadOnly(name: string, args: Word[], ctx: ArgvContext): Safety {
-  const spec = READ_ONLY[name];
-  if (!spec) return ask(WHY_NOT[name] ?? `${name} is not on the read-only list`);
+  const { readOnly, never } = policyTables();
+  const spec = readOnly.get(name);
+  if (!spec) return ask(never[name] ?? `${name} is not on the read-only list`);
   if (spec.anyArgs) return SAFE;
   if (ctx.appended) return ask(`${ctx.appended} adds arguments to ${name} that relay cannot check`);
   if (spec.words) return spec.words(args);
@@ -646,58 +684,11 @@ function nestedScript(what: string, src: string, depth: number): Safety {
 
 const GIT_GLOBAL_VALUE = new Set(["-C", "--git-dir", "--work-tree", "--namespace"]);
 const GIT_GLOBAL_FLAG = new Set(["--no-pager", "-P", "--paginate", "-p", "--bare", "--no-replace-objects", "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--version", "--help"]);
-/** Options that make git run a program the repository's config or attributes name (diff.external, a textconv driver). */
-const RUNS_CONFIGURED: Record<string, string> = {
-  "--ext-diff": "runs the external diff program the repository's configuration names (diff.external)",
-  "--textconv": "runs the textconv programs the repository's configuration names (diff.<driver>.textconv)",
-};
-const DIFF_LIKE: ReadOnlySpec = { deny: { "--output": WRITES, ...RUNS_CONFIGURED } };
-const BRANCH_WRITE = "changes branches";
-const TAG_WRITE = "changes tags";
-const REF_FILTERS = ["contains", "no-contains", "merged", "no-merged", "points-at", "sort", "format"];
-const denyAll = (options: string[], what: string): Record<string, string> => Object.fromEntries(options.map((o) => [o, what]));
-
-/** The git subcommands that only read, each with the options that would write. */
-const GIT_READ: Readonly<Record<string, ReadOnlySpec>> = {
-  ...Object.fromEntries(
-    ["status", "rev-parse", "rev-list", "ls-files", "ls-tree", "describe", "shortlog", "merge-base", "name-rev", "for-each-ref", "show-ref", "count-objects", "check-ignore", "check-attr", "var", "version"].map((n) => [n, {}]),
-  ),
-  ...Object.fromEntries(["blame", "annotate", "cat-file"].map((n) => [n, { deny: { "--textconv": RUNS_CONFIGURED["--textconv"]! } }])),
-  log: DIFF_LIKE,
-  diff: DIFF_LIKE,
-  show: DIFF_LIKE,
-  whatchanged: DIFF_LIKE,
-  "range-diff": DIFF_LIKE,
-  grep: { deny: { "-O": "runs a pager program", "--open-files-in-pager": "runs a pager program", "--output": WRITES, "--textconv": RUNS_CONFIGURED["--textconv"]! } },
-  branch: {
-    deny: denyAll(["-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "-t", "--delete", "--move", "--copy", "--force", "--set-upstream-to", "--unset-upstream", "--edit-description", "--track", "--no-track", "--create-reflog", "--recurse-submodules"], BRANCH_WRITE),
-    longValue: REF_FILTERS,
-    check: (p) => listingOnly(p, "branch", ["-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-v", "--verbose"]),
-  },
-  tag: {
-    deny: denyAll(["-d", "-a", "-s", "-u", "-f", "-m", "-F", "-e", "--delete", "--annotate", "--sign", "--local-user", "--force", "--message", "--file", "--edit", "--cleanup", "--create-reflog"], TAG_WRITE),
-    longValue: REF_FILTERS,
-    check: (p) => listingOnly(p, "tag", ["-l", "--list", "-v", "--verify"]),
-  },
-  stash: { check: (p) => subcommandIn(p, "stash", ["list", "show"], false) },
-  worktree: { check: (p) => subcommandIn(p, "worktree", ["list"], false) },
-  notes: { check: (p) => subcommandIn(p, "notes", ["list", "show"], true) },
-  remote: { check: (p) => subcommandIn(p, "remote", ["get-url"], true) },
-  reflog: { check: (p) => (["expire", "delete", "drop", "write"].includes(p.positionals[0]?.value ?? "") ? ask(`git reflog ${p.positionals[0]?.value} changes the reflog`) : SAFE) },
-  "symbolic-ref": { deny: { "-d": "deletes a ref", "--delete": "deletes a ref", "-m": "changes a ref" }, check: (p) => (p.positionals.length > 1 ? ask("git symbolic-ref NAME REF changes a ref") : SAFE) },
-  config: {
-    deny: denyAll(["--unset", "--unset-all", "--add", "--replace-all", "--rename-section", "--remove-section", "-e", "--edit"], "changes the configuration"),
-    shortValue: "f",
-    longValue: ["file", "blob", "type", "default"],
-    check: configCheck,
-  },
-};
-
 /** `git branch NAME` and `git tag NAME` create; with a listing option the names are patterns. */
 function listingOnly(p: ParsedArgs, sub: string, listing: string[]): Safety {
   const created = p.positionals[0];
   if (!created || has(p, ...listing)) return SAFE;
-  return ask(`git ${sub} ${created.raw} ${sub === "branch" ? BRANCH_WRITE : TAG_WRITE}`);
+  return ask(`git ${sub} ${created.raw} ${sub === "branch" ? "changes branches" : "changes tags"}`);
 }
 
 /** The first positional must be one of `allowed`; `bare` allows none at all (plain listing). */
@@ -733,7 +724,7 @@ function checkGit(args: Word[]): Safety {
   }
   const sub = args[i];
   if (!sub) return SAFE;
-  const spec = GIT_READ[sub.value];
+  const spec = policyTables().gitRead.get(sub.value);
   if (!spec) return ask(`git ${sub.value} may change the repository`);
   const p = scanArgs(`git ${sub.value}`, args.slice(i + 1), spec);
   if (isSafety(p)) return p;

@@ -14,6 +14,7 @@ import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
+import { UserApprovalRuleSchema } from "./approval-rules.ts";
 import { CapabilityRootConfigSchema } from "./capability-root.ts";
 import { EnvironmentsConfigSchema } from "./environment-spec.ts";
 
@@ -89,6 +90,8 @@ export const RelayConfigSchema = lazySchema(() => z.object({
   model_reasoning_effort: nonEmpty.optional(),
   model_reasoning_summary: z.enum(["auto", "concise", "detailed"]).optional(),
   approval_policy: ApprovalPolicySchema.default("on-request"),
+  /** `[[approval_rules]]`: command prefixes untrusted runs without asking, or always asks (approval-rules.ts). */
+  approval_rules: z.array(UserApprovalRuleSchema).default([]),
   sandbox_mode: SandboxModeSchema.default("workspace-write"),
   sandbox: SandboxConfigSchema.default({ mechanism: "auto", best_effort: false }),
   /** Model server silence (before the reply or between stream chunks) that counts as a stalled stream and is retried; 0 = never. */

@@ -341,6 +341,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       cwd,
       env,
       approvalPolicy: config.approval_policy,
+      approvalRules: config.approval_rules,
       sandbox: sandboxPolicy,
       pinWritableRoots: o.confineWrites || o.writableRoots !== undefined,
       shellPath: shell,

@@ -16,6 +16,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import { ApprovalCache, evaluateExec, evaluateMcpTool, evaluatePatch, type ApprovalNeed } from "./approval.ts";
 import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeModeTools } from "./code-mode.ts";
 import type { ApprovalPolicy } from "./config.ts";
+import type { UserApprovalRule } from "./approval-rules.ts";
 import { formatExecResult } from "./exec-format.ts";
 import { fetchFullOutput, fullOutputNote, type OutputSpill } from "./output-spill.ts";
 import { commandArgv, pickShell } from "./shell.ts";
@@ -26,6 +27,8 @@ export interface RouterSettings {
   cwd: string;
   env: Record<string, string>;
   approvalPolicy: ApprovalPolicy;
+  /** config.toml's `[[approval_rules]]`, for untrusted. */
+  approvalRules?: readonly UserApprovalRule[];
   sandbox: SandboxPolicy;
   shellPath?: string;
   loginShell: boolean;
@@ -178,7 +181,7 @@ export class ToolRouter {
     if (heredoc) return this.callTool("apply_patch", { input: heredoc[2] }, signal, a.workdir);
     const cwd = this.resolveDir(a.workdir);
     const escalate = a.sandbox_permissions === "require_escalated";
-    const approval = await this.approve(evaluateExec(this.settings.approvalPolicy, a.cmd, cwd, escalate, a.justification));
+    const approval = await this.approve(evaluateExec(this.settings.approvalPolicy, a.cmd, cwd, escalate, a.justification, this.settings.approvalRules));
     if ("error" in approval) return { output: `exec_command was not run: ${approval.error.message}`, success: false, display: a.cmd };
     const shell = pickShell({ requested: a.shell, configured: this.settings.shellPath, login: a.login ?? this.settings.loginShell });
     const r = await this.executor.call(
