@@ -29,9 +29,11 @@ workspace-write (default): read and execute everywhere; write only under the wor
 the current directory), each --writable-root and /dev/null-like devices. relay run's sessions
 also allow the temp directories: add --tmp for exactly their policy.
 .git and .relay inside a writable root stay read-only. read-only: no writes at all. Either way
-the network is off (sockets other than Unix-domain are refused with EPERM) unless --network.
+the network is off (sockets other than Unix-domain are refused with EPERM, and named Unix
+sockets outside the writable roots, such as docker.sock, are hidden) unless --network.
 On Linux the built-in sandbox uses Landlock (ABI 3+, Linux 6.2+) and seccomp, with a user and
-mount namespace for the read-only .git; nothing needs installing. Check this host: relay doctor.
+mount namespace for the read-only .git and the hidden sockets; nothing needs installing. Check
+this host: relay doctor.
 
 Exit status: the command's own; 126 when the sandbox cannot be applied (the reason is printed,
 the command is not run), 127 when the command is not found, 2 for bad usage.

@@ -122,6 +122,30 @@ describe("relay sandbox", { skip: builtin }, () => {
     assert.ok(!existsSync(path.join(ws, "explained")));
   });
 
+  test("--explain lists a named Unix socket outside the workspace as hidden, and not with --network; the command cannot reach it", async () => {
+    const outside = mkdtempSync(path.join(os.homedir(), ".relay-sandbox-sock-"));
+    const sock = path.join(outside, "daemon.sock");
+    let hits = 0;
+    const unix = net.createServer((c) => {
+      hits++;
+      c.end();
+    });
+    await new Promise<void>((r) => unix.listen(sock, r));
+    try {
+      const explained = await sandbox(["--explain", "-C", ws, "--", "true"]);
+      assert.ok((JSON.parse(explained.stdout) as { hidden_sockets: string[] }).hidden_sockets.includes(sock), explained.stdout);
+      const networked = await sandbox(["--explain", "--network", "-C", ws, "--", "true"]);
+      assert.deepEqual((JSON.parse(networked.stdout) as { hidden_sockets: string[] }).hidden_sockets, []);
+      const probe = `require('net').connect(process.argv[1]).on('connect',()=>{console.log('connected');process.exit()}).on('error',e=>console.log(e.code))`;
+      const r = await sandbox(["-C", ws, "--", "node", "-e", probe, sock]);
+      assert.equal(r.stdout, "ECONNREFUSED\n", r.stderr);
+      assert.equal(hits, 0);
+    } finally {
+      await new Promise((r) => unix.close(r));
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   test("bad usage exits 2", async () => {
     const r = await sandbox(["--mode", "wide-open", "--", "true"]);
     assert.equal(r.status, 2);

@@ -42,6 +42,7 @@ export function explainAttempt(attempt: SandboxAttempt & { plan?: ConfinePlan })
     landlock_abi: plan.abi,
     rules: plan.rules.map((r) => ({ path: r.path, allowed: rightNames(r.access, Fs) })),
     read_only_mounts: plan.readOnly,
+    hidden_sockets: plan.hide,
     network: plan.filterSockets ? "off (socket() other than AF_UNIX fails with EPERM)" : "on",
     tcp_refused: rightNames(plan.handledNet, Net),
     scopes: rightNames(plan.scoped, Scope),
