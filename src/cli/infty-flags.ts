@@ -6,16 +6,7 @@ import { parseRoleModelSpec, type RoleOverrides } from "../infty/role-models.ts"
 import { parseDuration, type DurationOptions } from "../util/duration.ts";
 import { ExitCode, fail } from "./usage.ts";
 
-/** A whole number in [min, max] (budgets and intervals: at least 1; counts: at least 0). */
-export const wholeNumber =
-  (name: string, min = 1, max = Number.MAX_SAFE_INTEGER) =>
-  (v: string): number => {
-    const n = Number(v);
-    if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n)) fail(`${name} must be a whole number (got ${v})`, ExitCode.Usage);
-    if (n < min) fail(`${name} must be at least ${min} (got ${v})`, ExitCode.Usage);
-    if (n > max) fail(`${name} must be at most ${max} (got ${v})`, ExitCode.Usage);
-    return n;
-  };
+export { wholeNumber } from "./number-flag.ts";
 
 /** A duration in ms: `90s`, `5m`, `2h`, `1d` (plain numbers in `o.defaultUnit`, if given). */
 export const duration =

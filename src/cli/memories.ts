@@ -24,14 +24,11 @@ import { PHASE2_KIND } from "../memories/store-tx.ts";
 import { loadConfig, type RelayConfig } from "../session/config.ts";
 import { memoriesDir, relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { wholeNumber } from "./number-flag.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
 
-const int = (name: string) => (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
-  return n;
-};
+const int = (name: string) => wholeNumber(name, 0);
 
 const sourcesArg = (v: string) => {
   const r = parseSources(v);

@@ -2,6 +2,7 @@
  * `relay rpc-echo`: a minimal protocol server used by the protocol tests and the frame
  * benchmark to exercise self re-exec without any other subsystem. Hidden from --help.
  */
+import { wholeNumber } from "./number-flag.ts";
 import { Command } from "@commander-js/extra-typings";
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
@@ -21,7 +22,7 @@ export const RelayEchoMethod = defineMethod(
 export function rpcEchoCommand() {
   return new Command("rpc-echo")
     .description("internal: answer echo/sleep/exit requests over the framed protocol on stdio")
-    .option("--frame-limit <bytes>", "maximum frame size in bytes", (v) => Number.parseInt(v, 10))
+    .option("--frame-limit <bytes>", "maximum frame size in bytes", wholeNumber("--frame-limit"))
     .action(async (opts) => {
       const peer = serveStdio({ name: "rpc-echo", frameLimit: opts.frameLimit });
       peer.handle(EchoMethod, (p) => ok(p));

@@ -84,6 +84,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
   const red = (s: string) => (c ? `\x1b[31m${s}\x1b[0m` : s);
   const green = (s: string) => (c ? `\x1b[32m${s}\x1b[0m` : s);
   let midLine = false;
+  let sessionId: string | undefined;
   const endLine = () => {
     if (midLine) out.write("\n");
     midLine = false;
@@ -98,6 +99,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
     waiting?.clear();
     switch (e.type) {
       case "session_started":
+        sessionId = e.session_id;
         err.write(dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id}${e.forked_from ? ` (forked from ${e.forked_from})` : ""} · ${e.provider}/${e.model} · ${e.cwd}\n`));
         return;
       case "project_docs":
@@ -146,7 +148,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
         return;
       case "turn_aborted":
         endLine();
-        err.write("relay: interrupted; the session is saved and can be resumed\n");
+        err.write(`relay: interrupted; the session is saved. Continue it with: relay run --resume ${sessionId ?? "last"} "<what next>"\n`);
         return;
       case "turn_completed":
         endLine();

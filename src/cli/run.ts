@@ -10,7 +10,7 @@ import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts
 import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
 import { relayHome } from "../home/home.ts";
-import { checkCredentials, checkWorkingDir } from "../session/preflight.ts";
+import { checkCredentials, checkPrompt, checkScriptFile, checkWorkingDir } from "../session/preflight.ts";
 import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
 import { ok } from "../util/result.ts";
 import { runSession } from "../session/runtime.ts";
@@ -19,6 +19,7 @@ import { runSource, type RunSource } from "./run-source.ts";
 import { selection, withToolOptions } from "./session-options.ts";
 import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { wholeNumber } from "./number-flag.ts";
 
 function runOptions() {
   const cmd = new Command("run")
@@ -38,9 +39,9 @@ function runOptions() {
     .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
     .option("-r, --resume [id]", "continue a saved session: its id, a unique id prefix, or last; without an id, pick one from a list (on a terminal)")
     .option("--fork <id>", "start a new session with a copy of a saved session's history (id, prefix or last); the saved session is left unchanged")
-    .option("--context-window <tokens>", "model context window in tokens (config: model_context_window; default 128000)")
+    .option("--context-window <tokens>", "model context window in tokens (config: model_context_window; default 128000)", wholeNumber("--context-window"))
     .option("--auto-compact <fraction>", "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)")
-    .option("--max-steps <n>", "model requests allowed for this turn", "200")
+    .option("--max-steps <n>", "model requests allowed for this turn", wholeNumber("--max-steps"), 200)
     .option("--json", "print one JSON event per line on stdout instead of human progress")
     .option("--fail-on-tool-error", "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)")
     .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)");
@@ -106,10 +107,9 @@ async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
 
 /** Refuses, before anything is written (no rollout), a request that cannot start. */
 function checkStartable(prompt: string | undefined, opts: RunOpts, config: RelayConfig, source: RunSource): number {
-  const maxSteps = Number(opts.maxSteps);
-  if (!Number.isInteger(maxSteps) || maxSteps < 1) fail(`--max-steps must be a positive integer (got ${opts.maxSteps})`, ExitCode.Usage);
+  const maxSteps = opts.maxSteps;
   if (prompt === undefined && !source.from) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
-  for (const check of [checkWorkingDir(opts.cd), opts.script ? ok(null) : checkCredentials(config, process.env)]) {
+  for (const check of [checkPrompt(prompt), checkWorkingDir(opts.cd), checkScriptFile(opts.script), opts.script ? ok(null) : checkCredentials(config, process.env)]) {
     if ("error" in check) fail(check.error.message, ExitCode.Usage);
   }
   return maxSteps;

@@ -1,5 +1,5 @@
 /** `relay sessions list | show`: the saved sessions under $RELAY_HOME/sessions, for people and scripts. */
-import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+import { Command, Option } from "@commander-js/extra-typings";
 import { relayHome, sessionsDir } from "../home/home.ts";
 import { findRollout } from "../rollout/find.ts";
 import { listSessions, ownSessions, type SessionList, type SessionSummary } from "../rollout/summary.ts";
@@ -7,19 +7,15 @@ import { readTranscript, type SessionTranscript, type TranscriptEntry } from "..
 import { LIST_HINT } from "../session/source.ts";
 import { alignRows, localMinute, outputWidth, sessionCells, shortPath } from "./session-format.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { wholeNumber } from "./number-flag.ts";
 
 export const DEFAULT_LIST_LIMIT = 20;
 
-const positiveInt = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("give a positive integer");
-  return n;
-};
 
 function listCommand() {
   return new Command("list")
     .description("the saved sessions, newest first: id, start time, turns, model, cwd and first prompt (infty runs' role sessions are left out: --all or --source infty)")
-    .addOption(new Option("--limit <n>", `sessions shown (default ${DEFAULT_LIST_LIMIT})`).argParser(positiveInt).conflicts("all"))
+    .addOption(new Option("--limit <n>", `sessions shown (default ${DEFAULT_LIST_LIMIT})`).argParser(wholeNumber("--limit")).conflicts("all"))
     .option("--all", "show every session, infty runs' role sessions too (marked with their run and role)")
     .option("--source <name>", "only sessions of this source: cli, exec, infty (a run's roles), or another program's")
     .option("--json", "print one JSON object: { sessions, total, more, hidden }")

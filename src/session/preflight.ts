@@ -54,6 +54,22 @@ export function checkCredentials(config: RelayConfig, env: NodeJS.ProcessEnv): R
   );
 }
 
+/** `--script FILE` must name a readable file: the scripted model would fail only after the session started. */
+export function checkScriptFile(file: string | undefined): Result<null> {
+  if (file === undefined) return ok(null);
+  const abs = path.resolve(file);
+  const st = statSync(abs, { throwIfNoEntry: false });
+  if (!st) return err("usage", `--script ${file}: no such file (${abs}). Nothing was started.`);
+  if (!st.isFile()) return err("usage", `--script ${file}: not a file (${abs}). Nothing was started.`);
+  return ok(null);
+}
+
+/** A prompt must say something: an empty one would only spend model requests. */
+export function checkPrompt(prompt: string | undefined): Result<null> {
+  if (prompt === undefined || prompt.trim() !== "") return ok(null);
+  return err("usage", `the prompt is empty; say what to do, e.g. relay run "make the tests pass". Nothing was started.`);
+}
+
 /** `-C DIR` must name an existing directory; it is never created. */
 export function checkWorkingDir(dir: string | undefined): Result<null> {
   if (dir === undefined) return ok(null);

@@ -33,7 +33,14 @@ describe("bad input at the door", () => {
     { name: "--max-turns abc", args: ["infty", "run", "--max-turns", "abc", "obj"], stderr: /^relay: --max-turns must be a whole number \(got abc\)\n$/ },
     { name: "--max-turns 0", args: ["infty", "run", "--script", "examples/infty-demo.json", "--max-turns", "0", "obj"], stderr: /^relay: --max-turns must be at least 1 \(got 0\)\n$/ },
     { name: "--verifiers -1", args: ["infty", "run", "--script", "examples/infty-demo.json", "--verifiers", "-1", "obj"], stderr: /^relay: --verifiers must be a whole number \(got -1\)\n$/ },
-    { name: "--max-steps 0", args: ["run", "--script", "examples/demo-script.json", "--max-steps", "0", "hi"], stderr: /^relay: --max-steps must be a positive integer \(got 0\)\n$/ },
+    { name: "--max-steps 0", args: ["run", "--script", "examples/demo-script.json", "--max-steps", "0", "hi"], stderr: /^relay: --max-steps must be at least 1 \(got 0\)\n$/ },
+    { name: "--max-steps abc", args: ["run", "--script", "examples/demo-script.json", "--max-steps", "abc", "hi"], stderr: /^relay: --max-steps must be a whole number \(got abc\)\n$/ },
+    { name: "--context-window 1.5", args: ["run", "--script", "examples/demo-script.json", "--context-window", "1.5", "hi"], stderr: /^relay: --context-window must be a whole number \(got 1\.5\)\n$/ },
+    { name: "sessions list --limit 0", args: ["sessions", "list", "--limit", "0"], stderr: /^relay: --limit must be at least 1 \(got 0\)\n$/ },
+    { name: "memories consolidate --min-idle-hours -1", args: ["memories", "consolidate", "--min-idle-hours", "-1"], stderr: /^relay: --min-idle-hours must be a whole number \(got -1\)\n$/ },
+    { name: "an empty prompt", args: ["run", "--script", "examples/demo-script.json", ""], stderr: /^relay: the prompt is empty; say what to do, e\.g\. relay run "make the tests pass"\. Nothing was started\.\n$/ },
+    { name: "a prompt of blanks", args: ["run", "--script", "examples/demo-script.json", "  \n "], stderr: /^relay: the prompt is empty/ },
+    { name: "a missing --script file", args: ["run", "--script", path.join(base, "missing.json"), "hi"], stderr: /^relay: --script .*missing\.json: no such file .*Nothing was started\.\n$/ },
     { name: "an unknown command with --help", args: ["frobnicate", "--help"], stderr: /^relay: unknown command 'frobnicate'; the commands are: run, .*sandbox, doctor/ },
   ];
   for (const c of cases) {

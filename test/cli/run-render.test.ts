@@ -47,6 +47,15 @@ describe("relay run rendering", () => {
     assert.equal(stderr.text, "  model stream idle for 60 s: no data from http://h/v1/responses; retrying (2/5) in 500 ms\n");
   });
 
+  test("an interrupted turn prints the exact command that continues the session", () => {
+    const stdout = capture(false);
+    const stderr = capture(false);
+    const render = humanRenderer({ stdout, stderr, color: false });
+    render({ type: "session_started", session_id: "019a-abc", rollout_path: "/h/s.jsonl", resumed: false, provider: "openai-responses", model: "m", cwd: "/w" });
+    render({ type: "turn_aborted", reason: "interrupted" });
+    assert.match(stderr.text, /relay: interrupted; the session is saved\. Continue it with: relay run --resume 019a-abc "<what next>"\n$/);
+  });
+
   test("--json prints the heartbeat as an event of the schema", () => {
     const stdout = capture(false);
     jsonRenderer(stdout)({ type: "waiting", seconds: 12 });
