@@ -5,13 +5,14 @@ import { listCheckpoints, type Checkpoint } from "../infty/checkpoints.ts";
 import { restoreRun, type RestoreOutcome } from "../infty/restore.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
+import { alignRows, outputWidth } from "./session-format.ts";
 
 const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = { handoff: "handoff", verification_pass: "verification pass", delivery: "delivery", resume: "resume" };
 
 function renderList(list: Checkpoint[]): string {
   if (list.length === 0) return "";
-  const rows = list.map((c) => `${c.id}\t${c.at}\tturn ${c.turn}\t${TRIGGER_LABEL[c.trigger]}\t${c.summary.split("\n")[0]!.slice(0, 100)}`);
-  return `${rows.join("\n")}\n`;
+  const rows = list.map((c) => ({ cells: [c.id, c.at, String(c.turn), TRIGGER_LABEL[c.trigger]], text: c.summary.split("\n")[0]! }));
+  return `${alignRows(rows, outputWidth(process.stdout), { cells: ["CHECKPOINT", "AT", "TURN", "TRIGGER"], text: "SUMMARY" }).join("\n")}\n`;
 }
 
 export function addCheckpoints(infty: Command) {

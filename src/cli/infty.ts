@@ -20,6 +20,7 @@ import { addApply, addDiff, repoOptions, repoRequest } from "./infty-repo.ts";
 import { addLogs } from "./infty-logs.ts";
 import { ProgressLines } from "./infty-progress.ts";
 import { loadRun, runArg, RUN_ARG_HELP } from "./infty-run-arg.ts";
+import { alignRows, outputWidth } from "./session-format.ts";
 import { runLiveness, shownStatus } from "../infty/liveness.ts";
 
 function modelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
@@ -260,9 +261,10 @@ function addList(infty: Parent) {
         return;
       }
       if (runs.length === 0 && warnings.length === 0) process.stderr.write("no runs yet; start one with: relay infty run \"objective\"\n");
-      for (const r of runs) {
+      const rows = await Promise.all(runs.map(async (r) => {
         const status = shownStatus(r, await runLiveness(path.join(RunStore.runsRoot(relayHome()), r.run_id), r));
-        process.stdout.write(`${r.run_id}\t${status}\t${r.turns} turns\t${r.updated_at}\t${r.objective.split("\n")[0]!.slice(0, 60)}\n`);
-      }
+        return { cells: [r.run_id, status, String(r.turns), r.updated_at], text: r.objective.split("\n")[0]! };
+      }));
+      if (rows.length > 0) process.stdout.write(alignRows(rows, outputWidth(process.stdout), { cells: ["RUN", "STATUS", "TURNS", "UPDATED"], text: "OBJECTIVE" }).join("\n") + "\n");
     });
 }

@@ -25,6 +25,7 @@ import { loadConfig, type RelayConfig } from "../session/config.ts";
 import { memoriesDir, relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { wholeNumber } from "./number-flag.ts";
+import { alignRows, outputWidth } from "./session-format.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
 
@@ -278,14 +279,9 @@ function addList(memories: Command) {
       try {
         const rows = await listOutputs(state);
         if ("error" in rows) fail(rows.error.message, ExitCode.Usage);
-        for (const r of rows.ok) {
-          if (opts.json) process.stdout.write(JSON.stringify(r) + "\n");
-          else {
-            const title = r.rollout_summary.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "").slice(0, 80) ?? "";
-            process.stdout.write(`${r.thread_id}  ${new Date(r.source_updated_at * 1000).toISOString().slice(0, 16)}  used=${r.usage_count ?? 0}${r.selected_for_phase2 ? "  *" : "   "} ${title}\n`);
-          }
-        }
-        if (!opts.json && !rows.ok.length) process.stdout.write("no memories yet: run relay memories consolidate\n");
+        if (opts.json) for (const r of rows.ok) process.stdout.write(JSON.stringify(r) + "\n");
+        else if (rows.ok.length === 0) process.stdout.write("no memories yet: run relay memories consolidate\n");
+        else process.stdout.write(memoryTable(rows.ok).join("\n") + "\n");
       } finally {
         await state.close();
       }
@@ -340,4 +336,13 @@ function addForget(memories: Command) {
         await state.close();
       }
     });
+}
+
+/** `memories list` for people: one row a memory, under a header. */
+function memoryTable(rows: Array<{ thread_id: string; source_updated_at: number; usage_count?: number | null; selected_for_phase2?: boolean | number | null; rollout_summary: string }>): string[] {
+  const cells = rows.map((r) => ({
+    cells: [r.thread_id, new Date(r.source_updated_at * 1000).toISOString().slice(0, 16), String(r.usage_count ?? 0), r.selected_for_phase2 ? "yes" : "no"],
+    text: r.rollout_summary.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "") ?? "",
+  }));
+  return alignRows(cells, outputWidth(process.stdout), { cells: ["SESSION", "UPDATED", "USED", "IN MEMORY.md"], text: "SUMMARY" });
 }

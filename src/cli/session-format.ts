@@ -32,9 +32,11 @@ export function sessionCells(s: SessionSummary): { cells: string[]; text: string
 
 /**
  * Aligned rows: the cells padded to the widest of each column, then the free text, cut so the
- * row fits `width` characters (at least 20 characters of text are kept).
+ * row fits `width` characters (at least 20 characters of text are kept). A `header` row (the
+ * columns' names) comes first, aligned with them.
  */
-export function alignRows(rows: Array<{ cells: string[]; text: string }>, width: number): string[] {
+export function alignRows(rows: Array<{ cells: string[]; text: string }>, width: number, header?: { cells: string[]; text: string }): string[] {
+  if (header) rows = [header, ...rows];
   const widths: number[] = [];
   for (const r of rows) r.cells.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
   return rows.map((r) => {

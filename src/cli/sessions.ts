@@ -37,7 +37,7 @@ function listText(list: SessionList, dir: string, width: number, source: string 
   if (list.total === 0) return `no sessions yet (relay run saves them under ${dir})\n`;
   const hidden = list.hidden > 0 && source === undefined ? `(${list.hidden} session${list.hidden === 1 ? "" : "s"} of infty runs' roles left out: --all or --source infty; continue a run with relay infty resume <run-id>)\n` : "";
   if (list.sessions.length === 0) return `${source !== undefined ? `no sessions of source ${source}` : "no sessions of your own yet"} among the ${list.total} in ${dir}\n${hidden}`;
-  const rows = alignRows(list.sessions.map(listRow), width);
+  const rows = alignRows(list.sessions.map(listRow), width, { cells: ["SESSION", "STARTED", "TURNS", "MODEL", "CWD"], text: "PROMPT" });
   const more = list.more > 0 ? `… ${list.more} more (--limit N or --all to see them)\n` : "";
   return rows.join("\n") + "\n" + more + hidden;
 }

@@ -67,9 +67,10 @@ describe("relay sessions", () => {
     }
     const text = await relay(h, ["sessions", "list"]);
     assert.equal(text.status, 0, text.stderr);
-    const lines = text.stdout.trimEnd().split("\n");
+    const [header, ...lines] = text.stdout.trimEnd().split("\n");
+    assert.match(header!, /^SESSION +STARTED +TURNS +MODEL +CWD +PROMPT$/);
     assert.equal(lines.length, 2);
-    assert.match(lines[0]!, new RegExp(`^${second!.id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  1  model-a  .*  second task with a second line$`));
+    assert.match(lines[0]!, new RegExp(`^${second!.id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  1 +model-a  .*  second task with a second line$`));
     const limited = await relay(h, ["sessions", "list", "--limit", "1"]);
     assert.match(limited.stdout, /second task/);
     assert.doesNotMatch(limited.stdout, /first task/);

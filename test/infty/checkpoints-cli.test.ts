@@ -16,10 +16,11 @@ describe("relay infty checkpoints / restore (CLI)", () => {
 
     const text = await relay("infty", "checkpoints", "r");
     assert.equal(text.status, 0, text.stderr);
-    const rows = text.stdout.trim().split("\n");
+    const [header, ...rows] = text.stdout.trim().split("\n");
+    assert.match(header!, /^CHECKPOINT +AT +TURN +TRIGGER +SUMMARY$/);
     assert.equal(rows.length, 6);
-    assert.match(rows[0]!, /^ckpt-0001\t\S+Z\tturn 1\thandoff\tsolver → verifiers: memory\/claims\/answer.json$/);
-    assert.match(rows[3]!, /^ckpt-0004\t.*\tverification pass\tverifiers → solver: pass \(1\/1 passed\)$/);
+    assert.match(rows[0]!, /^ckpt-0001 +\S+Z +1 +handoff +solver → verifiers: memory\/claims\/answer.json$/);
+    assert.match(rows[3]!, /^ckpt-0004 +.* +verification pass +verifiers → solver: pass \(1\/1 passed\)$/);
     const json = await relay("infty", "checkpoints", "r", "--json");
     const list = JSON.parse(json.stdout) as Array<{ id: string; trigger: string; turn: number; commit: string; at: string; summary: string }>;
     assert.deepEqual(list.map((c) => [c.id, c.trigger]), run.captured.map((c) => [c.id, c.trigger]));

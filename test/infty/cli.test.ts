@@ -20,7 +20,7 @@ describe("relay infty CLI", () => {
       assert.equal(s.status, "complete");
       assert.deepEqual(s.roles.map((r) => r.role), ["solver", "director", "verifier-1"]);
       const list = await relay(["infty", "list"], home);
-      assert.match(list.stdout, /^demo\tcomplete\t/);
+      assert.match(list.stdout, /^RUN +STATUS +TURNS +UPDATED +OBJECTIVE\ndemo +complete +\d+ /);
       const logs = await relay(["infty", "logs", "demo", "-n", "1"], home);
       assert.match(logs.stdout, /run_finished status=complete/);
     } finally {

@@ -151,7 +151,7 @@ describe("relay infty CLI", () => {
     const listed = await runRelayAsync(["infty", "list", "--json"], env);
     assert.deepEqual((JSON.parse(listed.stdout) as Array<{ stale?: string; live: boolean }>).map((r) => [r.live, r.stale]), [[false, `stale: driver pid ${child.pid} gone; resume with: relay infty resume r-kill`]]);
     const listedText = await runRelayAsync(["infty", "list"], env);
-    assert.match(listedText.stdout, /^r-kill\tstale: driver pid \d+ gone; resume with: relay infty resume r-kill\t/);
+    assert.match(listedText.stdout, /^RUN +STATUS +TURNS +UPDATED +OBJECTIVE\nr-kill +stale: driver pid \d+ gone; resume with: relay infty resume r-kill  /);
     assert.equal(readFileSync(path.join(runDir, "artifacts/answer.txt"), "utf8"), "42\n", "work from before the kill is there");
     const before = await RunStore.load(t.home, "r-kill");
     assert.ok("ok" in before && before.ok.state.status === "running" && before.ok.state.pending?.type === "solver_message");

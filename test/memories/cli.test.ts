@@ -26,7 +26,7 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     const st = await relay(h.home, ["memories", "status", "--json"]);
     assert.equal(JSON.parse(st.stdout).outputs, 1);
     const ls = await relay(h.home, ["memories", "list"]);
-    assert.match(ls.stdout, new RegExp(`^${a.id} .*set up the CI pipeline`));
+    assert.match(ls.stdout, new RegExp(`^SESSION +UPDATED +USED +IN MEMORY\\.md +SUMMARY\n${a.id} .*set up the CI pipeline`));
     const show = await relay(h.home, ["memories", "show", a.id]);
     assert.match(show.stdout, /## Rollout summary\n# set up the CI pipeline/);
     const fg = await relay(h.home, ["memories", "forget", a.id]);
