@@ -77,7 +77,8 @@ const RULES: ClientRule[] = [
 const BY_PROGRAM = new Map<string, ClientRule[]>();
 for (const rule of RULES) for (const p of rule.programs) BY_PROGRAM.set(p, [...(BY_PROGRAM.get(p) ?? []), rule]);
 
-const PROGRAM_RE = new RegExp(`(?:${[...BY_PROGRAM.keys()].map((p) => p.replace(/[.+]/g, "\\$&")).join("|")})(?=[ \\t])`, "g");
+/** A program's name, not inside a word (the lookbehind first: it makes the scan several times faster). */
+const PROGRAM_RE = new RegExp(String.raw`(?:(?<![\w-])|(?<=\\[nrt]))(?:${[...BY_PROGRAM.keys()].join("|")})(?=[ \t])`, "g");
 
 /** The program's name starts a word: after a blank, a separator, a quote, a path's `/` or a JSON escape. */
 function startsWord(text: string, at: number): boolean {
@@ -122,7 +123,8 @@ function commandWords(text: string, from: number): Span[] {
     const blank = /^(?:[ \t]+|\\\r?\n|\\\\\\n)+/.exec(text.slice(i, i + 64))?.[0];
     if (blank) i += blank.length;
     const end = wordEnd(text, i, limit);
-    if (end === i) break;
+    // Another client's name: its own words (`docker exec db mysql -pX`). Each word is read once.
+    if (end === i || BY_PROGRAM.has(text.slice(i, end))) break;
     words.push({ start: i, end });
     i = end;
   }

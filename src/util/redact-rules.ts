@@ -76,10 +76,21 @@ const TOKENS: TokenShape[] = [
   { name: "jwt", prefix: "eyJ", body: String.raw`[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}` },
 ];
 
-export const TOKEN_RULES: Rule[] = TOKENS.map(({ name, prefix, body, keep }) => ({
+export interface TokenRule extends Rule {
+  /** The prefix, at the start of a string. */
+  starts: RegExp;
+  /** The whole token, at the start of a string. */
+  whole: RegExp;
+  keep?: (match: string) => boolean;
+}
+
+export const TOKEN_RULES: TokenRule[] = TOKENS.map(({ name, prefix, body, keep }) => ({
   name,
   re: new RegExp(`${B}(?:${prefix})${body}`, "g"),
   replace: keep ? (m: string) => (keep(m) ? m : REDACTED) : REDACTED,
+  starts: new RegExp(`^(?:${prefix})`),
+  whole: new RegExp(`^(?:${prefix})${body}`),
+  keep,
 }));
 
 /** Where a vendor token starts (any prefix above): a line ending in one may be a token cut in two. */
@@ -107,13 +118,13 @@ export const EARLY_RULES: Rule[] = [
   // scheme://user:password@host: the user stays. The password may hold an unencoded `@` (greedy).
   {
     name: "url_password",
-    re: /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@'"]*):([^\s/'"]+)@/gi,
+    re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/)([^\s:/?#@'"]*):([^\s/'"]+)@/gi,
     replace: (m: string, scheme: string, user: string, pw: string) => (isPlaceholderValue(pw) ? m : `${scheme}${user}:${REDACTED}@`),
   },
   // scheme://TOKEN@host (a token used as the user name).
   {
     name: "url_token_user",
-    re: /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@'"]+)@/gi,
+    re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/)([^\s:/?#@'"]+)@/gi,
     replace: (m: string, scheme: string, user: string) => (looksRandom(user) ? `${scheme}${REDACTED}@` : m),
   },
   { name: "slack_webhook", re: /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9/_-]+/g, replace: REDACTED },
@@ -148,6 +159,14 @@ export const EARLY_RULES: Rule[] = [
  */
 function takesDigest(callee: string): boolean {
   return /^(?:to|is)[A-Z]|^is$|^eq$/.test(callee) || /assert|expect|equal|hash|digest|md5|sha\d|checksum|uuid|guid|hex|verify|compare|match/.test(callee.toLowerCase());
+}
+
+/** Where the argument whose opening quote is at `at` starts (its escapes and blanks skipped), if after `(` or `,`. */
+function argumentStart(text: string, at: number): number | undefined {
+  let i = at;
+  while (i > 0 && text[i - 1] === "\\") i--;
+  while (i > 0 && (text[i - 1] === " " || text[i - 1] === "\t")) i--;
+  return text[i - 1] === "(" || text[i - 1] === "," ? i : undefined;
 }
 
 /**
@@ -188,10 +207,11 @@ export const LATE_RULES: Rule[] = [
   // Mailer(id, '…')`. A digest in prose, in `md5sum` output, in a list or compared stays.
   {
     name: "hex_call_argument",
-    re: /(?<=[(,][ \t]*)(\\*["'])([0-9a-f]{32}|[0-9A-F]{32})\1(?=[ \t]*[,)])/g,
-    replace: (m: string, q: string, _hex: string, at: number, text: string) => {
-      const callee = calleeAt(text, at);
-      return callee === undefined || takesDigest(callee) ? m : `${q}${REDACTED}${q}`;
+    re: /(["'])([0-9a-f]{32}|[0-9A-F]{32})(\\*)\1(?=[ \t]*[,)])/g,
+    replace: (m: string, q: string, _hex: string, esc: string, at: number, text: string) => {
+      const open = argumentStart(text, at);
+      const callee = open === undefined ? undefined : calleeAt(text, open);
+      return callee === undefined || takesDigest(callee) ? m : `${q}${REDACTED}${esc}${q}`;
     },
   },
 ];
