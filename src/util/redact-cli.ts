@@ -92,7 +92,7 @@ const MAX_WORDS = 64;
 /** The end of the quoted part opened by `quote` at `i`: after the closing quote, or at the line's end. */
 function quotedEnd(text: string, i: number, quote: string, limit: number): number {
   let j = i + quote.length;
-  while (j < limit && text[j] !== "\n" && !text.startsWith(quote, j)) j += quote.length === 1 && quote === '"' && text[j] === "\\" ? 2 : 1;
+  while (j < limit && text[j] !== "\n" && !text.startsWith(quote, j)) j += quote === '"' && text[j] === "\\" ? 2 : 1;
   return j < limit && text.startsWith(quote, j) ? j + quote.length : j;
 }
 
@@ -123,7 +123,8 @@ function commandWords(text: string, from: number): Span[] {
     const blank = /^(?:[ \t]+|\\\r?\n|\\\\\\n)+/.exec(text.slice(i, i + 64))?.[0];
     if (blank) i += blank.length;
     const end = wordEnd(text, i, limit);
-    // Another client's name: its own words (`docker exec db mysql -pX`). Each word is read once.
+    // Another client's name: its own words (`docker exec db mysql -pX`), so each word is read once.
+    // The price: an argument spelled like a client (`-u docker`) ends the command early.
     if (end === i || BY_PROGRAM.has(text.slice(i, end))) break;
     words.push({ start: i, end });
     i = end;
@@ -144,7 +145,7 @@ function looksLikePassword(v: string): boolean {
   return /[^\w.-]/.test(v) || (/[a-z]/.test(v) && /[A-Z]/.test(v) && /\d/.test(v));
 }
 
-const isValue = (v: string) => !isPlaceholderValue(v);
+const notPlaceholder = (v: string) => !isPlaceholderValue(v);
 
 /** The password in the value span `s`, if it holds one. */
 function passwordIn(text: string, s: Span, rule: ClientRule, separate: boolean): Span | undefined {
@@ -158,7 +159,7 @@ function passwordIn(text: string, s: Span, rule: ClientRule, separate: boolean):
     start += m.index + m[0].length;
   }
   const value = text.slice(start, end);
-  if (value.length < 2 || looksLikePath(value) || !(rule.check ?? isValue)(value)) return undefined;
+  if (value.length < 2 || looksLikePath(value) || !(rule.check ?? notPlaceholder)(value)) return undefined;
   if (separate && rule.separate === "if-password-like" && !inner.quoted && !looksLikePassword(value)) return undefined;
   return { start, end };
 }
