@@ -147,7 +147,10 @@ function looksLikePassword(v: string): boolean {
 
 const notPlaceholder = (v: string) => !isPlaceholderValue(v);
 
-/** The password in the value span `s`, if it holds one. */
+/**
+ * The password in the value span `s`, if it holds one. A separate bare value that is a short
+ * lowercase word is prose about the option (`docker login -p is deprecated`).
+ */
 function passwordIn(text: string, s: Span, rule: ClientRule, separate: boolean): Span | undefined {
   const inner = unquoted(text, s);
   // A bare value ends at a quote: what follows is the surrounding syntax (`-pX","cwd": …` in JSON).
@@ -160,7 +163,7 @@ function passwordIn(text: string, s: Span, rule: ClientRule, separate: boolean):
   }
   const value = text.slice(start, end);
   if (value.length < 2 || looksLikePath(value) || !(rule.check ?? notPlaceholder)(value)) return undefined;
-  if (separate && rule.separate === "if-password-like" && !inner.quoted && !looksLikePassword(value)) return undefined;
+  if (separate && !inner.quoted && (/^[a-z]{1,4}$/.test(value) || (rule.separate === "if-password-like" && !looksLikePassword(value)))) return undefined;
   return { start, end };
 }
 

@@ -103,6 +103,7 @@ const LATE_CASES: Array<[string, string]> = [
   ["htpasswd -nb admin s3cret", `htpasswd -nb admin ${R}`],
   ["smbclient //fs/share -U 'bob%pa ss'", `smbclient //fs/share -U 'bob%${R}'`],
   ["git log -p -3 && run mysql -p to be prompted", "git log -p -3 && run mysql -p to be prompted"],
+  ["docker login -p is deprecated, sshpass -p also", "docker login -p is deprecated, sshpass -p also"],
   // wrapped by a terminal: both parts go, the line break stays
   [`${GHP}ABCDEFGHIJKLMNOPQR\nSTUVWXYZ0123456789ab`, `${R}\n${R}`],
   [`"${GHP}ABCDEFGHIJKLMNOPQR\\nSTUVWXYZ0123456789ab"`, `"${R}\\n${R}"`],
