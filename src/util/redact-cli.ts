@@ -25,7 +25,10 @@ interface ClientRule {
   after?: RegExp;
   /** The password is an argument: its index in the words after the subcommand (or program), if any. */
   positional?: (args: string[]) => number | undefined;
-  /** What the value must be instead of not a placeholder (`vault login TOKEN`: random, not a word of prose; `s.Ab12…` is no member access). */
+  /**
+   * What the value must be, in place of "not a placeholder": `vault login TOKEN` wants a random
+   * token (not a word of prose), and its `s.Ab12…` is no member access.
+   */
   check?: (value: string) => boolean;
 }
 

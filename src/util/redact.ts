@@ -6,7 +6,9 @@
  * injected into sessions. Rollouts themselves stay verbatim (private files: see rollout/writer.ts).
  *
  * A match becomes `[REDACTED_SECRET]`. For assignments, headers and URLs the name, scheme and
- * user stay and only the value goes. Thresholds and false positives: docs/memories.md and
+ * user stay and only the value goes. The rules: redact-rules.ts (patterns), redact-cli.ts (the
+ * password options of clients), redact-wrapped.ts (tokens a line break cut in two); this module
+ * runs them and the name-based rules. Thresholds and false positives: docs/memories.md and
  * test/memories/redact-patterns.test.ts.
  */
 import { redactClientPasswords } from "./redact-cli.ts";
