@@ -6,109 +6,23 @@
  * injected into sessions. Rollouts themselves stay verbatim (private files: see rollout/writer.ts).
  *
  * A match becomes `[REDACTED_SECRET]`. For assignments, headers and URLs the name, scheme and
- * user stay and only the value goes. Thresholds and false positives: docs/memories.md and
+ * user stay and only the value goes. The rules: redact-rules.ts (patterns), redact-cli.ts (the
+ * password options of clients), redact-wrapped.ts (tokens a line break cut in two); this module
+ * runs them and the name-based rules. Thresholds and false positives: docs/memories.md and
  * test/memories/redact-patterns.test.ts.
  */
-import { isPlaceholderValue, isSecretValue, looksLikeAwsSecret, looksRandom, nameKind } from "./secret-shape.ts";
+import { redactClientPasswords } from "./redact-cli.ts";
+import { EARLY_RULES, LATE_RULES, REDACTED, type Rule } from "./redact-rules.ts";
+import { redactWrappedTokens } from "./redact-wrapped.ts";
+import { isSecretValue, looksRandom, nameKind } from "./secret-shape.ts";
 
-export const REDACTED = "[REDACTED_SECRET]";
+export { REDACTED };
 
-type Replacer = (match: string, ...groups: string[]) => string;
-
-interface Rule {
-  name: string;
-  re: RegExp;
-  replace: string | Replacer;
-}
-
-/** Start of a token: not after a letter, digit or `_`, except right after a JSON escape (`\n`). */
-const B = String.raw`(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))`;
-
-/** Tokens recognised by their vendor prefix. */
-const PREFIXED: Array<[string, string]> = [
-  ["aws_access_key_id", String.raw`(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])`],
-  ["github_token", String.raw`(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`],
-  ["gitlab_token", String.raw`gl(?:pat|dt|rt|ptt|cbt|oas|imt|ft)-[A-Za-z0-9_-]{20,}`],
-  ["slack_token", String.raw`(?:xox[abeoprs]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})`],
-  ["google_api_key", String.raw`AIza[0-9A-Za-z_-]{35}`],
-  ["google_oauth_token", String.raw`(?:ya29\.[0-9A-Za-z_-]{20,}|1//0[0-9A-Za-z_-]{30,})`],
-  ["stripe_key", String.raw`(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})`],
-  ["npm_token", String.raw`npm_[A-Za-z0-9]{36}`],
-  ["huggingface_token", String.raw`hf_[A-Za-z]{30,}`],
-  ["sendgrid_key", String.raw`SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`],
-  ["pypi_token", String.raw`pypi-AgE[A-Za-z0-9_-]{50,}`],
-  ["docker_pat", String.raw`dckr_pat_[A-Za-z0-9_-]{20,}`],
-  ["digitalocean_token", String.raw`do[por]_v1_[a-f0-9]{64}`],
-  ["shopify_token", String.raw`shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}`],
-  ["jwt", String.raw`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`],
-];
-
-/** A private key body after its BEGIN line, when the END line is missing (truncated output). */
-const PEM_BODY = String.raw`(?:(?:\s|\\[nr])+(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\n\\]*))*(?:(?:\s|\\[nr])*[A-Za-z0-9+/=]+)?`;
-
-const EARLY_RULES: Rule[] = [
-  {
-    name: "private_key_block",
-    re: new RegExp(String.raw`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|${PEM_BODY})`, "g"),
-    replace: REDACTED,
-  },
-  // scheme://user:password@host: the user stays. The password may hold an unencoded `@` (greedy).
-  {
-    name: "url_password",
-    re: /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@'"]*):([^\s/'"]+)@/gi,
-    replace: (m, scheme, user, pw) => (isPlaceholderValue(pw!) ? m : `${scheme}${user}:${REDACTED}@`),
-  },
-  // scheme://TOKEN@host (a token used as the user name).
-  {
-    name: "url_token_user",
-    re: /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@'"]+)@/gi,
-    replace: (m, scheme, user) => (looksRandom(user!) ? `${scheme}${REDACTED}@` : m),
-  },
-  { name: "slack_webhook", re: /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9/_-]+/g, replace: REDACTED },
-  { name: "discord_webhook", re: /https:\/\/(?:ptb\.|canary\.)?discord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]+/g, replace: REDACTED },
-  // OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-api03-): random bodies always hold a digit.
-  { name: "openai_anthropic_key", re: new RegExp(`${B}sk-[A-Za-z0-9_-]{20,}`, "g"), replace: (m) => (/\d/.test(m) ? REDACTED : m) },
-  ...PREFIXED.map(([name, src]): Rule => ({ name, re: new RegExp(B + src, "g"), replace: REDACTED })),
-  {
-    name: "authorization_header",
-    re: /\b((?:proxy-)?authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey|sso-key)[ \t]+)?)([^\s"'\\,]+)/gi,
-    replace: (m, head, cred) => (cred!.length < 4 || isPlaceholderValue(cred!) ? m : `${head}${REDACTED}`),
-  },
-  {
-    name: "bearer_token",
-    re: /\b(bearer[ \t]+)([A-Za-z0-9._~+/-]+=*)/gi,
-    replace: (m, head, tok) => (looksRandom(tok!) || tok!.startsWith("eyJ") ? `${head}${REDACTED}` : m),
-  },
-  // .netrc: machine HOST login USER password PASS
-  {
-    name: "netrc_password",
-    re: /\b(machine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+)(\S+)/g,
-    replace: (m, head, pw) => (isPlaceholderValue(pw!) ? m : `${head}${REDACTED}`),
-  },
-  {
-    name: "xml_element",
-    re: /<([A-Za-z_][\w.-]*)>([^<\n]{1,200})<\/\1>/g,
-    replace: (m, tag, v) => (isSecretValue(nameKind(tag!), v!.trim()) ? `<${tag}>${REDACTED}</${tag}>` : m),
-  },
-];
-
-const LATE_RULES: Rule[] = [
-  // curl -u user:password (numeric uid:gid, as in docker --user 1000:1000, stays).
-  {
-    name: "cli_user_password",
-    re: /(^|[\s"'])(-u|--user)([ \t]+|=)(\\?["']?)([^\s:"'\\]+):([^\s"'\\]+)/g,
-    replace: (m, pre, flag, sp, q, user, pw) =>
-      isPlaceholderValue(pw!) || (/^\d+$/.test(user!) && /^\d+$/.test(pw!)) ? m : `${pre}${flag}${sp}${q}${user}:${REDACTED}`,
-  },
-  {
-    name: "aws_secret_access_key",
-    re: /(?:(?<![A-Za-z0-9/+])|(?<=\\[nrt]))[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
-    replace: (m) => (looksLikeAwsSecret(m) ? REDACTED : m),
-  },
-];
-
-/** `name = value`, `name: value`, `"name": "value"`, `name := value`, and JSON nested in JSON (`\\\"name\\\":...`). */
-const ASSIGN_RE = /(?<![\w.])([A-Za-z_][\w.-]*)(\\*["']?[ \t]*(?::=|[:=])(?!=)[ \t]*)/g;
+/**
+ * `name = value`, `name: value`, `"name": "value"`, `name := value`, and JSON nested in JSON
+ * (`\\\"name\\\":...`). A name may start with a dot: a file in a Kubernetes secret (`.dockerconfigjson`).
+ */
+const ASSIGN_RE = /(?<![\w.])(\.?[A-Za-z_][\w.-]*)(\\*["']?[ \t]*(?::=|[:=])(?!=)[ \t]*)/g;
 /** `--name value` (the `--name=value` form is an assignment). */
 const FLAG_RE = /(?<![\w-])--([A-Za-z][\w-]*)[ \t]+(?=[^\s-])/g;
 
@@ -150,25 +64,33 @@ function redactValuesAfter(text: string, re: RegExp): string {
   for (const m of text.matchAll(re)) {
     const at = m.index ?? 0;
     if (at < last) continue;
-    const kind = nameKind(m[1]!);
-    if (kind === "none") continue;
+    const name = m[1]!;
+    const kind = nameKind(name);
+    if (kind === "none" && !name.startsWith(".")) continue;
     const span = scanValue(text, at + m[0].length);
-    if (!span || !isSecretValue(kind, span.value, m[1])) continue;
+    if (!span || !(kind === "none" ? looksLikeEncodedFile(span.value) : isSecretValue(kind, span.value, name))) continue;
     out += text.slice(last, span.start) + REDACTED;
     last = span.end;
   }
   return last === 0 ? text : out + text.slice(last);
 }
 
+/** A dot-named key's value that is a base64-encoded file (`.dockerconfigjson: eyJhdXRocyI6…`), not `v20.11.1`. */
+function looksLikeEncodedFile(v: string): boolean {
+  return /^[A-Za-z0-9+/]{16,}={0,2}$/.test(v) && /[a-z]/.test(v) && /[A-Z]/.test(v) && /\d/.test(v);
+}
+
 function applyRules(text: string, rules: Rule[]): string {
   let out = text;
-  for (const rule of rules) out = out.replace(rule.re, rule.replace as Replacer);
+  for (const rule of rules) out = out.replace(rule.re, rule.replace as (match: string, ...args: unknown[]) => string);
   return out;
 }
 
 export function redactSecrets(text: string): string {
   if (!text) return text;
-  let out = applyRules(text, EARLY_RULES);
+  // Wrapped tokens first: a rule below would redact the first part alone and leave the rest.
+  let out = applyRules(redactWrappedTokens(text), EARLY_RULES);
+  out = redactClientPasswords(out);
   out = redactValuesAfter(out, ASSIGN_RE);
   out = redactValuesAfter(out, FLAG_RE);
   return applyRules(out, LATE_RULES);

@@ -4,6 +4,7 @@ import { describe, test } from "node:test";
 import { REDACTED, redactDeep, redactSecrets, safeSlug } from "../../src/util/redact.ts";
 import { safeRelativePath } from "../../src/memories/redact-files.ts";
 import { looksLikeAwsSecret, looksRandom, nameKind } from "../../src/util/secret-shape.ts";
+import { clientSecretCases } from "./secret-corpus-clients.ts";
 import { findLeaks, rand, secretCorpus } from "./secret-corpus.ts";
 
 const ROUNDS = 10;
@@ -23,6 +24,20 @@ function leaksIn(transform: (text: string) => string): string[] {
 describe("redaction: the secret corpus", () => {
   test("has at least 50 kinds of secret", () => {
     assert.ok(secretCorpus().length >= 50, `only ${secretCorpus().length}`);
+  });
+
+  test("client passwords, wrapped tokens and the other late kinds each come with a look-alike that must stay", () => {
+    const cases = clientSecretCases();
+    assert.ok(cases.length >= 45, `only ${cases.length}`);
+    assert.deepEqual(cases.filter((c) => !c.keep?.length).map((c) => c.kind), []);
+  });
+
+  test(`every look-alike, ${ROUNDS} fresh draws each, comes out unchanged`, () => {
+    const changed: string[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const c of secretCorpus()) for (const k of c.keep ?? []) if (redactSecrets(k) !== k) changed.push(`${c.kind}: ${JSON.stringify(redactSecrets(k)).slice(0, 200)}`);
+    }
+    assert.deepEqual([...new Set(changed)], []);
   });
 
   test(`every case, ${ROUNDS} fresh draws each: no secret or 12-char slice survives`, () => {

@@ -2,7 +2,10 @@
  * Realistic FAKE secrets, generated at run time. Every vendor prefix is built by concatenation so
  * that no file in the repository matches a credential pattern (push protection, scanners).
  */
-import { randomBytes } from "node:crypto";
+import { ALNUM, B64, DIGITS, HEX, LOWER, p, password, rand, UPPER, URLSAFE } from "./secret-rand.ts";
+import { clientSecretCases } from "./secret-corpus-clients.ts";
+
+export { rand };
 
 export interface SecretCase {
   kind: string;
@@ -10,35 +13,8 @@ export interface SecretCase {
   secret: string;
   /** A line as it would appear in a prompt, a command, tool output or model text. */
   text: string;
-}
-
-const UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-const LOWER = "abcdefghijklmnopqrstuvwxyz";
-const DIGITS = "0123456789";
-const ALNUM = UPPER + LOWER + DIGITS;
-const B64 = ALNUM + "+/";
-const URLSAFE = ALNUM + "_-";
-const HEX = "0123456789abcdef";
-
-/** `n` random characters of `alphabet`, always with one of each class the alphabet has (like real keys). */
-export function rand(alphabet: string, n: number): string {
-  for (;;) {
-    let s = "";
-    for (const b of randomBytes(n * 2)) {
-      if (s.length === n) break;
-      if (b < 256 - (256 % alphabet.length)) s += alphabet[b % alphabet.length];
-    }
-    if (s.length < n) continue;
-    const classes = [UPPER, LOWER, DIGITS].filter((c) => [...alphabet].some((x) => c.includes(x)));
-    if (n < 12 || classes.every((c) => [...s].some((x) => c.includes(x)))) return s;
-  }
-}
-
-const p = (...parts: string[]) => parts.join("");
-
-/** A password-like value with symbols (no quotes, spaces or `&`). */
-function password(n = 14): string {
-  return rand(ALNUM, n - 2) + "#!".slice(0, 2);
+  /** Similar-looking text without a secret, which redaction must leave unchanged. */
+  keep?: string[];
 }
 
 function pem(label: string, lines: number, withEnd = true): { secret: string; text: string } {
@@ -197,7 +173,7 @@ export function secretCorpus(): SecretCase[] {
   add("XML password element", xml, `<server><id>nexus</id><password>${xml}</password></server>`);
   const camel = rand(ALNUM, 28);
   add("camelCase accessToken", camel, `const cfg = { accessToken: "${camel}" };`);
-  return out;
+  return [...out, ...clientSecretCases()];
 }
 
 /**

@@ -145,14 +145,16 @@ describe("secrets never reach memories", { skip: sqliteSkip }, () => {
     assert.ok(recorded.includes(inSession[0]!.secret) && recorded.includes(inSession[5]!.secret), "the rollout is a faithful record");
     if (process.platform !== "win32") assert.equal(statSync(path.join(h.home, "sessions", rollout)).mode & 0o777, 0o600);
     // A token pasted into a branch name lands in memory_threads and the summary headers.
-    writeCorpusRollouts(h.home, inRollouts, 6, `wip-${inSession[7]!.secret}`);
+    // At most 12 rollouts, so that one run claims them all ([memories] max_running_jobs, 16 by default) however big the corpus.
+    const perRollout = Math.ceil(inRollouts.length / 12);
+    writeCorpusRollouts(h.home, inRollouts, perRollout, `wip-${inSession[7]!.secret}`);
 
     const env = { ...process.env, RELAY_HOME: h.home };
     const consolidate = () => runRelayAsync(["memories", "consolidate", "--extractor", "heuristic", "--consolidator", "heuristic", "--min-idle-hours", "0", "--json"], env);
     const r1 = await consolidate();
     assert.equal(r1.status, 0, r1.stdout + r1.stderr);
     const rep1 = JSON.parse(r1.stdout);
-    assert.equal(rep1.phase1.claimed, 1 + Math.ceil(inRollouts.length / 6));
+    assert.equal(rep1.phase1.claimed, 1 + Math.ceil(inRollouts.length / perRollout));
     assert.equal(rep1.phase2.status, "succeeded");
 
     // The user pastes secrets into the memory files; the next run must not commit or keep them.
