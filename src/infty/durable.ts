@@ -23,6 +23,9 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** The run store's own files are owner-only (a new file's mode; the umask can only take more away). */
+const PRIVATE_FILE_MODE = 0o600;
+
 /** Replaces `file` with `value` as JSON: temp file in the same folder, fsync, rename, fsync of the folder. */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n");
@@ -35,7 +38,7 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
  */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number; sync?: boolean } = {}): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  const fh = await open(tmp, "w", opts.mode);
+  const fh = await open(tmp, "w", opts.mode ?? PRIVATE_FILE_MODE);
   try {
     await fh.writeFile(data);
     if (opts.sync !== false) await fh.sync();
@@ -71,7 +74,7 @@ export async function removeStaleTemps(file: string): Promise<void> {
  * first. A write that fails part way (a full disk) is taken back off the file and thrown.
  */
 export async function appendLine(file: string, line: string): Promise<void> {
-  const fh = await open(file, "a+");
+  const fh = await open(file, "a+", PRIVATE_FILE_MODE);
   try {
     const { size } = await fh.stat();
     let lead = "";

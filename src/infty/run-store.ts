@@ -23,6 +23,7 @@ import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
 import { RepoRecordSchema } from "./repo/record.ts";
 import { linesFromEnd } from "./log-tail.ts";
+import { makePrivateDirs } from "../rollout/writer.ts";
 import type { LeaseGrant } from "./lease.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
@@ -231,7 +232,8 @@ export class RunStore {
     validMeta(meta);
     const staging = stagingDir(root, init.run_id);
     await rm(staging, { recursive: true, force: true });
-    await mkdir(staging, { recursive: true });
+    // Owner-only, as rollouts are: a run holds the roles' conversations and the user's code.
+    await makePrivateDirs(root, staging);
     await writeJsonAtomic(path.join(staging, "run.json"), meta);
     const placed = await RunStore.place(staging, dir);
     if ("error" in placed) return placed;
@@ -292,6 +294,8 @@ export class RunStore {
     }
     const parsed = await readRunMeta(dir);
     if ("error" in parsed) return parsed;
+    // Runs made before stores were private are tightened when they are opened.
+    await makePrivateDirs(RunStore.runsRoot(home), dir);
     if (opts.recover) await removeStaleTemps(file);
     return ok(new RunStore(dir, parsed.ok));
   }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -25,6 +25,27 @@ describe("run store", () => {
       assert.ok("error" in again && /already exists.*relay infty resume r1/.test(again.error.message));
       const loaded = await RunStore.load(home, "r1");
       assert.ok("ok" in loaded && loaded.ok.state.status === "running");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("a run store is owner-only (0700 folders, 0600 files, as rollouts are); an older, open one is tightened when loaded", { skip: process.platform === "win32" && "no POSIX modes" }, async () => {
+    const home = tmp();
+    const mode = (p: string) => statSync(p).mode & 0o777;
+    try {
+      const r = await RunStore.create(home, { run_id: "r-private", ...init });
+      assert.ok("ok" in r);
+      await r.ok.log({ type: "restored", checkpoint: "ckpt-0001", commit: "0".repeat(40), side_files: [] });
+      assert.equal(mode(RunStore.runsRoot(home)), 0o700);
+      assert.equal(mode(r.ok.dir), 0o700);
+      assert.equal(mode(path.join(r.ok.dir, "run.json")), 0o600);
+      assert.equal(mode(path.join(r.ok.dir, "events.jsonl")), 0o600);
+      chmodSync(r.ok.dir, 0o755);
+      chmodSync(RunStore.runsRoot(home), 0o755);
+      assert.ok("ok" in (await RunStore.load(home, "r-private")));
+      assert.equal(mode(r.ok.dir), 0o700);
+      assert.equal(mode(RunStore.runsRoot(home)), 0o700);
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
