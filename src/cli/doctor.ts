@@ -1,6 +1,8 @@
 /** `relay doctor`: can this host run relay sessions? One line per check, with the fix for each. */
 import path from "node:path";
-import { Command } from "@commander-js/extra-typings";
+import { Command, Option } from "@commander-js/extra-typings";
+import { ModelProviderSchema } from "../model/factory.ts";
+import { applyOverrides, defaultConfig } from "../session/config.ts";
 import { doctorReport, runDoctorChecks, type DoctorCheck } from "../session/doctor.ts";
 import { relayHome } from "../home/home.ts";
 import { checkWorkingDir } from "../session/preflight.ts";
@@ -43,6 +45,10 @@ export function doctorCommand() {
     .description("check that this host can run relay: sandbox, PTY, RELAY_HOME, config, model credentials, executor and code-mode host")
     .option("--json", "print one JSON object {checks: [{name, status, detail, fix?, required}], ok} instead of lines")
     .option("-C, --cd <dir>", "the workspace to check the sandbox for (default: the current directory)")
+    .option("-m, --model <name>", "as relay run: the model a session would use (config: model)")
+    .addOption(new Option("--provider <provider>", "as relay run: the model API (config: model_provider)").choices(ModelProviderSchema.options))
+    .option("--base-url <url>", "as relay run: the API base URL, e.g. http://localhost:11434/v1 (config: base_url; env OPENAI_BASE_URL)")
+    .option("--api-key-env <name>", "as relay run: the variable that holds the API key (config: api_key_env)")
     .addHelpText(
       "after",
       `
@@ -57,8 +63,11 @@ Each check is ok, missing or warn, and says how to fix what is not ok. Checks, i
   disk space         free space and inodes there: warn under 256 MiB or 10,000 inodes, missing
                      under 1 MiB or with no inode left (a full disk stops a session mid-way)
   config             $RELAY_HOME/config.toml parses (errors name file:line)
-  model credentials  the API key variable (api_key_env, default OPENAI_API_KEY) is set; its
-                     value is never printed. The scripted provider and local servers need none.
+  model credentials  what a session would use: the API key variable (api_key_env, default
+                     OPENAI_API_KEY) is set; its value is never printed. The scripted provider
+                     and servers on this machine or a private network need none, as for run.
+                     --provider, --base-url, -m and --api-key-env check what run would with
+                     the same flags.
   executor           relay executor starts and answers executor/info
   code-mode host     relay code-mode-host starts and answers codemode/hello
   git                git on PATH (optional)
@@ -75,7 +84,13 @@ Exit codes: 0 every required check is ok; 1 a required check is not ok; 2 bad us
         process.stderr.write(`relay: ${dir.error.message}\n`);
         process.exit(ExitCode.Usage);
       }
-      const checks = [...(await runDoctorChecks({ home: relayHome(), env: process.env, ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}) })), logCheck()];
+      const overrides = { model: opts.model, provider: opts.provider, base_url: opts.baseUrl, api_key_env: opts.apiKeyEnv };
+      const valid = applyOverrides(defaultConfig(), overrides);
+      if ("error" in valid) {
+        process.stderr.write(`relay: ${valid.error.message}\n`);
+        process.exit(ExitCode.Usage);
+      }
+      const checks = [...(await runDoctorChecks({ home: relayHome(), env: process.env, overrides, ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}) })), logCheck()];
       const report = doctorReport(checks);
       process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : renderDoctorChecks(checks));
       process.exit(report.ok ? ExitCode.Ok : ExitCode.Failure);

@@ -21,7 +21,7 @@ import { probeLandlock, probeUserns, type LandlockSupport } from "../executor/sa
 import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
 import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import { errorMessage, type Result } from "../util/result.ts";
-import { defaultConfig, loadConfig, type LoadedConfig, type RelayConfig } from "./config.ts";
+import { applyOverrides, defaultConfig, loadConfig, type ConfigOverrides, type LoadedConfig, type RelayConfig } from "./config.ts";
 import { configPath } from "../home/home.ts";
 import { sessionSandboxPolicy } from "./sandbox-check.ts";
 
@@ -57,6 +57,8 @@ export interface DoctorOptions {
   timeoutMs?: number;
   /** The workspace the sandbox check decides for (a git one needs more); default the cwd. */
   cwd?: string;
+  /** `run`'s model flags (--provider, --base-url, -m, --api-key-env), applied over config.toml. */
+  overrides?: ConfigOverrides;
 }
 
 export function doctorPassed(checks: readonly DoctorCheck[]): boolean {
@@ -281,13 +283,12 @@ function credentialsCheck(config: RelayConfig, env: NodeJS.ProcessEnv, configOk:
   if (provider === "scripted") return check(name, "ok", `provider scripted: no credentials needed${from}`, true);
   const varName = config.api_key_env;
   const baseUrl = effectiveBaseUrl(config, env);
-  const where = `provider ${provider} at ${showUrl(baseUrl)}`;
+  const where = `provider ${provider}, model ${config.model}, at ${showUrl(baseUrl)}`;
   // Only the variable's name and whether it is set: nothing about its value.
   const state = credentialState(config, env);
-  if (state === "set") return check(name, "ok", `${varName} is set (${where})${from}`, true);
-  if (state === "local_without_key") {
-    return check(name, "warn", `${varName} is not set; the local server at ${showUrl(baseUrl)} usually needs none (${provider})${from}`, false, `export ${varName}=... if that server wants a key`);
-  }
+  if (state === "set") return check(name, "ok", `a session would use ${varName} (set) for ${where}${from}`, true);
+  // The rule relay run applies: a server on this machine or a private network needs no key.
+  if (state === "local_without_key") return check(name, "ok", `no key needed for ${where} (a local or private server; ${varName} is not set, so none is sent)${from}`, true);
   return check(name, "missing", `${varName} is not set (${where})${from}`, true, `export ${varName}=... (or set api_key_env in ${configPath("$RELAY_HOME")} to the variable that holds your key)`);
 }
 
@@ -350,7 +351,9 @@ export async function runDoctorChecks(opts: DoctorOptions): Promise<DoctorCheck[
   const { home, env } = opts;
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const loaded = await loadConfig(home);
-  const config = "ok" in loaded ? loaded.ok.config : defaultConfig();
+  const base = "ok" in loaded ? loaded.ok.config : defaultConfig();
+  const overridden = opts.overrides ? applyOverrides(base, opts.overrides) : undefined;
+  const config = overridden && "ok" in overridden ? overridden.ok : base;
   const configOk = "ok" in loaded;
 
   // The probes share the native module: one after the other, so it is compiled once.

@@ -14,14 +14,26 @@ export function effectiveBaseUrl(config: RelayConfig, env: NodeJS.ProcessEnv): s
   return config.base_url ?? (env.OPENAI_BASE_URL?.trim() || DEFAULT_BASE_URL);
 }
 
-/** A server on this machine (Ollama, llama.cpp, vLLM...), which usually wants no key. */
+/**
+ * A server on this machine or a private network (Ollama, llama.cpp, vLLM on a box in the
+ * office...), which usually wants no key: loopback, RFC 1918 and link-local IPv4, IPv6 unique
+ * local and link-local addresses, `localhost` and `.local` names.
+ */
 export function isLocalUrl(url: string): boolean {
   try {
     const h = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
-    return h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "0.0.0.0" || /^127\.\d+\.\d+\.\d+$/.test(h);
+    if (h === "localhost" || h.endsWith(".localhost") || h.endsWith(".local") || h === "::1" || h === "0.0.0.0") return true;
+    const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(h);
+    if (v4) return privateV4(Number(v4[1]), Number(v4[2]));
+    return /^f[cd][0-9a-f]{2}:|^fe[89ab][0-9a-f]:/.test(h);
   } catch {
     return false;
   }
+}
+
+/** Loopback, RFC 1918 or link-local, by the first two octets. */
+function privateV4(a: number, b: number): boolean {
+  return a === 127 || a === 10 || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31);
 }
 
 /** The URL without user info, query or fragment, for messages. */

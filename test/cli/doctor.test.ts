@@ -59,7 +59,7 @@ const SECRET = "sk-test-SECRETVALUE";
 const noLandlock = { RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" };
 
 describe("relay doctor", () => {
-  const runs: Record<"simulated" | "fullAccess" | "keyHuman" | "keyJson" | "noKey" | "broken" | "normal" | "gitNoUserns" | "gitBestEffort", Run> = {} as never;
+  const runs: Record<"simulated" | "fullAccess" | "keyHuman" | "keyJson" | "noKey" | "broken" | "normal" | "gitNoUserns" | "gitBestEffort" | "localFlags" | "privateNet" | "badUrl", Run> = {} as never;
   // A git workspace: keeping its .git read-only needs user namespaces (or bubblewrap).
   const gitWorkspace = path.join(root, "git-ws");
   mkdirSync(path.join(gitWorkspace, ".git"), { recursive: true });
@@ -73,6 +73,9 @@ describe("relay doctor", () => {
       ["keyHuman", doctor([], relayHomeWith("key-human"), { OPENAI_API_KEY: SECRET })],
       ["keyJson", doctor(["--json"], relayHomeWith("key-json"), { OPENAI_API_KEY: SECRET })],
       ["noKey", doctor(["--json"], relayHomeWith("no-key"))],
+      ["localFlags", doctor(["--json", "--provider", "openai-chat", "--base-url", "http://localhost:11434/v1", "-m", "llama3.2"], relayHomeWith("local-flags"))],
+      ["privateNet", doctor(["--json", "--provider", "openai-chat", "--base-url", "http://192.168.1.20:8000/v1", "--api-key-env", "LAN_KEY"], relayHomeWith("private-net"))],
+      ["badUrl", doctor(["--json", "--base-url", "not a url"], relayHomeWith("bad-url"))],
       ["broken", doctor(["--json"], relayHomeWith("broken", "model = \n"))],
       ["normal", doctor(["--json"], relayHomeWith("normal", 'model_provider = "scripted"\n'))],
       ["gitNoUserns", doctor(["--json", "-C", gitWorkspace], relayHomeWith("git-no-userns", 'model_provider = "scripted"\n'), noUserns)],
@@ -153,11 +156,21 @@ describe("relay doctor", () => {
     }
     const creds = find(report(json), "model credentials");
     assert.equal(creds.status, "ok");
-    assert.match(creds.detail, /OPENAI_API_KEY is set/);
-    assert.match(human.stdout, /^ok +model credentials +OPENAI_API_KEY is set/m);
+    assert.match(creds.detail, /^a session would use OPENAI_API_KEY \(set\) for provider openai-responses, model [^,]+, at https:\/\/api\.openai\.com\/v1$/);
+    assert.match(human.stdout, /^ok +model credentials +a session would use OPENAI_API_KEY \(set\)/m);
     // Human mode: aligned columns and a summary line.
     assert.match(human.stdout, /^ok {7}pty {16}a test command ran on a PTY/m);
     assert.match(human.stdout, /\n(all required checks passed|\d+ required check\(s\) failed: )[^\n]*\n$/);
+  });
+
+  test("run's model flags: a local or private-network server needs no key, as for run, and the line names what a session would use", () => {
+    for (const [r, model, url] of [[runs.localFlags, "llama3.2", "http://localhost:11434/v1"], [runs.privateNet, "[^,]+", "http://192.168.1.20:8000/v1"]] as const) {
+      const creds = find(report(r), "model credentials");
+      assert.equal(creds.status, "ok", creds.detail);
+      assert.match(creds.detail, new RegExp(`^no key needed for provider openai-chat, model ${model}, at ${url.replace(/[./]/g, "\\$&")} \\(a local or private server; (OPENAI_API_KEY|LAN_KEY) is not set, so none is sent\\)$`));
+    }
+    assert.equal(runs.badUrl.status, 2);
+    assert.match(runs.badUrl.stderr, /^relay: .*base_url/);
   });
 
   test("without the API key the credentials check fails with the variable to set", () => {
