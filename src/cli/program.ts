@@ -1,4 +1,5 @@
 /** Builds the `relay` command tree. Each subcommand lives in its own file under src/cli/. */
+import { helpWidth, wrapHelpText } from "./help-wrap.ts";
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
 import { VERSION } from "../version.ts";
@@ -68,7 +69,8 @@ function rootCommand() {
         "Subcommands re-exec this same binary as child processes that speak a framed stdio protocol.",
     )
     .version(VERSION, "-V, --version", "print the relay version")
-    .configureOutput({ writeOut: (text) => writeDirect(1, text), writeErr: (text) => writeDirect(2, text) })
+    // Help (what writeOut prints) fits the terminal; errors stay one line each.
+    .configureOutput({ writeOut: (text) => writeDirect(1, wrapHelpText(text, helpWidth())), writeErr: (text) => writeDirect(2, text), getOutHelpWidth: helpWidth })
     .showHelpAfterError("(run with --help for usage)")
     // `relay sandbox CMD -x` passes -x to CMD, which needs options to be positional.
     .enablePositionalOptions()
@@ -97,9 +99,13 @@ function applyUsageExitCode(cmd: Command<unknown[], Record<string, unknown>, Rec
   for (const sub of cmd.commands) applyUsageExitCode(sub as never);
 }
 
-/** A subcommand's help goes out as the root's does (addCommand does not copy the setting). */
+/**
+ * A subcommand's help goes out as the root's does, and a mistyped subcommand at any level gets
+ * a did-you-mean (addCommand copies neither setting).
+ */
 function directOutput(cmd: AnyCommand, output: ReturnType<AnyCommand["configureOutput"]>): void {
   cmd.configureOutput(output);
+  cmd.showSuggestionAfterError(true);
   for (const sub of cmd.commands) directOutput(sub as never, output);
 }
 

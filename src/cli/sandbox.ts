@@ -14,12 +14,15 @@ export function sandboxCommand() {
     .description("run one command under exactly the sandbox policy the executor would apply")
     .argument("<command...>", "the command and its arguments (options after the command are its own)")
     .passThroughOptions()
-    .addOption(new Option("--mode <mode>", "the sandbox mode").choices(SandboxModeSchema.options).default("workspace-write" as const))
+    .addOption(new Option("-s, --sandbox <mode>", "the sandbox mode, as relay run's -s (default: workspace-write)").choices(SandboxModeSchema.options))
+    .addOption(new Option("--mode <mode>", "old name of --sandbox").choices(SandboxModeSchema.options).hideHelp())
     .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
     .option("--network", "allow network access (workspace-write only; read-only never has it)")
     .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
-    .addOption(new Option("--mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap").choices(SandboxMechanismSchema.options).default("auto" as const))
-    .option("--best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
+    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (default: auto)").choices(SandboxMechanismSchema.options))
+    .addOption(new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism").choices(SandboxMechanismSchema.options).hideHelp())
+    .option("--sandbox-best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
+    .addOption(new Option("--best-effort", "old name of --sandbox-best-effort").hideHelp())
     .option("--tmp", "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do")
     .option("--explain", "print the mechanism and the rules as JSON instead of running the command")
     .addHelpText(
@@ -39,21 +42,25 @@ Exit status: the command's own; 126 when the sandbox cannot be applied (the reas
 the command is not run), 127 when the command is not found, 2 for bad usage.
 
 Examples:
-  relay sandbox -- sh -c 'echo x > /tmp/outside'        # refused: /tmp is not the workspace
-  relay sandbox -C /tmp -- sh -c 'echo x > /tmp/outside' # allowed: the workspace is /tmp
+  relay sandbox -- sh -c 'echo x > /tmp/out'          # refused: outside -C
+  relay sandbox -C /tmp -- sh -c 'echo x > /tmp/out'  # allowed: inside -C
   relay sandbox --tmp -C ~/src/app -- npm test
   relay sandbox --network -- curl -sI https://example.com
-  relay sandbox --mode read-only --explain -- make`,
+  relay sandbox -s read-only --explain -- make
+
+The flags are relay run's (-s/--sandbox, --sandbox-mechanism, --sandbox-best-effort); the older
+--mode, --mechanism and --best-effort still work.`,
     )
     .action(async (command, opts) => {
       const cwd = path.resolve(opts.cd ?? process.cwd());
+      const mode = opts.sandbox ?? opts.mode ?? "workspace-write";
       const parsed = SandboxPolicySchema.safeParse({
-        mode: opts.mode,
+        mode,
         writable_roots: [cwd, ...(opts.writableRoot ?? []).map((d) => path.resolve(d))],
-        network: Boolean(opts.network) && opts.mode === "workspace-write",
+        network: Boolean(opts.network) && mode === "workspace-write",
         tmp_writable: Boolean(opts.tmp),
-        mechanism: opts.mechanism,
-        best_effort: Boolean(opts.bestEffort),
+        mechanism: opts.sandboxMechanism ?? opts.mechanism ?? "auto",
+        best_effort: Boolean(opts.sandboxBestEffort || opts.bestEffort),
       });
       if (!parsed.success) fail(`invalid sandbox policy: ${parsed.error.message}`, ExitCode.Usage);
       const policy: SandboxPolicy = parsed.data;

@@ -77,7 +77,7 @@ describe("relay sandbox", { skip: builtin }, () => {
   });
 
   test("read-only refuses writes even in the workspace", async () => {
-    const r = await sandbox(["--mode", "read-only", "-C", ws, "--", "sh", "-c", "echo x > in-ws.txt"]);
+    const r = await sandbox(["-s", "read-only", "-C", ws, "--", "sh", "-c", "echo x > in-ws.txt"]);
     assert.notEqual(r.status, 0);
     assert.ok(!existsSync(path.join(ws, "in-ws.txt")));
   });
@@ -93,7 +93,7 @@ describe("relay sandbox", { skip: builtin }, () => {
   });
 
   test("best effort on an old Landlock ABI runs and says what it does not enforce", async () => {
-    const r = await sandbox(["--best-effort", "-C", ws, "--", "sh", "-c", "echo ran"], { ...process.env, RELAY_SANDBOX_SIMULATE: "landlock-abi=2,no-bwrap" });
+    const r = await sandbox(["--sandbox-best-effort", "-C", ws, "--", "sh", "-c", "echo ran"], { ...process.env, RELAY_SANDBOX_SIMULATE: "landlock-abi=2,no-bwrap" });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, "ran\n");
     assert.match(r.stderr, /relay sandbox: not enforced: Landlock ABI 3 for truncate control/);
@@ -147,8 +147,23 @@ describe("relay sandbox", { skip: builtin }, () => {
   });
 
   test("bad usage exits 2", async () => {
-    const r = await sandbox(["--mode", "wide-open", "--", "true"]);
-    assert.equal(r.status, 2);
-    assert.match(r.stderr, /wide-open/);
+    for (const flag of ["-s", "--sandbox", "--mode"]) {
+      const r = await sandbox([flag, "wide-open", "--", "true"]);
+      assert.equal(r.status, 2, flag);
+      assert.match(r.stderr, /wide-open/);
+    }
+  });
+
+  test("run's spellings are the primary flags; the old ones are kept as aliases and out of --help", async () => {
+    const explained = async (args: string[]) => JSON.parse((await sandbox([...args, "--explain", "-C", ws, "--", "true"])).stdout) as { rules: Array<{ path: string; allowed: string[] }>; network: string };
+    for (const args of [["--sandbox", "read-only"], ["--mode", "read-only"]]) {
+      const plan = await explained(args);
+      assert.ok(!plan.rules.some((r) => r.path === ws), `${args.join(" ")}: the workspace is not writable`);
+    }
+    const help = await sandbox(["--help"]);
+    assert.match(help.stdout, /-s, --sandbox <mode>/);
+    assert.match(help.stdout, /--sandbox-mechanism <mechanism>/);
+    assert.match(help.stdout, /--sandbox-best-effort/);
+    assert.doesNotMatch(help.stdout, /^ +(--mode <mode>|--mechanism <mechanism>|--best-effort )/m, "not listed as options");
   });
 });
