@@ -116,7 +116,7 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   const settings = applySettingFlags(await settingsFor(home), opts);
   // Asked on the command line only: a config below the cap's default is the summary line's to explain.
   const capped = opts.maxRollouts === undefined || opts.skipPhase1 ? undefined : claimsCapped(settings);
-  if (capped) process.stderr.write(`relay memories: ${cappedLine(capped)}\n`);
+  if (capped) process.stderr.write(`${stamp()}${cappedLine(capped)}\n`);
   const { extractor, consolidator, extractorKind, consolidatorKind } = engines(opts, settings, home, loaded.ok.config);
   const kinds = { extractor: extractorKind, consolidator: consolidatorKind, auto: (opts.extractor ?? settings.extractor) === "auto" };
   const state = await openDb(opts.db, home);
@@ -151,12 +151,15 @@ function cappedLine(c: ClaimsCapped): string {
   return `--max-rollouts ${c.max_rollouts} is above the claim cap (max_running_jobs ${c.max_running_jobs}): this run claims at most ${c.max_running_jobs} rollouts; raise [memories] max_running_jobs in config.toml to claim more`;
 }
 
+/** A report line's start: when (a cron log is read days later) and who. */
+const stamp = () => `${new Date().toISOString()} relay memories: `;
+
 /** Prints the run's report and returns its exit code. */
 function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: { extractor: string; consolidator: string; auto: boolean }, capped: ClaimsCapped | undefined): number {
   // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
-  for (const line of leaseLines(rep)) process.stderr.write(`relay memories: ${line}\n`);
+  for (const line of leaseLines(rep)) process.stderr.write(`${stamp()}${line}\n`);
   // Rollouts that could not be read, with file:line; the counts by reason are in the summary line.
-  if (rep.phase1 && !opts.json) for (const line of skipDetailLines(rep.phase1.skipped)) process.stderr.write(`relay memories: ${line}\n`);
+  if (rep.phase1 && !opts.json) for (const line of skipDetailLines(rep.phase1.skipped)) process.stderr.write(`${stamp()}${line}\n`);
   const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
   const p2 = rep.phase2?.status;
   const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
@@ -164,7 +167,7 @@ function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kind
   if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: kinds.extractor, consolidator: kinds.consolidator, ...cap, ...rep }) + "\n");
   else {
     const offline = kinds.extractor === "heuristic" && kinds.consolidator === "heuristic" && kinds.auto;
-    process.stdout.write(`relay memories: ${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`);
+    process.stdout.write(`${stamp()}${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`);
   }
   return code;
 }
@@ -292,13 +295,14 @@ function addShow(memories: Command) {
   memories
     .command("show")
     .description("one memory: its raw memory and rollout summary")
-    .argument("<thread-id>", "session id")
+    .argument("<session>", "last (the newest memory), a session id, or a unique prefix of one")
     .option("--db <url>", DB_HELP)
     .option("--json", "print JSON")
-    .action(async (id, opts) => {
+    .action(async (ref, opts) => {
       const home = relayHome();
       const state = await openDb(opts.db, home);
       try {
+        const id = await memoryId(state, ref, false);
         const r = await getOutput(state, id);
         if ("error" in r) fail(r.error.message, ExitCode.Usage);
         if (!r.ok) fail(`no memory for session ${id} (see relay memories list)`, ExitCode.Failure);
@@ -322,12 +326,14 @@ function addForget(memories: Command) {
   memories
     .command("forget")
     .description("forget one session: drop its memory and never extract it again; the next consolidate removes it from the memory folder")
-    .argument("<thread-id>", "session id")
+    .argument("<session>", "last (the newest memory), a session id, or a unique prefix of a stored one")
     .option("--db <url>", DB_HELP)
     .option("--json", "print JSON")
-    .action(async (id, opts) => {
+    .action(async (ref, opts) => {
       const state = await openDb(opts.db, relayHome());
       try {
+        // A full id with no memory yet is forgotten too: it will never be extracted.
+        const id = await memoryId(state, ref, true);
         const r = await forgetThread(state, id, Math.floor(Date.now() / 1000));
         if ("error" in r) fail(r.error.message, ExitCode.Usage);
         if (opts.json) process.stdout.write(JSON.stringify({ thread_id: id, had_memory: r.ok }) + "\n");
@@ -336,6 +342,27 @@ function addForget(memories: Command) {
         await state.close();
       }
     });
+}
+
+/**
+ * The session a `show`/`forget` argument names: `last` is the newest memory, else an id or a
+ * unique prefix of a stored one. `anyId` takes an unknown argument as an id (forget).
+ */
+async function memoryId(state: StateDb, ref: string, anyId: boolean): Promise<string> {
+  const rows = await listOutputs(state);
+  if ("error" in rows) fail(rows.error.message, ExitCode.Usage);
+  if (ref === "last") {
+    const newest = rows.ok[0];
+    if (!newest) fail("there are no memories yet, so no last one: run relay memories consolidate", ExitCode.Failure);
+    return newest.thread_id;
+  }
+  const ids = rows.ok.map((r) => r.thread_id);
+  if (ids.includes(ref)) return ref;
+  const matches = ids.filter((id) => id.startsWith(ref));
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length > 1) fail(`${ref} is the start of ${matches.length} sessions' ids (${matches.slice(0, 3).join(", ")}${matches.length > 3 ? ", …" : ""}); give more of it`, ExitCode.Usage);
+  if (anyId) return ref;
+  fail(`no memory for session ${ref} (see relay memories list)`, ExitCode.Failure);
 }
 
 /** `memories list` for people: one row a memory, under a header. */

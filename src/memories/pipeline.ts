@@ -96,7 +96,10 @@ async function consolidate(o: ConsolidateOptions): Promise<Result<ConsolidateRep
   return ok({ pruned: pruned.ok, phase1, phase2: p2.ok });
 }
 
-/** `phase1 claimed=2 ok=1 no_output=1 failed=0; phase2 succeeded inputs=5 changes=3` */
+/**
+ * `phase1 scanned=3 claimed=2 ok=1 no_output=1 failed=0; phase2 consolidated 5 memories, 3
+ * file(s) changed`: phase 1 as counts, phase 2 in words (--json has the status codes).
+ */
 export function summaryLine(r: ConsolidateReport): string {
   const parts: string[] = [];
   if (r.phase1) {
@@ -104,14 +107,40 @@ export function summaryLine(r: ConsolidateReport): string {
     const skipped = skipSummary(r.phase1.skipped);
     parts.push(`phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}${skipped ? ` ${skipped}` : ""}`);
   } else parts.push("phase1 skipped");
-  const p = r.phase2;
-  if (!p) parts.push("phase2 skipped");
-  else {
-    const why = p.detail && p.status === "failed" ? ` (${p.detail.split("\n")[0]})` : p.holder ? ` (held by ${holderName(p.holder)} ${holderSince(p.holder)})` : "";
-    parts.push(`phase2 ${p.status} inputs=${p.inputs} changes=${p.changes.length}${why}`);
-  }
+  parts.push(r.phase2 ? `phase2 ${phase2Words(r.phase2)}` : "phase2 skipped");
   if (r.pruned) parts.push(`pruned=${r.pruned}`);
+  const hint = tooRecentHint(r);
+  if (hint) parts.push(hint);
   return parts.join("; ");
+}
+
+/** Phase 2's outcome as a sentence a person reads in a cron log. */
+function phase2Words(p: NonNullable<ConsolidateReport["phase2"]>): string {
+  const files = `${p.changes.length} file${p.changes.length === 1 ? "" : "s"} changed`;
+  const memories = `${p.inputs} ${p.inputs === 1 ? "memory" : "memories"}`;
+  switch (p.status) {
+    case "succeeded":
+      return `consolidated ${memories}, ${files}`;
+    case "succeeded_no_workspace_changes":
+      return `consolidated ${memories}, no file changed`;
+    case "succeeded_nothing_to_consolidate":
+      return p.changes.length > 0 ? "nothing new to consolidate; wrote the empty baseline" : "nothing new to consolidate";
+    case "skipped_running":
+      return `skipped: another run holds the lock${p.holder ? ` (held by ${holderName(p.holder)} ${holderSince(p.holder)})` : ""}`;
+    case "skipped_cooldown":
+      return "skipped: consolidated a short while ago (cooldown)";
+    case "skipped_retry_unavailable":
+      return "skipped: waiting to retry after a failure";
+    case "failed":
+      return `failed${p.detail ? ` (${p.detail.split("\n")[0]})` : ""}`;
+  }
+}
+
+/** When every session was too recent: how to take them now. */
+function tooRecentHint(r: ConsolidateReport): string | undefined {
+  const recent = r.phase1?.skipped.by_reason.too_recent ?? 0;
+  if (!r.phase1 || recent === 0 || r.phase1.claimed > 0) return undefined;
+  return `${recent} session${recent === 1 ? " is" : "s are"} too recent to extract yet; to take ${recent === 1 ? "it" : "them"} now: relay memories consolidate --min-idle-hours 0`;
 }
 
 /**

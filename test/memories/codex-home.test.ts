@@ -130,7 +130,7 @@ describe("relay memories consolidate --codex-home", { skip: sqliteSkip }, () => 
     await using c = codexHomeCopy();
     const human = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--codex-home", c.dir, "--skip-phase2"]);
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /^relay memories: phase1 scanned=11 claimed=4 .* skipped=8 \(/);
+    assert.match(human.stdout, /^\d{4}-\d\d-\d\dT\S+Z relay memories: phase1 scanned=11 claimed=4 .* skipped=8 \(/);
     assert.match(human.stdout, /source filtered 3: exec 1, mcp 1, subagent 1\)/);
     assert.match(human.stdout, /too recent \(idle < min_rollout_idle_hours\) 1, too old \(> max_rollout_age_days\) 1, no user turn 1, parse error 1, unreadable 1/);
     assert.match(human.stderr, new RegExp(`skipped .*${CODEX.tornMeta}\\.jsonl:2: `));

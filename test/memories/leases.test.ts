@@ -83,7 +83,7 @@ describe("memories leases: the CLI", { skip: skipBecause("memories leases throug
     await killed(b);
     const rerun = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
     assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
-    assert.match(rerun.stderr, new RegExp(`^relay memories: took over the phase 2 lock from pid ${b.pid} on ${re(HOST)} \\(held since \\d{4}-[^)]*\\): the process is gone$`, "m"));
+    assert.match(rerun.stderr, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z relay memories: took over the phase 2 lock from pid ${b.pid} on ${re(HOST)} \\(held since \\d{4}-[^)]*\\): the process is gone$`, "m"));
     const rep = JSON.parse(rerun.stdout);
     assert.equal(rep.phase2.status, "succeeded");
     assert.deepEqual([rep.phase2.takeover.holder.pid, rep.phase2.takeover.reason], [b.pid, "the process is gone"]);
@@ -97,7 +97,7 @@ describe("memories leases: the CLI", { skip: skipBecause("memories leases throug
     try {
       const second = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
       assert.equal(second.code, 3, second.stdout + second.stderr);
-      assert.match(second.stdout, new RegExp(`phase2 skipped_running inputs=0 changes=0 \\(held by pid ${b.pid} on ${re(HOST)} since \\d{4}-\\d\\d-\\d\\dT[^,]+, heartbeat \\d+ s ago\\)\\n$`));
+      assert.match(second.stdout, new RegExp(`phase2 skipped: another run holds the lock \\(held by pid ${b.pid} on ${re(HOST)} since \\d{4}-\\d\\d-\\d\\dT[^,]+, heartbeat \\d+ s ago\\)\\n$`));
       assert.doesNotMatch(second.stderr, /took over/);
       const json = JSON.parse((await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"])).stdout);
       assert.deepEqual([json.phase2.status, json.phase2.holder.pid, json.phase2.holder.host, json.phase2.holder.state], ["skipped_running", b.pid, HOST, "alive"]);
@@ -154,7 +154,7 @@ async function phase1KillAndRerun(h: TempHome, server: FakeModelServer): Promise
   await exited;
   const rerun = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
   assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
-  assert.match(rerun.stderr, new RegExp(`^relay memories: took over 1 phase 1 claim from pid ${child.pid} on ${re(HOST)} \\(held since [^)]+\\): the process is gone$`, "m"));
+  assert.match(rerun.stderr, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z relay memories: took over 1 phase 1 claim from pid ${child.pid} on ${re(HOST)} \\(held since [^)]+\\): the process is gone$`, "m"));
   const rep = JSON.parse(rerun.stdout);
   assert.deepEqual(rep.phase1.takeovers.map((t: { thread_id: string }) => t.thread_id), [r.id]);
   assert.deepEqual(rep.phase1.outcomes.map((o: { status: string }) => o.status), ["succeeded"]);

@@ -55,7 +55,7 @@ describe("memories start-up pass", { skip: sqliteSkip }, () => {
     assert.ok(sessionId);
 
     const [end] = await passesEnded(h, 1);
-    assert.match(end!, /done: phase1 scanned=4 claimed=2 ok=2 .*phase2 succeeded/);
+    assert.match(end!, /done: phase1 scanned=4 claimed=2 ok=2 .*phase2 consolidated/);
     assert.ok(passLines(h).some((l) => l.includes(`started for session ${sessionId}`)));
     const state = await openDb(h.dbFile);
     try {
@@ -122,7 +122,7 @@ describe("memories start-up pass", { skip: sqliteSkip }, () => {
     const run = await relay(h.home, [...scripted(h), "say hi"], ENV);
     assert.equal(run.code, 0, run.stderr);
     const [end] = await passesEnded(h, 1);
-    assert.match(end!, /done: .*phase2 succeeded inputs=1 .*pruned=1/);
+    assert.match(end!, /done: .*phase2 consolidated 1 memory, .*pruned=1/);
     const after = await openDb(h.dbFile);
     try {
       assert.deepEqual(ok(await listOutputs(after)).map((o) => o.thread_id), ["recent-1"], "older than max_unused_days (30) and not selected: pruned");
