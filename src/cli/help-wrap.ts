@@ -12,7 +12,7 @@ export function helpWidth(): number {
 }
 
 export function wrapHelpText(text: string, width: number): string {
-  const lines = text.split("\n");
+  const lines = unquoteDefaults(text).split("\n");
   const out: string[] = [];
   for (let i = 0; i < lines.length; ) {
     const para = proseRun(lines, i);
@@ -48,7 +48,8 @@ function wrapLine(line: string, width: number): string[] {
   if (line.length <= width) return [line];
   const term = termOf(line);
   // Under its description, unless the term leaves it too narrow a column.
-  const hang = term && term.length <= width - 30 ? term.length : indentOf(line) + 4;
+  const indent = indentOf(line);
+  const hang = term && term.length <= width - 30 ? term.length : indent === 0 ? 0 : indent + 4;
   const head = term ?? " ".repeat(indentOf(line));
   return fill(line.slice(head.length), head.length, hang, width, head);
 }
@@ -80,4 +81,9 @@ function pieces(text: string, room: number): Array<{ piece: string; glued: boole
     .split(/\s+/)
     .filter(Boolean)
     .flatMap((word) => (word.length > room ? word.split(/(?<=,)/).map((piece, i) => ({ piece, glued: i > 0 })) : [{ piece: word, glued: false }]));
+}
+
+/** commander prints string defaults and choices as JSON (`(default: "30m")`); people read them bare. */
+function unquoteDefaults(text: string): string {
+  return text.replace(/\((?:default|choices|preset):[^()]*\)/g, (group) => group.replace(/"([^"\n]*)"/g, "$1"));
 }

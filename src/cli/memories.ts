@@ -26,6 +26,7 @@ import { memoriesDir, relayHome } from "../home/home.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { wholeNumber } from "./number-flag.ts";
 import { alignRows, outputWidth } from "./session-format.ts";
+import { scheduleCommand } from "./memories-schedule.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
 
@@ -197,8 +198,8 @@ Leases: a run holds the phase 2 lock and its phase 1 claims for up to 1 h, renew
 start time; or a heartbeat older than 5 min) is taken over at once, with a line on stderr.
 A live holder keeps them; the summary line says who holds the lock and since when.
 
-Cron (every 30 minutes, one line per run appended to a log):
-  */30 * * * * relay memories consolidate >> ~/.relay/logs/memories.log 2>&1`;
+To run it every 30 minutes: relay memories schedule (a systemd user timer or a crontab entry;
+--print shows it first). See relay memories schedule --help for the line it runs.`;
 
 const LEASE_STATE: Record<HolderReport["state"], string> = {
   alive: "running",
@@ -226,6 +227,7 @@ Exit codes: 0 ok; 1 failed (or show: no such memory); 2 bad usage, config or sta
 3 consolidate skipped phase 2 (lock held, cooldown or backoff). See docs/memories.md.`,
     );
   memories.addCommand(consolidateCommand());
+  memories.addCommand(scheduleCommand());
   addStatus(memories);
   addList(memories);
   addShow(memories);

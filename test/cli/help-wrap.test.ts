@@ -26,13 +26,18 @@ describe("help wrapping", () => {
     assert.equal(wrapHelpText("  --m <spec>  MODEL[,provider=P][,base-url=URL][,effort=E]", 46), "  --m <spec>  MODEL[,provider=P][,\n              base-url=URL][,effort=E]");
   });
 
+  test("defaults and choices print without JSON quotes, also when commander broke the list over lines", () => {
+    assert.equal(wrapHelpText('  --every <i>  how often (default: "30m")\n  --p <p>  the API (choices:\n           "a-b", "c")', 200), "  --every <i>  how often (default: 30m)\n  --p <p>  the API (choices:\n           a-b, c)");
+  });
+
   test("every help page of every command fits 80 columns without a terminal", async () => {
-    const pages = [[], ["run"], ["infty"], ["infty", "run"], ["infty", "resume"], ["infty", "serve"], ["memories"], ["memories", "consolidate"], ["sessions", "list"], ["doctor"], ["sandbox"], ["package", "build"], ["executor"], ["skills"], ["mcp"]];
+    const pages = [[], ["run"], ["infty"], ["infty", "run"], ["infty", "resume"], ["infty", "serve"], ["memories"], ["memories", "consolidate"], ["memories", "schedule"], ["sessions", "list"], ["doctor"], ["sandbox"], ["package", "build"], ["executor"], ["skills"], ["mcp"]];
     const results = await Promise.all(pages.map((p) => runRelayAsync([...p, "--help"])));
     results.forEach((r, i) => {
       assert.equal(r.status, 0, r.stderr);
       const long = r.stdout.split("\n").filter((l) => l.length > 80);
       assert.deepEqual(long, [], `relay ${pages[i]!.join(" ")} --help`);
+      assert.doesNotMatch(r.stdout, /\((default|choices):\s+"/, `relay ${pages[i]!.join(" ")} --help: a quoted default`);
     });
   });
 
