@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -14,6 +14,7 @@ import { SkillsListOutputSchema } from "../../src/session/skill-sources.ts";
 import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
 import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
+import { REPO_ROOT } from "../support/paths.ts";
 
 /** A copy of the binary alone in `dir`, as a download would leave it. */
 function loneCopy(bin: string, dir: string): string {
@@ -49,6 +50,37 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     const bad = spawnSync(bin, ["frobnicate"], { cwd: "/", encoding: "utf8", env: cleanEnv() });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /unknown command 'frobnicate'/);
+  });
+
+  test("README's \"Install the binary\" block, run as written in an env -i shell with an empty home: install, --version, doctor, completion", () => {
+    const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Install the binary"), readme.indexOf("\n## ", readme.indexOf("## Install the binary") + 3));
+    assert.ok(readme.indexOf("## Install the binary") < readme.indexOf("## Quick start"), "installing comes before the quick start");
+    const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    assert.ok(block, "the section has a shell block");
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-readme-install-"));
+    try {
+      const home = path.join(machine, "home");
+      mkdirSync(path.join(home, ".local", "bin"), { recursive: true });
+      mkdirSync(path.join(machine, "dist"));
+      copyFileSync(bin, path.join(machine, "dist", "relay"));
+      const lines = block.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter(Boolean);
+      assert.equal(lines[1], "relay --version", "the version is checked first");
+      for (const line of lines) {
+        // As a new user's shell: nothing but the basic PATH and ~/.local/bin, in the folder the binary was built in.
+        const r = spawnSync("env", ["-i", `HOME=${home}`, `PATH=${home}/.local/bin:/usr/bin:/bin`, "bash", "-c", line], { cwd: machine, encoding: "utf8" });
+        if (line === "relay doctor") {
+          // No API key on this machine: that check alone may fail, and says what to do.
+          const failed = /(\d+) required check\(s\) failed: (.*)/.exec(r.stdout);
+          assert.ok(r.status === 0 || (r.status === 1 && failed?.[2]?.trim() === "model credentials"), `${line}: ${r.stdout}${r.stderr}`);
+        } else {
+          assert.equal(r.status, 0, `${line}: ${r.stdout}${r.stderr}`);
+        }
+        if (line === "relay --version") assert.equal(r.stdout.trim(), VERSION);
+      }
+    } finally {
+      rmSync(machine, { recursive: true, force: true });
+    }
   });
 
   test("a lone copy with an empty home: the sandbox works with nothing installed", { skip: process.platform !== "linux" && "the built-in sandbox is Linux only" }, () => {
