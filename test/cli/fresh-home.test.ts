@@ -58,20 +58,20 @@ describe("a fresh RELAY_HOME", () => {
     assert.ok(existsSync(path.join(home, "sessions")));
   });
 
-  test("the cron line of docs/memories.md runs as written on a machine with no ~/.relay", () => {
+  test("the cron line of docs/memories.md runs as cron runs it (env -i, PATH=/usr/bin:/bin) on a machine with no ~/.relay", () => {
     const doc = readFileSync(path.join(REPO_ROOT, "docs/memories.md"), "utf8");
-    const line = /^\*\/30 \* \* \* \* (.+)$/m.exec(doc)?.[1];
+    const line = /^\*\/30 \* \* \* \* (.+) # relay memories schedule$/m.exec(doc)?.[1];
     assert.ok(line, "docs/memories.md has the cron line");
     const dir = path.join(base, "cron");
     const bin = path.join(dir, "bin");
     mkdirSync(bin, { recursive: true });
-    // `relay` on PATH is this relay, as an installed binary would be.
+    // The documented binary and home, put where this machine has them.
     const shim = path.join(bin, "relay");
     spawnSync("sh", ["-c", `printf '#!/bin/sh\\nexec %s "$@"\\n' ${JSON.stringify(joinCommandLine(relayArgv()))} > ${shim} && chmod +x ${shim}`]);
-    const env = { PATH: `${bin}:${process.env.PATH}`, HOME: path.join(dir, "home") };
-    mkdirSync(env.HOME);
-    const r = spawnSync("sh", ["-c", line], { env, encoding: "utf8" });
+    const home = path.join(dir, "home", ".relay");
+    const here = line.replaceAll("/usr/local/bin/relay", shim).replaceAll("/home/you/.relay", home);
+    const r = spawnSync("env", ["-i", "PATH=/usr/bin:/bin", "sh", "-c", here], { encoding: "utf8" });
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
-    assert.match(readFileSync(path.join(env.HOME, ".relay", "logs", "memories.log"), "utf8"), /relay memories: phase1 scanned=0/);
+    assert.match(readFileSync(path.join(home, "logs", "memories.log"), "utf8"), /^\d{4}-\d\d-\d\dT\S+Z relay memories: phase1 scanned=0/);
   });
 });
