@@ -4,6 +4,7 @@ import { packRun } from "../infty/pack-run.ts";
 import { listCheckpoints, type Checkpoint } from "../infty/checkpoints.ts";
 import { restoreRun, type RestoreOutcome } from "../infty/restore.ts";
 import { ExitCode, fail } from "./usage.ts";
+import { wholeNumber } from "./number-flag.ts";
 import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
 import { alignRows, outputWidth } from "./session-format.ts";
 
@@ -76,7 +77,7 @@ export function addPack(infty: Command) {
     .description("pack a run's checkpoint repository now (a driver packs it as the run goes, past 256 loose objects)")
     .argument("<run-id>", RUN_ARG_HELP)
     .option("--if-due", "only if enough loose objects have piled up")
-    .addOption(new Option("--held-by <pid>", "the driver that runs this (it holds the run's lease)").argParser((v) => Number(v)).hideHelp())
+    .addOption(new Option("--held-by <pid>", "the driver that runs this (it holds the run's lease)").argParser(wholeNumber("--held-by", 2)).hideHelp())
     .option("--json", "print the outcome as JSON")
     .action(async (ref, opts) => {
       const store = await loadRun(ref);
