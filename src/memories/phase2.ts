@@ -11,7 +11,8 @@ import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
 import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
 import { selectPhase2Inputs } from "./store-outputs.ts";
 import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, tryClaimPhase2 } from "./store-phase2.ts";
-import { prepareWorkspace, resetBaseline, workspaceDiff, writeDiffFile, type WorkspaceChange } from "./workspace.ts";
+import { prepareWorkspace, resetBaseline, workspaceDiff, writeDiffFile, type PreparedWorkspace, type WorkspaceChange } from "./workspace.ts";
+import { crashPoint } from "../util/crash-point.ts";
 
 export const PHASE2_LEASE_SECONDS = 3600;
 export const PHASE2_RETRY_DELAY_SECONDS = 3600;
@@ -58,6 +59,8 @@ export interface Phase2Report {
   holder?: HolderReport;
   /** The lock was taken from a holder that is gone. */
   takeover?: TakeOver;
+  /** The memory folder's baseline was unreadable and was made again from its files: why. */
+  rebuilt_baseline?: string;
 }
 
 const secs = (ms: number) => Math.floor(ms / 1000);
@@ -68,12 +71,15 @@ export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>>
   if ("error" in claim) return claim;
   if (claim.ok.kind === "skipped_running") return ok({ status: claim.ok.kind, inputs: 0, changes: [], holder: claim.ok.holder });
   if (claim.ok.kind !== "claimed") return ok({ status: claim.ok.kind, inputs: 0, changes: [] });
-  const r = await consolidateUnderLock(o, claim.ok.token, claim.ok.inputWatermark, lease);
+  const prep = await prepareWorkspace(o.root);
+  const r = await consolidateUnderLock(o, claim.ok.token, claim.ok.inputWatermark, lease, prep);
+  if ("error" in r) return r;
   const takeover = claim.ok.tookOver;
-  return "error" in r || !takeover ? r : ok({ ...r.ok, takeover });
+  const rebuilt = "ok" in prep ? prep.ok.rebuilt : undefined;
+  return ok({ ...r.ok, ...(takeover ? { takeover } : {}), ...(rebuilt ? { rebuilt_baseline: rebuilt } : {}) });
 }
 
-async function consolidateUnderLock(o: Phase2Options, token: string, inputWatermark: number, lease: number): Promise<Result<Phase2Report>> {
+async function consolidateUnderLock(o: Phase2Options, token: string, inputWatermark: number, lease: number, prep: Result<PreparedWorkspace>): Promise<Result<Phase2Report>> {
   const failed = async (label: string, raw: string): Promise<Result<Phase2Report>> => {
     // Agent failures quote model output; this lands in jobs.last_error and the report.
     const message = redactSecrets(raw);
@@ -82,7 +88,6 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
     return ok({ status: "failed", detail: `${label}: ${message}${extra}`, inputs: 0, changes: [] });
   };
 
-  const prep = await prepareWorkspace(o.root);
   if ("error" in prep) return failed("failed_prepare_workspace", prep.error.message);
   const sel = await selectPhase2Inputs(o.state, o.maxRawMemories, o.maxUnusedDays, secs(o.now()));
   if ("error" in sel) {
@@ -98,6 +103,7 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
     return failed("failed_sync_workspace_inputs", errorMessage(e));
   }
   if (o.afterSync) await o.afterSync();
+  crashPoint("phase2:synced");
   const diff = await workspaceDiff(o.root);
   if ("error" in diff) return failed("failed_workspace_status", diff.error.message);
   if (!diff.ok.changes.length) {
@@ -114,6 +120,7 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
   }
   const wrote = await writeDiffFile(o.root, diff.ok);
   if ("error" in wrote) return failed("failed_workspace_diff_file", wrote.error.message);
+  crashPoint("phase2:diff-written");
 
   let lost = false;
   const beat = setInterval(() => {
@@ -130,6 +137,7 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
     clearInterval(beat);
   }
   if ("error" in result) return failed(result.error.code.startsWith("failed_") ? result.error.code : "failed_agent", result.error.message);
+  crashPoint("phase2:consolidated");
   const owned = await heartbeatPhase2(o.state, token, lease, secs(o.now()));
   if ("error" in owned) return failed("failed_confirm_ownership", owned.error.message);
   if (!owned.ok || lost) return ok({ status: "failed", detail: "failed_confirm_ownership: another run took the lock while this one was consolidating", inputs: selection.length, changes: diff.ok.changes });

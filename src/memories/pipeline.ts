@@ -108,6 +108,7 @@ export function summaryLine(r: ConsolidateReport): string {
     parts.push(`phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}${skipped ? ` ${skipped}` : ""}`);
   } else parts.push("phase1 skipped");
   parts.push(r.phase2 ? `phase2 ${phase2Words(r.phase2)}` : "phase2 skipped");
+  if (r.phase2?.rebuilt_baseline) parts.push(`the memory baseline was unreadable (${r.phase2.rebuilt_baseline}): made it again from the folder's files`);
   if (r.pruned) parts.push(`pruned=${r.pruned}`);
   const hint = tooRecentHint(r);
   if (hint) parts.push(hint);

@@ -3,12 +3,13 @@
  * the baseline of the last successful consolidation; the diff against it is what changed since.
  */
 import fs from "node:fs";
-import { mkdir, readdir, rm, stat, writeFile, readFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat, writeFile, readFile } from "node:fs/promises";
 import path from "node:path";
 import { createTwoFilesPatch } from "diff";
 import git from "isomorphic-git";
 import { errorMessage, err, ok, type Result } from "../util/result.ts";
 import { redactSecrets } from "../util/redact.ts";
+import { crashPoint } from "../util/crash-point.ts";
 import { redactFolder, safeRelativePath } from "./redact-files.ts";
 import { DIFF_FILE } from "./storage.ts";
 
@@ -34,62 +35,138 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
+/** A baseline being built (`.git.new-…`) or being replaced (`.git.old-…`): never memory content. */
+const STAGING = /^\.git\.(new|old)-/;
+
 async function listFiles(root: string, rel = ""): Promise<string[]> {
   const out: string[] = [];
   for (const e of await readdir(path.join(root, rel), { withFileTypes: true })) {
     const p = rel ? `${rel}/${e.name}` : e.name;
-    if (p === ".git" || p === DIFF_FILE) continue;
+    if (p === ".git" || p === DIFF_FILE || STAGING.test(p)) continue;
     if (e.isDirectory()) out.push(...(await listFiles(root, p)));
     else if (e.isFile()) out.push(p);
   }
   return out;
 }
 
-/** Replaces any history with one commit of the current tree (minus the diff file), redacted first. */
+/**
+ * Replaces any history with one commit of the current tree (minus the diff file), redacted
+ * first. The new repository is built beside the old one (`.git.new-…`) and swapped in by two
+ * renames, so a kill at any point leaves the previous baseline, the new one, or one of them
+ * under a staging name that prepareWorkspace puts back.
+ */
 export async function resetBaseline(root: string, now: Date = new Date()): Promise<Result<string>> {
   try {
     await mkdir(root, { recursive: true, mode: 0o700 });
     await rm(path.join(root, DIFF_FILE), { force: true });
     // The commit must not preserve a secret a consolidator or a hand edit wrote.
-    await redactFolder(root, [".git"]);
-    await rm(path.join(root, ".git"), { recursive: true, force: true });
-    await git.init({ fs, dir: root, defaultBranch: "main" });
-    const files = await listFiles(root);
-    if (files.length) await git.add({ fs, dir: root, filepath: files });
-    const timestamp = Math.floor(now.getTime() / 1000);
-    const oid = await git.commit({
-      fs,
-      dir: root,
-      message: "relay memories baseline",
-      author: { ...AUTHOR, timestamp, timezoneOffset: 0 },
-      committer: { ...AUTHOR, timestamp, timezoneOffset: 0 },
-    });
+    await redactFolder(root, [".git", ...(await stagingDirs(root))]);
+    crashPoint("baseline:redacted");
+    const staged = path.join(root, `.git.new-${process.pid}-${Date.now()}`);
+    const oid = await commitTree(root, staged, now);
+    crashPoint("baseline:committed");
+    await swapIn(root, staged);
     return ok(oid);
   } catch (e) {
     return err("workspace_commit", `cannot reset the memory baseline in ${root}: ${errorMessage(e)}`);
   }
 }
 
-/** Creates the folder, removes a stale diff file, and makes a baseline if there is none. */
-export async function prepareWorkspace(root: string): Promise<Result<void>> {
+/** One commit of the folder's files in a new repository at `gitdir`. */
+async function commitTree(root: string, gitdir: string, now: Date): Promise<string> {
+  await git.init({ fs, dir: root, gitdir, defaultBranch: "main" });
+  const files = await listFiles(root);
+  if (files.length) await git.add({ fs, dir: root, gitdir, filepath: files });
+  crashPoint("baseline:added");
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const when = { timestamp, timezoneOffset: 0 };
+  return git.commit({ fs, dir: root, gitdir, message: "relay memories baseline", author: { ...AUTHOR, ...when }, committer: { ...AUTHOR, ...when } });
+}
+
+/** `.git` → `.git.old-…`, `staged` → `.git`, then the old one is removed. */
+async function swapIn(root: string, staged: string): Promise<void> {
+  const live = path.join(root, ".git");
+  const old = path.join(root, `.git.old-${process.pid}-${Date.now()}`);
+  if (await exists(live)) await rename(live, old);
+  crashPoint("baseline:moved-old");
+  await rename(staged, live);
+  crashPoint("baseline:moved-new");
+  await rm(old, { recursive: true, force: true });
+}
+
+/** The staging names left in `root` (by a killed reset). */
+async function stagingDirs(root: string): Promise<string[]> {
+  return (await readdir(root).catch(() => [] as string[])).filter((n) => STAGING.test(n));
+}
+
+/** Why the repository at `gitdir` is not a usable baseline, or undefined: HEAD's commit, tree and blobs all read. */
+export async function baselineProblem(root: string, gitdir = path.join(root, ".git")): Promise<string | undefined> {
+  try {
+    if (!(await stat(gitdir)).isDirectory()) return ".git is not a folder";
+  } catch {
+    return ".git is missing";
+  }
+  let oid: string;
+  try {
+    oid = await git.resolveRef({ fs, dir: root, gitdir, ref: "HEAD" });
+  } catch (e) {
+    return `HEAD names no commit (${errorMessage(e)})`;
+  }
+  try {
+    const { commit } = await git.readCommit({ fs, dir: root, gitdir, oid });
+    await readAllBlobs(root, gitdir, commit.tree, "");
+  } catch (e) {
+    return `the baseline commit ${oid.slice(0, 12)} cannot be read (${errorMessage(e)})`;
+  }
+  return undefined;
+}
+
+async function readAllBlobs(root: string, gitdir: string, tree: string, prefix: string): Promise<void> {
+  const { tree: entries } = await git.readTree({ fs, dir: root, gitdir, oid: tree });
+  for (const e of entries) {
+    if (e.type === "tree") await readAllBlobs(root, gitdir, e.oid, `${prefix}${e.path}/`);
+    else if (e.type === "blob") await git.readBlob({ fs, dir: root, gitdir, oid: e.oid });
+  }
+}
+
+/**
+ * After a kill during a reset: with no `.git`, a readable `.git.old-…` is the previous baseline
+ * and goes back; every other staging folder is removed.
+ */
+async function recoverSwap(root: string): Promise<void> {
+  const staging = await stagingDirs(root);
+  if (!(await exists(path.join(root, ".git")))) {
+    for (const name of staging.filter((n) => n.startsWith(".git.old-")).sort().reverse()) {
+      if ((await baselineProblem(root, path.join(root, name))) === undefined) {
+        await rename(path.join(root, name), path.join(root, ".git"));
+        break;
+      }
+    }
+  }
+  for (const name of await stagingDirs(root)) await rm(path.join(root, name), { recursive: true, force: true });
+}
+
+export interface PreparedWorkspace {
+  /** Set when the baseline was unreadable and was made again from the folder's files: why. */
+  rebuilt?: string;
+}
+
+/**
+ * Creates the folder, removes a stale diff file, puts back a baseline a killed reset left
+ * aside, and checks the baseline reads (HEAD, its commit, tree and blobs). One that does not is
+ * made again from the folder's files, and the reason is returned to be said once.
+ */
+export async function prepareWorkspace(root: string): Promise<Result<PreparedWorkspace>> {
   try {
     await mkdir(root, { recursive: true, mode: 0o700 });
     await rm(path.join(root, DIFF_FILE), { force: true });
-    const gitDir = path.join(root, ".git");
-    let valid = false;
-    if (await exists(gitDir)) {
-      try {
-        await git.resolveRef({ fs, dir: root, ref: "HEAD" });
-        valid = (await stat(gitDir)).isDirectory();
-      } catch {
-        valid = false;
-      }
-    }
-    if (!valid) {
-      const r = await resetBaseline(root);
-      if ("error" in r) return r;
-    }
-    return ok(undefined);
+    const hadBaseline = (await exists(path.join(root, ".git"))) || (await stagingDirs(root)).length > 0;
+    await recoverSwap(root);
+    const problem = await baselineProblem(root);
+    if (problem === undefined) return ok({});
+    const r = await resetBaseline(root);
+    if ("error" in r) return r;
+    return ok(hadBaseline ? { rebuilt: problem } : {});
   } catch (e) {
     return err("workspace_prepare", `cannot prepare the memory folder ${root}: ${errorMessage(e)}`);
   }
