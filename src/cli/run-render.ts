@@ -68,6 +68,12 @@ function toolResultLines(e: Extract<SessionEvent, { type: "tool_result" }>, p: {
   return out.join("");
 }
 
+/** The session header's sandbox line, and what the kernel cannot enforce here. */
+function sandboxLines(e: Extract<SessionEvent, { type: "sandbox" }>, p: { dim: (s: string) => string; red: (s: string) => string }): string {
+  const head = e.refused ? p.red(`relay: sandbox: every command will be refused: ${e.refused}\n`) : p.dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`);
+  return head + (e.gaps.length ? p.red(`relay: sandbox: not enforced here: ${e.gaps.join("; ")}\n`) : "");
+}
+
 export interface HumanRendererOptions {
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
@@ -106,9 +112,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
         err.write(dim(`instructions ${e.files.map((f) => `${f.path}${f.truncated ? " (cut)" : ""}`).join(", ")}\n`));
         return;
       case "sandbox":
-        if (e.refused) err.write(red(`relay: sandbox: every command will be refused: ${e.refused}\n`));
-        else err.write(dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`));
-        if (e.gaps.length) err.write(red(`relay: sandbox: not enforced here: ${e.gaps.join("; ")}\n`));
+        err.write(sandboxLines(e, { dim, red }));
         return;
       case "mcp_server":
         // Failures and exits also come as warnings; the rest is progress.
