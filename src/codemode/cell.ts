@@ -6,6 +6,7 @@
  * (cell-in-flight.ts). Everything the script can make the host hold is capped, because it
  * lives outside the QuickJS memory limit.
  */
+import { trackAsync } from "./track-async.ts";
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { err, type Result } from "../util/result.ts";
 import { CellBudget } from "./cell-budget.ts";
@@ -74,7 +75,7 @@ export class Cell {
     const adopted = this.budget.enter(() => vm.adopt(this.owner(), this.limits.memoryLimitBytes, this.req.enabled_tools ?? []));
     if (adopted !== undefined) return this.complete(adopted);
     const evaluated = this.budget.enter(() => {
-      const r = vm.ctx.evalCode(source, "exec_main.mjs", { type: "module" });
+      const r = vm.ctx.evalCode(trackedSource(vm, source), "exec_main.mjs", { type: "module" });
       if (r.error) return this.budget.thrownText(r.error);
       this.main = r.value;
       return undefined;
@@ -274,4 +275,20 @@ function parseToolInput(input: string): unknown {
   } catch {
     return input;
   }
+}
+
+/**
+ * The cell with its async functions and import() made visible to the rejection tracker
+ * (track-async.ts), when the rewrite compiles; else the cell as written.
+ */
+function trackedSource(vm: PreparedVm, source: string): string {
+  const tracked = trackAsync(source);
+  if (tracked === source) return source;
+  const compiled = vm.ctx.evalCode(tracked, "exec_check.mjs", { type: "module", compileOnly: true });
+  if (compiled.error) {
+    compiled.error.dispose();
+    return source;
+  }
+  compiled.value.dispose();
+  return tracked;
 }
