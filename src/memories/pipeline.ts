@@ -123,7 +123,7 @@ function phase2Words(p: NonNullable<ConsolidateReport["phase2"]>): string {
     case "succeeded":
       return `consolidated ${memories}, ${files}`;
     case "succeeded_no_workspace_changes":
-      return `consolidated ${memories}, no file changed`;
+      return "nothing new to consolidate (no file changed since the last baseline)";
     case "succeeded_nothing_to_consolidate":
       return p.changes.length > 0 ? "nothing new to consolidate; wrote the empty baseline" : "nothing new to consolidate";
     case "skipped_running":
