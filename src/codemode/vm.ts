@@ -33,8 +33,12 @@ const TRACKER_SOURCE = `(() => {
   const note = (p, e) => { if (!seen.has(p)) { unhandled.add(p); reasons.set(p, e); } };
   class TrackedPromise extends Native {
     constructor(executor) {
-      let self, early = false, earlyReason;
-      super((resolve, reject) => executor(resolve, (e) => { if (self) note(self, e); else { early = true; earlyReason = e; } reject(e); }));
+      let self, early = false, earlyReason, settled = false;
+      super((resolve, reject) => {
+        const fulfil = (v) => { settled = true; resolve(v); };
+        const fail = (e) => { if (!settled) { settled = true; if (self) note(self, e); else { early = true; earlyReason = e; } } reject(e); };
+        try { executor(fulfil, fail); } catch (e) { fail(e); }
+      });
       self = this;
       if (early) note(self, earlyReason);
     }

@@ -125,6 +125,7 @@ describe("code-mode limits (in process)", () => {
       ["const o = { async m() { throw new Error('method') } }; o.m(); await null", "Error: method"],
       ["class C { static async s() { throw new Error('static') } }; C.s(); await null", "Error: static"],
       ["new Promise((_, reject) => reject(new Error('ctor'))); await null", "Error: ctor"],
+      ["new Promise(() => { throw new Error('thrown in executor') }); await null", "Error: thrown in executor"],
       ["import('nope'); await new Promise((r) => setTimeout(r, 5))", "nope"],
       ["(async () => 1)().then(() => { throw new Error('in then') }); await new Promise((r) => setTimeout(r, 5))", "Error: in then"],
       ["async function outer() { async function inner() { throw new Error('nested') } inner() } outer(); await null", "Error: nested"],
@@ -137,6 +138,7 @@ describe("code-mode limits (in process)", () => {
       "async function f() { throw new Error('x') } try { await f() } catch {} f().catch(() => {}); text('ok')",
       "const g = async () => { throw 1 }; const p = g(); await null; await p.catch(() => {}); text('ok')",
       "await new Promise((_, reject) => reject(2)).catch(() => {}); text('ok')",
+      "new Promise((resolve, reject) => { resolve(1); reject(new Error('too late')) }); await null; text('ok')",
       "try { await import('nope') } catch { text('ok') }",
       "const o = { async m(a, b) { return this.k + a + b + arguments.length }, k: 1 }; text(String(await o.m(2, 3)))",
       "const s = 'async function () {}', re = /async ()=>x/; async function f() { return [s.length, re.source] } text(JSON.stringify(await f()))",
@@ -146,7 +148,7 @@ describe("code-mode limits (in process)", () => {
       // The rewrite of this arrow would swallow the next line (no semicolon): it does not compile, so the cell runs as written.
       "const f = async () => 1\ntext(String(await f()))",
     ];
-    const outputs = ["ok", "ok", "ok", "ok", "8", '[20,"async ()=>x"]', "1", "2", "true", "1"];
+    const outputs = ["ok", "ok", "ok", "ok", "ok", "8", '[20,"async ()=>x"]', "1", "2", "true", "1"];
     for (const [n, cell] of handled.entries()) assert.deepEqual(await run(s, cell), { error: null, texts: [outputs[n]!] }, cell);
     s.shutdown();
   });
