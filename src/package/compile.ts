@@ -2,11 +2,12 @@
  * How a relay binary is made, in two steps that every build shares (npm run build, a package
  * build from the source tree, and a compiled binary recompiling itself for another target):
  *   1. bundle src/main.ts into minified chunks (main.js imports the rest on demand, so each
- *      subcommand parses only its own code), plus relay-bundle.gz holding them all, plus
- *      QuickJS's wasm (quickjs.wasm) from node_modules;
- *   2. `bun build --compile --splitting --bytecode main.js relay-bundle.gz quickjs.wasm`: the
- *      binary runs main.js and carries the gzip and the wasm as embedded files, so it can
- *      recompile exactly itself later (self-bundle.ts) without the source tree.
+ *      subcommand parses only its own code), plus relay-bundle.gz holding them all, plus the
+ *      wasm files it runs (QuickJS, tree-sitter and its bash grammar: WASM_ASSETS) from
+ *      node_modules;
+ *   2. `bun build --compile --splitting --bytecode main.js relay-bundle.gz *.wasm`: the binary
+ *      runs main.js and carries the gzip and the wasm as embedded files, so it can recompile
+ *      exactly itself later (self-bundle.ts) without the source tree.
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -14,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { z } from "zod";
-import { QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
+import { WASM_ASSETS, type WasmAsset } from "../util/embedded-file.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { TargetInfo } from "./targets.ts";
@@ -36,10 +37,7 @@ export interface BunCommand {
   env?: Record<string, string | undefined>;
 }
 
-/** The QuickJS variant engine.ts imports, whose package ships the .wasm (its `./wasm` export). */
-const QUICKJS_PACKAGE = "@jitl/quickjs-wasmfile-release-sync";
-
-/** A directory holding main.js, the chunks it imports, relay-bundle.gz and quickjs.wasm. */
+/** A directory holding main.js, the chunks it imports, relay-bundle.gz and the WASM_ASSETS. */
 export interface Bundle {
   dir: string;
 }
@@ -76,36 +74,43 @@ export function bundleSource(bun: BunCommand, sourceRoot: string, workDir: strin
   if (!names.includes(BUNDLE_MAIN)) return err("compile_failed", `bun build wrote no ${BUNDLE_MAIN}`);
   const files = Object.fromEntries(names.map((n) => [n, readFileSync(path.join(dir, n), "utf8")]));
   writeFileSync(path.join(dir, BUNDLE_ASSET), gzipSync(JSON.stringify({ format: "relay-bundle/1", files } satisfies BundleFile), { level: 9 }));
-  const wasm = quickJsWasmPath(sourceRoot);
-  if ("error" in wasm) return wasm;
-  copyFileSync(wasm.ok, path.join(dir, QUICKJS_WASM_ASSET));
+  for (const asset of WASM_ASSETS) {
+    const wasm = wasmAssetPath(sourceRoot, asset);
+    if ("error" in wasm) return wasm;
+    copyFileSync(wasm.ok, path.join(dir, asset.asset));
+  }
   return ok({ dir });
 }
 
 /**
- * QuickJS's .wasm in `sourceRoot`'s node_modules (a direct dependency, so at the top), found by
- * its package's `./wasm` export: a compiled relay's require.resolve does not search a source tree.
+ * A wasm asset's file in `sourceRoot`'s node_modules (a direct dependency, so at the top), by its
+ * path in the package or the package's export: a compiled relay's require.resolve does not
+ * search a source tree.
  */
-export function quickJsWasmPath(sourceRoot: string): Result<string> {
-  const dir = path.join(sourceRoot, "node_modules", QUICKJS_PACKAGE);
+export function wasmAssetPath(sourceRoot: string, asset: WasmAsset): Result<string> {
+  const dir = path.join(sourceRoot, "node_modules", asset.package);
   let file: string | undefined;
-  try {
-    const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { exports?: Record<string, unknown> };
-    const rel = manifest.exports?.["./wasm"];
-    if (typeof rel === "string") file = path.join(dir, rel);
-  } catch {
-    file = undefined;
+  if ("path" in asset.file) file = path.join(dir, asset.file.path);
+  else {
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { exports?: Record<string, unknown> };
+      const rel = manifest.exports?.[asset.file.export];
+      if (typeof rel === "string") file = path.join(dir, rel);
+    } catch {
+      file = undefined;
+    }
   }
   if (file && existsSync(file)) return ok(file);
-  return err("compile_failed", `QuickJS's wasm (${QUICKJS_PACKAGE}, its ./wasm export) is not installed in ${sourceRoot}: run npm ci there`);
+  const where = "path" in asset.file ? asset.file.path : `its ${asset.file.export} export`;
+  return err("compile_failed", `${asset.asset} (${asset.package}, ${where}) is not installed in ${sourceRoot}: run npm ci there`);
 }
 
-/** A directory under `workDir` holding the bundle's chunks, its gzip (`gzip`, as embedded) and QuickJS's wasm. */
-export function unpackBundle(workDir: string, bundle: BundleFile, gzip: Uint8Array, quickJsWasm: Uint8Array): Result<Bundle> {
+/** A directory under `workDir` holding the bundle's chunks, its gzip (`gzip`, as embedded) and the wasm files by asset name. */
+export function unpackBundle(workDir: string, bundle: BundleFile, gzip: Uint8Array, wasm: ReadonlyMap<string, Uint8Array>): Result<Bundle> {
   const dir = mkdtempSync(path.join(workDir, "self-"));
   for (const [name, text] of Object.entries(bundle.files)) writeFileSync(path.join(dir, name), text);
   writeFileSync(path.join(dir, BUNDLE_ASSET), gzip);
-  writeFileSync(path.join(dir, QUICKJS_WASM_ASSET), quickJsWasm);
+  for (const [asset, bytes] of wasm) writeFileSync(path.join(dir, asset), bytes);
   return ok({ dir });
 }
 
@@ -115,7 +120,7 @@ export function compileBundle(o: CompileOptions): Result<{ outfile: string; byte
   rmSync(o.outfile, { force: true });
   // The bundle is ESM (it uses import.meta); bytecode for it must be ESM too. --splitting keeps
   // the chunks apart inside the binary, so a subcommand loads only what it imports.
-  const args = ["build", "--compile", "--splitting", "--bytecode", "--format=esm", BUNDLE_MAIN, BUNDLE_ASSET, QUICKJS_WASM_ASSET, "--outfile", o.outfile];
+  const args = ["build", "--compile", "--splitting", "--bytecode", "--format=esm", BUNDLE_MAIN, BUNDLE_ASSET, ...WASM_ASSETS.map((a) => a.asset), "--outfile", o.outfile];
   if (!o.host) args.push(`--target=${o.target.bunTarget}`);
   if (o.compileExecutablePath) args.push(`--compile-executable-path=${o.compileExecutablePath}`);
   const started = Date.now();

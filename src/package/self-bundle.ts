@@ -5,7 +5,7 @@
  */
 import { gunzipSync } from "node:zlib";
 import { z } from "zod";
-import { embeddedFile, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
+import { embeddedFile, WASM_ASSETS } from "../util/embedded-file.ts";
 import { err, type Result } from "../util/result.ts";
 import { BUNDLE_ASSET, BundleFileSchema, unpackBundle, type Bundle, type BunCommand } from "./compile.ts";
 
@@ -23,9 +23,13 @@ export async function selfBundle(workDir: string): Promise<Result<Bundle>> {
   }
   const bundle = BundleFileSchema.safeParse(json);
   if (!bundle.success) return corrupt(z.prettifyError(bundle.error));
-  const wasm = embeddedFile(QUICKJS_WASM_ASSET);
-  if (!wasm) return err("no_self_bundle", `this relay binary (${process.execPath}) carries its ${BUNDLE_ASSET} but no ${QUICKJS_WASM_ASSET}, so it cannot recompile itself; download a current binary, or pass a prebuilt one with --entrypoint-bin`);
-  return unpackBundle(workDir, bundle.data, gzip, new Uint8Array(await wasm.arrayBuffer()));
+  const wasm = new Map<string, Uint8Array>();
+  for (const { asset } of WASM_ASSETS) {
+    const file = embeddedFile(asset);
+    if (!file) return err("no_self_bundle", `this relay binary (${process.execPath}) carries its ${BUNDLE_ASSET} but no ${asset}, so it cannot recompile itself; download a current binary, or pass a prebuilt one with --entrypoint-bin`);
+    wasm.set(asset, new Uint8Array(await file.arrayBuffer()));
+  }
+  return unpackBundle(workDir, bundle.data, gzip, wasm);
 }
 
 /** The running compiled binary as bun. */

@@ -6,8 +6,9 @@
  *               and every patch
  * Asking needs a terminal; without one the request is refused with a clear message.
  */
+import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { Log } from "../util/log.ts";
-import { commandSafety } from "./command-safety.ts";
+import { commandSafety, type Safety } from "./command-safety.ts";
 import type { ApprovalPolicy } from "./config.ts";
 import type { UserApprovalRule } from "./approval-rules.ts";
 
@@ -31,13 +32,27 @@ export interface Approver {
 }
 
 /** Whether `untrusted` may run `cmd` without asking: every command in it is known to only read. */
-export function isKnownSafe(cmd: string): boolean {
-  return commandSafety(cmd).safe;
+export async function isKnownSafe(cmd: string): Promise<boolean> {
+  return (await untrustedSafety(cmd, [])).safe;
+}
+
+/**
+ * The verdict of command-safety.ts, once the bash grammar it reads commands with is loaded. A
+ * grammar that cannot load (a damaged binary) fails closed: the command asks, saying why.
+ */
+async function untrustedSafety(cmd: string, rules: readonly UserApprovalRule[]): Promise<Safety> {
+  try {
+    await loadBashGrammar();
+  } catch (e) {
+    log.warn((e as Error).message);
+    return { safe: false, reason: `${(e as Error).message}; every command asks` };
+  }
+  return commandSafety(cmd, rules);
 }
 
 export type ApprovalNeed = { type: "skip" } | { type: "ask"; request: ApprovalRequest } | { type: "refuse"; reason: string };
 
-export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, escalation: boolean, justification?: string, rules: readonly UserApprovalRule[] = []): ApprovalNeed {
+export async function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, escalation: boolean, justification?: string, rules: readonly UserApprovalRule[] = []): Promise<ApprovalNeed> {
   if (escalation) {
     if (policy === "never") {
       return { type: "refuse", reason: `approval policy is never; reject command — you cannot ask for escalated permissions if the approval policy is never` };
@@ -45,7 +60,7 @@ export function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, e
     return { type: "ask", request: { kind: "escalation", summary: cmd, justification, cwd } };
   }
   if (policy !== "untrusted") return { type: "skip" };
-  const safety = commandSafety(cmd, rules);
+  const safety = await untrustedSafety(cmd, rules);
   if (safety.safe) return { type: "skip" };
   return { type: "ask", request: { kind: "exec", summary: cmd, justification, reason: safety.reason, cwd } };
 }

@@ -1,12 +1,14 @@
 /**
  * Is a shell command known to only read? The `untrusted` approval policy runs such commands
- * without asking and asks for everything else. The command is parsed (src/util/shell-parse.ts)
- * and every simple command in it, including those in substitutions and in `bash -c` scripts, must
+ * without asking and asks for everything else. The command is parsed with the maintained bash
+ * grammar (src/util/shell-tree.ts; loadBashGrammar() must have been awaited first) and every simple command in it, including those in substitutions and in `bash -c` scripts, must
  * be on the read-only list below without any of its write-capable options, and every redirection
  * must only read or go to /dev/null. Anything not understood asks (fails closed). A refusal says
  * why, for the approval prompt.
  */
-import { parseShell, type Command, type Redirect, type Script, type SimpleCommand, type Word } from "../util/shell-parse.ts";
+import { loadedBashGrammar } from "../util/bash-grammar.ts";
+import type { Command, Redirect, Script, SimpleCommand, Word } from "../util/shell-ast.ts";
+import { parseShellTree } from "../util/shell-tree.ts";
 import { builtinPolicy, prefixMatches, type BuiltinRule, type UserApprovalRule } from "./approval-rules.ts";
 
 export type Safety = { safe: true } | { safe: false; reason: string };
@@ -31,10 +33,17 @@ export function commandSafety(cmd: string, rules: readonly UserApprovalRule[] = 
   }
 }
 
+/** The command's script, read with the bash grammar (an error when it is not loaded). */
+function parse(src: string): Script {
+  const parser = loadedBashGrammar();
+  if (!parser) throw new Error("the bash grammar is not loaded");
+  return parseShellTree(parser, src);
+}
+
 function judge(cmd: string): Safety {
   let script: Script;
   try {
-    script = parseShell(cmd);
+    script = parse(cmd);
   } catch (e) {
     // Any failure, a stack overflow on absurd nesting included, means "not understood".
     return ask(`relay could not analyse the command (${e instanceof Error ? e.message : String(e)})`);
@@ -61,7 +70,7 @@ function checkCommand(c: Command, depth: number): Safety {
   const redirects = (): Safety => checkRedirects(c.redirects, depth);
   if (c.type === "simple") return first(redirects, () => checkSimple(c, depth));
   if (c.type === "for") return first(redirects, () => checkVariable(c.name), () => checkWordScripts(c.items, depth), () => checkScript(c.body, depth));
-  return first(redirects, () => checkScript(c.body, depth));
+  return first(redirects, () => checkWordScripts(c.words ?? [], depth), () => checkScript(c.body, depth));
 }
 
 function checkSimple(c: SimpleCommand, depth: number): Safety {
@@ -250,6 +259,8 @@ const CHECKS: Readonly<Record<string, Pick<ReadOnlySpec, "words" | "check">>> = 
   dd: { check: ddCheck },
   printf: { words: printfWords },
   read: { check: readCheck },
+  test: { words: testWords },
+  "double-bracket": { words: doubleBracketWords },
   "git-branch": { check: (p) => listingOnly(p, "branch", ["-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-v", "--verbose"]) },
   "git-tag": { check: (p) => listingOnly(p, "tag", ["-l", "--list", "-v", "--verify"]) },
   "git-stash": { check: (p) => subcommandIn(p, "stash", ["list", "show"], false) },
@@ -553,6 +564,55 @@ function readCheck(p: ParsedArgs): Safety {
   return SAFE;
 }
 
+const NAME_ONLY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const TEST_BINARY = new Set(["=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef", "-a", "-o"]);
+const ARITHMETIC_COMPARE = new Set(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]);
+const isFixed = (w: Word | undefined, ...values: string[]): boolean => w !== undefined && w.fixed && values.includes(w.value);
+
+/** `-v NAME[SUBSCRIPT]` evaluates the subscript as arithmetic, and `a[$(cmd)]` there runs cmd. */
+function testVariableCheck(cmd: string, args: readonly Word[]): Safety {
+  for (let i = 0; i < args.length; i++) {
+    const operand = args[i + 1];
+    if (isFixed(args[i], "-v") && !(operand?.fixed && NAME_ONLY.test(operand.value))) {
+      return ask(`${cmd} -v ${operand?.raw ?? ""} evaluates an array subscript, which can run commands`);
+    }
+  }
+  return SAFE;
+}
+
+/**
+ * `test` and `[`: operators are plain words, so a computed word where an operator may stand
+ * could be `-v` (above); where each operator stands follows from the number of arguments.
+ */
+function testWords(all: readonly Word[]): Safety {
+  const args = isFixed(all.at(-1), "]") ? all.slice(0, -1) : all;
+  const split = args.find((w) => w.splits);
+  if (split) return ask(`relay cannot count the arguments of test: ${split.raw} may split into several`);
+  const v = testVariableCheck("test", args);
+  if (!v.safe) return v;
+  const [a, b, c, d] = args;
+  const n = args.length;
+  const operatorsFixed =
+    n <= 1 ||
+    (n === 2 && a!.fixed) ||
+    (n === 3 && (isFixed(b, ...TEST_BINARY) || (isFixed(a, "!") && b!.fixed) || (isFixed(a, "(") && isFixed(c, ")")))) ||
+    (n === 4 && ((isFixed(a, "!") && isFixed(c, ...TEST_BINARY)) || (isFixed(a, "(") && isFixed(d, ")") && b!.fixed)));
+  const computedWord = args.find((w) => !w.fixed);
+  return operatorsFixed || !computedWord ? SAFE : ask(`relay cannot tell whether ${computedWord.raw} is an operator of test`);
+}
+
+/** `[[ ]]`: operators are syntax, but `-eq` and its kin evaluate their operands as arithmetic. */
+function doubleBracketWords(args: readonly Word[]): Safety {
+  const v = testVariableCheck("[[", args);
+  if (!v.safe) return v;
+  for (let i = 0; i < args.length; i++) {
+    if (!isFixed(args[i], ...ARITHMETIC_COMPARE)) continue;
+    const operand = [args[i - 1], args[i + 1]].find((w) => !(w?.fixed && /^[+-]?[0-9]+$/.test(w.value)));
+    if (operand) return ask(`[[ ${args[i]!.value} ]] evaluates ${operand.raw} as arithmetic, and a variable's value there can run commands`);
+  }
+  return SAFE;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Wrappers and nested scripts
 
@@ -672,7 +732,7 @@ function nestedScript(what: string, src: string, depth: number): Safety {
   if (depth + 1 > MAX_DEPTH) return ask("the command nests scripts too deeply to analyse");
   let script: Script;
   try {
-    script = parseShell(src);
+    script = parse(src);
   } catch (e) {
     return ask(`relay could not analyse the script of ${what} (${e instanceof Error ? e.message : String(e)})`);
   }

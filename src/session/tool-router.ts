@@ -13,6 +13,7 @@ import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import type { ModelTool } from "../model/client.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { ApprovalCache, evaluateExec, evaluateMcpTool, evaluatePatch, type ApprovalNeed } from "./approval.ts";
 import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeModeTools } from "./code-mode.ts";
 import type { ApprovalPolicy } from "./config.ts";
@@ -75,6 +76,9 @@ export class ToolRouter {
    * have sent early (the session asks as soon as the executor is up), else it is asked now.
    */
   static async connect(executor: RpcPeer, settings: RouterSettings, approvals: ApprovalCache, listing = listExecutorTools(executor)): Promise<Result<ToolRouter>> {
+    // Approval reads commands with the bash grammar: load it while the model thinks (a failure
+    // is reported by the first check, which asks).
+    if (settings.approvalPolicy === "untrusted") loadBashGrammar().catch(() => {});
     const listed = await listing;
     if ("error" in listed) return err(listed.error.code, `could not list the executor's tools: ${listed.error.message}`);
     return ok(new ToolRouter(executor, listed.ok, settings, approvals));
@@ -181,7 +185,7 @@ export class ToolRouter {
     if (heredoc) return this.callTool("apply_patch", { input: heredoc[2] }, signal, a.workdir);
     const cwd = this.resolveDir(a.workdir);
     const escalate = a.sandbox_permissions === "require_escalated";
-    const approval = await this.approve(evaluateExec(this.settings.approvalPolicy, a.cmd, cwd, escalate, a.justification, this.settings.approvalRules));
+    const approval = await this.approve(await evaluateExec(this.settings.approvalPolicy, a.cmd, cwd, escalate, a.justification, this.settings.approvalRules));
     if ("error" in approval) return { output: `exec_command was not run: ${approval.error.message}`, success: false, display: a.cmd };
     const shell = pickShell({ requested: a.shell, configured: this.settings.shellPath, login: a.login ?? this.settings.loginShell });
     const r = await this.executor.call(

@@ -6,66 +6,11 @@
  * ShellParseError, so a caller that must be safe treats the command as unknown.
  */
 
-export class ShellParseError extends Error {
-  override name = "ShellParseError";
-}
+import { ShellParseError, SIMPLE_BRACED, WordBuilder, type Command, type ForCommand, type GroupCommand, type Redirect, type Script, type SimpleCommand, type Word } from "./shell-ast.ts";
+import { decodeAnsiC, unescapeBackticks } from "./shell-quoting.ts";
 
-export interface Word {
-  /** The source text of the word. */
-  raw: string;
-  /** After quote removal; expansions are kept as written. */
-  value: string;
-  /** No expansion, glob or brace: the program gets exactly `value`, as one argument. */
-  fixed: boolean;
-  /** Whether what the program gets could start with "-" (or be split into words that do). */
-  mayBeOption: boolean;
-  /** Scripts run to expand this word: `$(...)`, backticks, `<(...)`, `>(...)`. */
-  scripts: Script[];
-}
-
-export interface Redirect {
-  /** `>`, `>>`, `>|`, `&>`, `&>>`, `<`, `<>`, `<&`, `>&`, `<<`, `<<-`, `<<<`. */
-  op: string;
-  fd?: number;
-  /** The file, descriptor, here-string or here-doc delimiter. */
-  target: Word;
-  /** Scripts in the body of an unquoted here-doc. */
-  heredocScripts?: Script[];
-}
-
-export interface Assignment {
-  name: string;
-  word: Word;
-}
-
-export interface SimpleCommand {
-  type: "simple";
-  assigns: Assignment[];
-  words: Word[];
-  redirects: Redirect[];
-}
-
-/** `( )`, `{ }`, `if`, `while` and `until`: for approval only the commands inside matter. */
-export interface GroupCommand {
-  type: "group";
-  body: Script;
-  redirects: Redirect[];
-}
-
-export interface ForCommand {
-  type: "for";
-  name: string;
-  items: Word[];
-  body: Script;
-  redirects: Redirect[];
-}
-
-export type Command = SimpleCommand | GroupCommand | ForCommand;
-
-/** Every command of a script, whatever joins them (`;`, `&&`, `||`, `|`, `&`, newlines). */
-export interface Script {
-  commands: Command[];
-}
+export { ShellParseError } from "./shell-ast.ts";
+export type { Assignment, Command, ForCommand, GroupCommand, Redirect, Script, SimpleCommand, Word } from "./shell-ast.ts";
 
 const MAX_DEPTH = 16;
 const BLANK = new Set([" ", "\t"]);
@@ -75,46 +20,9 @@ const KEYWORDS = new Set(["{", "}", "!", "if", "then", "elif", "else", "fi", "wh
 const NOT_MODELLED = new Set(["case", "select", "function", "coproc"]);
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** The only `${...}` forms accepted: a name, a positional or special parameter, or its length. */
-const SIMPLE_BRACED = /^#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/;
 
 export function parseShell(src: string): Script {
   return new Parser(src, 0).parseAll();
-}
-
-/** Collects a word's value and what is known about it while the parser reads it. */
-class WordBuilder {
-  value = "";
-  fixed = true;
-  splits = false;
-  /** The literal text before the first expansion: what every resulting word starts with. */
-  prefix = "";
-  private prefixDone = false;
-  readonly scripts: Script[] = [];
-
-  lit(s: string): void {
-    this.value += s;
-    if (!this.prefixDone) this.prefix += s;
-  }
-
-  /** An expansion; `splits` when its result undergoes word splitting. */
-  dyn(text: string, splits: boolean): void {
-    this.value += text;
-    this.fixed = false;
-    this.prefixDone = true;
-    if (splits) this.splits = true;
-  }
-
-  /** `<(...)` and `>(...)` become one /dev/fd path, never an option. */
-  procSubst(text: string): void {
-    if (!this.prefixDone) this.prefix += "/dev/fd/";
-    this.dyn(text, false);
-  }
-
-  finish(raw: string): Word {
-    const mayBeOption = this.fixed ? this.value.startsWith("-") : this.splits || this.prefix === "" || this.prefix.startsWith("-");
-    return { raw, value: this.value, fixed: this.fixed, mayBeOption, scripts: this.scripts };
-  }
 }
 
 interface PendingHeredoc {
@@ -548,21 +456,14 @@ class Parser {
 
   /** At a backtick: the old form of command substitution, whose body is unescaped then parsed. */
   private readBacktick(b: WordBuilder, inDouble: boolean): void {
-    this.pos++;
-    let body = "";
+    const start = ++this.pos;
     for (;;) {
       const c = this.peek();
       if (c === "") this.fail("unterminated `");
       if (c === "`") break;
-      const n = this.peek(1);
-      if (c === "\\" && (n === "$" || n === "`" || n === "\\" || (inDouble && n === '"'))) {
-        body += n;
-        this.pos += 2;
-      } else {
-        body += c;
-        this.pos++;
-      }
+      this.pos += c === "\\" && this.peek(1) !== "" ? 2 : 1;
     }
+    const body = unescapeBackticks(this.src.slice(start, this.pos), inDouble);
     this.pos++;
     b.scripts.push(new Parser(body, this.depth + 1).parseAll());
     b.dyn("`…`", !inDouble);
@@ -571,39 +472,14 @@ class Parser {
   /** `$'...'`: backslash escapes are decoded; the text is literal. */
   private readAnsiC(b: WordBuilder): void {
     this.pos += 2;
-    let out = "";
+    const start = this.pos;
     for (;;) {
       const c = this.peek();
       if (c === "") this.fail("unterminated $'");
-      this.pos++;
       if (c === "'") break;
-      out += c === "\\" ? this.ansiEscape() : c;
+      this.pos += c === "\\" && this.peek(1) !== "" ? 2 : 1;
     }
-    b.lit(out);
-  }
-
-  private ansiEscape(): string {
-    const simple: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
-    const c = this.peek();
+    b.lit(decodeAnsiC(this.src.slice(start, this.pos)));
     this.pos++;
-    const known = simple[c];
-    if (known !== undefined) return known;
-    const rest = this.src.slice(this.pos);
-    const hex = (max: number): string => {
-      const digits = new RegExp(`^[0-9a-fA-F]{1,${max}}`).exec(rest)?.[0];
-      if (!digits) return `\\${c}`;
-      this.pos += digits.length;
-      return String.fromCodePoint(parseInt(digits, 16));
-    };
-    if (c === "x") return hex(2);
-    if (c === "u") return hex(4);
-    if (c === "U") return hex(8);
-    if (/[0-7]/.test(c)) {
-      const more = /^[0-7]{0,2}/.exec(rest)?.[0] ?? "";
-      this.pos += more.length;
-      return String.fromCharCode(parseInt(c + more, 8) & 0xff);
-    }
-    if (c === "c") this.fail("$'\\c' control escapes are not analysed");
-    return `\\${c}`;
   }
 }

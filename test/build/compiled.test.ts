@@ -16,6 +16,26 @@ import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 
+/**
+ * `relay run -a untrusted` with a scripted model in a new `dir`: a command only the bash grammar
+ * reads (`case`, `[[ ]]`) runs without asking; `rm` asks and, with no terminal, is refused.
+ */
+function assertGrammarApproval(relay: string, dir: string, env: Record<string, string>): void {
+  const ws = path.join(dir, "ws");
+  mkdirSync(ws, { recursive: true });
+  writeFileSync(path.join(ws, "keep.txt"), "keep\n");
+  const call = (cmd: string) => ({ name: "exec_command", arguments: { cmd } });
+  const script = { turns: [{ tool_calls: [call("[[ 3 -gt 2 ]] && case x in x) echo grammar-ok;; esac")] }, { tool_calls: [call("rm -f keep.txt")] }, { text: "done" }] };
+  writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
+  const r = spawnSync(relay, ["run", "--script", path.join(dir, "script.json"), "-a", "untrusted", "-s", "danger-full-access", "-C", ws, "--json", "go"], { cwd: ws, encoding: "utf8", env });
+  assert.equal(r.status, 0, r.stderr);
+  const outputs = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; output?: string }).filter((e) => e.type === "tool_result").map((e) => e.output ?? "");
+  assert.equal(outputs.length, 2, r.stdout);
+  assert.match(outputs[0]!, /grammar-ok/);
+  assert.match(outputs[1]!, /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal/);
+  assert.ok(existsSync(path.join(ws, "keep.txt")), "the command that asks did not run");
+}
+
 /** A copy of the binary alone in `dir`, as a download would leave it. */
 function loneCopy(bin: string, dir: string): string {
   const lone = path.join(dir, "relay");
@@ -161,6 +181,8 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       const built = path.join(report.packageDir, "bin", "relay");
       const version2 = spawnSync(built, ["--version"], { encoding: "utf8", env });
       assert.equal(version2.stdout.trim(), VERSION, version2.stderr);
+      // It carries the wasm files too: the bash grammar approval reads commands with.
+      assertGrammarApproval(built, path.join(machine, "approval"), env);
       // The recompiled binary carries its bundle too: it packages itself again.
       const again = spawnSync(built, ["package", "build", "--target", "linux-x64-baseline", "--package-dir", path.join(machine, "again"), "--json"], { cwd: machine, encoding: "utf8", env });
       assert.equal(again.status, 0, again.stderr);
@@ -181,6 +203,20 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.notEqual(r.ok.childPid, r.ok.selfPid);
     const exit = await c.ok.shutdown();
     assert.equal(exit.code, 0);
+  });
+
+  test("a lone copy with an empty home reads commands with its embedded bash grammar under -a untrusted, and so does the package it builds of itself", () => {
+    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-approval-"));
+    try {
+      const lone = loneCopy(bin, path.join(machine, "bin"));
+      const env = { PATH: "/usr/bin:/bin", HOME: path.join(machine, "home") };
+      assertGrammarApproval(lone, path.join(machine, "one"), env);
+      const built = spawnSync(lone, ["package", "build", "--package-dir", path.join(machine, "pkg")], { cwd: machine, encoding: "utf8", env });
+      assert.equal(built.status, 0, built.stderr);
+      assertGrammarApproval(path.join(machine, "pkg", "bin", "relay"), path.join(machine, "two"), env);
+    } finally {
+      rmSync(machine, { recursive: true, force: true });
+    }
   });
 
   test("a lone copy with an empty home calls MCP tools: a config.toml stdio server (the bundled SDK) and a capability root's .mcp.json server through its executor, with a restart", () => {

@@ -12,6 +12,10 @@ import { commandSafety } from "../../src/session/command-safety.ts";
 import { loadConfig } from "../../src/session/config.ts";
 import { configPath } from "../../src/home/home.ts";
 import { must, mustErr, withHome } from "./support.ts";
+import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
+
+// command-safety.ts reads commands with the bash grammar, loaded once per process.
+await loadBashGrammar();
 
 describe("built-in approval policy (approval-policy.json)", () => {
   const policy = builtinPolicy();
@@ -45,12 +49,12 @@ describe("built-in approval policy (approval-policy.json)", () => {
 describe("user approval rules ([[approval_rules]] in config.toml)", () => {
   const rules = (...r: unknown[]): UserApprovalRule[] => r.map((x) => UserApprovalRuleSchema.parse(x));
 
-  test("allow: a matching command runs without asking under untrusted; others are judged as before", () => {
+  test("allow: a matching command runs without asking under untrusted; others are judged as before", async () => {
     const mine = rules({ prefix: ["make", ["test", "check"]], decision: "allow" });
-    assert.equal(evaluateExec("untrusted", "make test", "/w", false, undefined, mine).type, "skip");
-    assert.equal(evaluateExec("untrusted", "make check -j4 && ls", "/w", false, undefined, mine).type, "skip");
-    assert.equal(evaluateExec("untrusted", "make install", "/w", false, undefined, mine).type, "ask");
-    assert.equal(evaluateExec("untrusted", "make test", "/w", false, undefined, []).type, "ask", "without the rule it asks");
+    assert.equal((await evaluateExec("untrusted", "make test", "/w", false, undefined, mine)).type, "skip");
+    assert.equal((await evaluateExec("untrusted", "make check -j4 && ls", "/w", false, undefined, mine)).type, "skip");
+    assert.equal((await evaluateExec("untrusted", "make install", "/w", false, undefined, mine)).type, "ask");
+    assert.equal((await evaluateExec("untrusted", "make test", "/w", false, undefined, [])).type, "ask", "without the rule it asks");
   });
 
   test("allow covers the program, not what the shell does around it: a redirection to a file or an unmatched part still asks", () => {
@@ -75,7 +79,7 @@ describe("user approval rules ([[approval_rules]] in config.toml)", () => {
       await writeFile(configPath(home), '[[approval_rules]]\nprefix = ["cargo", ["test", "check"]]\ndecision = "allow"\nmatch = ["cargo test", "cargo check --all"]\nnot_match = ["cargo publish", "cargo"]\n');
       const { config } = must(await loadConfig(home));
       assert.equal(config.approval_rules.length, 1);
-      assert.equal(evaluateExec("untrusted", "cargo test -q", "/w", false, undefined, config.approval_rules).type, "skip");
+      assert.equal((await evaluateExec("untrusted", "cargo test -q", "/w", false, undefined, config.approval_rules)).type, "skip");
     });
   });
 

@@ -3,20 +3,24 @@ import { PassThrough } from "node:stream";
 import { describe, test } from "node:test";
 import { ApprovalCache, evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
 import { deferred, until } from "../support/wait.ts";
+import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
+
+// command-safety.ts reads commands with the bash grammar, loaded once per process.
+await loadBashGrammar();
 
 describe("approvals", () => {
-  test("known-safe commands are read-only pipelines without redirection", () => {
-    for (const c of ["ls -la", "git status", "cat a | grep b", "rg foo src && wc -l x"]) assert.ok(isKnownSafe(c), c);
-    for (const c of ["rm -rf x", "echo hi > f", "git push", "sed -i s/a/b/ f", "find . -delete", "cat $(rm -f x)", "npm test"]) assert.ok(!isKnownSafe(c), c);
+  test("known-safe commands are read-only pipelines without redirection", async () => {
+    for (const c of ["ls -la", "git status", "cat a | grep b", "rg foo src && wc -l x"]) assert.ok(await isKnownSafe(c), c);
+    for (const c of ["rm -rf x", "echo hi > f", "git push", "sed -i s/a/b/ f", "find . -delete", "cat $(rm -f x)", "npm test"]) assert.ok(!await isKnownSafe(c), c);
   });
 
-  test("policies decide skip, ask or refuse", () => {
-    assert.equal(evaluateExec("never", "rm x", "/", false).type, "skip");
-    assert.equal(evaluateExec("never", "rm x", "/", true).type, "refuse");
-    assert.equal(evaluateExec("on-request", "rm x", "/", false).type, "skip");
-    assert.equal(evaluateExec("on-request", "rm x", "/", true).type, "ask");
-    assert.equal(evaluateExec("untrusted", "ls", "/", false).type, "skip");
-    assert.equal(evaluateExec("untrusted", "make", "/", false).type, "ask");
+  test("policies decide skip, ask or refuse", async () => {
+    assert.equal((await evaluateExec("never", "rm x", "/", false)).type, "skip");
+    assert.equal((await evaluateExec("never", "rm x", "/", true)).type, "refuse");
+    assert.equal((await evaluateExec("on-request", "rm x", "/", false)).type, "skip");
+    assert.equal((await evaluateExec("on-request", "rm x", "/", true)).type, "ask");
+    assert.equal((await evaluateExec("untrusted", "ls", "/", false)).type, "skip");
+    assert.equal((await evaluateExec("untrusted", "make", "/", false)).type, "ask");
   });
 
   test("the terminal prompt re-asks on unclear answers and remembers 'always' for the session", async () => {
