@@ -96,6 +96,7 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
     midLine = false;
   };
   const waiting = (opts.live ?? isTty(err)) ? new WaitingLine(err, dim) : undefined;
+  const colors: Colors = { dim, red, green };
   return (e) => {
     if (e.type === "waiting") {
       // A half-printed answer on the same terminal would be overwritten: it shows the wait anyway.
@@ -103,62 +104,68 @@ export function humanRenderer(opts: HumanRendererOptions = {}): (e: SessionEvent
       return;
     }
     waiting?.clear();
-    switch (e.type) {
-      case "session_started":
-        sessionId = e.session_id;
-        err.write(dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id}${e.forked_from ? ` (forked from ${e.forked_from})` : ""} · ${e.provider}/${e.model} · ${e.cwd}\n`));
-        return;
-      case "project_docs":
-        err.write(dim(`instructions ${e.files.map((f) => `${f.path}${f.truncated ? " (cut)" : ""}`).join(", ")}\n`));
-        return;
-      case "sandbox":
-        err.write(sandboxLines(e, { dim, red }));
-        return;
-      case "mcp_server":
-        // Failures and exits also come as warnings; the rest is progress.
-        if (e.state === "ready") {
-          endLine();
-          err.write(dim(`mcp ${e.server} · ${e.tools ?? 0} tool${e.tools === 1 ? "" : "s"}${e.message ? ` · ${e.message}` : ""}\n`));
-        }
-        return;
-      case "text_delta":
-        out.write(e.delta);
-        midLine = !e.delta.endsWith("\n");
-        return;
-      case "assistant_message":
-        endLine();
-        return;
-      case "tool_call":
-        endLine();
-        err.write(`${dim("▸")} ${e.name}: ${e.display.split("\n")[0]!.slice(0, 160)}\n`);
-        return;
-      case "tool_result":
-        err.write(toolResultLines(e, { dim, red, green }));
-        return;
-      case "retrying":
-        endLine();
-        err.write(dim(`  ${e.reason}; retrying (${e.attempt}/${e.max_retries}) in ${formatDelay(e.delay_ms)}${e.discarded_partial ? "; the partial answer above is dropped and comes again" : ""}\n`));
-        return;
-      case "context_compacted":
-        err.write(dim(`  context compacted: ${e.items_before} items -> ${e.items_after}${e.fallback ? " (fallback: older tool outputs emptied)" : ""}\n`));
-        return;
-      case "warning":
-        endLine();
-        err.write(`relay: warning: ${e.message}\n`);
-        return;
-      case "error":
-        endLine();
-        err.write(red(`relay: ${e.message}\n`));
-        return;
-      case "turn_aborted":
-        endLine();
-        err.write(`relay: interrupted; the session is saved. Continue it with: relay run --resume ${sessionId ?? "last"} "<what next>"\n`);
-        return;
-      case "turn_completed":
-        endLine();
-        return;
-      default:
-        return;
+    if (e.type === "session_started") sessionId = e.session_id;
+    if (e.type === "text_delta") {
+      out.write(e.delta);
+      midLine = !e.delta.endsWith("\n");
+      return;
     }
+    const status = statusText(e, colors);
+    if (status !== undefined) {
+      err.write(status);
+      return;
+    }
+    const line = lineAfterAnswer(e, colors, sessionId);
+    if (line === undefined) return;
+    endLine();
+    if (line) err.write(line);
   };
+}
+
+interface Colors {
+  dim: Paint;
+  red: Paint;
+  green: Paint;
+}
+
+/** What an event prints on stderr where the answer's line may go on after it. */
+function statusText(e: SessionEvent, { dim, red, green }: Colors): string | undefined {
+  switch (e.type) {
+    case "session_started":
+      return dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id}${e.forked_from ? ` (forked from ${e.forked_from})` : ""} · ${e.provider}/${e.model} · ${e.cwd}\n`);
+    case "project_docs":
+      return dim(`instructions ${e.files.map((f) => `${f.path}${f.truncated ? " (cut)" : ""}`).join(", ")}\n`);
+    case "sandbox":
+      return sandboxLines(e, { dim, red });
+    case "tool_result":
+      return toolResultLines(e, { dim, red, green });
+    case "context_compacted":
+      return dim(`  context compacted: ${e.items_before} items -> ${e.items_after}${e.fallback ? " (fallback: older tool outputs emptied)" : ""}\n`);
+    default:
+      return undefined;
+  }
+}
+
+/** What an event prints once the answer's line is ended ("" to only end it); undefined: nothing. */
+function lineAfterAnswer(e: SessionEvent, { dim, red }: Colors, sessionId: string | undefined): string | undefined {
+  switch (e.type) {
+    case "mcp_server":
+      // Failures and exits also come as warnings; the rest is progress.
+      return e.state === "ready" ? dim(`mcp ${e.server} · ${e.tools ?? 0} tool${e.tools === 1 ? "" : "s"}${e.message ? ` · ${e.message}` : ""}\n`) : undefined;
+    case "assistant_message":
+    case "turn_completed":
+      return "";
+    case "tool_call":
+      return `${dim("▸")} ${e.name}: ${e.display.split("\n")[0]!.slice(0, 160)}\n`;
+    case "retrying":
+      return dim(`  ${e.reason}; retrying (${e.attempt}/${e.max_retries}) in ${formatDelay(e.delay_ms)}${e.discarded_partial ? "; the partial answer above is dropped and comes again" : ""}\n`);
+    case "warning":
+      return `relay: warning: ${e.message}\n`;
+    case "error":
+      return red(`relay: ${e.message}\n`);
+    case "turn_aborted":
+      return `relay: interrupted; the session is saved. Continue it with: relay run --resume ${sessionId ?? "last"} "<what next>"\n`;
+    default:
+      return undefined;
+  }
 }

@@ -1,4 +1,4 @@
-import { Command, Option } from "@commander-js/extra-typings";
+import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
 import { isatty } from "node:tty";
 import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
 import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
@@ -21,21 +21,31 @@ import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
 import { wholeNumber } from "./number-flag.ts";
 
-function runOptions() {
-  const cmd = new Command("run")
-    .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
-    .argument("[prompt]", "what the agent should do; - (or no argument with stdin piped) reads it from stdin; optional with --resume when the last turn was cut off")
+/** Which model, where, and how it thinks (or a script in its place). */
+function withModelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
+  return cmd
     .option("-m, --model <name>", "model name (config: model)")
     .option("--reasoning-effort <level>", "reasoning effort for the Responses API, e.g. low, medium, high (config: model_reasoning_effort)")
     .addOption(new Option("--reasoning-summary <mode>", "reasoning summaries for the Responses API (config: model_reasoning_summary)").choices(["auto", "concise", "detailed"] as const))
     .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options))
     .option("--base-url <url>", "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)")
     .option("--api-key-env <name>", "environment variable that holds the API key (config: api_key_env; default OPENAI_API_KEY)")
-    .option("--script <file>", "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)")
+    .option("--script <file>", "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)");
+}
+
+/** When to ask, and how commands are confined. */
+function withPolicyOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
+  return cmd
     .addOption(new Option("-a, --approval <policy>", "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)").choices(ApprovalPolicySchema.options))
     .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(SandboxModeSchema.options))
     .addOption(new Option("--sandbox-mechanism <mechanism>", "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
-    .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)")
+    .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)");
+}
+
+function runOptions() {
+  const cmd = withPolicyOptions(withModelOptions(new Command("run")))
+    .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
+    .argument("[prompt]", "what the agent should do; - (or no argument with stdin piped) reads it from stdin; optional with --resume when the last turn was cut off")
     .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
     .option("-r, --resume [id]", "continue a saved session: its id, a unique id prefix, or last; without an id, pick one from a list (on a terminal)")
     .option("--fork <id>", "start a new session with a copy of a saved session's history (id, prefix or last); the saved session is left unchanged")

@@ -9,25 +9,7 @@ import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
-export function sandboxCommand() {
-  return new Command("sandbox")
-    .description("run one command under exactly the sandbox policy the executor would apply")
-    .argument("<command...>", "the command and its arguments (options after the command are its own)")
-    .passThroughOptions()
-    .addOption(new Option("-s, --sandbox <mode>", "the sandbox mode, as relay run's -s (default: workspace-write)").choices(SandboxModeSchema.options))
-    .addOption(new Option("--mode <mode>", "old name of --sandbox").choices(SandboxModeSchema.options).hideHelp())
-    .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
-    .option("--network", "allow network access (workspace-write only; read-only never has it)")
-    .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
-    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (default: auto)").choices(SandboxMechanismSchema.options))
-    .addOption(new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism").choices(SandboxMechanismSchema.options).hideHelp())
-    .option("--sandbox-best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
-    .addOption(new Option("--best-effort", "old name of --sandbox-best-effort").hideHelp())
-    .option("--tmp", "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do")
-    .option("--explain", "print the mechanism and the rules as JSON instead of running the command")
-    .addHelpText(
-      "after",
-      `
+const SANDBOX_HELP = `
 workspace-write (default): read and execute everywhere; write only under the workspace (-C, or
 the current directory), each --writable-root and /dev/null-like devices. relay run's sessions
 also allow the temp directories: add --tmp for exactly their policy.
@@ -49,8 +31,25 @@ Examples:
   relay sandbox -s read-only --explain -- make
 
 The flags are relay run's (-s/--sandbox, --sandbox-mechanism, --sandbox-best-effort); the older
---mode, --mechanism and --best-effort still work.`,
-    )
+--mode, --mechanism and --best-effort still work.`;
+
+export function sandboxCommand() {
+  return new Command("sandbox")
+    .description("run one command under exactly the sandbox policy the executor would apply")
+    .argument("<command...>", "the command and its arguments (options after the command are its own)")
+    .passThroughOptions()
+    .addOption(new Option("-s, --sandbox <mode>", "the sandbox mode, as relay run's -s (default: workspace-write)").choices(SandboxModeSchema.options))
+    .addOption(new Option("--mode <mode>", "old name of --sandbox").choices(SandboxModeSchema.options).hideHelp())
+    .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
+    .option("--network", "allow network access (workspace-write only; read-only never has it)")
+    .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
+    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (default: auto)").choices(SandboxMechanismSchema.options))
+    .addOption(new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism").choices(SandboxMechanismSchema.options).hideHelp())
+    .option("--sandbox-best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
+    .addOption(new Option("--best-effort", "old name of --sandbox-best-effort").hideHelp())
+    .option("--tmp", "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do")
+    .option("--explain", "print the mechanism and the rules as JSON instead of running the command")
+    .addHelpText("after", SANDBOX_HELP)
     .action(async (command, opts) => {
       const cwd = path.resolve(opts.cd ?? process.cwd());
       const mode = opts.sandbox ?? opts.mode ?? "workspace-write";

@@ -262,7 +262,13 @@ export class PreparedVm {
       trackReport: ctx.getProp(tracker, "report"),
     };
     tracker.dispose();
+    this.defineOutputs();
+    this.defineTimers();
+  }
 
+  /** text, notify, store, load, yield_control and exit. */
+  private defineOutputs(): void {
+    const ctx = this.ctx;
     this.define("text", (v) => this.withText(v, this.room("text"), (s, n) => this.check(this.owner?.text(s, n))));
     this.define("notify", (v) =>
       this.withText(v, MAX_NOTIFY_CHARS, (s, n) => (s.trim() === "" ? this.throwError("typeError", "notify expects non-empty text") : this.check(this.owner?.notify(s, n)))),
@@ -286,6 +292,10 @@ export class PreparedVm {
     });
     this.define("yield_control", () => void this.owner?.yieldNow());
     this.define("exit", () => ({ error: ctx.newString(EXIT_SENTINEL) }));
+  }
+
+  private defineTimers(): void {
+    const ctx = this.ctx;
     this.define("setTimeout", (fn, ms) => {
       if (fn === undefined || ctx.typeof(fn) !== "function") return this.throwError("typeError", "setTimeout expects a function callback");
       const n = ms !== undefined && ctx.typeof(ms) === "number" ? ctx.getNumber(ms) : 0;

@@ -84,7 +84,6 @@ async function sandboxInfo(manager: ProcessManager, wait: boolean): Promise<Exec
 
 export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}): ProcessManager {
   const tools = options.tools ?? fileTools;
-  const byName = new Map(tools.map((t) => [t.name, t]));
   const manager = new ProcessManager({
     ...options,
     onExit: (process_id, exit_code) => {
@@ -93,24 +92,34 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
       options.onExit?.(process_id, exit_code);
     },
   });
-
-  peer.handle(ExecutorMethods.info, async (req) => {
-    const sandbox = await sandboxInfo(manager, req?.containment !== "start");
-    return ok({
-      version: VERSION,
-      runtime: currentRuntime(),
-      platform: process.platform,
-      arch: process.arch,
-      hostname: os.hostname(),
-      pid: process.pid,
-      home: os.homedir(),
-      pty: ptySupported(),
-      sandbox,
-    });
-  });
-
+  peer.handle(ExecutorMethods.info, async (req) => ok(hostInfo(await sandboxInfo(manager, req?.containment !== "start"))));
   peer.handle(ExecutorMethods.toolsList, () => ok({ tools: toolSpecs(tools) }));
+  handleProcesses(peer, manager);
+  peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
+  peer.handle(SkillsReadMethod, (req) => readSkill(req.path, req.offset, req.max_bytes));
+  peer.handle(ProjectDocsMethod, async (req) => ok(await readProjectDocs(req.cwd, req.names, req.max_bytes)));
+  new McpStdioHost(peer, manager.instanceId).register(manager);
+  handleToolCalls(peer, tools);
+  log.info("serving", { tools: tools.length + 2, pty: ptySupported() });
+  return manager;
+}
 
+function hostInfo(sandbox: Awaited<ReturnType<typeof sandboxInfo>>) {
+  return {
+    version: VERSION,
+    runtime: currentRuntime(),
+    platform: process.platform,
+    arch: process.arch,
+    hostname: os.hostname(),
+    pid: process.pid,
+    home: os.homedir(),
+    pty: ptySupported(),
+    sandbox,
+  };
+}
+
+/** exec, the sandbox check, and the calls on running processes. */
+function handleProcesses(peer: RpcPeer, manager: ProcessManager): void {
   peer.handle(ExecutorMethods.exec, async (req) => {
     // The program's name only: arguments may carry what the model put there.
     const program = path.basename(req.command[0] ?? "");
@@ -128,25 +137,20 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     log.debug("exec", { program, mode: sandbox.ok.mode, mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps.length ? attempt.ok.gaps : undefined, tty: req.tty, warm: attempt.ok.warm ? true : undefined });
     return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env, warmLaunch: attempt.ok.warm });
   });
-
   peer.handle(ExecutorMethods.sandboxCheck, async (req) => {
     const attempt = await prepareSandbox(["true"], req.sandbox, { cwd: req.cwd, tty: false, env: req.env });
     if ("error" in attempt) return attempt;
     if (attempt.ok.warm) manager.prewarmSandbox(attempt.ok.warm.plan);
     return ok({ mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps });
   });
-
   peer.handle(ExecutorMethods.write, (req) => manager.write(req));
   peer.handle(ExecutorMethods.readOutput, (req) => manager.readOutput(req));
   peer.handle(ExecutorMethods.terminate, async (req) => ok(await manager.terminate(req.process_id)));
   peer.handle(ExecutorMethods.list, () => ok({ processes: manager.list() }));
+}
 
-  peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
-  peer.handle(SkillsReadMethod, (req) => readSkill(req.path, req.offset, req.max_bytes));
-  peer.handle(ProjectDocsMethod, async (req) => ok(await readProjectDocs(req.cwd, req.names, req.max_bytes)));
-
-  new McpStdioHost(peer, manager.instanceId).register(manager);
-
+function handleToolCalls(peer: RpcPeer, tools: readonly ExecutorTool[]): void {
+  const byName = new Map(tools.map((t) => [t.name, t]));
   peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {
     const tool = byName.get(req.name);
     if (!tool) return err("unknown_tool", `unknown tool ${JSON.stringify(req.name)}; this executor has: ${[...byName.keys()].join(", ")}`);
@@ -154,7 +158,4 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     if ("error" in args) return args;
     return tool.execute(args.ok, { cwd: req.cwd, sandbox: req.sandbox, signal: ctx.signal });
   });
-
-  log.info("serving", { tools: tools.length + 2, pty: ptySupported() });
-  return manager;
 }

@@ -79,14 +79,31 @@ export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>>
   return ok({ ...r.ok, ...(takeover ? { takeover } : {}), ...(rebuilt ? { rebuilt_baseline: rebuilt } : {}) });
 }
 
+/**
+ * The consolidator's run, with the lock's heartbeat going meanwhile; `lock.lost` once a
+ * heartbeat found the lock taken (or could not be written).
+ */
+async function consolidateWithHeartbeat(o: Phase2Options, token: string, lease: number, input: Parameters<Phase2Options["consolidator"]>[0]) {
+  // Read later: a heartbeat still in flight when the consolidator ends may yet find the lock lost.
+  const lock = { lost: false };
+  const beat = setInterval(() => {
+    void heartbeatPhase2(o.state, token, lease, secs(o.now())).then((r) => {
+      if ("error" in r || !r.ok) lock.lost = true;
+    });
+  }, o.heartbeatMs ?? PHASE2_HEARTBEAT_MS);
+  let result: Awaited<ReturnType<Phase2Options["consolidator"]>>;
+  try {
+    result = await o.consolidator(input);
+  } catch (e) {
+    result = { error: { code: "failed_agent", message: errorMessage(e) } };
+  } finally {
+    clearInterval(beat);
+  }
+  return { result, lock };
+}
+
 async function consolidateUnderLock(o: Phase2Options, token: string, inputWatermark: number, lease: number, prep: Result<PreparedWorkspace>): Promise<Result<Phase2Report>> {
-  const failed = async (label: string, raw: string): Promise<Result<Phase2Report>> => {
-    // Agent failures quote model output; this lands in jobs.last_error and the report.
-    const message = redactSecrets(raw);
-    const m = await markPhase2Failed(o.state, token, `${label}: ${message}`, o.retryDelaySeconds ?? PHASE2_RETRY_DELAY_SECONDS, secs(o.now()));
-    const extra = "error" in m ? ` (recording the failure also failed: ${m.error.message})` : "";
-    return ok({ status: "failed", detail: `${label}: ${message}${extra}`, inputs: 0, changes: [] });
-  };
+  const failed = (label: string, raw: string) => failPhase2(o, token, label, raw);
 
   if ("error" in prep) return failed("failed_prepare_workspace", prep.error.message);
   const sel = await selectPhase2Inputs(o.state, o.maxRawMemories, o.maxUnusedDays, secs(o.now()));
@@ -122,29 +139,38 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
   if ("error" in wrote) return failed("failed_workspace_diff_file", wrote.error.message);
   crashPoint("phase2:diff-written");
 
-  let lost = false;
-  const beat = setInterval(() => {
-    void heartbeatPhase2(o.state, token, lease, secs(o.now())).then((r) => {
-      if ("error" in r || !r.ok) lost = true;
-    });
-  }, o.heartbeatMs ?? PHASE2_HEARTBEAT_MS);
-  let result;
-  try {
-    result = await o.consolidator({ root: o.root, selection, diff: diff.ok, signal: o.signal });
-  } catch (e) {
-    result = { error: { code: "failed_agent", message: errorMessage(e) } };
-  } finally {
-    clearInterval(beat);
-  }
+  const { result, lock } = await consolidateWithHeartbeat(o, token, lease, { root: o.root, selection, diff: diff.ok, signal: o.signal });
   if ("error" in result) return failed(result.error.code.startsWith("failed_") ? result.error.code : "failed_agent", result.error.message);
   crashPoint("phase2:consolidated");
+  return finishConsolidation(o, token, lease, lock, { summary: result.ok.summary, inputs: selection.length, changes: diff.ok.changes, watermark, refs });
+}
+
+/** A phase 2 failure, recorded on the job (retried later) and reported. */
+async function failPhase2(o: Phase2Options, token: string, label: string, raw: string): Promise<Result<Phase2Report>> {
+  // Agent failures quote model output; this lands in jobs.last_error and the report.
+  const message = redactSecrets(raw);
+  const m = await markPhase2Failed(o.state, token, `${label}: ${message}`, o.retryDelaySeconds ?? PHASE2_RETRY_DELAY_SECONDS, secs(o.now()));
+  const extra = "error" in m ? ` (recording the failure also failed: ${m.error.message})` : "";
+  return ok({ status: "failed", detail: `${label}: ${message}${extra}`, inputs: 0, changes: [] });
+}
+
+interface Consolidated {
+  summary: string;
+  inputs: number;
+  changes: Phase2Report["changes"];
+  watermark: number;
+  refs: Parameters<typeof markPhase2Succeeded>[3];
+}
+
+/** After the agent: the lock must still be this run's; then the new baseline, and the job succeeds. */
+async function finishConsolidation(o: Phase2Options, token: string, lease: number, lock: { lost: boolean }, c: Consolidated): Promise<Result<Phase2Report>> {
   const owned = await heartbeatPhase2(o.state, token, lease, secs(o.now()));
-  if ("error" in owned) return failed("failed_confirm_ownership", owned.error.message);
-  if (!owned.ok || lost) return ok({ status: "failed", detail: "failed_confirm_ownership: another run took the lock while this one was consolidating", inputs: selection.length, changes: diff.ok.changes });
+  if ("error" in owned) return failPhase2(o, token, "failed_confirm_ownership", owned.error.message);
+  if (!owned.ok || lock.lost) return ok({ status: "failed", detail: "failed_confirm_ownership: another run took the lock while this one was consolidating", inputs: c.inputs, changes: c.changes });
   await rm(path.join(o.root, DIFF_FILE), { force: true });
   const reset = await resetBaseline(o.root, new Date(o.now()));
-  if ("error" in reset) return failed("failed_workspace_commit", reset.error.message);
-  const done = await markPhase2Succeeded(o.state, token, watermark, refs, secs(o.now()));
+  if ("error" in reset) return failPhase2(o, token, "failed_workspace_commit", reset.error.message);
+  const done = await markPhase2Succeeded(o.state, token, c.watermark, c.refs, secs(o.now()));
   if ("error" in done) return done;
-  return ok({ status: "succeeded", detail: result.ok.summary, inputs: selection.length, changes: diff.ok.changes, watermark });
+  return ok({ status: "succeeded", detail: c.summary, inputs: c.inputs, changes: c.changes, watermark: c.watermark });
 }

@@ -242,73 +242,95 @@ export function chatUsage(u: NonNullable<z.infer<typeof ChunkSchema>["usage"]>):
   return usage;
 }
 
+type ChunkError = NonNullable<z.infer<typeof ChunkSchema>["error"]>;
+
+/** What a chat completion stream has said so far, and the events each chunk makes. */
+class ChatTurn {
+  private text = "";
+  private reasoning = "";
+  private responseId: string | undefined;
+  private usage: TokenUsage | undefined;
+  finished = false;
+  private readonly calls = new ToolCallAssembler();
+
+  constructor(
+    private readonly opts: Pick<TransportOptions, "baseUrl" | "model">,
+    private readonly customTools: Set<string>,
+  ) {}
+
+  /** The whole items, then the completion. */
+  *finish(): Generator<ModelEvent> {
+    if (this.reasoning !== "") yield { type: "item", item: { type: "reasoning", summary: [{ type: "summary_text", text: this.reasoning }] } };
+    if (this.text !== "") yield { type: "item", item: { type: "message", role: "assistant", content: [{ type: "output_text", text: this.text }] } };
+    for (const c of this.calls.calls) {
+      const callId = c.id || `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+      if (this.customTools.has(c.name)) yield { type: "item", item: { type: "custom_tool_call", name: c.name, input: customInput(c.arguments), call_id: callId } };
+      else yield { type: "item", item: { type: "function_call", name: c.name, arguments: c.arguments === "" ? "{}" : c.arguments, call_id: callId } };
+    }
+    const done: ModelEvent = { type: "completed" };
+    if (this.responseId) done.responseId = this.responseId;
+    if (this.usage) done.usage = this.usage;
+    yield done;
+  }
+
+  /** One chunk's deltas; its tool-call parts are kept for finish(). */
+  *chunk(payload: unknown): Generator<ModelEvent> {
+    const parsed = fastParse(ChunkSchema, payload);
+    if (!parsed.success) throw new ModelError("stream", `Malformed chat completion chunk: ${z.prettifyError(parsed.error)}`);
+    const chunk = parsed.data;
+    if (chunk.error) throw chunkFailure(chunk.error, this.opts);
+    if (chunk.id) this.responseId = chunk.id;
+    if (chunk.usage) this.usage = chatUsage(chunk.usage);
+    const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
+    if (!choice) return;
+    const d = choice.delta;
+    const content = typeof d?.content === "string" ? d.content : (d?.content ?? []).map((p) => p.text ?? "").join("");
+    if (content) {
+      this.text += content;
+      yield { type: "text_delta", delta: content };
+    }
+    const thought = d?.reasoning_content ?? d?.reasoning;
+    if (thought) {
+      this.reasoning += thought;
+      yield { type: "reasoning_delta", delta: thought };
+    }
+    if (d?.tool_calls) this.calls.push(d.tool_calls);
+    if (choice.finish_reason) this.finished = true;
+  }
+}
+
+/** An error a server sent inside the stream, as the error the session reports. */
+function chunkFailure(error: ChunkError, opts: Pick<TransportOptions, "baseUrl" | "model">): Error {
+  const e = typeof error === "string" ? { message: error } : error;
+  const failure: { message: string; code?: string; type?: string } = { message: e.message ?? JSON.stringify(error) };
+  if ("code" in e && e.code != null) failure.code = String(e.code);
+  if ("type" in e && e.type) failure.type = e.type;
+  return inStreamFailure(failure, opts);
+}
+
+function chunkPayloads(data: string): unknown[] {
+  try {
+    return jsonPayloads(data);
+  } catch (e) {
+    throw new ModelError("stream", `Malformed chat completion chunk: ${(e as Error).message}`);
+  }
+}
+
 function parser(opts: Pick<TransportOptions, "baseUrl" | "model">, customTools: Set<string>) {
   return async function* parseChat(events: AsyncIterable<SseEvent>): AsyncGenerator<ModelEvent> {
-    let text = "";
-    let reasoning = "";
-    let responseId: string | undefined;
-    let usage: TokenUsage | undefined;
-    let finished = false;
-    const calls = new ToolCallAssembler();
-
-    const finish = function* (): Generator<ModelEvent> {
-      if (reasoning !== "") yield { type: "item", item: { type: "reasoning", summary: [{ type: "summary_text", text: reasoning }] } };
-      if (text !== "") yield { type: "item", item: { type: "message", role: "assistant", content: [{ type: "output_text", text }] } };
-      for (const c of calls.calls) {
-        const callId = c.id || `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
-        if (customTools.has(c.name)) yield { type: "item", item: { type: "custom_tool_call", name: c.name, input: customInput(c.arguments), call_id: callId } };
-        else yield { type: "item", item: { type: "function_call", name: c.name, arguments: c.arguments === "" ? "{}" : c.arguments, call_id: callId } };
-      }
-      const done: ModelEvent = { type: "completed" };
-      if (responseId) done.responseId = responseId;
-      if (usage) done.usage = usage;
-      yield done;
-    };
-
+    const turn = new ChatTurn(opts, customTools);
     for await (const sse of events) {
-      let payloads: unknown[];
-      try {
-        payloads = jsonPayloads(sse.data);
-      } catch (e) {
-        throw new ModelError("stream", `Malformed chat completion chunk: ${(e as Error).message}`);
-      }
-      for (const payload of payloads) {
+      for (const payload of chunkPayloads(sse.data)) {
         if (payload === "[DONE]") {
-          yield* finish();
+          yield* turn.finish();
           return;
         }
-        const parsed = fastParse(ChunkSchema, payload);
-        if (!parsed.success) throw new ModelError("stream", `Malformed chat completion chunk: ${z.prettifyError(parsed.error)}`);
-        const chunk = parsed.data;
-        if (chunk.error) {
-          const e = typeof chunk.error === "string" ? { message: chunk.error } : chunk.error;
-          const failure: { message: string; code?: string; type?: string } = { message: e.message ?? JSON.stringify(chunk.error) };
-          if ("code" in e && e.code != null) failure.code = String(e.code);
-          if ("type" in e && e.type) failure.type = e.type;
-          throw inStreamFailure(failure, opts);
-        }
-        if (chunk.id) responseId = chunk.id;
-        if (chunk.usage) usage = chatUsage(chunk.usage);
-        const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
-        if (!choice) continue;
-        const d = choice.delta;
-        const content = typeof d?.content === "string" ? d.content : (d?.content ?? []).map((p) => p.text ?? "").join("");
-        if (content) {
-          text += content;
-          yield { type: "text_delta", delta: content };
-        }
-        const thought = d?.reasoning_content ?? d?.reasoning;
-        if (thought) {
-          reasoning += thought;
-          yield { type: "reasoning_delta", delta: thought };
-        }
-        if (d?.tool_calls) calls.push(d.tool_calls);
-        if (choice.finish_reason) finished = true;
+        yield* turn.chunk(payload);
       }
     }
     // Some servers end the stream after the finish reason without sending [DONE].
-    if (!finished) throw streamEndedEarly("its finish_reason and [DONE]");
-    yield* finish();
+    if (!turn.finished) throw streamEndedEarly("its finish_reason and [DONE]");
+    yield* turn.finish();
   };
 }
 

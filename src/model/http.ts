@@ -96,69 +96,96 @@ export async function* streamWithRetry(
   signal?: AbortSignal,
 ): AsyncGenerator<ModelEvent> {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...stripUndefined(opts.retry ?? {}) };
-  const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const url = endpointUrl(opts.baseUrl, path);
   if (opts.requireApiKey && !opts.apiKey) {
     throw failed(new ModelError("auth", `No API key for ${opts.baseUrl}: set the ${opts.apiKeyEnv ?? "OPENAI_API_KEY"} environment variable.`), url, 0);
   }
-  const headers: Record<string, string> = {
+  const request: Attempt = { opts, url, payload: JSON.stringify(body), headers: requestHeaders(opts), parse, idleMs: opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS };
+  // Deltas alone can be taken back (the consumer drops them); a whole item may have been acted on.
+  const sent: Sent = { deltas: false, item: false };
+  for (let attempt = 0; ; attempt++) {
+    throwIfAborted(signal);
+    if (log.enabled("debug")) log.debug("request", { url: logUrl(url), model: opts.model, attempt: attempt + 1, bytes: request.payload.length });
+    const failure = yield* attemptStream(request, attempt, sent, signal);
+    if (!failure) return;
+    const delayMs = retryDelay(failure, policy, attempt, sent, url);
+    log.warn("retrying", { url: logUrl(url), attempt: attempt + 1, delay_ms: Math.round(delayMs), code: failure.error.code, status: failure.error.status, reason: failure.error.message });
+    yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message, ...(sent.deltas ? { discardPartial: true } : {}) };
+    sent.deltas = false;
+    await sleep(delayMs, signal);
+  }
+}
+
+/** One request as every attempt sends it. */
+interface Attempt {
+  opts: TransportOptions;
+  url: string;
+  payload: string;
+  headers: Record<string, string>;
+  parse: SseParser;
+  idleMs: number;
+}
+
+/** What the consumer has been given so far: deltas, or a whole item. */
+interface Sent {
+  deltas: boolean;
+  item: boolean;
+}
+
+function requestHeaders(opts: TransportOptions): Record<string, string> {
+  return {
     "content-type": "application/json",
     accept: "text/event-stream",
     ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
     ...opts.headers,
   };
-  const payload = JSON.stringify(body);
-  // Deltas alone can be taken back (the consumer drops them); a whole item may have been acted on.
-  let yieldedDeltas = false;
-  let yieldedItem = false;
-  for (let attempt = 0; ; attempt++) {
-    throwIfAborted(signal);
-    if (log.enabled("debug")) log.debug("request", { url: logUrl(url), model: opts.model, attempt: attempt + 1, bytes: payload.length });
-    const watch = new AttemptWatch(idleMs, signal);
-    let failure: RetryableError;
+}
+
+/** One attempt: streams its events, and returns the failure to retry (undefined when it completed). */
+async function* attemptStream(a: Attempt, attempt: number, sent: Sent, signal?: AbortSignal): AsyncGenerator<ModelEvent, RetryableError | undefined> {
+  const watch = new AttemptWatch(a.idleMs, signal);
+  try {
+    let res: Response;
     try {
-      let res: Response;
-      try {
-        watch.arm();
-        res = await fetch(url, { method: "POST", headers, body: payload, signal: watch.signal });
-        watch.responded = true;
-      } catch (e) {
-        throwIfAborted(signal);
-        if (watch.idle) throw watch.idleError(url);
-        throw new RetryableError(new ModelError("network", `Cannot reach ${url}: ${describeFetchError(e)}`));
-      }
-      if (!res.ok) throw await httpFailure(res, opts, url);
-      if (!res.body) throw new RetryableError(new ModelError("stream", `The response from ${url} has no body`));
-      for await (const ev of parse(readEvents(res.body, url, watch))) {
-        if (ev.type === "item" || ev.type === "completed") yieldedItem = true;
-        else if (ev.type !== "retrying") yieldedDeltas = true;
-        watch.disarm(); // the consumer's time is not server silence
-        yield ev;
-        watch.arm();
-      }
-      return;
+      watch.arm();
+      res = await fetch(a.url, { method: "POST", headers: a.headers, body: a.payload, signal: watch.signal });
+      watch.responded = true;
     } catch (e) {
       throwIfAborted(signal);
-      if (watch.idle && !(e instanceof ModelError)) e = watch.idleError(url);
-      if (!(e instanceof RetryableError)) throw e instanceof ModelError ? failed(e, url, attempt + 1) : e;
-      failure = e;
-    } finally {
-      watch.dispose();
+      if (watch.idle) throw watch.idleError(a.url);
+      throw new RetryableError(new ModelError("network", `Cannot reach ${a.url}: ${describeFetchError(e)}`));
     }
-    if (yieldedItem) {
-      const code = failure.error.code === "network" ? "stream" : failure.error.code;
-      throw failed(new ModelError(code, `${failure.error.message} (after part of the answer had arrived whole, so not retried)`, failure.error.status), url, attempt + 1);
+    if (!res.ok) throw await httpFailure(res, a.opts, a.url);
+    if (!res.body) throw new RetryableError(new ModelError("stream", `The response from ${a.url} has no body`));
+    for await (const ev of a.parse(readEvents(res.body, a.url, watch))) {
+      if (ev.type === "item" || ev.type === "completed") sent.item = true;
+      else if (ev.type !== "retrying") sent.deltas = true;
+      watch.disarm(); // the consumer's time is not server silence
+      yield ev;
+      watch.arm();
     }
-    if (attempt >= policy.maxRetries) {
-      const tries = policy.maxRetries === 0 ? "retries are off" : `gave up after ${policy.maxRetries} ${policy.maxRetries === 1 ? "retry" : "retries"}`;
-      throw failed(new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status), url, attempt + 1);
-    }
-    const delayMs = failure.retryAfterMs !== undefined ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs) : backoffDelay(policy, attempt + 1);
-    log.warn("retrying", { url: logUrl(url), attempt: attempt + 1, delay_ms: Math.round(delayMs), code: failure.error.code, status: failure.error.status, reason: failure.error.message });
-    yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message, ...(yieldedDeltas ? { discardPartial: true } : {}) };
-    yieldedDeltas = false;
-    await sleep(delayMs, signal);
+    return undefined;
+  } catch (e) {
+    throwIfAborted(signal);
+    if (watch.idle && !(e instanceof ModelError)) e = watch.idleError(a.url);
+    if (!(e instanceof RetryableError)) throw e instanceof ModelError ? failed(e, a.url, attempt + 1) : e;
+    return e;
+  } finally {
+    watch.dispose();
   }
+}
+
+/** How long to wait before the next attempt; throws the final error when there is none. */
+function retryDelay(failure: RetryableError, policy: RetryPolicy, attempt: number, sent: Sent, url: string): number {
+  if (sent.item) {
+    const code = failure.error.code === "network" ? "stream" : failure.error.code;
+    throw failed(new ModelError(code, `${failure.error.message} (after part of the answer had arrived whole, so not retried)`, failure.error.status), url, attempt + 1);
+  }
+  if (attempt >= policy.maxRetries) {
+    const tries = policy.maxRetries === 0 ? "retries are off" : `gave up after ${policy.maxRetries} ${policy.maxRetries === 1 ? "retry" : "retries"}`;
+    throw failed(new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status), url, attempt + 1);
+  }
+  return failure.retryAfterMs !== undefined ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs) : backoffDelay(policy, attempt + 1);
 }
 
 /** One attempt's abort signal: the caller's signal, plus an idle timer on server silence. */

@@ -141,31 +141,9 @@ export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModel
       if (delay > 0) await sleep(delay, signal);
       throwIfAborted(signal);
     };
-    if (turn.reasoning) {
-      for (const delta of scriptDeltas(turn.reasoning)) {
-        await pause();
-        yield { type: "reasoning_delta", delta };
-      }
-      yield { type: "item", item: { type: "reasoning", id: `rs_scripted_${n + 1}`, summary: [{ type: "summary_text", text: turn.reasoning }] } };
-    }
-    if (turn.text) {
-      for (const delta of scriptDeltas(turn.text)) {
-        await pause();
-        yield { type: "text_delta", delta };
-      }
-      yield { type: "item", item: { type: "message", id: `msg_scripted_${n + 1}`, role: "assistant", content: [{ type: "output_text", text: turn.text }] } };
-    }
-    for (const [i, call] of (turn.tool_calls ?? []).entries()) {
-      await pause();
-      const callId = `call_scripted_${n + 1}_${i + 1}`;
-      if ("input" in call) yield { type: "item", item: { type: "custom_tool_call", name: call.name, input: call.input, call_id: callId } };
-      else yield { type: "item", item: { type: "function_call", name: call.name, arguments: JSON.stringify(resolveArguments(call.arguments, request)), call_id: callId } };
-    }
+    yield* turnEvents(turn, n, request, pause);
     throwIfAborted(signal);
-    const usage: TokenUsage = turn.usage
-      ? { ...turn.usage, total_tokens: turn.usage.total_tokens ?? turn.usage.input_tokens + turn.usage.output_tokens }
-      : estimateUsage(request, turn);
-    yield { type: "completed", responseId: `resp_scripted_${n + 1}`, usage };
+    yield { type: "completed", responseId: `resp_scripted_${n + 1}`, usage: turnUsage(turn, request) };
   }
 
   return {
@@ -175,4 +153,32 @@ export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModel
     },
     stream: run,
   };
+}
+
+/** A script turn's deltas and items, in the order a real model streams them; `pause` before each. */
+async function* turnEvents(turn: ScriptTurn, n: number, request: ModelRequest, pause: () => Promise<void>): AsyncGenerator<ModelEvent> {
+  if (turn.reasoning) {
+    for (const delta of scriptDeltas(turn.reasoning)) {
+      await pause();
+      yield { type: "reasoning_delta", delta };
+    }
+    yield { type: "item", item: { type: "reasoning", id: `rs_scripted_${n + 1}`, summary: [{ type: "summary_text", text: turn.reasoning }] } };
+  }
+  if (turn.text) {
+    for (const delta of scriptDeltas(turn.text)) {
+      await pause();
+      yield { type: "text_delta", delta };
+    }
+    yield { type: "item", item: { type: "message", id: `msg_scripted_${n + 1}`, role: "assistant", content: [{ type: "output_text", text: turn.text }] } };
+  }
+  for (const [i, call] of (turn.tool_calls ?? []).entries()) {
+    await pause();
+    const callId = `call_scripted_${n + 1}_${i + 1}`;
+    if ("input" in call) yield { type: "item", item: { type: "custom_tool_call", name: call.name, input: call.input, call_id: callId } };
+    else yield { type: "item", item: { type: "function_call", name: call.name, arguments: JSON.stringify(resolveArguments(call.arguments, request)), call_id: callId } };
+  }
+}
+
+function turnUsage(turn: ScriptTurn, request: ModelRequest): TokenUsage {
+  return turn.usage ? { ...turn.usage, total_tokens: turn.usage.total_tokens ?? turn.usage.input_tokens + turn.usage.output_tokens } : estimateUsage(request, turn);
 }

@@ -194,8 +194,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     if ("error" in writer) return writer;
     const rollout = writer.ok;
     rolloutToClose = rollout;
-    o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider: model.ok.provider, cwd, resumed: Boolean(resumed && !resumed.fork), ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
-    log.info("session started", { session_id: rollout.id, model: o.config.model, provider: model.ok.provider, resumed: Boolean(resumed && !resumed.fork), forked: Boolean(resumed?.fork), executor: started.ok.name, remote: started.ok.remote, sandbox: o.config.sandbox_mode });
+    announce(o, rollout, model.ok.provider, started.ok, cwd, resumed);
     // MCP servers start now, while the rest of the session is set up.
     mcpStarting = startMcp(o, environments);
     const commands = commandSettings(o, started.ok, rollout, cwd);
@@ -216,6 +215,13 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       await (await starting).close();
     }
   }
+}
+
+/** session_started, on the events and in the log. */
+function announce(o: OpenSessionOptions, rollout: RolloutWriter, provider: string, started: StartedExecutor, cwd: string, resumed: Resumed | undefined): void {
+  const wasResumed = Boolean(resumed && !resumed.fork);
+  o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider, cwd, resumed: wasResumed, ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
+  log.info("session started", { session_id: rollout.id, model: o.config.model, provider, resumed: wasResumed, forked: Boolean(resumed?.fork), executor: started.name, remote: started.remote, sandbox: o.config.sandbox_mode });
 }
 
 function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
@@ -331,39 +337,13 @@ function commandSettings(o: OpenSessionOptions, started: StartedExecutor, rollou
 async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools; mcp?: McpServers }>> {
   const { config } = o;
   const { cwd, started, rollout } = p;
-  const { env, shell, sandboxPolicy } = p.commands;
+  const { shell } = p.commands;
   const sandboxState = await p.sandbox;
   const sandboxMode = config.sandbox_mode;
   o.emit({ type: "sandbox", mode: sandboxMode, ...sandboxState });
-  const routerR = await ToolRouter.connect(
-    started.executor.peer,
-    {
-      cwd,
-      env,
-      approvalPolicy: config.approval_policy,
-      approvalRules: config.approval_rules,
-      sandbox: sandboxPolicy,
-      pinWritableRoots: o.confineWrites || o.writableRoots !== undefined,
-      shellPath: shell,
-      loginShell: config.shell.login,
-      maxOutputTokens: config.exec.max_output_tokens,
-      defaultYieldMs: config.exec.yield_time_ms,
-      outputs: new OutputSpill(outputsDir(rollout.path), !started.remote),
-    },
-    new ApprovalCache(o.approver),
-    p.tools,
-  );
-  if ("error" in routerR) return routerR;
-  if (!p.skills.empty) routerR.ok.addSessionTool({ spec: SKILL_TOOL_SPEC, call: (raw) => p.skills.call(raw) });
-  const mcp = await p.mcp;
-  if ("error" in mcp) return mcp;
-  if (mcp.ok) routerR.ok.attachMcp(mcp.ok.nameTools(routerR.ok.specs.map((s) => s.name)));
-  // The host starts now, while the model works on its first answer.
-  const codeMode = o.codeMode ? new CodeModeTools(routerR.ok) : undefined;
-  if (codeMode) {
-    routerR.ok.attachCodeMode(codeMode);
-    codeMode.prestart();
-  }
+  const tools = await connectTools(o, p);
+  if ("error" in tools) return tools;
+  const { router, codeMode, mcp } = tools.ok;
   const memory = await p.memory;
   if (memory?.warning) o.emit({ type: "warning", message: memory.warning });
   const memoryBlock = memory?.text;
@@ -372,7 +352,7 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     {
       model: withHeartbeat(p.model, o.emit, o.heartbeat),
       modelName: config.model,
-      router: routerR.ok,
+      router,
       rollout,
       instructions: BASE_INSTRUCTIONS,
       developerInstructions: developerInstructions(
@@ -402,7 +382,44 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
     if (typeof repaired !== "number") return repaired;
     if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
   }
-  return ok({ agent, codeMode, ...(mcp.ok ? { mcp: mcp.ok } : {}) });
+  return ok({ agent, codeMode, ...(mcp ? { mcp } : {}) });
+}
+
+/** The tool router over the executor's tools, with the skill tool, MCP's and code mode's. */
+async function connectTools(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ router: ToolRouter; codeMode?: CodeModeTools; mcp?: McpServers }>> {
+  const { config } = o;
+  const { env, shell, sandboxPolicy } = p.commands;
+  const routerR = await ToolRouter.connect(
+    p.started.executor.peer,
+    {
+      cwd: p.cwd,
+      env,
+      approvalPolicy: config.approval_policy,
+      approvalRules: config.approval_rules,
+      sandbox: sandboxPolicy,
+      pinWritableRoots: o.confineWrites || o.writableRoots !== undefined,
+      shellPath: shell,
+      loginShell: config.shell.login,
+      maxOutputTokens: config.exec.max_output_tokens,
+      defaultYieldMs: config.exec.yield_time_ms,
+      outputs: new OutputSpill(outputsDir(p.rollout.path), !p.started.remote),
+    },
+    new ApprovalCache(o.approver),
+    p.tools,
+  );
+  if ("error" in routerR) return routerR;
+  const router = routerR.ok;
+  if (!p.skills.empty) router.addSessionTool({ spec: SKILL_TOOL_SPEC, call: (raw) => p.skills.call(raw) });
+  const mcp = await p.mcp;
+  if ("error" in mcp) return mcp;
+  if (mcp.ok) router.attachMcp(mcp.ok.nameTools(router.specs.map((s) => s.name)));
+  // The host starts now, while the model works on its first answer.
+  const codeMode = o.codeMode ? new CodeModeTools(router) : undefined;
+  if (codeMode) {
+    router.attachCodeMode(codeMode);
+    codeMode.prestart();
+  }
+  return ok({ router, ...(codeMode ? { codeMode } : {}), ...(mcp.ok ? { mcp: mcp.ok } : {}) });
 }
 
 interface HandleParts {

@@ -57,6 +57,40 @@ function show(line: string): string {
 }
 
 export function parsePatch(input: string): Result<PatchOp[]> {
+  const env = envelope(input);
+  if ("error" in env) return env;
+  const { lines, first, last } = env.ok;
+  const ops: PatchOp[] = [];
+  let i = first + 1;
+  while (i < last) {
+    const raw = lines[i] as string;
+    const header = raw.trim();
+    const lineNo = i + 1;
+    if (header.startsWith(ADD)) {
+      const added = parseAdd(lines, i, last);
+      if ("error" in added) return added;
+      ops.push(added.ok.op);
+      i = added.ok.next;
+    } else if (header.startsWith(DELETE)) {
+      const p = header.slice(DELETE.length).trim();
+      if (p === "") return parseError(lineNo, "Delete File needs a path after the colon.");
+      ops.push({ kind: "delete", path: p, line: lineNo });
+      i++;
+    } else if (header.startsWith(UPDATE)) {
+      const updated = parseUpdate(lines, i, last);
+      if ("error" in updated) return updated;
+      ops.push(updated.ok.op);
+      i = updated.ok.next;
+    } else {
+      return parseError(lineNo, `expected a file operation ("${ADD} <path>", "${DELETE} <path>" or "${UPDATE} <path>"), got ${show(raw)}.`);
+    }
+  }
+  if (ops.length === 0) return parseError(last + 1, "the patch contains no file operations.");
+  return ok(ops);
+}
+
+/** The patch's lines and where its Begin and End lines are, blank lines and a heredoc wrapper around them tolerated. */
+function envelope(input: string): Result<{ lines: string[]; first: number; last: number }> {
   let lines = input.replace(/\r\n/g, "\n").split("\n");
   let first = 0; // index of the first line, for error line numbers after trimming
   // Tolerate blank lines around the envelope and a shell heredoc wrapper (<<'EOF' ... EOF).
@@ -77,58 +111,41 @@ export function parsePatch(input: string): Result<PatchOp[]> {
   if (last === first || (lines[last] as string).trim() !== END) {
     return parseError(last + 1, `expected "${END}" as the last line, got ${show(lines[last] as string)}.`);
   }
+  return ok({ lines, first, last });
+}
 
-  const ops: PatchOp[] = [];
-  let i = first + 1;
-  while (i < last) {
-    const raw = lines[i] as string;
-    const header = raw.trim();
-    const lineNo = i + 1;
-    if (header.startsWith(ADD)) {
-      const p = header.slice(ADD.length).trim();
-      if (p === "") return parseError(lineNo, "Add File needs a path after the colon.");
-      const body: string[] = [];
-      i++;
-      while (i < last && !isHeader(lines[i] as string)) {
-        const l = lines[i] as string;
-        if (!l.startsWith("+")) {
-          return parseError(i + 1, `every line of the added file ${p} must start with "+", got ${show(l)}.`);
-        }
-        body.push(l.slice(1));
-        i++;
-      }
-      ops.push({ kind: "add", path: p, contents: body.length > 0 ? `${body.join("\n")}\n` : "", line: lineNo });
-    } else if (header.startsWith(DELETE)) {
-      const p = header.slice(DELETE.length).trim();
-      if (p === "") return parseError(lineNo, "Delete File needs a path after the colon.");
-      ops.push({ kind: "delete", path: p, line: lineNo });
-      i++;
-    } else if (header.startsWith(UPDATE)) {
-      const p = header.slice(UPDATE.length).trim();
-      if (p === "") return parseError(lineNo, "Update File needs a path after the colon.");
-      i++;
-      let movePath: string | undefined;
-      if (i < last && (lines[i] as string).trim().startsWith(MOVE)) {
-        movePath = (lines[i] as string).trim().slice(MOVE.length).trim();
-        if (movePath === "") return parseError(i + 1, "Move to needs a path after the colon.");
-        i++;
-      }
-      const parsed = parseChunks(lines, i, last, p);
-      if ("error" in parsed) return parsed;
-      if (parsed.ok.chunks.length === 0) {
-        return parseError(lineNo, `Update File ${p} has no hunks; add at least one "@@" hunk with the lines to change.`);
-      }
-      ops.push({ kind: "update", path: p, ...(movePath !== undefined ? { movePath } : {}), chunks: parsed.ok.chunks, line: lineNo });
-      i = parsed.ok.next;
-    } else {
-      return parseError(
-        lineNo,
-        `expected a file operation ("${ADD} <path>", "${DELETE} <path>" or "${UPDATE} <path>"), got ${show(raw)}.`,
-      );
-    }
+/** `*** Add File: p` at line `i` and its `+` lines; `next` is the line after them. */
+function parseAdd(lines: readonly string[], i: number, last: number): Result<{ op: PatchOp; next: number }> {
+  const lineNo = i + 1;
+  const p = (lines[i] as string).trim().slice(ADD.length).trim();
+  if (p === "") return parseError(lineNo, "Add File needs a path after the colon.");
+  const body: string[] = [];
+  let j = i + 1;
+  while (j < last && !isHeader(lines[j] as string)) {
+    const l = lines[j] as string;
+    if (!l.startsWith("+")) return parseError(j + 1, `every line of the added file ${p} must start with "+", got ${show(l)}.`);
+    body.push(l.slice(1));
+    j++;
   }
-  if (ops.length === 0) return parseError(last + 1, "the patch contains no file operations.");
-  return ok(ops);
+  return ok({ op: { kind: "add", path: p, contents: body.length > 0 ? `${body.join("\n")}\n` : "", line: lineNo }, next: j });
+}
+
+/** `*** Update File: p` at line `i`, an optional `*** Move to:`, and its hunks. */
+function parseUpdate(lines: string[], i: number, last: number): Result<{ op: PatchOp; next: number }> {
+  const lineNo = i + 1;
+  const p = (lines[i] as string).trim().slice(UPDATE.length).trim();
+  if (p === "") return parseError(lineNo, "Update File needs a path after the colon.");
+  let j = i + 1;
+  let movePath: string | undefined;
+  if (j < last && (lines[j] as string).trim().startsWith(MOVE)) {
+    movePath = (lines[j] as string).trim().slice(MOVE.length).trim();
+    if (movePath === "") return parseError(j + 1, "Move to needs a path after the colon.");
+    j++;
+  }
+  const parsed = parseChunks(lines, j, last, p);
+  if ("error" in parsed) return parsed;
+  if (parsed.ok.chunks.length === 0) return parseError(lineNo, `Update File ${p} has no hunks; add at least one "@@" hunk with the lines to change.`);
+  return ok({ op: { kind: "update", path: p, ...(movePath !== undefined ? { movePath } : {}), chunks: parsed.ok.chunks, line: lineNo }, next: parsed.ok.next });
 }
 
 function parseChunks(lines: string[], start: number, end: number, file: string): Result<{ chunks: Chunk[]; next: number }> {

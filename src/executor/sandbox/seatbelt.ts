@@ -137,51 +137,61 @@ export function seatbeltProfile(policy: SandboxPolicy, places: SeatbeltRoots): S
     return param(name);
   };
   const writable = policy.mode === "workspace-write";
-  const network = writable && policy.network;
-  const roots = writable ? places.roots : [];
-  const temp = writable ? places.temp : [];
+  const { writeFilters, socketDirs } = placeFilters(writable ? places : { roots: [], temp: [] }, define);
+  const lines = [...BASE_RULES()];
+  if (writeFilters.length > 0) lines.push("; the writable roots (minus .git and .relay) and the temp directories", ...allowAny("file-write*", writeFilters));
+  lines.push(...socketRules(writable && policy.network, socketDirs));
+  return { profile: lines.join("\n") + "\n", params };
+}
 
+/** What the profile says of every policy: processes, system services, reading, devices, terminals. */
+const BASE_RULES = () => [
+  "(version 1)",
+  "(deny default)",
+  "; processes: run and fork freely, but signal and inspect only processes in this sandbox",
+  "(allow process-exec)",
+  "(allow process-fork)",
+  "(allow signal (target same-sandbox))",
+  "(allow process-info* (target same-sandbox))",
+  "(allow sysctl-read)",
+  "(allow user-preference-read)",
+  "(allow ipc-posix-sem)",
+  "; system services a command-line program needs (user names, logging, notify, preferences)",
+  ...allowAny("mach-lookup", BASE_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`)),
+  "; files: read anywhere, write only the devices below and the writable places",
+  "(allow file-read*)",
+  ...allowAny("file-write*", [...WRITABLE_DEVICES.map((d) => `(literal ${quote(d)})`), ...DEVICE_PATTERNS.map((r) => `(regex #${quote(r)})`)]),
+  "; terminals: ioctl on the controlling tty and PTYs, and opening new PTYs",
+  ...allowAny("file-ioctl", [`(literal ${quote("/dev/tty")})`, `(literal ${quote("/dev/ptmx")})`, `(regex #${quote(PTY_PATTERN)})`]),
+  "(allow pseudo-tty)",
+];
+
+/** The filters of the places a command may write, and of where it may bind or reach sockets. */
+function placeFilters(places: Pick<SeatbeltRoots, "roots" | "temp" | "readOnly">, define: (name: string, value: string) => string) {
   const writeFilters: string[] = [];
   const socketDirs: string[] = [];
-  const own = (writable ? places.readOnly ?? [] : []).map((p, j) => `(require-not (subpath ${define(`READ_ONLY_${j}`, p)}))`);
-  roots.forEach((root, i) => {
+  const own = (places.readOnly ?? []).map((p, j) => `(require-not (subpath ${define(`READ_ONLY_${j}`, p)}))`);
+  places.roots.forEach((root, i) => {
     const rootParam = define(`WRITABLE_ROOT_${i}`, root.path);
     socketDirs.push(`(subpath ${rootParam})`);
     const excluded = [...root.readOnly.map((p, j) => `(require-not (subpath ${define(`WRITABLE_ROOT_${i}_RO_${j}`, p)}))`), ...own];
     writeFilters.push(excluded.length === 0 ? `(subpath ${rootParam})` : `(require-all (subpath ${rootParam}) ${excluded.join(" ")})`);
   });
-  temp.forEach((dir, i) => {
+  places.temp.forEach((dir, i) => {
     const filter = `(subpath ${define(`TEMP_DIR_${i}`, dir)})`;
     writeFilters.push(own.length === 0 ? filter : `(require-all ${filter} ${own.join(" ")})`);
     socketDirs.push(filter);
   });
+  return { writeFilters, socketDirs };
+}
 
-  const lines = [
-    "(version 1)",
-    "(deny default)",
-    "; processes: run and fork freely, but signal and inspect only processes in this sandbox",
-    "(allow process-exec)",
-    "(allow process-fork)",
-    "(allow signal (target same-sandbox))",
-    "(allow process-info* (target same-sandbox))",
-    "(allow sysctl-read)",
-    "(allow user-preference-read)",
-    "(allow ipc-posix-sem)",
-    "; system services a command-line program needs (user names, logging, notify, preferences)",
-    ...allowAny("mach-lookup", BASE_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`)),
-    "; files: read anywhere, write only the devices below and the writable places",
-    "(allow file-read*)",
-    ...allowAny("file-write*", [...WRITABLE_DEVICES.map((d) => `(literal ${quote(d)})`), ...DEVICE_PATTERNS.map((r) => `(regex #${quote(r)})`)]),
-    "; terminals: ioctl on the controlling tty and PTYs, and opening new PTYs",
-    ...allowAny("file-ioctl", [`(literal ${quote("/dev/tty")})`, `(literal ${quote("/dev/ptmx")})`, `(regex #${quote(PTY_PATTERN)})`]),
-    "(allow pseudo-tty)",
-  ];
-  if (writeFilters.length > 0) lines.push("; the writable roots (minus .git and .relay) and the temp directories", ...allowAny("file-write*", writeFilters));
-  // Unix-domain sockets are local IPC, not network, so both modes may create them (libuv and
-  // others use socketpair for child stdio). Connecting and binding are limited to sockets in
-  // the writable places: a host socket such as Docker's would be a way out of the sandbox.
-  lines.push("; local IPC: Unix-domain sockets, bound or reached only inside the writable places");
-  lines.push("(allow system-socket (socket-domain AF_UNIX))");
+/**
+ * Unix-domain sockets are local IPC, not network, so both modes may create them (libuv and
+ * others use socketpair for child stdio). Connecting and binding are limited to sockets in
+ * the writable places: a host socket such as Docker's would be a way out of the sandbox.
+ */
+function socketRules(network: boolean, socketDirs: readonly string[]): string[] {
+  const lines = ["; local IPC: Unix-domain sockets, bound or reached only inside the writable places", "(allow system-socket (socket-domain AF_UNIX))"];
   if (network) {
     lines.push("; network: on for this workspace-write policy", "(allow network-outbound)", "(allow network-inbound)", "(allow network-bind)", "(allow system-socket)");
     lines.push(...allowAny("mach-lookup", NETWORK_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`)));
@@ -189,7 +199,7 @@ export function seatbeltProfile(policy: SandboxPolicy, places: SeatbeltRoots): S
     lines.push(...allowAny("network-bind", socketDirs.map((f) => `(local unix-socket ${f})`)));
     lines.push(...allowAny("network-outbound", socketDirs.map((f) => `(remote unix-socket ${f})`)));
   }
-  return { profile: lines.join("\n") + "\n", params };
+  return lines;
 }
 
 /** The argv that runs `argv` under `policy` with `sandbox-exec`; unchanged for `danger-full-access`. */

@@ -44,25 +44,8 @@ export function describe(line: LogLine): RowText {
   switch (e.type) {
     case "run_started":
       return { who: "run", kind: e.resumed ? "resumed" : "started", text: e.pid ? `pid ${e.pid}` : "", tone: "info" };
-    case "role": {
-      const ev = e.event;
-      switch (ev.kind) {
-        case "turn_started":
-          return { who: e.role, kind: "turn", text: "turn started", tone: "dim" };
-        case "turn_completed":
-          return { who: e.role, kind: "turn", text: "turn done", tone: "dim" };
-        case "turn_aborted":
-          return { who: e.role, kind: "turn", text: `turn aborted: ${one(ev.text)}`, tone: "warn" };
-        case "message":
-          return { who: e.role, ...(signalRow(ev.text) ?? { kind: "says", text: one(ev.text), tone: "" }) };
-        case "tool_call":
-          return { who: e.role, kind: ev.name, text: one(ev.text), tone: "" };
-        case "tool_failed":
-          return { who: e.role, kind: `${ev.name} failed`, text: one(ev.text), tone: "fail" };
-        default:
-          return { who: e.role, kind: ev.kind, text: one("text" in ev ? ev.text : ""), tone: ev.kind === "error" ? "fail" : "warn" };
-      }
-    }
+    case "role":
+      return roleRow(e);
     case "handoff":
       return { who: `${e.from} → ${e.to}`, kind: "handoff", text: one(e.summary), tone: "info" };
     case "direction_request":
@@ -89,5 +72,26 @@ export function describe(line: LogLine): RowText {
       return { who: "run", kind: e.status, text: one(e.detail), tone: e.status === "complete" ? "pass" : e.status === "interrupted" ? "warn" : "fail" };
     default:
       return { who: "", kind: String(line.type), text: one(JSON.stringify(line)), tone: line.type === "unreadable" ? "warn" : "dim" };
+  }
+}
+
+/** A role's own event: its turns, messages (signals read as such) and tool calls. */
+function roleRow(e: Extract<KnownLogEvent, { type: "role" }>): RowText {
+  const ev = e.event;
+  switch (ev.kind) {
+    case "turn_started":
+      return { who: e.role, kind: "turn", text: "turn started", tone: "dim" };
+    case "turn_completed":
+      return { who: e.role, kind: "turn", text: "turn done", tone: "dim" };
+    case "turn_aborted":
+      return { who: e.role, kind: "turn", text: `turn aborted: ${one(ev.text)}`, tone: "warn" };
+    case "message":
+      return { who: e.role, ...(signalRow(ev.text) ?? { kind: "says", text: one(ev.text), tone: "" }) };
+    case "tool_call":
+      return { who: e.role, kind: ev.name, text: one(ev.text), tone: "" };
+    case "tool_failed":
+      return { who: e.role, kind: `${ev.name} failed`, text: one(ev.text), tone: "fail" };
+    default:
+      return { who: e.role, kind: ev.kind, text: one("text" in ev ? ev.text : ""), tone: ev.kind === "error" ? "fail" : "warn" };
   }
 }

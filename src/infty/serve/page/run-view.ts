@@ -14,13 +14,7 @@ import { Timeline } from "./timeline.ts";
 const REFETCH_MS = 1000;
 
 export function runView(root: HTMLElement, id: string, setConnection: (s: string) => void): () => void {
-  const head = h("section", { class: "run-head", data: { testid: "run-head" } });
-  const budget = h("section", { class: "panel budget", data: { testid: "budget" } });
-  const actions = h("section", { class: "panel actions" });
-  const checkpoints = h("section", { class: "panel checkpoints", data: { testid: "checkpoints" } });
-  const files = h("section", { class: "panel files-panel" });
-  const viewer = h("section", { class: "panel viewer", data: { testid: "viewer" } });
-  const detail = h("section", { class: "panel detail", data: { testid: "detail" } });
+  const { head, budget, actions, checkpoints, files, viewer, detail } = runPanels();
   const timeline = new Timeline(
     async (from, limit) => (await api.events(id, from, limit)).events,
     (e) => showEvent(detail, e),
@@ -87,6 +81,19 @@ export function runView(root: HTMLElement, id: string, setConnection: (s: string
     stream?.close();
     clearTimeout(refetch);
     setConnection("");
+  };
+}
+
+/** The page's sections, empty until the run is fetched. */
+function runPanels() {
+  return {
+    head: h("section", { class: "run-head", data: { testid: "run-head" } }),
+    budget: h("section", { class: "panel budget", data: { testid: "budget" } }),
+    actions: h("section", { class: "panel actions" }),
+    checkpoints: h("section", { class: "panel checkpoints", data: { testid: "checkpoints" } }),
+    files: h("section", { class: "panel files-panel" }),
+    viewer: h("section", { class: "panel viewer", data: { testid: "viewer" } }),
+    detail: h("section", { class: "panel detail", data: { testid: "detail" } }),
   };
 }
 
