@@ -17,7 +17,13 @@ export const ASSETS_MODULE = path.join(ROOT, "src/infty/serve/page-assets.ts");
 export async function pageAssetsSource(): Promise<string> {
   const bun = (globalThis as { Bun?: typeof Bun }).Bun;
   if (!bun) throw new Error("scripts/build-page.ts needs Bun (its bundler): run it with npx bun scripts/build-page.ts");
-  const built = await bun.build({ entrypoints: [path.join(PAGE_DIR, "main.ts")], target: "browser", format: "esm", minify: true, sourcemap: "none" });
+  const built = await bun.build({
+    entrypoints: [path.join(PAGE_DIR, "main.ts")],
+    target: "browser",
+    format: "esm",
+    minify: true,
+    sourcemap: "none",
+  });
   if (!built.success) throw new Error(`the page does not build:\n${built.logs.map(String).join("\n")}`);
   const js = await built.outputs[0]!.text();
   const html = readFileSync(path.join(PAGE_DIR, "index.html"), "utf8");
@@ -36,5 +42,7 @@ export const PAGE_ASSETS: Record<string, { type: string; body: string }> = ${JSO
 if (import.meta.main) {
   const text = await pageAssetsSource();
   writeFileSync(ASSETS_MODULE, text);
-  process.stdout.write(`wrote ${path.relative(process.cwd(), ASSETS_MODULE)} (${(text.length / 1024).toFixed(1)} KiB)\n`);
+  process.stdout.write(
+    `wrote ${path.relative(process.cwd(), ASSETS_MODULE)} (${(text.length / 1024).toFixed(1)} KiB)\n`,
+  );
 }

@@ -23,5 +23,7 @@ export const BUILTIN_TOOL_SCHEMAS: Readonly<Record<string, Record<string, unknow
 if (import.meta.main) {
   const text = toolSchemasSource();
   writeFileSync(SCHEMAS_MODULE, text);
-  process.stdout.write(`wrote ${path.relative(process.cwd(), SCHEMAS_MODULE)} (${(text.length / 1024).toFixed(1)} KiB)\n`);
+  process.stdout.write(
+    `wrote ${path.relative(process.cwd(), SCHEMAS_MODULE)} (${(text.length / 1024).toFixed(1)} KiB)\n`,
+  );
 }

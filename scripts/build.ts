@@ -43,8 +43,14 @@ if (import.meta.main) {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   try {
-    const r = buildBinary({ outfile: opt("--outfile"), target: opt("--target"), compileExecutablePath: opt("--compile-executable-path") });
-    process.stdout.write(`built ${path.relative(process.cwd(), r.outfile)} (${(r.bytes / 1048576).toFixed(1)} MiB) in ${r.ms} ms\n`);
+    const r = buildBinary({
+      outfile: opt("--outfile"),
+      target: opt("--target"),
+      compileExecutablePath: opt("--compile-executable-path"),
+    });
+    process.stdout.write(
+      `built ${path.relative(process.cwd(), r.outfile)} (${(r.bytes / 1048576).toFixed(1)} MiB) in ${r.ms} ms\n`,
+    );
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
     process.exit(1);

@@ -15,15 +15,21 @@ const workspace = mkdtempSync(path.join(os.tmpdir(), "relay-demo-"));
 const relay = process.env.RELAY_BIN ? [process.env.RELAY_BIN] : [process.execPath, path.join(ROOT, "src/main.ts")];
 const args = [
   "run",
-  "--script", path.join(ROOT, "examples/demo-script.json"),
-  "--approval", "never",
-  "--sandbox", "workspace-write",
+  "--script",
+  path.join(ROOT, "examples/demo-script.json"),
+  "--approval",
+  "never",
+  "--sandbox",
+  "workspace-write",
   "--fail-on-tool-error",
-  "--cd", workspace,
+  "--cd",
+  workspace,
   ...process.argv.slice(2),
   "Create a small Node.js hello-world script with a test, run them, and report.",
 ];
-process.stderr.write(`demo workspace: ${workspace}\n(scripted model: the model's turns are replayed from examples/demo-script.json; the commands and files are real)\n\n`);
+process.stderr.write(
+  `demo workspace: ${workspace}\n(scripted model: the model's turns are replayed from examples/demo-script.json; the commands and files are real)\n\n`,
+);
 
 /** Runs the session, showing its output as it comes and keeping a copy to check. */
 function runSession(): Promise<{ status: number | null; transcript: string }> {
@@ -40,22 +46,40 @@ function node(...argv: string[]): { status: number | null; out: string } {
 }
 
 const { status, transcript } = await runSession();
-const file = (name: string) => (existsSync(path.join(workspace, name)) ? readFileSync(path.join(workspace, name), "utf8") : undefined);
+const file = (name: string) =>
+  existsSync(path.join(workspace, name)) ? readFileSync(path.join(workspace, name), "utf8") : undefined;
 const checks: Array<[string, () => string | undefined]> = [
-  ["the session ended well, every tool call succeeding", () => (status === 0 ? undefined : `relay exited ${status} (see its last line above)`)],
-  ["hello.js, hello.test.mjs and package.json were written", () => {
-    const missing = ["hello.js", "hello.test.mjs", "package.json"].filter((f) => file(f) === undefined);
-    return missing.length ? `missing: ${missing.join(", ")}` : undefined;
-  }],
-  ["the test passes when run again by the demo", () => {
-    const r = node("hello.test.mjs");
-    return r.status === 0 && r.out === "test passed" ? undefined : `node hello.test.mjs: exit ${r.status}: ${r.out.split("\n").slice(0, 3).join(" | ")}`;
-  }],
-  ["the patch changed the greeting", () => {
-    const r = node("hello.js");
-    return r.out === "Hello, world! (from relay)" ? undefined : `node hello.js printed ${JSON.stringify(r.out)}`;
-  }],
-  ["the terminal prompt was answered through write_stdin", () => (/Hi, Relay/.test(transcript) ? undefined : "no \"Hi, Relay\" in the session's output")],
+  [
+    "the session ended well, every tool call succeeding",
+    () => (status === 0 ? undefined : `relay exited ${status} (see its last line above)`),
+  ],
+  [
+    "hello.js, hello.test.mjs and package.json were written",
+    () => {
+      const missing = ["hello.js", "hello.test.mjs", "package.json"].filter((f) => file(f) === undefined);
+      return missing.length ? `missing: ${missing.join(", ")}` : undefined;
+    },
+  ],
+  [
+    "the test passes when run again by the demo",
+    () => {
+      const r = node("hello.test.mjs");
+      return r.status === 0 && r.out === "test passed"
+        ? undefined
+        : `node hello.test.mjs: exit ${r.status}: ${r.out.split("\n").slice(0, 3).join(" | ")}`;
+    },
+  ],
+  [
+    "the patch changed the greeting",
+    () => {
+      const r = node("hello.js");
+      return r.out === "Hello, world! (from relay)" ? undefined : `node hello.js printed ${JSON.stringify(r.out)}`;
+    },
+  ],
+  [
+    "the terminal prompt was answered through write_stdin",
+    () => (/Hi, Relay/.test(transcript) ? undefined : 'no "Hi, Relay" in the session\'s output'),
+  ],
 ];
 
 process.stderr.write(`\nfiles in ${workspace}: ${readdirSync(workspace).sort().join(", ")}\n`);

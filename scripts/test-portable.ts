@@ -10,14 +10,26 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Suites that need no PTY, bun:sqlite or compiler. */
-export const PORTABLE_DIRS = ["test/protocol", "test/model", "test/session", "test/infty", "test/codemode", "test/memories", "test/package", "test/executor/files", "test/executor/patch", "test/util"];
+export const PORTABLE_DIRS = [
+  "test/protocol",
+  "test/model",
+  "test/session",
+  "test/infty",
+  "test/codemode",
+  "test/memories",
+  "test/package",
+  "test/executor/files",
+  "test/executor/patch",
+  "test/util",
+];
 
 function testFiles(): string[] {
   const out: string[] = [];
   for (const dir of PORTABLE_DIRS) {
     const abs = path.join(ROOT, dir);
     if (!existsSync(abs)) continue;
-    for (const f of readdirSync(abs, { recursive: true }) as string[]) if (f.endsWith(".test.ts")) out.push(path.join(dir, f));
+    for (const f of readdirSync(abs, { recursive: true }) as string[])
+      if (f.endsWith(".test.ts")) out.push(path.join(dir, f));
   }
   return out.sort();
 }
@@ -36,9 +48,30 @@ if (runtime === "deno") {
   const out = path.join(ROOT, "dist/node-tests");
   rmSync(out, { recursive: true, force: true });
   const bundle = (entries: string[], outdir: string, root: string) =>
-    run(bun, ["build", "--target=node", "--packages=external", "--format=esm", "--entry-naming=[dir]/[name].mjs", "--root", root, "--outdir", outdir, ...entries]);
+    run(bun, [
+      "build",
+      "--target=node",
+      "--packages=external",
+      "--format=esm",
+      "--entry-naming=[dir]/[name].mjs",
+      "--root",
+      root,
+      "--outdir",
+      outdir,
+      ...entries,
+    ]);
   // An outdir, not an outfile: the sandbox's C source is emitted beside the bundle as an asset.
-  const relay = run(bun, ["build", "--target=node", "--packages=external", "--format=esm", "src/main.ts", "--outdir", "dist/node", "--entry-naming", "relay.mjs"]);
+  const relay = run(bun, [
+    "build",
+    "--target=node",
+    "--packages=external",
+    "--format=esm",
+    "src/main.ts",
+    "--outdir",
+    "dist/node",
+    "--entry-naming",
+    "relay.mjs",
+  ]);
   if (relay !== 0) process.exit(1);
   if (bundle(files, out, ROOT) !== 0) process.exit(1);
   const built = files.map((f) => path.join(out, f.replace(/\.ts$/, ".mjs")));

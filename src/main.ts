@@ -17,7 +17,10 @@ if (first === SANDBOX_EXEC_ARG) {
 } else {
   // As spawned by a session: `relay code-mode-host`, or a package's `relay-code-mode-host` (a
   // personality, src/package/personality.ts). Any other form still works, compiling later.
-  const host = process.argv.length === 2 ? /relay-code-mode-host(\.exe)?$/.test(process.execPath) : first === "code-mode-host" && process.argv.length === 3;
+  const host =
+    process.argv.length === 2
+      ? /relay-code-mode-host(\.exe)?$/.test(process.execPath)
+      : first === "code-mode-host" && process.argv.length === 3;
   if (host) compileEmbeddedWasm(QUICKJS_WASM_ASSET);
   void import("./cli/entry.ts").then((m) => m.runCli());
 }

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { describe, test } from "node:test";
 import { REPO_ROOT } from "./support/paths.ts";
 
@@ -34,7 +34,8 @@ function roomOf(file: string): string {
   return rel.length === 1 ? rel[0]!.replace(/\.ts$/, "") : rel[0]!;
 }
 
-const IMPORT = /(?:import|export)\s[^'"]*?from\s+["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*[,)]/g;
+const IMPORT =
+  /(?:import|export)\s[^'"]*?from\s+["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*[,)]/g;
 
 function modules(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
@@ -42,7 +43,9 @@ function modules(): Map<string, string[]> {
     if (!rel.endsWith(".ts") || rel.endsWith(".d.ts")) continue;
     const file = path.join(SRC, rel);
     const text = readFileSync(file, "utf8");
-    const targets = [...text.matchAll(IMPORT)].map((m) => path.resolve(path.dirname(file), (m[1] ?? m[2])!)).filter((t) => t.endsWith(".ts"));
+    const targets = [...text.matchAll(IMPORT)]
+      .map((m) => path.resolve(path.dirname(file), (m[1] ?? m[2])!))
+      .filter((t) => t.endsWith(".ts"));
     graph.set(file, targets);
   }
   return graph;
@@ -93,7 +96,11 @@ export function longFunctions(file: string, text: string, max = MAX_FUNCTION_LIN
       const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
       const lines = source.getLineAndCharacterOfPosition(node.end).line - first + 1;
       const parent = node.parent;
-      const name = node.name?.getText() ?? (parent && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) ? parent.name.getText() : "(anonymous)");
+      const name =
+        node.name?.getText() ??
+        (parent && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent))
+          ? parent.name.getText()
+          : "(anonymous)");
       if (lines > max) found.push(`${path.relative(REPO_ROOT, file)}:${first + 1} ${name} (${lines} lines)`);
     }
     ts.forEachChild(node, visit);
@@ -117,7 +124,10 @@ describe("architecture", () => {
       const from = roomOf(file);
       for (const target of targets) {
         const to = roomOf(target);
-        if (to !== from && !(rank.get(to)! < rank.get(from)!)) upward.push(`${path.relative(REPO_ROOT, file)} -> ${path.relative(REPO_ROOT, target)} (${from} may not import ${to})`);
+        if (to !== from && !(rank.get(to)! < rank.get(from)!))
+          upward.push(
+            `${path.relative(REPO_ROOT, file)} -> ${path.relative(REPO_ROOT, target)} (${from} may not import ${to})`,
+          );
       }
     }
     assert.deepEqual(upward, []);
@@ -131,7 +141,11 @@ describe("architecture", () => {
     const long = [...graph.keys()].flatMap((file) => longFunctions(file, readFileSync(file, "utf8")));
     assert.deepEqual(long, []);
     const made = `function big() {\n${"  x();\n".repeat(MAX_FUNCTION_LINES)}}\nconst ok = () => 1;\n`;
-    assert.deepEqual(longFunctions(path.join(SRC, "made.ts"), made), [`src/made.ts:1 big (${MAX_FUNCTION_LINES + 2} lines)`], "the check finds a long one");
+    assert.deepEqual(
+      longFunctions(path.join(SRC, "made.ts"), made),
+      [`src/made.ts:1 big (${MAX_FUNCTION_LINES + 2} lines)`],
+      "the check finds a long one",
+    );
   });
 
   test("the check sees what it must: an upward import and a cycle in a made-up graph are found", () => {

@@ -24,8 +24,10 @@ function staticImports(file: string): string[] {
   const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
   const out: string[] = [];
   for (const s of source.statements) {
-    if (ts.isImportDeclaration(s) && !s.importClause?.isTypeOnly && ts.isStringLiteral(s.moduleSpecifier)) out.push(s.moduleSpecifier.text);
-    if (ts.isExportDeclaration(s) && !s.isTypeOnly && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier)) out.push(s.moduleSpecifier.text);
+    if (ts.isImportDeclaration(s) && !s.importClause?.isTypeOnly && ts.isStringLiteral(s.moduleSpecifier))
+      out.push(s.moduleSpecifier.text);
+    if (ts.isExportDeclaration(s) && !s.isTypeOnly && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier))
+      out.push(s.moduleSpecifier.text);
   }
   return out;
 }
@@ -75,7 +77,11 @@ const HEAVY = {
 
 function assertNoPackages(what: string, packages: Set<string>, banned: string[]): void {
   const found = banned.filter((p) => packages.has(p));
-  assert.deepEqual(found, [], `${what} loads ${found.join(", ")} at start-up: import it where it is used (await import(...))`);
+  assert.deepEqual(
+    found,
+    [],
+    `${what} loads ${found.join(", ")} at start-up: import it where it is used (await import(...))`,
+  );
 }
 
 /** main.ts names the sandbox helper's argument, and entry.ts reads which name the binary has: two small modules of lower rooms. */
@@ -83,7 +89,9 @@ const HELPER_ARG = "executor/sandbox/linux/helper-arg.ts";
 const PERSONALITY = "package/personality.ts";
 
 function assertNoRooms(what: string, modules: Set<string>, rooms: string[]): void {
-  const found = [...modules].filter((m) => m !== HELPER_ARG && m !== PERSONALITY && rooms.some((r) => m.startsWith(`${r}/`))).sort();
+  const found = [...modules]
+    .filter((m) => m !== HELPER_ARG && m !== PERSONALITY && rooms.some((r) => m.startsWith(`${r}/`)))
+    .sort();
   assert.deepEqual(found, [], `${what} loads modules of ${rooms.join(", ")} at start-up`);
 }
 
@@ -109,8 +117,15 @@ function eagerSchemaLines(text: string): number[] {
       const root = rootOf(node);
       const callee = node.expression;
       const method = ts.isPropertyAccessExpression(callee) ? callee.name.text : "";
-      const fromZ = ts.isIdentifier(root) && root.text === "z" && !(ts.isPropertyAccessExpression(callee) && callee.expression === root && Z_NOT_BUILDERS.has(method));
-      const derived = ts.isIdentifier(root) && /Schema$/.test(root.text) && root.text !== "lazySchema" && !/^(safe)?[pP]arse/.test(method);
+      const fromZ =
+        ts.isIdentifier(root) &&
+        root.text === "z" &&
+        !(ts.isPropertyAccessExpression(callee) && callee.expression === root && Z_NOT_BUILDERS.has(method));
+      const derived =
+        ts.isIdentifier(root) &&
+        /Schema$/.test(root.text) &&
+        root.text !== "lazySchema" &&
+        !/^(safe)?[pP]arse/.test(method);
       if (fromZ || derived) {
         found.push(source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1);
         return;
@@ -122,7 +137,8 @@ function eagerSchemaLines(text: string): number[] {
   return found;
 }
 
-const eagerSchemas = (module: string) => eagerSchemaLines(readFileSync(path.join(SRC, module), "utf8")).map((line) => `${module}:${line}`);
+const eagerSchemas = (module: string) =>
+  eagerSchemaLines(readFileSync(path.join(SRC, module), "utf8")).map((line) => `${module}:${line}`);
 
 describe("start-up import graph", () => {
   test("the CLI core loads no package; the command tree (relay --version, every subcommand before its own module) adds commander alone", () => {
@@ -130,7 +146,17 @@ describe("start-up import graph", () => {
     const { modules, packages } = closure("main.ts", "cli/entry.ts", "cli/program.ts");
     assert.deepEqual([...packages].sort(), ["@commander-js/extra-typings"]);
     assert.ok(modules.has(HELPER_ARG) && modules.has(PERSONALITY));
-    assertNoRooms("the CLI core", modules, ["session", "executor", "codemode", "model", "memories", "infty", "package", "protocol", "rollout"]);
+    assertNoRooms("the CLI core", modules, [
+      "session",
+      "executor",
+      "codemode",
+      "model",
+      "memories",
+      "infty",
+      "package",
+      "protocol",
+      "rollout",
+    ]);
     // 16 since cli/write-direct.ts (commander's output); 17 since util/embedded-file.ts, with which
     // main.ts starts a code-mode host's wasm compiling; 18 since cli/help-wrap.ts (help fits the
     // terminal: commander's writeOut is synchronous, so it cannot be imported on demand).
@@ -139,9 +165,28 @@ describe("start-up import graph", () => {
 
   test("relay executor: no QuickJS, database, git, archive, config or YAML parser, or MCP SDK; no model, session or memory code", () => {
     const { modules, packages } = subcommand("executor");
-    assert.ok(modules.has("executor/mcp-stdio.ts"), "the executor hosts MCP stdio servers (this test walks the right module)");
-    assertNoPackages("relay executor", packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp, ...HEAVY.yaml]);
-    assertNoRooms("relay executor", modules, ["model", "session", "memories", "codemode", "infty", "package", "rollout"]);
+    assert.ok(
+      modules.has("executor/mcp-stdio.ts"),
+      "the executor hosts MCP stdio servers (this test walks the right module)",
+    );
+    assertNoPackages("relay executor", packages, [
+      ...HEAVY.quickjs,
+      ...HEAVY.db,
+      ...HEAVY.git,
+      ...HEAVY.archives,
+      ...HEAVY.toml,
+      ...HEAVY.mcp,
+      ...HEAVY.yaml,
+    ]);
+    assertNoRooms("relay executor", modules, [
+      "model",
+      "session",
+      "memories",
+      "codemode",
+      "infty",
+      "package",
+      "rollout",
+    ]);
   });
 
   test("relay executor and relay code-mode-host, as relay starts them (no flag), load no commander", () => {
@@ -156,7 +201,14 @@ describe("start-up import graph", () => {
     const { modules, packages, builtins } = closure("main.ts", "cli/version-line.ts");
     assert.deepEqual([...packages], []);
     assert.deepEqual([...builtins], []);
-    assert.deepEqual([...modules].sort(), ["../package.json", "cli/version-line.ts", "executor/sandbox/linux/helper-arg.ts", "main.ts", "util/embedded-file.ts", "version.ts"]);
+    assert.deepEqual([...modules].sort(), [
+      "../package.json",
+      "cli/version-line.ts",
+      "executor/sandbox/linux/helper-arg.ts",
+      "main.ts",
+      "util/embedded-file.ts",
+      "version.ts",
+    ]);
   });
 
   test("the sandbox helper (__sandbox-exec, once per sandboxed command): no package at all, no zod", () => {
@@ -168,7 +220,14 @@ describe("start-up import graph", () => {
   test("relay code-mode-host: QuickJS, but no database, git, archives, model or session code", () => {
     const { modules, packages } = subcommand("code-mode-host");
     assert.ok(packages.has("quickjs-emscripten-core"), "the host runs QuickJS (this test walks the right module)");
-    assertNoPackages("relay code-mode-host", packages, [...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.toml, ...HEAVY.mcp, ...HEAVY.yaml]);
+    assertNoPackages("relay code-mode-host", packages, [
+      ...HEAVY.db,
+      ...HEAVY.git,
+      ...HEAVY.archives,
+      ...HEAVY.toml,
+      ...HEAVY.mcp,
+      ...HEAVY.yaml,
+    ]);
     assertNoRooms("relay code-mode-host", modules, ["model", "session", "memories", "executor", "infty", "package"]);
     assert.ok(!modules.has("protocol/child.ts"), "the host starts no child process: node:child_process stays unloaded");
   });
@@ -177,8 +236,18 @@ describe("start-up import graph", () => {
     test(`relay ${name}: no QuickJS (the host is a child process), database, git, archives or MCP SDK until used`, () => {
       const { modules, packages } = subcommand(name);
       assert.ok(modules.has("session/runtime.ts"), "a session is what it runs (this test walks the right module)");
-      assert.ok(modules.has("session/mcp/session-mcp.ts"), "sessions start MCP servers (this test walks the right module)");
-      assertNoPackages(`relay ${name}`, packages, [...HEAVY.quickjs, ...HEAVY.db, ...HEAVY.git, ...HEAVY.archives, ...HEAVY.mcp, ...HEAVY.yaml]);
+      assert.ok(
+        modules.has("session/mcp/session-mcp.ts"),
+        "sessions start MCP servers (this test walks the right module)",
+      );
+      assertNoPackages(`relay ${name}`, packages, [
+        ...HEAVY.quickjs,
+        ...HEAVY.db,
+        ...HEAVY.git,
+        ...HEAVY.archives,
+        ...HEAVY.mcp,
+        ...HEAVY.yaml,
+      ]);
       assertNoRooms(`relay ${name}`, modules, ["package"]);
       const engine = [...modules].filter((m) => /^codemode\/(engine|cell|vm)/.test(m));
       assert.deepEqual(engine, [], `relay ${name} loads the QuickJS engine's modules`);
@@ -188,30 +257,41 @@ describe("start-up import graph", () => {
   test("no module that the executor, the code-mode host, relay run or relay infty loads at start-up builds a zod schema as it loads", () => {
     for (const name of ["executor", "code-mode-host", "run", "infty"]) {
       const eager = [...subcommand(name).modules].flatMap(eagerSchemas);
-      assert.deepEqual(eager, [], `relay ${name} builds these schemas at start-up: wrap each in lazySchema(() => …) (src/util/lazy-schema.ts)`);
+      assert.deepEqual(
+        eager,
+        [],
+        `relay ${name} builds these schemas at start-up: wrap each in lazySchema(() => …) (src/util/lazy-schema.ts)`,
+      );
     }
   });
 
   test("no start-up loads node:crypto or node:readline (milliseconds each in a compiled binary): Web Crypto ids, readline where a question is asked", () => {
     const closures: Array<[string, Set<string>]> = [
-      ...["executor", "code-mode-host", "run", "infty"].map((name): [string, Set<string>] => [`relay ${name}`, subcommand(name).builtins]),
+      ...["executor", "code-mode-host", "run", "infty"].map((name): [string, Set<string>] => [
+        `relay ${name}`,
+        subcommand(name).builtins,
+      ]),
       ["the sandbox helper", closure("main.ts", "executor/sandbox/linux/helper.ts").builtins],
     ];
     assert.ok(closures[0]![1].has("node:child_process"), "the walk records builtins (this test sees the executor's)");
     for (const [what, builtins] of closures) {
       const slow = [...builtins].filter((b) => b === "node:crypto" || b.startsWith("node:readline"));
-      assert.deepEqual(slow, [], `${what} loads ${slow.join(", ")} at start-up: use util/random.ts, or import it where it is used`);
+      assert.deepEqual(
+        slow,
+        [],
+        `${what} loads ${slow.join(", ")} at start-up: use util/random.ts, or import it where it is used`,
+      );
     }
   });
 
   test("the eager-schema check finds schemas built at load and passes deferred ones", () => {
     const text = [
-      'export const A = z.object({ a: z.string() });',
-      'export const B = lazySchema(() => z.object({ b: A }));',
-      'export const C = BSchema.extend({ c: z.number() });',
-      'function later() { return z.number(); }',
-      'const v = ASchema.parse({});',
-      'export type T = z.infer<typeof A>;',
+      "export const A = z.object({ a: z.string() });",
+      "export const B = lazySchema(() => z.object({ b: A }));",
+      "export const C = BSchema.extend({ c: z.number() });",
+      "function later() { return z.number(); }",
+      "const v = ASchema.parse({});",
+      "export type T = z.infer<typeof A>;",
       'export const D = defineMethod("d", z.string(), lazySchema(() => z.string()));',
     ].join("\n");
     assert.deepEqual(eagerSchemaLines(text), [1, 3, 7]);
@@ -219,10 +299,17 @@ describe("start-up import graph", () => {
 
   test("relay infty serve's server and page load only when serve runs: not for relay infty, relay executor or the CLI core", () => {
     const serve = (modules: Set<string>) => [...modules].filter((m) => m.startsWith("infty/serve/"));
-    assert.deepEqual(serve(subcommand("infty").modules), [], "relay infty imports the server on demand (cli/infty-serve.ts)");
+    assert.deepEqual(
+      serve(subcommand("infty").modules),
+      [],
+      "relay infty imports the server on demand (cli/infty-serve.ts)",
+    );
     assert.deepEqual(serve(subcommand("executor").modules), []);
     assert.deepEqual(serve(closure("main.ts", "cli/entry.ts").modules), []);
-    assert.ok(closure("infty/serve/server.ts").modules.has("infty/serve/page-assets.ts"), "the server embeds the page (this test walks the right module)");
+    assert.ok(
+      closure("infty/serve/server.ts").modules.has("infty/serve/page-assets.ts"),
+      "the server embeds the page (this test walks the right module)",
+    );
     assert.ok(!closure("infty/serve/server.ts").packages.has("playwright-core"));
   });
 
@@ -248,13 +335,15 @@ describe("start-up import graph", () => {
   });
 
   test("program.ts builds only the subcommand the command line names; the whole tree where help or completion needs it", async () => {
-    const names = async (...args: string[]) => (await buildProgram(["relay", "relay", ...args])).commands.map((c) => c.name());
+    const names = async (...args: string[]) =>
+      (await buildProgram(["relay", "relay", ...args])).commands.map((c) => c.name());
     assert.deepEqual(await names("executor"), ["executor"]);
     assert.deepEqual(await names("skills", "list", "--json"), ["skills"]);
     assert.deepEqual(await names("--verbose", "run", "--json", "hi"), ["run"]);
     assert.deepEqual(await names("--version"), []);
     const all = await names();
     assert.ok(all.length >= 10 && all.includes("executor") && all.includes("memories"), all.join(" "));
-    for (const whole of [["--help"], ["help", "run"], ["completion", "bash"], ["frobnicate"]]) assert.deepEqual(await names(...whole), all, whole.join(" "));
+    for (const whole of [["--help"], ["help", "run"], ["completion", "bash"], ["frobnicate"]])
+      assert.deepEqual(await names(...whole), all, whole.join(" "));
   });
 });

@@ -7,12 +7,13 @@
  * The host is whatever relay re-execs (RELAY_SELF_COMMAND; from source by default): startup.ts
  * runs this with the compiled binary. --json prints one line of p50 figures instead of tables.
  */
-import { HostProvider } from "../../src/codemode/host-provider.ts";
-import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
-import type { CodeModeCallbacks, CodeModeSession } from "../../src/codemode/provider.ts";
+
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
 import { warmUp } from "../../src/codemode/host.ts";
+import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
 import { CodeModeMethods } from "../../src/codemode/protocol.ts";
+import type { CodeModeCallbacks, CodeModeSession } from "../../src/codemode/provider.ts";
 import type { RpcPeer } from "../../src/protocol/peer.ts";
 import { ok } from "../../src/util/result.ts";
 import { fmtMs, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
@@ -53,7 +54,8 @@ interface Figures {
 }
 
 type Kind = "in-process" | "ipc";
-const make = (kind: Kind, pool = 0): HostProvider | InProcessProvider => (kind === "ipc" ? new HostProvider({ pool }) : new InProcessProvider());
+const make = (kind: Kind, pool = 0): HostProvider | InProcessProvider =>
+  kind === "ipc" ? new HostProvider({ pool }) : new InProcessProvider();
 
 async function cold(kind: Kind, f: Figures): Promise<void> {
   // Session startup: a brand-new provider (IPC: spawn a host, no pool) until the session is open.
@@ -103,14 +105,18 @@ for (let i = 0; i < 50; i++) {
 // engine shares this process, so without the wait its housekeeping would land in the IPC
 // measurement (and the host's in the floor's).
 const settled = async () => {
-  for (let i = 0; i < 500 && !((await a.vmsSettled()) && (await b.vmsSettled())); i++) await new Promise((r) => setTimeout(r, 1));
+  for (let i = 0; i < 500 && !((await a.vmsSettled()) && (await b.vmsSettled())); i++)
+    await new Promise((r) => setTimeout(r, 1));
 };
 const gap = async () => {
   await settled();
   await new Promise((r) => setTimeout(r, 2));
 };
 for (let i = 0; i < ROUNDS; i++) {
-  for (const [p, f] of [[a, inProc], [b, ipc]] as const) {
+  for (const [p, f] of [
+    [a, inProc],
+    [b, ipc],
+  ] as const) {
     let s: CodeModeSession | undefined;
     await gap();
     f.provision.push(await timed(async () => void (s = await must(p.openSession(callbacks)))));
@@ -130,12 +136,15 @@ for (let i = 0; i < ROUNDS / 10; i++) {
   await settled();
   for (let j = 0; j < 10; j++) ipc.burst.push(await timed(() => command(sb)));
   await settled();
-  for (let j = 0; j < 10; j++) burstFloor.push(await timed(async () => void (await must(hostPeer.call(CodeModeMethods.hello, {})))));
+  for (let j = 0; j < 10; j++)
+    burstFloor.push(await timed(async () => void (await must(hostPeer.call(CodeModeMethods.hello, {})))));
 }
 await a.close();
 await b.close();
 
-const rows: string[][] = [["metric", "in-process mean", "p50", "p95", "IPC mean", "p50", "p95", "IPC - in-process (p50)"]];
+const rows: string[][] = [
+  ["metric", "in-process mean", "p50", "p95", "IPC mean", "p50", "p95", "IPC - in-process (p50)"],
+];
 const labels: Array<[keyof Figures, string]> = [
   ["startup", "session startup"],
   ["fresh", "fresh-session command"],
@@ -146,19 +155,37 @@ const labels: Array<[keyof Figures, string]> = [
 for (const [k, label] of labels) {
   const a = summarize(inProc[k]);
   const b = summarize(ipc[k]);
-  rows.push([label, fmtMs(a.mean), fmtMs(a.p50), fmtMs(a.p95), fmtMs(b.mean), fmtMs(b.p50), fmtMs(b.p95), fmtMs(b.p50 - a.p50)]);
+  rows.push([
+    label,
+    fmtMs(a.mean),
+    fmtMs(a.p50),
+    fmtMs(a.p95),
+    fmtMs(b.mean),
+    fmtMs(b.p50),
+    fmtMs(b.p95),
+    fmtMs(b.p50 - a.p50),
+  ]);
 }
 const f = summarize(floor);
 const bf = summarize(burstFloor);
 if (JSON_OUT) {
   const p50 = (fig: Figures) => Object.fromEntries(labels.map(([k]) => [k, summarize(fig[k]).p50]));
-  process.stdout.write(`${JSON.stringify({ inProcess: p50(inProc), ipc: p50(ipc), roundTrip: { warm: f.p50, burst: bf.p50 } })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ inProcess: p50(inProc), ipc: p50(ipc), roundTrip: { warm: f.p50, burst: bf.p50 } })}\n`,
+  );
   process.exit(0);
 }
-process.stdout.write(`code mode, text('ok'): ${ROUNDS} warm rounds, ${COLD} cold starts, runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.versions.node}`}\n`);
+process.stdout.write(
+  `code mode, text('ok'): ${ROUNDS} warm rounds, ${COLD} cold starts, runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.versions.node}`}\n`,
+);
 printTable(rows);
-process.stdout.write(`\nbare IPC round trip to the same host (codemode/hello): after the same gap p50 ${fmtMs(f.p50)} (mean ${fmtMs(f.mean)}), back to back p50 ${fmtMs(bf.p50)} (mean ${fmtMs(bf.mean)})\n`);
-for (const [k, what, rtt] of [["warm", "after idle", f.p50], ["burst", "back to back", bf.p50]] as const) {
+process.stdout.write(
+  `\nbare IPC round trip to the same host (codemode/hello): after the same gap p50 ${fmtMs(f.p50)} (mean ${fmtMs(f.mean)}), back to back p50 ${fmtMs(bf.p50)} (mean ${fmtMs(bf.mean)})\n`,
+);
+for (const [k, what, rtt] of [
+  ["warm", "after idle", f.p50],
+  ["burst", "back to back", bf.p50],
+] as const) {
   const overhead = summarize(ipc[k]).p50 - summarize(inProc[k]).p50;
   // The part above a bare round trip is what relay's code adds; the round trip is the machine's.
   process.stdout.write(
@@ -166,5 +193,7 @@ for (const [k, what, rtt] of [["warm", "after idle", f.p50], ["burst", "back to 
   );
 }
 const fresh = summarize(ipc.fresh).p50;
-process.stdout.write(`fresh host (pre-spawned pool) + first command p50: ${fmtMs(fresh)} (target <= 7 ms) ${fresh <= 7 ? "OK" : "MISSED"}\n`);
+process.stdout.write(
+  `fresh host (pre-spawned pool) + first command p50: ${fmtMs(fresh)} (target <= 7 ms) ${fresh <= 7 ? "OK" : "MISSED"}\n`,
+);
 process.exit(0);

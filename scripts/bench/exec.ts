@@ -9,11 +9,11 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { buildBinary } from "../build.ts";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
-import type { SandboxPolicy } from "../../src/executor/sandbox/policy.ts";
 import { probeBwrap } from "../../src/executor/sandbox/bwrap.ts";
+import type { SandboxPolicy } from "../../src/executor/sandbox/policy.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
+import { buildBinary } from "../build.ts";
 import { fmtMs, numberFlag, printTable, ROOT, summarize } from "./stats.ts";
 
 const RUNS = numberFlag("--runs", 40);
@@ -27,7 +27,11 @@ const workspace = path.join(scratch, "ws");
 mkdirSync(path.join(workspace, ".git"), { recursive: true });
 
 function relayCommand(): { argv: string[]; what: string } {
-  if (flag("--source")) return { argv: [process.execPath, path.join(ROOT, "src/main.ts")], what: "from source (the helper forks: Bun has transpiler threads)" };
+  if (flag("--source"))
+    return {
+      argv: [process.execPath, path.join(ROOT, "src/main.ts")],
+      what: "from source (the helper forks: Bun has transpiler threads)",
+    };
   if (process.argv.includes("--relay") && relayFlag) return { argv: [path.resolve(relayFlag)], what: relayFlag };
   const built = buildBinary({ outfile: path.join(scratch, "relay") });
   return { argv: [built.outfile], what: "a freshly compiled binary" };
@@ -52,11 +56,23 @@ function direct(argv: string[]): Promise<number> {
 }
 
 const UNSANDBOXED: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };
-const sandboxed = (mechanism: SandboxPolicy["mechanism"]): SandboxPolicy => ({ mode: "workspace-write", writable_roots: [workspace], network: false, mechanism });
+const sandboxed = (mechanism: SandboxPolicy["mechanism"]): SandboxPolicy => ({
+  mode: "workspace-write",
+  writable_roots: [workspace],
+  network: false,
+  mechanism,
+});
 
 async function viaExecutor(argv: string[], sandbox: SandboxPolicy, tty = false): Promise<number> {
   const t = performance.now();
-  const r = await ex.peer.call(ExecutorMethods.exec, { command: argv, cwd: workspace, env, tty, yield_time_ms: 30_000, sandbox });
+  const r = await ex.peer.call(ExecutorMethods.exec, {
+    command: argv,
+    cwd: workspace,
+    env,
+    tty,
+    yield_time_ms: 30_000,
+    sandbox,
+  });
   if ("error" in r) throw new Error(r.error.message);
   if (r.ok.exit_code !== 0) throw new Error(`${argv.join(" ")} exited ${r.ok.exit_code}: ${r.ok.output}`);
   return performance.now() - t;
@@ -70,7 +86,10 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * executor's warm helper to be ready (back to back, the next one is still starting).
  */
 async function compare(argv: string[], ways: Array<[string, SandboxPolicy]>, idleMs = 0): Promise<Map<string, number>> {
-  const samples = new Map<string, number[]>([["direct", []], ...ways.map(([name]) => [name, []] as [string, number[]])]);
+  const samples = new Map<string, number[]>([
+    ["direct", []],
+    ...ways.map(([name]) => [name, []] as [string, number[]]),
+  ]);
   for (let i = 0; i < RUNS + 5; i++) {
     if (idleMs) await pause(idleMs);
     const d = await direct(argv);
@@ -91,7 +110,9 @@ const ways: Array<[string, SandboxPolicy]> = [
 const bwrap = probeBwrap();
 if (bwrap.works) ways.push(["executor, bubblewrap", sandboxed("bwrap")]);
 
-process.stdout.write(`exec: ${RUNS} runs each, relay ${relay.what}, bench on ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.version}`}\n`);
+process.stdout.write(
+  `exec: ${RUNS} runs each, relay ${relay.what}, bench on ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.version}`}\n`,
+);
 if (!bwrap.works) process.stdout.write(`(bubblewrap row left out: ${bwrap.detail})\n`);
 process.stdout.write("\n");
 const verdicts: string[][] = [["name", "value", "goal", ""]];
@@ -104,19 +125,31 @@ for (const c of cases) {
   const p50 = await compare(c.argv, ways, c.idleMs);
   const base = p50.get("direct")!;
   const rows = [[c.label, "p50", "ratio vs direct", "overhead"]];
-  for (const [name, v] of p50) rows.push([name, fmtMs(v), `${(v / base).toFixed(2)}x`, name === "direct" ? "" : fmtMs(v - base)]);
+  for (const [name, v] of p50)
+    rows.push([name, fmtMs(v), `${(v / base).toFixed(2)}x`, name === "direct" ? "" : fmtMs(v - base)]);
   printTable(rows);
   process.stdout.write("\n");
   if (c.argv[0] !== "true") continue;
   const ratio = p50.get("executor, default sandbox (built-in)")! / base;
-  verdicts.push([`sandboxed ${c.label} / direct spawn`, `${ratio.toFixed(2)}x`, "<= 1.50x", ratio <= 1.5 ? "OK" : "MISS"]);
+  verdicts.push([
+    `sandboxed ${c.label} / direct spawn`,
+    `${ratio.toFixed(2)}x`,
+    "<= 1.50x",
+    ratio <= 1.5 ? "OK" : "MISS",
+  ]);
   if (c.idleMs === 0) {
     const plain = p50.get("executor, no sandbox")! / base;
-    verdicts.push([`unsandboxed ${c.label} / direct spawn`, `${plain.toFixed(2)}x`, "<= 1.50x", plain <= 1.5 ? "OK" : "MISS"]);
+    verdicts.push([
+      `unsandboxed ${c.label} / direct spawn`,
+      `${plain.toFixed(2)}x`,
+      "<= 1.50x",
+      plain <= 1.5 ? "OK" : "MISS",
+    ]);
   }
 }
 const warmStats = await ex.peer.call(ExecutorMethods.info, {});
-if ("ok" in warmStats) process.stdout.write(`warm sandbox helpers: ${JSON.stringify(warmStats.ok.sandbox.warm_helpers)}\n\n`);
+if ("ok" in warmStats)
+  process.stdout.write(`warm sandbox helpers: ${JSON.stringify(warmStats.ok.sandbox.warm_helpers)}\n\n`);
 
 const bytes = MB * 1_000_000;
 const stream = ["sh", "-c", `head -c ${bytes} /dev/zero | tr '\\0' 'a'`];
@@ -135,5 +168,7 @@ printTable([
   ["executor, pipes", fmtMs(pipeStream), rate(pipeStream), `${(pipeStream / directStream).toFixed(2)}x`],
   ["executor, PTY", fmtMs(ptyStream), rate(ptyStream), `${(ptyStream / directStream).toFixed(2)}x`],
 ]);
-process.stdout.write(`\nexecutor peak RSS over the whole run: ${(peak / 1048576).toFixed(1)} MiB (output buffer is capped at 1 MiB per process)\n\n`);
+process.stdout.write(
+  `\nexecutor peak RSS over the whole run: ${(peak / 1048576).toFixed(1)} MiB (output buffer is capped at 1 MiB per process)\n\n`,
+);
 printTable(verdicts);

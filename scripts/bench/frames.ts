@@ -58,10 +58,17 @@ const ipcBig = await bigFrame(ipc);
 await child.ok.shutdown();
 
 const mibps = (ms: number) => `${((2 * MIB) / (ms / 1000)).toFixed(0)} MiB/s`;
-process.stdout.write(`frames: ${ROUNDS} sequential round trips and a ${MIB} MiB echo (best of 3), runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.version}`}\n\n`);
+process.stdout.write(
+  `frames: ${ROUNDS} sequential round trips and a ${MIB} MiB echo (best of 3), runtime ${process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.version}`}\n\n`,
+);
 printTable([
   ["measure", "in-process (baseline)", "two processes", "ratio"],
   ["round trip p50", fmtMs(baseRt.p50), fmtMs(ipcRt.p50), `${(ipcRt.p50 / baseRt.p50).toFixed(1)}x`],
   ["round trip p95", fmtMs(baseRt.p95), fmtMs(ipcRt.p95), `${(ipcRt.p95 / baseRt.p95).toFixed(1)}x`],
-  [`${MIB} MiB echo`, `${fmtMs(baseBig)} (${mibps(baseBig)})`, `${fmtMs(ipcBig)} (${mibps(ipcBig)})`, `${(ipcBig / baseBig).toFixed(1)}x`],
+  [
+    `${MIB} MiB echo`,
+    `${fmtMs(baseBig)} (${mibps(baseBig)})`,
+    `${fmtMs(ipcBig)} (${mibps(ipcBig)})`,
+    `${(ipcBig / baseBig).toFixed(1)}x`,
+  ],
 ]);

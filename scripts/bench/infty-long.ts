@@ -14,7 +14,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { reply, startFakeModelServer, type RecordedRequest } from "../../test/support/fake-model-server.ts";
+import { type RecordedRequest, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
 import { fmtMs, goalLine, numberFlag, printTable, ROOT, summarize } from "./stats.ts";
 
 const TURNS = numberFlag("--turns", 1000);
@@ -38,7 +38,16 @@ function midTurn(r: RecordedRequest): boolean {
 
 const artifact = (k: number) => `${`artifact of turn ${k}: ${"x".repeat(60)}\n`.repeat(28)}`;
 const addFiles = (files: Record<string, string>) => ({
-  input: `*** Begin Patch\n${Object.entries(files).map(([p, text]) => `*** Add File: ${p}\n${text.split("\n").slice(0, -1).map((l) => `+${l}`).join("\n")}\n`).join("")}*** End Patch\n`,
+  input: `*** Begin Patch\n${Object.entries(files)
+    .map(
+      ([p, text]) =>
+        `*** Add File: ${p}\n${text
+          .split("\n")
+          .slice(0, -1)
+          .map((l) => `+${l}`)
+          .join("\n")}\n`,
+    )
+    .join("")}*** End Patch\n`,
 });
 
 /** The Solver's turn starts (ms) and the models' replies. */
@@ -46,12 +55,18 @@ function models() {
   const starts: number[] = [];
   const respond = (r: RecordedRequest) => {
     const role = roleOf(r);
-    if (role === "director") return sig({ directive: "Keep going: one artifact a turn, a claim every fifth.", rationale: "the plan" });
+    if (role === "director")
+      return sig({ directive: "Keep going: one artifact a turn, a claim every fifth.", rationale: "the plan" });
     if (role === "verifier") return sig({ verdict: "pass", reasons: ["the artifact is there"], suggestions: [] });
     const k = starts.length;
     if (!midTurn(r)) {
       starts.push(performance.now());
-      const claim = (k + 1) % 5 === 0 ? { [`memory/claims/c-${k + 1}.json`]: `${JSON.stringify({ claim: `turn ${k + 1}'s artifact exists`, evidence: [`artifacts/a-${k + 1}.txt`] })}\n` } : {};
+      const claim =
+        (k + 1) % 5 === 0
+          ? {
+              [`memory/claims/c-${k + 1}.json`]: `${JSON.stringify({ claim: `turn ${k + 1}'s artifact exists`, evidence: [`artifacts/a-${k + 1}.txt`] })}\n`,
+            }
+          : {};
       return reply().toolCall("apply_patch", addFiles({ [`artifacts/a-${k + 1}.txt`]: artifact(k + 1), ...claim }));
     }
     if (k % 25 === 0) return sig({ type: "direction_request", prompt: `turn ${k}: what next?` });
@@ -87,7 +102,8 @@ function onDisk(dir: string): { bytes: number; files: number } {
 }
 
 const median = (xs: number[]) => summarize(xs).p50;
-const gaps = (starts: number[], from: number, to: number) => starts.slice(from + 1, to).map((t, i) => t - starts[from + i]!);
+const gaps = (starts: number[], from: number, to: number) =>
+  starts.slice(from + 1, to).map((t, i) => t - starts[from + i]!);
 
 const home = mkdtempSync(path.join(os.tmpdir(), "relay-bench-infty-long-"));
 const server = await startFakeModelServer();
@@ -97,7 +113,23 @@ try {
   const m = models();
   server.responder = m.respond;
   const env = { ...process.env, RELAY_HOME: home };
-  const args = ["infty", "run", "--no-repo", "--run-id", "long", "--base-url", server.baseUrl, "-m", "m", "-s", "danger-full-access", "--max-turns", String(TURNS), "--json", "a long run"];
+  const args = [
+    "infty",
+    "run",
+    "--no-repo",
+    "--run-id",
+    "long",
+    "--base-url",
+    server.baseUrl,
+    "-m",
+    "m",
+    "-s",
+    "danger-full-access",
+    "--max-turns",
+    String(TURNS),
+    "--json",
+    "a long run",
+  ];
   const child = spawn(relay[0]!, [...relay.slice(1), ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
   pid = child.pid;
   let stderr = "";
@@ -110,22 +142,33 @@ try {
   }, 50);
   const code = await new Promise<number | null>((r) => child.once("exit", r));
   clearInterval(sampler);
-  if (code !== 1 || m.starts.length < TURNS) throw new Error(`the run should end on its turn budget after ${TURNS} turns (exit 1); it exited ${code} after ${m.starts.length}: ${stderr}`);
+  if (code !== 1 || m.starts.length < TURNS)
+    throw new Error(
+      `the run should end on its turn budget after ${TURNS} turns (exit 1); it exited ${code} after ${m.starts.length}: ${stderr}`,
+    );
   const run = path.join(home, "infty", "long");
   const ckpt = onDisk(path.join(run, ".checkpoints.git"));
   const all = onDisk(run);
   const store = { bytes: all.bytes - ckpt.bytes, files: all.files - ckpt.files };
-  const list = JSON.parse(spawnSync(relay[0]!, [...relay.slice(1), "infty", "checkpoints", "long", "--json"], { env, encoding: "utf8" }).stdout) as Array<{ id: string }>;
+  const list = JSON.parse(
+    spawnSync(relay[0]!, [...relay.slice(1), "infty", "checkpoints", "long", "--json"], { env, encoding: "utf8" })
+      .stdout,
+  ) as Array<{ id: string }>;
   const middle = list[Math.floor(list.length / 2)]!.id;
   const t = performance.now();
-  const restored = spawnSync(relay[0]!, [...relay.slice(1), "infty", "restore", "long", middle], { env, encoding: "utf8" });
+  const restored = spawnSync(relay[0]!, [...relay.slice(1), "infty", "restore", "long", middle], {
+    env,
+    encoding: "utf8",
+  });
   const restoreMs = performance.now() - t;
   if (restored.status !== 0) throw new Error(`restore to ${middle} failed: ${restored.stderr}`);
   // The RSS swings by a tenth between collections, so stretches are compared, not single samples.
   const rssIn = (from: number, to: number) => samples.filter((x) => x.turn > from && x.turn <= to).map((x) => x.rss);
   const rssStart = median(rssIn(WINDOW / 2, WINDOW));
   const rssEnd = median(rssIn(TURNS - WINDOW / 2, TURNS));
-  const peaks = Array.from({ length: Math.ceil(TURNS / WINDOW) }, (_, i) => Math.max(...rssIn(i * WINDOW, (i + 1) * WINDOW)));
+  const peaks = Array.from({ length: Math.ceil(TURNS / WINDOW) }, (_, i) =>
+    Math.max(...rssIn(i * WINDOW, (i + 1) * WINDOW)),
+  );
   const first = median(gaps(m.starts, 0, WINDOW));
   const last = median(gaps(m.starts, TURNS - WINDOW, TURNS));
   printTable([
@@ -134,7 +177,10 @@ try {
     [`time between Solver turns, turns ${TURNS - WINDOW}-${TURNS} (median)`, fmtMs(last)],
     ["run store without checkpoints", `${(store.bytes / 1048576).toFixed(1)} MiB, ${store.files} files`],
     [".checkpoints.git", `${(ckpt.bytes / 1048576).toFixed(1)} MiB, ${ckpt.files} files, ${list.length} checkpoints`],
-    [`driver RSS, median over turns ${WINDOW / 2}-${WINDOW} / the last ${WINDOW / 2}`, `${(rssStart / 1048576).toFixed(0)} / ${(rssEnd / 1048576).toFixed(0)} MiB`],
+    [
+      `driver RSS, median over turns ${WINDOW / 2}-${WINDOW} / the last ${WINDOW / 2}`,
+      `${(rssStart / 1048576).toFixed(0)} / ${(rssEnd / 1048576).toFixed(0)} MiB`,
+    ],
     [`restore to ${middle} (a process)`, fmtMs(restoreMs)],
     [`driver RSS, highest in each ${WINDOW} turns`, peaks.map((b) => (b / 1048576).toFixed(0)).join(" ")],
   ]);

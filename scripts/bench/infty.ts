@@ -12,9 +12,9 @@ import os from "node:os";
 import path from "node:path";
 import { takeCheckpoint } from "../../src/infty/checkpoints.ts";
 import { writeIndexes } from "../../src/infty/index-files.ts";
+import { FileLease } from "../../src/infty/lease-file.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { FileLease } from "../../src/infty/lease-file.ts";
 import { readContract, SolverSignalSchema } from "../../src/infty/signals.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { defaultConfig } from "../../src/session/config.ts";
@@ -24,10 +24,15 @@ const N = numberFlag("--n", 100);
 const TURNS = numberFlag("--turns", 100);
 
 async function storeCosts(home: string) {
-  const created = await RunStore.create(home, { run_id: "bench", objective: "o", verifiers: 1, consensus: "all", max_turns: 10, max_wall_ms: 60_000 }, null);
+  const created = await RunStore.create(
+    home,
+    { run_id: "bench", objective: "o", verifiers: 1, consensus: "all", max_turns: 10, max_wall_ms: 60_000 },
+    null,
+  );
   if ("error" in created) throw new Error(created.error.message);
   const s = created.ok;
-  for (let i = 0; i < 20; i++) writeFileSync(path.join(s.dir, "artifacts", `file-${i}.txt`), `artifact ${i}\n`.repeat(200));
+  for (let i = 0; i < 20; i++)
+    writeFileSync(path.join(s.dir, "artifacts", `file-${i}.txt`), `artifact ${i}\n`.repeat(200));
   await takeCheckpoint(s, "handoff", "first: every file hashed");
   const runJson = await timeEach(N, (i) => s.update({ handoffs: i }));
   // The same write by a driver holding the run's lease: each is fenced (the lease read first).
@@ -44,17 +49,38 @@ async function storeCosts(home: string) {
     writeFileSync(path.join(s.dir, "artifacts", "big.bin"), big);
     await takeCheckpoint(s, "handoff", `changed ${i}`);
   });
-  return { runJson: summarize(runJson), fenced: summarize(fenced), beat: summarize(beat), index: summarize(index), unchanged: summarize(unchanged), changed: summarize(changed) };
+  return {
+    runJson: summarize(runJson),
+    fenced: summarize(fenced),
+    beat: summarize(beat),
+    index: summarize(index),
+    unchanged: summarize(unchanged),
+    changed: summarize(changed),
+  };
 }
 
 /** A Solver that never signals: every turn is a model turn, a handoff, the index and a checkpoint. */
 async function turnCost(home: string) {
   useSourceRelay();
-  const solver = createScriptedClient({ script: { turns: Array.from({ length: TURNS * 2 }, () => ({ text: "still working" })) } });
+  const solver = createScriptedClient({
+    script: { turns: Array.from({ length: TURNS * 2 }, () => ({ text: "still working" })) },
+  });
   const config = { ...defaultConfig(), model: "scripted", sandbox_mode: "danger-full-access" as const };
   const t = performance.now();
-  const r = await runInfty({ home, config, objective: "o", runId: "turns", verifiers: 0, maxTurns: TURNS, maxNudges: Number.MAX_SAFE_INTEGER, modelFor: (role) => (role === "solver" ? solver : undefined), report: () => {}, signal: new AbortController().signal });
-  if ("error" in r || r.ok.status !== "budget_exhausted") throw new Error(`the scripted run did not use its budget: ${JSON.stringify(r)}`);
+  const r = await runInfty({
+    home,
+    config,
+    objective: "o",
+    runId: "turns",
+    verifiers: 0,
+    maxTurns: TURNS,
+    maxNudges: Number.MAX_SAFE_INTEGER,
+    modelFor: (role) => (role === "solver" ? solver : undefined),
+    report: () => {},
+    signal: new AbortController().signal,
+  });
+  if ("error" in r || r.ok.status !== "budget_exhausted")
+    throw new Error(`the scripted run did not use its budget: ${JSON.stringify(r)}`);
   return (performance.now() - t) / TURNS;
 }
 

@@ -51,7 +51,10 @@ async function throughRelay(servers: McpServers, tool: string): Promise<number[]
 async function relayConfig(): Promise<number[]> {
   const { command, args } = mcpFixtureCommand("--name", "cfg");
   const parsed = parseMcpServers({ cfg: { command, args } });
-  const servers = await McpServers.start(parsed.servers.map((e) => configTarget(e)), { maxOutputTokens: 10_000 });
+  const servers = await McpServers.start(
+    parsed.servers.map((e) => configTarget(e)),
+    { maxOutputTokens: 10_000 },
+  );
   return throughRelay(servers.nameTools([]), "cfg__echo");
 }
 
@@ -78,7 +81,13 @@ const config = summarize(await relayConfig());
 const executor = summarize(await relayExecutor());
 printTable([
   ["path", "p50", "p95", "mean", "n"],
-  ...([["SDK client, direct (baseline)", direct], ["relay, config.toml server", config], ["relay, root server on an executor", executor]] as const).map(([name, s]) => [name, fmtMs(s.p50), fmtMs(s.p95), fmtMs(s.mean), String(s.n)]),
+  ...(
+    [
+      ["SDK client, direct (baseline)", direct],
+      ["relay, config.toml server", config],
+      ["relay, root server on an executor", executor],
+    ] as const
+  ).map(([name, s]) => [name, fmtMs(s.p50), fmtMs(s.p95), fmtMs(s.mean), String(s.n)]),
 ]);
 console.log(goalLine("mcp_call_config_vs_sdk_ratio_p50", config.p50 / direct.p50, 1.3));
 console.log(goalLine("mcp_call_executor_extra_ms_p50", executor.p50 - direct.p50, 2));

@@ -67,7 +67,14 @@ async function scaleChild(home: string, n: number, now: number): Promise<ChildRe
   await opened.ok.close();
   if ("error" in p1) throw new Error(p1.error.message);
   const stored = p1.ok.outcomes.filter((o) => o.status === "succeeded").length;
-  return { seconds, claimed: p1.ok.claimed, stored, peakRssMb: peakRss / MB, peakHeapMb: peakHeap / MB, hwmMb: highWaterMb() };
+  return {
+    seconds,
+    claimed: p1.ok.claimed,
+    stored,
+    peakRssMb: peakRss / MB,
+    peakHeapMb: peakHeap / MB,
+    hwmMb: highWaterMb(),
+  };
 }
 
 if (import.meta.main) {

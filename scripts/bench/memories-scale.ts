@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { writeRollout, type RolloutSpec } from "../../test/memories/support.ts";
+import { type RolloutSpec, writeRollout } from "../../test/memories/support.ts";
 import type { ChildReport } from "./memories-scale-child.ts";
 import { goalLine } from "./stats.ts";
 
@@ -38,7 +38,10 @@ function measure(n: number): ChildReport {
     const now = Date.now();
     for (let i = 0; i < n; i++) writeRollout(home, benchRollout(i, now));
     const script = fileURLToPath(new URL("./memories-scale-child.ts", import.meta.url));
-    const r = spawnSync(process.execPath, [script, home, String(n), String(now)], { encoding: "utf8", maxBuffer: 16 * MB });
+    const r = spawnSync(process.execPath, [script, home, String(n), String(now)], {
+      encoding: "utf8",
+      maxBuffer: 16 * MB,
+    });
     if (r.status !== 0) throw new Error(`phase 1 over ${n} rollouts failed (exit ${r.status}): ${r.stderr}`);
     const report = JSON.parse(r.stdout.trim().split("\n").pop()!) as ChildReport;
     if (report.stored !== n) throw new Error(`phase 1 over ${n} rollouts stored ${report.stored} memories`);
@@ -57,7 +60,9 @@ export async function runScale(): Promise<void> {
   const at = process.argv.indexOf("--sizes");
   const sizes = (at >= 0 ? process.argv[at + 1]! : "2000,20000").split(",").map(Number);
   const runtime = process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.versions.node}`;
-  process.stdout.write(`# phase 1 alone, heuristic extractor, SQLite, concurrency 8; ${runtime}; ${os.cpus().length} cores\n`);
+  process.stdout.write(
+    `# phase 1 alone, heuristic extractor, SQLite, concurrency 8; ${runtime}; ${os.cpus().length} cores\n`,
+  );
   const reports: ChildReport[] = [];
   for (const n of sizes) {
     const r = measure(n);
@@ -72,6 +77,8 @@ export async function runScale(): Promise<void> {
     const first = reports[0]!;
     const last = reports[reports.length - 1]!;
     const ratio = last.seconds / first.seconds;
-    process.stdout.write(`${line(`memories.phase1.ratio_${label(sizes[sizes.length - 1]!)}_${label(sizes[0]!)}`, ratio, GOAL.ratio, 1)}\n`);
+    process.stdout.write(
+      `${line(`memories.phase1.ratio_${label(sizes[sizes.length - 1]!)}_${label(sizes[0]!)}`, ratio, GOAL.ratio, 1)}\n`,
+    );
   }
 }

@@ -45,14 +45,19 @@ try {
   let state = opened.ok;
   if (dbSpec) {
     if (process.argv.includes("--reset")) {
-      for (const t of ["jobs", "stage1_outputs", "memory_threads", "relay_memory_migrations"]) await sql`drop table if exists ${sql.table(t)}`.execute(state.db);
+      for (const t of ["jobs", "stage1_outputs", "memory_threads", "relay_memory_migrations"])
+        await sql`drop table if exists ${sql.table(t)}`.execute(state.db);
       await state.close();
       const again = await openStateDb(dbSpec);
       if ("error" in again) throw new Error(again.error.message);
       state = again.ok;
     }
-    const n = await state.db.selectFrom("stage1_outputs").select((eb) => eb.fn.countAll().as("n")).executeTakeFirst();
-    if (Number(n?.n ?? 0) > 0) throw new Error(`${state.location} already holds memories: pass --reset to drop its memory tables first`);
+    const n = await state.db
+      .selectFrom("stage1_outputs")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .executeTakeFirst();
+    if (Number(n?.n ?? 0) > 0)
+      throw new Error(`${state.location} already holds memories: pass --reset to drop its memory tables first`);
   }
   const t1 = performance.now();
   const p1 = await runPhase1(benchPhase1(state, home, now, N));
@@ -61,22 +66,48 @@ try {
   const peak1 = peak;
   const root = path.join(home, "memories");
   const t2 = performance.now();
-  const p2 = await runPhase2({ state, root, consolidator: heuristicConsolidator, workerId: "bench", now: () => now, maxRawMemories: M, maxUnusedDays: 90, cooldownSeconds: 0 });
+  const p2 = await runPhase2({
+    state,
+    root,
+    consolidator: heuristicConsolidator,
+    workerId: "bench",
+    now: () => now,
+    maxRawMemories: M,
+    maxUnusedDays: 90,
+    cooldownSeconds: 0,
+  });
   if ("error" in p2) throw new Error(p2.error.message);
   const tP2 = performance.now() - t2;
   const t3 = performance.now();
-  const p2b = await runPhase2({ state, root, consolidator: heuristicConsolidator, workerId: "bench", now: () => now, maxRawMemories: M, maxUnusedDays: 90, cooldownSeconds: 0 });
+  const p2b = await runPhase2({
+    state,
+    root,
+    consolidator: heuristicConsolidator,
+    workerId: "bench",
+    now: () => now,
+    maxRawMemories: M,
+    maxUnusedDays: 90,
+    cooldownSeconds: 0,
+  });
   if ("error" in p2b) throw new Error(p2b.error.message);
   const tP2b = performance.now() - t3;
   await state.close();
   clearInterval(sampler);
   const ok = p1.ok.outcomes.filter((o) => o.status === "succeeded").length;
   const deno = (globalThis as { Deno?: { version: { deno: string } } }).Deno;
-  const runtime = process.versions.bun ? `bun ${process.versions.bun}` : deno ? `deno ${deno.version.deno}` : `node ${process.versions.node}`;
+  const runtime = process.versions.bun
+    ? `bun ${process.versions.bun}`
+    : deno
+      ? `deno ${deno.version.deno}`
+      : `node ${process.versions.node}`;
   console.log(`runtime: ${runtime}; db: ${state.kind}`);
   console.log(`generate ${N} rollouts: ${tGen.toFixed(0)} ms`);
-  console.log(`phase 1: scanned ${p1.ok.scanned}, claimed ${p1.ok.claimed}, stored ${ok} in ${tP1.toFixed(0)} ms (${(tP1 / Math.max(1, p1.ok.claimed)).toFixed(2)} ms/rollout); peak RSS ${mb(peak1)}`);
-  console.log(`phase 2 (first, ${p2.ok.inputs} summaries, ${p2.ok.changes.length} changed files): ${p2.ok.status} in ${tP2.toFixed(0)} ms`);
+  console.log(
+    `phase 1: scanned ${p1.ok.scanned}, claimed ${p1.ok.claimed}, stored ${ok} in ${tP1.toFixed(0)} ms (${(tP1 / Math.max(1, p1.ok.claimed)).toFixed(2)} ms/rollout); peak RSS ${mb(peak1)}`,
+  );
+  console.log(
+    `phase 2 (first, ${p2.ok.inputs} summaries, ${p2.ok.changes.length} changed files): ${p2.ok.status} in ${tP2.toFixed(0)} ms`,
+  );
   console.log(`phase 2 (rerun, no changes): ${p2b.ok.status} in ${tP2b.toFixed(0)} ms`);
   console.log(`peak RSS overall: ${mb(peak)}`);
 } finally {

@@ -28,7 +28,8 @@ async function readFrame(stream: ReadableStream<Uint8Array>): Promise<unknown> {
   let buf = Buffer.alloc(0);
   try {
     for (;;) {
-      if (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) return JSON.parse(buf.subarray(4, 4 + buf.readUInt32BE(0)).toString("utf8"));
+      if (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0))
+        return JSON.parse(buf.subarray(4, 4 + buf.readUInt32BE(0)).toString("utf8"));
       const { value, done } = await reader.read();
       if (done) throw new Error(`the child closed stdout after ${buf.length} bytes, before a whole frame`);
       buf = Buffer.concat([buf, value]);
@@ -42,7 +43,11 @@ async function readFrame(stream: ReadableStream<Uint8Array>): Promise<unknown> {
  * Runs `argv`; with `request`, sends it as a frame, times the first frame back, then closes
  * stdin so the child exits. Throws when the child fails, so no figure is made from a broken run.
  */
-export async function timeProcess(argv: string[], env: Record<string, string | undefined>, request?: unknown): Promise<ProcessRun> {
+export async function timeProcess(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  request?: unknown,
+): Promise<ProcessRun> {
   const started = performance.now();
   const child = Bun.spawn(argv, { env, stdin: request ? "pipe" : "ignore", stdout: "pipe", stderr: "pipe" });
   let wallMs: number;
@@ -52,7 +57,8 @@ export async function timeProcess(argv: string[], env: Record<string, string | u
     await stdin.flush();
     const answer = await readFrame(child.stdout);
     wallMs = performance.now() - started;
-    if (!answer || typeof answer !== "object" || !("result" in answer)) throw new Error(`${argv.join(" ")}: unexpected answer ${JSON.stringify(answer)}`);
+    if (!answer || typeof answer !== "object" || !("result" in answer))
+      throw new Error(`${argv.join(" ")}: unexpected answer ${JSON.stringify(answer)}`);
     await stdin.end();
     await child.exited;
   } else {
@@ -62,8 +68,16 @@ export async function timeProcess(argv: string[], env: Record<string, string | u
   }
   const usage = child.resourceUsage();
   if (!usage) throw new Error(`${argv.join(" ")}: no resource usage`);
-  if (child.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${child.exitCode}: ${(await new Response(child.stderr).text()).slice(-2000)}`);
-  return { wallMs, cpuMs: Number(usage.cpuTime.user + usage.cpuTime.system) / 1000, maxRssMiB: Number(usage.maxRSS) / 1048576, exitCode: child.exitCode };
+  if (child.exitCode !== 0)
+    throw new Error(
+      `${argv.join(" ")} exited ${child.exitCode}: ${(await new Response(child.stderr).text()).slice(-2000)}`,
+    );
+  return {
+    wallMs,
+    cpuMs: Number(usage.cpuTime.user + usage.cpuTime.system) / 1000,
+    maxRssMiB: Number(usage.maxRSS) / 1048576,
+    exitCode: child.exitCode,
+  };
 }
 
 /** Children of every process, from /proc (Linux). */
@@ -111,7 +125,10 @@ function memoryOf(pid: number): { pss: number; rss: number } {
  * real footprint: the binary's pages shared by its processes count once) and of the summed RSS.
  * Sampling perturbs timing, so timed runs do not use it.
  */
-export async function peakTreeMemory(root: number, until: Promise<unknown>): Promise<{ pssMiB: number; rssMiB: number; processes: number }> {
+export async function peakTreeMemory(
+  root: number,
+  until: Promise<unknown>,
+): Promise<{ pssMiB: number; rssMiB: number; processes: number }> {
   let done = false;
   void until.finally(() => (done = true));
   const peak = { pss: 0, rss: 0, processes: 0 };

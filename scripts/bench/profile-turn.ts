@@ -49,22 +49,48 @@ rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
 const server = await startFakeModelServer();
 try {
-  for (let i = 0; i < CALLS; i++) server.enqueue(reply().toolCall("exec_command", { cmd: "true" }).usage({ input: 100, output: 10 }));
+  for (let i = 0; i < CALLS; i++)
+    server.enqueue(reply().toolCall("exec_command", { cmd: "true" }).usage({ input: 100, output: 10 }));
   server.enqueue(reply().text("done").usage({ input: 100, output: 5 }));
   const work = mkdtempSync(path.join(os.tmpdir(), "relay-profile-turn-"));
-  const env = { ...process.env, RELAY_HOME: path.join(work, "home"), OPENAI_API_KEY: "bench", BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${OUT} --cpu-prof-interval=${INTERVAL_US}` };
-  const argv = [BINARY, "run", "--json", "--base-url", server.baseUrl, "-m", "bench", "-s", SANDBOX, "-C", work, "run true as asked"];
+  const env = {
+    ...process.env,
+    RELAY_HOME: path.join(work, "home"),
+    OPENAI_API_KEY: "bench",
+    BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${OUT} --cpu-prof-interval=${INTERVAL_US}`,
+  };
+  const argv = [
+    BINARY,
+    "run",
+    "--json",
+    "--base-url",
+    server.baseUrl,
+    "-m",
+    "bench",
+    "-s",
+    SANDBOX,
+    "-C",
+    work,
+    "run true as asked",
+  ];
   const child = Bun.spawn(argv, { env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   const code = await child.exited;
-  if (code !== 0) throw new Error(`relay run exited ${code}: ${(await new Response(child.stderr).text()).slice(-2000)}`);
+  if (code !== 0)
+    throw new Error(`relay run exited ${code}: ${(await new Response(child.stderr).text()).slice(-2000)}`);
   const reqs = server.requests;
-  const gaps = reqs.slice(1).map((r, i) => r.receivedAtMs - reqs[i]!.repliedAtMs!).sort((a, b) => a - b);
-  process.stdout.write(`${CALLS} calls, sandbox ${SANDBOX}: gap p50 ${percentile(gaps, 50).toFixed(2)} ms (profiled)\n`);
+  const gaps = reqs
+    .slice(1)
+    .map((r, i) => r.receivedAtMs - reqs[i]!.repliedAtMs!)
+    .sort((a, b) => a - b);
+  process.stdout.write(
+    `${CALLS} calls, sandbox ${SANDBOX}: gap p50 ${percentile(gaps, 50).toFixed(2)} ms (profiled)\n`,
+  );
   rmSync(work, { recursive: true, force: true });
 } finally {
   await server.close();
 }
 for (const f of readdirSync(OUT).filter((f) => f.endsWith(".cpuprofile"))) {
   process.stdout.write(`\n${path.join(OUT, f)}\n`);
-  for (const [name, n] of selfSamples(path.join(OUT, f)).slice(0, TOP)) process.stdout.write(`  ${String(n).padStart(6)} samples  ${name}\n`);
+  for (const [name, n] of selfSamples(path.join(OUT, f)).slice(0, TOP))
+    process.stdout.write(`  ${String(n).padStart(6)} samples  ${name}\n`);
 }

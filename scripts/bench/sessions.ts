@@ -18,16 +18,30 @@ const TURNS = numberFlag("--turns", 5);
 const output = `Process exited with code 0\nOutput:\n${"a line of test output\n".repeat(200)}`;
 
 async function writeSession(home: string, i: number): Promise<void> {
-  const w = await RolloutWriter.create({ home, meta: { cwd: `/work/proj${i % 20}`, source: "cli" }, now: new Date(Date.now() - i * 60_000) });
+  const w = await RolloutWriter.create({
+    home,
+    meta: { cwd: `/work/proj${i % 20}`, source: "cli" },
+    now: new Date(Date.now() - i * 60_000),
+  });
   if ("error" in w) throw new Error(w.error.message);
   for (let t = 0; t < TURNS; t++) {
-    await w.ok.append([{ type: "turn_context", payload: { cwd: "/work", approval_policy: "never", sandbox_policy: "read-only", model: "bench-model" } }]);
+    await w.ok.append([
+      {
+        type: "turn_context",
+        payload: { cwd: "/work", approval_policy: "never", sandbox_policy: "read-only", model: "bench-model" },
+      },
+    ]);
     await w.ok.appendItems([userMessage(`task ${i}.${t}: fix module${i % 37}/file${i}.ts`)]);
     await w.ok.appendEvents([{ type: "user_message", message: `task ${i}.${t}` }]);
     for (let c = 0; c < 8; c++) {
       const call_id = `call_${t}_${c}`;
       await w.ok.appendItems([
-        { type: "function_call", name: "exec_command", arguments: JSON.stringify({ cmd: `bun test test/m${c}.test.ts` }), call_id },
+        {
+          type: "function_call",
+          name: "exec_command",
+          arguments: JSON.stringify({ cmd: `bun test test/m${c}.test.ts` }),
+          call_id,
+        },
         { type: "function_call_output", call_id, output },
       ]);
     }
@@ -56,7 +70,8 @@ function processMs(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
 const home = mkdtempSync(path.join(os.tmpdir(), "relay-bench-sessions-"));
 try {
   const t0 = performance.now();
-  for (let i = 0; i < N; i += 50) await Promise.all(Array.from({ length: Math.min(50, N - i) }, (_, k) => writeSession(home, i + k)));
+  for (let i = 0; i < N; i += 50)
+    await Promise.all(Array.from({ length: Math.min(50, N - i) }, (_, k) => writeSession(home, i + k)));
   process.stdout.write(`wrote ${N} rollouts of ${TURNS} turns in ${fmtMs(performance.now() - t0)}\n`);
   const env = { ...process.env, RELAY_HOME: home };
   const newest = await timed(() => listSessions(home, { limit: 20 }));

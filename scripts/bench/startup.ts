@@ -22,9 +22,9 @@ import os from "node:os";
 import path from "node:path";
 import { prepareSandbox } from "../../src/executor/sandbox/index.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
-import { reply, startFakeModelServer, type FakeModelServer } from "../../test/support/fake-model-server.ts";
+import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
 import { buildBinary } from "../build.ts";
-import { peakTreeMemory, timeProcess, type ProcessRun } from "./procs.ts";
+import { type ProcessRun, peakTreeMemory, timeProcess } from "./procs.ts";
 import { goalLine, numberFlag, percentile, ROOT } from "./stats.ts";
 
 const QUICK = process.argv.includes("--quick");
@@ -48,7 +48,11 @@ const work = mkdtempSync(path.join(os.tmpdir(), "relay-bench-startup-"));
 const BINARY = path.join(work, "relay");
 const BEFORE = BEFORE_ARG ? path.join(work, "relay-before") : undefined;
 
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 /** One result line: `name value goal OK|MISS` (lower is better). */
 function judge(name: string, value: number, goal: number, digits = 2): void {
@@ -80,7 +84,11 @@ function compileHello(): string {
   mkdirSync(dir);
   writeFileSync(path.join(dir, "hello.js"), HELLO_SOURCE);
   const out = path.join(dir, "hello");
-  const r = spawnSync(BUN, ["build", "--compile", "--bytecode", "--minify", "--format=esm", "hello.js", "--outfile", out], { cwd: dir, encoding: "utf8" });
+  const r = spawnSync(
+    BUN,
+    ["build", "--compile", "--bytecode", "--minify", "--format=esm", "hello.js", "--outfile", out],
+    { cwd: dir, encoding: "utf8" },
+  );
   if (r.status !== 0) throw new Error(`compiling the hello-world failed: ${r.stderr}`);
   return out;
 }
@@ -113,9 +121,14 @@ interface StartupCase {
 async function sandboxHelperCase(): Promise<{ argv: string[]; env: Record<string, string> }> {
   process.env.RELAY_SELF_COMMAND = joinCommandLine([BINARY]);
   const env = { ...process.env } as Record<string, string>;
-  const attempt = await prepareSandbox(["/bin/true"], { mode: "read-only", writable_roots: [], network: false }, { cwd: work, tty: false, env });
+  const attempt = await prepareSandbox(
+    ["/bin/true"],
+    { mode: "read-only", writable_roots: [], network: false },
+    { cwd: work, tty: false, env },
+  );
   if ("error" in attempt) throw new Error(`the built-in sandbox cannot run here: ${attempt.error.message}`);
-  if (attempt.ok.mechanism !== "landlock") throw new Error(`the sandbox here is ${attempt.ok.mechanism}, not relay's own helper`);
+  if (attempt.ok.mechanism !== "landlock")
+    throw new Error(`the sandbox here is ${attempt.ok.mechanism}, not relay's own helper`);
   return { argv: attempt.ok.argv, env: attempt.ok.env ?? {} };
 }
 
@@ -125,7 +138,12 @@ async function startupCases(hello: string): Promise<StartupCase[]> {
   return [
     { name: "version", relay: [BINARY, "--version"], hello: [hello] },
     { name: "executor", relay: [BINARY, "executor"], hello: [hello, "serve"], request: request("executor/info") },
-    { name: "code_mode_host", relay: [BINARY, "code-mode-host"], hello: [hello, "serve"], request: request("codemode/hello") },
+    {
+      name: "code_mode_host",
+      relay: [BINARY, "code-mode-host"],
+      hello: [hello, "serve"],
+      request: request("codemode/hello"),
+    },
     { name: "sandbox_helper", relay: helper.argv, hello: [hello], env: helper.env },
   ];
 }
@@ -145,7 +163,9 @@ async function startupFigures(hello: string): Promise<void> {
     if (older) note(`${c.name}: the --before build takes ${median(before).toFixed(2)}x this build's CPU`);
     const relayWall = median(pairs.map(([a]) => a.wallMs));
     const helloWall = median(pairs.map(([, b]) => b.wallMs));
-    note(`${c.name}: relay ${relayWall.toFixed(1)} ms wall, ${median(pairs.map(([a]) => a.cpuMs)).toFixed(1)} ms cpu, ${median(pairs.map(([a]) => a.maxRssMiB)).toFixed(1)} MiB; hello-world ${helloWall.toFixed(1)} ms wall, ${median(pairs.map(([, b]) => b.cpuMs)).toFixed(1)} ms cpu (median of ${RUNS})`);
+    note(
+      `${c.name}: relay ${relayWall.toFixed(1)} ms wall, ${median(pairs.map(([a]) => a.cpuMs)).toFixed(1)} ms cpu, ${median(pairs.map(([a]) => a.maxRssMiB)).toFixed(1)} MiB; hello-world ${helloWall.toFixed(1)} ms wall, ${median(pairs.map(([, b]) => b.cpuMs)).toFixed(1)} ms cpu (median of ${RUNS})`,
+    );
     judge(`startup.${c.name}.wall_ratio`, median(pairs.map(([a, b]) => a.wallMs / b.wallMs)), 1.5);
     judge(`startup.${c.name}.cpu_ratio`, median(pairs.map(([a, b]) => a.cpuMs / Math.max(b.cpuMs, 0.001))), 1.5);
   }
@@ -168,12 +188,26 @@ const TURNS: TurnCase[] = [
 ];
 
 function enqueueTurn(server: FakeModelServer, calls: number): void {
-  for (let i = 0; i < calls; i++) server.enqueue(reply().toolCall("exec_command", { cmd: "true" }).usage({ input: 100, output: 10 }));
+  for (let i = 0; i < calls; i++)
+    server.enqueue(reply().toolCall("exec_command", { cmd: "true" }).usage({ input: 100, output: 10 }));
   server.enqueue(reply().text("done").usage({ input: 100, output: 5 }));
 }
 
 function runArgv(binary: string, server: FakeModelServer, c: TurnCase, cwd: string): string[] {
-  return [binary, "run", "--json", "--base-url", server.baseUrl, "-m", "bench", "-s", c.sandbox, "-C", cwd, "run true as asked"];
+  return [
+    binary,
+    "run",
+    "--json",
+    "--base-url",
+    server.baseUrl,
+    "-m",
+    "bench",
+    "-s",
+    c.sandbox,
+    "-C",
+    cwd,
+    "run true as asked",
+  ];
 }
 
 interface TurnRun {
@@ -196,9 +230,11 @@ async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boole
   const memory = sampleMemory ? await peakTreeMemory(child.pid, child.exited) : undefined;
   const code = await child.exited;
   const wallMs = performance.now() - started;
-  if (code !== 0) throw new Error(`relay run exited ${code}: ${(await new Response(child.stderr).text()).slice(-2000)}`);
+  if (code !== 0)
+    throw new Error(`relay run exited ${code}: ${(await new Response(child.stderr).text()).slice(-2000)}`);
   const reqs = server.requests.slice(first);
-  if (reqs.length !== c.toolCalls + 1) throw new Error(`expected ${c.toolCalls + 1} model requests, the server saw ${reqs.length}`);
+  if (reqs.length !== c.toolCalls + 1)
+    throw new Error(`expected ${c.toolCalls + 1} model requests, the server saw ${reqs.length}`);
   const gaps = reqs.slice(1).map((r, i) => r.receivedAtMs - reqs[i]!.repliedAtMs!);
   const cpu = child.resourceUsage()?.cpuTime;
   const cpuMs = cpu ? (Number(cpu.user) + Number(cpu.system)) / 1000 : Number.NaN;
@@ -206,7 +242,11 @@ async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boole
 }
 
 /** `runs` turns of this build, and of the --before build in turn with them (A B A B …), so both see the same machine. */
-async function turnRuns(server: FakeModelServer, c: TurnCase, runs: number): Promise<{ now: TurnRun[]; before: TurnRun[] }> {
+async function turnRuns(
+  server: FakeModelServer,
+  c: TurnCase,
+  runs: number,
+): Promise<{ now: TurnRun[]; before: TurnRun[] }> {
   const now: TurnRun[] = [];
   const before: TurnRun[] = [];
   for (let i = 0; i < runs; i++) {
@@ -227,10 +267,14 @@ async function turnFigures(): Promise<void> {
       judge(`turn.${c.name}.wall_ms`, median(runs.map((r) => r.wallMs)), c.wallGoalMs, 1);
       if (c.toolCalls > 0) judge(`turn.${c.name}.gap_p50_ms`, median(runs.flatMap((r) => r.gaps)), 5);
       judge(`turn.${c.name}.tree_pss_mib`, mem.pssMiB!, 50, 1);
-      note(`${c.name}: tree RSS summed ${mem.rssMiB!.toFixed(1)} MiB (shared pages counted per process); tree CPU ${median(runs.map((r) => r.cpuMs)).toFixed(1)} ms; median of ${TURN_RUNS} runs, sandbox ${c.sandbox}`);
+      note(
+        `${c.name}: tree RSS summed ${mem.rssMiB!.toFixed(1)} MiB (shared pages counted per process); tree CPU ${median(runs.map((r) => r.cpuMs)).toFixed(1)} ms; median of ${TURN_RUNS} runs, sandbox ${c.sandbox}`,
+      );
       if (BEFORE) {
         const gap = c.toolCalls > 0 ? `, gap p50 ${median(before.flatMap((r) => r.gaps)).toFixed(2)} ms` : "";
-        note(`${c.name}: the --before build, in turn with these runs: wall ${median(before.map((r) => r.wallMs)).toFixed(1)} ms${gap}, tree CPU ${median(before.map((r) => r.cpuMs)).toFixed(1)} ms`);
+        note(
+          `${c.name}: the --before build, in turn with these runs: wall ${median(before.map((r) => r.wallMs)).toFixed(1)} ms${gap}, tree CPU ${median(before.map((r) => r.cpuMs)).toFixed(1)} ms`,
+        );
       }
     }
   } finally {
@@ -248,11 +292,15 @@ interface CodeModeFigures {
 
 function codeModeRun(): CodeModeFigures {
   const rounds = QUICK ? "40" : "150";
-  const r = spawnSync(BUN, [path.join(ROOT, "scripts/bench/codemode.ts"), "--json", "--rounds", rounds, "--cold", QUICK ? "3" : "8"], {
-    env: { ...process.env, RELAY_SELF_COMMAND: BINARY },
-    encoding: "utf8",
-    timeout: 300_000,
-  });
+  const r = spawnSync(
+    BUN,
+    [path.join(ROOT, "scripts/bench/codemode.ts"), "--json", "--rounds", rounds, "--cold", QUICK ? "3" : "8"],
+    {
+      env: { ...process.env, RELAY_SELF_COMMAND: BINARY },
+      encoding: "utf8",
+      timeout: 300_000,
+    },
+  );
   if (r.status !== 0) throw new Error(`scripts/bench/codemode.ts failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").pop()!) as CodeModeFigures;
 }
@@ -276,7 +324,9 @@ function codeModeFigures(): void {
     judge(`codemode.${mode}.fresh_session_command_ms`, f.ipc.fresh!, 7);
     judge(`codemode.${mode}.warm_provisioning_ms`, f.ipc.provision!, 0.5);
     judge(`codemode.${mode}.warm_overhead_p50_ms`, f.ipc.warm! - f.inProcess.warm!, 0.2, 3);
-    note(`code mode ${mode}: warm command p50 in-process ${f.inProcess.warm!.toFixed(3)} ms, IPC ${f.ipc.warm!.toFixed(3)} ms; back to back ${f.inProcess.burst!.toFixed(3)} vs ${f.ipc.burst!.toFixed(3)} ms`);
+    note(
+      `code mode ${mode}: warm command p50 in-process ${f.inProcess.warm!.toFixed(3)} ms, IPC ${f.ipc.warm!.toFixed(3)} ms; back to back ${f.inProcess.burst!.toFixed(3)} vs ${f.ipc.burst!.toFixed(3)} ms`,
+    );
   }
 }
 
@@ -287,7 +337,9 @@ try {
   freshCopy(BINARY_ARG, BINARY);
   if (BEFORE_ARG && BEFORE) freshCopy(BEFORE_ARG, BEFORE);
   const hello = freshCopy(compileHello(), path.join(work, "hello-world"));
-  note(`${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, bun ${process.versions.bun ?? "?"}; binary ${BINARY_ARG}${BEFORE_ARG ? `, before ${BEFORE_ARG}` : ""} (both run from fresh copies)`);
+  note(
+    `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, bun ${process.versions.bun ?? "?"}; binary ${BINARY_ARG}${BEFORE_ARG ? `, before ${BEFORE_ARG}` : ""} (both run from fresh copies)`,
+  );
   if (section("startup")) await startupFigures(hello);
   if (section("turns")) await turnFigures();
   if (section("codemode")) codeModeFigures();

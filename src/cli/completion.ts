@@ -27,7 +27,15 @@ export function commandNodes(root: AnyCommand): CommandNode[] {
       path,
       subcommands: visible(cmd).map((c) => ({ name: c.name(), description: c.description() })),
       flags: [
-        ...cmd.options.filter((o) => !o.hidden).map((o) => ({ long: o.long, short: o.short, description: o.description, takesValue: o.required || o.optional, choices: [...(o.argChoices ?? [])] })),
+        ...cmd.options
+          .filter((o) => !o.hidden)
+          .map((o) => ({
+            long: o.long,
+            short: o.short,
+            description: o.description,
+            takesValue: o.required || o.optional,
+            choices: [...(o.argChoices ?? [])],
+          })),
         { long: "--help", short: "-h", description: "show help", takesValue: false, choices: [] },
       ],
     });
@@ -44,14 +52,23 @@ const oneLine = (s: string) => s.replace(/\s+/g, " ").slice(0, 100);
 
 /** The case-statement lookups both bash and zsh scripts share (POSIX `case` syntax). */
 function lookupFunctions(nodes: CommandNode[]): string {
-  const cases = (fn: string, rows: Array<[string, string]>) => `${fn}() {\n  case "$1" in\n${rows.map(([k, v]) => `    ${quote(k)}) echo ${quote(v)} ;;\n`).join("")}  esac\n}\n`;
+  const cases = (fn: string, rows: Array<[string, string]>) =>
+    `${fn}() {\n  case "$1" in\n${rows.map(([k, v]) => `    ${quote(k)}) echo ${quote(v)} ;;\n`).join("")}  esac\n}\n`;
   const valueRows: Array<[string, string]> = [];
   for (const n of nodes) {
-    for (const f of n.flags.filter((x) => x.takesValue)) for (const name of [f.long, f.short].filter(Boolean)) valueRows.push([`${n.path}|${name}`, f.choices.join(" ") || "<file>"]);
+    for (const f of n.flags.filter((x) => x.takesValue))
+      for (const name of [f.long, f.short].filter(Boolean))
+        valueRows.push([`${n.path}|${name}`, f.choices.join(" ") || "<file>"]);
   }
   return [
-    cases("_relay_subs", nodes.map((n) => [n.path, n.subcommands.map((s) => s.name).join(" ")])),
-    cases("_relay_flags", nodes.map((n) => [n.path, n.flags.flatMap((f) => [f.long, f.short].filter(Boolean)).join(" ")])),
+    cases(
+      "_relay_subs",
+      nodes.map((n) => [n.path, n.subcommands.map((s) => s.name).join(" ")]),
+    ),
+    cases(
+      "_relay_flags",
+      nodes.map((n) => [n.path, n.flags.flatMap((f) => [f.long, f.short].filter(Boolean)).join(" ")]),
+    ),
     // Prints the flag's choices, `<file>` for a free value, nothing for a switch.
     cases("_relay_value", valueRows),
   ].join("");
@@ -127,14 +144,19 @@ ${d.footer}
 }
 
 function fishScript(nodes: CommandNode[]): string {
-  const subs = nodes.map((n) => `    case ${fishQuote(n.path)}\n      echo ${fishQuote(n.subcommands.map((s) => s.name).join(" "))}\n`).join("");
+  const subs = nodes
+    .map((n) => `    case ${fishQuote(n.path)}\n      echo ${fishQuote(n.subcommands.map((s) => s.name).join(" "))}\n`)
+    .join("");
   const lines: string[] = [];
   for (const n of nodes) {
     // Paths are subcommand names: letters and dashes, safe inside double quotes.
     const at = `-n "__relay_at '${n.path}'"`;
-    for (const s of n.subcommands) lines.push(`complete -c relay ${at} -a ${fishQuote(s.name)} -d ${fishQuote(oneLine(s.description))}`);
+    for (const s of n.subcommands)
+      lines.push(`complete -c relay ${at} -a ${fishQuote(s.name)} -d ${fishQuote(oneLine(s.description))}`);
     for (const f of n.flags) {
-      const names = [f.long ? `-l ${f.long.slice(2)}` : "", f.short ? `-s ${f.short.slice(1)}` : ""].filter(Boolean).join(" ");
+      const names = [f.long ? `-l ${f.long.slice(2)}` : "", f.short ? `-s ${f.short.slice(1)}` : ""]
+        .filter(Boolean)
+        .join(" ");
       const value = f.takesValue ? (f.choices.length ? ` -x -a ${fishQuote(f.choices.join(" "))}` : " -r -F") : "";
       lines.push(`complete -c relay ${at} ${names}${value} -d ${fishQuote(oneLine(f.description))}`);
     }

@@ -1,10 +1,10 @@
 /** `relay doctor`: can this host run relay sessions? One line per check, with the fix for each. */
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
+import { relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { applyOverrides, defaultConfig } from "../session/config.ts";
-import { doctorReport, runDoctorChecks, type DoctorCheck } from "../session/doctor.ts";
-import { relayHome } from "../home/home.ts";
+import { type DoctorCheck, doctorReport, runDoctorChecks } from "../session/doctor.ts";
 import { checkWorkingDir } from "../session/preflight.ts";
 import { Log } from "../util/log.ts";
 import { ExitCode } from "./usage.ts";
@@ -26,7 +26,11 @@ export function renderDoctorChecks(checks: readonly DoctorCheck[]): string {
   const failed = checks.filter((c) => c.required && c.status !== "ok");
   const warnings = checks.filter((c) => c.status !== "ok" && !c.required).length;
   const note = warnings ? ` (${warnings} optional check(s) not ok)` : "";
-  lines.push(failed.length === 0 ? `all required checks passed${note}` : `${failed.length} required check(s) failed: ${failed.map((c) => c.name).join(", ")}${note}`);
+  lines.push(
+    failed.length === 0
+      ? `all required checks passed${note}`
+      : `${failed.length} required check(s) failed: ${failed.map((c) => c.name).join(", ")}${note}`,
+  );
   return lines.join("\n") + "\n";
 }
 
@@ -42,12 +46,21 @@ export function logCheck(): DoctorCheck {
 
 export function doctorCommand() {
   return new Command("doctor")
-    .description("check that this host can run relay: sandbox, PTY, RELAY_HOME, config, model credentials, executor and code-mode host")
+    .description(
+      "check that this host can run relay: sandbox, PTY, RELAY_HOME, config, model credentials, executor and code-mode host",
+    )
     .option("--json", "print one JSON object {checks: [{name, status, detail, fix?, required}], ok} instead of lines")
     .option("-C, --cd <dir>", "the workspace to check the sandbox for (default: the current directory)")
     .option("-m, --model <name>", "as relay run: the model a session would use (config: model)")
-    .addOption(new Option("--provider <provider>", "as relay run: the model API (config: model_provider)").choices(ModelProviderSchema.options))
-    .option("--base-url <url>", "as relay run: the API base URL, e.g. http://localhost:11434/v1 (config: base_url; env OPENAI_BASE_URL)")
+    .addOption(
+      new Option("--provider <provider>", "as relay run: the model API (config: model_provider)").choices(
+        ModelProviderSchema.options,
+      ),
+    )
+    .option(
+      "--base-url <url>",
+      "as relay run: the API base URL, e.g. http://localhost:11434/v1 (config: base_url; env OPENAI_BASE_URL)",
+    )
     .option("--api-key-env <name>", "as relay run: the variable that holds the API key (config: api_key_env)")
     .addHelpText(
       "after",
@@ -84,13 +97,26 @@ Exit codes: 0 every required check is ok; 1 a required check is not ok; 2 bad us
         process.stderr.write(`relay: ${dir.error.message}\n`);
         process.exit(ExitCode.Usage);
       }
-      const overrides = { model: opts.model, provider: opts.provider, base_url: opts.baseUrl, api_key_env: opts.apiKeyEnv };
+      const overrides = {
+        model: opts.model,
+        provider: opts.provider,
+        base_url: opts.baseUrl,
+        api_key_env: opts.apiKeyEnv,
+      };
       const valid = applyOverrides(defaultConfig(), overrides);
       if ("error" in valid) {
         process.stderr.write(`relay: ${valid.error.message}\n`);
         process.exit(ExitCode.Usage);
       }
-      const checks = [...(await runDoctorChecks({ home: relayHome(), env: process.env, overrides, ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}) })), logCheck()];
+      const checks = [
+        ...(await runDoctorChecks({
+          home: relayHome(),
+          env: process.env,
+          overrides,
+          ...(opts.cd ? { cwd: path.resolve(opts.cd) } : {}),
+        })),
+        logCheck(),
+      ];
       const report = doctorReport(checks);
       process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : renderDoctorChecks(checks));
       process.exit(report.ok ? ExitCode.Ok : ExitCode.Failure);

@@ -48,7 +48,9 @@ type BuildProgram = typeof buildProgram;
 const loadProgram: BuildProgram = async (argv) => (await import("./program.ts")).buildProgram(argv);
 
 /** `build` makes the command tree for the command line (tests add commands to it). */
-export async function runCli(build: (argv: readonly string[]) => ReturnType<BuildProgram> = loadProgram): Promise<void> {
+export async function runCli(
+  build: (argv: readonly string[]) => ReturnType<BuildProgram> = loadProgram,
+): Promise<void> {
   configureLog();
   process.on("uncaughtException", unexpected);
   process.on("unhandledRejection", unexpected);
@@ -59,7 +61,12 @@ export async function runCli(build: (argv: readonly string[]) => ReturnType<Buil
   const program = await build(argv);
   const unknown = unknownCommandWithHelp(program, argv);
   if (unknown !== undefined) {
-    process.stderr.write(`relay: unknown command '${unknown}'; the commands are: ${program.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden).map((c) => c.name()).join(", ")} (see relay --help)\n`);
+    process.stderr.write(
+      `relay: unknown command '${unknown}'; the commands are: ${program.commands
+        .filter((c) => !(c as unknown as { _hidden?: boolean })._hidden)
+        .map((c) => c.name())
+        .join(", ")} (see relay --help)\n`,
+    );
     process.exit(ExitCode.Usage);
   }
   program.parseAsync(argv).catch((e: unknown) => {

@@ -5,7 +5,9 @@ import type { RpcPeer } from "../protocol/peer.ts";
 import { ExitCode } from "./usage.ts";
 
 /** One command under the read-only sandbox: proves the default path works on this host. */
-async function sandboxedCommand(peer: RpcPeer): Promise<{ output: string; exit_code: number | undefined; ms: number } | { error: string }> {
+async function sandboxedCommand(
+  peer: RpcPeer,
+): Promise<{ output: string; exit_code: number | undefined; ms: number } | { error: string }> {
   const t = performance.now();
   const r = await peer.call(ExecutorMethods.exec, {
     command: ["sh", "-c", "echo ok"],
@@ -18,7 +20,9 @@ async function sandboxedCommand(peer: RpcPeer): Promise<{ output: string; exit_c
 }
 
 export async function checkExecutor(commandLine: string | undefined, json: boolean): Promise<number> {
-  const child = commandLine ? spawnCommandLine(commandLine, { name: "executor" }) : spawnSelf("executor", [], { name: "executor" });
+  const child = commandLine
+    ? spawnCommandLine(commandLine, { name: "executor" })
+    : spawnSelf("executor", [], { name: "executor" });
   if ("error" in child) {
     process.stderr.write(`relay: ${child.error.message}\n`);
     return ExitCode.Usage;
@@ -39,7 +43,14 @@ export async function checkExecutor(commandLine: string | undefined, json: boole
     const ms = performance.now() - t;
     const confined = await sandboxedCommand(ex.peer);
     if (json) {
-      process.stdout.write(JSON.stringify({ info: info.ok, tools: tools.ok.tools.map((x) => x.name), test_command: { output: run.ok.output, exit_code: run.ok.exit_code, ms }, sandboxed_command: confined }) + "\n");
+      process.stdout.write(
+        JSON.stringify({
+          info: info.ok,
+          tools: tools.ok.tools.map((x) => x.name),
+          test_command: { output: run.ok.output, exit_code: run.ok.exit_code, ms },
+          sandboxed_command: confined,
+        }) + "\n",
+      );
     } else {
       const i = info.ok;
       process.stdout.write(
@@ -49,11 +60,15 @@ export async function checkExecutor(commandLine: string | undefined, json: boole
           `sandbox: ${i.sandbox.available ? i.sandbox.detail : `unavailable: ${i.sandbox.detail}`}`,
           `tools: ${tools.ok.tools.map((x) => x.name).join(", ")}`,
           `test command: ${run.ok.output.trim()} (exit ${run.ok.exit_code}, ${ms.toFixed(1)} ms)`,
-          "error" in confined ? `sandboxed test command: refused: ${confined.error}` : `sandboxed test command (read-only): ${confined.output} (exit ${confined.exit_code}, ${confined.ms.toFixed(1)} ms)`,
+          "error" in confined
+            ? `sandboxed test command: refused: ${confined.error}`
+            : `sandboxed test command (read-only): ${confined.output} (exit ${confined.exit_code}, ${confined.ms.toFixed(1)} ms)`,
         ].join("\n") + "\n",
       );
     }
-    return run.ok.exit_code === 0 && !("error" in confined) && confined.exit_code === 0 ? ExitCode.Ok : ExitCode.Failure;
+    return run.ok.exit_code === 0 && !("error" in confined) && confined.exit_code === 0
+      ? ExitCode.Ok
+      : ExitCode.Failure;
   } catch (e) {
     process.stderr.write(`relay: executor check failed: ${(e as Error).message}\n`);
     return ExitCode.Failure;

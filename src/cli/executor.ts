@@ -1,6 +1,6 @@
-import { wholeNumber } from "./number-flag.ts";
 import { Command } from "@commander-js/extra-typings";
 import { checkExecutor } from "./executor-check.ts";
+import { wholeNumber } from "./number-flag.ts";
 import { serveExecutorMain } from "./serve-executor.ts";
 
 export function executorCommand() {
@@ -8,7 +8,10 @@ export function executorCommand() {
     .description("serve host-local tools (exec_command, write_stdin, file tools) over the framed protocol on stdio")
     .option("--frame-limit <bytes>", "maximum frame size in bytes (default 16 MiB)", wholeNumber("--frame-limit"))
     .option("--check", "instead of serving: start an executor, print what it offers and run a test command through it")
-    .option("--executor <command-line>", "with --check: the executor to start, e.g. \"ssh build-host relay executor\" (default: this relay)")
+    .option(
+      "--executor <command-line>",
+      'with --check: the executor to start, e.g. "ssh build-host relay executor" (default: this relay)',
+    )
     .option("--json", "with --check: print the report as JSON")
     .addHelpText(
       "after",

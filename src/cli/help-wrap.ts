@@ -80,7 +80,11 @@ function pieces(text: string, room: number): Array<{ piece: string; glued: boole
   return text
     .split(/\s+/)
     .filter(Boolean)
-    .flatMap((word) => (word.length > room ? word.split(/(?<=,)/).map((piece, i) => ({ piece, glued: i > 0 })) : [{ piece: word, glued: false }]));
+    .flatMap((word) =>
+      word.length > room
+        ? word.split(/(?<=,)/).map((piece, i) => ({ piece, glued: i > 0 }))
+        : [{ piece: word, glued: false }],
+    );
 }
 
 /** commander prints string defaults and choices as JSON (`(default: "30m")`); people read them bare. */

@@ -1,18 +1,26 @@
 /** `relay infty checkpoints` and `relay infty restore`: flags, rendering and exit codes. */
-import { Option, type Command } from "@commander-js/extra-typings";
+import { type Command, Option } from "@commander-js/extra-typings";
+import { type Checkpoint, listCheckpoints } from "../infty/checkpoints.ts";
 import { packRun } from "../infty/pack-run.ts";
-import { listCheckpoints, type Checkpoint } from "../infty/checkpoints.ts";
-import { restoreRun, type RestoreOutcome } from "../infty/restore.ts";
-import { ExitCode, fail } from "./usage.ts";
-import { wholeNumber } from "./number-flag.ts";
+import { type RestoreOutcome, restoreRun } from "../infty/restore.ts";
 import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
+import { wholeNumber } from "./number-flag.ts";
 import { alignRows, outputWidth } from "./session-format.ts";
+import { ExitCode, fail } from "./usage.ts";
 
-const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = { handoff: "handoff", verification_pass: "verification pass", delivery: "delivery", resume: "resume" };
+const TRIGGER_LABEL: Record<Checkpoint["trigger"], string> = {
+  handoff: "handoff",
+  verification_pass: "verification pass",
+  delivery: "delivery",
+  resume: "resume",
+};
 
 function renderList(list: Checkpoint[]): string {
   if (list.length === 0) return "";
-  const rows = list.map((c) => ({ cells: [c.id, c.at, String(c.turn), TRIGGER_LABEL[c.trigger]], text: c.summary.split("\n")[0]! }));
+  const rows = list.map((c) => ({
+    cells: [c.id, c.at, String(c.turn), TRIGGER_LABEL[c.trigger]],
+    text: c.summary.split("\n")[0]!,
+  }));
   return `${alignRows(rows, outputWidth(process.stdout), { cells: ["CHECKPOINT", "AT", "TURN", "TRIGGER"], text: "SUMMARY" }).join("\n")}\n`;
 }
 
@@ -28,19 +36,32 @@ export function addCheckpoints(infty: Command) {
       const list = await listCheckpoints(store.dir);
       if ("error" in list) fail(list.error.message, ExitCode.Failure);
       if (opts.json) {
-        process.stdout.write(JSON.stringify(list.ok.map(({ seq: _, ...c }) => c), null, 2) + "\n");
+        process.stdout.write(
+          JSON.stringify(
+            list.ok.map(({ seq: _, ...c }) => c),
+            null,
+            2,
+          ) + "\n",
+        );
         return;
       }
-      if (list.ok.length === 0) process.stderr.write(`run ${runId} has no checkpoints yet (one is taken after every handoff)\n`);
+      if (list.ok.length === 0)
+        process.stderr.write(`run ${runId} has no checkpoints yet (one is taken after every handoff)\n`);
       process.stdout.write(renderList(list.ok));
     });
 }
 
 function renderRestore(runId: string, r: RestoreOutcome): string {
   const c = r.checkpoint;
-  const lines = [`restored run ${runId} to ${c.id} (${c.at}, turn ${c.turn}, ${TRIGGER_LABEL[c.trigger]}: ${c.summary.split("\n")[0]!.slice(0, 100)})`];
+  const lines = [
+    `restored run ${runId} to ${c.id} (${c.at}, turn ${c.turn}, ${TRIGGER_LABEL[c.trigger]}: ${c.summary.split("\n")[0]!.slice(0, 100)})`,
+  ];
   for (const ro of r.rollouts) {
-    lines.push(ro.side_file ? `  ${ro.role}: rollout cut from ${ro.before} to ${ro.bytes} bytes; the rest is in ${ro.side_file}` : `  ${ro.role}: rollout unchanged (${ro.bytes} bytes)`);
+    lines.push(
+      ro.side_file
+        ? `  ${ro.role}: rollout cut from ${ro.before} to ${ro.bytes} bytes; the rest is in ${ro.side_file}`
+        : `  ${ro.role}: rollout unchanged (${ro.bytes} bytes)`,
+    );
   }
   lines.push(`continue with: relay infty resume ${runId}`);
   return lines.join("\n") + "\n";
@@ -66,8 +87,13 @@ A restore cut short by a crash is finished by running it again, or by \`relay in
       const store = await loadRun(ref);
       const runId = store.id;
       const r = await restoreRun(store, checkpoint);
-      if ("error" in r) fail(r.error.message, r.error.code === "unknown_checkpoint" ? ExitCode.Usage : ExitCode.Failure);
-      process.stdout.write(opts.json ? JSON.stringify({ checkpoint: r.ok.checkpoint, rollouts: r.ok.rollouts }, null, 2) + "\n" : renderRestore(runId, r.ok));
+      if ("error" in r)
+        fail(r.error.message, r.error.code === "unknown_checkpoint" ? ExitCode.Usage : ExitCode.Failure);
+      process.stdout.write(
+        opts.json
+          ? JSON.stringify({ checkpoint: r.ok.checkpoint, rollouts: r.ok.rollouts }, null, 2) + "\n"
+          : renderRestore(runId, r.ok),
+      );
     });
 }
 
@@ -77,13 +103,22 @@ export function addPack(infty: Command) {
     .description("pack a run's checkpoint repository now (a driver packs it as the run goes, past 256 loose objects)")
     .argument("<run-id>", RUN_ARG_HELP)
     .option("--if-due", "only if enough loose objects have piled up")
-    .addOption(new Option("--held-by <pid>", "the driver that runs this (it holds the run's lease)").argParser(wholeNumber("--held-by", 2)).hideHelp())
+    .addOption(
+      new Option("--held-by <pid>", "the driver that runs this (it holds the run's lease)")
+        .argParser(wholeNumber("--held-by", 2))
+        .hideHelp(),
+    )
     .option("--json", "print the outcome as JSON")
     .action(async (ref, opts) => {
       const store = await loadRun(ref);
       const r = await packRun(store, { heldBy: opts.heldBy, force: !opts.ifDue });
       if ("error" in r) fail(r.error.message, r.error.code === "run_live" ? ExitCode.Failure : ExitCode.Failure);
       if (opts.json) process.stdout.write(JSON.stringify(r.ok ?? { objects: 0, merged: false }) + "\n");
-      else process.stdout.write(r.ok ? `packed ${r.ok.objects} objects of run ${store.id}${r.ok.merged ? " (all packs merged into one)" : ""}\n` : `nothing to pack in run ${store.id}\n`);
+      else
+        process.stdout.write(
+          r.ok
+            ? `packed ${r.ok.objects} objects of run ${store.id}${r.ok.merged ? " (all packs merged into one)" : ""}\n`
+            : `nothing to pack in run ${store.id}\n`,
+        );
     });
 }

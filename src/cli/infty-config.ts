@@ -4,12 +4,18 @@
  * before the run directory exists: a run that cannot start leaves nothing behind (exit 2).
  */
 import { existsSync, readFileSync } from "node:fs";
-import { scriptedModels, type InftyOptions } from "../infty/orchestrator.ts";
-import { globalConfig, roleConfigs, type RoleModelFlags, type RoleModelLayers, type RoleOverrides } from "../infty/role-models.ts";
-import { roleNames } from "../infty/roles.ts";
-import { recordedTools, type RunSettings } from "../infty/run-settings.ts";
 import { relayHome } from "../home/home.ts";
-import { loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
+import { type InftyOptions, scriptedModels } from "../infty/orchestrator.ts";
+import {
+  globalConfig,
+  type RoleModelFlags,
+  type RoleModelLayers,
+  type RoleOverrides,
+  roleConfigs,
+} from "../infty/role-models.ts";
+import { roleNames } from "../infty/roles.ts";
+import { type RunSettings, recordedTools } from "../infty/run-settings.ts";
+import { type ConfigOverrides, loadConfig, type RelayConfig } from "../session/config.ts";
 import { checkCredentials } from "../session/preflight.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
 import { selection } from "./session-options.ts";
@@ -57,16 +63,29 @@ function globalFlags(f: InftyFlags): ConfigOverrides {
 
 function roleFlags(f: InftyFlags, verifiers: number): RoleModelFlags {
   const given = f.verifierModel?.length ?? 0;
-  if (given > Math.max(verifiers, 1)) fail(`${given} --verifier-model flags for ${verifiers} Verifier(s): give one per Verifier at most (the last repeats), or more Verifiers with --verifiers ${given}`, ExitCode.Usage);
+  if (given > Math.max(verifiers, 1))
+    fail(
+      `${given} --verifier-model flags for ${verifiers} Verifier(s): give one per Verifier at most (the last repeats), or more Verifiers with --verifiers ${given}`,
+      ExitCode.Usage,
+    );
   return { solver: f.solverModel, director: f.directorModel, verifiers: f.verifierModel };
 }
 
 /** `recorded`: the settings of the run being resumed; `verifiers`: how many the run has. */
-export async function inftyRunConfig(flags: InftyFlags, recorded: RunSettings | undefined, verifiers: number): Promise<InftyRunConfig> {
+export async function inftyRunConfig(
+  flags: InftyFlags,
+  recorded: RunSettings | undefined,
+  verifiers: number,
+): Promise<InftyRunConfig> {
   const loaded = await loadConfig(relayHome());
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
-  const layers: RoleModelLayers = { base: loaded.ok.config, recorded, globalFlags: globalFlags(flags), roleFlags: roleFlags(flags, verifiers) };
+  const layers: RoleModelLayers = {
+    base: loaded.ok.config,
+    recorded,
+    globalFlags: globalFlags(flags),
+    roleFlags: roleFlags(flags, verifiers),
+  };
   const config = globalConfig(layers);
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   const roles = roleConfigs(layers, roleNames(verifiers));
@@ -106,6 +125,10 @@ function checkRoleCredentials(roles: Record<string, RelayConfig>): void {
   }
   for (const [role, c] of byEndpoint.values()) {
     const creds = checkCredentials(c, process.env);
-    if ("error" in creds) fail(byEndpoint.size > 1 ? `the ${role}'s model (${c.model}): ${creds.error.message}` : creds.error.message, ExitCode.Usage);
+    if ("error" in creds)
+      fail(
+        byEndpoint.size > 1 ? `the ${role}'s model (${c.model}): ${creds.error.message}` : creds.error.message,
+        ExitCode.Usage,
+      );
   }
 }

@@ -3,7 +3,7 @@
  * flag's name and what it accepts, so nothing invalid reaches a run or its run.json.
  */
 import { parseRoleModelSpec, type RoleOverrides } from "../infty/role-models.ts";
-import { parseDuration, type DurationOptions } from "../util/duration.ts";
+import { type DurationOptions, parseDuration } from "../util/duration.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 export { wholeNumber } from "./number-flag.ts";

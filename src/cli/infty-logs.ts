@@ -1,9 +1,10 @@
 /** `relay infty logs`: a run's events.jsonl as lines (or raw JSON), its tail, and --follow. */
-import type { Command } from "@commander-js/extra-typings";
+
 import path from "node:path";
-import { followLines, tailLines } from "../infty/log-tail.ts";
+import type { Command } from "@commander-js/extra-typings";
 import { runLiveness } from "../infty/liveness.ts";
-import { readRunMeta, type RunStore } from "../infty/run-store.ts";
+import { followLines, tailLines } from "../infty/log-tail.ts";
+import { type RunStore, readRunMeta } from "../infty/run-store.ts";
 import { wholeNumber } from "./infty-flags.ts";
 import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
 
@@ -11,7 +12,9 @@ import { loadRun, RUN_ARG_HELP } from "./infty-run-arg.ts";
 export function eventLine(line: string): string {
   try {
     const { at, type, ...rest } = JSON.parse(line) as Record<string, unknown>;
-    return `${at} ${type} ${Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v.replace(/\n/g, " ").slice(0, 160) : JSON.stringify(v)}`).join(" ")}`;
+    return `${at} ${type} ${Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v.replace(/\n/g, " ").slice(0, 160) : JSON.stringify(v)}`)
+      .join(" ")}`;
   } catch {
     return `(unreadable line) ${line.slice(0, 160)}`;
   }
@@ -25,7 +28,9 @@ async function notDriven(store: RunStore): Promise<string | undefined> {
   const state = "ok" in now ? now.ok : store.state;
   const l = await runLiveness(store.dir, state);
   if (l.live) return undefined;
-  return l.stale ? `run ${store.id} is not driven any more (${l.stale})` : `run ${store.id} is ${state.status}, not running`;
+  return l.stale
+    ? `run ${store.id} is not driven any more (${l.stale})`
+    : `run ${store.id} is ${state.status}, not running`;
 }
 
 export function addLogs(infty: Command) {

@@ -3,11 +3,17 @@ import type { Command } from "@commander-js/extra-typings";
 import { relayHome } from "../home/home.ts";
 import { noteForDirector, stopRun } from "../infty/operator.ts";
 import type { Result } from "../util/result.ts";
+import { RUN_ARG_HELP, runArg } from "./infty-run-arg.ts";
 import { ExitCode, fail } from "./usage.ts";
-import { runArg, RUN_ARG_HELP } from "./infty-run-arg.ts";
 
 function report(r: Result<{ message: string }>): void {
-  if ("error" in r) fail(r.error.message, r.error.code === "run_not_found" || r.error.code === "bad_request" || r.error.code.startsWith("invalid") ? ExitCode.Usage : ExitCode.Failure);
+  if ("error" in r)
+    fail(
+      r.error.message,
+      r.error.code === "run_not_found" || r.error.code === "bad_request" || r.error.code.startsWith("invalid")
+        ? ExitCode.Usage
+        : ExitCode.Failure,
+    );
   process.stdout.write(`${r.ok.message}\n`);
 }
 
@@ -25,5 +31,7 @@ export function addNote(infty: Command) {
     .description("leave a note for a run's Director; it is sent with the Director's next direction request")
     .argument("<run-id>", RUN_ARG_HELP)
     .argument("<text>", "the note")
-    .action(async (ref, text) => report(await noteForDirector(relayHome(), await runArg(ref), text, "relay infty note")));
+    .action(async (ref, text) =>
+      report(await noteForDirector(relayHome(), await runArg(ref), text, "relay infty note")),
+    );
 }

@@ -24,7 +24,10 @@ export function runTag(runId: string): string {
 function prose(text: string): string | undefined {
   const t = text.trim();
   if (!t || t.startsWith("{") || t.startsWith("```")) return undefined;
-  const line = t.split("\n").find((l) => l.trim())!.trim();
+  const line = t
+    .split("\n")
+    .find((l) => l.trim())!
+    .trim();
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 
@@ -40,7 +43,16 @@ export class ProgressLines {
     switch (e.type) {
       case "run_started":
         this.tag = runTag(e.run_id);
-        return [w(`${e.resumed ? "resumed" : "started"} run ${e.run_id} in ${e.dir}`), ...(e.repo ? [w(`working on ${e.repo.path} in its own checkout ${e.repo.checkout}, branch ${e.repo.branch} (your checkout is not touched)`)] : [])];
+        return [
+          w(`${e.resumed ? "resumed" : "started"} run ${e.run_id} in ${e.dir}`),
+          ...(e.repo
+            ? [
+                w(
+                  `working on ${e.repo.path} in its own checkout ${e.repo.checkout}, branch ${e.repo.branch} (your checkout is not touched)`,
+                ),
+              ]
+            : []),
+        ];
       case "role_event":
         return this.roleLines(e.role, e.event).map(w);
       case "handoff":
@@ -64,7 +76,8 @@ export class ProgressLines {
 
   private roleLines(role: string, e: Extract<InftyEvent, { type: "role_event" }>["event"]): string[] {
     if (e.type === "tool_call") return [`${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 120)}`];
-    if (e.type === "tool_result") return [`${role} ✗ ${e.name}: ${(e.output.split("\n").find((l) => l.trim()) ?? "").slice(0, 300)}`];
+    if (e.type === "tool_result")
+      return [`${role} ✗ ${e.name}: ${(e.output.split("\n").find((l) => l.trim()) ?? "").slice(0, 300)}`];
     if (e.type === "assistant_message" && role === "solver") {
       const said = prose(e.text);
       return said ? [`solver: ${said}`] : [];
@@ -81,7 +94,10 @@ export class ProgressLines {
     if (this.lastBeat && this.lastBeat.key === key && now - this.lastBeat.at < QUIET_HEARTBEAT_MS) return [];
     this.lastBeat = { key, at: now };
     const tokens = `${e.tokens_used}${e.max_tokens ? `/${e.max_tokens}` : ""} tokens`;
-    return [`… turn ${e.turns}/${e.max_turns}, ${formatElapsed(e.elapsed_ms)}, ${tokens}, ${e.last_activity}`, ...activityLines(e.roles, now).map((l) => `    ${l}`)];
+    return [
+      `… turn ${e.turns}/${e.max_turns}, ${formatElapsed(e.elapsed_ms)}, ${tokens}, ${e.last_activity}`,
+      ...activityLines(e.roles, now).map((l) => `    ${l}`),
+    ];
   }
 
   /** The block printed when the run ends: what it came to, from its final run.json. */
@@ -97,7 +113,10 @@ export class ProgressLines {
       `  checkpoints ${this.checkpoints} taken here; newest ${s.last_checkpoint ?? "none"}`,
     ];
     if (s.repo) lines.push(`  branch      ${s.repo.branch} at ${shortCommit(s.repo.head_commit)} in ${s.repo.path}`);
-    if (s.deliverable?.commit) lines.push(`  verified    commit ${s.deliverable.commit} (see it: relay infty diff ${s.run_id}; merge it: relay infty apply ${s.run_id})`);
+    if (s.deliverable?.commit)
+      lines.push(
+        `  verified    commit ${s.deliverable.commit} (see it: relay infty diff ${s.run_id}; merge it: relay infty apply ${s.run_id})`,
+      );
     lines.push(`  deliverable ${s.deliverable ? s.deliverable.path : "none yet"}`, `  run store   ${dir}`);
     return lines;
   }

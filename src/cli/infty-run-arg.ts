@@ -19,4 +19,5 @@ export async function loadRun(ref: string): Promise<RunStore> {
 }
 
 /** What the argument's help says it takes. */
-export const RUN_ARG_HELP = "a run id, its unique beginning or end (the tag in progress lines), or last (the most recently updated run)";
+export const RUN_ARG_HELP =
+  "a run id, its unique beginning or end (the tag in progress lines), or last (the most recently updated run)";

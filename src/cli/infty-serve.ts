@@ -2,8 +2,9 @@
  * `relay infty serve`: flags and the lines it prints. The server (and the page it embeds) is
  * loaded only when the command runs, so no other subcommand pays for it.
  */
-import { Command } from "@commander-js/extra-typings";
+
 import path from "node:path";
+import { Command } from "@commander-js/extra-typings";
 import { relayHome } from "../home/home.ts";
 import { wholeNumber } from "./infty-flags.ts";
 import { ExitCode, fail } from "./usage.ts";
@@ -13,10 +14,20 @@ export function addServe(infty: Command) {
     .command("serve")
     .description("serve a live view of the runs (a page and a JSON API) over HTTP; read-only unless --allow-actions")
     .option("--port <n>", "port to listen on (0: any free port)", wholeNumber("--port", 0, 65535), 7788)
-    .option("--host <address>", "address to bind (with 0.0.0.0 or :: the addresses to open are printed, one a line); anything but loopback needs a token (one is made and printed if --token is not given)", "127.0.0.1")
+    .option(
+      "--host <address>",
+      "address to bind (with 0.0.0.0 or :: the addresses to open are printed, one a line); anything but loopback needs a token (one is made and printed if --token is not given)",
+      "127.0.0.1",
+    )
     .option("--runs-root <dir>", "the folder holding the runs (default: $RELAY_HOME/infty)")
-    .option("--token <token>", "the token requests must carry (Authorization: Bearer, or the cookie the printed URL sets)")
-    .option("--allow-actions", "let the page stop and resume runs and send notes to the Director (POST, token required even on loopback)")
+    .option(
+      "--token <token>",
+      "the token requests must carry (Authorization: Bearer, or the cookie the printed URL sets)",
+    )
+    .option(
+      "--allow-actions",
+      "let the page stop and resume runs and send notes to the Director (POST, token required even on loopback)",
+    )
     .addHelpText(
       "after",
       `
@@ -31,13 +42,21 @@ else JSON pages ?from=N&limit=M), /api/runs/<id>/files[/<path>], /api/runs/<id>/
       const { startServe } = await import("../infty/serve/server.ts");
       const actions = opts.allowActions ? await actionHandler(root) : undefined;
       const r = await startServe({ root, host: opts.host, port: opts.port, token: opts.token, actions });
-      if ("error" in r) fail(r.error.message, r.error.code === "port_in_use" || r.error.code === "bad_host" ? ExitCode.Usage : ExitCode.Failure);
+      if ("error" in r)
+        fail(
+          r.error.message,
+          r.error.code === "port_in_use" || r.error.code === "bad_host" ? ExitCode.Usage : ExitCode.Failure,
+        );
       const s = r.ok;
       process.stderr.write(`relay infty serve: runs in ${root}\n`);
       // A server on every address: the addresses people can actually open, not 0.0.0.0.
       for (const u of s.openUrls) process.stderr.write(`open ${u}\n`);
-      if (s.token) process.stderr.write(`(the token sets a cookie and leaves the address; API clients send Authorization: Bearer ${s.token})\n`);
-      if (actions) process.stderr.write("actions are on: the page can stop and resume runs and send notes to the Director\n");
+      if (s.token)
+        process.stderr.write(
+          `(the token sets a cookie and leaves the address; API clients send Authorization: Bearer ${s.token})\n`,
+        );
+      if (actions)
+        process.stderr.write("actions are on: the page can stop and resume runs and send notes to the Director\n");
       const quit = () => void s.close().then(() => process.exit(ExitCode.Ok));
       process.on("SIGINT", quit);
       process.on("SIGTERM", quit);

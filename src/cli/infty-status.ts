@@ -1,16 +1,22 @@
 /** The text `relay infty status` prints: the run's state, budgets, and each role's model, tools and rollout. */
-import type { RunMeta } from "../infty/run-store.ts";
-import { roleNames } from "../infty/roles.ts";
-import type { RoleModelRecord, RunSettings } from "../infty/run-settings.ts";
-import { formatDuration } from "../util/duration.ts";
-import { formatCapabilityRoot, recordedRoot } from "../session/capability-root.ts";
+
 import { activityLines } from "../infty/activity.ts";
 import type { Liveness } from "../infty/liveness.ts";
-import { checkoutDir, shortCommit, type RepoRecord } from "../infty/repo/record.ts";
+import { checkoutDir, type RepoRecord, shortCommit } from "../infty/repo/record.ts";
+import { roleNames } from "../infty/roles.ts";
+import type { RoleModelRecord, RunSettings } from "../infty/run-settings.ts";
+import type { RunMeta } from "../infty/run-store.ts";
+import { formatCapabilityRoot, recordedRoot } from "../session/capability-root.ts";
+import { formatDuration } from "../util/duration.ts";
 
 /** `gpt-5 (openai-responses, effort high)`; the URL and key variable when they are not the defaults. */
 export function describeModel(m: RoleModelRecord): string {
-  const extra = [m.model_provider, m.base_url, m.model_reasoning_effort ? `effort ${m.model_reasoning_effort}` : undefined, m.api_key_env !== "OPENAI_API_KEY" ? `key $${m.api_key_env}` : undefined];
+  const extra = [
+    m.model_provider,
+    m.base_url,
+    m.model_reasoning_effort ? `effort ${m.model_reasoning_effort}` : undefined,
+    m.api_key_env !== "OPENAI_API_KEY" ? `key $${m.api_key_env}` : undefined,
+  ];
   return `${m.model} (${extra.filter(Boolean).join(", ")})`;
 }
 
@@ -27,8 +33,15 @@ function toolsLine(s: RunSettings | undefined): string {
   const parts = [
     `executor ${s.executor ? `${JSON.stringify(s.executor)}` : "local"}${s.executor_name ? ` named ${s.executor_name}` : ""}`,
     `code mode ${s.code_mode ? "on" : "off"}`,
-    s.capability_roots?.length ? `capability roots ${s.capability_roots.flatMap((r) => recordedRoot(r) ?? []).map(formatCapabilityRoot).join(" ")}` : undefined,
-    s.environments?.length ? `environments ${s.environments.map((e) => `${e.name}=${JSON.stringify(e.command)}`).join(" ")}` : undefined,
+    s.capability_roots?.length
+      ? `capability roots ${s.capability_roots
+          .flatMap((r) => recordedRoot(r) ?? [])
+          .map(formatCapabilityRoot)
+          .join(" ")}`
+      : undefined,
+    s.environments?.length
+      ? `environments ${s.environments.map((e) => `${e.name}=${JSON.stringify(e.command)}`).join(" ")}`
+      : undefined,
     `sandbox ${s.sandbox_mode}${s.sandbox_mechanism ? ` (${s.sandbox_mechanism}${s.sandbox_best_effort ? ", best effort" : ""})` : ""}`,
   ];
   return parts.filter(Boolean).join("; ");
@@ -36,7 +49,9 @@ function toolsLine(s: RunSettings | undefined): string {
 
 /** Where a run on a repository works, and how far its branch got. */
 function repoLines(r: RepoRecord, dir: string, s: Readonly<RunMeta>): string[] {
-  const verified = s.deliverable?.commit ? `; verified delivery ${shortCommit(s.deliverable.commit)} (merge it: relay infty apply ${s.run_id})` : "";
+  const verified = s.deliverable?.commit
+    ? `; verified delivery ${shortCommit(s.deliverable.commit)} (merge it: relay infty apply ${s.run_id})`
+    : "";
   return [
     `repository:  ${r.path} (from ${r.base_branch ?? "a detached HEAD"} at ${shortCommit(r.base_commit)}${r.start_commit !== r.base_commit ? ` + uncommitted changes ${shortCommit(r.start_commit)}` : ""})`,
     `branch:      ${r.branch} at ${shortCommit(r.head_commit)}${verified}`,
@@ -62,7 +77,15 @@ export function statusLines(s: Readonly<RunMeta>, dir: string, live?: Liveness):
     `checkpoint:  ${s.last_checkpoint ?? "none"}`,
     `deliverable: ${s.deliverable ? s.deliverable.path : "not yet"}`,
     "roles:",
-    ...roleNames(s.verifiers).map((role) => `  ${role.padEnd(11)} ${modelOf(s.settings, role)}${rollouts.get(role) ? `\n  ${"".padEnd(11)} ${rollouts.get(role)}` : ""}`),
-    ...(s.activity.length ? [`activity at the heartbeat ${s.heartbeat_at}:`, ...activityLines(s.activity, Date.parse(s.heartbeat_at)).map((l) => `  ${l}`)] : []),
+    ...roleNames(s.verifiers).map(
+      (role) =>
+        `  ${role.padEnd(11)} ${modelOf(s.settings, role)}${rollouts.get(role) ? `\n  ${"".padEnd(11)} ${rollouts.get(role)}` : ""}`,
+    ),
+    ...(s.activity.length
+      ? [
+          `activity at the heartbeat ${s.heartbeat_at}:`,
+          ...activityLines(s.activity, Date.parse(s.heartbeat_at)).map((l) => `  ${l}`),
+        ]
+      : []),
   ];
 }

@@ -6,20 +6,29 @@ import { listMcpServers, type McpList } from "../session/mcp/list.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 function listText(list: McpList): string {
-  if (list.servers.length === 0) return "no MCP servers configured (add [mcp_servers.NAME] to $RELAY_HOME/config.toml; see relay mcp --help)\n";
+  if (list.servers.length === 0)
+    return "no MCP servers configured (add [mcp_servers.NAME] to $RELAY_HOME/config.toml; see relay mcp --help)\n";
   const out: string[] = [];
   for (const s of list.servers) {
     const state = s.state === "ok" ? `ok · ${s.tools.length} tool${s.tools.length === 1 ? "" : "s"}` : s.state;
     out.push(`${s.name}${s.transport ? ` (${s.transport})` : ""}: ${state}${s.reason ? `: ${s.reason}` : ""}`);
-    for (const t of s.tools) out.push(`  ${t.model_name}  ${t.read_only ? "read-only" : "may write"}${t.description ? `  ${t.description}` : ""}`);
+    for (const t of s.tools)
+      out.push(
+        `  ${t.model_name}  ${t.read_only ? "read-only" : "may write"}${t.description ? `  ${t.description}` : ""}`,
+      );
   }
   return out.join("\n") + "\n";
 }
 
 function listCommand() {
   return new Command("list")
-    .description("start each configured MCP server once, show its state (ok, failed with the reason, disabled) and its tools, then stop it")
-    .option("--json", "print one JSON object: { servers: [{ name, state, reason?, transport?, tools: [{ name, model_name, read_only, description }] }], warnings }")
+    .description(
+      "start each configured MCP server once, show its state (ok, failed with the reason, disabled) and its tools, then stop it",
+    )
+    .option(
+      "--json",
+      "print one JSON object: { servers: [{ name, state, reason?, transport?, tools: [{ name, model_name, read_only, description }] }], warnings }",
+    )
     .action(async (opts) => {
       const loaded = await loadConfig(relayHome());
       if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);

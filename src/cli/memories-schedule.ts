@@ -9,7 +9,17 @@ import os from "node:os";
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
 import { relayHome } from "../home/home.ts";
-import { consolidateLine, CRON_MARKER, cronLine, parseEvery, systemdUnits, TIMER_NAME, withCronLine, type Every, type ScheduleTarget } from "../memories/schedule.ts";
+import {
+  CRON_MARKER,
+  consolidateLine,
+  cronLine,
+  type Every,
+  parseEvery,
+  type ScheduleTarget,
+  systemdUnits,
+  TIMER_NAME,
+  withCronLine,
+} from "../memories/schedule.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { findOnPath } from "../util/which.ts";
 import { ExitCode, fail } from "./usage.ts";
@@ -20,13 +30,18 @@ type Manager = "cron" | "systemd";
 export function scheduleTarget(): ScheduleTarget {
   const self = selfCommand();
   if ("error" in self) fail(self.error.message, ExitCode.Failure);
-  return { self: self.ok.map((a, i) => (i === 0 || a.includes("/") ? path.resolve(a) : a)), home: path.resolve(relayHome()) };
+  return {
+    self: self.ok.map((a, i) => (i === 0 || a.includes("/") ? path.resolve(a) : a)),
+    home: path.resolve(relayHome()),
+  };
 }
 
 /** Whether a systemd user manager runs for this user (its private socket is there). */
 function systemdUserManager(): boolean {
   const runtime = process.env.XDG_RUNTIME_DIR;
-  return Boolean(runtime && existsSync(path.join(runtime, "systemd", "private")) && findOnPath("systemctl", process.env.PATH));
+  return Boolean(
+    runtime && existsSync(path.join(runtime, "systemd", "private")) && findOnPath("systemctl", process.env.PATH),
+  );
 }
 
 function unitDir(): string {
@@ -36,14 +51,18 @@ function unitDir(): string {
 /** Runs a scheduler tool; a failure ends the command with its output and the line to add by hand. */
 function tool(argv: string[], input?: string): string {
   const r = spawnSync(argv[0]!, argv.slice(1), { input, encoding: "utf8" });
-  if (r.error || r.status !== 0) fail(`${argv.join(" ")} failed: ${(r.error?.message ?? r.stderr.trim()) || `exit ${r.status}`}`, ExitCode.Failure);
+  if (r.error || r.status !== 0)
+    fail(`${argv.join(" ")} failed: ${(r.error?.message ?? r.stderr.trim()) || `exit ${r.status}`}`, ExitCode.Failure);
   return r.stdout;
 }
 
 function crontabProgram(target: ScheduleTarget, every: Every): string {
   const crontab = findOnPath("crontab", process.env.PATH);
   if (crontab) return crontab;
-  return fail(`crontab is not installed and no systemd user manager runs here. Install cron (e.g. apt install cron), or add this line to your scheduler yourself:\n${cronLine(target, every)}`, ExitCode.Failure);
+  return fail(
+    `crontab is not installed and no systemd user manager runs here. Install cron (e.g. apt install cron), or add this line to your scheduler yourself:\n${cronLine(target, every)}`,
+    ExitCode.Failure,
+  );
 }
 
 /** The user's crontab, empty when there is none yet (`crontab -l` exits 1 then). */
@@ -100,20 +119,34 @@ function printEntry(manager: Manager, target: ScheduleTarget, every: Every): str
 
 export function scheduleCommand() {
   return new Command("schedule")
-    .description("run memories consolidate periodically: install a systemd user timer or a crontab entry (or print it, or remove it)")
+    .description(
+      "run memories consolidate periodically: install a systemd user timer or a crontab entry (or print it, or remove it)",
+    )
     .option("--every <interval>", "how often: 5m…30m, 1h…12h or 1d", "30m")
     .option("--print", "print the entry instead of installing it")
     .option("--remove", "remove the entry this command installed")
-    .addOption(new Option("--with <manager>", "cron or systemd (default: systemd where it is the user's manager, else cron)").choices(["cron", "systemd"] as const))
-    .addHelpText("after", () => `
+    .addOption(
+      new Option(
+        "--with <manager>",
+        "cron or systemd (default: systemd where it is the user's manager, else cron)",
+      ).choices(["cron", "systemd"] as const),
+    )
+    .addHelpText(
+      "after",
+      () => `
 The entry runs, in the bare environment cron gives (no HOME, PATH=/usr/bin:/bin):
   ${consolidateLine(scheduleTarget())}
 Each run appends one timestamped summary line to the log. Nothing else is changed: an existing
-crontab keeps its other lines.`)
+crontab keeps its other lines.`,
+    )
     .action((opts) => {
       if (opts.remove) {
         const removed = remove();
-        process.stdout.write(removed.length ? `removed ${removed.join(" and ")}\n` : "nothing to remove: no entry of relay memories schedule was found\n");
+        process.stdout.write(
+          removed.length
+            ? `removed ${removed.join(" and ")}\n`
+            : "nothing to remove: no entry of relay memories schedule was found\n",
+        );
         return;
       }
       const every = parseEvery(opts.every);
@@ -125,6 +158,8 @@ crontab keeps its other lines.`)
         return;
       }
       const what = manager === "systemd" ? installSystemd(target, every.ok) : installCron(target, every.ok);
-      process.stdout.write(`installed ${what}\nlog: ${target.home}/logs/memories.log; remove with: relay memories schedule --remove\n`);
+      process.stdout.write(
+        `installed ${what}\nlog: ${target.home}/logs/memories.log; remove with: relay memories schedule --remove\n`,
+      );
     });
 }

@@ -4,29 +4,36 @@
  * 2 bad usage, config or state DB; 3 phase 2 did not run: another run holds the lock, success
  * cooldown, or retry backoff after a failure (try later).
  */
-import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+import { memoriesDir, relayHome } from "../home/home.ts";
 import { openStateDb, type StateDb } from "../memories/db.ts";
 import { buildEngines, type Engines } from "../memories/engines.ts";
-import { runStartupPass } from "../memories/startup-pass.ts";
-import { holderName, holderReport, holderSince, type HolderReport } from "../memories/holder.ts";
-import { consolidateMemories, leaseLines, summaryLine, type ConsolidateReport } from "../memories/pipeline.ts";
-import { claimsCapped, loadMemorySettings, stateDbSpec, type ClaimsCapped, type MemorySettings } from "../memories/settings.ts";
+import { type HolderReport, holderName, holderReport, holderSince } from "../memories/holder.ts";
+import { type ConsolidateReport, consolidateMemories, leaseLines, summaryLine } from "../memories/pipeline.ts";
+import {
+  type ClaimsCapped,
+  claimsCapped,
+  loadMemorySettings,
+  type MemorySettings,
+  stateDbSpec,
+} from "../memories/settings.ts";
 import { skipDetailLines } from "../memories/skips.ts";
 import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../memories/sources.ts";
-import { stemOf, SUMMARIES_DIR } from "../memories/storage.ts";
+import { runStartupPass } from "../memories/startup-pass.ts";
+import { SUMMARIES_DIR, stemOf } from "../memories/storage.ts";
 import { listLeases } from "../memories/store-leases.ts";
 import { forgetThread, getOutput, listOutputs, statusCounts } from "../memories/store-outputs.ts";
 import { readPhase2Job } from "../memories/store-phase2.ts";
 import { getThread } from "../memories/store-threads.ts";
 import { PHASE2_KIND } from "../memories/store-tx.ts";
 import { loadConfig, type RelayConfig } from "../session/config.ts";
-import { memoriesDir, relayHome } from "../home/home.ts";
-import { ExitCode, fail } from "./usage.ts";
+import { scheduleCommand } from "./memories-schedule.ts";
 import { wholeNumber } from "./number-flag.ts";
 import { alignRows, outputWidth } from "./session-format.ts";
-import { scheduleCommand } from "./memories-schedule.ts";
+import { ExitCode, fail } from "./usage.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
 
@@ -38,7 +45,8 @@ const sourcesArg = (v: string) => {
   return r.ok;
 };
 
-const DB_HELP = "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
+const DB_HELP =
+  "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
 
 async function openDb(spec: string | undefined, home: string): Promise<StateDb> {
   const r = await openStateDb(stateDbSpec(home, await settingsFor(home), spec));
@@ -53,36 +61,64 @@ async function settingsFor(home: string): Promise<MemorySettings> {
 }
 
 function consolidateCommand() {
-  return consolidateOptions()
-    .addHelpText("after", CONSOLIDATE_HELP)
-    .action(consolidateAction);
+  return consolidateOptions().addHelpText("after", CONSOLIDATE_HELP).action(consolidateAction);
 }
 
 function consolidateOptions() {
-  return new Command("consolidate")
-    .description("extract memories from recent idle rollouts (phase 1) and consolidate them into $RELAY_HOME/memories (phase 2)")
-    .option("--db <url>", DB_HELP)
-    .option("--codex-home <dir>", "also read Codex sessions from <dir>/sessions (read only: nothing in <dir> is written)")
-    .option("--sources <list>", `session sources phase 1 reads, a comma list of ${KNOWN_SOURCES.join(", ")}, or all (config: [memories] sources; default: ${DEFAULT_SOURCES.join(",")})`, sourcesArg)
-    .addOption(
-      new Option("--extractor <kind>", "phase 1: model (structured JSON reply), heuristic (offline, no model), or auto: model when one is usable (see below); default: [memories] extractor, else auto")
-        .choices(["auto", "model", "heuristic"] as const),
-    )
-    .addOption(
-      new Option("--consolidator <kind>", "phase 2: agent (a locked-down relay sub-session), heuristic (offline), or auto: agent when a model is usable; default: [memories] consolidator, else auto")
-        .choices(["auto", "agent", "heuristic"] as const),
-    )
-    .option("-m, --model <name>", "model for both phases (config: [memories] extract_model / consolidation_model, then model)")
-    .option("--script <file>", "SCRIPTED consolidation agent (offline tests)")
-    .option("--extract-script <file>", "SCRIPTED extractor: each turn's text is one JSON reply (offline tests)")
-    .option("--max-rollouts <n>", "rollouts claimed this run, at most [memories] max_running_jobs (config: [memories] max_rollouts_per_run)", int("--max-rollouts"))
-    .option("--min-idle-hours <n>", "a rollout must be idle this long (config: [memories] min_rollout_idle_hours)", int("--min-idle-hours"))
-    .option("--max-age-days <n>", "ignore rollouts older than this (config: [memories] max_rollout_age_days)", int("--max-age-days"))
-    .option("--skip-phase1", "only consolidate what phase 1 already stored")
-    .option("--skip-phase2", "only extract (phase 1): for hosts that share a Postgres DB but not the memory folder")
-    .option("--json", "print the report as one JSON object instead of one line")
-    // Internal: the background pass `relay run` starts (src/memories/startup.ts).
-    .addOption(new Option("--startup <json>").hideHelp());
+  return (
+    new Command("consolidate")
+      .description(
+        "extract memories from recent idle rollouts (phase 1) and consolidate them into $RELAY_HOME/memories (phase 2)",
+      )
+      .option("--db <url>", DB_HELP)
+      .option(
+        "--codex-home <dir>",
+        "also read Codex sessions from <dir>/sessions (read only: nothing in <dir> is written)",
+      )
+      .option(
+        "--sources <list>",
+        `session sources phase 1 reads, a comma list of ${KNOWN_SOURCES.join(", ")}, or all (config: [memories] sources; default: ${DEFAULT_SOURCES.join(",")})`,
+        sourcesArg,
+      )
+      .addOption(
+        new Option(
+          "--extractor <kind>",
+          "phase 1: model (structured JSON reply), heuristic (offline, no model), or auto: model when one is usable (see below); default: [memories] extractor, else auto",
+        ).choices(["auto", "model", "heuristic"] as const),
+      )
+      .addOption(
+        new Option(
+          "--consolidator <kind>",
+          "phase 2: agent (a locked-down relay sub-session), heuristic (offline), or auto: agent when a model is usable; default: [memories] consolidator, else auto",
+        ).choices(["auto", "agent", "heuristic"] as const),
+      )
+      .option(
+        "-m, --model <name>",
+        "model for both phases (config: [memories] extract_model / consolidation_model, then model)",
+      )
+      .option("--script <file>", "SCRIPTED consolidation agent (offline tests)")
+      .option("--extract-script <file>", "SCRIPTED extractor: each turn's text is one JSON reply (offline tests)")
+      .option(
+        "--max-rollouts <n>",
+        "rollouts claimed this run, at most [memories] max_running_jobs (config: [memories] max_rollouts_per_run)",
+        int("--max-rollouts"),
+      )
+      .option(
+        "--min-idle-hours <n>",
+        "a rollout must be idle this long (config: [memories] min_rollout_idle_hours)",
+        int("--min-idle-hours"),
+      )
+      .option(
+        "--max-age-days <n>",
+        "ignore rollouts older than this (config: [memories] max_rollout_age_days)",
+        int("--max-age-days"),
+      )
+      .option("--skip-phase1", "only consolidate what phase 1 already stored")
+      .option("--skip-phase2", "only extract (phase 1): for hosts that share a Postgres DB but not the memory folder")
+      .option("--json", "print the report as one JSON object instead of one line")
+      // Internal: the background pass `relay run` starts (src/memories/startup.ts).
+      .addOption(new Option("--startup <json>").hideHelp())
+  );
 }
 
 type ConsolidateOpts = ReturnType<ReturnType<typeof consolidateOptions>["opts"]>;
@@ -119,7 +155,11 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   const capped = opts.maxRollouts === undefined || opts.skipPhase1 ? undefined : claimsCapped(settings);
   if (capped) process.stderr.write(`${stamp()}${cappedLine(capped)}\n`);
   const { extractor, consolidator, extractorKind, consolidatorKind } = engines(opts, settings, home, loaded.ok.config);
-  const kinds = { extractor: extractorKind, consolidator: consolidatorKind, auto: (opts.extractor ?? settings.extractor) === "auto" };
+  const kinds = {
+    extractor: extractorKind,
+    consolidator: consolidatorKind,
+    auto: (opts.extractor ?? settings.extractor) === "auto",
+  };
   const state = await openDb(opts.db, home);
   const ctrl = new AbortController();
   process.once("SIGINT", () => ctrl.abort());
@@ -139,7 +179,10 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
     });
     if ("error" in r) {
       if (opts.json) process.stdout.write(JSON.stringify({ ok: false, error: r.error }) + "\n");
-      fail(r.error.message, r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure);
+      fail(
+        r.error.message,
+        r.error.code === "db_corrupt" || r.error.code === "db_error" ? ExitCode.Usage : ExitCode.Failure,
+      );
     }
     process.exitCode = reportConsolidation(r.ok, opts, kinds, capped);
   } finally {
@@ -156,19 +199,42 @@ function cappedLine(c: ClaimsCapped): string {
 const stamp = () => `${new Date().toISOString()} relay memories: `;
 
 /** Prints the run's report and returns its exit code. */
-function reportConsolidation(rep: ConsolidateReport, opts: ConsolidateOpts, kinds: { extractor: string; consolidator: string; auto: boolean }, capped: ClaimsCapped | undefined): number {
+function reportConsolidation(
+  rep: ConsolidateReport,
+  opts: ConsolidateOpts,
+  kinds: { extractor: string; consolidator: string; auto: boolean },
+  capped: ClaimsCapped | undefined,
+): number {
   // Taken-over and respected leases, on stderr: stdout keeps its one summary line (or JSON).
   for (const line of leaseLines(rep)) process.stderr.write(`${stamp()}${line}\n`);
   // Rollouts that could not be read, with file:line; the counts by reason are in the summary line.
-  if (rep.phase1 && !opts.json) for (const line of skipDetailLines(rep.phase1.skipped)) process.stderr.write(`${stamp()}${line}\n`);
+  if (rep.phase1 && !opts.json)
+    for (const line of skipDetailLines(rep.phase1.skipped)) process.stderr.write(`${stamp()}${line}\n`);
   const p1failed = rep.phase1?.outcomes.some((x) => x.status === "failed") ?? false;
   const p2 = rep.phase2?.status;
-  const code = p2 === "failed" || p1failed ? MemoriesExit.Failure : p2?.startsWith("skipped_") ? MemoriesExit.Skipped : MemoriesExit.Ok;
+  const code =
+    p2 === "failed" || p1failed
+      ? MemoriesExit.Failure
+      : p2?.startsWith("skipped_")
+        ? MemoriesExit.Skipped
+        : MemoriesExit.Ok;
   const cap = capped ? { max_rollouts_capped: capped } : {};
-  if (opts.json) process.stdout.write(JSON.stringify({ ok: code === 0, exit_code: code, extractor: kinds.extractor, consolidator: kinds.consolidator, ...cap, ...rep }) + "\n");
+  if (opts.json)
+    process.stdout.write(
+      JSON.stringify({
+        ok: code === 0,
+        exit_code: code,
+        extractor: kinds.extractor,
+        consolidator: kinds.consolidator,
+        ...cap,
+        ...rep,
+      }) + "\n",
+    );
   else {
     const offline = kinds.extractor === "heuristic" && kinds.consolidator === "heuristic" && kinds.auto;
-    process.stdout.write(`${stamp()}${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`);
+    process.stdout.write(
+      `${stamp()}${summaryLine(rep)}${offline ? " (offline: no API key or model server configured)" : ""}\n`,
+    );
   }
   return code;
 }
@@ -209,7 +275,10 @@ const LEASE_STATE: Record<HolderReport["state"], string> = {
 
 /** `leases held: 1` and one line per lease: who, since when, heartbeat age, and what happens next. */
 function leaseText(leases: Array<HolderReport & { scope: string; key: string }>): string {
-  const lines = leases.map((l) => `  ${l.scope === "phase2" ? "phase 2 lock" : `phase 1 claim ${l.key}`}: ${holderName(l)} ${holderSince(l)} (${LEASE_STATE[l.state]})`);
+  const lines = leases.map(
+    (l) =>
+      `  ${l.scope === "phase2" ? "phase 2 lock" : `phase 1 claim ${l.key}`}: ${holderName(l)} ${holderSince(l)} (${LEASE_STATE[l.state]})`,
+  );
   return `leases held: ${leases.length || "none"}\n${lines.map((l) => `${l}\n`).join("")}`;
 }
 
@@ -253,19 +322,38 @@ function addStatus(memories: Command) {
         const held = await listLeases(state, now);
         if ("error" in held) fail(held.error.message, ExitCode.Usage);
         const j = job.ok;
-        const leases = held.ok.map((l) => ({ scope: l.kind === PHASE2_KIND ? "phase2" : "phase1", key: l.job_key, ...holderReport(l, now) }));
+        const leases = held.ok.map((l) => ({
+          scope: l.kind === PHASE2_KIND ? "phase2" : "phase1",
+          key: l.job_key,
+          ...holderReport(l, now),
+        }));
         const out = {
           db: state.location,
           memories_dir: memoriesDir(home),
           ...counts.ok,
-          phase2: j ? { status: j.status, finished_at: j.finished_at, last_error: j.last_error, last_success_watermark: j.last_success_watermark, input_watermark: j.input_watermark } : null,
+          phase2: j
+            ? {
+                status: j.status,
+                finished_at: j.finished_at,
+                last_error: j.last_error,
+                last_success_watermark: j.last_success_watermark,
+                input_watermark: j.input_watermark,
+              }
+            : null,
           leases,
         };
         if (opts.json) process.stdout.write(JSON.stringify(out) + "\n");
         else {
-          const jobs = Object.entries(out.jobs).map(([k, v]) => `${k}=${v}`).join(" ") || "none";
-          const p2 = j ? `${j.status}${j.finished_at ? ` at ${new Date(j.finished_at * 1000).toISOString()}` : ""}${j.last_error ? ` (${j.last_error})` : ""}` : "never run";
-          process.stdout.write(`state DB: ${out.db}\nmemory folder: ${out.memories_dir}\nrollouts seen: ${out.threads}\nmemories: ${out.outputs}\nphase 1 jobs: ${jobs}\nlast consolidation: ${p2}\n${leaseText(leases)}`);
+          const jobs =
+            Object.entries(out.jobs)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(" ") || "none";
+          const p2 = j
+            ? `${j.status}${j.finished_at ? ` at ${new Date(j.finished_at * 1000).toISOString()}` : ""}${j.last_error ? ` (${j.last_error})` : ""}`
+            : "never run";
+          process.stdout.write(
+            `state DB: ${out.db}\nmemory folder: ${out.memories_dir}\nrollouts seen: ${out.threads}\nmemories: ${out.outputs}\nphase 1 jobs: ${jobs}\nlast consolidation: ${p2}\n${leaseText(leases)}`,
+          );
         }
       } finally {
         await state.close();
@@ -314,10 +402,18 @@ function addShow(memories: Command) {
           process.stdout.write(JSON.stringify({ ...r.ok, thread: th.ok ?? null }) + "\n");
           return;
         }
-        const file = th.ok ? path.join(memoriesDir(home), SUMMARIES_DIR, `${stemOf({ ...r.ok, thread: th.ok })}.md`) : undefined;
+        const file = th.ok
+          ? path.join(memoriesDir(home), SUMMARIES_DIR, `${stemOf({ ...r.ok, thread: th.ok })}.md`)
+          : undefined;
         let onDisk = "";
-        if (file) onDisk = await readFile(file, "utf8").then(() => `\nsummary file: ${file}`, () => "");
-        process.stdout.write(`session: ${id}\nrollout: ${th.ok?.rollout_path ?? "?"}\ncwd: ${th.ok?.cwd ?? "?"}\nused: ${r.ok.usage_count ?? 0}${onDisk}\n\n## Raw memory\n${r.ok.raw_memory.trim()}\n\n## Rollout summary\n${r.ok.rollout_summary.trim()}\n`);
+        if (file)
+          onDisk = await readFile(file, "utf8").then(
+            () => `\nsummary file: ${file}`,
+            () => "",
+          );
+        process.stdout.write(
+          `session: ${id}\nrollout: ${th.ok?.rollout_path ?? "?"}\ncwd: ${th.ok?.cwd ?? "?"}\nused: ${r.ok.usage_count ?? 0}${onDisk}\n\n## Raw memory\n${r.ok.raw_memory.trim()}\n\n## Rollout summary\n${r.ok.rollout_summary.trim()}\n`,
+        );
       } finally {
         await state.close();
       }
@@ -327,7 +423,9 @@ function addShow(memories: Command) {
 function addForget(memories: Command) {
   memories
     .command("forget")
-    .description("forget one session: drop its memory and never extract it again; the next consolidate removes it from the memory folder")
+    .description(
+      "forget one session: drop its memory and never extract it again; the next consolidate removes it from the memory folder",
+    )
     .argument("<session>", "last (the newest memory), a session id, or a unique prefix of a stored one")
     .option("--db <url>", DB_HELP)
     .option("--json", "print JSON")
@@ -339,7 +437,12 @@ function addForget(memories: Command) {
         const r = await forgetThread(state, id, Math.floor(Date.now() / 1000));
         if ("error" in r) fail(r.error.message, ExitCode.Usage);
         if (opts.json) process.stdout.write(JSON.stringify({ thread_id: id, had_memory: r.ok }) + "\n");
-        else process.stdout.write(r.ok ? `forgot ${id}; run relay memories consolidate to update the memory folder\n` : `nothing stored for ${id}; it will not be extracted\n`);
+        else
+          process.stdout.write(
+            r.ok
+              ? `forgot ${id}; run relay memories consolidate to update the memory folder\n`
+              : `nothing stored for ${id}; it will not be extracted\n`,
+          );
       } finally {
         await state.close();
       }
@@ -362,16 +465,40 @@ async function memoryId(state: StateDb, ref: string, anyId: boolean): Promise<st
   if (ids.includes(ref)) return ref;
   const matches = ids.filter((id) => id.startsWith(ref));
   if (matches.length === 1) return matches[0]!;
-  if (matches.length > 1) fail(`${ref} is the start of ${matches.length} sessions' ids (${matches.slice(0, 3).join(", ")}${matches.length > 3 ? ", …" : ""}); give more of it`, ExitCode.Usage);
+  if (matches.length > 1)
+    fail(
+      `${ref} is the start of ${matches.length} sessions' ids (${matches.slice(0, 3).join(", ")}${matches.length > 3 ? ", …" : ""}); give more of it`,
+      ExitCode.Usage,
+    );
   if (anyId) return ref;
   fail(`no memory for session ${ref} (see relay memories list)`, ExitCode.Failure);
 }
 
 /** `memories list` for people: one row a memory, under a header. */
-function memoryTable(rows: Array<{ thread_id: string; source_updated_at: number; usage_count?: number | null; selected_for_phase2?: boolean | number | null; rollout_summary: string }>): string[] {
+function memoryTable(
+  rows: Array<{
+    thread_id: string;
+    source_updated_at: number;
+    usage_count?: number | null;
+    selected_for_phase2?: boolean | number | null;
+    rollout_summary: string;
+  }>,
+): string[] {
   const cells = rows.map((r) => ({
-    cells: [r.thread_id, new Date(r.source_updated_at * 1000).toISOString().slice(0, 16), String(r.usage_count ?? 0), r.selected_for_phase2 ? "yes" : "no"],
-    text: r.rollout_summary.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "") ?? "",
+    cells: [
+      r.thread_id,
+      new Date(r.source_updated_at * 1000).toISOString().slice(0, 16),
+      String(r.usage_count ?? 0),
+      r.selected_for_phase2 ? "yes" : "no",
+    ],
+    text:
+      r.rollout_summary
+        .split("\n")
+        .find((l) => l.trim())
+        ?.replace(/^#+\s*/, "") ?? "",
   }));
-  return alignRows(cells, outputWidth(process.stdout), { cells: ["SESSION", "UPDATED", "USED", "IN MEMORY.md"], text: "SUMMARY" });
+  return alignRows(cells, outputWidth(process.stdout), {
+    cells: ["SESSION", "UPDATED", "USED", "IN MEMORY.md"],
+    text: "SUMMARY",
+  });
 }

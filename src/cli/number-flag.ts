@@ -10,7 +10,8 @@ export const wholeNumber =
   (name: string, min = 1, max = Number.MAX_SAFE_INTEGER) =>
   (v: string): number => {
     const n = Number(v);
-    if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n)) fail(`${name} must be a whole number (got ${v})`, ExitCode.Usage);
+    if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n))
+      fail(`${name} must be a whole number (got ${v})`, ExitCode.Usage);
     if (n < min) fail(`${name} must be at least ${min} (got ${v})`, ExitCode.Usage);
     if (n > max) fail(`${name} must be at most ${max} (got ${v})`, ExitCode.Usage);
     return n;

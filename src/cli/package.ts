@@ -16,7 +16,9 @@ function failWith(e: ErrorValue, json: boolean): never {
 }
 
 export function packageCommand() {
-  const pkg = new Command("package").description("build the canonical relay package directory and its archives, and verify them");
+  const pkg = new Command("package").description(
+    "build the canonical relay package directory and its archives, and verify them",
+  );
   pkg.addCommand(buildCommand());
   addVerify(pkg);
   return pkg;
@@ -27,14 +29,23 @@ function buildOptions() {
     .description("build the package directory for a target, and optionally reproducible archives of it")
     .option("--target <target>", `target platform: ${TARGET_NAMES.join(", ")} (default: this host)`)
     .addOption(new Option("--variant <variant>", "entrypoint binary name").choices(VARIANTS).default("relay" as const))
-    .option("--package-dir <dir>", "package directory to create; must be empty unless --force (default: dist/package/<variant>-<target>, replaced)")
+    .option(
+      "--package-dir <dir>",
+      "package directory to create; must be empty unless --force (default: dist/package/<variant>-<target>, replaced)",
+    )
     .option("--force", "replace a non-empty package directory", false)
     .option("--archive <formats>", `comma-separated archive formats: ${ARCHIVE_FORMATS.join(",")}`)
     .option("--archive-dir <dir>", "where archives go (default: the package directory's parent)")
     .option("--entrypoint-bin <file>", "prebuilt entrypoint binary for the target (used as is, never rebuilt)")
-    .option("--code-mode-host-bin <file>", "prebuilt code-mode host (default: a hard link to the entrypoint, which re-execs itself)")
+    .option(
+      "--code-mode-host-bin <file>",
+      "prebuilt code-mode host (default: a hard link to the entrypoint, which re-execs itself)",
+    )
     .option("--rg-bin <file>", "ripgrep binary for the target, placed at relay-path/rg")
-    .option("--compile-executable-path <file>", "the target's bun executable (from @oven/bun-<target>) for offline cross builds")
+    .option(
+      "--compile-executable-path <file>",
+      "the target's bun executable (from @oven/bun-<target>) for offline cross builds",
+    )
     .option("--json", "print the result as JSON", false);
 }
 
@@ -72,7 +83,9 @@ Examples:
 
 /** The object without its undefined values (the builder's options are exactly optional). */
 function definedOnly<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
 }
 
 async function buildAction(opts: BuildOpts): Promise<void> {
@@ -94,11 +107,15 @@ async function buildAction(opts: BuildOpts): Promise<void> {
   if ("error" in r) failWith(r.error, json);
   const b = r.ok;
   if (json) {
-    process.stdout.write(`${JSON.stringify({ ok: true, packageDir: b.packageDir, manifest: b.manifest, archives: b.archives, compiled: b.compiled ?? null, notes: b.notes })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ok: true, packageDir: b.packageDir, manifest: b.manifest, archives: b.archives, compiled: b.compiled ?? null, notes: b.notes })}\n`,
+    );
     return;
   }
   for (const a of b.archives) process.stdout.write(`Built relay package archive at ${a.path} (${a.bytes} bytes)\n`);
-  process.stdout.write(`Built relay package directory at ${b.packageDir} (${b.manifest.target}, ${b.manifest.files.length} files)\n`);
+  process.stdout.write(
+    `Built relay package directory at ${b.packageDir} (${b.manifest.target}, ${b.manifest.files.length} files)\n`,
+  );
 }
 
 function addVerify(pkg: Command) {
@@ -107,13 +124,22 @@ function addVerify(pkg: Command) {
     .description("check a package directory or archive (.tar.gz, .tar.zst, .zip) against its relay-package.json")
     .argument("<path>", "package directory or archive")
     .option("--json", "print the report as JSON", false)
-    .addHelpText("after", "\nExit codes: 0 consistent, 1 problems found (listed), 2 not a package directory or archive.")
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 consistent, 1 problems found (listed), 2 not a package directory or archive.",
+    )
     .action(async (target, opts) => {
       const r = await verifyPackage(target);
       if ("error" in r) failWith({ ...r.error, code: "bad_archive_format" }, opts.json);
       const rep = r.ok;
-      if (opts.json) process.stdout.write(`${JSON.stringify({ ok: rep.problems.length === 0, source: rep.source, kind: rep.kind, files: rep.files, target: rep.manifest?.target ?? null, problems: rep.problems })}\n`);
-      else if (rep.problems.length === 0) process.stdout.write(`OK ${rep.source}: ${rep.files} files match relay-package.json (${rep.manifest?.target})\n`);
+      if (opts.json)
+        process.stdout.write(
+          `${JSON.stringify({ ok: rep.problems.length === 0, source: rep.source, kind: rep.kind, files: rep.files, target: rep.manifest?.target ?? null, problems: rep.problems })}\n`,
+        );
+      else if (rep.problems.length === 0)
+        process.stdout.write(
+          `OK ${rep.source}: ${rep.files} files match relay-package.json (${rep.manifest?.target})\n`,
+        );
       else {
         process.stdout.write(`FAILED ${rep.source}: ${rep.problems.length} problem(s)\n`);
         for (const p of rep.problems) process.stdout.write(`  ${p}\n`);

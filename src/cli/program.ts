@@ -1,11 +1,12 @@
 /** Builds the `relay` command tree. Each subcommand lives in its own file under src/cli/. */
-import { helpWidth, wrapHelpText } from "./help-wrap.ts";
+
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
 import { VERSION } from "../version.ts";
 import { logCommandStart } from "./command-log.ts";
-import { writeDirect } from "./write-direct.ts";
+import { helpWidth, wrapHelpText } from "./help-wrap.ts";
 import { ExitCode } from "./usage.ts";
+import { writeDirect } from "./write-direct.ts";
 
 type AnyCommand = Command<unknown[], Record<string, unknown>, Record<string, unknown>>;
 
@@ -70,7 +71,11 @@ function rootCommand() {
     )
     .version(VERSION, "-V, --version", "print the relay version")
     // Help (what writeOut prints) fits the terminal; errors stay one line each.
-    .configureOutput({ writeOut: (text) => writeDirect(1, wrapHelpText(text, helpWidth())), writeErr: (text) => writeDirect(2, text), getOutHelpWidth: helpWidth })
+    .configureOutput({
+      writeOut: (text) => writeDirect(1, wrapHelpText(text, helpWidth())),
+      writeErr: (text) => writeDirect(2, text),
+      getOutHelpWidth: helpWidth,
+    })
     .showHelpAfterError("(run with --help for usage)")
     // `relay sandbox CMD -x` passes -x to CMD, which needs options to be positional.
     .enablePositionalOptions()
@@ -124,5 +129,10 @@ function startCommandLog(action: AnyCommand): void {
     const settings = Log.settings();
     if (settings) Log.configure({ ...settings, level: "debug", stderr: true });
   }
-  logCommandStart(chain.slice(1).map((c) => c.name()).join(" "));
+  logCommandStart(
+    chain
+      .slice(1)
+      .map((c) => c.name())
+      .join(" "),
+  );
 }

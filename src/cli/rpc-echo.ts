@@ -2,16 +2,29 @@
  * `relay rpc-echo`: a minimal protocol server used by the protocol tests and the frame
  * benchmark to exercise self re-exec without any other subsystem. Hidden from --help.
  */
-import { wholeNumber } from "./number-flag.ts";
+
 import { Command } from "@commander-js/extra-typings";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod, runUntilClosed, serveStdio, spawnSelf } from "../protocol/index.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok } from "../util/result.ts";
+import { wholeNumber } from "./number-flag.ts";
 
-export const EchoMethod = defineMethod("echo", lazySchema(() => z.unknown()), lazySchema(() => z.unknown()));
-export const SleepMethod = defineMethod("sleep", lazySchema(() => z.object({ ms: z.number().int().min(0) })), lazySchema(() => z.object({ slept: z.number() })));
-export const ExitMethod = defineMethod("exit", lazySchema(() => z.object({ code: z.number().int() })), lazySchema(() => z.null()));
+export const EchoMethod = defineMethod(
+  "echo",
+  lazySchema(() => z.unknown()),
+  lazySchema(() => z.unknown()),
+);
+export const SleepMethod = defineMethod(
+  "sleep",
+  lazySchema(() => z.object({ ms: z.number().int().min(0) })),
+  lazySchema(() => z.object({ slept: z.number() })),
+);
+export const ExitMethod = defineMethod(
+  "exit",
+  lazySchema(() => z.object({ code: z.number().int() })),
+  lazySchema(() => z.null()),
+);
 /** Re-execs this same program as a grandchild and echoes through it: proves self re-exec. */
 export const RelayEchoMethod = defineMethod(
   "relay_echo",

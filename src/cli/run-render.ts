@@ -55,10 +55,19 @@ function formatDelay(ms: number): string {
 }
 
 /** A tool result: ✓/✗ with the exit code or first line, then the first few lines of its output. */
-function toolResultLines(e: Extract<SessionEvent, { type: "tool_result" }>, p: { dim: Paint; red: Paint; green: Paint }): string {
+function toolResultLines(
+  e: Extract<SessionEvent, { type: "tool_result" }>,
+  p: { dim: Paint; red: Paint; green: Paint },
+): string {
   const first = /Process exited with code (-?\d+)/.exec(e.output)?.[1];
   const running = /Process running with session ID (\d+)/.exec(e.output)?.[1];
-  const what = running ? `running as session ${running}` : first !== undefined ? `exit ${first}` : e.success ? "ok" : e.output.split("\n")[0]!.slice(0, 200);
+  const what = running
+    ? `running as session ${running}`
+    : first !== undefined
+      ? `exit ${first}`
+      : e.success
+        ? "ok"
+        : e.output.split("\n")[0]!.slice(0, 200);
   const out = [`  ${e.success ? p.green("✓") : p.red("✗")} ${p.dim(what)}\n`];
   const output = e.output.includes("\nOutput:\n") ? e.output.slice(e.output.indexOf("\nOutput:\n") + 9) : "";
   const lines = output.split("\n").filter((l) => l.trim() !== "");
@@ -69,8 +78,13 @@ function toolResultLines(e: Extract<SessionEvent, { type: "tool_result" }>, p: {
 }
 
 /** The session header's sandbox line, and what the kernel cannot enforce here. */
-function sandboxLines(e: Extract<SessionEvent, { type: "sandbox" }>, p: { dim: (s: string) => string; red: (s: string) => string }): string {
-  const head = e.refused ? p.red(`relay: sandbox: every command will be refused: ${e.refused}\n`) : p.dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`);
+function sandboxLines(
+  e: Extract<SessionEvent, { type: "sandbox" }>,
+  p: { dim: (s: string) => string; red: (s: string) => string },
+): string {
+  const head = e.refused
+    ? p.red(`relay: sandbox: every command will be refused: ${e.refused}\n`)
+    : p.dim(`sandbox ${e.mode}${e.mechanism === "none" ? "" : ` · ${e.mechanism}`}\n`);
   return head + (e.gaps.length ? p.red(`relay: sandbox: not enforced here: ${e.gaps.join("; ")}\n`) : "");
 }
 
@@ -132,7 +146,9 @@ interface Colors {
 function statusText(e: SessionEvent, { dim, red, green }: Colors): string | undefined {
   switch (e.type) {
     case "session_started":
-      return dim(`relay ${e.resumed ? "resumed" : "session"} ${e.session_id}${e.forked_from ? ` (forked from ${e.forked_from})` : ""} · ${e.provider}/${e.model} · ${e.cwd}\n`);
+      return dim(
+        `relay ${e.resumed ? "resumed" : "session"} ${e.session_id}${e.forked_from ? ` (forked from ${e.forked_from})` : ""} · ${e.provider}/${e.model} · ${e.cwd}\n`,
+      );
     case "project_docs":
       return dim(`instructions ${e.files.map((f) => `${f.path}${f.truncated ? " (cut)" : ""}`).join(", ")}\n`);
     case "sandbox":
@@ -140,7 +156,9 @@ function statusText(e: SessionEvent, { dim, red, green }: Colors): string | unde
     case "tool_result":
       return toolResultLines(e, { dim, red, green });
     case "context_compacted":
-      return dim(`  context compacted: ${e.items_before} items -> ${e.items_after}${e.fallback ? " (fallback: older tool outputs emptied)" : ""}\n`);
+      return dim(
+        `  context compacted: ${e.items_before} items -> ${e.items_after}${e.fallback ? " (fallback: older tool outputs emptied)" : ""}\n`,
+      );
     default:
       return undefined;
   }
@@ -151,14 +169,20 @@ function lineAfterAnswer(e: SessionEvent, { dim, red }: Colors, sessionId: strin
   switch (e.type) {
     case "mcp_server":
       // Failures and exits also come as warnings; the rest is progress.
-      return e.state === "ready" ? dim(`mcp ${e.server} · ${e.tools ?? 0} tool${e.tools === 1 ? "" : "s"}${e.message ? ` · ${e.message}` : ""}\n`) : undefined;
+      return e.state === "ready"
+        ? dim(
+            `mcp ${e.server} · ${e.tools ?? 0} tool${e.tools === 1 ? "" : "s"}${e.message ? ` · ${e.message}` : ""}\n`,
+          )
+        : undefined;
     case "assistant_message":
     case "turn_completed":
       return "";
     case "tool_call":
       return `${dim("▸")} ${e.name}: ${e.display.split("\n")[0]!.slice(0, 160)}\n`;
     case "retrying":
-      return dim(`  ${e.reason}; retrying (${e.attempt}/${e.max_retries}) in ${formatDelay(e.delay_ms)}${e.discarded_partial ? "; the partial answer above is dropped and comes again" : ""}\n`);
+      return dim(
+        `  ${e.reason}; retrying (${e.attempt}/${e.max_retries}) in ${formatDelay(e.delay_ms)}${e.discarded_partial ? "; the partial answer above is dropped and comes again" : ""}\n`,
+      );
     case "warning":
       return `relay: warning: ${e.message}\n`;
     case "error":

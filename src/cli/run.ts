@@ -1,60 +1,127 @@
-import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
 import { isatty } from "node:tty";
-import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
-import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
-import { ModelProviderSchema } from "../model/factory.ts";
-import { ApprovalPolicySchema } from "../session/config.ts";
+import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { relayHome } from "../home/home.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { withStartupMemories } from "../memories/startup.ts";
+import { ModelProviderSchema } from "../model/factory.ts";
 import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
-import { applyOverrides, loadConfig, type ConfigOverrides, type RelayConfig } from "../session/config.ts";
+import {
+  ApprovalPolicySchema,
+  applyOverrides,
+  type ConfigOverrides,
+  loadConfig,
+  type RelayConfig,
+} from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
-import { relayHome } from "../home/home.ts";
 import { checkCredentials, checkPrompt, checkScriptFile, checkWorkingDir } from "../session/preflight.ts";
 import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
-import { ok } from "../util/result.ts";
 import { runSession } from "../session/runtime.ts";
+import { ok } from "../util/result.ts";
+import { wholeNumber } from "./number-flag.ts";
 import { humanRenderer, jsonRenderer } from "./run-render.ts";
-import { runSource, type RunSource } from "./run-source.ts";
+import { type RunSource, runSource } from "./run-source.ts";
 import { selection, withToolOptions } from "./session-options.ts";
 import { resolvePrompt } from "./stdin-prompt.ts";
 import { ExitCode, fail } from "./usage.ts";
-import { wholeNumber } from "./number-flag.ts";
 
 /** Which model, where, and how it thinks (or a script in its place). */
 function withModelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   return cmd
     .option("-m, --model <name>", "model name (config: model)")
-    .option("--reasoning-effort <level>", "reasoning effort for the Responses API, e.g. low, medium, high (config: model_reasoning_effort)")
-    .addOption(new Option("--reasoning-summary <mode>", "reasoning summaries for the Responses API (config: model_reasoning_summary)").choices(["auto", "concise", "detailed"] as const))
-    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options))
-    .option("--base-url <url>", "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)")
-    .option("--api-key-env <name>", "environment variable that holds the API key (config: api_key_env; default OPENAI_API_KEY)")
-    .option("--script <file>", "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)");
+    .option(
+      "--reasoning-effort <level>",
+      "reasoning effort for the Responses API, e.g. low, medium, high (config: model_reasoning_effort)",
+    )
+    .addOption(
+      new Option(
+        "--reasoning-summary <mode>",
+        "reasoning summaries for the Responses API (config: model_reasoning_summary)",
+      ).choices(["auto", "concise", "detailed"] as const),
+    )
+    .addOption(
+      new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options),
+    )
+    .option(
+      "--base-url <url>",
+      "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)",
+    )
+    .option(
+      "--api-key-env <name>",
+      "environment variable that holds the API key (config: api_key_env; default OPENAI_API_KEY)",
+    )
+    .option(
+      "--script <file>",
+      "use the SCRIPTED provider: replay model turns from a JSON file instead of calling a model (offline demos and tests)",
+    );
 }
 
 /** When to ask, and how commands are confined. */
 function withPolicyOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
   return cmd
-    .addOption(new Option("-a, --approval <policy>", "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)").choices(ApprovalPolicySchema.options))
-    .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(SandboxModeSchema.options))
-    .addOption(new Option("--sandbox-mechanism <mechanism>", "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)").choices(SandboxMechanismSchema.options))
-    .option("--sandbox-best-effort", "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)");
+    .addOption(
+      new Option(
+        "-a, --approval <policy>",
+        "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)",
+      ).choices(ApprovalPolicySchema.options),
+    )
+    .addOption(
+      new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(
+        SandboxModeSchema.options,
+      ),
+    )
+    .addOption(
+      new Option(
+        "--sandbox-mechanism <mechanism>",
+        "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)",
+      ).choices(SandboxMechanismSchema.options),
+    )
+    .option(
+      "--sandbox-best-effort",
+      "run with weaker enforcement where the kernel lacks a sandbox feature; the header says what is not enforced (config: sandbox.best_effort)",
+    );
 }
 
 function runOptions() {
   const cmd = withPolicyOptions(withModelOptions(new Command("run")))
-    .description("run one agent session for a prompt: the model works through tools on an executor until the task is done")
-    .argument("[prompt]", "what the agent should do; - (or no argument with stdin piped) reads it from stdin; optional with --resume when the last turn was cut off")
-    .option("-C, --cd <dir>", "working directory for the session (default: the current directory, or the resumed session's)")
-    .option("-r, --resume [id]", "continue a saved session: its id, a unique id prefix, or last; without an id, pick one from a list (on a terminal)")
-    .option("--fork <id>", "start a new session with a copy of a saved session's history (id, prefix or last); the saved session is left unchanged")
-    .option("--context-window <tokens>", "model context window in tokens (config: model_context_window; default 128000)", wholeNumber("--context-window"))
-    .option("--auto-compact <fraction>", "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)")
+    .description(
+      "run one agent session for a prompt: the model works through tools on an executor until the task is done",
+    )
+    .argument(
+      "[prompt]",
+      "what the agent should do; - (or no argument with stdin piped) reads it from stdin; optional with --resume when the last turn was cut off",
+    )
+    .option(
+      "-C, --cd <dir>",
+      "working directory for the session (default: the current directory, or the resumed session's)",
+    )
+    .option(
+      "-r, --resume [id]",
+      "continue a saved session: its id, a unique id prefix, or last; without an id, pick one from a list (on a terminal)",
+    )
+    .option(
+      "--fork <id>",
+      "start a new session with a copy of a saved session's history (id, prefix or last); the saved session is left unchanged",
+    )
+    .option(
+      "--context-window <tokens>",
+      "model context window in tokens (config: model_context_window; default 128000)",
+      wholeNumber("--context-window"),
+    )
+    .option(
+      "--auto-compact <fraction>",
+      "compact history when the context reaches this fraction of the window (config: auto_compact_fraction; default 0.9)",
+    )
     .option("--max-steps <n>", "model requests allowed for this turn", wholeNumber("--max-steps"), 200)
     .option("--json", "print one JSON event per line on stdout instead of human progress")
-    .option("--fail-on-tool-error", "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)")
-    .option("--no-memories", "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)");
+    .option(
+      "--fail-on-tool-error",
+      "exit 1 when any tool call of the turn failed, even if the model finished (for scripts and demos)",
+    )
+    .option(
+      "--no-memories",
+      "do not inject $RELAY_HOME/memories/memory_summary.md nor count memory citations (env RELAY_NO_MEMORIES=1; config [memories] use_memories)",
+    );
   return withToolOptions(cmd);
 }
 
@@ -109,7 +176,9 @@ async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
   };
   // A resumed session keeps what it ran with (provider, model, base URL, approval, sandbox,
   // reasoning, executor, code mode, capability roots) unless a flag says otherwise.
-  const recorded = source.from ? await resumeSettings(home, source.from, loaded.ok.config) : { overrides: {}, choices: {} };
+  const recorded = source.from
+    ? await resumeSettings(home, source.from, loaded.ok.config)
+    : { overrides: {}, choices: {} };
   const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   return { config: config.ok, recorded };
@@ -118,8 +187,14 @@ async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
 /** Refuses, before anything is written (no rollout), a request that cannot start. */
 function checkStartable(prompt: string | undefined, opts: RunOpts, config: RelayConfig, source: RunSource): number {
   const maxSteps = opts.maxSteps;
-  if (prompt === undefined && !source.from) fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
-  for (const check of [checkPrompt(prompt), checkWorkingDir(opts.cd), checkScriptFile(opts.script), opts.script ? ok(null) : checkCredentials(config, process.env)]) {
+  if (prompt === undefined && !source.from)
+    fail("a prompt is required (or --resume <id|last> to continue a session); see relay run --help", ExitCode.Usage);
+  for (const check of [
+    checkPrompt(prompt),
+    checkWorkingDir(opts.cd),
+    checkScriptFile(opts.script),
+    opts.script ? ok(null) : checkCredentials(config, process.env),
+  ]) {
     if ("error" in check) fail(check.error.message, ExitCode.Usage);
   }
   return maxSteps;
@@ -183,14 +258,22 @@ async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<
   if ("error" in result) {
     const code = result.error.code;
     // One line per error: the renderer may have shown it already.
-    if (!sink.shownErrors.has(result.error.message) && (!opts.json || !code.startsWith("model_"))) process.stderr.write(`relay: ${result.error.message}\n`);
-    process.exit(code === "usage" || code.startsWith("invalid") || code.startsWith("session_") || code === "nothing_to_resume" ? ExitCode.Usage : ExitCode.Failure);
+    if (!sink.shownErrors.has(result.error.message) && (!opts.json || !code.startsWith("model_")))
+      process.stderr.write(`relay: ${result.error.message}\n`);
+    process.exit(
+      code === "usage" || code.startsWith("invalid") || code.startsWith("session_") || code === "nothing_to_resume"
+        ? ExitCode.Usage
+        : ExitCode.Failure,
+    );
   }
   const { outcome } = result.ok;
   if (outcome.status === "aborted") process.exit(ExitCode.Interrupted);
   if (opts.failOnToolError && sink.failedTools.length > 0) {
     const first = sink.failedTools[0]!;
-    fail(`${sink.failedTools.length} tool call(s) failed; the first, ${first.name}: ${first.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`, ExitCode.Failure);
+    fail(
+      `${sink.failedTools.length} tool call(s) failed; the first, ${first.name}: ${first.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`,
+      ExitCode.Failure,
+    );
   }
   process.exit(outcome.status === "completed" ? ExitCode.Ok : ExitCode.Failure);
 }

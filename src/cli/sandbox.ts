@@ -1,9 +1,13 @@
 /** `relay sandbox`: run one command under the policy the executor would apply, to see what it may do. */
-import { SandboxModeSchema } from "../executor/sandbox/policy.ts";
-import { SandboxMechanismSchema } from "../executor/sandbox/policy.ts";
+
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
-import { SandboxPolicySchema, type SandboxPolicy } from "../executor/sandbox/policy.ts";
+import {
+  SandboxMechanismSchema,
+  SandboxModeSchema,
+  type SandboxPolicy,
+  SandboxPolicySchema,
+} from "../executor/sandbox/policy.ts";
 import { describeAttempt, explainAttempt, runSandboxed } from "../executor/sandbox/run.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -38,16 +42,32 @@ export function sandboxCommand() {
     .description("run one command under exactly the sandbox policy the executor would apply")
     .argument("<command...>", "the command and its arguments (options after the command are its own)")
     .passThroughOptions()
-    .addOption(new Option("-s, --sandbox <mode>", "the sandbox mode, as relay run's -s (default: workspace-write)").choices(SandboxModeSchema.options))
+    .addOption(
+      new Option("-s, --sandbox <mode>", "the sandbox mode, as relay run's -s (default: workspace-write)").choices(
+        SandboxModeSchema.options,
+      ),
+    )
     .addOption(new Option("--mode <mode>", "old name of --sandbox").choices(SandboxModeSchema.options).hideHelp())
     .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
     .option("--network", "allow network access (workspace-write only; read-only never has it)")
     .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
-    .addOption(new Option("--sandbox-mechanism <mechanism>", "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (default: auto)").choices(SandboxMechanismSchema.options))
-    .addOption(new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism").choices(SandboxMechanismSchema.options).hideHelp())
+    .addOption(
+      new Option(
+        "--sandbox-mechanism <mechanism>",
+        "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (default: auto)",
+      ).choices(SandboxMechanismSchema.options),
+    )
+    .addOption(
+      new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism")
+        .choices(SandboxMechanismSchema.options)
+        .hideHelp(),
+    )
     .option("--sandbox-best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
     .addOption(new Option("--best-effort", "old name of --sandbox-best-effort").hideHelp())
-    .option("--tmp", "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do")
+    .option(
+      "--tmp",
+      "workspace-write: also let the command write /tmp, /var/tmp, /dev/shm and $TMPDIR, as relay run's sessions do",
+    )
     .option("--explain", "print the mechanism and the rules as JSON instead of running the command")
     .addHelpText("after", SANDBOX_HELP)
     .action(async (command, opts) => {
@@ -65,7 +85,9 @@ export function sandboxCommand() {
       const policy: SandboxPolicy = parsed.data;
       if (opts.explain) {
         const attempt = await describeAttempt({ policy, argv: command, cwd });
-        process.stdout.write(`${JSON.stringify("error" in attempt ? { refused: attempt.error.message } : explainAttempt(attempt.ok), null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify("error" in attempt ? { refused: attempt.error.message } : explainAttempt(attempt.ok), null, 2)}\n`,
+        );
         process.exit("error" in attempt ? 126 : ExitCode.Ok);
       }
       process.exit(await runSandboxed({ policy, argv: command, cwd }));

@@ -27,7 +27,10 @@ export function sessionCells(s: SessionSummary): { cells: string[]; text: string
   if (s.error !== null) return { cells: [started, "-", "-", "-"], text: `unreadable: ${s.error}` };
   const forked = s.forked_from_id ? `[fork of ${s.forked_from_id.slice(0, 8)}…] ` : "";
   const role = s.infty ? `[infty ${s.infty.run_id}: ${s.infty.role}] ` : s.source === "infty" ? "[infty role] " : "";
-  return { cells: [started, turnsText(s), s.model ?? "-", shortPath(s.cwd ?? "-")], text: role + forked + (s.first_prompt ?? "(no prompt)") };
+  return {
+    cells: [started, turnsText(s), s.model ?? "-", shortPath(s.cwd ?? "-")],
+    text: role + forked + (s.first_prompt ?? "(no prompt)"),
+  };
 }
 
 /**
@@ -35,7 +38,11 @@ export function sessionCells(s: SessionSummary): { cells: string[]; text: string
  * row fits `width` characters (at least 20 characters of text are kept). A `header` row (the
  * columns' names) comes first, aligned with them.
  */
-export function alignRows(rows: Array<{ cells: string[]; text: string }>, width: number, header?: { cells: string[]; text: string }): string[] {
+export function alignRows(
+  rows: Array<{ cells: string[]; text: string }>,
+  width: number,
+  header?: { cells: string[]; text: string },
+): string[] {
   if (header) rows = [header, ...rows];
   const widths: number[] = [];
   for (const r of rows) r.cells.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));

@@ -4,30 +4,53 @@
  * One definition, so both commands spell, document and parse them the same way.
  */
 import type { Command, OptionValues } from "@commander-js/extra-typings";
-import { configRoots, duplicateRootId, parseCapabilityRoot, type CapabilityRoot } from "../session/capability-root.ts";
+import { type CapabilityRoot, configRoots, duplicateRootId, parseCapabilityRoot } from "../session/capability-root.ts";
 import type { RelayConfig } from "../session/config.ts";
-import { configEnvironments, defaultExecutorName, mergeEnvironments, parseEnvironmentSpec, type EnvironmentSpec } from "../session/environment-spec.ts";
+import {
+  configEnvironments,
+  defaultExecutorName,
+  type EnvironmentSpec,
+  mergeEnvironments,
+  parseEnvironmentSpec,
+} from "../session/environment-spec.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
-const CAPABILITY_ROOT_HELP = "discover skills (SKILL.md) under a path on an environment: ENV:PATH, or id=ID,env=ENV,path=PATH; repeatable (config: [[capability_roots]])";
-const ENVIRONMENT_HELP = 'an extra environment for capabilities: NAME=COMMAND-LINE starting a relay executor on stdio, e.g. build="ssh build-host relay executor"; repeatable (config: [environments.NAME] command)';
+const CAPABILITY_ROOT_HELP =
+  "discover skills (SKILL.md) under a path on an environment: ENV:PATH, or id=ID,env=ENV,path=PATH; repeatable (config: [[capability_roots]])";
+const ENVIRONMENT_HELP =
+  'an extra environment for capabilities: NAME=COMMAND-LINE starting a relay executor on stdio, e.g. build="ssh build-host relay executor"; repeatable (config: [environments.NAME] command)';
 
 /** The executor, extra environments and capability roots (`who`: whose tools, in the help text). */
-export function withSelectionOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, who = "the session") {
+export function withSelectionOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  who = "the session",
+) {
   return cmd
-    .option("--executor <command-line>", `run ${who}'s tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)`)
-    .option("--executor-name <name>", "environment name of that executor, for --capability-root (default: local, or remote with --executor)")
+    .option(
+      "--executor <command-line>",
+      `run ${who}'s tools on a remote executor, e.g. "ssh build-host relay executor" (config: executor)`,
+    )
+    .option(
+      "--executor-name <name>",
+      "environment name of that executor, for --capability-root (default: local, or remote with --executor)",
+    )
     .option("--environment <name=command-line>", ENVIRONMENT_HELP, collect)
     .option("--capability-root <root>", `${CAPABILITY_ROOT_HELP}; for ${who}`, collect);
 }
 
 /** `who`: whose tools they are in the help text ("the session", "every infty role"). */
-export function withToolOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, who = "the session") {
+export function withToolOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  who = "the session",
+) {
   return withSelectionOptions(cmd, who)
-    .option("--code-mode", `also offer ${who} the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use the session's tools) and wait`)
+    .option(
+      "--code-mode",
+      `also offer ${who} the exec tool (JavaScript run in a QuickJS sandbox; its tools.* calls use the session's tools) and wait`,
+    )
     .option("--no-code-mode", "on resume: turn code mode off where it was on");
 }
 
@@ -63,17 +86,28 @@ export interface Selection {
  */
 export function selection(flags: SelectionFlags, recorded: SessionChoices, config: RelayConfig): Selection {
   const fromFlags = capabilityRoots(flags.capabilityRoot, undefined);
-  const capabilityRoots_ = fromFlags.length ? fromFlags : (recorded.capabilityRoots ?? configRoots(config.capability_roots));
+  const capabilityRoots_ = fromFlags.length
+    ? fromFlags
+    : (recorded.capabilityRoots ?? configRoots(config.capability_roots));
   const dup = duplicateRootId(capabilityRoots_);
-  if (dup) fail(`two capability roots have the id ${JSON.stringify(dup)}: give each its own id (id=...,env=...,path=...)`, ExitCode.Usage);
+  if (dup)
+    fail(
+      `two capability roots have the id ${JSON.stringify(dup)}: give each its own id (id=...,env=...,path=...)`,
+      ExitCode.Usage,
+    );
   const given = (flags.environment ?? []).map((spec) => {
     const r = parseEnvironmentSpec(spec);
     if ("error" in r) fail(r.error.message, ExitCode.Usage);
     return r.ok;
   });
   const environments = mergeEnvironments(configEnvironments(config.environments), recorded.environments, given);
-  const executorName = flags.executorName ?? recorded.executorName ?? defaultExecutorName(flags.executor ?? config.executor);
+  const executorName =
+    flags.executorName ?? recorded.executorName ?? defaultExecutorName(flags.executor ?? config.executor);
   const clash = environments.find((e) => e.name === executorName);
-  if (clash) fail(`--environment ${clash.name}: "${clash.name}" is the name of the session's own executor; give the extra environment another name (or the executor another --executor-name)`, ExitCode.Usage);
+  if (clash)
+    fail(
+      `--environment ${clash.name}: "${clash.name}" is the name of the session's own executor; give the extra environment another name (or the executor another --executor-name)`,
+      ExitCode.Usage,
+    );
   return { capabilityRoots: capabilityRoots_, environments, executorName };
 }

@@ -23,14 +23,20 @@ export function parsePick(answer: string, count: number): PickAnswer {
 export type PickResult = { picked: SessionSummary } | { none: "empty" | "cancelled" };
 
 /** Lists the newest readable sessions on `output` and asks which to resume. */
-export async function pickSession(home: string, input: NodeJS.ReadableStream, output: NodeJS.WritableStream & { columns?: number }): Promise<PickResult> {
+export async function pickSession(
+  home: string,
+  input: NodeJS.ReadableStream,
+  output: NodeJS.WritableStream & { columns?: number },
+): Promise<PickResult> {
   // Unreadable files cannot be resumed: look a little further for readable ones.
   // An infty run's role sessions are its run's to continue (relay infty resume): not offered.
   const { sessions: recent } = await listSessions(home, { limit: PICKER_SIZE * 2, filter: ownSessions });
   const sessions = recent.filter((s) => s.error === null).slice(0, PICKER_SIZE);
   if (sessions.length === 0) return { none: "empty" };
   const rows = alignRows(sessions.map(sessionCells), (output.columns ?? 120) - 6);
-  output.write(`Recent sessions, newest first:\n${rows.map((r, i) => `${String(i + 1).padStart(4)}  ${r}`).join("\n")}\n`);
+  output.write(
+    `Recent sessions, newest first:\n${rows.map((r, i) => `${String(i + 1).padStart(4)}  ${r}`).join("\n")}\n`,
+  );
   // Loaded here: node:readline costs every relay run milliseconds at start-up.
   const { createInterface } = await import("node:readline/promises");
   const rl = createInterface({ input, output });
@@ -38,7 +44,10 @@ export async function pickSession(home: string, input: NodeJS.ReadableStream, ou
   const closed = new Promise<null>((resolve) => rl.once("close", () => resolve(null)));
   try {
     for (;;) {
-      const answer = await Promise.race([rl.question(`Resume which? [1-${sessions.length}, Enter = 1, q = cancel]: `).catch(() => null), closed]);
+      const answer = await Promise.race([
+        rl.question(`Resume which? [1-${sessions.length}, Enter = 1, q = cancel]: `).catch(() => null),
+        closed,
+      ]);
       if (answer === null) return { none: "cancelled" };
       const pick = parsePick(answer, sessions.length);
       if ("index" in pick) return { picked: sessions[pick.index]! };

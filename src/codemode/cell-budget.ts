@@ -40,7 +40,11 @@ export class CellBudget {
     private readonly delegate: EngineDelegate,
     private readonly vm: () => PreparedVm | undefined,
   ) {
-    this.account = { grownBytes: 0, limitBytes: limits.memoryLimitBytes, refused: (why) => this.hitLimit(`ran out of memory: ${why}`) };
+    this.account = {
+      grownBytes: 0,
+      limitBytes: limits.memoryLimitBytes,
+      refused: (why) => this.hitLimit(`ran out of memory: ${why}`),
+    };
   }
 
   /** The limit the cell hit, if any. */
@@ -124,7 +128,9 @@ export class CellBudget {
     const used = vm.usedBytes();
     this.measureCostMs = performance.now() - t;
     if (used === undefined || used <= this.limits.memoryLimitBytes) return false;
-    this.hitLimit(`ran out of memory: its runtime holds ${Math.round(used / 2 ** 20)} MiB, over its memory limit of ${Math.round(this.limits.memoryLimitBytes / 2 ** 20)} MiB (memory_limit_bytes)`);
+    this.hitLimit(
+      `ran out of memory: its runtime holds ${Math.round(used / 2 ** 20)} MiB, over its memory limit of ${Math.round(this.limits.memoryLimitBytes / 2 ** 20)} MiB (memory_limit_bytes)`,
+    );
     return true;
   }
 

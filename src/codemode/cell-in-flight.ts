@@ -33,9 +33,12 @@ export class InFlight {
 
   /** Takes `chars` input characters in flight, or returns the limit a new call or notification breaks. */
   admit(chars: number, cut: boolean): string | undefined {
-    if (this.calls.size + this.notes.size >= MAX_CALLS_IN_FLIGHT) return `too many tool calls and notifications in flight (at most ${MAX_CALLS_IN_FLIGHT})`;
+    if (this.calls.size + this.notes.size >= MAX_CALLS_IN_FLIGHT)
+      return `too many tool calls and notifications in flight (at most ${MAX_CALLS_IN_FLIGHT})`;
     if (cut || this.chars + chars > MAX_IN_FLIGHT_CHARS) {
-      return this.hitLimit(`has more than ${MAX_IN_FLIGHT_CHARS} characters of tool-call inputs and notifications in flight`);
+      return this.hitLimit(
+        `has more than ${MAX_IN_FLIGHT_CHARS} characters of tool-call inputs and notifications in flight`,
+      );
     }
     this.chars += chars;
     return undefined;

@@ -25,7 +25,8 @@ export class CellOutput {
   add(s: string, length: number): string | undefined {
     this.droppedChars += length - s.length;
     this.droppedTotal += length - s.length;
-    if (this.droppedTotal > MAX_DROPPED_OUTPUT) return `wrote more than ${MAX_DROPPED_OUTPUT} characters of output it could not keep (at most ${MAX_PENDING_OUTPUT} between yields)`;
+    if (this.droppedTotal > MAX_DROPPED_OUTPUT)
+      return `wrote more than ${MAX_DROPPED_OUTPUT} characters of output it could not keep (at most ${MAX_PENDING_OUTPUT} between yields)`;
     if (s.length === 0) return undefined;
     this.items.push({ type: "input_text", text: s });
     this.pendingCost += s.length + ITEM_COST;
@@ -36,7 +37,10 @@ export class CellOutput {
   drain(): ContentItem[] {
     const out = this.items;
     if (this.droppedChars > 0) {
-      out.push({ type: "input_text", text: `[${this.droppedChars} more characters of output were dropped: a cell keeps at most ${MAX_PENDING_OUTPUT} between yields]` });
+      out.push({
+        type: "input_text",
+        text: `[${this.droppedChars} more characters of output were dropped: a cell keeps at most ${MAX_PENDING_OUTPUT} between yields]`,
+      });
     }
     this.items = [];
     this.pendingCost = 0;

@@ -6,7 +6,7 @@
  * (cell-in-flight.ts). Everything the script can make the host hold is capped, because it
  * lives outside the QuickJS memory limit.
  */
-import { trackAsync } from "./track-async.ts";
+
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { err, type Result } from "../util/result.ts";
 import { CellBudget } from "./cell-budget.ts";
@@ -19,6 +19,7 @@ import { settleStep } from "./cell-tool-result.ts";
 import { EXIT_SENTINEL } from "./prelude.ts";
 import { CodeModeErrorCode, type ExecuteRequest, type RuntimeResponse } from "./protocol.ts";
 import { CellWrites, type StoredValues } from "./stored.ts";
+import { trackAsync } from "./track-async.ts";
 import type { PreparedVm, VmOwner } from "./vm.ts";
 
 export class Cell {
@@ -45,7 +46,12 @@ export class Cell {
     this.writes = new CellWrites(stored);
     this.budget = new CellBudget(id, engine, limits, delegate, () => this.vm);
     this.inFlight = new InFlight((why) => this.budget.hitLimit(why));
-    this.replies = new CellReplies(id, () => this.output.drain(), () => this.inFlight.notesPending, onClosed);
+    this.replies = new CellReplies(
+      id,
+      () => this.output.drain(),
+      () => this.inFlight.notesPending,
+      onClosed,
+    );
   }
 
   get finalResponse(): RuntimeResponse | undefined {
@@ -68,11 +74,19 @@ export class Cell {
     try {
       vm = this.engine.takeVm();
     } catch (e) {
-      this.finish({ Result: { cell_id: this.id, content_items: [], error_text: `could not start a JS runtime: ${(e as Error).message}` } });
+      this.finish({
+        Result: {
+          cell_id: this.id,
+          content_items: [],
+          error_text: `could not start a JS runtime: ${(e as Error).message}`,
+        },
+      });
       return;
     }
     this.vm = vm;
-    const adopted = this.budget.enter(() => vm.adopt(this.owner(), this.limits.memoryLimitBytes, this.req.enabled_tools ?? []));
+    const adopted = this.budget.enter(() =>
+      vm.adopt(this.owner(), this.limits.memoryLimitBytes, this.req.enabled_tools ?? []),
+    );
     if (adopted !== undefined) return this.complete(adopted);
     const evaluated = this.budget.enter(() => {
       const r = vm.ctx.evalCode(trackedSource(vm, source), "exec_main.mjs", { type: "module" });
@@ -152,7 +166,8 @@ export class Cell {
     let text: string | undefined;
     this.budget.enter(() => {
       const reasons = vm.unhandledRejections();
-      if (reasons.length > 0) text = `Unhandled promise rejection: ${reasons[0]}${reasons.length > 1 ? ` (and ${reasons.length - 1} more)` : ""}`;
+      if (reasons.length > 0)
+        text = `Unhandled promise rejection: ${reasons[0]}${reasons.length > 1 ? ` (and ${reasons.length - 1} more)` : ""}`;
       return undefined;
     });
     return text;
@@ -241,7 +256,14 @@ export class Cell {
     const ctrl = this.inFlight.startCall();
     void this.delegate
       .invokeTool(
-        { cell_id: this.id, call_id: this.req.tool_call_id, runtime_tool_call_id: `tool-${n}`, tool_name: name, tool_kind: tool?.kind ?? "function", input: parseToolInput(input) },
+        {
+          cell_id: this.id,
+          call_id: this.req.tool_call_id,
+          runtime_tool_call_id: `tool-${n}`,
+          tool_name: name,
+          tool_kind: tool?.kind ?? "function",
+          input: parseToolInput(input),
+        },
         ctrl.signal,
       )
       .catch((e: unknown) => err(CodeModeErrorCode.Runtime, (e as Error)?.message ?? String(e)))

@@ -5,17 +5,30 @@
  * promises from `ctx.newPromise()` and the engine pumps `rt.executePendingJobs()`.
  */
 import { setImmediate } from "node:timers";
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import wasmFileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
 import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { Cell } from "./cell.ts";
 import type { CellHost, EngineDelegate, Limits } from "./cell-contract.ts";
-import { CodeModeErrorCode, DEFAULT_EXEC_YIELD_TIME_MS, missingCell, type ExecuteRequest, type RuntimeResponse, type SessionLimits, type WaitOutcome } from "./protocol.ts";
-import { StoredValues } from "./stored.ts";
-import { VmPool } from "./vm-pool.ts";
-import { PreparedVm } from "./vm.ts";
 import { HeapGuard } from "./heap-guard.ts";
+import {
+  CodeModeErrorCode,
+  DEFAULT_EXEC_YIELD_TIME_MS,
+  type ExecuteRequest,
+  missingCell,
+  type RuntimeResponse,
+  type SessionLimits,
+  type WaitOutcome,
+} from "./protocol.ts";
+import { StoredValues } from "./stored.ts";
+import { PreparedVm } from "./vm.ts";
+import { VmPool } from "./vm-pool.ts";
 
 export type { EngineDelegate } from "./cell-contract.ts";
 
@@ -111,7 +124,12 @@ export class CodeModeEngine implements CellHost {
     const memoryLimitBytes = limits.memory_limit_bytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
     this.sessionLimitBytes += memoryLimitBytes;
     const released = () => (this.sessionLimitBytes -= memoryLimitBytes);
-    return new EngineSession(this, delegate, { memoryLimitBytes, cpuLimitMs: limits.cpu_limit_ms ?? DEFAULT_CPU_LIMIT_MS }, released);
+    return new EngineSession(
+      this,
+      delegate,
+      { memoryLimitBytes, cpuLimitMs: limits.cpu_limit_ms ?? DEFAULT_CPU_LIMIT_MS },
+      released,
+    );
   }
 }
 

@@ -26,10 +26,15 @@ export class HostConnection {
   constructor(readonly child: ChildPeer) {
     const peer = child.peer;
     this.serveDelegates(peer);
-    peer.onNotification(CodeModeNotifications.initialResponse, (n) => this.initialResponseArrived(`${n.session_id}:${n.cell_id}`, n.response));
+    peer.onNotification(CodeModeNotifications.initialResponse, (n) =>
+      this.initialResponseArrived(`${n.session_id}:${n.cell_id}`, n.response),
+    );
     void peer.closed.then((reason) => {
       this.deadReason = reason;
-      const e = err(CodeModeErrorCode.HostDied, `the code-mode host died (${reason}); stored values and running cells were lost, a fresh exec starts a new host`);
+      const e = err(
+        CodeModeErrorCode.HostDied,
+        `the code-mode host died (${reason}); stored values and running cells were lost, a fresh exec starts a new host`,
+      );
       for (const w of this.waiters.values()) w(e);
       this.waiters.clear();
     });
@@ -41,7 +46,8 @@ export class HostConnection {
     // A killed host cannot remove its control directory; ours to do when it is a local one.
     void child.exited.then(() => {
       const dir = this.controlDir;
-      if (dir && path.dirname(dir) === os.tmpdir() && path.basename(dir).startsWith("relay-code-mode-")) rmSync(dir, { recursive: true, force: true });
+      if (dir && path.dirname(dir) === os.tmpdir() && path.basename(dir).startsWith("relay-code-mode-"))
+        rmSync(dir, { recursive: true, force: true });
     });
   }
 
@@ -49,7 +55,8 @@ export class HostConnection {
   private serveDelegates(peer: RpcPeer): void {
     peer.handle(CodeModeMethods.invokeTool, async (call, ctx) => {
       const cb = this.sessions.get(call.session_id);
-      if (!cb) return err(CodeModeErrorCode.UnknownSession, `code-mode session ${call.session_id} is not open on this client`);
+      if (!cb)
+        return err(CodeModeErrorCode.UnknownSession, `code-mode session ${call.session_id} is not open on this client`);
       const { session_id: _drop, ...rest } = call;
       const r = await cb.invokeTool(rest, ctx.signal);
       if ("error" in r) return r;
@@ -59,7 +66,9 @@ export class HostConnection {
       this.sessions.get(n.session_id)?.notify?.({ call_id: n.call_id, cell_id: n.cell_id, text: n.text });
       return ok({ delivered: true as const });
     });
-    peer.onNotification(CodeModeNotifications.cellClosed, (n) => this.sessions.get(n.session_id)?.cellClosed?.(n.cell_id));
+    peer.onNotification(CodeModeNotifications.cellClosed, (n) =>
+      this.sessions.get(n.session_id)?.cellClosed?.(n.cell_id),
+    );
   }
 
   private initialResponseArrived(key: string, response: Result<RuntimeResponse>): void {
@@ -93,7 +102,10 @@ export class HostConnection {
     const id = s.ok.session_id;
     this.sessions.set(id, { invokeTool: async () => ok(null) });
     for (let i = 0; i < rounds; i++) {
-      const started = await peer.call(CodeModeMethods.execute, { session_id: id, request: { tool_call_id: "warmup", source: "text('ok')" } });
+      const started = await peer.call(CodeModeMethods.execute, {
+        session_id: id,
+        request: { tool_call_id: "warmup", source: "text('ok')" },
+      });
       if ("error" in started) return started;
       if (started.ok.initial) continue;
       const r = await this.initialResponse(id, started.ok.cell_id);
@@ -115,13 +127,19 @@ export class HostConnection {
       this.early.delete(key);
       return Promise.resolve(early);
     }
-    if (!this.alive) return Promise.resolve(err(CodeModeErrorCode.HostDied, `the code-mode host died (${this.deadReason ?? "closed"})`));
+    if (!this.alive)
+      return Promise.resolve(
+        err(CodeModeErrorCode.HostDied, `the code-mode host died (${this.deadReason ?? "closed"})`),
+      );
     return new Promise((resolve) => this.waiters.set(key, resolve));
   }
 
   hostError<T>(r: Result<T>): Result<T> {
     if ("error" in r && r.error.code === "peer_closed") {
-      return err(CodeModeErrorCode.HostDied, `the code-mode host died: ${r.error.message}; stored values and running cells were lost, a fresh exec starts a new host`);
+      return err(
+        CodeModeErrorCode.HostDied,
+        `the code-mode host died: ${r.error.message}; stored values and running cells were lost, a fresh exec starts a new host`,
+      );
     }
     return r;
   }

@@ -4,7 +4,7 @@
  * `code-mode-host` subcommand.
  */
 import path from "node:path";
-import { spawnPeer, spawnSelf, type ChildPeer } from "../protocol/child.ts";
+import { type ChildPeer, spawnPeer, spawnSelf } from "../protocol/child.ts";
 import type { Result } from "../util/result.ts";
 import { findOnPath, isExecutableFile } from "../util/which.ts";
 

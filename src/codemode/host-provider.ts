@@ -4,7 +4,7 @@
  */
 import { err, ok, type Result } from "../util/result.ts";
 import { HostConnection } from "./host-connection.ts";
-import { resolveHostProgram, spawnHost, type HostProgram } from "./host-program.ts";
+import { type HostProgram, resolveHostProgram, spawnHost } from "./host-program.ts";
 import { hostSession } from "./host-session.ts";
 import { CodeModeErrorCode, CodeModeMethods, type SessionLimits } from "./protocol.ts";
 import type { CodeModeCallbacks, CodeModeProvider, CodeModeSession } from "./provider.ts";
@@ -95,14 +95,16 @@ export class HostProvider implements CodeModeProvider {
     }
     if (!conn) {
       const started = this.start();
-      if ("error" in started) return err(CodeModeErrorCode.HostDied, `could not start the code-mode host: ${started.error.message}`);
+      if ("error" in started)
+        return err(CodeModeErrorCode.HostDied, `could not start the code-mode host: ${started.error.message}`);
       conn = started.ok;
     }
     this.current = conn;
     // Replace the spare a little later, so its start does not compete with this first command.
     if (this.poolSize > 0) setTimeout(() => void this.prewarm(), 200).unref?.();
     const ready = await conn.ready;
-    if ("error" in ready) return err(CodeModeErrorCode.HostDied, `the code-mode host did not start: ${ready.error.message}`);
+    if ("error" in ready)
+      return err(CodeModeErrorCode.HostDied, `the code-mode host did not start: ${ready.error.message}`);
     return ok(conn);
   }
 

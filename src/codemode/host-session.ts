@@ -5,7 +5,7 @@
 import { err, ok } from "../util/result.ts";
 import type { HostConnection } from "./host-connection.ts";
 import { CodeModeErrorCode, CodeModeMethods } from "./protocol.ts";
-import { untilAborted, type CodeModeCallbacks, type CodeModeSession } from "./provider.ts";
+import { type CodeModeCallbacks, type CodeModeSession, untilAborted } from "./provider.ts";
 
 /** Registers session `id` on `conn` with `callbacks` and returns its client side. */
 export function hostSession(conn: HostConnection, id: number, callbacks: CodeModeCallbacks): CodeModeSession {
@@ -24,7 +24,11 @@ export function hostSession(conn: HostConnection, id: number, callbacks: CodeMod
   let closed = false;
   const session: CodeModeSession = {
     async execute(req, signal) {
-      if (!conn.alive) return err(CodeModeErrorCode.HostDied, `the code-mode host died (${conn.deadReason ?? "closed"}); open a new session`);
+      if (!conn.alive)
+        return err(
+          CodeModeErrorCode.HostDied,
+          `the code-mode host died (${conn.deadReason ?? "closed"}); open a new session`,
+        );
       const started = conn.hostError(await peer.call(CodeModeMethods.execute, { session_id: id, request: req }));
       if ("error" in started) return started;
       const cellId = started.ok.cell_id;
@@ -36,7 +40,9 @@ export function hostSession(conn: HostConnection, id: number, callbacks: CodeMod
       return untilAborted(initial, signal, () => void session.terminate(cellId));
     },
     async wait(cellId, ms) {
-      const r = conn.hostError(await peer.call(CodeModeMethods.wait, { session_id: id, request: { cell_id: cellId, yield_time_ms: ms } }));
+      const r = conn.hostError(
+        await peer.call(CodeModeMethods.wait, { session_id: id, request: { cell_id: cellId, yield_time_ms: ms } }),
+      );
       return "error" in r ? r : ok(r.ok.outcome);
     },
     async terminate(cellId) {

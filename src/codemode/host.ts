@@ -11,7 +11,13 @@ import { ErrorCode, type RequestId } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { CodeModeEngine, type EngineDelegate, type EngineSession } from "./engine.ts";
-import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse, type SessionLimits } from "./protocol.ts";
+import {
+  CodeModeErrorCode,
+  CodeModeMethods,
+  CodeModeNotifications,
+  type RuntimeResponse,
+  type SessionLimits,
+} from "./protocol.ts";
 
 export function unknownSession(id: number) {
   return err(CodeModeErrorCode.UnknownSession, `unknown code-mode session ${id}`);
@@ -51,12 +57,30 @@ export function serveCodeMode(peer: RpcPeer, loading: Promise<CodeModeEngine>): 
     (p: P, ctx: C): R | Promise<Awaited<R>> =>
       // then() flattens what an async method returns; TypeScript cannot see that for a generic R.
       server ? fn(server, p, ctx) : (ready.then((s) => fn(s, p, ctx)) as Promise<Awaited<R>>);
-  peer.handle(CodeModeMethods.hello, when((s, p) => s.hello(p.await_warmup ?? false)));
-  peer.handle(CodeModeMethods.createSession, when((s, p) => s.createSession(p.limits)));
-  peer.handle(CodeModeMethods.execute, when((s, p, ctx) => s.execute(p, ctx)));
-  peer.handle(CodeModeMethods.wait, when((s, p) => s.wait(p.session_id, p.request.cell_id, p.request.yield_time_ms)));
-  peer.handle(CodeModeMethods.terminate, when((s, p) => s.terminate(p.session_id, p.cell_id)));
-  peer.handle(CodeModeMethods.shutdownSession, when((s, p) => s.shutdownSession(p.session_id)));
+  peer.handle(
+    CodeModeMethods.hello,
+    when((s, p) => s.hello(p.await_warmup ?? false)),
+  );
+  peer.handle(
+    CodeModeMethods.createSession,
+    when((s, p) => s.createSession(p.limits)),
+  );
+  peer.handle(
+    CodeModeMethods.execute,
+    when((s, p, ctx) => s.execute(p, ctx)),
+  );
+  peer.handle(
+    CodeModeMethods.wait,
+    when((s, p) => s.wait(p.session_id, p.request.cell_id, p.request.yield_time_ms)),
+  );
+  peer.handle(
+    CodeModeMethods.terminate,
+    when((s, p) => s.terminate(p.session_id, p.cell_id)),
+  );
+  peer.handle(
+    CodeModeMethods.shutdownSession,
+    when((s, p) => s.shutdownSession(p.session_id)),
+  );
   return () => {
     closed = true;
     server?.close();
@@ -110,7 +134,13 @@ class CodeModeServer {
       });
       await this.warming;
     }
-    return ok({ pid: process.pid, sessions: this.sessions.size, warm: this.warm, control_dir: this.controlDir, vms: this.engine.vmCounts });
+    return ok({
+      pid: process.pid,
+      sessions: this.sessions.size,
+      warm: this.warm,
+      control_dir: this.controlDir,
+      vms: this.engine.vmCounts,
+    });
   }
 
   async wait(sessionId: number, cellId: string, yieldTimeMs: number) {
@@ -210,7 +240,10 @@ class CodeModeServer {
     const r = this.peer.notify(CodeModeNotifications.initialResponse, { ...base, response: ok(response) });
     // An unsendable response (e.g. over the frame limit) becomes an error.
     if ("error" in r && r.error.code !== ErrorCode.PeerClosed) {
-      this.peer.notify(CodeModeNotifications.initialResponse, { ...base, response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`) });
+      this.peer.notify(CodeModeNotifications.initialResponse, {
+        ...base,
+        response: err(CodeModeErrorCode.Runtime, `the cell's first response could not be sent: ${r.error.message}`),
+      });
     }
   }
 
@@ -231,7 +264,8 @@ class CodeModeServer {
     // Markers the client dropped for the session's open cells before asking for the shutdown.
     if (this.controlDir) {
       try {
-        for (const f of readdirSync(this.controlDir)) if (f.startsWith(`${sessionId}-`)) rmSync(path.join(this.controlDir, f), { force: true });
+        for (const f of readdirSync(this.controlDir))
+          if (f.startsWith(`${sessionId}-`)) rmSync(path.join(this.controlDir, f), { force: true });
       } catch {
         // The directory is gone: nothing to clear.
       }

@@ -2,7 +2,7 @@
 import { ok, type Result } from "../util/result.ts";
 import { CodeModeEngine, type EngineSession } from "./engine.ts";
 import type { SessionLimits } from "./protocol.ts";
-import { untilAborted, type CodeModeCallbacks, type CodeModeProvider, type CodeModeSession } from "./provider.ts";
+import { type CodeModeCallbacks, type CodeModeProvider, type CodeModeSession, untilAborted } from "./provider.ts";
 
 export class InProcessProvider implements CodeModeProvider {
   readonly kind = "in-process";

@@ -16,10 +16,48 @@ export interface Token {
 }
 
 const PUNCT3 = ["...", "===", "!==", "**=", "<<=", ">>=", ">>>", "&&=", "||=", "??="];
-const PUNCT2 = ["=>", "==", "!=", "<=", ">=", "&&", "||", "??", "?.", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**", "<<", ">>"];
+const PUNCT2 = [
+  "=>",
+  "==",
+  "!=",
+  "<=",
+  ">=",
+  "&&",
+  "||",
+  "??",
+  "?.",
+  "++",
+  "--",
+  "+=",
+  "-=",
+  "*=",
+  "/=",
+  "%=",
+  "&=",
+  "|=",
+  "^=",
+  "**",
+  "<<",
+  ">>",
+];
 /** After these a `/` divides; after anything else it starts a regular expression. */
 const ENDS_VALUE = new Set([")", "]", "}"]);
-const KEYWORDS_BEFORE_VALUE = new Set(["return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do", "else", "yield", "await"]);
+const KEYWORDS_BEFORE_VALUE = new Set([
+  "return",
+  "typeof",
+  "instanceof",
+  "in",
+  "of",
+  "new",
+  "delete",
+  "void",
+  "throw",
+  "case",
+  "do",
+  "else",
+  "yield",
+  "await",
+]);
 
 export function tokenize(src: string): Token[] | undefined {
   const out: Token[] = [];
@@ -68,7 +106,12 @@ function skipComment(src: string, i: number): number | undefined {
 
 type Raw = Omit<Token, "newlineBefore">;
 
-function readToken(src: string, i: number, prev: Token | undefined, braces: Array<"code" | "template">): Raw | undefined {
+function readToken(
+  src: string,
+  i: number,
+  prev: Token | undefined,
+  braces: Array<"code" | "template">,
+): Raw | undefined {
   const c = src[i]!;
   if (c === '"' || c === "'") return quoted(src, i, c, "string");
   if (c === "`") return template(src, i + 1, i, braces);
@@ -79,7 +122,9 @@ function readToken(src: string, i: number, prev: Token | undefined, braces: Arra
   if (c === "/" && regexAllowed(prev)) return regex(src, i);
   const name = /^[A-Za-z_$\u0080-\uffff#][\w$\u0080-\uffff]*/.exec(src.slice(i, i + 256));
   if (name) return { kind: "name", text: name[0], start: i, end: i + name[0].length };
-  const num = /^(?:0[xXoObB][\da-fA-F_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?)/.exec(src.slice(i, i + 256));
+  const num = /^(?:0[xXoObB][\da-fA-F_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?)/.exec(
+    src.slice(i, i + 256),
+  );
   if (num) return { kind: "number", text: num[0], start: i, end: i + num[0].length };
   const p = PUNCT3.find((x) => src.startsWith(x, i)) ?? PUNCT2.find((x) => src.startsWith(x, i)) ?? c;
   if (p === "{" || p === "${") braces.push("code");
@@ -89,7 +134,8 @@ function readToken(src: string, i: number, prev: Token | undefined, braces: Arra
 
 function regexAllowed(prev: Token | undefined): boolean {
   if (!prev) return true;
-  if (prev.kind === "number" || prev.kind === "string" || prev.kind === "template" || prev.kind === "regex") return false;
+  if (prev.kind === "number" || prev.kind === "string" || prev.kind === "template" || prev.kind === "regex")
+    return false;
   if (prev.kind === "name") return KEYWORDS_BEFORE_VALUE.has(prev.text);
   return !ENDS_VALUE.has(prev.text);
 }

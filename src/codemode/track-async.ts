@@ -11,7 +11,7 @@
  * insertions and the removal of `async` are made; a source the tokenizer cannot read, or whose
  * rewrite does not compile (the caller checks), runs as written.
  */
-import { tokenize, type Token } from "./js-tokens.ts";
+import { type Token, tokenize } from "./js-tokens.ts";
 
 export const TRACK_FN = "__relayTrack";
 
@@ -41,7 +41,10 @@ export function trackAsync(src: string): string {
 function wrapCall(tokens: Token[], i: number): Edit[] {
   const close = matching(tokens, i + 1);
   if (close === undefined) return [];
-  return [{ at: tokens[i]!.start, remove: 0, insert: `${TRACK_FN}(` }, { at: tokens[close]!.end, remove: 0, insert: ")" }];
+  return [
+    { at: tokens[i]!.start, remove: 0, insert: `${TRACK_FN}(` },
+    { at: tokens[close]!.end, remove: 0, insert: ")" },
+  ];
 }
 
 function asyncEdits(tokens: Token[], i: number): Edit[] {
@@ -60,7 +63,8 @@ function asyncEdits(tokens: Token[], i: number): Edit[] {
   }
   if (next.kind === "name" && tokens[i + 2]?.text === "=>") return arrowBody(tokens, i + 3, drop);
   // A method: `async name(` or `async [expr](` or `async "name"(` (not `async *gen(`).
-  if (next.kind === "name" || next.kind === "string") return tokens[i + 2]?.text === "(" ? bodyAfterParams(tokens, i + 2, drop) : [];
+  if (next.kind === "name" || next.kind === "string")
+    return tokens[i + 2]?.text === "(" ? bodyAfterParams(tokens, i + 2, drop) : [];
   if (next.text === "[") {
     const close = matching(tokens, i + 1);
     return close !== undefined && tokens[close + 1]?.text === "(" ? bodyAfterParams(tokens, close + 1, drop) : [];
@@ -79,7 +83,11 @@ function bodyAfterParams(tokens: Token[], open: number, drop: Edit): Edit[] {
 function blockBody(tokens: Token[], open: number, drop: Edit): Edit[] {
   const close = matching(tokens, open);
   if (close === undefined) return [];
-  return [drop, { at: tokens[open]!.end, remove: 0, insert: ` return ${TRACK_FN}((async () => {` }, { at: tokens[close]!.start, remove: 0, insert: "})()); " }];
+  return [
+    drop,
+    { at: tokens[open]!.end, remove: 0, insert: ` return ${TRACK_FN}((async () => {` },
+    { at: tokens[close]!.start, remove: 0, insert: "})()); " },
+  ];
 }
 
 /** An arrow's body from token `at`: a block, or an expression up to where it must end. */
@@ -87,7 +95,11 @@ function arrowBody(tokens: Token[], at: number, drop: Edit): Edit[] {
   if (!tokens[at]) return [];
   if (tokens[at]!.text === "{") return blockBody(tokens, at, drop);
   const end = expressionEnd(tokens, at);
-  return [drop, { at: tokens[at]!.start, remove: 0, insert: `${TRACK_FN}((async () => ` }, { at: tokens[end]!.end, remove: 0, insert: ")())" }];
+  return [
+    drop,
+    { at: tokens[at]!.start, remove: 0, insert: `${TRACK_FN}((async () => ` },
+    { at: tokens[end]!.end, remove: 0, insert: ")())" },
+  ];
 }
 
 /**

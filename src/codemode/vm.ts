@@ -5,10 +5,17 @@
  * about 13 KB of source per ms, and a 3 KB prelude was two thirds of preparing a VM. They reach
  * the cell through `owner`, which stays unset until adoption.
  */
-import { TRACK_FN } from "./track-async.ts";
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule, VmCallResult } from "quickjs-emscripten-core";
+
+import type {
+  QuickJSContext,
+  QuickJSHandle,
+  QuickJSRuntime,
+  QuickJSWASMModule,
+  VmCallResult,
+} from "quickjs-emscripten-core";
 import { EXIT_SENTINEL, normalizeToolIdentifier } from "./prelude.ts";
 import type { ExecuteRequest } from "./protocol.ts";
+import { TRACK_FN } from "./track-async.ts";
 
 type ToolDefinition = NonNullable<ExecuteRequest["enabled_tools"]>[number];
 
@@ -233,7 +240,10 @@ export class PreparedVm {
 
   private install(): void {
     const ctx = this.ctx;
-    const removed = ctx.evalCode(REMOVED_GLOBALS.map((g) => `delete globalThis.${g};`).join("") + TRACKER_SOURCE, "relay_globals.js");
+    const removed = ctx.evalCode(
+      REMOVED_GLOBALS.map((g) => `delete globalThis.${g};`).join("") + TRACKER_SOURCE,
+      "relay_globals.js",
+    );
     if (removed.error) {
       const e = ctx.dump(removed.error) as unknown;
       removed.error.dispose();
@@ -271,16 +281,24 @@ export class PreparedVm {
     const ctx = this.ctx;
     this.define("text", (v) => this.withText(v, this.room("text"), (s, n) => this.check(this.owner?.text(s, n))));
     this.define("notify", (v) =>
-      this.withText(v, MAX_NOTIFY_CHARS, (s, n) => (s.trim() === "" ? this.throwError("typeError", "notify expects non-empty text") : this.check(this.owner?.notify(s, n)))),
+      this.withText(v, MAX_NOTIFY_CHARS, (s, n) =>
+        s.trim() === ""
+          ? this.throwError("typeError", "notify expects non-empty text")
+          : this.check(this.owner?.notify(s, n)),
+      ),
     );
     this.define("store", (key, value) => {
       const k = this.string(key, MAX_KEY_CHARS);
       if (!("text" in k)) return k;
-      if (k.length > MAX_KEY_CHARS) return this.throwError("rangeError", `a stored value's key has at most ${MAX_KEY_CHARS} characters`);
+      if (k.length > MAX_KEY_CHARS)
+        return this.throwError("rangeError", `a stored value's key has at most ${MAX_KEY_CHARS} characters`);
       const s = value === undefined ? undefined : this.stringify(value, this.room("store"));
       if (s === undefined || !("text" in s)) {
         s?.error.dispose();
-        return this.throwError("typeError", `Unable to store ${JSON.stringify(k.text)}. Only plain serializable objects can be stored.`);
+        return this.throwError(
+          "typeError",
+          `Unable to store ${JSON.stringify(k.text)}. Only plain serializable objects can be stored.`,
+        );
       }
       return this.check(this.owner?.store(k.text, s.text, s.length));
     });
@@ -297,7 +315,8 @@ export class PreparedVm {
   private defineTimers(): void {
     const ctx = this.ctx;
     this.define("setTimeout", (fn, ms) => {
-      if (fn === undefined || ctx.typeof(fn) !== "function") return this.throwError("typeError", "setTimeout expects a function callback");
+      if (fn === undefined || ctx.typeof(fn) !== "function")
+        return this.throwError("typeError", "setTimeout expects a function callback");
       const n = ms !== undefined && ctx.typeof(ms) === "number" ? ctx.getNumber(ms) : 0;
       const delay = Number.isFinite(n) && n > 0 ? n : 0;
       const id = ++this.nextTimer;
@@ -361,13 +380,15 @@ export class PreparedVm {
     let input: Taken;
     const room = this.room("tool");
     if ((t.kind ?? "function") === "freeform") {
-      if (args === undefined || ctx.typeof(args) !== "string") return this.rejected("typeError", `tool ${tick}${name}${tick} expects a string input`);
+      if (args === undefined || ctx.typeof(args) !== "string")
+        return this.rejected("typeError", `tool ${tick}${name}${tick} expects a string input`);
       const raw = this.take(args, room);
       input = { text: JSON.stringify(raw.text), length: raw.length };
     } else if (args === undefined || ctx.typeof(args) === "undefined") {
       input = { text: "{}", length: 2 };
     } else {
-      if (ctx.typeof(args) !== "object" || this.isNullOrArray(args)) return this.rejected("typeError", `tool ${tick}${name}${tick} expects a JSON object for arguments`);
+      if (ctx.typeof(args) !== "object" || this.isNullOrArray(args))
+        return this.rejected("typeError", `tool ${tick}${name}${tick} expects a JSON object for arguments`);
       const s = this.stringify(args, room);
       if (s !== undefined && !("text" in s)) {
         s.error.dispose();

@@ -5,8 +5,9 @@
  * everything); all spools and held texts share one budget (64 MiB), and past it the rest of a
  * segment is counted as dropped, its last bytes still coming from the buffer's tail.
  */
-import { randomHex } from "../util/random.ts";
+
 import { Buffer } from "node:buffer";
+import { randomHex } from "../util/random.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { HeadTailBuffer } from "./head-tail-buffer.ts";
 import * as L from "./limits.ts";
@@ -43,9 +44,17 @@ export class FullOutputStore {
   }
 
   /** A piece of a held text; the piece that reaches its end lets it go. */
-  read(id: string, offset: number, maxBytes: number): Result<{ data_base64: string; next_offset: number; done: boolean }> {
+  read(
+    id: string,
+    offset: number,
+    maxBytes: number,
+  ): Result<{ data_base64: string; next_offset: number; done: boolean }> {
     const data = this.held.get(id);
-    if (!data) return err("unknown_output", `no full output ${id} is held here (it was read to its end, or let go for newer ones)`);
+    if (!data)
+      return err(
+        "unknown_output",
+        `no full output ${id} is held here (it was read to its end, or let go for newer ones)`,
+      );
     const end = Math.min(data.length, offset + maxBytes);
     const piece = data.subarray(Math.min(offset, end), end).toString("base64");
     if (end >= data.length) this.drop(id);
@@ -117,9 +126,19 @@ export interface SpooledText {
  * spool, and, when the spool had to stop, the part of the buffer's tail that came after it.
  * `keepBack` bytes at the very end (an incomplete character of a running process) are left for the next poll.
  */
-export function spooledPieces(held: Uint8Array, spooled: { bytes: Buffer; dropped: number }, bufferTail: Uint8Array, keepBack: number): SpooledText {
+export function spooledPieces(
+  held: Uint8Array,
+  spooled: { bytes: Buffer; dropped: number },
+  bufferTail: Uint8Array,
+  keepBack: number,
+): SpooledText {
   const head = Buffer.concat([held, spooled.bytes]);
-  if (spooled.dropped === 0) return { head: head.subarray(0, Math.max(0, head.length - keepBack)), tail: new Uint8Array(0), gapBytes: 0 };
+  if (spooled.dropped === 0)
+    return { head: head.subarray(0, Math.max(0, head.length - keepBack)), tail: new Uint8Array(0), gapBytes: 0 };
   const after = bufferTail.subarray(Math.max(0, bufferTail.length - spooled.dropped));
-  return { head, tail: after.subarray(0, Math.max(0, after.length - keepBack)), gapBytes: spooled.dropped - after.length };
+  return {
+    head,
+    tail: after.subarray(0, Math.max(0, after.length - keepBack)),
+    gapBytes: spooled.dropped - after.length,
+  };
 }

@@ -36,7 +36,10 @@ export async function readMcpManifest(root: string): Promise<ReadManifest> {
     return none([`${file} is not valid JSON: ${(e as Error).message}; fix it or remove it`]);
   }
   const top = McpManifestSchema.safeParse(raw);
-  if (!top.success) return none([`${file}: "mcpServers" must be an object of servers by name, e.g. {"mcpServers": {"files": {"command": "node", "args": ["server.js"]}}}`]);
+  if (!top.success)
+    return none([
+      `${file}: "mcpServers" must be an object of servers by name, e.g. {"mcpServers": {"files": {"command": "node", "args": ["server.js"]}}}`,
+    ]);
   const servers: McpStdioServer[] = [];
   const warnings: string[] = [];
   // Paths are resolved against the root's real path, so they still name the same files once the
@@ -47,7 +50,9 @@ export async function readMcpManifest(root: string): Promise<ReadManifest> {
     if (!parsed.success) {
       const issues = describeIssues(parsed.error.issues, entry, { objectName: "an object" });
       const isHttp = entry !== null && typeof entry === "object" && "url" in entry;
-      warnings.push(`${file}: server "${name}" skipped: ${isHttp ? "only stdio servers (command, args, env, cwd) run from a capability root; put HTTP servers in config.toml [mcp_servers]" : issues.map((i) => i.message).join("; ")}`);
+      warnings.push(
+        `${file}: server "${name}" skipped: ${isHttp ? "only stdio servers (command, args, env, cwd) run from a capability root; put HTTP servers in config.toml [mcp_servers]" : issues.map((i) => i.message).join("; ")}`,
+      );
       continue;
     }
     const cwd = path.resolve(base, parsed.data.cwd ?? ".");

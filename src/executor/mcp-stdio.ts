@@ -5,13 +5,22 @@
  * carries this executor's marker variable, so the executor's death guard ends it (and whatever
  * it started) even when the executor is SIGKILLed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+
 import { Buffer } from "node:buffer";
+import { type ChildProcess, spawn } from "node:child_process";
+import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import type { RpcPeer } from "../protocol/peer.ts";
 import { readMcpManifest } from "./mcp-manifest.ts";
-import { McpBadLineNotification, McpExitedNotification, McpManifestMethod, McpMessageNotification, McpSendMethod, McpStartMethod, McpStopMethod } from "./mcp-protocol.ts";
+import {
+  McpBadLineNotification,
+  McpExitedNotification,
+  McpManifestMethod,
+  McpMessageNotification,
+  McpSendMethod,
+  McpStartMethod,
+  McpStopMethod,
+} from "./mcp-protocol.ts";
 import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 
 const log = Log.create("mcp-stdio");
@@ -111,9 +120,17 @@ export class McpStdioHost {
     void this.peer.closed.then(() => this.killAllNow());
   }
 
-  private start(req: { server_id: string; command: string; args: string[]; env: Record<string, string>; cwd: string }): Result<{ pid: number }> {
-    if (this.servers.has(req.server_id)) return err("invalid_params", `MCP server id ${req.server_id} is already running; stop it first`);
-    if (this.servers.size >= MAX_SERVERS) return err("too_many_servers", `this executor already runs ${MAX_SERVERS} MCP servers; stop one first`);
+  private start(req: {
+    server_id: string;
+    command: string;
+    args: string[];
+    env: Record<string, string>;
+    cwd: string;
+  }): Result<{ pid: number }> {
+    if (this.servers.has(req.server_id))
+      return err("invalid_params", `MCP server id ${req.server_id} is already running; stop it first`);
+    if (this.servers.size >= MAX_SERVERS)
+      return err("too_many_servers", `this executor already runs ${MAX_SERVERS} MCP servers; stop one first`);
     const marker = `${this.instanceId}:mcp${++this.counter}`;
     const env: Record<string, string> = {};
     for (const k of BASE_ENV_VARS) if (process.env[k] !== undefined) env[k] = process.env[k]!;
@@ -122,12 +139,18 @@ export class McpStdioHost {
     try {
       child = spawn(req.command, req.args, { cwd: req.cwd, env, stdio: ["pipe", "pipe", "pipe"], detached: true });
     } catch (e) {
-      return err("spawn_failed", `could not start ${JSON.stringify(req.command)} in ${req.cwd}: ${(e as Error).message}`);
+      return err(
+        "spawn_failed",
+        `could not start ${JSON.stringify(req.command)} in ${req.cwd}: ${(e as Error).message}`,
+      );
     }
     if (child.pid === undefined) {
       // The error event follows; report it now, as the start's answer.
       child.on("error", () => {});
-      return err("spawn_failed", `could not start ${JSON.stringify(req.command)} in ${req.cwd}: no such file, or not executable (check command and cwd on the executor host)`);
+      return err(
+        "spawn_failed",
+        `could not start ${JSON.stringify(req.command)} in ${req.cwd}: no such file, or not executable (check command and cwd on the executor host)`,
+      );
     }
     const running: Running = { id: req.server_id, child, marker, stderrTail: "", exited: false };
     this.servers.set(req.server_id, running);
@@ -141,7 +164,12 @@ export class McpStdioHost {
     const splitter = new LineSplitter(
       MAX_MCP_LINE_BYTES,
       (line) => this.forward(s.id, line),
-      (bytes, edges) => this.badLine(s.id, `a ${bytes}-byte message is over the executor's ${MAX_MCP_LINE_BYTES}-byte limit for one MCP message; dropped`, edges),
+      (bytes, edges) =>
+        this.badLine(
+          s.id,
+          `a ${bytes}-byte message is over the executor's ${MAX_MCP_LINE_BYTES}-byte limit for one MCP message; dropped`,
+          edges,
+        ),
     );
     child.stdout!.on("data", (chunk: Buffer) => splitter.push(chunk));
     child.stdout!.on("end", () => splitter.end());
@@ -169,7 +197,12 @@ export class McpStdioHost {
     }
     const sent = this.peer.notify(McpMessageNotification, { server_id: id, message });
     // Too large once encoded (escapes grow it): its edges still let the orchestrator fail that call.
-    if ("error" in sent && !this.peer.isClosed) this.badLine(id, `a stdout message could not be forwarded: ${sent.error.message}`, `${line.slice(0, EDGE_BYTES)}…${line.slice(-EDGE_BYTES)}`);
+    if ("error" in sent && !this.peer.isClosed)
+      this.badLine(
+        id,
+        `a stdout message could not be forwarded: ${sent.error.message}`,
+        `${line.slice(0, EDGE_BYTES)}…${line.slice(-EDGE_BYTES)}`,
+      );
   }
 
   private badLine(id: string, reason: string, edges?: string): void {
@@ -201,7 +234,9 @@ export class McpStdioHost {
 
   /** Synchronously kills every server (the executor is going away). */
   killAllNow(): void {
-    killTreesNow([...this.servers.values()].filter((s) => !s.exited).map((s) => ({ leader: s.child.pid!, marker: s.marker })));
+    killTreesNow(
+      [...this.servers.values()].filter((s) => !s.exited).map((s) => ({ leader: s.child.pid!, marker: s.marker })),
+    );
     this.servers.clear();
   }
 }

@@ -5,26 +5,27 @@
  * At most 64 processes stay open: beyond that the least recently used exited one (else the
  * least recently used one) outside the 8 most recent is killed with its whole tree.
  */
-import { randomHex, randomInt } from "../util/random.ts";
+
 import { Buffer } from "node:buffer";
+import { selfCommand } from "../protocol/child.ts";
 import { Log } from "../util/log.ts";
+import { randomHex, randomInt } from "../util/random.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { truncateMiddle } from "../util/truncate.ts";
 import { FullOutputStore, OutputSpool, spooledPieces } from "./full-output.ts";
 import { HeadTailBuffer } from "./head-tail-buffer.ts";
 import * as L from "./limits.ts";
 import type { ExecCommandRequest, ExecResult } from "./protocol.ts";
-import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
-import { spawnProcess, type ProcessExit, type RunningProcess } from "./spawn/index.ts";
-import { killTree, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
-import { truncateMiddle } from "../util/truncate.ts";
-import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
-import { selfCommand } from "../protocol/child.ts";
 import { withRelayFirst } from "./relay-path.ts";
-import { containerAlive, reapContainer, startContainer, type ContainerRef } from "./sandbox/linux/container.ts";
-import { ContainerSpawner, takes } from "./sandbox/linux/spawner.ts";
-import type { ConfinePlan } from "./sandbox/linux/plan-schema.ts";
+import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
 import { loadNative } from "./sandbox/linux/confine-cc.ts";
+import { type ContainerRef, containerAlive, reapContainer, startContainer } from "./sandbox/linux/container.ts";
+import type { ConfinePlan } from "./sandbox/linux/plan-schema.ts";
+import { ContainerSpawner, takes } from "./sandbox/linux/spawner.ts";
 import { simulated } from "./sandbox/linux/support.ts";
+import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
+import { type ProcessExit, type RunningProcess, spawnProcess } from "./spawn/index.ts";
+import { killTree, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 
 const log = Log.create("executor");
 
@@ -87,7 +88,11 @@ export interface ManagerOptions {
 }
 
 /** A command to start, with what the sandbox attempt made of it. */
-type ExecRequest = ExecCommandRequest & { sandboxedArgv?: string[]; sandboxEnv?: Record<string, string>; warmLaunch?: WarmLaunch };
+type ExecRequest = ExecCommandRequest & {
+  sandboxedArgv?: string[];
+  sandboxEnv?: Record<string, string>;
+  warmLaunch?: WarmLaunch;
+};
 
 export class ProcessManager {
   private readonly store = new Map<number, Entry>();
@@ -113,7 +118,12 @@ export class ProcessManager {
   async exec(req: ExecRequest): Promise<Result<ExecResult>> {
     const started = performance.now();
     const id = this.allocateId();
-    const env: Record<string, string> = { ...req.env, ...FORCED_ENV, ...(req.tty ? {} : PIPE_ENV), [MARKER_VAR]: `${this.instanceId}:${id}` };
+    const env: Record<string, string> = {
+      ...req.env,
+      ...FORCED_ENV,
+      ...(req.tty ? {} : PIPE_ENV),
+      [MARKER_VAR]: `${this.instanceId}:${id}`,
+    };
     // `relay` in a command is this executor's own binary.
     env.PATH = withRelayFirst(req.env?.PATH);
     const { spawned, by } = await this.startProcess(req, env);
@@ -138,7 +148,11 @@ export class ProcessManager {
       outputDone: false,
     };
     this.attach(entry);
-    const yieldMs = L.clamp(req.yield_time_ms ?? L.DEFAULT_EXEC_YIELD_TIME_MS, L.MIN_YIELD_TIME_MS, L.MAX_YIELD_TIME_MS);
+    const yieldMs = L.clamp(
+      req.yield_time_ms ?? L.DEFAULT_EXEC_YIELD_TIME_MS,
+      L.MIN_YIELD_TIME_MS,
+      L.MAX_YIELD_TIME_MS,
+    );
     await this.collect(entry, started + yieldMs);
     if (entry.exit) {
       this.reserved.delete(id);
@@ -150,7 +164,12 @@ export class ProcessManager {
     return ok(this.result(entry, started, req.max_output_tokens, true));
   }
 
-  async write(req: { process_id: number; input?: string; yield_time_ms?: number; max_output_tokens?: number }): Promise<Result<ExecResult>> {
+  async write(req: {
+    process_id: number;
+    input?: string;
+    yield_time_ms?: number;
+    max_output_tokens?: number;
+  }): Promise<Result<ExecResult>> {
     const started = performance.now();
     const entry = this.store.get(req.process_id);
     if (!entry) return err("unknown_process", `Unknown process id ${req.process_id}`);
@@ -214,7 +233,10 @@ export class ProcessManager {
         this.warm = null;
         return undefined;
       }
-      this.warm = new WarmHelpers(self.ok, { PATH: process.env.PATH ?? "/usr/bin:/bin", [MARKER_VAR]: `${this.instanceId}:warm` });
+      this.warm = new WarmHelpers(self.ok, {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        [MARKER_VAR]: `${this.instanceId}:warm`,
+      });
     }
     return this.warm ?? undefined;
   }
@@ -224,14 +246,26 @@ export class ProcessManager {
    * helper (both take the command's own environment), any other as a process of its own (a
    * cold helper also needs the helper's variables).
    */
-  private async startProcess(req: ExecRequest, env: Record<string, string>): Promise<{ spawned: Result<RunningProcess>; by?: string }> {
+  private async startProcess(
+    req: ExecRequest,
+    env: Record<string, string>,
+  ): Promise<{ spawned: Result<RunningProcess>; by?: string }> {
     const pipeLaunch = req.tty ? undefined : req.warmLaunch;
     const direct = pipeLaunch && (await this.spawnInContainer(pipeLaunch, env, req.cwd));
     if (direct) return { spawned: direct, by: "container" };
     const warm = pipeLaunch && this.warmHelpers()?.take(pipeLaunch, env, req.cwd);
     if (warm) return { spawned: ok(warm), by: "warm helper" };
     const argv = req.sandboxedArgv ?? req.command;
-    return { spawned: spawnProcess({ argv, cwd: req.cwd, env: { ...env, ...req.sandboxEnv }, tty: req.tty ?? false, cols: req.cols, rows: req.rows }) };
+    return {
+      spawned: spawnProcess({
+        argv,
+        cwd: req.cwd,
+        env: { ...env, ...req.sandboxEnv },
+        tty: req.tty ?? false,
+        cols: req.cols,
+        rows: req.rows,
+      }),
+    };
   }
 
   /** Readies what the first sandboxed command under `plan` will use: the container, or spare helpers where its init will not spawn it. */
@@ -242,7 +276,11 @@ export class ProcessManager {
   }
 
   /** Runs a pipe-mode command through the container's init; undefined where a helper must. */
-  private async spawnInContainer(launch: WarmLaunch, env: Record<string, string>, cwd: string): Promise<Result<RunningProcess> | undefined> {
+  private async spawnInContainer(
+    launch: WarmLaunch,
+    env: Record<string, string>,
+    cwd: string,
+  ): Promise<Result<RunningProcess> | undefined> {
     const c = await this.containment;
     const target = launch.plan.container;
     if (!c?.spawner || !c.ref || !target || c.ref.pid !== target.pid || c.ref.start !== target.start) return undefined;
@@ -283,7 +321,9 @@ export class ProcessManager {
     if ("error" in self) return { detail: self.error.message };
     const started = await startContainer(self.ok);
     if ("error" in started) {
-      log.warn("no container: sandboxed commands are tracked by marker and process group", { reason: started.error.message });
+      log.warn("no container: sandboxed commands are tracked by marker and process group", {
+        reason: started.error.message,
+      });
       return { detail: started.error.message };
     }
     log.info("container started", { pid: started.ok.ref.pid });
@@ -292,7 +332,11 @@ export class ProcessManager {
     // startContainer compiled it already; without it there is no container to talk to either.
     const off = simulated().noInitSpawn ? "simulated by RELAY_SANDBOX_SIMULATE=no-init-spawn" : undefined;
     const spawner = "ok" in native ? new ContainerSpawner(native.ok, started.ok.channel, off) : undefined;
-    return { ref: started.ok.ref, spawner, detail: "sandboxed commands run in the executor's pid namespace and end with it" };
+    return {
+      ref: started.ok.ref,
+      spawner,
+      detail: "sandboxed commands run in the executor's pid namespace and end with it",
+    };
   }
 
   /** The container's init, if one was started (synchronously, for exit handlers). */
@@ -302,7 +346,6 @@ export class ProcessManager {
   warmStats(): { hits: number; misses: number } {
     return { hits: this.warm?.hits ?? 0, misses: this.warm?.misses ?? 0 };
   }
-
 
   /** Also run `fn` (synchronously) whenever killAllNow runs: other process owners of this executor. */
   alsoOnKillAll(fn: () => void): void {
@@ -314,7 +357,11 @@ export class ProcessManager {
     for (const fn of this.extraKills) fn();
     // A spare that was never taken is still reading its request: it has started nothing.
     for (const spare of this.warm?.stop() ?? []) killNow(spare);
-    killTreesNow([...this.store.values()].filter((e) => !e.exit).map((e) => ({ leader: e.proc.pid, marker: `${this.instanceId}:${e.id}` })));
+    killTreesNow(
+      [...this.store.values()]
+        .filter((e) => !e.exit)
+        .map((e) => ({ leader: e.proc.pid, marker: `${this.instanceId}:${e.id}` })),
+    );
     // Ending the container's init ends every process still inside it, background jobs too.
     if (this.containerPid !== undefined) killNow(this.containerPid);
     this.store.clear();
@@ -364,7 +411,8 @@ export class ProcessManager {
   private async collect(entry: Entry, deadline: number): Promise<void> {
     for (;;) {
       if (entry.exit) {
-        if (!entry.outputDone) await this.waitForEvent(entry, Math.min(deadline, performance.now() + L.TRAILING_OUTPUT_GRACE_MS));
+        if (!entry.outputDone)
+          await this.waitForEvent(entry, Math.min(deadline, performance.now() + L.TRAILING_OUTPUT_GRACE_MS));
         return;
       }
       const now = performance.now();
@@ -392,7 +440,8 @@ export class ProcessManager {
   private result(entry: Entry, started: number, maxTokens: number | undefined, running: boolean): ExecResult {
     const { text, gapBytes } = this.takeOutput(entry, running);
     const t = truncateMiddle(text, maxTokens ?? L.DEFAULT_MAX_OUTPUT_TOKENS);
-    const full = entry.spool && t.truncated && t.cutLines ? { ...this.fullOutputs.hold(text), cut_lines: t.cutLines } : undefined;
+    const full =
+      entry.spool && t.truncated && t.cutLines ? { ...this.fullOutputs.hold(text), cut_lines: t.cutLines } : undefined;
     return {
       chunk_id: randomHex(3),
       wall_time_seconds: Math.round(performance.now() - started) / 1000,
@@ -424,11 +473,22 @@ export class ProcessManager {
     const spooled = entry.spool?.take();
     if (spooled) {
       const p = spooledPieces(held, spooled, drained.bytes.subarray(drained.headBytes), entry.utf8Rest.length);
-      return { text: withGap(p.head, p.tail, p.gapBytes, `the ${this.fullOutputs.limitBytes / (1024 * 1024)} MiB kept in full`), gapBytes: p.gapBytes };
+      return {
+        text: withGap(
+          p.head,
+          p.tail,
+          p.gapBytes,
+          `the ${this.fullOutputs.limitBytes / (1024 * 1024)} MiB kept in full`,
+        ),
+        gapBytes: p.gapBytes,
+      };
     }
     // The gap is exactly where the buffer dropped bytes: between its head and its tail.
     const cut = Math.min(bytes.length, held.length + drained.headBytes);
-    return { text: withGap(bytes.subarray(0, cut), bytes.subarray(cut), drained.omittedBytes, "the 1 MiB buffer"), gapBytes: drained.omittedBytes };
+    return {
+      text: withGap(bytes.subarray(0, cut), bytes.subarray(cut), drained.omittedBytes, "the 1 MiB buffer"),
+      gapBytes: drained.omittedBytes,
+    };
   }
 
   /** A full output held for `process/read_output`. */

@@ -7,30 +7,36 @@
 import { lstat, open, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { defineMethod } from "../protocol/method.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 
 export const DEFAULT_PROJECT_DOC_NAMES = ["AGENTS.override.md", "AGENTS.md"];
 
-export const ProjectDocSchema = lazySchema(() => z.object({
-  path: z.string(),
-  /** The file's size on disk. */
-  bytes: z.number().int(),
-  text: z.string(),
-  /** The budget ran out inside this file: `text` holds its first part. */
-  truncated: z.boolean(),
-}));
+export const ProjectDocSchema = lazySchema(() =>
+  z.object({
+    path: z.string(),
+    /** The file's size on disk. */
+    bytes: z.number().int(),
+    text: z.string(),
+    /** The budget ran out inside this file: `text` holds its first part. */
+    truncated: z.boolean(),
+  }),
+);
 export type ProjectDoc = z.infer<typeof ProjectDocSchema>;
 
 export const ProjectDocsMethod = defineMethod(
   "project_docs/read",
-  lazySchema(() => z.object({
-    cwd: z.string(),
-    /** Names tried in each directory, first match wins. */
-    names: z.array(z.string().min(1)).min(1).default(DEFAULT_PROJECT_DOC_NAMES),
-    max_bytes: z.number().int().min(0),
-  })),
-  lazySchema(() => z.object({ docs: z.array(ProjectDocSchema), root: z.string().nullable(), warnings: z.array(z.string()) })),
+  lazySchema(() =>
+    z.object({
+      cwd: z.string(),
+      /** Names tried in each directory, first match wins. */
+      names: z.array(z.string().min(1)).min(1).default(DEFAULT_PROJECT_DOC_NAMES),
+      max_bytes: z.number().int().min(0),
+    }),
+  ),
+  lazySchema(() =>
+    z.object({ docs: z.array(ProjectDocSchema), root: z.string().nullable(), warnings: z.array(z.string()) }),
+  ),
 );
 
 /** cwd and its parents up to the directory holding `.git` (root first); just cwd without one. */
@@ -84,7 +90,11 @@ async function readPrefix(file: string, max: number): Promise<{ text: string; by
   }
 }
 
-export async function readProjectDocs(cwd: string, names: string[], maxBytes: number): Promise<z.infer<typeof ProjectDocsMethod.result>> {
+export async function readProjectDocs(
+  cwd: string,
+  names: string[],
+  maxBytes: number,
+): Promise<z.infer<typeof ProjectDocsMethod.result>> {
   const warnings: string[] = [];
   if (maxBytes === 0) return { docs: [], root: null, warnings };
   const { root, dirs } = await projectDirs(cwd);
@@ -101,7 +111,10 @@ export async function readProjectDocs(cwd: string, names: string[], maxBytes: nu
       const { text, bytes } = await readPrefix(file, left);
       if (!text.trim()) continue;
       const truncated = Buffer.byteLength(text) < bytes;
-      if (truncated) warnings.push(`${file} is ${bytes} bytes; only the first ${Buffer.byteLength(text)} fit in project_doc_max_bytes (${maxBytes}); raise it in config.toml or split the file`);
+      if (truncated)
+        warnings.push(
+          `${file} is ${bytes} bytes; only the first ${Buffer.byteLength(text)} fit in project_doc_max_bytes (${maxBytes}); raise it in config.toml or split the file`,
+        );
       docs.push({ path: file, bytes, text, truncated });
       // A file that had to be cut ends the budget: what is left is less than a character.
       left = truncated ? 0 : left - Buffer.byteLength(text);

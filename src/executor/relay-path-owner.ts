@@ -72,7 +72,13 @@ export async function removeGoneOwnersDirs(tmp: string): Promise<string[]> {
     const dir = path.join(tmp, name);
     const st = await lstat(dir).catch(() => undefined);
     if (!st?.isDirectory() || st.uid !== uid) continue;
-    if (await rm(dir, { recursive: true, force: true }).then(() => true, () => false)) removed.push(dir);
+    if (
+      await rm(dir, { recursive: true, force: true }).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed.push(dir);
   }
   return removed;
 }

@@ -13,8 +13,8 @@ import path from "node:path";
 import { setImmediate } from "node:timers";
 import { selfCommand } from "../protocol/child.ts";
 import { Log } from "../util/log.ts";
-import { currentRuntime } from "../util/runtime.ts";
 import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import { ownedDirPrefix, removeGoneOwnersDirs, selfOwner } from "./relay-path-owner.ts";
 
 const log = Log.create("executor");
@@ -31,7 +31,8 @@ function sweepGoneOwnersOnce(tmp: string): void {
   swept = true;
   setImmediate(() => {
     void removeGoneOwnersDirs(tmp).then((gone) => {
-      if (gone.length) log.info("removed the relay-path directories of gone executors", { count: gone.length, first: gone[0] });
+      if (gone.length)
+        log.info("removed the relay-path directories of gone executors", { count: gone.length, first: gone[0] });
     });
   });
 }
@@ -90,6 +91,8 @@ function packageToolsDir(): string | undefined {
 /** `pathValue` with relay's own directories in front (each once). */
 export function withRelayFirst(pathValue: string | undefined): string {
   const first = [selfDir(), packageToolsDir()].filter((d): d is string => d !== undefined);
-  const rest = (pathValue ?? "/usr/local/bin:/usr/bin:/bin").split(path.delimiter).filter((d) => d !== "" && !first.includes(d));
+  const rest = (pathValue ?? "/usr/local/bin:/usr/bin:/bin")
+    .split(path.delimiter)
+    .filter((d) => d !== "" && !first.includes(d));
   return [...first, ...rest].join(path.delimiter);
 }

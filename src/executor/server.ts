@@ -4,22 +4,28 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { Log } from "../util/log.ts";
-import { currentRuntime } from "../util/runtime.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import { VERSION } from "../version.ts";
 import { EXEC_COMMAND_DESCRIPTION, WRITE_STDIN_DESCRIPTION } from "./exec-tools.ts";
 import { fileTools } from "./files/index.ts";
-import { ProcessManager, type ManagerOptions } from "./process-manager.ts";
-import { ExecutorMethods, ProcessExitedNotification, type ExecCommandParams, type ExecutorInfo, type ToolSpec } from "./protocol.ts";
-import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
-import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
 import { McpStdioHost } from "./mcp-stdio.ts";
-import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
+import { type ManagerOptions, ProcessManager } from "./process-manager.ts";
+import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
+import {
+  type ExecCommandParams,
+  type ExecutorInfo,
+  ExecutorMethods,
+  ProcessExitedNotification,
+  type ToolSpec,
+} from "./protocol.ts";
+import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import type { SandboxPolicy } from "./sandbox/policy.ts";
+import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import { ptySupported } from "./spawn/index.ts";
-import { parseToolArgs, type ExecutorTool } from "./tool.ts";
+import { type ExecutorTool, parseToolArgs } from "./tool.ts";
 import { execToolSchema, toolJsonSchema } from "./tool-schemas.ts";
 
 const log = Log.create("executor");
@@ -30,9 +36,29 @@ export interface ExecutorServerOptions extends ManagerOptions {
 
 export function toolSpecs(tools: ExecutorTool[]): ToolSpec[] {
   return [
-    { name: "exec_command", description: EXEC_COMMAND_DESCRIPTION, input_schema: execToolSchema("exec_command"), read_only: false, route: "exec" },
-    { name: "write_stdin", description: WRITE_STDIN_DESCRIPTION, input_schema: execToolSchema("write_stdin"), read_only: false, route: "write_stdin" },
-    ...tools.map((t): ToolSpec => ({ name: t.name, description: t.description, input_schema: toolJsonSchema(t), read_only: t.readOnly, route: "call" })),
+    {
+      name: "exec_command",
+      description: EXEC_COMMAND_DESCRIPTION,
+      input_schema: execToolSchema("exec_command"),
+      read_only: false,
+      route: "exec",
+    },
+    {
+      name: "write_stdin",
+      description: WRITE_STDIN_DESCRIPTION,
+      input_schema: execToolSchema("write_stdin"),
+      read_only: false,
+      route: "write_stdin",
+    },
+    ...tools.map(
+      (t): ToolSpec => ({
+        name: t.name,
+        description: t.description,
+        input_schema: toolJsonSchema(t),
+        read_only: t.readOnly,
+        route: "call",
+      }),
+    ),
   ];
 }
 
@@ -41,25 +67,37 @@ function effectiveSandbox(req: ExecCommandParams): Result<SandboxPolicy> {
   const approval = req.exec_approval_requirement;
   if (approval.type === "forbidden") return err("forbidden", `the command is forbidden by policy: ${approval.reason}`);
   if (approval.type === "needs_approval" && !approval.approved) {
-    return err("approval_required", `the command needs approval and was not approved${approval.reason ? ` (${approval.reason})` : ""}`);
+    return err(
+      "approval_required",
+      `the command needs approval and was not approved${approval.reason ? ` (${approval.reason})` : ""}`,
+    );
   }
   const approved = req.additional_permissions_preapproved || (approval.type === "needs_approval" && approval.approved);
   const base: SandboxPolicy = req.sandbox;
   if (req.sandbox_permissions === "require_escalated") {
-    if (!approved) return err("escalation_not_approved", "require_escalated was asked without approval; the orchestrator must approve escalation first");
+    if (!approved)
+      return err(
+        "escalation_not_approved",
+        "require_escalated was asked without approval; the orchestrator must approve escalation first",
+      );
     return ok({ mode: "danger-full-access", writable_roots: [], network: true });
   }
   const extra = req.additional_permissions;
   if (extra && (extra.network || extra.writable_roots?.length)) {
     if (!approved) return err("escalation_not_approved", "additional_permissions were asked without approval");
-    return ok({ ...base, network: base.network || Boolean(extra.network), writable_roots: [...base.writable_roots, ...(extra.writable_roots ?? [])] });
+    return ok({
+      ...base,
+      network: base.network || Boolean(extra.network),
+      writable_roots: [...base.writable_roots, ...(extra.writable_roots ?? [])],
+    });
   }
   return ok(base);
 }
 
 /** What keeps a sandboxed command from outliving the executor, where the built-in mechanism is not used. */
 function containmentWithout(mechanism: string): string {
-  if (mechanism === "bubblewrap") return "each sandboxed command has its own pid namespace (bubblewrap --unshare-pid --die-with-parent): its background jobs end with it";
+  if (mechanism === "bubblewrap")
+    return "each sandboxed command has its own pid namespace (bubblewrap --unshare-pid --die-with-parent): its background jobs end with it";
   return "best effort: commands are tracked by their environment marker and process group";
 }
 
@@ -78,7 +116,9 @@ async function sandboxInfo(manager: ProcessManager, wait: boolean): Promise<Exec
     return { ...about, warm_helpers: manager.warmStats() };
   }
   const contained = await starting;
-  const containment = contained ? { enforced: contained.ref !== undefined, detail: contained.detail } : { enforced: false, detail: containmentWithout(sandbox.mechanism) };
+  const containment = contained
+    ? { enforced: contained.ref !== undefined, detail: contained.detail }
+    : { enforced: false, detail: containmentWithout(sandbox.mechanism) };
   return { ...about, containment, warm_helpers: manager.warmStats() };
 }
 
@@ -92,7 +132,9 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
       options.onExit?.(process_id, exit_code);
     },
   });
-  peer.handle(ExecutorMethods.info, async (req) => ok(hostInfo(await sandboxInfo(manager, req?.containment !== "start"))));
+  peer.handle(ExecutorMethods.info, async (req) =>
+    ok(hostInfo(await sandboxInfo(manager, req?.containment !== "start"))),
+  );
   peer.handle(ExecutorMethods.toolsList, () => ok({ tools: toolSpecs(tools) }));
   handleProcesses(peer, manager);
   peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
@@ -129,13 +171,35 @@ function handleProcesses(peer: RpcPeer, manager: ProcessManager): void {
       return sandbox;
     }
     const container = sandbox.ok.mode === "danger-full-access" ? undefined : (await manager.container()).ref;
-    const attempt = await prepareSandbox(req.command, sandbox.ok, { cwd: req.cwd, tty: req.tty, env: req.env, container });
+    const attempt = await prepareSandbox(req.command, sandbox.ok, {
+      cwd: req.cwd,
+      tty: req.tty,
+      env: req.env,
+      container,
+    });
     if ("error" in attempt) {
-      log.warn("sandbox refused", { program, mode: sandbox.ok.mode, code: attempt.error.code, message: attempt.error.message });
+      log.warn("sandbox refused", {
+        program,
+        mode: sandbox.ok.mode,
+        code: attempt.error.code,
+        message: attempt.error.message,
+      });
       return attempt;
     }
-    log.debug("exec", { program, mode: sandbox.ok.mode, mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps.length ? attempt.ok.gaps : undefined, tty: req.tty, warm: attempt.ok.warm ? true : undefined });
-    return manager.exec({ ...req, sandboxedArgv: attempt.ok.argv, sandboxEnv: attempt.ok.env, warmLaunch: attempt.ok.warm });
+    log.debug("exec", {
+      program,
+      mode: sandbox.ok.mode,
+      mechanism: attempt.ok.mechanism,
+      gaps: attempt.ok.gaps.length ? attempt.ok.gaps : undefined,
+      tty: req.tty,
+      warm: attempt.ok.warm ? true : undefined,
+    });
+    return manager.exec({
+      ...req,
+      sandboxedArgv: attempt.ok.argv,
+      sandboxEnv: attempt.ok.env,
+      warmLaunch: attempt.ok.warm,
+    });
   });
   peer.handle(ExecutorMethods.sandboxCheck, async (req) => {
     const attempt = await prepareSandbox(["true"], req.sandbox, { cwd: req.cwd, tty: false, env: req.env });
@@ -153,7 +217,11 @@ function handleToolCalls(peer: RpcPeer, tools: readonly ExecutorTool[]): void {
   const byName = new Map(tools.map((t) => [t.name, t]));
   peer.handle(ExecutorMethods.toolsCall, async (req, ctx) => {
     const tool = byName.get(req.name);
-    if (!tool) return err("unknown_tool", `unknown tool ${JSON.stringify(req.name)}; this executor has: ${[...byName.keys()].join(", ")}`);
+    if (!tool)
+      return err(
+        "unknown_tool",
+        `unknown tool ${JSON.stringify(req.name)}; this executor has: ${[...byName.keys()].join(", ")}`,
+      );
     const args = parseToolArgs(tool, req.arguments);
     if ("error" in args) return args;
     return tool.execute(args.ok, { cwd: req.cwd, sandbox: req.sandbox, signal: ctx.signal });

@@ -7,34 +7,47 @@
 import { open, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { defineMethod } from "../protocol/method.ts";
 import { byCodeUnits } from "../util/compare.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { defineMethod } from "../protocol/method.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { parseFrontMatter, splitFrontMatter } from "./front-matter.ts";
 import { wholeCharsEnd } from "./project-docs.ts";
 
-export const SkillSchema = lazySchema(() => z.object({
-  name: z.string(),
-  description: z.string(),
-  path: z.string(),
-  root: z.string(),
-  /** Front matter `hidden: true`: invocable by name, left out of the catalog. */
-  hidden: z.boolean().optional(),
-}));
+export const SkillSchema = lazySchema(() =>
+  z.object({
+    name: z.string(),
+    description: z.string(),
+    path: z.string(),
+    root: z.string(),
+    /** Front matter `hidden: true`: invocable by name, left out of the catalog. */
+    hidden: z.boolean().optional(),
+  }),
+);
 export type Skill = z.infer<typeof SkillSchema>;
 
 /** Why a root or a SKILL.md gave nothing. */
-export const SkillSkipReasonSchema = lazySchema(() => z.enum(["unavailable_root", "bad_front_matter", "too_large", "unreadable"]));
+export const SkillSkipReasonSchema = lazySchema(() =>
+  z.enum(["unavailable_root", "bad_front_matter", "too_large", "unreadable"]),
+);
 
 export const SkillsListMethod = defineMethod(
   "skills/list",
   lazySchema(() => z.object({ roots: z.array(z.string()), max_depth: z.number().int().min(0).max(6).default(3) })),
-  lazySchema(() => z.object({
-    skills: z.array(SkillSchema),
-    /** `path`/`reason` are absent in answers of executors older than them. */
-    warnings: z.array(z.object({ root: z.string(), message: z.string(), path: z.string().optional(), reason: SkillSkipReasonSchema.optional() })),
-  })),
+  lazySchema(() =>
+    z.object({
+      skills: z.array(SkillSchema),
+      /** `path`/`reason` are absent in answers of executors older than them. */
+      warnings: z.array(
+        z.object({
+          root: z.string(),
+          message: z.string(),
+          path: z.string().optional(),
+          reason: SkillSkipReasonSchema.optional(),
+        }),
+      ),
+    }),
+  ),
 );
 export type SkillsListResult = z.infer<typeof SkillsListMethod.result>;
 
@@ -43,21 +56,30 @@ export const SKILL_BODY_MAX_BYTES = 32 * 1024;
 
 export const SkillsReadMethod = defineMethod(
   "skills/read",
-  lazySchema(() => z.object({
-    path: z.string(),
-    /** Byte offset into the body (the text after the front matter). */
-    offset: z.number().int().min(0).default(0),
-    max_bytes: z.number().int().min(1).max(1024 * 1024).default(SKILL_BODY_MAX_BYTES),
-  })),
-  lazySchema(() => z.object({
-    body: z.string(),
-    /** The file's size. */
-    bytes: z.number(),
-    /** The whole body's size; absent from older executors. */
-    body_bytes: z.number().int().optional(),
-    /** Where the next slice starts, when the body goes on past this one. */
-    next_offset: z.number().int().optional(),
-  })),
+  lazySchema(() =>
+    z.object({
+      path: z.string(),
+      /** Byte offset into the body (the text after the front matter). */
+      offset: z.number().int().min(0).default(0),
+      max_bytes: z
+        .number()
+        .int()
+        .min(1)
+        .max(1024 * 1024)
+        .default(SKILL_BODY_MAX_BYTES),
+    }),
+  ),
+  lazySchema(() =>
+    z.object({
+      body: z.string(),
+      /** The file's size. */
+      bytes: z.number(),
+      /** The whole body's size; absent from older executors. */
+      body_bytes: z.number().int().optional(),
+      /** Where the next slice starts, when the body goes on past this one. */
+      next_offset: z.number().int().optional(),
+    }),
+  ),
 );
 export type SkillBody = z.infer<typeof SkillsReadMethod.result>;
 
@@ -65,7 +87,11 @@ export type SkillBody = z.infer<typeof SkillsReadMethod.result>;
 export const FRONT_MATTER_MAX_BYTES = 16 * 1024;
 
 /** At most `max` bytes of `file` from byte `start`, cut back to a whole UTF-8 character. */
-async function readSlice(file: string, start: number, max: number): Promise<{ text: string; bytes: number; size: number }> {
+async function readSlice(
+  file: string,
+  start: number,
+  max: number,
+): Promise<{ text: string; bytes: number; size: number }> {
   const fh = await open(file, "r");
   try {
     const size = (await fh.stat()).size;
@@ -90,16 +116,31 @@ async function skillAt(file: string, root: string): Promise<Skill | Warning> {
   }
   const fm = await parseFrontMatter(head.text);
   if (!fm && head.text.startsWith("---") && head.size > FRONT_MATTER_MAX_BYTES) {
-    return { root, path: file, reason: "too_large", message: `${file}: its front matter does not end within the first ${FRONT_MATTER_MAX_BYTES} bytes; skipped` };
+    return {
+      root,
+      path: file,
+      reason: "too_large",
+      message: `${file}: its front matter does not end within the first ${FRONT_MATTER_MAX_BYTES} bytes; skipped`,
+    };
   }
   if (fm && "invalid" in fm) {
     const { line, message } = fm.invalid;
-    return { root, path: file, reason: "bad_front_matter", message: `${file}:${line}: front matter is not valid YAML: ${message}; fix it (e.g. quote a value that holds ": "); skipped` };
+    return {
+      root,
+      path: file,
+      reason: "bad_front_matter",
+      message: `${file}:${line}: front matter is not valid YAML: ${message}; fix it (e.g. quote a value that holds ": "); skipped`,
+    };
   }
   const name = fm?.fields.name?.trim();
   const description = fm?.fields.description?.trim();
   if (!fm || !name || !description) {
-    return { root, path: file, reason: "bad_front_matter", message: `${file} has no front matter with name and description (---, name: ..., description: ..., ---); skipped` };
+    return {
+      root,
+      path: file,
+      reason: "bad_front_matter",
+      message: `${file} has no front matter with name and description (---, name: ..., description: ..., ---); skipped`,
+    };
   }
   const hidden = /^(true|yes)$/i.test(fm.fields.hidden?.trim() ?? "");
   return { name, description, path: file, root, ...(hidden ? { hidden } : {}) };
@@ -110,14 +151,22 @@ export async function discoverSkills(roots: string[], maxDepth = 3): Promise<Ski
   const warnings: Warning[] = [];
   for (const root of roots) {
     if (!path.isAbsolute(root)) {
-      warnings.push({ root, reason: "unavailable_root", message: "capability root must be an absolute path on the executor host" });
+      warnings.push({
+        root,
+        reason: "unavailable_root",
+        message: "capability root must be an absolute path on the executor host",
+      });
       continue;
     }
     try {
       const s = await stat(root);
       if (!s.isDirectory()) throw new Error("not a directory");
     } catch (e) {
-      warnings.push({ root, reason: "unavailable_root", message: `unavailable on the executor host: ${(e as Error).message}` });
+      warnings.push({
+        root,
+        reason: "unavailable_root",
+        message: `unavailable on the executor host: ${(e as Error).message}`,
+      });
       continue;
     }
     const walk = async (dir: string, depth: number): Promise<void> => {
@@ -134,7 +183,8 @@ export async function discoverSkills(roots: string[], maxDepth = 3): Promise<Ski
       }
       if (depth >= maxDepth) return;
       for (const e of entries.sort((a, b) => byCodeUnits(a.name, b.name))) {
-        if (e.isDirectory() && !e.name.startsWith(".") && e.name !== "node_modules") await walk(path.join(dir, e.name), depth + 1);
+        if (e.isDirectory() && !e.name.startsWith(".") && e.name !== "node_modules")
+          await walk(path.join(dir, e.name), depth + 1);
       }
     };
     await walk(root, 0);
@@ -152,7 +202,12 @@ export async function readSkill(file: string, offset = 0, maxBytes = SKILL_BODY_
     const bodyBytes = head.size - bodyStart;
     const slice = await readSlice(file, bodyStart + Math.min(offset, bodyBytes), maxBytes);
     const end = Math.min(offset, bodyBytes) + slice.bytes;
-    return ok({ body: slice.text, bytes: head.size, body_bytes: bodyBytes, ...(end < bodyBytes ? { next_offset: end } : {}) });
+    return ok({
+      body: slice.text,
+      bytes: head.size,
+      body_bytes: bodyBytes,
+      ...(end < bodyBytes ? { next_offset: end } : {}),
+    });
   } catch (e) {
     return err("not_found", `cannot read ${file} on the executor host: ${(e as Error).message}`);
   }

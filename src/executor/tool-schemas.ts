@@ -7,8 +7,8 @@
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "./exec-tools.ts";
 import { fileTools } from "./files/index.ts";
-import { BUILTIN_TOOL_SCHEMAS } from "./tool-schemas.generated.ts";
 import type { ExecutorTool } from "./tool.ts";
+import { BUILTIN_TOOL_SCHEMAS } from "./tool-schemas.generated.ts";
 
 export type JsonSchema = Record<string, unknown>;
 

@@ -5,17 +5,19 @@
  * heartbeat, so `relay infty status` in another terminal sees the same.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import type { SessionEvent } from "../session/events.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 
-export const RoleActivitySchema = lazySchema(() => z.object({
-  role: z.string(),
-  /** User turns this process has posted to the role. */
-  turn: z.number().int().min(0),
-  doing: z.string(),
-  since: z.string(),
-  tokens: z.number().int().min(0),
-}));
+export const RoleActivitySchema = lazySchema(() =>
+  z.object({
+    role: z.string(),
+    /** User turns this process has posted to the role. */
+    turn: z.number().int().min(0),
+    doing: z.string(),
+    since: z.string(),
+    tokens: z.number().int().min(0),
+  }),
+);
 export type RoleActivity = z.infer<typeof RoleActivitySchema>;
 
 interface State {
@@ -72,13 +74,22 @@ export class ActivityBoard {
   }
 
   snapshot(): RoleActivity[] {
-    return [...this.roles.entries()].map(([role, s]) => ({ role, turn: s.turn, doing: s.doing, since: new Date(s.since).toISOString(), tokens: s.tokens }));
+    return [...this.roles.entries()].map(([role, s]) => ({
+      role,
+      turn: s.turn,
+      doing: s.doing,
+      since: new Date(s.since).toISOString(),
+      tokens: s.tokens,
+    }));
   }
 }
 
 /** One line per role, as progress and `relay infty status` print them. */
 export function activityLines(activity: RoleActivity[], now = Date.now()): string[] {
-  return activity.map((a) => `${a.role.padEnd(11)} turn ${a.turn}: ${a.doing} (${formatSince(now - Date.parse(a.since))}), ${a.tokens} tokens`);
+  return activity.map(
+    (a) =>
+      `${a.role.padEnd(11)} turn ${a.turn}: ${a.doing} (${formatSince(now - Date.parse(a.since))}), ${a.tokens} tokens`,
+  );
 }
 
 function formatSince(ms: number): string {

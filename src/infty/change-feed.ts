@@ -6,7 +6,7 @@
  * not trusted (Node's and Deno's lose events, measured; Bun's, which the binary runs, does not),
  * and every FULL_EVERY-th take, as a safety net against anything a watcher missed.
  */
-import { watch, type FSWatcher } from "node:fs";
+import { type FSWatcher, watch } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 

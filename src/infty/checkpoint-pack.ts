@@ -6,8 +6,8 @@
  * checkpoint, while the run goes on; the next checkpoint waits for it.
  */
 import { CHECKPOINT_REF } from "./checkpoint-format.ts";
-import { buildPack, looseObjects, mergePacks, packs, readForPack, writePack, type PackObject } from "./git-pack.ts";
-import { gitFs, type Git } from "./git-store.ts";
+import { buildPack, looseObjects, mergePacks, type PackObject, packs, readForPack, writePack } from "./git-pack.ts";
+import { type Git, gitFs } from "./git-store.ts";
 
 /** Loose objects past which the newest are packed. */
 export const PACK_LOOSE = 256;
@@ -22,13 +22,23 @@ interface Walked {
 }
 
 /** The objects of a tree: every tree and blob, each with the object at its path in `before`. */
-async function walkTree(git: Git, gitdir: string, cache: object, oid: string, before: string | undefined, w: Walked, seen: Set<string>): Promise<void> {
+async function walkTree(
+  git: Git,
+  gitdir: string,
+  cache: object,
+  oid: string,
+  before: string | undefined,
+  w: Walked,
+  seen: Set<string>,
+): Promise<void> {
   if (seen.has(oid)) return;
   seen.add(oid);
   w.order.push(oid);
   if (before && before !== oid && !w.bases.has(oid)) w.bases.set(oid, before);
   const { tree } = await git.readTree({ fs: gitFs, gitdir, oid, cache });
-  const old = before ? new Map((await git.readTree({ fs: gitFs, gitdir, oid: before, cache })).tree.map((e) => [e.path, e])) : new Map();
+  const old = before
+    ? new Map((await git.readTree({ fs: gitFs, gitdir, oid: before, cache })).tree.map((e) => [e.path, e]))
+    : new Map();
   for (const e of tree) {
     const prev = old.get(e.path)?.type === e.type ? old.get(e.path)!.oid : undefined;
     if (e.type === "tree") await walkTree(git, gitdir, cache, e.oid, prev, w, seen);
@@ -41,7 +51,12 @@ async function walkTree(git: Git, gitdir: string, cache: object, oid: string, be
 }
 
 /** The checkpoints from the newest back while `take(commit)` holds, oldest first, with what they hold. */
-async function walkCheckpoints(git: Git, gitdir: string, cache: object, take: (commit: string) => boolean): Promise<Walked> {
+async function walkCheckpoints(
+  git: Git,
+  gitdir: string,
+  cache: object,
+  take: (commit: string) => boolean,
+): Promise<Walked> {
   const commits: Array<{ oid: string; tree: string; parent?: string }> = [];
   let oid: string | undefined = await git.resolveRef({ fs: gitFs, gitdir, ref: CHECKPOINT_REF }).catch(() => undefined);
   while (oid && take(oid)) {
@@ -52,7 +67,9 @@ async function walkCheckpoints(git: Git, gitdir: string, cache: object, take: (c
   const w: Walked = { order: [], bases: new Map() };
   const seen = new Set<string>();
   for (const c of commits) {
-    const before = c.parent ? (await git.readCommit({ fs: gitFs, gitdir, oid: c.parent, cache })).commit.tree : undefined;
+    const before = c.parent
+      ? (await git.readCommit({ fs: gitFs, gitdir, oid: c.parent, cache })).commit.tree
+      : undefined;
     w.order.push(c.oid);
     await walkTree(git, gitdir, cache, c.tree, before, w, seen);
   }
@@ -67,7 +84,11 @@ async function walkCheckpoints(git: Git, gitdir: string, cache: object, take: (c
  * deltas of packed ones. Nothing is dropped, reachable or not (the stat cache may name a blob
  * no checkpoint holds yet). What was done, or undefined when nothing was due.
  */
-export async function packIfDue(git: Git, gitdir: string, force = false): Promise<{ objects: number; merged: boolean } | undefined> {
+export async function packIfDue(
+  git: Git,
+  gitdir: string,
+  force = false,
+): Promise<{ objects: number; merged: boolean } | undefined> {
   const loose = await looseObjects(gitdir);
   const existing = await packs(gitdir);
   if (loose.length === 0 || (!force && loose.length < PACK_LOOSE)) return undefined;
@@ -79,8 +100,11 @@ export async function packIfDue(git: Git, gitdir: string, force = false): Promis
   const inOrder = [...new Set([...walked.order.filter((o) => looseSet.has(o)), ...loose])];
   // An object that cannot be read stops the packing before anything is removed.
   const objects: PackObject[] = [];
-  for (const oid of inOrder) objects.push({ ...(await readForPack(git, gitdir, oid, cache)), base: walked.bases.get(oid) });
-  const built = merge ? await mergePacks(gitdir, existing, objects, async (oid) => (await readForPack(git, gitdir, oid, cache)).data) : buildPack(objects);
+  for (const oid of inOrder)
+    objects.push({ ...(await readForPack(git, gitdir, oid, cache)), base: walked.bases.get(oid) });
+  const built = merge
+    ? await mergePacks(gitdir, existing, objects, async (oid) => (await readForPack(git, gitdir, oid, cache)).data)
+    : buildPack(objects);
   await writePack(gitdir, built, loose, merge ? existing : []);
   return { objects: objects.length, merged: merge };
 }

@@ -7,13 +7,13 @@
  */
 import { Buffer } from "node:buffer";
 import { chmod, lstat, mkdir, readdir, readFile, rm, rmdir } from "node:fs/promises";
-import type { Changes } from "./change-feed.ts";
-import { count } from "./work-count.ts";
 import path from "node:path";
 import { parseJsonWith } from "../util/json.ts";
+import type { Changes } from "./change-feed.ts";
+import { type StatCache, StatCacheSchema } from "./checkpoint-format.ts";
 import { writeFileAtomic } from "./durable.ts";
-import { StatCacheSchema, type StatCache } from "./checkpoint-format.ts";
-import { gitFs, readCache, type Git } from "./git-store.ts";
+import { type Git, gitFs, readCache } from "./git-store.ts";
+import { count } from "./work-count.ts";
 
 /** mtimes this close to the cache's writing may hide a change of the same size (git's "racy clean"). */
 const RACY_MS = 2000;
@@ -62,8 +62,15 @@ export class Snapshotter {
   /** A snapshotter that knows nothing yet but the stat cache a previous process saved. */
   static async open(git: Git, gitdir: string): Promise<Snapshotter> {
     const text = await readFile(cacheFile(gitdir), "utf8").catch(() => undefined);
-    const parsed = text === undefined ? undefined : parseJsonWith(StatCacheSchema, text, cacheFile(gitdir), { code: "stat_cache_invalid" });
-    return new Snapshotter(git, gitdir, parsed && "ok" in parsed ? parsed.ok : { version: 1, written_at_ms: 0, files: {} });
+    const parsed =
+      text === undefined
+        ? undefined
+        : parseJsonWith(StatCacheSchema, text, cacheFile(gitdir), { code: "stat_cache_invalid" });
+    return new Snapshotter(
+      git,
+      gitdir,
+      parsed && "ok" in parsed ? parsed.ok : { version: 1, written_at_ms: 0, files: {} },
+    );
   }
 
   /**
@@ -75,7 +82,8 @@ export class Snapshotter {
     if (changes.all || !this.folders.has(dir)) {
       await this.scan(root, dir, leaveOut);
     } else {
-      for (const p of changes.paths) if (p === dir || p.startsWith(`${dir}/`)) await this.lookAt(root, p, dir, leaveOut);
+      for (const p of changes.paths)
+        if (p === dir || p.startsWith(`${dir}/`)) await this.lookAt(root, p, dir, leaveOut);
     }
     return this.oidOf(dir);
   }
@@ -85,7 +93,11 @@ export class Snapshotter {
     if (!force && ++this.sinceSave < SAVE_EVERY) return;
     this.sinceSave = 0;
     // A cache: whole or absent after a crash is enough; losing it costs a re-hash, not a checkpoint.
-    await writeFileAtomic(cacheFile(this.gitdir), JSON.stringify({ version: 1, written_at_ms: Date.now(), files: this.seen } satisfies StatCache), { sync: false });
+    await writeFileAtomic(
+      cacheFile(this.gitdir),
+      JSON.stringify({ version: 1, written_at_ms: Date.now(), files: this.seen } satisfies StatCache),
+      { sync: false },
+    );
   }
 
   /** Every file and folder under `rel`, looked at again. */
@@ -93,7 +105,9 @@ export class Snapshotter {
     count("listed");
     const dirents = await readdir(path.join(root, rel), { withFileTypes: true }).catch(() => []);
     // Files gone from under `rel` leave the stat cache too.
-    for (const k of Object.keys(this.seen)) if (k.startsWith(`${rel}/`) && !dirents.some((e) => k.slice(rel.length + 1).split("/")[0] === e.name)) delete this.seen[k];
+    for (const k of Object.keys(this.seen))
+      if (k.startsWith(`${rel}/`) && !dirents.some((e) => k.slice(rel.length + 1).split("/")[0] === e.name))
+        delete this.seen[k];
     for (const k of [...this.folders.keys()]) if (k === rel || k.startsWith(`${rel}/`)) this.folders.delete(k);
     const entries = new Map<string, TreeEntry>();
     for (const e of dirents) {
@@ -128,7 +142,8 @@ export class Snapshotter {
     if (rel === top) return;
     const folder = this.folders.get(parent)!;
     folder.entries.delete(nameOf(rel));
-    if (st?.isDirectory()) folder.entries.set(nameOf(rel), { mode: "040000", path: nameOf(rel), oid: "", type: "tree" });
+    if (st?.isDirectory())
+      folder.entries.set(nameOf(rel), { mode: "040000", path: nameOf(rel), oid: "", type: "tree" });
     else if (st?.isFile() && !leaveOut.has(rel)) {
       const b = await this.blobOid(path.join(root, rel), rel);
       if (b) folder.entries.set(nameOf(rel), { mode: b.mode, path: nameOf(rel), oid: b.oid, type: "blob" });
@@ -144,7 +159,8 @@ export class Snapshotter {
     const folder = this.folders.get(rel)!;
     if (folder.oid) return folder.oid;
     const tree: TreeEntry[] = [];
-    for (const e of folder.entries.values()) tree.push(e.type === "tree" ? { ...e, oid: await this.oidOf(`${rel}/${e.path}`) } : e);
+    for (const e of folder.entries.values())
+      tree.push(e.type === "tree" ? { ...e, oid: await this.oidOf(`${rel}/${e.path}`) } : e);
     folder.oid = await this.git.writeTree({ fs: gitFs, gitdir: this.gitdir, tree });
     return folder.oid;
   }
@@ -157,7 +173,8 @@ export class Snapshotter {
     const hit = this.seen[rel];
     // Hashed within RACY_MS of its mtime, a file may have changed since without changing its stat.
     const racy = hit !== undefined && st.mtimeMs >= (hit.seen_at_ms ?? this.cache.written_at_ms) - RACY_MS;
-    if (hit && !racy && hit.size === st.size && hit.mtime_ms === st.mtimeMs && hit.ino === st.ino && hit.mode === mode) return { oid: hit.oid, mode };
+    if (hit && !racy && hit.size === st.size && hit.mtime_ms === st.mtimeMs && hit.ino === st.ino && hit.mode === mode)
+      return { oid: hit.oid, mode };
     count("read");
     const data = await readFile(abs).catch(() => undefined);
     if (!data) return undefined;
@@ -168,7 +185,12 @@ export class Snapshotter {
 }
 
 /** path (relative to the tree) → blob oid and mode, for every file of a tree. */
-async function treeFiles(git: Git, gitdir: string, oid: string, prefix = ""): Promise<Map<string, { oid: string; mode: string }>> {
+async function treeFiles(
+  git: Git,
+  gitdir: string,
+  oid: string,
+  prefix = "",
+): Promise<Map<string, { oid: string; mode: string }>> {
   const out = new Map<string, { oid: string; mode: string }>();
   const { tree } = await git.readTree({ fs: gitFs, gitdir, oid, cache: readCache() });
   for (const e of tree) {

@@ -4,19 +4,32 @@
  * are committed to a git repository inside the run, `<run>/.checkpoints.git` (bare, one branch,
  * one commit per checkpoint). `relay infty restore` (restore.ts) rewinds a run to one of them.
  */
+
+import { Buffer } from "node:buffer";
 import { existsSync } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import path from "node:path";
-import { Buffer } from "node:buffer";
-import { errorMessage, err, ok, type Result } from "../util/result.ts";
-import { parseJsonWith } from "../util/json.ts";
-import { CHECKPOINT_DIRS, CHECKPOINT_GITDIR, CHECKPOINT_REF, CheckpointInfoSchema, CheckpointRecordSchema, RECORD_FILE, RestorableStateSchema, type CheckpointInfo, type CheckpointRecord, type CheckpointTrigger, type RolloutMark } from "./checkpoint-format.ts";
-import { Snapshotter } from "./checkpoint-tree.ts";
-import { ALL, type Changes } from "./change-feed.ts";
-import { gitFs, loadGit, readCache, syncObjects, type Git } from "./git-store.ts";
-import { appendLine, readJsonl, writeFileAtomic } from "./durable.ts";
 import { z } from "zod";
+import { parseJsonWith } from "../util/json.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
+import { ALL, type Changes } from "./change-feed.ts";
+import {
+  CHECKPOINT_DIRS,
+  CHECKPOINT_GITDIR,
+  CHECKPOINT_REF,
+  type CheckpointInfo,
+  CheckpointInfoSchema,
+  type CheckpointRecord,
+  CheckpointRecordSchema,
+  type CheckpointTrigger,
+  RECORD_FILE,
+  RestorableStateSchema,
+  type RolloutMark,
+} from "./checkpoint-format.ts";
+import { Snapshotter } from "./checkpoint-tree.ts";
+import { appendLine, readJsonl, writeFileAtomic } from "./durable.ts";
+import { type Git, gitFs, loadGit, readCache, syncObjects } from "./git-store.ts";
 import type { RunStore } from "./run-store.ts";
 
 const AUTHOR = { name: "relay infty", email: "infty@relay.invalid" };
@@ -24,7 +37,9 @@ const AUTHOR = { name: "relay infty", email: "infty@relay.invalid" };
 export const gitdirOf = (runDir: string) => path.join(runDir, CHECKPOINT_GITDIR);
 
 /** A checkpoint as listed: its info and its commit. */
-export const CheckpointSchema = lazySchema(() => CheckpointInfoSchema.extend({ commit: z.string().regex(/^[0-9a-f]{40}$/) }));
+export const CheckpointSchema = lazySchema(() =>
+  CheckpointInfoSchema.extend({ commit: z.string().regex(/^[0-9a-f]{40}$/) }),
+);
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
 
 /**
@@ -36,7 +51,8 @@ export type Checkpoint = z.infer<typeof CheckpointSchema>;
 const listFile = (gitdir: string) => path.join(gitdir, "relay-checkpoints.jsonl");
 
 /** Whether the list reaches the tip with no checkpoint missing (numbered 1, 2, 3, ...). */
-const complete = (listed: Checkpoint[], tip: string) => listed.at(-1)?.commit === tip && listed.every((c, i) => c.seq === i + 1);
+const complete = (listed: Checkpoint[], tip: string) =>
+  listed.at(-1)?.commit === tip && listed.every((c, i) => c.seq === i + 1);
 
 /** Rewrites the checkpoint list from the commits if it does not reach the branch's tip (a driver's resume). */
 export async function checkListed(runDir: string): Promise<void> {
@@ -46,7 +62,11 @@ export async function checkListed(runDir: string): Promise<void> {
   if (!tip) return;
   if (complete(await readJsonl(listFile(gitdir), CheckpointSchema), tip)) return;
   const all = await listCheckpoints(runDir);
-  if ("ok" in all) await writeFileAtomic(listFile(gitdir), all.ok.map((c) => JSON.stringify(c)).join("\n") + (all.ok.length ? "\n" : ""));
+  if ("ok" in all)
+    await writeFileAtomic(
+      listFile(gitdir),
+      all.ok.map((c) => JSON.stringify(c)).join("\n") + (all.ok.length ? "\n" : ""),
+    );
 }
 
 /** Bytes and lines of each rollout seen so far: a later count reads only what was appended. */
@@ -103,19 +123,39 @@ export interface SnapshotContext {
 const NOTHING_LEFT_OUT: ReadonlySet<string> = new Set();
 
 /** The commit of a new checkpoint; the branch is moved to it last, so a crash before leaves no trace. */
-async function commitCheckpoint(git: Git, store: RunStore, info: CheckpointInfo, parent: string | undefined, ctx: SnapshotContext): Promise<string> {
+async function commitCheckpoint(
+  git: Git,
+  store: RunStore,
+  info: CheckpointInfo,
+  parent: string | undefined,
+  ctx: SnapshotContext,
+): Promise<string> {
   const gitdir = gitdirOf(store.dir);
   const tree = [];
-  for (const d of CHECKPOINT_DIRS) tree.push({ mode: "040000", path: d, oid: await ctx.snapshotter.tree(store.dir, d, ctx.changes, NOTHING_LEFT_OUT), type: "tree" as const });
+  for (const d of CHECKPOINT_DIRS)
+    tree.push({
+      mode: "040000",
+      path: d,
+      oid: await ctx.snapshotter.tree(store.dir, d, ctx.changes, NOTHING_LEFT_OUT),
+      type: "tree" as const,
+    });
   const rollouts: RolloutMark[] = [];
   for (const r of store.state.roles) if (r.rollout_path) rollouts.push(await rolloutMark(r.role, r.rollout_path));
   const record: CheckpointRecord = { version: 1, ...info, state: RestorableStateSchema.parse(store.state), rollouts };
-  const recordOid = await git.writeBlob({ fs: gitFs, gitdir, blob: Buffer.from(JSON.stringify(record, null, 2) + "\n") });
+  const recordOid = await git.writeBlob({
+    fs: gitFs,
+    gitdir,
+    blob: Buffer.from(JSON.stringify(record, null, 2) + "\n"),
+  });
   tree.push({ mode: "100644", path: RECORD_FILE, oid: recordOid, type: "blob" as const });
   const treeOid = await git.writeTree({ fs: gitFs, gitdir, tree });
   const when = { ...AUTHOR, timestamp: Math.floor(Date.parse(info.at) / 1000), timezoneOffset: 0 };
   const message = `${info.id} ${info.trigger}: ${info.summary.split("\n")[0]!.slice(0, 120)}\n\n${JSON.stringify(info)}\n`;
-  const commit = await git.writeCommit({ fs: gitFs, gitdir, commit: { message, tree: treeOid, parent: parent ? [parent] : [], author: when, committer: when } });
+  const commit = await git.writeCommit({
+    fs: gitFs,
+    gitdir,
+    commit: { message, tree: treeOid, parent: parent ? [parent] : [], author: when, committer: when },
+  });
   await syncObjects();
   await git.writeRef({ fs: gitFs, gitdir, ref: CHECKPOINT_REF, value: commit, force: true });
   await appendLine(listFile(gitdir), JSON.stringify({ ...info, commit } satisfies Checkpoint));
@@ -136,7 +176,12 @@ export async function initCheckpoints(runDir: string): Promise<void> {
 }
 
 /** Commits the run store as the next checkpoint and records its id in run.json. */
-export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger, summary: string, given?: SnapshotContext): Promise<Result<Checkpoint>> {
+export async function takeCheckpoint(
+  store: RunStore,
+  trigger: CheckpointTrigger,
+  summary: string,
+  given?: SnapshotContext,
+): Promise<Result<Checkpoint>> {
   try {
     const git = await loadGit();
     const gitdir = gitdirOf(store.dir);
@@ -145,16 +190,32 @@ export async function takeCheckpoint(store: RunStore, trigger: CheckpointTrigger
     const parent = await head(git, gitdir);
     // The checkpoint before is known to a driver that took it: no read of a (packed) commit.
     const known = ctx.snapshotter.last?.commit === parent ? ctx.snapshotter.last : undefined;
-    const prior = known ?? (parent ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent, cache: readCache() })).commit.message) : undefined);
+    const prior =
+      known ??
+      (parent
+        ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid: parent, cache: readCache() })).commit.message)
+        : undefined);
     const seq = (prior?.seq ?? 0) + 1;
     const st = store.state;
-    const info: CheckpointInfo = { id: `ckpt-${String(seq).padStart(4, "0")}`, seq, at: new Date().toISOString(), trigger, summary, turn: st.turns, handoff: st.handoffs, ...(st.repo ? { repo_commit: st.repo.head_commit } : {}) };
+    const info: CheckpointInfo = {
+      id: `ckpt-${String(seq).padStart(4, "0")}`,
+      seq,
+      at: new Date().toISOString(),
+      trigger,
+      summary,
+      turn: st.turns,
+      handoff: st.handoffs,
+      ...(st.repo ? { repo_commit: st.repo.head_commit } : {}),
+    };
     const commit = await commitCheckpoint(git, store, info, parent, ctx);
     ctx.snapshotter.last = { commit, seq };
     await store.update({ last_checkpoint: info.id });
     return ok({ ...info, commit });
   } catch (e) {
-    return err("checkpoint_failed", `could not commit a checkpoint of run ${store.id} in ${gitdirOf(store.dir)}: ${errorMessage(e)}`);
+    return err(
+      "checkpoint_failed",
+      `could not commit a checkpoint of run ${store.id} in ${gitdirOf(store.dir)}: ${errorMessage(e)}`,
+    );
   }
 }
 
@@ -163,7 +224,9 @@ export async function latestCheckpoint(runDir: string): Promise<CheckpointInfo |
   const git = await loadGit();
   const gitdir = gitdirOf(runDir);
   const oid = await head(git, gitdir);
-  return oid ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid, cache: readCache() })).commit.message) : undefined;
+  return oid
+    ? parseInfo((await git.readCommit({ fs: gitFs, gitdir, oid, cache: readCache() })).commit.message)
+    : undefined;
 }
 
 /** Every checkpoint of the run in `runDir`, oldest first (none yet: empty). */
@@ -197,16 +260,33 @@ export async function findCheckpoint(runDir: string, runId: string, want: string
   const found = all.ok.find((c) => c.id === want || c.seq === n || (hex !== undefined && c.commit.startsWith(hex)));
   if (found) return ok(found);
   const known = all.ok.length ? `it has ${all.ok.length} (${all.ok[0]!.id} … ${all.ok.at(-1)!.id})` : "it has none yet";
-  return err("unknown_checkpoint", `run ${runId} has no checkpoint ${JSON.stringify(want)}; ${known}; list them with: relay infty checkpoints ${runId}`);
+  return err(
+    "unknown_checkpoint",
+    `run ${runId} has no checkpoint ${JSON.stringify(want)}; ${known}; list them with: relay infty checkpoints ${runId}`,
+  );
 }
 
 /** The record a checkpoint keeps (state, rollout sizes) and the trees of its folders. */
-export async function readCheckpoint(runDir: string, c: Checkpoint): Promise<Result<{ record: CheckpointRecord; trees: Map<string, string> }>> {
+export async function readCheckpoint(
+  runDir: string,
+  c: Checkpoint,
+): Promise<Result<{ record: CheckpointRecord; trees: Map<string, string> }>> {
   try {
     const git = await loadGit();
     const gitdir = gitdirOf(runDir);
-    const { blob } = await git.readBlob({ fs: gitFs, gitdir, oid: c.commit, filepath: RECORD_FILE, cache: readCache() });
-    const parsed = parseJsonWith(CheckpointRecordSchema, Buffer.from(blob).toString("utf8"), `${c.id}'s ${RECORD_FILE}`, { code: "checkpoint_invalid" });
+    const { blob } = await git.readBlob({
+      fs: gitFs,
+      gitdir,
+      oid: c.commit,
+      filepath: RECORD_FILE,
+      cache: readCache(),
+    });
+    const parsed = parseJsonWith(
+      CheckpointRecordSchema,
+      Buffer.from(blob).toString("utf8"),
+      `${c.id}'s ${RECORD_FILE}`,
+      { code: "checkpoint_invalid" },
+    );
     if ("error" in parsed) return parsed;
     const { tree } = await git.readTree({ fs: gitFs, gitdir, oid: c.commit, cache: readCache() });
     return ok({ record: parsed.ok, trees: new Map(tree.filter((e) => e.type === "tree").map((e) => [e.path, e.oid])) });

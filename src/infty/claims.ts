@@ -11,7 +11,9 @@ import { err, ok, type Result } from "../util/result.ts";
 import { resolveWithin } from "./run-store.ts";
 
 /** The part of a claim file the orchestrator reads; the rest is for the Verifiers. */
-export const ClaimFileSchema = lazySchema(() => z.looseObject({ claim: z.string().optional(), evidence: z.array(z.unknown()).optional() }));
+export const ClaimFileSchema = lazySchema(() =>
+  z.looseObject({ claim: z.string().optional(), evidence: z.array(z.unknown()).optional() }),
+);
 
 /** An evidence entry that is meant as a file: one word, and absolute, `..`-relative or existing. */
 async function namesAFile(root: string, entry: string): Promise<boolean> {
@@ -27,7 +29,10 @@ async function namesAFile(root: string, entry: string): Promise<boolean> {
  * A claim file by its real path (one that links out of the run store is an error, never read):
  * its text (undefined when it cannot be read, e.g. a folder) and its JSON (undefined if none).
  */
-export async function readClaimFile(root: string, claimPath: string): Promise<Result<{ path: string; raw?: string; json?: unknown }>> {
+export async function readClaimFile(
+  root: string,
+  claimPath: string,
+): Promise<Result<{ path: string; raw?: string; json?: unknown }>> {
   const claim = await resolveWithin(root, claimPath, "the run store");
   if ("error" in claim) return claim;
   const raw = await readFile(claim.ok, "utf8").catch(() => undefined);
@@ -51,6 +56,7 @@ export async function checkClaim(root: string, claimPath: string): Promise<Resul
     const r = await resolveWithin(root, entry, "the run store");
     if ("error" in r && r.error.code === "escapes_run_store") problems.push(`evidence ${r.error.message}`);
   }
-  if (problems.length) return err("escapes_run_store", `the claim ${claimPath} points outside the run store: ${problems.join("; ")}`);
+  if (problems.length)
+    return err("escapes_run_store", `the claim ${claimPath} points outside the run store: ${problems.join("; ")}`);
   return ok(claim.ok.path);
 }

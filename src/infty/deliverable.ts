@@ -45,12 +45,17 @@ export async function checkDeliverable(dir: string, rules: DeliverableRules = {}
   } catch {
     return err("deliverable_invalid", `${dir}/README.md is missing`);
   }
-  const missingSections = REQUIRED_SECTIONS.filter((re) => !re.test(readme)).map((re) => re.source.replace(/\^##\\s\+/, "## "));
-  if (missingSections.length) return err("deliverable_invalid", `README.md lacks the sections: ${missingSections.join(", ")}`);
+  const missingSections = REQUIRED_SECTIONS.filter((re) => !re.test(readme)).map((re) =>
+    re.source.replace(/\^##\\s\+/, "## "),
+  );
+  if (missingSections.length)
+    return err("deliverable_invalid", `README.md lacks the sections: ${missingSections.join(", ")}`);
   const manifestText = readme.split(/^##\s+Manifest.*$/im)[1]?.split(/^##\s/m)[0] ?? "";
   const entries: ManifestEntry[] = [];
-  for (const m of manifestText.matchAll(/^\s*[-*]\s+`?([^`(\s][^`(]*?)`?\s*\((\d+)\s*bytes?\)/gim)) entries.push({ path: m[1]!.trim(), bytes: Number(m[2]) });
-  if (entries.length === 0 && !rules.allowEmptyManifest) return err("deliverable_invalid", 'README.md\'s manifest lists no files as "- <path> (<size> bytes)"');
+  for (const m of manifestText.matchAll(/^\s*[-*]\s+`?([^`(\s][^`(]*?)`?\s*\((\d+)\s*bytes?\)/gim))
+    entries.push({ path: m[1]!.trim(), bytes: Number(m[2]) });
+  if (entries.length === 0 && !rules.allowEmptyManifest)
+    return err("deliverable_invalid", 'README.md\'s manifest lists no files as "- <path> (<size> bytes)"');
   const problems: string[] = [];
   for (const e of entries) {
     const real = await resolveWithin(dir, e.path, "the deliverable");
@@ -63,7 +68,9 @@ export async function checkDeliverable(dir: string, rules: DeliverableRules = {}
   }
   const listed = new Set(entries.map((e) => path.normalize(e.path)));
   const own = new Set(["README.md", ...(rules.orchestratorFiles ?? [])]);
-  for (const f of await listFiles(dir)) if (!own.has(f) && !listed.has(f)) problems.push(`${f} is in the deliverable but not in the manifest`);
-  if (problems.length) return err("manifest_mismatch", `the deliverable's manifest does not match its files:\n- ${problems.join("\n- ")}`);
+  for (const f of await listFiles(dir))
+    if (!own.has(f) && !listed.has(f)) problems.push(`${f} is in the deliverable but not in the manifest`);
+  if (problems.length)
+    return err("manifest_mismatch", `the deliverable's manifest does not match its files:\n- ${problems.join("\n- ")}`);
   return ok({ dir, entries, totalBytes: entries.reduce((a, e) => a + e.bytes, 0) });
 }

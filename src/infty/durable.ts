@@ -5,8 +5,8 @@
  */
 import { Buffer } from "node:buffer";
 import { open, readdir, readFile, rename, rm } from "node:fs/promises";
-import type { z } from "zod";
 import path from "node:path";
+import type { z } from "zod";
 
 let tmpCounter = 0;
 
@@ -36,7 +36,11 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
  * part. `sync: false` leaves out both fsyncs: the file is still whole or absent after a crash of the
  * process, but a power loss may lose it (for caches, or files the caller fsyncs later in a batch).
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number; sync?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(
+  file: string,
+  data: string | Uint8Array,
+  opts: { mode?: number; sync?: boolean } = {},
+): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
   const fh = await open(tmp, "w", opts.mode ?? PRIVATE_FILE_MODE);
   try {

@@ -5,8 +5,8 @@
  * known shapes are checked only where a reader needs their fields.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import type { SessionEvent } from "../session/events.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { RoleActivitySchema } from "./activity.ts";
 
@@ -27,7 +27,8 @@ const TEXT_FIELDS = new Set(["text", "summary", "prompt", "directive", "rational
 export function redactLogLine<T extends Record<string, unknown>>(line: T): T {
   const out: Record<string, unknown> = { ...line };
   for (const [key, value] of Object.entries(line)) {
-    if (key === "event" && value !== null && typeof value === "object" && !Array.isArray(value)) out[key] = redactLogLine(value as Record<string, unknown>);
+    if (key === "event" && value !== null && typeof value === "object" && !Array.isArray(value))
+      out[key] = redactLogLine(value as Record<string, unknown>);
     else if (!TEXT_FIELDS.has(key)) continue;
     else if (typeof value === "string") out[key] = redactSecrets(value);
     else if (Array.isArray(value)) out[key] = value.map((v) => (typeof v === "string" ? redactSecrets(v) : v));
@@ -36,40 +37,91 @@ export function redactLogLine<T extends Record<string, unknown>>(line: T): T {
 }
 
 /** What a role's session did, in the compact form the log keeps (see roleLogEvent). */
-export const RoleLogEventSchema = lazySchema(() => z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("turn_started") }),
-  z.object({ kind: z.literal("turn_completed") }),
-  z.object({ kind: z.literal("turn_aborted"), text: z.string() }),
-  z.object({ kind: z.literal("message"), text: z.string() }),
-  z.object({ kind: z.literal("tool_call"), name: z.string(), text: z.string() }),
-  z.object({ kind: z.literal("tool_failed"), name: z.string(), text: z.string() }),
-  z.object({ kind: z.literal("context_compacted"), text: z.string() }),
-  z.object({ kind: z.literal("warning"), text: z.string() }),
-  z.object({ kind: z.literal("error"), text: z.string() }),
-]));
+export const RoleLogEventSchema = lazySchema(() =>
+  z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("turn_started") }),
+    z.object({ kind: z.literal("turn_completed") }),
+    z.object({ kind: z.literal("turn_aborted"), text: z.string() }),
+    z.object({ kind: z.literal("message"), text: z.string() }),
+    z.object({ kind: z.literal("tool_call"), name: z.string(), text: z.string() }),
+    z.object({ kind: z.literal("tool_failed"), name: z.string(), text: z.string() }),
+    z.object({ kind: z.literal("context_compacted"), text: z.string() }),
+    z.object({ kind: z.literal("warning"), text: z.string() }),
+    z.object({ kind: z.literal("error"), text: z.string() }),
+  ]),
+);
 export type RoleLogEvent = z.infer<typeof RoleLogEventSchema>;
 
 const base = { at: lazySchema(() => z.string()) };
 
 /** Every line type the orchestrator writes. */
-export const KnownLogEventSchema = lazySchema(() => z.discriminatedUnion("type", [
-  z.object({ ...base, type: z.literal("run_started"), resumed: z.boolean(), pid: z.number().int().optional(), host: z.string().optional(), lease_epoch: z.number().int().optional() }),
-  /** The orchestrator committed the Solver's checkout to the run's branch (a run on a repository). */
-  z.object({ ...base, type: z.literal("commit"), commit: z.string(), branch: z.string(), reason: z.string(), changed: z.boolean() }),
-  z.object({ ...base, type: z.literal("role"), role: z.string(), event: RoleLogEventSchema }),
-  z.object({ ...base, type: z.literal("handoff"), from: z.string(), to: z.string(), summary: z.string() }),
-  z.object({ ...base, type: z.literal("direction_request"), prompt: z.string() }),
-  z.object({ ...base, type: z.literal("directive"), directive: z.string(), rationale: z.string().nullable() }),
-  z.object({ ...base, type: z.literal("verdict"), role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), claim_path: z.string().optional(), final: z.boolean().optional() }),
-  z.object({ ...base, type: z.literal("verification_summary"), overall: z.enum(["pass", "fail"]), passes: z.number().int(), total: z.number().int() }),
-  z.object({ ...base, type: z.literal("checkpoint"), name: z.string(), trigger: z.string(), summary: z.string() }),
-  z.object({ ...base, type: z.literal("heartbeat"), turns: z.number().int(), tokens_used: z.number().int(), roles: z.array(RoleActivitySchema) }),
-  z.object({ ...base, type: z.literal("warning"), message: z.string() }),
-  z.object({ ...base, type: z.literal("structured_output_unsupported"), role: z.string(), reason: z.string() }),
-  z.object({ ...base, type: z.literal("restored"), checkpoint: z.string(), commit: z.string(), side_files: z.array(z.string()) }),
-  z.object({ ...base, type: z.literal("operator"), action: z.string(), text: z.string().optional() }),
-  z.object({ ...base, type: z.literal("run_finished"), status: z.string(), detail: z.string(), tokens_used: z.number().int().optional(), roles: z.array(RoleActivitySchema).optional() }),
-]));
+export const KnownLogEventSchema = lazySchema(() =>
+  z.discriminatedUnion("type", [
+    z.object({
+      ...base,
+      type: z.literal("run_started"),
+      resumed: z.boolean(),
+      pid: z.number().int().optional(),
+      host: z.string().optional(),
+      lease_epoch: z.number().int().optional(),
+    }),
+    /** The orchestrator committed the Solver's checkout to the run's branch (a run on a repository). */
+    z.object({
+      ...base,
+      type: z.literal("commit"),
+      commit: z.string(),
+      branch: z.string(),
+      reason: z.string(),
+      changed: z.boolean(),
+    }),
+    z.object({ ...base, type: z.literal("role"), role: z.string(), event: RoleLogEventSchema }),
+    z.object({ ...base, type: z.literal("handoff"), from: z.string(), to: z.string(), summary: z.string() }),
+    z.object({ ...base, type: z.literal("direction_request"), prompt: z.string() }),
+    z.object({ ...base, type: z.literal("directive"), directive: z.string(), rationale: z.string().nullable() }),
+    z.object({
+      ...base,
+      type: z.literal("verdict"),
+      role: z.string(),
+      verdict: z.enum(["pass", "fail"]),
+      reasons: z.array(z.string()),
+      claim_path: z.string().optional(),
+      final: z.boolean().optional(),
+    }),
+    z.object({
+      ...base,
+      type: z.literal("verification_summary"),
+      overall: z.enum(["pass", "fail"]),
+      passes: z.number().int(),
+      total: z.number().int(),
+    }),
+    z.object({ ...base, type: z.literal("checkpoint"), name: z.string(), trigger: z.string(), summary: z.string() }),
+    z.object({
+      ...base,
+      type: z.literal("heartbeat"),
+      turns: z.number().int(),
+      tokens_used: z.number().int(),
+      roles: z.array(RoleActivitySchema),
+    }),
+    z.object({ ...base, type: z.literal("warning"), message: z.string() }),
+    z.object({ ...base, type: z.literal("structured_output_unsupported"), role: z.string(), reason: z.string() }),
+    z.object({
+      ...base,
+      type: z.literal("restored"),
+      checkpoint: z.string(),
+      commit: z.string(),
+      side_files: z.array(z.string()),
+    }),
+    z.object({ ...base, type: z.literal("operator"), action: z.string(), text: z.string().optional() }),
+    z.object({
+      ...base,
+      type: z.literal("run_finished"),
+      status: z.string(),
+      detail: z.string(),
+      tokens_used: z.number().int().optional(),
+      roles: z.array(RoleActivitySchema).optional(),
+    }),
+  ]),
+);
 export type KnownLogEvent = z.infer<typeof KnownLogEventSchema>;
 /** A known line without its time (the store adds it). */
 export type LogEventInput = KnownLogEvent extends infer E ? (E extends { at: string } ? Omit<E, "at"> : never) : never;
@@ -106,7 +158,10 @@ export function roleLogEvent(e: SessionEvent): RoleLogEvent | undefined {
     case "tool_result":
       return e.success ? undefined : { kind: "tool_failed", name: e.name, text: clip(e.output, 500) };
     case "context_compacted":
-      return { kind: "context_compacted", text: `${e.items_before} items → ${e.items_after}${e.fallback ? " (fallback)" : ""}` };
+      return {
+        kind: "context_compacted",
+        text: `${e.items_before} items → ${e.items_after}${e.fallback ? " (fallback)" : ""}`,
+      };
     case "warning":
       return { kind: "warning", text: clip(e.message) };
     case "error":

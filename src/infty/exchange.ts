@@ -2,8 +2,9 @@
  * What became of a message the orchestrator handed to a role before a crash, read from the
  * role's rollout after the offset recorded with it (see InflightSchema in run-store.ts).
  */
-import { open, stat } from "node:fs/promises";
+
 import { Buffer } from "node:buffer";
+import { open, stat } from "node:fs/promises";
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 
@@ -16,8 +17,20 @@ export type Delivery =
   | { state: "answered"; reply: string };
 
 const Text = lazySchema(() => z.object({ text: z.string().optional() }).passthrough());
-const ItemLine = lazySchema(() => z.object({ type: z.literal("response_item"), payload: z.object({ type: z.string(), role: z.string().optional(), content: z.array(Text).optional() }).passthrough() }));
-const EventLine = lazySchema(() => z.object({ type: z.literal("event_msg"), payload: z.object({ type: z.string(), last_agent_message: z.string().nullable().optional() }).passthrough() }));
+const ItemLine = lazySchema(() =>
+  z.object({
+    type: z.literal("response_item"),
+    payload: z
+      .object({ type: z.string(), role: z.string().optional(), content: z.array(Text).optional() })
+      .passthrough(),
+  }),
+);
+const EventLine = lazySchema(() =>
+  z.object({
+    type: z.literal("event_msg"),
+    payload: z.object({ type: z.string(), last_agent_message: z.string().nullable().optional() }).passthrough(),
+  }),
+);
 
 type Entry = { kind: "user" | "assistant"; text: string } | { kind: "call" } | { kind: "task_complete"; reply: string };
 
@@ -32,12 +45,14 @@ function entryOf(line: string): Entry | undefined {
   if (item.success) {
     const p = item.data.payload;
     if (p.type === "function_call" || p.type === "custom_tool_call") return { kind: "call" };
-    if (p.type === "message" && (p.role === "user" || p.role === "assistant")) return { kind: p.role, text: (p.content ?? []).map((c) => c.text ?? "").join("") };
+    if (p.type === "message" && (p.role === "user" || p.role === "assistant"))
+      return { kind: p.role, text: (p.content ?? []).map((c) => c.text ?? "").join("") };
     return undefined;
   }
   const ev = EventLine.safeParse(v);
   if (!ev.success) return undefined;
-  if (ev.data.payload.type === "task_complete") return { kind: "task_complete", reply: ev.data.payload.last_agent_message ?? "" };
+  if (ev.data.payload.type === "task_complete")
+    return { kind: "task_complete", reply: ev.data.payload.last_agent_message ?? "" };
   return undefined;
 }
 
@@ -66,7 +81,10 @@ async function readFrom(file: string, offset: number): Promise<string> {
  * is then asked to go on, as after any answer without a usable signal.)
  */
 export async function deliveryOf(rolloutPath: string, offset: number, message: string): Promise<Delivery> {
-  const entries = (await readFrom(rolloutPath, offset)).split("\n").map(entryOf).filter((e) => e !== undefined);
+  const entries = (await readFrom(rolloutPath, offset))
+    .split("\n")
+    .map(entryOf)
+    .filter((e) => e !== undefined);
   // Only this role's own messages come after the offset; the last one is what counts.
   const at = entries.findLastIndex((e) => e.kind === "user");
   const user = entries[at];

@@ -19,7 +19,7 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { deflateSync } from "node:zlib";
 import { fsyncDir, writeFileAtomic } from "./durable.ts";
-import { gitFs, type Git } from "./git-store.ts";
+import { type Git, gitFs } from "./git-store.ts";
 
 const TYPES = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
 const OFS_DELTA = 6;
@@ -83,7 +83,8 @@ function insert(bytes: Uint8Array, out: number[]): void {
 export function delta(base: Uint8Array, target: Uint8Array): Buffer {
   const key = (buf: Uint8Array, at: number) => Buffer.from(buf.buffer, buf.byteOffset + at, BLOCK).toString("latin1");
   const blocks = new Map<string, number>();
-  for (let at = 0; at + BLOCK <= base.length; at += BLOCK) if (!blocks.has(key(base, at))) blocks.set(key(base, at), at);
+  for (let at = 0; at + BLOCK <= base.length; at += BLOCK)
+    if (!blocks.has(key(base, at))) blocks.set(key(base, at), at);
   const out: number[] = [];
   varint(base.length, out);
   varint(target.length, out);
@@ -98,7 +99,7 @@ export function delta(base: Uint8Array, target: Uint8Array): Buffer {
     // Grow the match back over bytes still pending, then forward as far as both go.
     let from = at;
     let to = i;
-    while (from > 0 && to > pending && base[from - 1] === target[to - 1]) (from--, to--);
+    while (from > 0 && to > pending && base[from - 1] === target[to - 1]) from--, to--;
     let len = i - to + BLOCK;
     while (from + len < base.length && to + len < target.length && base[from + len] === target[to + len]) len++;
     insert(target.subarray(pending, to), out);
@@ -182,7 +183,13 @@ class PackWriter {
     if (this.has(o.oid)) return;
     const baseDepth = o.base && this.has(o.base) ? this.depths.get(o.base)! : MAX_DEPTH;
     const d = baseData && baseDepth < MAX_DEPTH ? delta(baseData, o.data) : undefined;
-    if (d && d.length < o.data.length / 2) this.push(o.oid, [...entryHeader(OFS_DELTA, d.length), ...ofsBytes(this.offset - this.offsets.get(o.base!)!)], deflateSync(d), baseDepth + 1);
+    if (d && d.length < o.data.length / 2)
+      this.push(
+        o.oid,
+        [...entryHeader(OFS_DELTA, d.length), ...ofsBytes(this.offset - this.offsets.get(o.base!)!)],
+        deflateSync(d),
+        baseDepth + 1,
+      );
     else this.push(o.oid, entryHeader(TYPES[o.type], o.data.length), deflateSync(o.data), 0);
   }
 
@@ -191,7 +198,12 @@ class PackWriter {
     if (this.has(oid)) return;
     if (type === OFS_DELTA) {
       if (!base || !this.has(base)) throw new Error(`object ${oid} is a delta of an object not in the pack`);
-      this.push(oid, [...entryHeader(OFS_DELTA, size), ...ofsBytes(this.offset - this.offsets.get(base)!)], body, this.depths.get(base)! + 1);
+      this.push(
+        oid,
+        [...entryHeader(OFS_DELTA, size), ...ofsBytes(this.offset - this.offsets.get(base)!)],
+        body,
+        this.depths.get(base)! + 1,
+      );
     } else this.push(oid, entryHeader(type, size), body, 0);
   }
 
@@ -202,7 +214,11 @@ class PackWriter {
     header.writeUInt32BE(this.parts.length, 8);
     const body = Buffer.concat([header, ...this.parts]);
     const checksum = sha1(body);
-    return { pack: Buffer.concat([body, checksum]), idx: buildIdx([...this.offsets.keys()], this.offsets, this.crcs, checksum), sha: checksum.toString("hex") };
+    return {
+      pack: Buffer.concat([body, checksum]),
+      idx: buildIdx([...this.offsets.keys()], this.offsets, this.crcs, checksum),
+      sha: checksum.toString("hex"),
+    };
   }
 }
 
@@ -214,8 +230,13 @@ function basesFirst(objects: PackObject[]): PackObject[] {
   for (const first of objects) {
     // The chain of bases down from `first`, each placed before the one that needs it.
     const chain: PackObject[] = [];
-    for (let o: PackObject | undefined = first; o && !placed.has(o.oid) && !chain.includes(o); o = o.base ? byOid.get(o.base) : undefined) chain.push(o);
-    for (const o of chain.reverse()) (placed.add(o.oid), ordered.push(o));
+    for (
+      let o: PackObject | undefined = first;
+      o && !placed.has(o.oid) && !chain.includes(o);
+      o = o.base ? byOid.get(o.base) : undefined
+    )
+      chain.push(o);
+    for (const o of chain.reverse()) placed.add(o.oid), ordered.push(o);
   }
   return ordered;
 }
@@ -234,12 +255,16 @@ export function buildPack(objects: PackObject[]): { pack: Buffer; idx: Buffer; s
 }
 
 /** Each entry of a pack: its id, type, size and compressed body (delta entries with their base's id). */
-function* packEntries(pack: Buffer, idx: Buffer): Generator<{ oid: string; type: number; size: number; body: Buffer; base?: string }> {
+function* packEntries(
+  pack: Buffer,
+  idx: Buffer,
+): Generator<{ oid: string; type: number; size: number; body: Buffer; base?: string }> {
   const n = idx.readUInt32BE(8 + 255 * 4);
   const ids = 8 + 256 * 4;
   const offsetsAt = ids + n * 24;
   const byOffset = new Map<number, string>();
-  for (let i = 0; i < n; i++) byOffset.set(idx.readUInt32BE(offsetsAt + i * 4), idx.toString("hex", ids + i * 20, ids + i * 20 + 20));
+  for (let i = 0; i < n; i++)
+    byOffset.set(idx.readUInt32BE(offsetsAt + i * 4), idx.toString("hex", ids + i * 20, ids + i * 20 + 20));
   const starts = [...byOffset.keys()].sort((a, b) => a - b);
   for (let i = 0; i < starts.length; i++) {
     const start = starts[i]!;
@@ -264,7 +289,12 @@ function* packEntries(pack: Buffer, idx: Buffer): Generator<{ oid: string; type:
  * One pack of the packs named (their entries copied as they are, no object inflated) and the
  * loose `objects` (each a delta of its base where that is in the pack: loose or packed).
  */
-export async function mergePacks(gitdir: string, idxNames: string[], objects: PackObject[], dataOf: (oid: string) => Promise<Uint8Array>): Promise<{ pack: Buffer; idx: Buffer; sha: string }> {
+export async function mergePacks(
+  gitdir: string,
+  idxNames: string[],
+  objects: PackObject[],
+  dataOf: (oid: string) => Promise<Uint8Array>,
+): Promise<{ pack: Buffer; idx: Buffer; sha: string }> {
   const w = new PackWriter();
   for (const name of idxNames) {
     const idx = await readFile(path.join(gitdir, "objects", "pack", name));
@@ -306,21 +336,29 @@ export async function looseObjects(gitdir: string): Promise<string[]> {
   const objects = path.join(gitdir, "objects");
   for (const d of await readdir(objects).catch(() => [] as string[])) {
     if (!/^[0-9a-f]{2}$/.test(d)) continue;
-    for (const f of await readdir(path.join(objects, d)).catch(() => [] as string[])) if (/^[0-9a-f]{38}$/.test(f)) out.push(d + f);
+    for (const f of await readdir(path.join(objects, d)).catch(() => [] as string[]))
+      if (/^[0-9a-f]{38}$/.test(f)) out.push(d + f);
   }
   return out;
 }
 
 /** The pack files (their .idx names) of the repository. */
 export async function packs(gitdir: string): Promise<string[]> {
-  return (await readdir(path.join(gitdir, "objects", "pack")).catch(() => [] as string[])).filter((f) => f.endsWith(".idx"));
+  return (await readdir(path.join(gitdir, "objects", "pack")).catch(() => [] as string[])).filter((f) =>
+    f.endsWith(".idx"),
+  );
 }
 
 /**
  * Writes a built pack, then removes what it replaces: the loose objects `loose` and the packs
  * named in `replacing`. The pack's id.
  */
-export async function writePack(gitdir: string, built: { pack: Buffer; idx: Buffer; sha: string }, loose: string[], replacing: string[]): Promise<string> {
+export async function writePack(
+  gitdir: string,
+  built: { pack: Buffer; idx: Buffer; sha: string },
+  loose: string[],
+  replacing: string[],
+): Promise<string> {
   const { pack, idx, sha } = built;
   const dir = path.join(gitdir, "objects", "pack");
   await writeFileAtomic(path.join(dir, `pack-${sha}.pack`), pack);

@@ -35,11 +35,15 @@ export const readCache = () => reads;
 export const dropReadCache = () => void (reads = {});
 export const packedNow = () => void (written = 0);
 
-async function atomicWriteFile(file: string, data: string | Uint8Array, opts?: { mode?: number } | string): Promise<void> {
+async function atomicWriteFile(
+  file: string,
+  data: string | Uint8Array,
+  opts?: { mode?: number } | string,
+): Promise<void> {
   const mode = typeof opts === "object" && opts?.mode !== undefined ? { mode: opts.mode } : {};
   const isObject = file.split(/[\\/]/).includes("objects");
   await writeFileAtomic(file, data, { ...mode, sync: !isObject });
-  if (isObject) (unsynced.add(file), written++);
+  if (isObject) unsynced.add(file), written++;
   count("written");
 }
 

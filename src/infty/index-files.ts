@@ -12,16 +12,34 @@
  * entry that changed are built and written. Which claims name an artifact is looked up by the
  * artifact's path and its folders, never by trying every claim on every file.
  */
-import { hashHex } from "../util/random.ts";
-import { byCodeUnits } from "../util/compare.ts";
+
 import { lstat, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import { appendLine, readJsonl } from "./durable.ts";
+import { byCodeUnits } from "../util/compare.ts";
+import { hashHex } from "../util/random.ts";
 import { ALL, type Changes } from "./change-feed.ts";
-import { ARTIFACT_PAGES, ARTIFACTS_INDEX, ArtifactsIndexSchema, ArtifactsPageSchema, CLAIM_PAGES, CLAIMS_INDEX, ClaimsIndexSchema, ClaimsPageSchema, IndexManifestSchema, ROUNDS_FILE, VerificationRoundSchema, type ArtifactEntry, type ArtifactsIndex, type ClaimEntry, type ClaimsIndex, type VerificationRound } from "./index-format.ts";
+import { readClaimFile } from "./claims.ts";
+import { appendLine, readJsonl } from "./durable.ts";
+import {
+  ARTIFACT_PAGES,
+  ARTIFACTS_INDEX,
+  type ArtifactEntry,
+  type ArtifactsIndex,
+  ArtifactsIndexSchema,
+  ArtifactsPageSchema,
+  CLAIM_PAGES,
+  CLAIMS_INDEX,
+  type ClaimEntry,
+  type ClaimsIndex,
+  ClaimsIndexSchema,
+  ClaimsPageSchema,
+  IndexManifestSchema,
+  ROUNDS_FILE,
+  type VerificationRound,
+  VerificationRoundSchema,
+} from "./index-format.ts";
 import { lowerBound, PagedIndex, type PagedIndexOptions } from "./index-pages.ts";
 import type { RunStore } from "./run-store.ts";
-import { readClaimFile } from "./claims.ts";
 import { count } from "./work-count.ts";
 
 /** A file changed this close to its last look may have kept its size and mtime: hash it again. */
@@ -60,7 +78,9 @@ async function readClaim(runDir: string, claimPath: string): Promise<ClaimInfo> 
   const obj = json && typeof json === "object" ? (json as Record<string, unknown>) : undefined;
   const text = typeof obj?.claim === "string" ? obj.claim : raw.slice(0, CLAIM_TEXT_MAX);
   const sources = obj ? strings(obj.evidence ?? obj) : [raw];
-  const refs = sources.flatMap((s) => [...s.matchAll(/artifacts\/[^\s"'`,;:()<>|&*?]*/g)].map((m) => m[0].replace(/[./]+$/, "")));
+  const refs = sources.flatMap((s) =>
+    [...s.matchAll(/artifacts\/[^\s"'`,;:()<>|&*?]*/g)].map((m) => m[0].replace(/[./]+$/, "")),
+  );
   return { sig: await statSig(path.join(runDir, claimPath)), text, refs: [...new Set(refs)] };
 }
 
@@ -152,7 +172,8 @@ export class RunIndex {
     // Hashes from the last index are kept for files unchanged since (size and mtime; inode unknown yet).
     const v1 = ArtifactsIndexSchema.safeParse(artifacts.manifest);
     const at = Date.parse((artifacts.manifest as { generated_at?: string } | undefined)?.generated_at ?? "") || 0;
-    for (const f of v1.success ? v1.data.files : artifacts.entries) index.artifacts.set(f.path, { ...f, mtimeMs: Date.parse(f.modified_at), ino: -1, seenAt: at });
+    for (const f of v1.success ? v1.data.files : artifacts.entries)
+      index.artifacts.set(f.path, { ...f, mtimeMs: Date.parse(f.modified_at), ino: -1, seenAt: at });
     index.sorted.push(...[...index.artifacts.keys()].sort(byCodeUnits));
     return index;
   }
@@ -277,14 +298,28 @@ export class RunIndex {
     // A hash from the index on disk knows the mtime to the millisecond only (modified_at, which
     // Node rounds from a fractional mtimeMs and Bun truncates).
     const sameTime = was && (was.ino === -1 ? Math.abs(was.mtimeMs - st.mtimeMs) < 1 : was.mtimeMs === st.mtimeMs);
-    const same = was && sameTime && was.bytes === st.size && (was.ino === st.ino || was.ino === -1) && st.mtimeMs < was.seenAt - RACY_MS;
+    const same =
+      was &&
+      sameTime &&
+      was.bytes === st.size &&
+      (was.ino === st.ino || was.ino === -1) &&
+      st.mtimeMs < was.seenAt - RACY_MS;
     if (same) return void this.artifacts.set(p, { ...was, ino: st.ino });
     count("read");
     const data = await readFile(abs).catch(() => undefined);
     if (!data) return this.remove(p);
     const sha256 = await hashHex("sha256", data);
-    const next = { path: p, bytes: st.size, sha256, modified_at: st.mtime.toISOString(), mtimeMs: st.mtimeMs, ino: st.ino, seenAt: Date.now() };
-    if (was && was.sha256 === sha256 && was.bytes === st.size && was.modified_at === next.modified_at) return void this.artifacts.set(p, next);
+    const next = {
+      path: p,
+      bytes: st.size,
+      sha256,
+      modified_at: st.mtime.toISOString(),
+      mtimeMs: st.mtimeMs,
+      ino: st.ino,
+      seenAt: Date.now(),
+    };
+    if (was && was.sha256 === sha256 && was.bytes === st.size && was.modified_at === next.modified_at)
+      return void this.artifacts.set(p, next);
     this.put(next);
   }
 
@@ -353,7 +388,8 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
 export async function readArtifactsIndex(runDir: string): Promise<ArtifactsIndex | undefined> {
   const { entries, manifest } = await PagedIndex.load(runDir, ARTIFACT_PAGES_OPTIONS);
   const head = IndexManifestSchema.safeParse(manifest);
-  if (head.success) return { version: 2, run_id: head.data.run_id, generated_at: head.data.generated_at, files: entries };
+  if (head.success)
+    return { version: 2, run_id: head.data.run_id, generated_at: head.data.generated_at, files: entries };
   const whole = ArtifactsIndexSchema.safeParse(manifest);
   return whole.success ? whole.data : undefined;
 }
@@ -362,7 +398,8 @@ export async function readArtifactsIndex(runDir: string): Promise<ArtifactsIndex
 export async function readClaimsIndex(runDir: string): Promise<ClaimsIndex | undefined> {
   const { entries, manifest } = await PagedIndex.load(runDir, CLAIM_PAGES_OPTIONS);
   const head = IndexManifestSchema.safeParse(manifest);
-  if (head.success) return { version: 2, run_id: head.data.run_id, generated_at: head.data.generated_at, claims: entries };
+  if (head.success)
+    return { version: 2, run_id: head.data.run_id, generated_at: head.data.generated_at, claims: entries };
   const whole = ClaimsIndexSchema.safeParse(manifest);
   return whole.success ? whole.data : undefined;
 }

@@ -6,11 +6,11 @@
  * two past PAGE_MAX; appended pages (claims, in the order first sent) fill up to PAGE_TARGET,
  * then a new one starts.
  */
-import { mkdir, readFile, readdir, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { byCodeUnits } from "../util/compare.ts";
 import { writeFileAtomic } from "./durable.ts";
-import { IndexManifestSchema, type IndexManifest } from "./index-format.ts";
+import { type IndexManifest, IndexManifestSchema } from "./index-format.ts";
 import { count } from "./work-count.ts";
 
 /** Entries a new page starts with (an appended page fills up to it, a split leaves two of it). */
@@ -51,12 +51,23 @@ export class PagedIndex<E> {
   /** The pages on disk were not all understood: remove the files no page is. */
   private sweep = false;
 
-  private constructor(private readonly runDir: string, private readonly o: PagedIndexOptions<E>) {}
+  private constructor(
+    private readonly runDir: string,
+    private readonly o: PagedIndexOptions<E>,
+  ) {}
 
   /** The index as its files hold it, with the entries read; an index that does not read back starts empty. */
-  static async load<E>(runDir: string, o: PagedIndexOptions<E>): Promise<{ index: PagedIndex<E>; entries: E[]; manifest: unknown }> {
+  static async load<E>(
+    runDir: string,
+    o: PagedIndexOptions<E>,
+  ): Promise<{ index: PagedIndex<E>; entries: E[]; manifest: unknown }> {
     const index = new PagedIndex(runDir, o);
-    const raw = await readFile(path.join(runDir, o.manifest), "utf8").then((t) => JSON.parse(t) as unknown, () => undefined).catch(() => undefined);
+    const raw = await readFile(path.join(runDir, o.manifest), "utf8")
+      .then(
+        (t) => JSON.parse(t) as unknown,
+        () => undefined,
+      )
+      .catch(() => undefined);
     const parsed = IndexManifestSchema.safeParse(raw);
     if (!parsed.success) {
       index.sweep = true;
@@ -65,7 +76,10 @@ export class PagedIndex<E> {
     const entries: E[] = [];
     for (const ref of parsed.data.pages) {
       const n = Number(/^(\d+)\.json$/.exec(path.posix.basename(ref.file))?.[1]);
-      const text = path.posix.dirname(ref.file) === o.dir ? await readFile(path.join(runDir, ref.file), "utf8").catch(() => undefined) : undefined;
+      const text =
+        path.posix.dirname(ref.file) === o.dir
+          ? await readFile(path.join(runDir, ref.file), "utf8").catch(() => undefined)
+          : undefined;
       const list = text === undefined ? undefined : o.parsePage(parseOrUndefined(text));
       if (!Number.isInteger(n) || !list?.length) {
         index.sweep = true;
@@ -175,7 +189,12 @@ export class PagedIndex<E> {
   }
 
   private manifestOf(): Omit<IndexManifest, "run_id" | "generated_at"> {
-    const pages = this.pages.map((p) => ({ file: `${this.o.dir}/${pageName(p.n)}`, entries: p.keys.length, first: p.keys[0]!, last: p.keys.at(-1)! }));
+    const pages = this.pages.map((p) => ({
+      file: `${this.o.dir}/${pageName(p.n)}`,
+      entries: p.keys.length,
+      first: p.keys[0]!,
+      last: p.keys.at(-1)!,
+    }));
     return { version: 2, entries: this.pageOf.size, next_page: this.nextPage, pages };
   }
 
@@ -188,7 +207,8 @@ export class PagedIndex<E> {
     const changed: string[] = [];
     await mkdir(path.join(this.runDir, this.o.dir), { recursive: true });
     for (const page of this.pages.filter((p) => this.dirty.has(p))) {
-      const text = JSON.stringify({ version: 2, run_id: head.run_id, [this.o.listKey]: page.keys.map(entryOf) }, null, 2) + "\n";
+      const text =
+        JSON.stringify({ version: 2, run_id: head.run_id, [this.o.listKey]: page.keys.map(entryOf) }, null, 2) + "\n";
       if (text === page.text) continue;
       count("written");
       const rel = `${this.o.dir}/${pageName(page.n)}`;
@@ -204,7 +224,11 @@ export class PagedIndex<E> {
     if (part !== this.manifestPart) {
       count("written");
       const { version, ...rest } = manifest;
-      await writeFileAtomic(path.join(this.runDir, this.o.manifest), JSON.stringify({ version, run_id: head.run_id, generated_at: head.generated_at, ...rest }, null, 2) + "\n", { sync: false });
+      await writeFileAtomic(
+        path.join(this.runDir, this.o.manifest),
+        JSON.stringify({ version, run_id: head.run_id, generated_at: head.generated_at, ...rest }, null, 2) + "\n",
+        { sync: false },
+      );
       this.manifestPart = part;
       changed.push(this.o.manifest);
     }

@@ -10,7 +10,19 @@ import path from "node:path";
 import { parseJsonWith } from "../util/json.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { writeFileAtomic } from "./durable.ts";
-import { describeHolder, LeaseHolderSchema, processGone, LeaseRecordSchema, sameHolder, selfHolder, viewOf, type LeaseGrant, type LeaseRecord, type LeaseView, type RunLease } from "./lease.ts";
+import {
+  describeHolder,
+  type LeaseGrant,
+  LeaseHolderSchema,
+  type LeaseRecord,
+  LeaseRecordSchema,
+  type LeaseView,
+  processGone,
+  type RunLease,
+  sameHolder,
+  selfHolder,
+  viewOf,
+} from "./lease.ts";
 
 export const LEASE_FILE = "lease.json";
 const LOCK_FILE = "lease.lock";
@@ -23,7 +35,11 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Whether the lock was left by a process of this host that is gone (killed while it held it). */
 async function lockHolderGone(lock: string): Promise<boolean> {
-  const holder = LeaseHolderSchema.safeParse(await readFile(lock, "utf8").then(JSON.parse, () => undefined).catch(() => undefined));
+  const holder = LeaseHolderSchema.safeParse(
+    await readFile(lock, "utf8")
+      .then(JSON.parse, () => undefined)
+      .catch(() => undefined),
+  );
   return holder.success && processGone(holder.data) !== undefined;
 }
 
@@ -56,7 +72,11 @@ export class FileLease implements RunLease {
       return err("lease_unreadable", `cannot read ${this.file}: ${errorMessage(e)}`);
     }
     if (text === undefined) return ok(undefined);
-    return parseJsonWith(LeaseRecordSchema, text, this.file, { code: "lease_unreadable", invalid: "is not a run lease", note: "relay writes it whole; move it away if another tool changed it, and the next resume writes a new one" });
+    return parseJsonWith(LeaseRecordSchema, text, this.file, {
+      code: "lease_unreadable",
+      invalid: "is not a run lease",
+      note: "relay writes it whole; move it away if another tool changed it, and the next resume writes a new one",
+    });
   }
 
   /** Replaces the lease (callers hold the lock); the text written. */
@@ -80,12 +100,23 @@ export class FileLease implements RunLease {
       // Held is held, also by this very process: two drivers in one process are two drivers.
       if (v.state === "held") {
         const age = Math.round(v.heartbeatAgeMs / 1000);
-        return err("run_live", `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago), and only one process may drive or change a run at a time. Watch it with: relay infty logs ${this.runId} --follow; or stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs; it stays resumable), then: ${then}`);
+        return err(
+          "run_live",
+          `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago), and only one process may drive or change a run at a time. Watch it with: relay infty logs ${this.runId} --follow; or stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs; it stays resumable), then: ${then}`,
+        );
       }
       const now = new Date().toISOString();
-      const record: LeaseRecord = { version: 1, epoch: (prior?.epoch ?? 0) + 1, holder: selfHolder(), acquired_at: now, heartbeat_at: now, released_at: null };
+      const record: LeaseRecord = {
+        version: 1,
+        epoch: (prior?.epoch ?? 0) + 1,
+        holder: selfHolder(),
+        acquired_at: now,
+        heartbeat_at: now,
+        released_at: null,
+      };
       const written = await this.write(record);
-      const tookOver = v.state === "stale" ? `took the run over from ${describeHolder(v.record.holder)} (${v.why})` : undefined;
+      const tookOver =
+        v.state === "stale" ? `took the run over from ${describeHolder(v.record.holder)} (${v.why})` : undefined;
       return ok(new FileGrant(this, record, written, tookOver));
     });
   }
@@ -101,11 +132,19 @@ export class FileLease implements RunLease {
         await fh.close();
         break;
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST") return err("lease_failed", `cannot lock ${lock}: ${errorMessage(e)}`);
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST")
+          return err("lease_failed", `cannot lock ${lock}: ${errorMessage(e)}`);
       }
-      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (age > LOCK_STALE_MS || (await lockHolderGone(lock))) await rm(lock, { force: true });
-      else if (Date.now() > deadline) return err("lease_busy", `${lock} has been held for ${Math.round(age / 1000)} s by another relay process; try again, or remove the file if no relay process runs on this run`);
+      else if (Date.now() > deadline)
+        return err(
+          "lease_busy",
+          `${lock} has been held for ${Math.round(age / 1000)} s by another relay process; try again, or remove the file if no relay process runs on this run`,
+        );
       else await pause(10);
     }
     try {
@@ -130,11 +169,19 @@ class FileGrant implements LeaseGrant {
   }
 
   private ours(current: LeaseRecord | undefined): boolean {
-    return current !== undefined && current.epoch === this.record.epoch && !current.released_at && sameHolder(current.holder, this.record.holder);
+    return (
+      current !== undefined &&
+      current.epoch === this.record.epoch &&
+      !current.released_at &&
+      sameHolder(current.holder, this.record.holder)
+    );
   }
 
   private lost(current: LeaseRecord | undefined): Result<never> {
-    const who = current && !current.released_at ? `${describeHolder(current.holder)} holds it now (epoch ${current.epoch})` : "its lease was released or removed";
+    const who =
+      current && !current.released_at
+        ? `${describeHolder(current.holder)} holds it now (epoch ${current.epoch})`
+        : "its lease was released or removed";
     return err("lease_lost", `this process no longer drives the run: ${who}; it stops without writing anything more`);
   }
 
@@ -161,7 +208,8 @@ class FileGrant implements LeaseGrant {
   async release(): Promise<void> {
     await this.lease.locked(async () => {
       const current = await this.lease.read();
-      if ("ok" in current && this.ours(current.ok)) await this.lease.write({ ...this.record, released_at: new Date().toISOString() });
+      if ("ok" in current && this.ours(current.ok))
+        await this.lease.write({ ...this.record, released_at: new Date().toISOString() });
       return ok(undefined);
     });
   }

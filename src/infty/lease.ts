@@ -17,23 +17,27 @@ import type { Result } from "../util/result.ts";
 /** A lease without a heartbeat for this long is stale (the heartbeat comes every 15 s). */
 export const LEASE_STALE_MS = 120_000;
 
-export const LeaseHolderSchema = lazySchema(() => z.object({
-  pid: z.number().int().min(1),
-  /** The process's start (clock ticks since boot, /proc); tells a reused pid from the holder. */
-  start_time: z.string().nullable(),
-  host: z.string(),
-}));
+export const LeaseHolderSchema = lazySchema(() =>
+  z.object({
+    pid: z.number().int().min(1),
+    /** The process's start (clock ticks since boot, /proc); tells a reused pid from the holder. */
+    start_time: z.string().nullable(),
+    host: z.string(),
+  }),
+);
 export type LeaseHolder = z.infer<typeof LeaseHolderSchema>;
 
-export const LeaseRecordSchema = lazySchema(() => z.object({
-  version: z.literal(1),
-  epoch: z.number().int().min(1),
-  holder: LeaseHolderSchema,
-  acquired_at: z.string(),
-  heartbeat_at: z.string(),
-  /** Set when the holder let go (the run ended or stopped); the next grant needs no takeover. */
-  released_at: z.string().nullable().default(null),
-}));
+export const LeaseRecordSchema = lazySchema(() =>
+  z.object({
+    version: z.literal(1),
+    epoch: z.number().int().min(1),
+    holder: LeaseHolderSchema,
+    acquired_at: z.string(),
+    heartbeat_at: z.string(),
+    /** Set when the holder let go (the run ended or stopped); the next grant needs no takeover. */
+    released_at: z.string().nullable().default(null),
+  }),
+);
 export type LeaseRecord = z.infer<typeof LeaseRecordSchema>;
 
 /** What a lease says about the run's driver now. */
@@ -85,7 +89,8 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-export const sameHolder = (a: LeaseHolder, b: LeaseHolder) => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
+export const sameHolder = (a: LeaseHolder, b: LeaseHolder) =>
+  a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
 
 /**
  * Why the holder of `record` is gone, or undefined if it may still drive the run. On this host
@@ -104,7 +109,8 @@ export function processGone(h: LeaseHolder): string | undefined {
   if (h.host !== os.hostname()) return undefined;
   if (!pidAlive(h.pid)) return `driver pid ${h.pid} gone`;
   const start = processStart(h.pid);
-  if (h.start_time !== null && start !== null && start !== h.start_time) return `driver pid ${h.pid} gone (the pid now belongs to another process)`;
+  if (h.start_time !== null && start !== null && start !== h.start_time)
+    return `driver pid ${h.pid} gone (the pid now belongs to another process)`;
   return undefined;
 }
 

@@ -5,13 +5,14 @@
  * 15 s by default) and the process that started it (the pid in events.jsonl's last
  * run_started). Commands that change a stopped run's files (restore) refuse a live one.
  */
-import { open } from "node:fs/promises";
+
 import { Buffer } from "node:buffer";
-import path from "node:path";
-import type { RunMeta } from "./run-store.ts";
-import { FileLease } from "./lease-file.ts";
-import { pidAlive, type LeaseView } from "./lease.ts";
+import { open } from "node:fs/promises";
 import os from "node:os";
+import path from "node:path";
+import { type LeaseView, pidAlive } from "./lease.ts";
+import { FileLease } from "./lease-file.ts";
+import type { RunMeta } from "./run-store.ts";
 
 /** A heartbeat older than this means nobody drives the run (the default interval is 15 s). */
 export const STALE_HEARTBEAT_MS = 60_000;
@@ -81,10 +82,20 @@ const resumeWith = (state: Readonly<RunMeta>) => `resume with: relay infty resum
 
 /** Liveness from the run's lease: held means driven (or being restored) right now. */
 function fromLease(v: LeaseView, state: Readonly<RunMeta>, heartbeatAgeMs: number): Liveness {
-  if (v.state === "free") return { live: false, heartbeatAgeMs, ...(state.status === "running" ? { stale: `stale: no process drives it; ${resumeWith(state)}` } : {}) };
+  if (v.state === "free")
+    return {
+      live: false,
+      heartbeatAgeMs,
+      ...(state.status === "running" ? { stale: `stale: no process drives it; ${resumeWith(state)}` } : {}),
+    };
   const pid = v.record.holder.host === os.hostname() ? { pid: v.record.holder.pid } : {};
   if (v.state === "held") return { live: true, ...pid, heartbeatAgeMs: Math.min(heartbeatAgeMs, v.heartbeatAgeMs) };
-  return { live: false, ...pid, heartbeatAgeMs, ...(state.status === "running" ? { stale: `stale: ${v.why}; ${resumeWith(state)}` } : {}) };
+  return {
+    live: false,
+    ...pid,
+    heartbeatAgeMs,
+    ...(state.status === "running" ? { stale: `stale: ${v.why}; ${resumeWith(state)}` } : {}),
+  };
 }
 
 export async function runLiveness(runDir: string, state: Readonly<RunMeta>, now = Date.now()): Promise<Liveness> {

@@ -111,7 +111,11 @@ export async function followLines(file: string, o: FollowOptions): Promise<strin
       offset = size;
       const end = bytes.lastIndexOf(0x0a);
       carry = bytes.subarray(end + 1);
-      for (const line of bytes.subarray(0, end + 1).toString("utf8").split("\n").filter(Boolean)) {
+      for (const line of bytes
+        .subarray(0, end + 1)
+        .toString("utf8")
+        .split("\n")
+        .filter(Boolean)) {
         o.onLine(line);
         if (o.last(line)) return "the run finished";
       }

@@ -8,18 +8,20 @@
  * run.json: the process that drives the run owns it.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, openSync, closeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { logsDir } from "../home/home.ts";
 import { selfCommand } from "../protocol/child.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { appendLine, readJsonl } from "./durable.ts";
 import { runLiveness } from "./liveness.ts";
 import { RunStore } from "./run-store.ts";
 
-export const OperatorNoteSchema = lazySchema(() => z.object({ id: z.string(), at: z.string(), text: z.string(), from: z.string() }));
+export const OperatorNoteSchema = lazySchema(() =>
+  z.object({ id: z.string(), at: z.string(), text: z.string(), from: z.string() }),
+);
 export type OperatorNote = z.infer<typeof OperatorNoteSchema>;
 
 /** A note's longest text. */
@@ -42,19 +44,32 @@ export async function stopRun(home: string, runId: string, who: string): Promise
   if ("error" in loaded) return loaded;
   const store = loaded.ok;
   const l = await runLiveness(store.dir, store.state);
-  if (!l.live) return err("conflict", `run ${runId} is not running (status ${store.state.status}${store.state.status === "running" ? `, no heartbeat for ${Math.round(l.heartbeatAgeMs / 1000)} s` : ""}); nothing to stop`);
-  if (l.pid === undefined) return err("conflict", `run ${runId} is live but its log names no process; press Ctrl-C where it runs`);
+  if (!l.live)
+    return err(
+      "conflict",
+      `run ${runId} is not running (status ${store.state.status}${store.state.status === "running" ? `, no heartbeat for ${Math.round(l.heartbeatAgeMs / 1000)} s` : ""}); nothing to stop`,
+    );
+  if (l.pid === undefined)
+    return err("conflict", `run ${runId} is live but its log names no process; press Ctrl-C where it runs`);
   try {
     process.kill(l.pid, "SIGTERM");
   } catch (e) {
     return err("stop_failed", `could not signal pid ${l.pid} of run ${runId}: ${(e as Error).message}`);
   }
   await store.log({ type: "operator", action: "stop", text: `SIGTERM to pid ${l.pid} (${who})` });
-  return ok({ action: "stop", message: `asked run ${runId} (pid ${l.pid}) to stop after its current step; it stays resumable` });
+  return ok({
+    action: "stop",
+    message: `asked run ${runId} (pid ${l.pid}) to stop after its current step; it stays resumable`,
+  });
 }
 
 /** Starts `relay infty resume <id>` detached (as the CLI would be run); its output goes to a log file. */
-export async function resumeDetached(home: string, runId: string, who: string, env: NodeJS.ProcessEnv = process.env): Promise<Result<Done & { pid: number; log: string }>> {
+export async function resumeDetached(
+  home: string,
+  runId: string,
+  who: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Result<Done & { pid: number; log: string }>> {
   const loaded = await RunStore.load(home, runId);
   if ("error" in loaded) return loaded;
   const store = loaded.ok;
@@ -67,12 +82,29 @@ export async function resumeDetached(home: string, runId: string, who: string, e
   const fd = openSync(log, "a");
   try {
     const [cmd, ...pre] = self.ok;
-    const child = spawn(cmd!, [...pre, "infty", "resume", runId], { env: { ...env, RELAY_HOME: home }, detached: true, stdio: ["ignore", fd, fd] });
+    const child = spawn(cmd!, [...pre, "infty", "resume", runId], {
+      env: { ...env, RELAY_HOME: home },
+      detached: true,
+      stdio: ["ignore", fd, fd],
+    });
     child.once("error", () => {});
     child.unref();
-    if (child.pid === undefined) return err("resume_failed", `could not start ${cmd} infty resume ${runId}; run it yourself: relay infty resume ${runId}`);
-    await store.log({ type: "operator", action: "resume", text: `relay infty resume started as pid ${child.pid} (${who}); output in ${log}` });
-    return ok({ action: "resume", message: `resuming run ${runId} (pid ${child.pid}); its output goes to ${log}`, pid: child.pid, log });
+    if (child.pid === undefined)
+      return err(
+        "resume_failed",
+        `could not start ${cmd} infty resume ${runId}; run it yourself: relay infty resume ${runId}`,
+      );
+    await store.log({
+      type: "operator",
+      action: "resume",
+      text: `relay infty resume started as pid ${child.pid} (${who}); output in ${log}`,
+    });
+    return ok({
+      action: "resume",
+      message: `resuming run ${runId} (pid ${child.pid}); its output goes to ${log}`,
+      pid: child.pid,
+      log,
+    });
   } finally {
     closeSync(fd);
   }
@@ -82,14 +114,27 @@ export async function resumeDetached(home: string, runId: string, who: string, e
 export async function noteForDirector(home: string, runId: string, text: string, who: string): Promise<Result<Done>> {
   const t = text.trim();
   if (!t) return err("bad_request", "a note needs some text");
-  if (t.length > MAX_NOTE_CHARS) return err("bad_request", `a note has at most ${MAX_NOTE_CHARS} characters (this one has ${t.length}); shorten it or put the rest in a file under artifacts/`);
+  if (t.length > MAX_NOTE_CHARS)
+    return err(
+      "bad_request",
+      `a note has at most ${MAX_NOTE_CHARS} characters (this one has ${t.length}); shorten it or put the rest in a file under artifacts/`,
+    );
   const loaded = await RunStore.load(home, runId);
   if ("error" in loaded) return loaded;
   const store = loaded.ok;
-  if (store.state.status === "complete") return err("conflict", `run ${runId} is complete; no Director will read a note`);
+  if (store.state.status === "complete")
+    return err("conflict", `run ${runId} is complete; no Director will read a note`);
   const notes = await readOperatorNotes(store.dir);
-  const note: OperatorNote = { id: `op-${String(notes.length + 1).padStart(4, "0")}`, at: new Date().toISOString(), text: t, from: who };
+  const note: OperatorNote = {
+    id: `op-${String(notes.length + 1).padStart(4, "0")}`,
+    at: new Date().toISOString(),
+    text: t,
+    from: who,
+  };
   await appendLine(operatorNotesFile(store.dir), JSON.stringify(note));
   await store.log({ type: "operator", action: "note", text: t });
-  return ok({ action: "note", message: `note ${note.id} left for the Director of run ${runId}; it goes with the next direction request` });
+  return ok({
+    action: "note",
+    message: `note ${note.id} left for the Director of run ${runId}; it goes with the next direction request`,
+  });
 }

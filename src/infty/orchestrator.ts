@@ -6,73 +6,131 @@
  * already in a role's rollout is used, not asked for again, and a run whose deliverable was
  * accepted is complete, whatever else the crash cut short.
  */
-import { Log } from "../util/log.ts";
-import { parseJsonWith } from "../util/json.ts";
+
+import { existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import type { ModelClient } from "../model/client.ts";
 import type { ResponseItem } from "../model/items.ts";
 import { createScriptedClient, ScriptSchema } from "../model/scripted.ts";
+import type { TurnOptions } from "../session/agent.ts";
 import { nonInteractiveApprover } from "../session/approval.ts";
 import type { RelayConfig } from "../session/config.ts";
 import type { SessionEvent } from "../session/events.ts";
+import { CrossSessionHub } from "../session/hub.ts";
+import type { SessionChoices } from "../session/resume-settings.ts";
 import { openSession, type SessionMemories } from "../session/runtime.ts";
-import type { TurnOptions } from "../session/agent.ts";
+import { parseJsonWith } from "../util/json.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { checkDeliverable, type DeliverableRules } from "./deliverable.ts";
-import { checkClaim } from "./claims.ts";
-import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
-import { checkListed, gitdirOf, initCheckpoints } from "./checkpoints.ts";
+import { ActivityBoard, type RoleActivity } from "./activity.ts";
 import { ChangeFeed } from "./change-feed.ts";
-import { Snapshotter } from "./checkpoint-tree.ts";
 import { CHECKPOINT_DIRS, type CheckpointTrigger } from "./checkpoint-format.ts";
-import { dropReadCache, loadGit, looseWritten, packedNow } from "./git-store.ts";
 import { PACK_LOOSE } from "./checkpoint-pack.ts";
-import { packInChild } from "./pack-run.ts";
+import { Snapshotter } from "./checkpoint-tree.ts";
+import { checkListed, gitdirOf, initCheckpoints } from "./checkpoints.ts";
+import { checkClaim } from "./claims.ts";
+import { checkDeliverable, type DeliverableRules } from "./deliverable.ts";
+import { writeFileAtomic } from "./durable.ts";
+import { roleLogEvent } from "./event-log.ts";
+import { deliveryOf, rolloutOffset } from "./exchange.ts";
+import { dropReadCache, loadGit, looseWritten, packedNow } from "./git-store.ts";
+import { catchUpCheckpoint, recordHandoff } from "./handoff-record.ts";
 import { recordRound, writeIndexes } from "./index-files.ts";
 import { CLAIMS_INDEX } from "./index-format.ts";
-import { existsSync } from "node:fs";
-import { finishInterruptedRestore } from "./restore.ts";
-import { deliveryOf, rolloutOffset } from "./exchange.ts";
-import { CrossSessionHub } from "../session/hub.ts";
-import { correctiveRetry, DIRECTOR_PROMPT, FINAL_CHECK, FINALIZATION_PROMPT, REDELIVER_PROMPT, REPO_FINAL_CHECK, REPO_FINALIZATION_PROMPT, objectiveMessage, proseQuestion, SOLVER_PROMPT, solverCorrective, VERIFIER_PROMPT } from "./prompts.ts";
-import { generateRunId, inflightList, LeaseLostError, RunStore, validateRunId, type Inflight, type Pending, type RunMeta } from "./run-store.ts";
+import { asksQuestion } from "./json-in-text.ts";
 import type { RunLease } from "./lease.ts";
 import { FileLease } from "./lease-file.ts";
-import { prepareRepository, type RepoRequest } from "./repo/repository.ts";
-import { branchDiff, commitCheckout, ensureCheckout, prepareReview } from "./repo/checkout.ts";
-import { BRANCH_DIFF_FILE, checkoutDir, reviewDir, shortCommit, type RepoRecord } from "./repo/record.ts";
-import { roleWorkspace } from "./role-workspace.ts";
-import { writeFileAtomic } from "./durable.ts";
-import os from "node:os";
-import path from "node:path";
-import { roleKind, roleNames, verifierNumber } from "./roles.ts";
-import { runSettings, type RunSettings } from "./run-settings.ts";
-import type { SessionChoices } from "../session/resume-settings.ts";
-import { scriptTurnsUsed } from "./scripted-resume.ts";
-import { aggregate, DirectiveSchema, OUTPUT_SCHEMAS, readContract, SHAPES, SolverSignalSchema, VerdictSchema, type RoleVerdict, type SolverSignal } from "./signals.ts";
-import { asksQuestion } from "./json-in-text.ts";
-import { ActivityBoard, type RoleActivity } from "./activity.ts";
-import { roleLogEvent } from "./event-log.ts";
 import { readOperatorNotes } from "./operator.ts";
+import { packInChild } from "./pack-run.ts";
+import {
+  correctiveRetry,
+  DIRECTOR_PROMPT,
+  FINAL_CHECK,
+  FINALIZATION_PROMPT,
+  objectiveMessage,
+  proseQuestion,
+  REDELIVER_PROMPT,
+  REPO_FINAL_CHECK,
+  REPO_FINALIZATION_PROMPT,
+  SOLVER_PROMPT,
+  solverCorrective,
+  VERIFIER_PROMPT,
+} from "./prompts.ts";
+import { branchDiff, commitCheckout, ensureCheckout, prepareReview } from "./repo/checkout.ts";
+import { BRANCH_DIFF_FILE, checkoutDir, type RepoRecord, reviewDir, shortCommit } from "./repo/record.ts";
+import { prepareRepository, type RepoRequest } from "./repo/repository.ts";
+import { finishInterruptedRestore } from "./restore.ts";
+import { roleWorkspace } from "./role-workspace.ts";
+import { roleKind, roleNames, verifierNumber } from "./roles.ts";
+import { type RunSettings, runSettings } from "./run-settings.ts";
+import {
+  generateRunId,
+  type Inflight,
+  inflightList,
+  LeaseLostError,
+  type Pending,
+  type RunMeta,
+  RunStore,
+  validateRunId,
+} from "./run-store.ts";
+import { scriptTurnsUsed } from "./scripted-resume.ts";
+import {
+  aggregate,
+  DirectiveSchema,
+  OUTPUT_SCHEMAS,
+  type RoleVerdict,
+  readContract,
+  SHAPES,
+  type SolverSignal,
+  SolverSignalSchema,
+  VerdictSchema,
+} from "./signals.ts";
 
-export const InftyScriptSchema = lazySchema(() => z.strictObject({
-  solver: ScriptSchema,
-  director: ScriptSchema.optional(),
-  verifiers: z.array(ScriptSchema).default([]),
-}));
+export const InftyScriptSchema = lazySchema(() =>
+  z.strictObject({
+    solver: ScriptSchema,
+    director: ScriptSchema.optional(),
+    verifiers: z.array(ScriptSchema).default([]),
+  }),
+);
 
 /** What the orchestrator reports while it works (rendered as progress lines or JSONL). */
 export type InftyEvent =
-  | { type: "run_started"; run_id: string; dir: string; resumed: boolean; objective: string; repo?: { path: string; branch: string; checkout: string; base_commit: string } }
+  | {
+      type: "run_started";
+      run_id: string;
+      dir: string;
+      resumed: boolean;
+      objective: string;
+      repo?: { path: string; branch: string; checkout: string; base_commit: string };
+    }
   | { type: "role_event"; role: string; event: SessionEvent }
   | { type: "handoff"; from: string; to: string; summary: string }
   | { type: "verdict"; role: string; verdict: "pass" | "fail"; reasons: string[] }
   | { type: "verification_summary"; overall: "pass" | "fail"; passes: number; total: number }
   | { type: "checkpoint"; name: string; trigger: CheckpointTrigger; summary: string }
-  | { type: "heartbeat"; turns: number; max_turns: number; elapsed_ms: number; last_activity: string; tokens_used: number; max_tokens: number | null; roles: RoleActivity[] }
+  | {
+      type: "heartbeat";
+      turns: number;
+      max_turns: number;
+      elapsed_ms: number;
+      last_activity: string;
+      tokens_used: number;
+      max_tokens: number | null;
+      roles: RoleActivity[];
+    }
   | { type: "warning"; message: string }
-  | { type: "run_finished"; run_id: string; status: string; detail: string; deliverable?: string; summary?: string | null };
+  | {
+      type: "run_finished";
+      run_id: string;
+      status: string;
+      detail: string;
+      deliverable?: string;
+      summary?: string | null;
+    };
 
 export interface InftyOptions {
   home: string;
@@ -129,16 +187,28 @@ export interface InftyResult {
 
 /** Loads a scripted-run file: one script per role; a resumed role goes on where its session stopped. */
 export function scriptedModels(text: string, file: string): Result<NonNullable<InftyOptions["modelFor"]>> {
-  const parsed = parseJsonWith(InftyScriptSchema, text, file, { code: "invalid_script", invalid: "is not an infty script ({solver, director?, verifiers[]})" });
+  const parsed = parseJsonWith(InftyScriptSchema, text, file, {
+    code: "invalid_script",
+    invalid: "is not an infty script ({solver, director?, verifiers[]})",
+  });
   if ("error" in parsed) return parsed;
   const s = parsed.ok;
   const clients = new Map<string, ModelClient>();
   return ok((role, history) => {
     let c = clients.get(role);
     if (c) return c;
-    const script = role === "solver" ? s.solver : role === "director" ? s.director : s.verifiers[verifierNumber(role) - 1] ?? s.verifiers.at(-1);
+    const script =
+      role === "solver"
+        ? s.solver
+        : role === "director"
+          ? s.director
+          : (s.verifiers[verifierNumber(role) - 1] ?? s.verifiers.at(-1));
     if (!script) return undefined;
-    c = createScriptedClient({ script, scriptPath: `${file} (${role})`, startAt: history ? () => scriptTurnsUsed(history(), script.turns) : 0 });
+    c = createScriptedClient({
+      script,
+      scriptPath: `${file} (${role})`,
+      startAt: history ? () => scriptTurnsUsed(history(), script.turns) : 0,
+    });
     clients.set(role, c);
     return c;
   });
@@ -175,8 +245,30 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
       dropReadCache();
     }
     const repo = store.state.repo;
-    o.report({ type: "run_started", run_id: store.id, dir: store.dir, resumed: Boolean(o.resume), objective: store.state.objective, ...(repo ? { repo: { path: repo.path, branch: repo.branch, checkout: checkoutDir(store.dir), base_commit: repo.base_commit } } : {}) });
-    await store.log({ type: "run_started", resumed: Boolean(o.resume), pid: process.pid, host: os.hostname(), lease_epoch: grant.ok.epoch });
+    o.report({
+      type: "run_started",
+      run_id: store.id,
+      dir: store.dir,
+      resumed: Boolean(o.resume),
+      objective: store.state.objective,
+      ...(repo
+        ? {
+            repo: {
+              path: repo.path,
+              branch: repo.branch,
+              checkout: checkoutDir(store.dir),
+              base_commit: repo.base_commit,
+            },
+          }
+        : {}),
+    });
+    await store.log({
+      type: "run_started",
+      resumed: Boolean(o.resume),
+      pid: process.pid,
+      host: os.hostname(),
+      lease_epoch: grant.ok.epoch,
+    });
     if (grant.ok.tookOver) {
       o.report({ type: "warning", message: grant.ok.tookOver });
       await store.log({ type: "warning", message: grant.ok.tookOver });
@@ -227,15 +319,21 @@ async function prepareResume(o: InftyOptions, store: RunStore): Promise<Result<v
   // A restore a crash cut short is finished first: the run goes on from the checkpoint.
   const restored = await finishInterruptedRestore(store);
   if ("error" in restored) return restored;
-  if (restored.ok) o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
+  if (restored.ok)
+    o.report({ type: "warning", message: `finished the interrupted restore to ${restored.ok.checkpoint.id}` });
   if (store.state.deliverable) return ok(undefined);
   // The checkpoint list a crash left a line short is written again before more are appended.
   await checkListed(store.dir);
   const caught = await catchUpCheckpoint(store);
   for (const message of caught?.warnings ?? []) o.report({ type: "warning", message });
-  if (caught?.checkpoint) o.report({ type: "checkpoint", name: caught.checkpoint.id, trigger: "resume", summary: caught.checkpoint.summary });
+  if (caught?.checkpoint)
+    o.report({ type: "checkpoint", name: caught.checkpoint.id, trigger: "resume", summary: caught.checkpoint.summary });
   // Recorded each time: a flag given on resume is what the run uses from now on.
-  const patch: Partial<RunMeta> = { status: "running", status_detail: "", settings: settingsOf(o, store.state.verifiers) };
+  const patch: Partial<RunMeta> = {
+    status: "running",
+    status_detail: "",
+    settings: settingsOf(o, store.state.verifiers),
+  };
   if (o.maxTurns) patch.max_turns = o.maxTurns;
   if (o.maxWallMs) patch.max_wall_ms = o.maxWallMs;
   if (o.maxTokens) patch.max_tokens = o.maxTokens;
@@ -249,13 +347,42 @@ async function prepareResume(o: InftyOptions, store: RunStore): Promise<Result<v
 async function completeFromRecord(o: InftyOptions, store: RunStore): Promise<Result<InftyResult>> {
   const d = store.state.deliverable!;
   const check = await checkDeliverable(d.path, deliverableRules(store.state.repo));
-  if ("error" in check) return err("deliverable_changed", `run ${store.id}'s accepted deliverable ${d.path} no longer passes its check (changed since?): ${check.error.message}`);
-  const detail = store.state.status === "complete" ? "already complete; its deliverable passed the check again" : "verified deliverable accepted (marked complete on resume)";
-  if (store.state.status !== "complete") await store.update({ status: "complete", status_detail: "verified deliverable accepted", pending: null, inflight: null });
+  if ("error" in check)
+    return err(
+      "deliverable_changed",
+      `run ${store.id}'s accepted deliverable ${d.path} no longer passes its check (changed since?): ${check.error.message}`,
+    );
+  const detail =
+    store.state.status === "complete"
+      ? "already complete; its deliverable passed the check again"
+      : "verified deliverable accepted (marked complete on resume)";
+  if (store.state.status !== "complete")
+    await store.update({
+      status: "complete",
+      status_detail: "verified deliverable accepted",
+      pending: null,
+      inflight: null,
+    });
   await store.log({ type: "run_finished", status: "complete", detail });
   log.info("run finished", { run_id: store.id, status: "complete" });
-  o.report({ type: "run_finished", run_id: store.id, status: "complete", detail, deliverable: d.path, summary: d.summary });
-  return ok({ runId: store.id, dir: store.dir, status: "complete", detail, deliverable: d.path, summary: d.summary, ...(d.branch ? { branch: d.branch } : {}), ...(d.commit ? { commit: d.commit } : {}) });
+  o.report({
+    type: "run_finished",
+    run_id: store.id,
+    status: "complete",
+    detail,
+    deliverable: d.path,
+    summary: d.summary,
+  });
+  return ok({
+    runId: store.id,
+    dir: store.dir,
+    status: "complete",
+    detail,
+    deliverable: d.path,
+    summary: d.summary,
+    ...(d.branch ? { branch: d.branch } : {}),
+    ...(d.commit ? { commit: d.commit } : {}),
+  });
 }
 
 /** On a repository the delivery is a commit: deliverable/ may hold only its README, beside the orchestrator's diff. */
@@ -281,11 +408,27 @@ interface Transition {
 type Step = Result<InftyResult> | undefined;
 
 /** What a Verifier is sent: the claim (or, in the final round, the deliverable) to check. */
-function verificationPayload(p: Extract<Pending, { type: "verification" }>, objective: string, runDir: string, repo: RepoRecord | undefined): string {
+function verificationPayload(
+  p: Extract<Pending, { type: "verification" }>,
+  objective: string,
+  runDir: string,
+  repo: RepoRecord | undefined,
+): string {
   const check = repo ? REPO_FINAL_CHECK : FINAL_CHECK;
-  const what = p.final ? { type: "verification_request", final: true, deliverable_path: p.claim_path, summary: p.notes, check } : { type: "verification_request", claim_path: p.claim_path, notes: p.notes };
+  const what = p.final
+    ? { type: "verification_request", final: true, deliverable_path: p.claim_path, summary: p.notes, check }
+    : { type: "verification_request", claim_path: p.claim_path, notes: p.notes };
   // On a repository the Verifier's cwd is the checkout; the claim is named in the run store too.
-  const where = repo && p.commit ? { commit: p.commit, branch: repo.branch, checkout: reviewDir(runDir), run_store: runDir, [p.final ? "deliverable_file" : "claim_file"]: path.join(runDir, p.claim_path, p.final ? "README.md" : "") } : {};
+  const where =
+    repo && p.commit
+      ? {
+          commit: p.commit,
+          branch: repo.branch,
+          checkout: reviewDir(runDir),
+          run_store: runDir,
+          [p.final ? "deliverable_file" : "claim_file"]: path.join(runDir, p.claim_path, p.final ? "README.md" : ""),
+        }
+      : {};
   return JSON.stringify({ ...what, ...where, objective }, null, 2);
 }
 
@@ -336,8 +479,13 @@ class InftyRun {
   async drive(): Promise<Result<InftyResult>> {
     this.startHeartbeat();
     try {
-      await initCheckpoints(this.store.dir).catch((e: Error) => this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }));
-      this.kept = { feed: await ChangeFeed.start(this.store.dir, CHECKPOINT_DIRS), snapshotter: await Snapshotter.open(await loadGit(), gitdirOf(this.store.dir)) };
+      await initCheckpoints(this.store.dir).catch((e: Error) =>
+        this.o.report({ type: "warning", message: `could not create the run's checkpoint repository: ${e.message}` }),
+      );
+      this.kept = {
+        feed: await ChangeFeed.start(this.store.dir, CHECKPOINT_DIRS),
+        snapshotter: await Snapshotter.open(await loadGit(), gitdirOf(this.store.dir)),
+      };
       // Loose objects a previous process left (it stopped before packing them) are packed now.
       this.pack(false);
       const unready = await this.prepareWorkspaces();
@@ -374,7 +522,11 @@ class InftyRun {
     if ("error" in checkout) return this.finish("failed", checkout.error.message);
     if (this.store.state.verifiers === 0) return undefined;
     const pending = this.store.state.pending;
-    const review = await prepareReview(repo, this.store.dir, pending?.type === "verification" && pending.commit ? pending.commit : repo.head_commit);
+    const review = await prepareReview(
+      repo,
+      this.store.dir,
+      pending?.type === "verification" && pending.commit ? pending.commit : repo.head_commit,
+    );
     return "error" in review ? this.finish("failed", review.error.message) : undefined;
   }
 
@@ -395,8 +547,19 @@ class InftyRun {
         this.lastBeat = now;
       }
       const st = this.store.state;
-      this.o.report({ type: "heartbeat", turns: st.turns, max_turns: st.max_turns, elapsed_ms: now - this.started, last_activity: this.lastActivity, tokens_used: this.board.tokensUsed, max_tokens: st.max_tokens, roles });
-      void this.store.log({ type: "heartbeat", turns: st.turns, tokens_used: this.board.tokensUsed, roles }).catch(() => {});
+      this.o.report({
+        type: "heartbeat",
+        turns: st.turns,
+        max_turns: st.max_turns,
+        elapsed_ms: now - this.started,
+        last_activity: this.lastActivity,
+        tokens_used: this.board.tokensUsed,
+        max_tokens: st.max_tokens,
+        roles,
+      });
+      void this.store
+        .log({ type: "heartbeat", turns: st.turns, tokens_used: this.board.tokensUsed, roles })
+        .catch(() => {});
     }, this.o.heartbeatMs ?? 15_000);
     this.beat.unref?.();
   }
@@ -405,7 +568,8 @@ class InftyRun {
   private async openRoles(): Promise<Step> {
     for (const role of roleNames(this.store.state.verifiers)) {
       const opened = await this.openRole(role, this.store.rolloutOf(role));
-      if ("error" in opened) return this.finish("failed", `could not start the ${role} session: ${opened.error.message}`);
+      if ("error" in opened)
+        return this.finish("failed", `could not start the ${role} session: ${opened.error.message}`);
     }
     return undefined;
   }
@@ -434,7 +598,11 @@ class InftyRun {
       infty: { runId: this.store.id, role },
       resumeCommand: `relay infty resume ${this.store.id}`,
       memories: this.o.memories,
-      extraInstructions: [rolePrompt(role), `## Where you work\n${ws.where}`, `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`],
+      extraInstructions: [
+        rolePrompt(role),
+        `## Where you work\n${ws.where}`,
+        `You are the ${role} of run ${this.store.id}. Objective:\n${this.store.state.objective}`,
+      ],
       emit: (e) => {
         fanout(e);
         this.onRoleEvent(role, e);
@@ -468,14 +636,27 @@ class InftyRun {
     const logged = roleLogEvent(e);
     if (logged) void this.store.log({ type: "role", role, event: logged }).catch(() => {});
     if (e.type === "structured_output_unsupported") this.goPromptOnly(role, e.reason);
-    if (e.type === "context_compacted" && e.summary) void this.store.keepSummary(role, e.summary).catch((err: Error) => this.o.report({ type: "warning", message: `the ${role}'s handoff summary was not saved: ${err.message}` }));
+    if (e.type === "context_compacted" && e.summary)
+      void this.store
+        .keepSummary(role, e.summary)
+        .catch((err: Error) =>
+          this.o.report({ type: "warning", message: `the ${role}'s handoff summary was not saved: ${err.message}` }),
+        );
     if (e.type === "tool_call") this.lastActivity = `${role} ▸ ${e.name}: ${e.display.split("\n")[0]!.slice(0, 80)}`;
     const failedTool = e.type === "tool_result" && !e.success;
     if (failedTool && this.o.failOnToolError && !this.toolFailure) {
       this.toolFailure = `the ${role}'s ${e.name} call failed: ${e.output.split("\n").find((l) => l.trim()) ?? "(no output)"}`;
       this.stopper.abort();
     }
-    if (failedTool || e.type === "tool_call" || e.type === "warning" || e.type === "error" || e.type === "context_compacted" || e.type === "assistant_message") this.o.report({ type: "role_event", role, event: e });
+    if (
+      failedTool ||
+      e.type === "tool_call" ||
+      e.type === "warning" ||
+      e.type === "error" ||
+      e.type === "context_compacted" ||
+      e.type === "assistant_message"
+    )
+      this.o.report({ type: "role_event", role, event: e });
   }
 
   /** Said once per role, in progress and in the run log; recorded so a resumed run sends no schema either. */
@@ -503,15 +684,27 @@ class InftyRun {
 
   private async step(): Promise<Step> {
     if (this.toolFailure) return this.finish("failed", this.toolFailure);
-    if (this.stop.aborted) return this.finish("interrupted", `stopped after the current step; resume with: relay infty resume ${this.store.id}`);
+    if (this.stop.aborted)
+      return this.finish(
+        "interrupted",
+        `stopped after the current step; resume with: relay infty resume ${this.store.id}`,
+      );
     const st = this.store.state;
     if (st.turns >= st.max_turns) return this.finish("budget_exhausted", this.budgetDetail());
     if (st.max_tokens !== null && this.board.tokensUsed >= st.max_tokens) {
-      return this.finish("budget_exhausted", `the token budget (${st.max_tokens} tokens) is used up (${this.board.tokensUsed} used); raise it with: relay infty resume ${this.store.id} --max-tokens N`);
+      return this.finish(
+        "budget_exhausted",
+        `the token budget (${st.max_tokens} tokens) is used up (${this.board.tokensUsed} used); raise it with: relay infty resume ${this.store.id} --max-tokens N`,
+      );
     }
-    if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms) return this.finish("budget_exhausted", `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall <duration, e.g. 2h>`);
+    if (st.wall_ms_used + (Date.now() - this.lastBeat) >= st.max_wall_ms)
+      return this.finish(
+        "budget_exhausted",
+        `the wall-clock budget is used up; raise it with: relay infty resume ${this.store.id} --max-wall <duration, e.g. 2h>`,
+      );
     const pending = st.pending;
-    if (!pending) return this.finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
+    if (!pending)
+      return this.finish("failed", "the run has nothing pending and no deliverable; its state is inconsistent");
     if (pending.type === "solver_message") return this.solverStep(pending.message);
     if (pending.type === "direction") return this.directionStep(pending.prompt);
     return this.verificationStep(pending);
@@ -522,7 +715,12 @@ class InftyRun {
    * message in flight, the role's rollout says whether to use the answer it recorded, continue
    * the turn, or send the message; otherwise the in-flight record is written first.
    */
-  private async exchange(role: string, message: string, attempt: 1 | 2, send: (text: string | undefined) => Promise<Result<Reply>>): Promise<Result<Reply>> {
+  private async exchange(
+    role: string,
+    message: string,
+    attempt: 1 | 2,
+    send: (text: string | undefined) => Promise<Result<Reply>>,
+  ): Promise<Result<Reply>> {
     const handle = this.hub.get(this.store.id, role)!.handle;
     const prior = this.takeResumed(role, message, attempt);
     if (prior) {
@@ -532,7 +730,9 @@ class InftyRun {
     }
     const record = { role, attempt, message, rollout_offset: await rolloutOffset(handle.rolloutPath) };
     // Read and written in one synchronous step: Verifiers asked in parallel each add their own.
-    await this.store.update({ inflight: [...inflightList(this.store.state.inflight).filter((r) => r.role !== role), record] });
+    await this.store.update({
+      inflight: [...inflightList(this.store.state.inflight).filter((r) => r.role !== role), record],
+    });
     return send(message);
   }
 
@@ -547,13 +747,31 @@ class InftyRun {
   }
 
   private async roleTurn(role: string, text: string | undefined): Promise<Result<Reply>> {
-    const r = await this.hub.awaitFirstAssistant(this.store.id, role, text, this.o.roleTimeoutMs ?? this.store.state.role_timeout_ms ?? 20 * 60_000, this.stop, this.turnOptions(role));
+    const r = await this.hub.awaitFirstAssistant(
+      this.store.id,
+      role,
+      text,
+      this.o.roleTimeoutMs ?? this.store.state.role_timeout_ms ?? 20 * 60_000,
+      this.stop,
+      this.turnOptions(role),
+    );
     return "error" in r ? r : ok({ text: r.ok, aborted: false });
   }
 
   /** Saves the next pending action in one write that also clears the in-flight record; then the index and a checkpoint. */
-  private async handoff(t: Transition, patch: Partial<RunMeta> = {}, trigger: CheckpointTrigger = "handoff"): Promise<undefined> {
-    await this.store.update({ ...patch, pending: t.pending, inflight: null, handoffs: this.store.state.handoffs + 1, tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
+  private async handoff(
+    t: Transition,
+    patch: Partial<RunMeta> = {},
+    trigger: CheckpointTrigger = "handoff",
+  ): Promise<undefined> {
+    await this.store.update({
+      ...patch,
+      pending: t.pending,
+      inflight: null,
+      handoffs: this.store.state.handoffs + 1,
+      tokens_used: this.board.tokensUsed,
+      activity: this.board.snapshot(),
+    });
     await this.store.log({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
     this.o.report({ type: "handoff", from: t.from, to: t.to, summary: t.summary });
     await this.checkpoint(trigger, `${t.from} → ${t.to}: ${t.summary}`);
@@ -591,7 +809,11 @@ class InftyRun {
   private pack(force: boolean): void {
     packedNow();
     this.packing = packInChild(this.o.home, this.store, force).then((why) => {
-      if (why) this.o.report({ type: "warning", message: `could not pack the run's checkpoint repository (its loose objects stay as they are): ${why}` });
+      if (why)
+        this.o.report({
+          type: "warning",
+          message: `could not pack the run's checkpoint repository (its loose objects stay as they are): ${why}`,
+        });
     });
   }
 
@@ -611,7 +833,10 @@ class InftyRun {
     // On a repository the Verifiers judge a commit: the checkout is committed first.
     const c = await this.commitWork(`verification of ${t.pending.claim_path}`, turns);
     if ("error" in c) return this.finish("failed", c.error.message);
-    return this.handoff({ ...t, pending: { ...t.pending, commit: c.ok.commit }, summary: `${t.summary} at ${shortCommit(c.ok.commit)}` }, { turns, repo: c.ok.repo });
+    return this.handoff(
+      { ...t, pending: { ...t.pending, commit: c.ok.commit }, summary: `${t.summary} at ${shortCommit(c.ok.commit)}` },
+      { turns, repo: c.ok.repo },
+    );
   }
 
   /**
@@ -623,8 +848,18 @@ class InftyRun {
     await this.store.checkLease();
     const message = `relay infty ${this.store.id}: ${reason} (Solver turn ${turns})\n\nObjective: ${this.store.state.objective.split("\n")[0]!.slice(0, 200)}\nRun store: ${this.store.dir}\n`;
     const made = await commitCheckout(repo, this.store.dir, message);
-    if ("error" in made) return err(made.error.code, `could not commit the run's checkout for ${reason}: ${made.error.message}; resume with: relay infty resume ${this.store.id}`);
-    await this.store.log({ type: "commit", commit: made.ok.commit, branch: repo.branch, reason, changed: made.ok.changed });
+    if ("error" in made)
+      return err(
+        made.error.code,
+        `could not commit the run's checkout for ${reason}: ${made.error.message}; resume with: relay infty resume ${this.store.id}`,
+      );
+    await this.store.log({
+      type: "commit",
+      commit: made.ok.commit,
+      branch: repo.branch,
+      reason,
+      changed: made.ok.changed,
+    });
     return ok({ commit: made.ok.commit, repo: { ...repo, head_commit: made.ok.commit } });
   }
 
@@ -632,11 +867,31 @@ class InftyRun {
   private afterSignal(signal: SolverSignal): Transition {
     this.nudges = 0;
     this.silentTurns = 0;
-    if (signal.type === "direction_request") return { pending: { type: "direction", prompt: signal.prompt }, from: "solver", to: "director", summary: signal.prompt.slice(0, 120) };
+    if (signal.type === "direction_request")
+      return {
+        pending: { type: "direction", prompt: signal.prompt },
+        from: "solver",
+        to: "director",
+        summary: signal.prompt.slice(0, 120),
+      };
     if (signal.type === "verification_request") {
-      return { pending: { type: "verification", claim_path: signal.claim_path, notes: signal.notes, final: false, verdicts: [] }, from: "solver", to: "verifiers", summary: signal.claim_path };
+      return {
+        pending: {
+          type: "verification",
+          claim_path: signal.claim_path,
+          notes: signal.notes,
+          final: false,
+          verdicts: [],
+        },
+        from: "solver",
+        to: "verifiers",
+        summary: signal.claim_path,
+      };
     }
-    return rejected("no claim has passed verification yet; send a verification_request first", "delivery before any passing verification rejected");
+    return rejected(
+      "no claim has passed verification yet; send a verification_request first",
+      "delivery before any passing verification rejected",
+    );
   }
 
   /**
@@ -650,14 +905,29 @@ class InftyRun {
     const last = finalMessage.slice(0, 4000);
     if (problem === "your reply had no JSON object" && asksQuestion(finalMessage)) {
       this.nudges = 0;
-      return { pending: { type: "direction", prompt: proseQuestion(last) }, from: "solver", to: "director", summary: "question in prose forwarded to the Director" };
+      return {
+        pending: { type: "direction", prompt: proseQuestion(last) },
+        from: "solver",
+        to: "director",
+        summary: "question in prose forwarded to the Director",
+      };
     }
     if (++this.nudges > (this.o.maxNudges ?? 2)) {
       this.nudges = 0;
       const prompt = `The Solver stopped without a usable signal (${problem}). Its last message:\n${last}\nDecide how it should proceed.`;
-      return { pending: { type: "direction", prompt }, from: "solver", to: "director", summary: "stalled Solver backstopped by the Director" };
+      return {
+        pending: { type: "direction", prompt },
+        from: "solver",
+        to: "director",
+        summary: "stalled Solver backstopped by the Director",
+      };
     }
-    return { pending: { type: "solver_message", message: solverCorrective(problem, SHAPES.solver) }, from: "orchestrator", to: "solver", summary: `no usable signal (${problem.slice(0, 80)}); told so` };
+    return {
+      pending: { type: "solver_message", message: solverCorrective(problem, SHAPES.solver) },
+      from: "orchestrator",
+      to: "solver",
+      summary: `no usable signal (${problem.slice(0, 80)}); told so`,
+    };
   }
 
   /**
@@ -669,8 +939,15 @@ class InftyRun {
     const where = await this.store.resolveInside(signal.deliverable_path);
     if ("error" in where) return this.handoff(rejected(where.error.message, where.error.message), { turns });
     const check = await checkDeliverable(where.ok, deliverableRules(this.store.state.repo));
-    if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
-    const pending: Pending = { type: "verification", claim_path: signal.deliverable_path, notes: signal.summary, final: true, verdicts: [] };
+    if ("error" in check)
+      return this.handoff(rejected(check.error.message, "deliverable manifest rejected"), { turns });
+    const pending: Pending = {
+      type: "verification",
+      claim_path: signal.deliverable_path,
+      notes: signal.summary,
+      final: true,
+      verdicts: [],
+    };
     const n = check.ok.entries.length;
     const files = n === 0 ? "README only" : `${n} file${n === 1 ? "" : "s"}, ${check.ok.totalBytes} bytes`;
     const summary = `final delivery ${signal.deliverable_path.replace(/\/*$/, "/")}: ${files}`;
@@ -679,13 +956,22 @@ class InftyRun {
     if ("error" in c) return this.finish("failed", c.error.message);
     const diff = await this.writeBranchDiff(where.ok, c.ok.repo);
     if ("error" in diff) return this.finish("failed", diff.error.message);
-    return this.handoff({ pending: { ...pending, commit: c.ok.commit }, from: "solver", to: "verifiers", summary: `${summary}; commit ${shortCommit(c.ok.commit)} on ${c.ok.repo.branch}` }, { turns, repo: c.ok.repo });
+    return this.handoff(
+      {
+        pending: { ...pending, commit: c.ok.commit },
+        from: "solver",
+        to: "verifiers",
+        summary: `${summary}; commit ${shortCommit(c.ok.commit)} on ${c.ok.repo.branch}`,
+      },
+      { turns, repo: c.ok.repo },
+    );
   }
 
   /** deliverable/branch.diff: the run's branch from its start to its head (what `relay infty diff` prints). */
   private async writeBranchDiff(deliverableDir: string, repo: RepoRecord): Promise<Result<void>> {
     const diff = await branchDiff(repo, repo.head_commit);
-    if ("error" in diff) return err(diff.error.code, `could not write the branch's diff into ${deliverableDir}: ${diff.error.message}`);
+    if ("error" in diff)
+      return err(diff.error.code, `could not write the branch's diff into ${deliverableDir}: ${diff.error.message}`);
     await writeFileAtomic(path.join(deliverableDir, BRANCH_DIFF_FILE), diff.ok);
     return ok(undefined);
   }
@@ -696,14 +982,32 @@ class InftyRun {
     const where = await this.store.resolveInside(deliverablePath);
     if ("error" in where) return this.handoff(rejected(where.error.message, "deliverable gone after its verification"));
     const check = await checkDeliverable(where.ok, deliverableRules(this.store.state.repo));
-    if ("error" in check) return this.handoff(rejected(check.error.message, "deliverable changed during its verification"));
+    if ("error" in check)
+      return this.handoff(rejected(check.error.message, "deliverable changed during its verification"));
     const repo = this.store.state.repo;
     const commit = repo && pending.commit ? { branch: repo.branch, commit: pending.commit } : {};
-    const what = commit.commit ? `commit ${commit.commit} on ${commit.branch}, deliverable ${where.ok}` : `deliverable ${where.ok}`;
-    await this.store.note("orchestrator", "final_delivery", `${what} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`);
+    const what = commit.commit
+      ? `commit ${commit.commit} on ${commit.branch}, deliverable ${where.ok}`
+      : `deliverable ${where.ok}`;
+    await this.store.note(
+      "orchestrator",
+      "final_delivery",
+      `${what} accepted: ${check.ok.entries.length} files, ${check.ok.totalBytes} bytes`,
+    );
     // One write: the deliverable is accepted and the run complete, or neither.
-    await this.store.update({ pending: null, inflight: null, handoffs: this.store.state.handoffs + 1, deliverable: { path: where.ok, summary, ...commit }, status: "complete", status_detail: "verified deliverable accepted", tokens_used: this.board.tokensUsed });
-    await this.checkpoint("delivery", `verifiers → orchestrator: ${commit.commit ? `commit ${shortCommit(commit.commit)} accepted` : `deliverable accepted (${check.ok.entries.length} file${check.ok.entries.length === 1 ? "" : "s"})`}`);
+    await this.store.update({
+      pending: null,
+      inflight: null,
+      handoffs: this.store.state.handoffs + 1,
+      deliverable: { path: where.ok, summary, ...commit },
+      status: "complete",
+      status_detail: "verified deliverable accepted",
+      tokens_used: this.board.tokensUsed,
+    });
+    await this.checkpoint(
+      "delivery",
+      `verifiers → orchestrator: ${commit.commit ? `commit ${shortCommit(commit.commit)} accepted` : `deliverable accepted (${check.ok.entries.length} file${check.ok.entries.length === 1 ? "" : "s"})`}`,
+    );
     return this.finish("complete", "verified deliverable accepted", { deliverable: where.ok, summary, ...commit });
   }
 
@@ -711,14 +1015,35 @@ class InftyRun {
     // Notes a person left (relay infty note, or the serve page) go with the next request, once.
     const notes = await readOperatorNotes(this.store.dir);
     const fresh = notes.slice(this.store.state.operator_notes_delivered).map((n) => n.text);
-    const payload = JSON.stringify({ type: "direction_request", prompt, objective: this.store.state.objective, ...(fresh.length ? { operator_notes: fresh } : {}) }, null, 2);
+    const payload = JSON.stringify(
+      {
+        type: "direction_request",
+        prompt,
+        objective: this.store.state.objective,
+        ...(fresh.length ? { operator_notes: fresh } : {}),
+      },
+      null,
+      2,
+    );
     await this.store.log({ type: "direction_request", prompt });
     const d = await this.askJson("director", payload, DirectiveSchema);
     if ("error" in d) return d.error.code === "interrupted" ? undefined : this.finish("failed", d.error.message);
     await this.store.note("director", "directive", d.ok.directive);
     await this.store.log({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null });
-    const message = JSON.stringify({ type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null }, null, 2);
-    return this.handoff({ pending: { type: "solver_message", message }, from: "director", to: "solver", summary: d.ok.directive.slice(0, 120) }, { operator_notes_delivered: notes.length });
+    const message = JSON.stringify(
+      { type: "directive", directive: d.ok.directive, rationale: d.ok.rationale ?? null },
+      null,
+      2,
+    );
+    return this.handoff(
+      {
+        pending: { type: "solver_message", message },
+        from: "director",
+        to: "solver",
+        summary: d.ok.directive.slice(0, 120),
+      },
+      { operator_notes_delivered: notes.length },
+    );
   }
 
   /**
@@ -726,62 +1051,128 @@ class InftyRun {
    * resume asks only the rest. A final round checks the deliverable itself.
    */
   private async verificationStep(pending: Extract<Pending, { type: "verification" }>): Promise<Step> {
-    const claim = pending.final ? await this.store.resolveInside(pending.claim_path) : await checkClaim(this.store.dir, pending.claim_path);
+    const claim = pending.final
+      ? await this.store.resolveInside(pending.claim_path)
+      : await checkClaim(this.store.dir, pending.claim_path);
     if ("error" in claim) {
-      await recordRound(this.store, { claim_path: pending.claim_path, overall: "fail", verdicts: [], problem: claim.error.message });
-      const message = JSON.stringify({ type: "verification_feedback", overall: "fail", verdicts: [], problem: claim.error.message });
-      return this.handoff({ pending: { type: "solver_message", message }, from: "orchestrator", to: "solver", summary: claim.error.message });
+      await recordRound(this.store, {
+        claim_path: pending.claim_path,
+        overall: "fail",
+        verdicts: [],
+        problem: claim.error.message,
+      });
+      const message = JSON.stringify({
+        type: "verification_feedback",
+        overall: "fail",
+        verdicts: [],
+        problem: claim.error.message,
+      });
+      return this.handoff({
+        pending: { type: "solver_message", message },
+        from: "orchestrator",
+        to: "solver",
+        summary: claim.error.message,
+      });
     }
     const repo = this.store.state.repo;
     if (repo && pending.commit) {
       // The Verifiers' checkout holds exactly the commit under review, nothing else.
       const review = await prepareReview(repo, this.store.dir, pending.commit);
-      if ("error" in review) return this.finish("failed", `${review.error.message}; resume with: relay infty resume ${this.store.id}`);
+      if ("error" in review)
+        return this.finish("failed", `${review.error.message}; resume with: relay infty resume ${this.store.id}`);
     }
     const verdicts: RoleVerdict[] = [...pending.verdicts];
     const payload = verificationPayload(pending, this.store.state.objective, this.store.dir, repo);
-    const waiting = roleNames(this.store.state.verifiers).filter((role) => role.startsWith("verifier-") && !verdicts.some((v) => v.role === role));
+    const waiting = roleNames(this.store.state.verifiers).filter(
+      (role) => role.startsWith("verifier-") && !verdicts.some((v) => v.role === role),
+    );
     const total = this.store.state.verifiers;
     this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
-    await Promise.all(waiting.map(async (role) => {
-      await this.askVerifier(role, payload, pending, verdicts);
-      this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
-    }));
+    await Promise.all(
+      waiting.map(async (role) => {
+        await this.askVerifier(role, payload, pending, verdicts);
+        this.lastActivity = `verification round: ${verdicts.length}/${total} verdicts in`;
+      }),
+    );
     if (this.stop.aborted || this.toolFailure) return undefined;
     return this.afterVerdicts(pending, verdicts);
   }
 
   /** One Verifier's verdict, recorded as it comes. An answer that is no usable verdict, or none in time, counts as a fail. */
-  private async askVerifier(role: string, payload: string, pending: Extract<Pending, { type: "verification" }>, verdicts: RoleVerdict[]): Promise<void> {
+  private async askVerifier(
+    role: string,
+    payload: string,
+    pending: Extract<Pending, { type: "verification" }>,
+    verdicts: RoleVerdict[],
+  ): Promise<void> {
     const v = await this.askJson(role, payload, VerdictSchema);
     if ("error" in v && (v.error.code === "interrupted" || this.stop.aborted)) return;
-    const verdict: RoleVerdict = "ok" in v ? { role, ...v.ok } : { role, verdict: "fail", reasons: [`the ${role} gave no usable verdict: ${v.error.message}`], suggestions: [] };
+    const verdict: RoleVerdict =
+      "ok" in v
+        ? { role, ...v.ok }
+        : {
+            role,
+            verdict: "fail",
+            reasons: [`the ${role} gave no usable verdict: ${v.error.message}`],
+            suggestions: [],
+          };
     if ("error" in v) this.o.report({ type: "warning", message: `${verdict.reasons[0]}; counted as a fail` });
     await this.serially(async () => {
       verdicts.push(verdict);
       this.o.report({ type: "verdict", role, verdict: verdict.verdict, reasons: verdict.reasons });
-      await this.store.log({ type: "verdict", role, verdict: verdict.verdict, reasons: verdict.reasons, claim_path: pending.claim_path, final: pending.final });
+      await this.store.log({
+        type: "verdict",
+        role,
+        verdict: verdict.verdict,
+        reasons: verdict.reasons,
+        claim_path: pending.claim_path,
+        final: pending.final,
+      });
       await this.store.note(role, "verdict", `${verdict.verdict}: ${verdict.reasons.join("; ")}`);
-      await this.store.update({ pending: { ...pending, verdicts: [...verdicts] }, inflight: nonEmpty(inflightList(this.store.state.inflight).filter((r) => r.role !== role)) });
+      await this.store.update({
+        pending: { ...pending, verdicts: [...verdicts] },
+        inflight: nonEmpty(inflightList(this.store.state.inflight).filter((r) => r.role !== role)),
+      });
     });
   }
 
-  private async afterVerdicts(pending: Extract<Pending, { type: "verification" }>, verdicts: RoleVerdict[]): Promise<Step> {
+  private async afterVerdicts(
+    pending: Extract<Pending, { type: "verification" }>,
+    verdicts: RoleVerdict[],
+  ): Promise<Step> {
     const st = this.store.state;
     const overall = aggregate(verdicts, st.consensus);
     const passes = verdicts.filter((v) => v.verdict === "pass").length;
     this.o.report({ type: "verification_summary", overall, passes, total: verdicts.length });
     await this.store.log({ type: "verification_summary", overall, passes, total: verdicts.length });
     // The index lists claims; the deliverable's own rounds are in the notes and the run log.
-    if (!pending.final) await recordRound(this.store, { claim_path: pending.claim_path, overall, verdicts, ...(pending.commit ? { commit: pending.commit } : {}) });
+    if (!pending.final)
+      await recordRound(this.store, {
+        claim_path: pending.claim_path,
+        overall,
+        verdicts,
+        ...(pending.commit ? { commit: pending.commit } : {}),
+      });
     if (pending.final && overall === "pass") return this.acceptDelivery(pending);
     await this.refreshPassedVerifiers(verdicts);
-    const feedback = JSON.stringify({ type: "verification_feedback", overall, consensus: st.consensus, final: pending.final, verdicts }, null, 2);
+    const feedback = JSON.stringify(
+      { type: "verification_feedback", overall, consensus: st.consensus, final: pending.final, verdicts },
+      null,
+      2,
+    );
     const finalize = st.repo ? REPO_FINALIZATION_PROMPT : FINALIZATION_PROMPT;
-    const message = pending.final ? `${feedback}\n\n${REDELIVER_PROMPT}` : overall === "pass" ? `${feedback}\n\n${finalize}` : feedback;
+    const message = pending.final
+      ? `${feedback}\n\n${REDELIVER_PROMPT}`
+      : overall === "pass"
+        ? `${feedback}\n\n${finalize}`
+        : feedback;
     const patch = overall === "pass" ? { verified_at: new Date().toISOString() } : {};
     const summary = `${pending.final ? "deliverable " : ""}${overall} (${passes}/${verdicts.length} passed)`;
-    return this.handoff({ pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary }, patch, overall === "pass" ? "verification_pass" : "handoff");
+    return this.handoff(
+      { pending: { type: "solver_message", message }, from: "verifiers", to: "solver", summary },
+      patch,
+      overall === "pass" ? "verification_pass" : "handoff",
+    );
   }
 
   private async closeRoles(): Promise<void> {
@@ -813,17 +1204,28 @@ class InftyRun {
       if ("error" in first) return first;
       const parsed = readContract(schema, first.ok.text);
       if ("ok" in parsed) return parsed;
-      this.o.report({ type: "warning", message: `the ${role}'s reply could not be used (${parsed.error.message}); asking it once more` });
+      this.o.report({
+        type: "warning",
+        message: `the ${role}'s reply could not be used (${parsed.error.message}); asking it once more`,
+      });
       corrective = correctiveRetry(parsed.error.message, shape);
     }
     const second = await this.exchange(role, corrective, 2, send);
     if ("error" in second) return second;
     const parsed = readContract(schema, second.ok.text);
-    if ("error" in parsed) return err("malformed_reply", `the ${role} replied twice without following its JSON contract (${parsed.error.message}); its last reply: ${JSON.stringify(second.ok.text.slice(0, 300))}`);
+    if ("error" in parsed)
+      return err(
+        "malformed_reply",
+        `the ${role} replied twice without following its JSON contract (${parsed.error.message}); its last reply: ${JSON.stringify(second.ok.text.slice(0, 300))}`,
+      );
     return parsed;
   }
 
-  private async finish(statusIn: InftyResult["status"], detailIn: string, extra: Partial<InftyResult> = {}): Promise<Result<InftyResult>> {
+  private async finish(
+    statusIn: InftyResult["status"],
+    detailIn: string,
+    extra: Partial<InftyResult> = {},
+  ): Promise<Result<InftyResult>> {
     // A stop for a failed tool call can surface anywhere as a cancellation: report its cause.
     const stoppedByTool = this.toolFailure !== undefined && statusIn !== "complete";
     const status = stoppedByTool ? "failed" : statusIn;
@@ -831,14 +1233,33 @@ class InftyRun {
     clearInterval(this.beat);
     const now = Date.now();
     try {
-      await this.store.update({ status, status_detail: detail, heartbeat_at: new Date(now).toISOString(), wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat), tokens_used: this.board.tokensUsed, activity: this.board.snapshot() });
-      await this.store.log({ type: "run_finished", status, detail, tokens_used: this.board.tokensUsed, roles: this.board.snapshot() });
+      await this.store.update({
+        status,
+        status_detail: detail,
+        heartbeat_at: new Date(now).toISOString(),
+        wall_ms_used: this.store.state.wall_ms_used + Math.max(0, now - this.lastBeat),
+        tokens_used: this.board.tokensUsed,
+        activity: this.board.snapshot(),
+      });
+      await this.store.log({
+        type: "run_finished",
+        status,
+        detail,
+        tokens_used: this.board.tokensUsed,
+        roles: this.board.snapshot(),
+      });
     } finally {
       await this.closeRoles();
     }
     log.info("run finished", { run_id: this.store.id, status, detail });
-    this.o.report({ type: "run_finished", run_id: this.store.id, status, detail, deliverable: extra.deliverable, summary: extra.summary });
+    this.o.report({
+      type: "run_finished",
+      run_id: this.store.id,
+      status,
+      detail,
+      deliverable: extra.deliverable,
+      summary: extra.summary,
+    });
     return ok({ runId: this.store.id, dir: this.store.dir, status, detail, ...extra });
   }
 }
-

@@ -10,8 +10,8 @@ import { selfCommand } from "../protocol/child.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { packIfDue } from "./checkpoint-pack.ts";
 import { gitdirOf } from "./checkpoints.ts";
-import { FileLease } from "./lease-file.ts";
 import { loadGit } from "./git-store.ts";
+import { FileLease } from "./lease-file.ts";
 import type { RunStore } from "./run-store.ts";
 
 export interface PackOutcome {
@@ -20,11 +20,15 @@ export interface PackOutcome {
 }
 
 /** Packs the run's checkpoints now (`force`: whatever is loose), holding its lease, or checking that `heldBy` does. */
-export async function packRun(store: RunStore, o: { heldBy?: number; force?: boolean } = {}): Promise<Result<PackOutcome | null>> {
+export async function packRun(
+  store: RunStore,
+  o: { heldBy?: number; force?: boolean } = {},
+): Promise<Result<PackOutcome | null>> {
   const lease = new FileLease(store.dir, store.id);
   if (o.heldBy !== undefined) {
     const v = await lease.view();
-    if (v?.state !== "held" || v.record.holder.pid !== o.heldBy) return err("run_live", `run ${store.id}'s lease is not held by pid ${o.heldBy}; nothing was packed`);
+    if (v?.state !== "held" || v.record.holder.pid !== o.heldBy)
+      return err("run_live", `run ${store.id}'s lease is not held by pid ${o.heldBy}; nothing was packed`);
     return packNow(store, o.force);
   }
   const grant = await lease.acquire(`relay infty pack ${store.id}`);
@@ -40,7 +44,10 @@ async function packNow(store: RunStore, force = true): Promise<Result<PackOutcom
   try {
     return ok((await packIfDue(await loadGit(), gitdirOf(store.dir), force)) ?? null);
   } catch (e) {
-    return err("pack_failed", `could not pack the checkpoints of run ${store.id}: ${(e as Error).message}; its loose objects stay as they are`);
+    return err(
+      "pack_failed",
+      `could not pack the checkpoints of run ${store.id}: ${(e as Error).message}; its loose objects stay as they are`,
+    );
   }
 }
 

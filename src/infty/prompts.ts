@@ -35,10 +35,12 @@ export const REPO_FINALIZATION_PROMPT = `Verification passed. Finalize now:
 3. Reply with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;
 
 /** What a Verifier does in the final round. */
-export const FINAL_CHECK = "This is the final deliverable, not a claim: read its README.md, run every command under \"How to verify\" yourself, and check that it meets the objective. Pass it only if it does.";
+export const FINAL_CHECK =
+  'This is the final deliverable, not a claim: read its README.md, run every command under "How to verify" yourself, and check that it meets the objective. Pass it only if it does.';
 
 /** The same, for a run on a repository. */
-export const REPO_FINAL_CHECK = "This is the final delivery, not a claim: the commit named here, checked out read-only in your current directory, is what the user will merge. Read the deliverable's README.md (in the run store), run every command under \"How to verify\" yourself from the checkout, and check that the commit meets the objective. Pass it only if it does.";
+export const REPO_FINAL_CHECK =
+  'This is the final delivery, not a claim: the commit named here, checked out read-only in your current directory, is what the user will merge. Read the deliverable\'s README.md (in the run store), run every command under "How to verify" yourself from the checkout, and check that the commit meets the objective. Pass it only if it does.';
 
 /** To a Solver whose deliverable failed the final round. */
 export const REDELIVER_PROMPT = `The Verifiers did not accept the deliverable. Fix what they found in deliverable/ (keep README.md's manifest exact), then reply again with {"type": "final_delivery", "deliverable_path": "deliverable", "summary": "<one paragraph>"}`;

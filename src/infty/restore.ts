@@ -9,15 +9,29 @@
  * removes the intent. A restore a crash cut short is finished, from the intent, by the next
  * `relay infty restore` or `relay infty resume` of the run before anything else.
  */
+
+import { Buffer } from "node:buffer";
 import { existsSync } from "node:fs";
 import { open, readFile, rm, stat, truncate } from "node:fs/promises";
 import path from "node:path";
-import { Buffer } from "node:buffer";
 import { parseJsonWith } from "../util/json.ts";
-import { errorMessage, err, ok, type Result } from "../util/result.ts";
-import { CHECKPOINT_DIRS, RESTORE_INTENT_FILE, RestoreIntentSchema, type CheckpointRecord, type RestoreIntent } from "./checkpoint-format.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
+import {
+  CHECKPOINT_DIRS,
+  type CheckpointRecord,
+  RESTORE_INTENT_FILE,
+  type RestoreIntent,
+  RestoreIntentSchema,
+} from "./checkpoint-format.ts";
 import { materializeTree } from "./checkpoint-tree.ts";
-import { findCheckpoint, forgetRollout, gitdirOf, listCheckpoints, readCheckpoint, type Checkpoint } from "./checkpoints.ts";
+import {
+  type Checkpoint,
+  findCheckpoint,
+  forgetRollout,
+  gitdirOf,
+  listCheckpoints,
+  readCheckpoint,
+} from "./checkpoints.ts";
 import { fsyncDir, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { loadGit } from "./git-store.ts";
 import { FileLease } from "./lease-file.ts";
@@ -47,7 +61,11 @@ function freshSideFile(rollout: string, id: string): string {
 async function readIntent(store: RunStore): Promise<Result<RestoreIntent | undefined>> {
   const text = await readFile(intentFile(store), "utf8").catch(() => undefined);
   if (text === undefined) return ok(undefined);
-  return parseJsonWith(RestoreIntentSchema, text, intentFile(store), { code: "restore_intent_invalid", invalid: "is not a restore intent", note: "move it away to discard the interrupted restore" });
+  return parseJsonWith(RestoreIntentSchema, text, intentFile(store), {
+    code: "restore_intent_invalid",
+    invalid: "is not a restore intent",
+    note: "move it away to discard the interrupted restore",
+  });
 }
 
 /** Keeps the rollout's bytes after `bytes` in `side`, then cuts the file there (again: a no-op). */
@@ -81,21 +99,33 @@ async function applyIntent(store: RunStore, intent: RestoreIntent, c: Checkpoint
       rollouts.push({ role: r.role, path: r.path, bytes: r.bytes, before, ...(cut ? { side_file: r.side_file } : {}) });
     }
     const git = await loadGit();
-    for (const d of CHECKPOINT_DIRS) await materializeTree(git, gitdirOf(store.dir), read.ok.trees.get(d), path.join(store.dir, d));
+    for (const d of CHECKPOINT_DIRS)
+      await materializeTree(git, gitdirOf(store.dir), read.ok.trees.get(d), path.join(store.dir, d));
     const repo = await rewindRepo(store, intent);
     if (repo && "error" in repo) throw new Error(repo.error.message);
     await store.update(restoredState(store, read.ok.record, intent));
-    await store.log({ type: "restored", checkpoint: c.id, commit: c.commit, side_files: rollouts.flatMap((r) => (r.side_file ? [r.side_file] : [])) });
+    await store.log({
+      type: "restored",
+      checkpoint: c.id,
+      commit: c.commit,
+      side_files: rollouts.flatMap((r) => (r.side_file ? [r.side_file] : [])),
+    });
     await rm(intentFile(store), { force: true });
     await fsyncDir(store.dir);
     return ok({ checkpoint: c, rollouts, ...(repo ? { repo: repo.ok } : {}) });
   } catch (e) {
-    return err("restore_failed", `restoring run ${store.id} to ${c.id} stopped: ${errorMessage(e)}; the intent is kept in ${intentFile(store)}, so running the same restore again (or relay infty resume ${store.id}) finishes it`);
+    return err(
+      "restore_failed",
+      `restoring run ${store.id} to ${c.id} stopped: ${errorMessage(e)}; the intent is kept in ${intentFile(store)}, so running the same restore again (or relay infty resume ${store.id}) finishes it`,
+    );
   }
 }
 
 /** The run's branch and checkout back at the checkpoint's commit (what they held kept on a ref); no repository: undefined. */
-async function rewindRepo(store: RunStore, intent: RestoreIntent): Promise<Result<NonNullable<RestoreOutcome["repo"]>> | undefined> {
+async function rewindRepo(
+  store: RunStore,
+  intent: RestoreIntent,
+): Promise<Result<NonNullable<RestoreOutcome["repo"]>> | undefined> {
   const repo = store.state.repo;
   if (!repo || !intent.repo) return undefined;
   const kept = await rewindCheckout(repo, store.dir, intent.repo.commit, intent.repo.keep_ref);
@@ -106,8 +136,17 @@ async function rewindRepo(store: RunStore, intent: RestoreIntent): Promise<Resul
 function restoredState(store: RunStore, rec: CheckpointRecord, intent: RestoreIntent): Partial<RunStore["state"]> {
   const done = rec.state.deliverable !== null;
   const detail = `restored to ${rec.id} (turn ${rec.turn}, after: ${rec.summary.slice(0, 120)}); continue with: relay infty resume ${store.id}`;
-  const repo = store.state.repo && intent.repo ? { repo: { ...store.state.repo, head_commit: intent.repo.commit } } : {};
-  return { ...rec.state, ...repo, roles: restoredRoles(store, rec), inflight: null, last_checkpoint: rec.id, status: done ? "complete" : "interrupted", status_detail: done ? rec.state.status_detail : detail };
+  const repo =
+    store.state.repo && intent.repo ? { repo: { ...store.state.repo, head_commit: intent.repo.commit } } : {};
+  return {
+    ...rec.state,
+    ...repo,
+    roles: restoredRoles(store, rec),
+    inflight: null,
+    last_checkpoint: rec.id,
+    status: done ? "complete" : "interrupted",
+    status_detail: done ? rec.state.status_detail : detail,
+  };
 }
 
 /**
@@ -130,7 +169,11 @@ export async function finishInterruptedRestore(store: RunStore): Promise<Result<
   const all = await listCheckpoints(store.dir);
   if ("error" in all) return all;
   const c = all.ok.find((x) => x.commit === intent.ok!.commit);
-  if (!c) return err("restore_intent_invalid", `${intentFile(store)} names commit ${intent.ok.commit}, which is not a checkpoint of run ${store.id}; move the file away to discard that restore`);
+  if (!c)
+    return err(
+      "restore_intent_invalid",
+      `${intentFile(store)} names commit ${intent.ok.commit}, which is not a checkpoint of run ${store.id}; move the file away to discard that restore`,
+    );
   return applyIntent(store, intent.ok, c);
 }
 
@@ -141,13 +184,26 @@ async function planIntent(store: RunStore, c: Checkpoint): Promise<Result<Restor
   const rollouts: RestoreIntent["rollouts"] = [];
   for (const r of read.ok.record.rollouts) {
     const size = (await stat(r.path).catch(() => undefined))?.size;
-    if (size === undefined) return err("restore_impossible", `the ${r.role}'s rollout ${r.path} is gone; ${c.id} cannot be restored`);
-    if (size < r.bytes) return err("restore_impossible", `the ${r.role}'s rollout is ${size} bytes, shorter than the ${r.bytes} it had at ${c.id} (an earlier restore cut it; its rest is in a side file next to it): ${c.id} cannot be restored`);
+    if (size === undefined)
+      return err("restore_impossible", `the ${r.role}'s rollout ${r.path} is gone; ${c.id} cannot be restored`);
+    if (size < r.bytes)
+      return err(
+        "restore_impossible",
+        `the ${r.role}'s rollout is ${size} bytes, shorter than the ${r.bytes} it had at ${c.id} (an earlier restore cut it; its rest is in a side file next to it): ${c.id} cannot be restored`,
+      );
     rollouts.push({ ...r, side_file: freshSideFile(r.path, c.id) });
   }
   const started = new Date().toISOString();
   // The ref name is chosen now, so a restore finished after a crash keeps the same one.
-  const repo = store.state.repo && c.repo_commit ? { repo: { commit: c.repo_commit, keep_ref: `refs/relay-infty/${store.id}/before-restore-${started.replace(/[-:.]/g, "")}` } } : {};
+  const repo =
+    store.state.repo && c.repo_commit
+      ? {
+          repo: {
+            commit: c.repo_commit,
+            keep_ref: `refs/relay-infty/${store.id}/before-restore-${started.replace(/[-:.]/g, "")}`,
+          },
+        }
+      : {};
   return ok({ version: 1, checkpoint: c.id, commit: c.commit, started_at: started, rollouts, ...repo });
 }
 

@@ -6,15 +6,24 @@
  * --provider, --base-url), what the run recorded for the role (resume), the run's recorded
  * defaults (resume), [infty.roles.<role>], the top of config.toml.
  */
-import { applyOverrides, RoleModelConfigSchema, type ConfigOverrides, type RelayConfig, type RoleModelConfig } from "../session/config.ts";
+import {
+  applyOverrides,
+  type ConfigOverrides,
+  type RelayConfig,
+  type RoleModelConfig,
+  RoleModelConfigSchema,
+} from "../session/config.ts";
 import { mergeOverrides } from "../session/resume-settings.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { roleKind, verifierNumber } from "./roles.ts";
-import { recordedGlobalOverrides, recordedRoleOverrides, type RunSettings } from "./run-settings.ts";
+import { type RunSettings, recordedGlobalOverrides, recordedRoleOverrides } from "./run-settings.ts";
 
 /** The model settings a role can have of its own. */
-export type RoleOverrides = Pick<ConfigOverrides, "model" | "provider" | "base_url" | "api_key_env" | "reasoning_effort">;
+export type RoleOverrides = Pick<
+  ConfigOverrides,
+  "model" | "provider" | "base_url" | "api_key_env" | "reasoning_effort"
+>;
 
 /** Spec keys -> config.toml keys (the names [infty.roles.*] uses). */
 const SPEC_KEYS: Record<string, keyof RoleModelConfig> = {
@@ -36,16 +45,23 @@ export function parseRoleModelSpec(spec: string, flag: string): Result<RoleOverr
   for (const part of parts) {
     const eq = part.indexOf("=");
     const key = SPEC_KEYS[part.slice(0, eq).trim()];
-    if (eq < 0 || !key) return err("invalid_role_model", `${flag} ${JSON.stringify(spec)}: ${JSON.stringify(part)} is not one of ${Object.keys(SPEC_KEYS).join("=, ")}=; write ${ROLE_SPEC_HELP}, e.g. ${flag} qwen3:8b,provider=openai-chat,base-url=http://localhost:11434/v1`);
+    if (eq < 0 || !key)
+      return err(
+        "invalid_role_model",
+        `${flag} ${JSON.stringify(spec)}: ${JSON.stringify(part)} is not one of ${Object.keys(SPEC_KEYS).join("=, ")}=; write ${ROLE_SPEC_HELP}, e.g. ${flag} qwen3:8b,provider=openai-chat,base-url=http://localhost:11434/v1`,
+      );
     if (key in raw) return err("invalid_role_model", `${flag} ${JSON.stringify(spec)} sets ${part.slice(0, eq)} twice`);
     raw[key] = part.slice(eq + 1).trim();
   }
   const parsed = RoleModelConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    const problems = describeIssues(parsed.error.issues, raw).map((i) => `${specKeyOf(i.key)}${i.message.slice(i.key.length)}`);
+    const problems = describeIssues(parsed.error.issues, raw).map(
+      (i) => `${specKeyOf(i.key)}${i.message.slice(i.key.length)}`,
+    );
     return err("invalid_role_model", `${flag} ${JSON.stringify(spec)}: ${problems.join("; ")}`);
   }
-  if (Object.keys(parsed.data).length === 0) return err("invalid_role_model", `${flag} needs a model or a setting: ${ROLE_SPEC_HELP}`);
+  if (Object.keys(parsed.data).length === 0)
+    return err("invalid_role_model", `${flag} needs a model or a setting: ${ROLE_SPEC_HELP}`);
   return ok(fromRoleConfig(parsed.data));
 }
 
@@ -55,7 +71,13 @@ function specKeyOf(configKey: string): string {
 
 export function fromRoleConfig(c: RoleModelConfig | undefined): RoleOverrides {
   if (!c) return {};
-  return { model: c.model, provider: c.model_provider, base_url: c.base_url, api_key_env: c.api_key_env, reasoning_effort: c.model_reasoning_effort };
+  return {
+    model: c.model,
+    provider: c.model_provider,
+    base_url: c.base_url,
+    api_key_env: c.api_key_env,
+    reasoning_effort: c.model_reasoning_effort,
+  };
 }
 
 /** The per-role flags: verifier i gets verifiers[i-1], the last one repeats. */

@@ -7,7 +7,7 @@
  * they cannot change.
  */
 import path from "node:path";
-import { checkoutDir, reviewDir, shortCommit, type RepoRecord } from "./repo/record.ts";
+import { checkoutDir, type RepoRecord, reviewDir, shortCommit } from "./repo/record.ts";
 import { roleKind } from "./roles.ts";
 
 /** The file of index/ that the Solver keeps; the rest of index/ is the orchestrator's. */
@@ -24,7 +24,20 @@ export function modelOwnedPaths(runDir: string): string[] {
  * store lies under a temp dir or a writable root, harmless otherwise.
  */
 export function orchestratorPaths(runDir: string): string[] {
-  const own = ["run.json", "events.jsonl", "lease.json", "index/claims.json", "index/artifacts.json", "index/claims", "index/artifacts", ".checkpoints.git", "memory/notes.jsonl", "memory/verifications.jsonl", "memory/operator-notes.jsonl", "review"];
+  const own = [
+    "run.json",
+    "events.jsonl",
+    "lease.json",
+    "index/claims.json",
+    "index/artifacts.json",
+    "index/claims",
+    "index/artifacts",
+    ".checkpoints.git",
+    "memory/notes.jsonl",
+    "memory/verifications.jsonl",
+    "memory/operator-notes.jsonl",
+    "review",
+  ];
   return own.map((p) => path.join(runDir, p));
 }
 
@@ -54,19 +67,31 @@ function solverWhere(runDir: string, repo: RepoRecord | undefined): string {
 }
 
 function verifierWhere(runDir: string, repo: RepoRecord | undefined): string {
-  if (!repo) return `The current directory is the run store (${runDir}); you may read everything and write nothing there (use a temp dir for scratch files).`;
+  if (!repo)
+    return `The current directory is the run store (${runDir}); you may read everything and write nothing there (use a temp dir for scratch files).`;
   return `The current directory is a clean, read-only checkout of the repository ${repo.path} at the commit under review (each request names it); it holds exactly that commit. The run store, with the claims and the deliverable's README, is ${runDir} ($RELAY_RUN_STORE). Write scratch files in a temp dir ($TMPDIR or /tmp) only.`;
 }
 
 export function roleWorkspace(role: string, runDir: string, repo: RepoRecord | undefined): RoleWorkspace {
   // The repository's git directory holds the run's branch and the worktrees' HEADs: only the orchestrator commits.
-  const common = { env: { RELAY_RUN_STORE: runDir }, readOnlyPaths: [...orchestratorPaths(runDir), ...(repo ? [repo.git_dir] : [])] };
+  const common = {
+    env: { RELAY_RUN_STORE: runDir },
+    readOnlyPaths: [...orchestratorPaths(runDir), ...(repo ? [repo.git_dir] : [])],
+  };
   const kind = roleKind(role);
-  if (kind === "verifier") return { ...common, cwd: repo ? reviewDir(runDir) : runDir, writableRoots: [], where: verifierWhere(runDir, repo) };
+  if (kind === "verifier")
+    return { ...common, cwd: repo ? reviewDir(runDir) : runDir, writableRoots: [], where: verifierWhere(runDir, repo) };
   if (kind === "director") {
-    const where = repo ? `The current directory is the Solver's checkout of ${repo.path} (read it; do not change it). The run store is ${runDir} ($RELAY_RUN_STORE); you may write in its memory/.` : `The current directory is the run store (${runDir}); you may write in its memory/.`;
+    const where = repo
+      ? `The current directory is the Solver's checkout of ${repo.path} (read it; do not change it). The run store is ${runDir} ($RELAY_RUN_STORE); you may write in its memory/.`
+      : `The current directory is the run store (${runDir}); you may write in its memory/.`;
     return { ...common, cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: [path.join(runDir, "memory")], where };
   }
   const roots = [...(repo ? [checkoutDir(runDir)] : []), ...modelOwnedPaths(runDir)];
-  return { ...common, cwd: repo ? checkoutDir(runDir) : runDir, writableRoots: roots, where: solverWhere(runDir, repo) };
+  return {
+    ...common,
+    cwd: repo ? checkoutDir(runDir) : runDir,
+    writableRoots: roots,
+    where: solverWhere(runDir, repo),
+  };
 }

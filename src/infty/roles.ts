@@ -2,7 +2,9 @@
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 
-export const RoleNameSchema = lazySchema(() => z.string().regex(/^(solver|director|verifier-\d+)$/, "must be solver, director or verifier-<n>"));
+export const RoleNameSchema = lazySchema(() =>
+  z.string().regex(/^(solver|director|verifier-\d+)$/, "must be solver, director or verifier-<n>"),
+);
 
 /** What a role is; every verifier-<n> is a "verifier". */
 export type RoleKind = "solver" | "director" | "verifier";

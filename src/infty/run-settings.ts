@@ -5,45 +5,51 @@
  * defaults), and code_mode / capability_roots / environments / executor_name the roles' tools.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
-import { CapabilityRootSchema, recordedRoot, type CapabilityRoot } from "../session/capability-root.ts";
-import { EnvironmentSpecSchema } from "../session/environment-spec.ts";
+import { type CapabilityRoot, CapabilityRootSchema, recordedRoot } from "../session/capability-root.ts";
 import type { ConfigOverrides, RelayConfig } from "../session/config.ts";
+import { EnvironmentSpecSchema } from "../session/environment-spec.ts";
 import type { SessionChoices } from "../session/resume-settings.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { RoleNameSchema } from "./roles.ts";
 
 const httpUrl = lazySchema(() => z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }));
 
 /** The model one role's session uses. */
-export const RoleModelRecordSchema = lazySchema(() => z.object({
-  model: z.string().min(1),
-  model_provider: ModelProviderSchema,
-  base_url: httpUrl.optional(),
-  api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
-  model_reasoning_effort: z.string().min(1).optional(),
-}));
+export const RoleModelRecordSchema = lazySchema(() =>
+  z.object({
+    model: z.string().min(1),
+    model_provider: ModelProviderSchema,
+    base_url: httpUrl.optional(),
+    api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+    model_reasoning_effort: z.string().min(1).optional(),
+  }),
+);
 export type RoleModelRecord = z.infer<typeof RoleModelRecordSchema>;
 
-export const RunSettingsSchema = lazySchema(() => z.object({
-  model: z.string(),
-  model_provider: z.string(),
-  base_url: z.string().optional(),
-  api_key_env: z.string(),
-  sandbox_mode: z.string(),
-  sandbox_mechanism: z.string().optional(),
-  sandbox_best_effort: z.boolean().optional(),
-  approval_policy: z.string().optional(),
-  model_reasoning_effort: z.string().optional(),
-  model_reasoning_summary: z.string().optional(),
-  executor: z.string().optional(),
-  executor_name: z.string().min(1).optional(),
-  code_mode: z.boolean().optional(),
-  /** Older runs recorded `<environment>:<path>` strings. */
-  capability_roots: z.array(z.union([CapabilityRootSchema, z.string().regex(/^[^:]+:.+$/, "must be <environment>:<path>")])).optional(),
-  environments: z.array(EnvironmentSpecSchema).optional(),
-  roles: z.record(RoleNameSchema, RoleModelRecordSchema).optional(),
-}));
+export const RunSettingsSchema = lazySchema(() =>
+  z.object({
+    model: z.string(),
+    model_provider: z.string(),
+    base_url: z.string().optional(),
+    api_key_env: z.string(),
+    sandbox_mode: z.string(),
+    sandbox_mechanism: z.string().optional(),
+    sandbox_best_effort: z.boolean().optional(),
+    approval_policy: z.string().optional(),
+    model_reasoning_effort: z.string().optional(),
+    model_reasoning_summary: z.string().optional(),
+    executor: z.string().optional(),
+    executor_name: z.string().min(1).optional(),
+    code_mode: z.boolean().optional(),
+    /** Older runs recorded `<environment>:<path>` strings. */
+    capability_roots: z
+      .array(z.union([CapabilityRootSchema, z.string().regex(/^[^:]+:.+$/, "must be <environment>:<path>")]))
+      .optional(),
+    environments: z.array(EnvironmentSpecSchema).optional(),
+    roles: z.record(RoleNameSchema, RoleModelRecordSchema).optional(),
+  }),
+);
 export type RunSettings = z.infer<typeof RunSettingsSchema>;
 
 export function roleModelRecord(c: RelayConfig): RoleModelRecord {
@@ -57,7 +63,11 @@ export function roleModelRecord(c: RelayConfig): RoleModelRecord {
 }
 
 /** `global`: the run's defaults; `roles`: each role's resolved configuration. */
-export function runSettings(global: RelayConfig, roles: Record<string, RelayConfig> = {}, tools: SessionChoices = {}): RunSettings {
+export function runSettings(
+  global: RelayConfig,
+  roles: Record<string, RelayConfig> = {},
+  tools: SessionChoices = {},
+): RunSettings {
   const c = global;
   const roots = tools.capabilityRoots ?? [];
   return {
@@ -76,7 +86,9 @@ export function runSettings(global: RelayConfig, roles: Record<string, RelayConf
     ...(tools.codeMode ? { code_mode: true } : {}),
     ...(roots.length ? { capability_roots: roots } : {}),
     ...(tools.environments?.length ? { environments: tools.environments } : {}),
-    ...(Object.keys(roles).length ? { roles: Object.fromEntries(Object.entries(roles).map(([r, rc]) => [r, roleModelRecord(rc)])) } : {}),
+    ...(Object.keys(roles).length
+      ? { roles: Object.fromEntries(Object.entries(roles).map(([r, rc]) => [r, roleModelRecord(rc)])) }
+      : {}),
   };
 }
 
@@ -101,7 +113,13 @@ export function recordedGlobalOverrides(s: RunSettings | undefined): ConfigOverr
 /** One role's recorded model as overrides; none for a run recorded before roles had their own. */
 export function recordedRoleOverrides(r: RoleModelRecord | undefined): ConfigOverrides {
   if (!r) return {};
-  return { model: r.model, provider: r.model_provider, base_url: r.base_url, api_key_env: r.api_key_env, reasoning_effort: r.model_reasoning_effort };
+  return {
+    model: r.model,
+    provider: r.model_provider,
+    base_url: r.base_url,
+    api_key_env: r.api_key_env,
+    reasoning_effort: r.model_reasoning_effort,
+  };
 }
 
 /** The roles' recorded tools (code mode, capability roots, executor name). */

@@ -5,48 +5,58 @@
  * crash at any instant, SIGKILL included, leaves the state before or after a transition. A run
  * is built in a hidden staging folder and renamed into place: it exists whole or not at all.
  */
-import { byCodeUnits } from "../util/compare.ts";
-import { parseJsonWith } from "../util/json.ts";
-import { mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
+
 import { existsSync } from "node:fs";
+import { mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
-import { err, ok, type Result } from "../util/result.ts";
-import { isInside } from "../util/paths.ts";
+import { makePrivateDirs } from "../rollout/writer.ts";
+import { byCodeUnits } from "../util/compare.ts";
 import { MAX_TIMER_MS } from "../util/duration.ts";
+import { parseJsonWith } from "../util/json.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import { isInside } from "../util/paths.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { describeIssues } from "../util/schema-issues.ts";
-import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { RoleActivitySchema } from "./activity.ts";
-import { redactLogLine, type LogEventInput } from "./event-log.ts";
+import { appendLine, fsyncDir, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
+import { type LogEventInput, redactLogLine } from "./event-log.ts";
+import type { LeaseGrant } from "./lease.ts";
+import { linesFromEnd } from "./log-tail.ts";
+import { RepoRecordSchema } from "./repo/record.ts";
 import { RoleNameSchema, verifierNumber } from "./roles.ts";
 import { RunSettingsSchema } from "./run-settings.ts";
-import { RepoRecordSchema } from "./repo/record.ts";
-import { linesFromEnd } from "./log-tail.ts";
-import { makePrivateDirs } from "../rollout/writer.ts";
-import type { LeaseGrant } from "./lease.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
 
 export { RoleNameSchema };
 
-export const VerdictRecordSchema = lazySchema(() => z.object({ role: z.string(), verdict: z.enum(["pass", "fail"]), reasons: z.array(z.string()), suggestions: z.array(z.string()).default([]) }));
-
-export const PendingSchema = lazySchema(() => z.discriminatedUnion("type", [
-  /** A message the Solver must receive next. */
-  z.object({ type: z.literal("solver_message"), message: z.string() }),
-  z.object({ type: z.literal("direction"), prompt: z.string() }),
+export const VerdictRecordSchema = lazySchema(() =>
   z.object({
-    type: z.literal("verification"),
-    claim_path: z.string(),
-    notes: z.string().nullable(),
-    final: z.boolean().default(false),
-    /** A run on a repository: the commit of the run's branch under review. */
-    commit: z.string().optional(),
-    /** Verdicts already given: a resumed verification asks only the remaining Verifiers. */
-    verdicts: z.array(VerdictRecordSchema).default([]),
+    role: z.string(),
+    verdict: z.enum(["pass", "fail"]),
+    reasons: z.array(z.string()),
+    suggestions: z.array(z.string()).default([]),
   }),
-]));
+);
+
+export const PendingSchema = lazySchema(() =>
+  z.discriminatedUnion("type", [
+    /** A message the Solver must receive next. */
+    z.object({ type: z.literal("solver_message"), message: z.string() }),
+    z.object({ type: z.literal("direction"), prompt: z.string() }),
+    z.object({
+      type: z.literal("verification"),
+      claim_path: z.string(),
+      notes: z.string().nullable(),
+      final: z.boolean().default(false),
+      /** A run on a repository: the commit of the run's branch under review. */
+      commit: z.string().optional(),
+      /** Verdicts already given: a resumed verification asks only the remaining Verifiers. */
+      verdicts: z.array(VerdictRecordSchema).default([]),
+    }),
+  ]),
+);
 export type Pending = z.infer<typeof PendingSchema>;
 
 /**
@@ -55,14 +65,16 @@ export type Pending = z.infer<typeof PendingSchema>;
  * is used, not asked for again), mid-turn (the turn is continued) or never recorded (sent again).
  * The transition that uses the answer clears it in the same write.
  */
-export const InflightSchema = lazySchema(() => z.object({
-  role: RoleNameSchema,
-  /** 2: the corrective retry after a malformed reply. */
-  attempt: z.number().int().min(1).max(2),
-  message: z.string(),
-  /** Size of the role's rollout file when the message was sent. */
-  rollout_offset: z.number().int().min(0),
-}));
+export const InflightSchema = lazySchema(() =>
+  z.object({
+    role: RoleNameSchema,
+    /** 2: the corrective retry after a malformed reply. */
+    attempt: z.number().int().min(1).max(2),
+    message: z.string(),
+    /** Size of the role's rollout file when the message was sent. */
+    rollout_offset: z.number().int().min(0),
+  }),
+);
 export type Inflight = z.infer<typeof InflightSchema>;
 
 /** The in-flight records of a run.json, in either of its shapes. */
@@ -73,61 +85,89 @@ export function inflightList(v: Inflight | Inflight[] | null): Inflight[] {
 /** The longest wall-clock budget `--max-wall` gives a run: a year (older runs may hold more). */
 export const MAX_WALL_MS = 366 * 86_400_000;
 
-export const RunStatusSchema = lazySchema(() => z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]));
+export const RunStatusSchema = lazySchema(() =>
+  z.enum(["running", "complete", "failed", "interrupted", "budget_exhausted"]),
+);
 
-export const RunMetaSchema = lazySchema(() => z.object({
-  run_id: z.string(),
-  objective: z.string(),
-  created_at: z.string(),
-  updated_at: z.string(),
-  heartbeat_at: z.string(),
-  status: RunStatusSchema,
-  status_detail: z.string().default(""),
-  verifiers: z.number().int().min(0),
-  consensus: z.enum(["all", "majority"]),
-  roles: z.array(z.object({ role: RoleNameSchema, session_id: z.string().optional(), rollout_path: z.string().optional() })),
-  /** Solver turns so far (the turn budget counts these). */
-  turns: z.number().int().min(0),
-  max_turns: z.number().int().min(1),
-  /** Wall-clock budget over all attempts, in ms. */
-  max_wall_ms: z.number().int().min(1),
-  wall_ms_used: z.number().int().min(0),
-  pending: PendingSchema.nullable(),
-  /** One record per role with a message out (Verifiers are asked in parallel); older runs hold a single one. */
-  inflight: z.union([InflightSchema, z.array(InflightSchema)]).nullable().default(null),
-  /** Transitions so far; notes carry it, so a transition replayed after a crash adds none twice. */
-  handoffs: z.number().int().min(0).default(0),
-  /** The accepted delivery; on a repository also the branch and the commit the Verifiers passed. */
-  deliverable: z.object({ path: z.string(), summary: z.string().nullable(), branch: z.string().optional(), commit: z.string().optional() }).nullable(),
-  /** The id of the newest checkpoint (or the one a restore went back to). */
-  last_checkpoint: z.string().nullable(),
-  /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
-  verified_at: z.string().nullable().default(null),
-  next_note: z.number().int().min(1),
-  /** Tokens all roles have used (every model request's total), and the budget for them. */
-  tokens_used: z.number().int().min(0).default(0),
-  max_tokens: z.number().int().min(1).nullable().default(null),
-  /** What each role was doing at the last heartbeat (`relay infty status` shows it). */
-  activity: z.array(RoleActivitySchema).default([]),
-  /** Roles whose model server refused structured output: their turns carry the contract in the prompt only. */
-  prompt_only_roles: z.array(RoleNameSchema).default([]),
-  /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
-  settings: RunSettingsSchema.optional(),
-  /** Notes from memory/operator-notes.jsonl the Director has been sent (operator.ts). */
-  operator_notes_delivered: z.number().int().min(0).default(0),
-  /** The repository the run works on (its own branch and checkout); absent: the run store only. */
-  repo: RepoRecordSchema.optional(),
-  /** How long a Director or Verifier may take for one answer; older runs: the default. */
-  role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
-}));
+export const RunMetaSchema = lazySchema(() =>
+  z.object({
+    run_id: z.string(),
+    objective: z.string(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    heartbeat_at: z.string(),
+    status: RunStatusSchema,
+    status_detail: z.string().default(""),
+    verifiers: z.number().int().min(0),
+    consensus: z.enum(["all", "majority"]),
+    roles: z.array(
+      z.object({ role: RoleNameSchema, session_id: z.string().optional(), rollout_path: z.string().optional() }),
+    ),
+    /** Solver turns so far (the turn budget counts these). */
+    turns: z.number().int().min(0),
+    max_turns: z.number().int().min(1),
+    /** Wall-clock budget over all attempts, in ms. */
+    max_wall_ms: z.number().int().min(1),
+    wall_ms_used: z.number().int().min(0),
+    pending: PendingSchema.nullable(),
+    /** One record per role with a message out (Verifiers are asked in parallel); older runs hold a single one. */
+    inflight: z
+      .union([InflightSchema, z.array(InflightSchema)])
+      .nullable()
+      .default(null),
+    /** Transitions so far; notes carry it, so a transition replayed after a crash adds none twice. */
+    handoffs: z.number().int().min(0).default(0),
+    /** The accepted delivery; on a repository also the branch and the commit the Verifiers passed. */
+    deliverable: z
+      .object({
+        path: z.string(),
+        summary: z.string().nullable(),
+        branch: z.string().optional(),
+        commit: z.string().optional(),
+      })
+      .nullable(),
+    /** The id of the newest checkpoint (or the one a restore went back to). */
+    last_checkpoint: z.string().nullable(),
+    /** When the Verifiers last passed a claim; a delivery is only accepted after one. */
+    verified_at: z.string().nullable().default(null),
+    next_note: z.number().int().min(1),
+    /** Tokens all roles have used (every model request's total), and the budget for them. */
+    tokens_used: z.number().int().min(0).default(0),
+    max_tokens: z.number().int().min(1).nullable().default(null),
+    /** What each role was doing at the last heartbeat (`relay infty status` shows it). */
+    activity: z.array(RoleActivitySchema).default([]),
+    /** Roles whose model server refused structured output: their turns carry the contract in the prompt only. */
+    prompt_only_roles: z.array(RoleNameSchema).default([]),
+    /** What the roles' sessions ran with, so `relay infty resume` continues the same way. */
+    settings: RunSettingsSchema.optional(),
+    /** Notes from memory/operator-notes.jsonl the Director has been sent (operator.ts). */
+    operator_notes_delivered: z.number().int().min(0).default(0),
+    /** The repository the run works on (its own branch and checkout); absent: the run store only. */
+    repo: RepoRecordSchema.optional(),
+    /** How long a Director or Verifier may take for one answer; older runs: the default. */
+    role_timeout_ms: z.number().int().min(1_000).max(MAX_TIMER_MS).optional(),
+  }),
+);
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
-export const NoteSchema = lazySchema(() => z.object({ id: z.string(), at: z.string(), role: z.string(), kind: z.string(), text: z.string(), handoff: z.number().int().min(0).optional() }));
+export const NoteSchema = lazySchema(() =>
+  z.object({
+    id: z.string(),
+    at: z.string(),
+    role: z.string(),
+    kind: z.string(),
+    text: z.string(),
+    handoff: z.number().int().min(0).optional(),
+  }),
+);
 export type Note = z.infer<typeof NoteSchema>;
 
 export function validateRunId(id: string): Result<string> {
   if (!id || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(id) || id.endsWith(".")) {
-    return err("invalid_run_id", `run id ${JSON.stringify(id)} must start with a letter or digit and use only letters, digits, '.', '-', '_'`);
+    return err(
+      "invalid_run_id",
+      `run id ${JSON.stringify(id)} must start with a letter or digit and use only letters, digits, '.', '-', '_'`,
+    );
   }
   return ok(id);
 }
@@ -140,10 +180,23 @@ export function generateRunId(now = new Date()): string {
 /** Where `relay infty run` builds a run before renaming it into place; never a valid run id. */
 const stagingDir = (root: string, runId: string) => path.join(root, `.creating-${runId}`);
 
-type CreateInit = Pick<RunMeta, "run_id" | "objective" | "verifiers" | "consensus" | "max_turns" | "max_wall_ms" | "settings" | "role_timeout_ms" | "repo"> & Partial<Pick<RunMeta, "max_tokens" | "prompt_only_roles">>;
+type CreateInit = Pick<
+  RunMeta,
+  | "run_id"
+  | "objective"
+  | "verifiers"
+  | "consensus"
+  | "max_turns"
+  | "max_wall_ms"
+  | "settings"
+  | "role_timeout_ms"
+  | "repo"
+> &
+  Partial<Pick<RunMeta, "max_tokens" | "prompt_only_roles">>;
 
 /** The first index/README.md of a run; the Solver keeps it from then on. */
-const INDEX_README_START = "# Index of this run\n\n(The Solver keeps this file: what each artifact is, which claim covers it, where things stand.)\n";
+const INDEX_README_START =
+  "# Index of this run\n\n(The Solver keeps this file: what each artifact is, which claim covers it, where things stand.)\n";
 
 /** Thrown by a write of run.json when this process no longer holds the run's lease. */
 export class LeaseLostError extends Error {}
@@ -199,10 +252,18 @@ export class RunStore {
   static async create(home: string, init: CreateInit, pending: Pending | null = null): Promise<Result<RunStore>> {
     const root = RunStore.runsRoot(home);
     const dir = path.join(root, init.run_id);
-    if (existsSync(path.join(dir, "run.json"))) return err("run_exists", `run ${init.run_id} already exists at ${dir}; resume it with: relay infty resume ${init.run_id}`);
+    if (existsSync(path.join(dir, "run.json")))
+      return err(
+        "run_exists",
+        `run ${init.run_id} already exists at ${dir}; resume it with: relay infty resume ${init.run_id}`,
+      );
     // A folder without run.json is what a creation stopped by a crash leaves (or older relays did).
     if (existsSync(dir)) {
-      if (await hasFiles(dir)) return err("run_exists", `${dir} exists without a run.json but holds files; move it away or pick another --run-id`);
+      if (await hasFiles(dir))
+        return err(
+          "run_exists",
+          `${dir} exists without a run.json but holds files; move it away or pick another --run-id`,
+        );
       await rm(dir, { recursive: true, force: true });
     }
     const now = new Date().toISOString();
@@ -247,7 +308,10 @@ export class RunStore {
     try {
       await rename(staging, dir);
     } catch (e) {
-      return err("run_exists", `run ${path.basename(dir)} was created by another process meanwhile (${(e as Error).message}); resume it with: relay infty resume ${path.basename(dir)}`);
+      return err(
+        "run_exists",
+        `run ${path.basename(dir)} was created by another process meanwhile (${(e as Error).message}); resume it with: relay infty resume ${path.basename(dir)}`,
+      );
     }
     await fsyncDir(path.dirname(dir));
     return ok(undefined);
@@ -288,7 +352,13 @@ export class RunStore {
     const dir = path.join(RunStore.runsRoot(home), runId);
     const file = path.join(dir, "run.json");
     if (!existsSync(file)) {
-      if (!opts.recover) return err("run_not_found", existsSync(stagingDir(RunStore.runsRoot(home), runId)) ? `run ${runId} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${runId}` : RunStore.notFound(home, runId));
+      if (!opts.recover)
+        return err(
+          "run_not_found",
+          existsSync(stagingDir(RunStore.runsRoot(home), runId))
+            ? `run ${runId} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${runId}`
+            : RunStore.notFound(home, runId),
+        );
       const recovered = await RunStore.recoverCreation(home, runId);
       if ("error" in recovered) return recovered;
     }
@@ -317,7 +387,10 @@ export class RunStore {
     for (const name of names) {
       if (name.startsWith(".creating-")) {
         const id = name.slice(".creating-".length);
-        if (!existsSync(path.join(root, id, "run.json"))) warnings.push(`run ${id} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${id}`);
+        if (!existsSync(path.join(root, id, "run.json")))
+          warnings.push(
+            `run ${id} is half created (relay stopped while creating it); finish or clean it up with: relay infty resume ${id}`,
+          );
         continue;
       }
       if ("error" in validateRunId(name) || !existsSync(path.join(root, name, "run.json"))) continue;
@@ -347,11 +420,19 @@ export class RunStore {
   }
 
   /** Saves the run's progress and renews the lease; throws LeaseLostError once another process holds it. */
-  async heartbeat(extraWallMs: number, progress: Partial<Pick<RunMeta, "activity" | "tokens_used">> = {}): Promise<void> {
+  async heartbeat(
+    extraWallMs: number,
+    progress: Partial<Pick<RunMeta, "activity" | "tokens_used">> = {},
+  ): Promise<void> {
     const beat = await this.grant?.beat();
     // Only a lease another process holds ends the run; a busy lock or a failed read is tried again at the next beat.
-    if (beat && "error" in beat) throw beat.error.code === "lease_lost" ? new LeaseLostError(beat.error.message) : new Error(beat.error.message);
-    await this.update({ ...progress, heartbeat_at: new Date().toISOString(), wall_ms_used: this.meta.wall_ms_used + Math.max(0, Math.round(extraWallMs)) });
+    if (beat && "error" in beat)
+      throw beat.error.code === "lease_lost" ? new LeaseLostError(beat.error.message) : new Error(beat.error.message);
+    await this.update({
+      ...progress,
+      heartbeat_at: new Date().toISOString(),
+      wall_ms_used: this.meta.wall_ms_used + Math.max(0, Math.round(extraWallMs)),
+    });
   }
 
   /** Keeps a role's compaction summary in memory/handoffs/, so the handoff survives the session's history. */
@@ -387,7 +468,14 @@ export class RunStore {
     if (same) return same;
     // The counter in run.json lags the file when a crash fell between the append and the save.
     const n = Math.max(this.meta.next_note, tail.next);
-    const note: Note = { id: `note-${String(n).padStart(4, "0")}`, at: new Date().toISOString(), role, kind, text, handoff };
+    const note: Note = {
+      id: `note-${String(n).padStart(4, "0")}`,
+      at: new Date().toISOString(),
+      role,
+      kind,
+      text,
+      handoff,
+    };
     await appendLine(path.join(this.dir, "memory", "notes.jsonl"), JSON.stringify(note));
     tail.notes.push(note);
     tail.next = n + 1;
@@ -472,21 +560,31 @@ export async function readRunMeta(dir: string): Promise<Result<RunMeta>> {
 /** `p` (relative to `root`, or absolute) resolved through every symlink; an error unless it exists inside `root`. */
 export async function resolveWithin(root: string, p: string, what: string): Promise<Result<string>> {
   const abs = path.resolve(root, p);
-  if (!isInside(abs, root)) return err("escapes_run_store", `${p} is outside ${what}; use a path inside it (relative to ${root})`);
+  if (!isInside(abs, root))
+    return err("escapes_run_store", `${p} is outside ${what}; use a path inside it (relative to ${root})`);
   let real: string;
   try {
     real = await realpath(abs);
   } catch {
     return err("not_found", `${p} does not exist in ${what} (${root})`);
   }
-  if (!isInside(real, await realpath(root))) return err("escapes_run_store", `${p} leads outside ${what} through a symlink (to ${real}); copy the file into ${what} instead of linking to it`);
+  if (!isInside(real, await realpath(root)))
+    return err(
+      "escapes_run_store",
+      `${p} leads outside ${what} through a symlink (to ${real}); copy the file into ${what} instead of linking to it`,
+    );
   return ok(real);
 }
 
 /** `meta` if run.json may hold it; a bug otherwise: thrown, so nothing invalid is ever written. */
 function validMeta(meta: RunMeta): RunMeta {
   const r = RunMetaSchema.safeParse(meta);
-  if (!r.success) throw new Error(`refusing to write an invalid run.json: ${describeIssues(r.error.issues, meta, { objectName: "an object" }).map((i) => i.message).join("; ")}`);
+  if (!r.success)
+    throw new Error(
+      `refusing to write an invalid run.json: ${describeIssues(r.error.issues, meta, { objectName: "an object" })
+        .map((i) => i.message)
+        .join("; ")}`,
+    );
   return meta;
 }
 

@@ -7,8 +7,8 @@
  * string stands for a one-item list.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import type { OutputSchema } from "../model/client.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { jsonObjectsIn } from "./json-in-text.ts";
 
@@ -19,50 +19,91 @@ function lenient(enumKeys: string[]) {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
       if (x === null) continue;
-      out[k] = enumKeys.includes(k) && typeof x === "string" ? x.trim().toLowerCase().replace(/[\s-]+/g, "_") : x;
+      out[k] =
+        enumKeys.includes(k) && typeof x === "string"
+          ? x
+              .trim()
+              .toLowerCase()
+              .replace(/[\s-]+/g, "_")
+          : x;
     }
     return out;
   };
 }
 
 const text = (what: string) => z.string().trim().min(1, `${what} must not be empty`);
-const optionalText = lazySchema(() => z.string().optional().transform((v) => (v?.trim() ? v : null)));
+const optionalText = lazySchema(() =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v : null)),
+);
 const stringList = lazySchema(() => z.preprocess((v) => (typeof v === "string" ? [v] : v), z.array(z.string())));
 
 export const SOLVER_SIGNAL_TYPES = ["direction_request", "verification_request", "final_delivery"] as const;
 
-export const SolverSignalSchema = lazySchema(() => z.preprocess(
-  lenient(["type"]),
-  z.discriminatedUnion("type", [
-    z.object({ type: z.literal("direction_request"), prompt: text("prompt") }),
-    z.object({ type: z.literal("verification_request"), claim_path: text("claim_path"), notes: optionalText }),
-    z.object({ type: z.literal("final_delivery"), deliverable_path: text("deliverable_path"), summary: optionalText }),
-  ]),
-));
+export const SolverSignalSchema = lazySchema(() =>
+  z.preprocess(
+    lenient(["type"]),
+    z.discriminatedUnion("type", [
+      z.object({ type: z.literal("direction_request"), prompt: text("prompt") }),
+      z.object({ type: z.literal("verification_request"), claim_path: text("claim_path"), notes: optionalText }),
+      z.object({
+        type: z.literal("final_delivery"),
+        deliverable_path: text("deliverable_path"),
+        summary: optionalText,
+      }),
+    ]),
+  ),
+);
 export type SolverSignal = z.output<typeof SolverSignalSchema>;
 
-export const DirectiveSchema = lazySchema(() => z.preprocess(lenient([]), z.object({ directive: text("directive"), rationale: optionalText })));
+export const DirectiveSchema = lazySchema(() =>
+  z.preprocess(lenient([]), z.object({ directive: text("directive"), rationale: optionalText })),
+);
 export type Directive = z.output<typeof DirectiveSchema>;
 
-export const VerdictSchema = lazySchema(() => z.preprocess(
-  lenient(["verdict"]),
-  z.object({ verdict: z.enum(["pass", "fail"]), reasons: stringList.default([]), suggestions: stringList.default([]) }),
-));
+export const VerdictSchema = lazySchema(() =>
+  z.preprocess(
+    lenient(["verdict"]),
+    z.object({
+      verdict: z.enum(["pass", "fail"]),
+      reasons: stringList.default([]),
+      suggestions: stringList.default([]),
+    }),
+  ),
+);
 export type Verdict = z.output<typeof VerdictSchema>;
 
 const nullableString = { type: ["string", "null"] };
-const strictObject = (properties: Record<string, unknown>) => ({ type: "object", properties, required: Object.keys(properties), additionalProperties: false });
+const strictObject = (properties: Record<string, unknown>) => ({
+  type: "object",
+  properties,
+  required: Object.keys(properties),
+  additionalProperties: false,
+});
 
 /** Structured-output schemas: the strict subset (all fields required, unused ones null). */
 export const OUTPUT_SCHEMAS = {
   solver: {
     name: "solver_signal",
-    schema: strictObject({ type: { type: "string", enum: [...SOLVER_SIGNAL_TYPES] }, prompt: nullableString, claim_path: nullableString, notes: nullableString, deliverable_path: nullableString, summary: nullableString }),
+    schema: strictObject({
+      type: { type: "string", enum: [...SOLVER_SIGNAL_TYPES] },
+      prompt: nullableString,
+      claim_path: nullableString,
+      notes: nullableString,
+      deliverable_path: nullableString,
+      summary: nullableString,
+    }),
   },
   director: { name: "directive", schema: strictObject({ directive: { type: "string" }, rationale: nullableString }) },
   verifier: {
     name: "verdict",
-    schema: strictObject({ verdict: { type: "string", enum: ["pass", "fail"] }, reasons: { type: "array", items: { type: "string" } }, suggestions: { type: "array", items: { type: "string" } } }),
+    schema: strictObject({
+      verdict: { type: "string", enum: ["pass", "fail"] },
+      reasons: { type: "array", items: { type: "string" } },
+      suggestions: { type: "array", items: { type: "string" } },
+    }),
   },
 } satisfies Record<string, OutputSchema>;
 

@@ -24,5 +24,10 @@ export function workSoFar(): Work {
 }
 
 export function workBetween(before: Work, after: Work): Work {
-  return { statted: after.statted - before.statted, listed: after.listed - before.listed, read: after.read - before.read, written: after.written - before.written };
+  return {
+    statted: after.statted - before.statted,
+    listed: after.listed - before.listed,
+    read: after.read - before.read,
+    written: after.written - before.written,
+  };
 }

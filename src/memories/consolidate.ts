@@ -6,9 +6,9 @@ import { nonInteractiveApprover } from "../session/approval.ts";
 import type { RelayConfig } from "../session/config.ts";
 import type { SessionEvent } from "../session/events.ts";
 import { openSession } from "../session/runtime.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { consolidationPrompt } from "./prompts.ts";
-import { redactSecrets } from "../util/redact.ts";
 import { MEMORY_MD, MEMORY_SUMMARY, rfc3339, stemOf } from "./storage.ts";
 import type { SelectedOutput } from "./store-outputs.ts";
 import type { WorkspaceDiff } from "./workspace.ts";
@@ -26,7 +26,11 @@ export const CONSOLIDATION_SOURCE = "memory_consolidation";
 
 function firstLine(text: string, max = 120): string {
   const body = text.replace(/^---[\s\S]*?---\s*/, "");
-  const line = body.split("\n").map((l) => l.replace(/^[-#*\s]+/, "").trim()).find((l) => l.length > 0) ?? "";
+  const line =
+    body
+      .split("\n")
+      .map((l) => l.replace(/^[-#*\s]+/, "").trim())
+      .find((l) => l.length > 0) ?? "";
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
@@ -45,8 +49,16 @@ export const heuristicConsolidator: Consolidator = async ({ root, selection }) =
     const index: string[] = [];
     let task = 0;
     for (const cwd of cwds) {
-      const items = groups.get(cwd)!.slice().sort((a, b) => b.source_updated_at - a.source_updated_at);
-      mem.push(`# Task Group: ${path.basename(cwd) || cwd}`, `scope: sessions in ${cwd}`, `applies_to: cwd=${cwd}; reuse_rule=same project`, "");
+      const items = groups
+        .get(cwd)!
+        .slice()
+        .sort((a, b) => b.source_updated_at - a.source_updated_at);
+      mem.push(
+        `# Task Group: ${path.basename(cwd) || cwd}`,
+        `scope: sessions in ${cwd}`,
+        `applies_to: cwd=${cwd}; reuse_rule=same project`,
+        "",
+      );
       index.push(`### ${cwd}`);
       for (const o of items) {
         task++;
@@ -65,7 +77,9 @@ export const heuristicConsolidator: Consolidator = async ({ root, selection }) =
             .slice(0, 12),
           "",
         );
-        index.push(`- ${rfc3339(o.source_updated_at).slice(0, 10)} ${desc}${keywordsOf(o.raw_memory) ? ` (keywords: ${keywordsOf(o.raw_memory)})` : ""}`);
+        index.push(
+          `- ${rfc3339(o.source_updated_at).slice(0, 10)} ${desc}${keywordsOf(o.raw_memory) ? ` (keywords: ${keywordsOf(o.raw_memory)})` : ""}`,
+        );
       }
       index.push("");
     }
@@ -74,7 +88,9 @@ export const heuristicConsolidator: Consolidator = async ({ root, selection }) =
       "v1",
       "",
       "## User Profile",
-      selection.length ? `- ${selection.length} remembered session(s) across ${cwds.length} project folder(s).` : "- Nothing remembered yet.",
+      selection.length
+        ? `- ${selection.length} remembered session(s) across ${cwds.length} project folder(s).`
+        : "- Nothing remembered yet.",
       "",
       "## User preferences",
       "- See MEMORY.md task groups for per-project preferences.",
@@ -116,7 +132,12 @@ export interface AgentConsolidatorOptions {
 export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
   return async ({ root, selection, signal }) => {
     // No MCP servers: the memory folder is its whole world (an MCP tool is not confined by the sandbox).
-    const config: RelayConfig = { ...o.config, approval_policy: "never", sandbox_mode: "workspace-write", mcp_servers: undefined };
+    const config: RelayConfig = {
+      ...o.config,
+      approval_policy: "never",
+      sandbox_mode: "workspace-write",
+      mcp_servers: undefined,
+    };
     const opened = await openSession({
       home: o.home,
       config,
@@ -132,7 +153,8 @@ export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
       projectDocs: false,
       localSkills: false,
     });
-    if ("error" in opened) return err("failed_spawn_agent", `cannot start the consolidation agent: ${opened.error.message}`);
+    if ("error" in opened)
+      return err("failed_spawn_agent", `cannot start the consolidation agent: ${opened.error.message}`);
     const s = opened.ok;
     try {
       const r = await s.runTurn(consolidationPrompt(root, selection.length), signal ?? new AbortController().signal);
@@ -140,7 +162,8 @@ export function agentConsolidator(o: AgentConsolidatorOptions): Consolidator {
       if (r.ok.status !== "completed") return err("failed_agent", `the consolidation agent stopped: ${r.ok.status}`);
       try {
         const first = (await readFile(path.join(root, MEMORY_SUMMARY), "utf8")).split("\n")[0]?.trim();
-        if (first !== "v1") return err("failed_agent", `the consolidation agent left ${MEMORY_SUMMARY} without the "v1" first line`);
+        if (first !== "v1")
+          return err("failed_agent", `the consolidation agent left ${MEMORY_SUMMARY} without the "v1" first line`);
       } catch {
         return err("failed_agent", `the consolidation agent did not write ${MEMORY_SUMMARY}`);
       }

@@ -3,7 +3,7 @@
  * Postgres (`--db postgres://...`). Tables: `memory_threads` (rollouts seen by the scans of every host),
  * `stage1_outputs` (phase 1 results, usage counts) and `jobs` (leases, backoff, watermarks).
  */
-import { Kysely, PostgresDialect, sql, type Migration, type Transaction } from "kysely";
+import { Kysely, type Migration, PostgresDialect, sql, type Transaction } from "kysely";
 import { byCodeUnits } from "../util/compare.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { openNativeSqlite, sqliteDialect } from "./sqlite-dialect.ts";
@@ -88,7 +88,12 @@ const migrations: Record<string, Migration> = {
         .addColumn("updated_at_ms", "bigint", (c) => c.notNull())
         .addColumn("memory_mode", "text", (c) => c.notNull().defaultTo("enabled"))
         .execute();
-      await db.schema.createIndex("memory_threads_updated_idx").ifNotExists().on("memory_threads").columns(["updated_at_ms"]).execute();
+      await db.schema
+        .createIndex("memory_threads_updated_idx")
+        .ifNotExists()
+        .on("memory_threads")
+        .columns(["updated_at_ms"])
+        .execute();
       await db.schema
         .createTable("stage1_outputs")
         .ifNotExists()
@@ -127,13 +132,21 @@ const migrations: Record<string, Migration> = {
         .addColumn("last_success_watermark", "bigint")
         .addPrimaryKeyConstraint("jobs_pk", ["kind", "job_key"])
         .execute();
-      await db.schema.createIndex("jobs_kind_status_idx").ifNotExists().on("jobs").columns(["kind", "status", "retry_at", "lease_until"]).execute();
+      await db.schema
+        .createIndex("jobs_kind_status_idx")
+        .ifNotExists()
+        .on("jobs")
+        .columns(["kind", "status", "retry_at", "lease_until"])
+        .execute();
     },
   },
   // A shared (Postgres) DB sees rollouts of many hosts; each host claims only its own files.
   "0002_thread_host": {
     async up(db: Kysely<any>) {
-      await db.schema.alterTable("memory_threads").addColumn("host", "text", (c) => c.notNull().defaultTo("")).execute();
+      await db.schema
+        .alterTable("memory_threads")
+        .addColumn("host", "text", (c) => c.notNull().defaultTo(""))
+        .execute();
     },
   },
   // Lease holders heartbeat, so that a dead holder on another host is seen long before its lease ends.
@@ -158,11 +171,16 @@ async function migrate(state: StateDb): Promise<Result<void>> {
         .addColumn("name", "text", (c) => c.primaryKey())
         .addColumn("applied_at", "bigint", (c) => c.notNull())
         .execute();
-      const done = new Set((await t.selectFrom(MIGRATIONS_TABLE).select("name").execute()).map((r: { name: unknown }) => String(r.name)));
+      const done = new Set(
+        (await t.selectFrom(MIGRATIONS_TABLE).select("name").execute()).map((r: { name: unknown }) => String(r.name)),
+      );
       for (const [name, m] of Object.entries(migrations).sort(([a], [b]) => byCodeUnits(a, b))) {
         if (done.has(name)) continue;
         await m.up(t);
-        await t.insertInto(MIGRATIONS_TABLE).values({ name, applied_at: Math.floor(Date.now() / 1000) }).execute();
+        await t
+          .insertInto(MIGRATIONS_TABLE)
+          .values({ name, applied_at: Math.floor(Date.now() / 1000) })
+          .execute();
       }
     });
     return ok(undefined);
@@ -250,7 +268,9 @@ async function openPostgres(url: string): Promise<Result<StateDb>> {
     connectionTimeoutMillis: 10_000,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") =>
-        oid === int8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+        oid === int8
+          ? (v: string) => Number(v)
+          : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
     },
   });
   const db = new Kysely<MemoryDB>({ dialect: new PostgresDialect({ pool }) });

@@ -33,7 +33,12 @@ function newestFirst(a: Eligible, b: Eligible): number {
  * Candidates newest first (ties by id, descending), at most `limit`; every other row is counted
  * in `skipped`. Rows may be whole rows or, as in phase 1, just what eligibility looks at.
  */
-export function selectCandidates<T extends Eligible>(rows: Iterable<T>, r: EligibilityRules, limit: number, skipped: SkipReport): T[] {
+export function selectCandidates<T extends Eligible>(
+  rows: Iterable<T>,
+  r: EligibilityRules,
+  limit: number,
+  skipped: SkipReport,
+): T[] {
   const out: T[] = [];
   for (const t of rows) {
     const why = skipReasonOf(t, r);

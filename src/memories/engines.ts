@@ -6,8 +6,8 @@
 import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
 import { applyOverrides, type RelayConfig } from "../session/config.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { agentConsolidator, heuristicConsolidator, type Consolidator } from "./consolidate.ts";
-import { heuristicExtractor, modelExtractor, type Extractor } from "./extract.ts";
+import { agentConsolidator, type Consolidator, heuristicConsolidator } from "./consolidate.ts";
+import { type Extractor, heuristicExtractor, modelExtractor } from "./extract.ts";
 import type { MemorySettings } from "./settings.ts";
 
 export type ExtractorKind = MemorySettings["extractor"];
@@ -44,7 +44,13 @@ export interface Engines {
 }
 
 /** auto: the model (agent) when one is usable, else the offline heuristic. */
-export function buildEngines(home: string, base: RelayConfig, settings: MemorySettings, c: EngineChoice, env: Record<string, string | undefined> = process.env): Result<Engines> {
+export function buildEngines(
+  home: string,
+  base: RelayConfig,
+  settings: MemorySettings,
+  c: EngineChoice,
+  env: Record<string, string | undefined> = process.env,
+): Result<Engines> {
   const usable = !c.offline && modelUsable(base, env);
   const extractorKind = c.extractor === "auto" ? (usable || c.extractScript ? "model" : "heuristic") : c.extractor;
   const consolidatorKind = c.consolidator === "auto" ? (usable || c.script ? "agent" : "heuristic") : c.consolidator;
@@ -54,15 +60,24 @@ export function buildEngines(home: string, base: RelayConfig, settings: MemorySe
     try {
       const client = c.extractScript
         ? createModelClient({ provider: "scripted", model, scriptPath: c.extractScript })
-        : createModelClient({ provider: base.model_provider, model, baseUrl: base.base_url, apiKeyEnv: base.api_key_env });
-      extractor = modelExtractor(client, model, { inputTokenBudget: Math.floor((base.model_context_window ?? 200_000) * 0.7) });
+        : createModelClient({
+            provider: base.model_provider,
+            model,
+            baseUrl: base.base_url,
+            apiKeyEnv: base.api_key_env,
+          });
+      extractor = modelExtractor(client, model, {
+        inputTokenBudget: Math.floor((base.model_context_window ?? 200_000) * 0.7),
+      });
     } catch (e) {
       return err("model_config", `cannot build the extraction model: ${(e as Error).message}`);
     }
   }
   let consolidator: Consolidator = heuristicConsolidator;
   if (consolidatorKind === "agent") {
-    const cfg = applyOverrides(base, { model: c.model ?? settings.consolidation_model ?? (c.script ? "scripted" : undefined) });
+    const cfg = applyOverrides(base, {
+      model: c.model ?? settings.consolidation_model ?? (c.script ? "scripted" : undefined),
+    });
     if ("error" in cfg) return cfg;
     consolidator = agentConsolidator({ home, config: cfg.ok, scriptPath: c.script });
   }

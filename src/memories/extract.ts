@@ -1,20 +1,22 @@
 /** Phase 1 extractors: a model with a strict JSON reply, or an offline heuristic. */
 import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import type { ModelClient } from "../model/client.ts";
-import { messageText, userMessage, type MessageItem, type ResponseItem } from "../model/items.ts";
+import { type MessageItem, messageText, type ResponseItem, userMessage } from "../model/items.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { STAGE1_SYSTEM, stage1Input } from "./prompts.ts";
-import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "../util/redact.ts";
 import type { Stage1Result } from "./store-stage1.ts";
 
-export const Stage1OutputSchema = lazySchema(() => z.strictObject({
-  rollout_summary: z.string(),
-  rollout_slug: z.string().nullable(),
-  raw_memory: z.string(),
-}));
+export const Stage1OutputSchema = lazySchema(() =>
+  z.strictObject({
+    rollout_summary: z.string(),
+    rollout_slug: z.string().nullable(),
+    raw_memory: z.string(),
+  }),
+);
 
 export interface ExtractInput {
   threadId: string;
@@ -28,7 +30,11 @@ export type Extractor = (input: ExtractInput, signal?: AbortSignal) => Promise<R
 
 /** Redacts the three fields (the slug also loses random-looking words); an empty raw memory or summary means "no output". */
 export function finishStage1(o: z.infer<typeof Stage1OutputSchema>): Stage1Result {
-  return { rawMemory: redactSecrets(o.raw_memory), rolloutSummary: redactSecrets(o.rollout_summary), rolloutSlug: safeSlug(o.rollout_slug) };
+  return {
+    rawMemory: redactSecrets(o.raw_memory),
+    rolloutSummary: redactSecrets(o.rollout_summary),
+    rolloutSlug: safeSlug(o.rollout_slug),
+  };
 }
 
 /** The same for any extractor's result: phase 1 stores nothing that did not pass through here. */
@@ -51,7 +57,10 @@ export function redactInput(input: ExtractInput): ExtractInput {
 }
 
 export function parseStage1Reply(text: string): Result<Stage1Result> {
-  const body = text.trim().replace(/^```(?:json)?\s*\n?/i, "").replace(/\n?```\s*$/, "");
+  const body = text
+    .trim()
+    .replace(/^```(?:json)?\s*\n?/i, "")
+    .replace(/\n?```\s*$/, "");
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -59,14 +68,19 @@ export function parseStage1Reply(text: string): Result<Stage1Result> {
     return err("stage1_parse", `the extractor reply is not JSON: ${errorMessage(e)}`);
   }
   const r = Stage1OutputSchema.safeParse(json);
-  if (!r.success) return err("stage1_parse", `the extractor reply does not match the schema: ${z.prettifyError(r.error)}`);
+  if (!r.success)
+    return err("stage1_parse", `the extractor reply does not match the schema: ${z.prettifyError(r.error)}`);
   return ok(finishStage1(r.data));
 }
 
 /** Rough characters per token used for budgets. */
 const CHARS_PER_TOKEN = 4;
 
-export function modelExtractor(client: ModelClient, model: string, opts: { inputTokenBudget?: number } = {}): Extractor {
+export function modelExtractor(
+  client: ModelClient,
+  model: string,
+  opts: { inputTokenBudget?: number } = {},
+): Extractor {
   const budget = (opts.inputTokenBudget ?? 150_000) * CHARS_PER_TOKEN;
   return async (raw, signal) => {
     const input = redactInput(raw);
@@ -76,7 +90,13 @@ export function modelExtractor(client: ModelClient, model: string, opts: { input
     let finalText = "";
     try {
       for await (const ev of client.stream(
-        { model, instructions: STAGE1_SYSTEM, input: [userMessage(stage1Input(input.rolloutPath, input.cwd, conversation))], tools: [], parallelToolCalls: false },
+        {
+          model,
+          instructions: STAGE1_SYSTEM,
+          input: [userMessage(stage1Input(input.rolloutPath, input.cwd, conversation))],
+          tools: [],
+          parallelToolCalls: false,
+        },
         signal,
       )) {
         if (ev.type === "text_delta") text += ev.delta;
@@ -92,7 +112,8 @@ export function modelExtractor(client: ModelClient, model: string, opts: { input
 // ---------------------------------------------------------------------------------------------
 // Offline heuristic: no model; reads requests, commands, files and the outcome from the items.
 
-const FILE_RE = /(?:^|[\s"'`(=])((?:\/|\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+\.(?:ts|tsx|js|mjs|cjs|json|md|py|rs|go|toml|yaml|yml|sh|sql|txt|css|html|c|h|cpp|java|rb|lock))(?=$|[\s"'`):,;])/g;
+const FILE_RE =
+  /(?:^|[\s"'`(=])((?:\/|\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+\.(?:ts|tsx|js|mjs|cjs|json|md|py|rs|go|toml|yaml|yml|sh|sql|txt|css|html|c|h|cpp|java|rb|lock))(?=$|[\s"'`):,;])/g;
 
 function oneLine(s: string, max: number): string {
   const t = s.replace(/\s+/g, " ").trim();
@@ -122,7 +143,9 @@ function commandOf(item: ResponseItem): string | undefined {
 function failedOutput(item: ResponseItem): boolean {
   if (item.type !== "function_call_output" && item.type !== "custom_tool_call_output") return false;
   const out = String((item as { output?: unknown }).output ?? "");
-  return /exit(?:ed)?(?: with)?(?: code)?[:= ]+(?:[1-9]\d*)|Process exited with code [1-9]|\berror\b|\bfailed\b/i.test(out.slice(0, 2000));
+  return /exit(?:ed)?(?: with)?(?: code)?[:= ]+(?:[1-9]\d*)|Process exited with code [1-9]|\berror\b|\bfailed\b/i.test(
+    out.slice(0, 2000),
+  );
 }
 
 export function slugify(text: string): string {
@@ -145,7 +168,8 @@ export function heuristicStage1(raw: ExtractInput): Stage1Result {
     if (item.type === "message") {
       const m = item as MessageItem;
       const text = messageText(m);
-      if (m.role === "user" && text.trim() && !text.trimStart().startsWith("<environment_context>")) requests.push(text);
+      if (m.role === "user" && text.trim() && !text.trimStart().startsWith("<environment_context>"))
+        requests.push(text);
       if (m.role === "assistant" && text.trim()) lastAssistant = text;
       for (const f of text.matchAll(FILE_RE)) files.add(f[1]!);
     }
@@ -160,7 +184,11 @@ export function heuristicStage1(raw: ExtractInput): Stage1Result {
     return { rawMemory: "", rolloutSummary: "", rolloutSlug: null };
   }
   const title = oneLine(requests[0]!, 100);
-  const outcome = lastAssistant ? (failures > 0 && /fail|error|could not|unable/i.test(lastAssistant) ? "partial" : "success") : "uncertain";
+  const outcome = lastAssistant
+    ? failures > 0 && /fail|error|could not|unable/i.test(lastAssistant)
+      ? "partial"
+      : "success"
+    : "uncertain";
   const uniqueCmds = [...new Set(commands.map((c) => oneLine(c, 160)))].slice(0, 12);
   const fileList = [...files].slice(0, 20).map((f) => (path.isAbsolute(f) ? f : path.join(input.cwd, f)));
   // The slug and keywords name the task, not the marker: "deploy with [REDACTED_SECRET]" -> deploy-with.

@@ -1,10 +1,11 @@
 /** Which rollout items feed phase 1, and how they are serialized for the extractor. */
-import { estimateTokens } from "../util/truncate.ts";
+
 import { isContextFragment } from "../model/context-fragments.ts";
 import type { ResponseItem } from "../model/items.ts";
 import { visitRollout } from "../rollout/reader.ts";
 import type { RolloutLine } from "../rollout/schema.ts";
 import { ok, type Result } from "../util/result.ts";
+import { estimateTokens } from "../util/truncate.ts";
 
 const KEPT_TYPES = new Set([
   "message",
@@ -47,7 +48,10 @@ export function memoryItem(line: RolloutLine): ResponseItem | undefined {
  * file's bytes as a stream instead. The same errors as `readRollout`; `warnings` name each
  * skipped line (file and line number), the rest of the rollout is used.
  */
-export async function readMemoryRollout(file: string, source?: AsyncIterable<Uint8Array>): Promise<Result<{ items: ResponseItem[]; warnings: string[] }>> {
+export async function readMemoryRollout(
+  file: string,
+  source?: AsyncIterable<Uint8Array>,
+): Promise<Result<{ items: ResponseItem[]; warnings: string[] }>> {
   const items: ResponseItem[] = [];
   const r = await visitRollout(
     file,
@@ -81,6 +85,9 @@ export function hasUserTurn(items: readonly ResponseItem[]): boolean {
     if (i.type !== "message") return false;
     const msg = i as Extract<ResponseItem, { type: "message"; role: string }>;
     if (msg.role !== "user") return false;
-    return msg.content.some((c) => !("text" in c) || (typeof c.text === "string" && c.text.trim() !== "" && !TAGGED_BLOCK.test(c.text.trim())));
+    return msg.content.some(
+      (c) =>
+        !("text" in c) || (typeof c.text === "string" && c.text.trim() !== "" && !TAGGED_BLOCK.test(c.text.trim())),
+    );
   });
 }

@@ -6,10 +6,11 @@
  * process therefore does not pass for the holder. Ids without <start> (older relays) are judged
  * by the pid alone.
  */
-import { procStatFields, START_TIME_FIELD } from "../util/proc-stat.ts";
+
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
+import { procStatFields, START_TIME_FIELD } from "../util/proc-stat.ts";
 import type { JobRow } from "./rows.ts";
 
 export interface Holder {
@@ -30,7 +31,9 @@ function linuxStart(pid: number): string | undefined {
   const ticks = procStatFields(pid)?.[START_TIME_FIELD];
   if (!ticks) return undefined;
   try {
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").replace(/[^0-9a-f]/g, "").slice(0, 12);
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8")
+      .replace(/[^0-9a-f]/g, "")
+      .slice(0, 12);
     return `b${boot}t${ticks}`;
   } catch {
     return undefined;
@@ -135,6 +138,7 @@ export function takeOverReason(job: JobRow, now: number, staleSeconds = LEASE_ST
   const live = liveness(parseWorkerId(job.worker_id));
   if (live.state === "gone") return live.why;
   if (live.state === "alive") return undefined;
-  if (job.heartbeat_at !== null && now - job.heartbeat_at > staleSeconds) return `its heartbeat is ${now - job.heartbeat_at} s old (stale after ${staleSeconds} s)`;
+  if (job.heartbeat_at !== null && now - job.heartbeat_at > staleSeconds)
+    return `its heartbeat is ${now - job.heartbeat_at} s old (stale after ${staleSeconds} s)`;
   return undefined;
 }

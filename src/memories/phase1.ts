@@ -1,20 +1,28 @@
 /** Phase 1: claim eligible rollouts, extract {raw_memory, rollout_summary, rollout_slug}, store. */
 import os from "node:os";
 import { setImmediate } from "node:timers";
+import { redactSecrets } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import { redactStage1, type Extractor } from "./extract.ts";
-import { selectCandidates, type Eligible } from "./eligibility.ts";
+import { type Eligible, selectCandidates } from "./eligibility.ts";
+import { type Extractor, redactStage1 } from "./extract.ts";
 import { hasUserTurn, readMemoryRollout } from "./filter.ts";
-import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
-import { redactSecrets } from "../util/redact.ts";
+import { type HolderReport, LEASE_HEARTBEAT_SECONDS } from "./holder.ts";
 import type { ThreadRow } from "./rows.ts";
 import { scanRollouts } from "./scan.ts";
-import { getThreads } from "./store-threads.ts";
 import { addSkip, type SkipReason, type SkipReport } from "./skips.ts";
 import { DEFAULT_SOURCES } from "./sources.ts";
 import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
-import { heartbeatStage1, markStage1Failed, markStage1NoOutput, markStage1Succeeded, tryClaimStage1Batch, type Stage1Claim, type Stage1Result } from "./store-stage1.ts";
+import {
+  heartbeatStage1,
+  markStage1Failed,
+  markStage1NoOutput,
+  markStage1Succeeded,
+  type Stage1Claim,
+  type Stage1Result,
+  tryClaimStage1Batch,
+} from "./store-stage1.ts";
+import { getThreads } from "./store-threads.ts";
 
 export const STAGE1_LEASE_SECONDS = 3600;
 export const STAGE1_RETRY_DELAY_SECONDS = 3600;
@@ -95,10 +103,20 @@ export async function pool<T, R>(items: T[], limit: number, fn: (t: T) => Promis
 export async function runPhase1(o: Phase1Options): Promise<Result<Phase1Report>> {
   const scanLimit = o.scanLimit ?? STAGE1_SCAN_LIMIT;
   const host = o.host ?? (process.env.RELAY_MEMORIES_HOST?.trim() || os.hostname());
-  const scan = await scanRollouts(o.state, { relayHome: o.relayHome, codexHome: o.codexHome, scanLimit, host }, scanned);
+  const scan = await scanRollouts(
+    o.state,
+    { relayHome: o.relayHome, codexHome: o.codexHome, scanLimit, host },
+    scanned,
+  );
   if ("error" in scan) return scan;
   const skipped = scan.ok.skipped;
-  const rules = { nowMs: o.now(), maxAgeDays: o.maxAgeDays, minIdleHours: o.minIdleHours, sources: o.sources ?? DEFAULT_SOURCES, excludeThreadId: o.excludeThreadId };
+  const rules = {
+    nowMs: o.now(),
+    maxAgeDays: o.maxAgeDays,
+    minIdleHours: o.minIdleHours,
+    sources: o.sources ?? DEFAULT_SOURCES,
+    excludeThreadId: o.excludeThreadId,
+  };
   const cands = selectCandidates(scan.ok.kept.values(), rules, scanLimit, skipped);
   scan.ok.kept.clear();
   const r = await withHeartbeat(o, () => claimAndExtract(o, cands, skipped));
@@ -164,18 +182,30 @@ async function claimAndExtract(o: Phase1Options, cands: Scanned[], skipped: Skip
 
 /** The rows of a page of candidates: read back from the DB, or the one the scan kept. */
 async function rowsOf(state: StateDb, page: Scanned[]): Promise<Result<ThreadRow[]>> {
-  const got = await getThreads(state, page.filter((c) => !c.row).map((c) => c.id));
+  const got = await getThreads(
+    state,
+    page.filter((c) => !c.row).map((c) => c.id),
+  );
   if ("error" in got) return got;
   const rows: ThreadRow[] = [];
   for (const c of page) {
     const row = c.row ?? got.ok.get(c.id);
-    if (!row) return err("db_error", `state DB ${state.location}: the memory_threads row of ${c.id} was deleted during phase 1`);
+    if (!row)
+      return err(
+        "db_error",
+        `state DB ${state.location}: the memory_threads row of ${c.id} was deleted during phase 1`,
+      );
     rows.push(row);
   }
   return ok(rows);
 }
 
-async function claimPage(o: Phase1Options, threads: ThreadRow[], run: Run, skipped: SkipReport): Promise<Result<{ claims: Claimed[]; tried: number }>> {
+async function claimPage(
+  o: Phase1Options,
+  threads: ThreadRow[],
+  run: Run,
+  skipped: SkipReport,
+): Promise<Result<{ claims: Claimed[]; tried: number }>> {
   const c = await tryClaimStage1Batch(o.state, {
     threads: threads.map((t) => ({ threadId: t.id, sourceUpdatedAt: secs(t.updated_at_ms) })),
     limit: o.maxClaims - run.claimed,
@@ -214,7 +244,10 @@ function tally(run: Run, claims: Claimed[], skipped: SkipReport, thread: ThreadR
 /** Keeps this worker's claims visibly alive while `fn` extracts (others take over stale ones). */
 async function withHeartbeat<T>(o: Phase1Options, fn: () => Promise<T>): Promise<T> {
   const lease = o.leaseSeconds ?? STAGE1_LEASE_SECONDS;
-  const beat = setInterval(() => void heartbeatStage1(o.state, o.workerId, lease, secs(o.now())), o.heartbeatMs ?? LEASE_HEARTBEAT_SECONDS * 1000);
+  const beat = setInterval(
+    () => void heartbeatStage1(o.state, o.workerId, lease, secs(o.now())),
+    o.heartbeatMs ?? LEASE_HEARTBEAT_SECONDS * 1000,
+  );
   try {
     return await fn();
   } finally {
@@ -233,8 +266,22 @@ async function extractOne(o: Phase1Options, run: Run, thread: ThreadRow, token: 
   const fail = async (why: string): Promise<Phase1Outcome> => {
     // Parse errors quote the reply; the reason lands in jobs.last_error and the --json report.
     const reason = redactSecrets(why);
-    const m = ended(run, await markStage1Failed(o.state, thread.id, token, reason, o.retryDelaySeconds ?? STAGE1_RETRY_DELAY_SECONDS, secs(o.now())));
-    return { threadId: thread.id, status: "failed", error: "error" in m ? `${reason}; and recording it failed: ${m.error.message}` : reason };
+    const m = ended(
+      run,
+      await markStage1Failed(
+        o.state,
+        thread.id,
+        token,
+        reason,
+        o.retryDelaySeconds ?? STAGE1_RETRY_DELAY_SECONDS,
+        secs(o.now()),
+      ),
+    );
+    return {
+      threadId: thread.id,
+      status: "failed",
+      error: "error" in m ? `${reason}; and recording it failed: ${m.error.message}` : reason,
+    };
   };
   let extracted;
   let warnings: string[] = [];
@@ -243,8 +290,18 @@ async function extractOne(o: Phase1Options, run: Run, thread: ThreadRow, token: 
     const read = await readMemoryRollout(thread.rollout_path);
     if ("error" in read) return await fail(read.error.message);
     warnings = read.ok.warnings.map(redactSecrets);
-    if (!hasUserTurn(read.ok.items)) return withWarnings(await noOutput(o, run, thread, token, "no_user_turn"), warnings);
-    extracted = await o.extractor({ threadId: thread.id, rolloutPath: thread.rollout_path, cwd: thread.cwd, gitBranch: thread.git_branch, items: read.ok.items }, o.signal);
+    if (!hasUserTurn(read.ok.items))
+      return withWarnings(await noOutput(o, run, thread, token, "no_user_turn"), warnings);
+    extracted = await o.extractor(
+      {
+        threadId: thread.id,
+        rolloutPath: thread.rollout_path,
+        cwd: thread.cwd,
+        gitBranch: thread.git_branch,
+        items: read.ok.items,
+      },
+      o.signal,
+    );
   } catch (e) {
     return withWarnings(await fail(`extraction crashed: ${errorMessage(e)}`), warnings);
   }
@@ -258,20 +315,37 @@ function ended(run: Run, m: Result<boolean>): Result<boolean> {
   return m;
 }
 
-const withWarnings = (x: Phase1Outcome, warnings: string[]): Phase1Outcome => (warnings.length ? { ...x, warnings } : x);
+const withWarnings = (x: Phase1Outcome, warnings: string[]): Phase1Outcome =>
+  warnings.length ? { ...x, warnings } : x;
 
 /** Records "nothing to remember" (any older memory of the session is dropped). */
-async function noOutput(o: Phase1Options, run: Run, thread: ThreadRow, token: string, status: "succeeded_no_output" | "no_user_turn"): Promise<Phase1Outcome> {
+async function noOutput(
+  o: Phase1Options,
+  run: Run,
+  thread: ThreadRow,
+  token: string,
+  status: "succeeded_no_output" | "no_user_turn",
+): Promise<Phase1Outcome> {
   const m = ended(run, await markStage1NoOutput(o.state, thread.id, token, secs(o.now())));
   if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
   return { threadId: thread.id, status: m.ok ? status : "lost_claim" };
 }
 
-async function store(o: Phase1Options, run: Run, thread: ThreadRow, token: string, extracted: Stage1Result): Promise<Phase1Outcome> {
+async function store(
+  o: Phase1Options,
+  run: Run,
+  thread: ThreadRow,
+  token: string,
+  extracted: Stage1Result,
+): Promise<Phase1Outcome> {
   // Whatever the extractor, nothing unredacted reaches stage1_outputs.
   const res = redactStage1(extracted);
-  if (res.rawMemory.trim() === "" || res.rolloutSummary.trim() === "") return noOutput(o, run, thread, token, "succeeded_no_output");
-  const m = ended(run, await markStage1Succeeded(o.state, thread.id, token, secs(thread.updated_at_ms), res, secs(o.now())));
+  if (res.rawMemory.trim() === "" || res.rolloutSummary.trim() === "")
+    return noOutput(o, run, thread, token, "succeeded_no_output");
+  const m = ended(
+    run,
+    await markStage1Succeeded(o.state, thread.id, token, secs(thread.updated_at_ms), res, secs(o.now())),
+  );
   if ("error" in m) return { threadId: thread.id, status: "failed", error: m.error.message };
   return { threadId: thread.id, status: m.ok ? "succeeded" : "lost_claim" };
 }

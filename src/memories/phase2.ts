@@ -1,18 +1,26 @@
 /** Phase 2: under the global lock, sync inputs, diff against the baseline, consolidate, reset. */
+
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
+import { crashPoint } from "../util/crash-point.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { Consolidator } from "./consolidate.ts";
 import type { StateDb } from "./db.ts";
-import { existsSync } from "node:fs";
-import { LEASE_HEARTBEAT_SECONDS, type HolderReport } from "./holder.ts";
-import { redactSecrets } from "../util/redact.ts";
+import { type HolderReport, LEASE_HEARTBEAT_SECONDS } from "./holder.ts";
 import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
 import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
 import { selectPhase2Inputs } from "./store-outputs.ts";
 import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, tryClaimPhase2 } from "./store-phase2.ts";
-import { prepareWorkspace, resetBaseline, workspaceDiff, writeDiffFile, type PreparedWorkspace, type WorkspaceChange } from "./workspace.ts";
-import { crashPoint } from "../util/crash-point.ts";
+import {
+  type PreparedWorkspace,
+  prepareWorkspace,
+  resetBaseline,
+  type WorkspaceChange,
+  workspaceDiff,
+  writeDiffFile,
+} from "./workspace.ts";
 
 export const PHASE2_LEASE_SECONDS = 3600;
 export const PHASE2_RETRY_DELAY_SECONDS = 3600;
@@ -67,9 +75,16 @@ const secs = (ms: number) => Math.floor(ms / 1000);
 
 export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>> {
   const lease = o.leaseSeconds ?? PHASE2_LEASE_SECONDS;
-  const claim = await tryClaimPhase2(o.state, { workerId: o.workerId, leaseSeconds: lease, cooldownSeconds: o.cooldownSeconds, now: secs(o.now()), takeOver: o.takeOver });
+  const claim = await tryClaimPhase2(o.state, {
+    workerId: o.workerId,
+    leaseSeconds: lease,
+    cooldownSeconds: o.cooldownSeconds,
+    now: secs(o.now()),
+    takeOver: o.takeOver,
+  });
   if ("error" in claim) return claim;
-  if (claim.ok.kind === "skipped_running") return ok({ status: claim.ok.kind, inputs: 0, changes: [], holder: claim.ok.holder });
+  if (claim.ok.kind === "skipped_running")
+    return ok({ status: claim.ok.kind, inputs: 0, changes: [], holder: claim.ok.holder });
   if (claim.ok.kind !== "claimed") return ok({ status: claim.ok.kind, inputs: 0, changes: [] });
   const prep = await prepareWorkspace(o.root);
   const r = await consolidateUnderLock(o, claim.ok.token, claim.ok.inputWatermark, lease, prep);
@@ -83,7 +98,12 @@ export async function runPhase2(o: Phase2Options): Promise<Result<Phase2Report>>
  * The consolidator's run, with the lock's heartbeat going meanwhile; `lock.lost` once a
  * heartbeat found the lock taken (or could not be written).
  */
-async function consolidateWithHeartbeat(o: Phase2Options, token: string, lease: number, input: Parameters<Phase2Options["consolidator"]>[0]) {
+async function consolidateWithHeartbeat(
+  o: Phase2Options,
+  token: string,
+  lease: number,
+  input: Parameters<Phase2Options["consolidator"]>[0],
+) {
   // Read later: a heartbeat still in flight when the consolidator ends may yet find the lock lost.
   const lock = { lost: false };
   const beat = setInterval(() => {
@@ -102,7 +122,13 @@ async function consolidateWithHeartbeat(o: Phase2Options, token: string, lease: 
   return { result, lock };
 }
 
-async function consolidateUnderLock(o: Phase2Options, token: string, inputWatermark: number, lease: number, prep: Result<PreparedWorkspace>): Promise<Result<Phase2Report>> {
+async function consolidateUnderLock(
+  o: Phase2Options,
+  token: string,
+  inputWatermark: number,
+  lease: number,
+  prep: Result<PreparedWorkspace>,
+): Promise<Result<Phase2Report>> {
   const failed = (label: string, raw: string) => failPhase2(o, token, label, raw);
 
   if ("error" in prep) return failed("failed_prepare_workspace", prep.error.message);
@@ -128,7 +154,11 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
     if ("error" in done) return done;
     return ok({ status: "succeeded_no_workspace_changes", inputs: selection.length, changes: [], watermark });
   }
-  if (!selection.length && !existsSync(path.join(o.root, MEMORY_MD)) && !existsSync(path.join(o.root, MEMORY_SUMMARY))) {
+  if (
+    !selection.length &&
+    !existsSync(path.join(o.root, MEMORY_MD)) &&
+    !existsSync(path.join(o.root, MEMORY_SUMMARY))
+  ) {
     const reset = await resetBaseline(o.root, new Date(o.now()));
     if ("error" in reset) return failed("failed_workspace_commit", reset.error.message);
     const done = await markPhase2Succeeded(o.state, token, watermark, refs, secs(o.now()));
@@ -139,17 +169,35 @@ async function consolidateUnderLock(o: Phase2Options, token: string, inputWaterm
   if ("error" in wrote) return failed("failed_workspace_diff_file", wrote.error.message);
   crashPoint("phase2:diff-written");
 
-  const { result, lock } = await consolidateWithHeartbeat(o, token, lease, { root: o.root, selection, diff: diff.ok, signal: o.signal });
-  if ("error" in result) return failed(result.error.code.startsWith("failed_") ? result.error.code : "failed_agent", result.error.message);
+  const { result, lock } = await consolidateWithHeartbeat(o, token, lease, {
+    root: o.root,
+    selection,
+    diff: diff.ok,
+    signal: o.signal,
+  });
+  if ("error" in result)
+    return failed(result.error.code.startsWith("failed_") ? result.error.code : "failed_agent", result.error.message);
   crashPoint("phase2:consolidated");
-  return finishConsolidation(o, token, lease, lock, { summary: result.ok.summary, inputs: selection.length, changes: diff.ok.changes, watermark, refs });
+  return finishConsolidation(o, token, lease, lock, {
+    summary: result.ok.summary,
+    inputs: selection.length,
+    changes: diff.ok.changes,
+    watermark,
+    refs,
+  });
 }
 
 /** A phase 2 failure, recorded on the job (retried later) and reported. */
 async function failPhase2(o: Phase2Options, token: string, label: string, raw: string): Promise<Result<Phase2Report>> {
   // Agent failures quote model output; this lands in jobs.last_error and the report.
   const message = redactSecrets(raw);
-  const m = await markPhase2Failed(o.state, token, `${label}: ${message}`, o.retryDelaySeconds ?? PHASE2_RETRY_DELAY_SECONDS, secs(o.now()));
+  const m = await markPhase2Failed(
+    o.state,
+    token,
+    `${label}: ${message}`,
+    o.retryDelaySeconds ?? PHASE2_RETRY_DELAY_SECONDS,
+    secs(o.now()),
+  );
   const extra = "error" in m ? ` (recording the failure also failed: ${m.error.message})` : "";
   return ok({ status: "failed", detail: `${label}: ${message}${extra}`, inputs: 0, changes: [] });
 }
@@ -163,10 +211,22 @@ interface Consolidated {
 }
 
 /** After the agent: the lock must still be this run's; then the new baseline, and the job succeeds. */
-async function finishConsolidation(o: Phase2Options, token: string, lease: number, lock: { lost: boolean }, c: Consolidated): Promise<Result<Phase2Report>> {
+async function finishConsolidation(
+  o: Phase2Options,
+  token: string,
+  lease: number,
+  lock: { lost: boolean },
+  c: Consolidated,
+): Promise<Result<Phase2Report>> {
   const owned = await heartbeatPhase2(o.state, token, lease, secs(o.now()));
   if ("error" in owned) return failPhase2(o, token, "failed_confirm_ownership", owned.error.message);
-  if (!owned.ok || lock.lost) return ok({ status: "failed", detail: "failed_confirm_ownership: another run took the lock while this one was consolidating", inputs: c.inputs, changes: c.changes });
+  if (!owned.ok || lock.lost)
+    return ok({
+      status: "failed",
+      detail: "failed_confirm_ownership: another run took the lock while this one was consolidating",
+      inputs: c.inputs,
+      changes: c.changes,
+    });
   await rm(path.join(o.root, DIFF_FILE), { force: true });
   const reset = await resetBaseline(o.root, new Date(o.now()));
   if ("error" in reset) return failPhase2(o, token, "failed_workspace_commit", reset.error.message);

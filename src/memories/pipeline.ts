@@ -5,9 +5,9 @@ import { ok } from "../util/result.ts";
 import type { Consolidator } from "./consolidate.ts";
 import type { StateDb } from "./db.ts";
 import type { Extractor } from "./extract.ts";
-import { runPhase1, type Phase1Report } from "./phase1.ts";
 import { holderName, holderSince, newWorkerId } from "./holder.ts";
-import { runPhase2, type Phase2Report } from "./phase2.ts";
+import { type Phase1Report, runPhase1 } from "./phase1.ts";
+import { type Phase2Report, runPhase2 } from "./phase2.ts";
 import type { MemorySettings } from "./settings.ts";
 import { skipSummary } from "./skips.ts";
 import { pruneStage1 } from "./store-outputs.ts";
@@ -105,10 +105,15 @@ export function summaryLine(r: ConsolidateReport): string {
   if (r.phase1) {
     const c = (st: string) => r.phase1!.outcomes.filter((x) => x.status === st).length;
     const skipped = skipSummary(r.phase1.skipped);
-    parts.push(`phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}${skipped ? ` ${skipped}` : ""}`);
+    parts.push(
+      `phase1 scanned=${r.phase1.scanned} claimed=${r.phase1.claimed} ok=${c("succeeded")} no_output=${c("succeeded_no_output")} failed=${c("failed")}${skipped ? ` ${skipped}` : ""}`,
+    );
   } else parts.push("phase1 skipped");
   parts.push(r.phase2 ? `phase2 ${phase2Words(r.phase2)}` : "phase2 skipped");
-  if (r.phase2?.rebuilt_baseline) parts.push(`the memory baseline was unreadable (${r.phase2.rebuilt_baseline}): made it again from the folder's files`);
+  if (r.phase2?.rebuilt_baseline)
+    parts.push(
+      `the memory baseline was unreadable (${r.phase2.rebuilt_baseline}): made it again from the folder's files`,
+    );
   if (r.pruned) parts.push(`pruned=${r.pruned}`);
   const hint = tooRecentHint(r);
   if (hint) parts.push(hint);
@@ -125,7 +130,9 @@ function phase2Words(p: NonNullable<ConsolidateReport["phase2"]>): string {
     case "succeeded_no_workspace_changes":
       return "nothing new to consolidate (no file changed since the last baseline)";
     case "succeeded_nothing_to_consolidate":
-      return p.changes.length > 0 ? "nothing new to consolidate; wrote the empty baseline" : "nothing new to consolidate";
+      return p.changes.length > 0
+        ? "nothing new to consolidate; wrote the empty baseline"
+        : "nothing new to consolidate";
     case "skipped_running":
       return `skipped: another run holds the lock${p.holder ? ` (held by ${holderName(p.holder)} ${holderSince(p.holder)})` : ""}`;
     case "skipped_cooldown":
@@ -151,21 +158,31 @@ function tooRecentHint(r: ConsolidateReport): string | undefined {
 export function leaseLines(r: ConsolidateReport): string[] {
   const lines: string[] = [];
   const t = r.phase2?.takeover;
-  if (t) lines.push(`took over the phase 2 lock from ${holderName(t.holder)} (held ${holderSince(t.holder)}): ${t.reason}`);
+  if (t)
+    lines.push(`took over the phase 2 lock from ${holderName(t.holder)} (held ${holderSince(t.holder)}): ${t.reason}`);
   const groups = new Map<string, { n: number; text: string }>();
   for (const x of r.phase1?.takeovers ?? []) {
     const key = `${x.holder.worker_id}\0${x.reason}`;
-    const g = groups.get(key) ?? { n: 0, text: `from ${holderName(x.holder)} (held ${holderSince(x.holder)}): ${x.reason}` };
+    const g = groups.get(key) ?? {
+      n: 0,
+      text: `from ${holderName(x.holder)} (held ${holderSince(x.holder)}): ${x.reason}`,
+    };
     g.n++;
     groups.set(key, g);
   }
   for (const g of groups.values()) lines.push(`took over ${g.n} phase 1 claim${g.n === 1 ? "" : "s"} ${g.text}`);
   const held = new Map<string, { n: number; text: string }>();
   for (const x of r.phase1?.held ?? []) {
-    const g = held.get(String(x.holder.worker_id)) ?? { n: 0, text: `${holderName(x.holder)} (${holderSince(x.holder)})` };
+    const g = held.get(String(x.holder.worker_id)) ?? {
+      n: 0,
+      text: `${holderName(x.holder)} (${holderSince(x.holder)})`,
+    };
     g.n++;
     held.set(String(x.holder.worker_id), g);
   }
-  for (const g of held.values()) lines.push(`left ${g.n} rollout${g.n === 1 ? "" : "s"} to ${g.text}, which is still extracting ${g.n === 1 ? "it" : "them"}`);
+  for (const g of held.values())
+    lines.push(
+      `left ${g.n} rollout${g.n === 1 ? "" : "s"} to ${g.text}, which is still extracting ${g.n === 1 ? "it" : "them"}`,
+    );
   return lines;
 }

@@ -1,13 +1,14 @@
 /** Read path: the memory summary injected into new sessions, and citation feedback into usage counts. */
-import type { SessionMemories } from "../session/runtime.ts";
+
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { memoriesDir } from "../home/home.ts";
+import type { SessionMemories } from "../session/runtime.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import { BYTES_PER_TOKEN } from "../util/truncate.ts";
 import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
-import { redactSecrets } from "../util/redact.ts";
 import { loadMemorySettings, stateDbSpec } from "./settings.ts";
 import { MEMORY_SUMMARY } from "./storage.ts";
 import { recordUsage } from "./store-outputs.ts";
@@ -18,7 +19,10 @@ export const DEFAULT_SUMMARY_TOKENS = 2_500;
  * Developer instructions carrying `memories/memory_summary.md` (at most `maxTokens`, head and tail
  * kept), or undefined when there is no summary yet.
  */
-export async function memoryInstructions(home: string, maxTokens: number = DEFAULT_SUMMARY_TOKENS): Promise<string | undefined> {
+export async function memoryInstructions(
+  home: string,
+  maxTokens: number = DEFAULT_SUMMARY_TOKENS,
+): Promise<string | undefined> {
   const root = memoriesDir(home);
   let text: string;
   try {
@@ -37,7 +41,10 @@ export async function memoryInstructions(home: string, maxTokens: number = DEFAU
  * What a session is given: nothing when RELAY_NO_MEMORIES is set or `[memories] use_memories =
  * false`; a warning (and no block) when the settings or the summary cannot be read.
  */
-export async function sessionMemoryRead(home: string, env: Record<string, string | undefined> = process.env): Promise<{ text?: string; warning?: string }> {
+export async function sessionMemoryRead(
+  home: string,
+  env: Record<string, string | undefined> = process.env,
+): Promise<{ text?: string; warning?: string }> {
   const off = env.RELAY_NO_MEMORIES?.trim().toLowerCase();
   if (off && off !== "0" && off !== "false") return {};
   const settings = await loadMemorySettings(home);
@@ -47,12 +54,17 @@ export async function sessionMemoryRead(home: string, env: Record<string, string
     const text = await memoryInstructions(home, settings.ok.summary_max_tokens);
     return text === undefined ? {} : { text };
   } catch (e) {
-    return { warning: `memories were not injected: ${path.join(memoriesDir(home), MEMORY_SUMMARY)} could not be read (${(e as Error).message})` };
+    return {
+      warning: `memories were not injected: ${path.join(memoriesDir(home), MEMORY_SUMMARY)} could not be read (${(e as Error).message})`,
+    };
   }
 }
 
 /** The block alone (see sessionMemoryRead). */
-export async function sessionMemoryBlock(home: string, env: Record<string, string | undefined> = process.env): Promise<string | undefined> {
+export async function sessionMemoryBlock(
+  home: string,
+  env: Record<string, string | undefined> = process.env,
+): Promise<string | undefined> {
   return (await sessionMemoryRead(home, env)).text;
 }
 
@@ -98,7 +110,8 @@ export function parseCitations(text: string): Citations | undefined {
       if (!Number.isInteger(start) || !Number.isInteger(end)) continue;
       entries.push({ path: loc.slice(0, colon), lineStart: start, lineEnd: end, note });
     }
-    const idText = between(body, "<rollout_ids>", "</rollout_ids>") ?? between(body, "<thread_ids>", "</thread_ids>") ?? "";
+    const idText =
+      between(body, "<rollout_ids>", "</rollout_ids>") ?? between(body, "<thread_ids>", "</thread_ids>") ?? "";
     for (const raw of idText.split("\n")) {
       const id = raw.trim();
       if (id && !ids.includes(id)) ids.push(id);
@@ -117,7 +130,12 @@ export function stripCitations(text: string): string {
  * Raises usage_count of every session id cited in `finalMessage`. Opens the state DB (see
  * `stateDbSpec`) only when there is a citation; returns how many rows changed.
  */
-export async function recordCitationUsage(home: string, finalMessage: string, dbSpec?: string, nowMs: number = Date.now()): Promise<Result<number>> {
+export async function recordCitationUsage(
+  home: string,
+  finalMessage: string,
+  dbSpec?: string,
+  nowMs: number = Date.now(),
+): Promise<Result<number>> {
   const c = parseCitations(finalMessage);
   if (!c || !c.threadIds.length) return ok(0);
   if (dbSpec === undefined) {

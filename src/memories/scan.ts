@@ -1,10 +1,10 @@
 /** Finds rollouts (Relay's own and, optionally, Codex's) and records them in `memory_threads`. */
 import { statSync } from "node:fs";
-import { walkRollouts, type RolloutFile } from "../rollout/find.ts";
+import { type RolloutFile, walkRollouts } from "../rollout/find.ts";
 import { rawLines, readSessionMeta } from "../rollout/reader.ts";
+import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import { redactSecrets } from "../util/redact.ts";
 import type { ThreadRow } from "./rows.ts";
 import { addParseError, addUnreadable, emptySkips, type SkipReport } from "./skips.ts";
 import { sourceName } from "./sources.ts";
@@ -83,7 +83,10 @@ export async function scanRollouts<T>(state: StateDb, o: ScanOptions, keep: Keep
     if ("error" in r) return r;
     seen += listed;
   }
-  const warnings = [...s.skipped.parse_errors.map((p) => `${p.file}:${p.line}: ${p.message}`), ...s.skipped.unreadable.map((u) => u.message)];
+  const warnings = [
+    ...s.skipped.parse_errors.map((p) => `${p.file}:${p.line}: ${p.message}`),
+    ...s.skipped.unreadable.map((u) => u.message),
+  ];
   return ok({ seen, updated: s.updated, kept: s.kept, skipped: s.skipped, warnings });
 }
 
@@ -92,7 +95,12 @@ export async function scanRollouts<T>(state: StateDb, o: ScanOptions, keep: Keep
  * DB's row, unless an earlier file of the same id (a resumed copy) moved it to that file in this
  * scan; then the row from before is taken from `moved`.
  */
-async function scanPage<T>(state: StateDb, s: ScanState<T>, page: RolloutFile[], origin: string): Promise<Result<number>> {
+async function scanPage<T>(
+  state: StateDb,
+  s: ScanState<T>,
+  page: RolloutFile[],
+  origin: string,
+): Promise<Result<number>> {
   if (!page.length) return ok(0);
   const known = await getThreads(state, [...new Set(page.map((f) => f.id))]);
   if ("error" in known) return known;
@@ -111,7 +119,13 @@ async function scanPage<T>(state: StateDb, s: ScanState<T>, page: RolloutFile[],
   return upsertThreads(state, changed);
 }
 
-async function scanOne(f: RolloutFile, prev: ThreadRow | undefined, origin: string, host: string, skipped: SkipReport): Promise<Seen> {
+async function scanOne(
+  f: RolloutFile,
+  prev: ThreadRow | undefined,
+  origin: string,
+  host: string,
+  skipped: SkipReport,
+): Promise<Seen> {
   let mtimeMs: number;
   try {
     // Synchronous: a stat takes microseconds, and the scan makes one per rollout (thousands).

@@ -18,7 +18,8 @@ export interface Every {
   n: number;
 }
 
-const EVERY_HELP = "give minutes that divide an hour (5m, 10m, 15m, 20m, 30m), hours that divide a day (1h, 2h, 3h, 4h, 6h, 8h, 12h) or 1d";
+const EVERY_HELP =
+  "give minutes that divide an hour (5m, 10m, 15m, 20m, 30m), hours that divide a day (1h, 2h, 3h, 4h, 6h, 8h, 12h) or 1d";
 
 /** `--every`: an interval cron and systemd can both keep exactly. */
 export function parseEvery(text: string): Result<Every> {

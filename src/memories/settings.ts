@@ -2,8 +2,8 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { configPath, stateDbPath } from "../home/home.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { SourceNameSchema } from "./sources.ts";
 
@@ -14,44 +14,51 @@ const clampInt = (lo: number, hi: number, dflt: number) =>
     .default(dflt)
     .transform((v) => Math.min(hi, Math.max(lo, v)));
 
-export const MemorySettingsSchema = lazySchema(() => z.object({
-  /** Inject memory_summary.md into new sessions. */
-  use_memories: z.boolean().default(true),
-  /** Run a background phase 1 + phase 2 pass when a `relay run` session starts (startup.ts). */
-  generate_memories: z.boolean().default(true),
-  max_raw_memories_for_consolidation: clampInt(1, 4096, 256),
-  max_unused_days: clampInt(0, 365, 30),
-  max_rollout_age_days: clampInt(0, 90, 10),
-  max_rollouts_per_run: clampInt(1, 512, 16),
-  /** Claims of one start-up pass (the reference's default and range). */
-  max_rollouts_per_startup: clampInt(1, 128, 2),
-  /**
-   * Seconds between two start-up passes, recorded in the state DB. The reference skips a pass
-   * when the account's rate limit is low; relay has no rate-limit data, so it spaces passes.
-   */
-  min_startup_interval_seconds: clampInt(0, 7 * 86_400, 3_600),
-  min_rollout_idle_hours: clampInt(0, 48, 6),
-  /** Cross-process cap on running phase 1 jobs (independent of the per-run claim count). */
-  max_running_jobs: clampInt(1, 256, 16),
-  extract_concurrency: clampInt(1, 64, 8),
-  /** Phase 1 and phase 2 engines when no flag says (cron) and at start-up; auto: see engines.ts. */
-  extractor: z.enum(["auto", "model", "heuristic"]).default("auto"),
-  consolidator: z.enum(["auto", "agent", "heuristic"]).default("auto"),
-  extract_model: z.string().min(1).optional(),
-  consolidation_model: z.string().min(1).optional(),
-  /** Read-path budget for memory_summary.md. */
-  summary_max_tokens: clampInt(100, 20_000, 2_500),
-  /** Seconds between successful consolidations. */
-  phase2_cooldown_seconds: clampInt(0, 7 * 86_400, 0),
-  /** Session sources phase 1 reads (`--sources`); unset = cli and vscode, see sources.ts. */
-  sources: z.array(SourceNameSchema).min(1).optional(),
-  /** State DB: a postgres:// URL; unset = SQLite at RELAY_HOME/state.sqlite. */
-  db: z.string().min(1).optional(),
-}));
+export const MemorySettingsSchema = lazySchema(() =>
+  z.object({
+    /** Inject memory_summary.md into new sessions. */
+    use_memories: z.boolean().default(true),
+    /** Run a background phase 1 + phase 2 pass when a `relay run` session starts (startup.ts). */
+    generate_memories: z.boolean().default(true),
+    max_raw_memories_for_consolidation: clampInt(1, 4096, 256),
+    max_unused_days: clampInt(0, 365, 30),
+    max_rollout_age_days: clampInt(0, 90, 10),
+    max_rollouts_per_run: clampInt(1, 512, 16),
+    /** Claims of one start-up pass (the reference's default and range). */
+    max_rollouts_per_startup: clampInt(1, 128, 2),
+    /**
+     * Seconds between two start-up passes, recorded in the state DB. The reference skips a pass
+     * when the account's rate limit is low; relay has no rate-limit data, so it spaces passes.
+     */
+    min_startup_interval_seconds: clampInt(0, 7 * 86_400, 3_600),
+    min_rollout_idle_hours: clampInt(0, 48, 6),
+    /** Cross-process cap on running phase 1 jobs (independent of the per-run claim count). */
+    max_running_jobs: clampInt(1, 256, 16),
+    extract_concurrency: clampInt(1, 64, 8),
+    /** Phase 1 and phase 2 engines when no flag says (cron) and at start-up; auto: see engines.ts. */
+    extractor: z.enum(["auto", "model", "heuristic"]).default("auto"),
+    consolidator: z.enum(["auto", "agent", "heuristic"]).default("auto"),
+    extract_model: z.string().min(1).optional(),
+    consolidation_model: z.string().min(1).optional(),
+    /** Read-path budget for memory_summary.md. */
+    summary_max_tokens: clampInt(100, 20_000, 2_500),
+    /** Seconds between successful consolidations. */
+    phase2_cooldown_seconds: clampInt(0, 7 * 86_400, 0),
+    /** Session sources phase 1 reads (`--sources`); unset = cli and vscode, see sources.ts. */
+    sources: z.array(SourceNameSchema).min(1).optional(),
+    /** State DB: a postgres:// URL; unset = SQLite at RELAY_HOME/state.sqlite. */
+    db: z.string().min(1).optional(),
+  }),
+);
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 
 /** `--db`, else $RELAY_MEMORIES_DB, else `[memories] db`, else RELAY_HOME/state.sqlite. */
-export function stateDbSpec(home: string, settings: Pick<MemorySettings, "db">, explicit?: string, env: Record<string, string | undefined> = process.env): string {
+export function stateDbSpec(
+  home: string,
+  settings: Pick<MemorySettings, "db">,
+  explicit?: string,
+  env: Record<string, string | undefined> = process.env,
+): string {
   return explicit?.trim() || env.RELAY_MEMORIES_DB?.trim() || settings.db || stateDbPath(home);
 }
 
@@ -87,7 +94,9 @@ export interface ClaimsCapped {
  * Whether the cap on running phase 1 jobs caps this run's claims: a run's own claims count as
  * running until it ends, so one run claims at most `max_running_jobs` rollouts.
  */
-export function claimsCapped(s: Pick<MemorySettings, "max_rollouts_per_run" | "max_running_jobs">): ClaimsCapped | undefined {
+export function claimsCapped(
+  s: Pick<MemorySettings, "max_rollouts_per_run" | "max_running_jobs">,
+): ClaimsCapped | undefined {
   if (s.max_rollouts_per_run <= s.max_running_jobs) return undefined;
   return { max_rollouts: s.max_rollouts_per_run, max_running_jobs: s.max_running_jobs };
 }

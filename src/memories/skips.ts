@@ -26,24 +26,32 @@ export type SkipReason = z.infer<typeof SkipReasonSchema>;
 
 const count = lazySchema(() => z.number().int().nonnegative());
 
-export const SkipReportSchema = lazySchema(() => z.object({
-  /** Rollouts skipped, all reasons together. */
-  total: count,
-  /** Every reason, 0 included. */
-  by_reason: z.record(SkipReasonSchema, count),
-  /** `source_filtered` by source name (`exec`, `subagent`, ...). */
-  sources: z.record(z.string(), count),
-  /** `parse_error`: the rollout's first line is not a session_meta; `line` is 1-based. */
-  parse_errors: z.array(z.object({ file: z.string(), line: z.number().int().positive(), message: z.string() })),
-  /** `unreadable`: the file could not be stat'ed or read. */
-  unreadable: z.array(z.object({ file: z.string(), message: z.string() })),
-  /** `running_cap`: the cap on running phase 1 jobs that was reached ([memories] max_running_jobs). */
-  max_running_jobs: z.number().int().positive().optional(),
-}));
+export const SkipReportSchema = lazySchema(() =>
+  z.object({
+    /** Rollouts skipped, all reasons together. */
+    total: count,
+    /** Every reason, 0 included. */
+    by_reason: z.record(SkipReasonSchema, count),
+    /** `source_filtered` by source name (`exec`, `subagent`, ...). */
+    sources: z.record(z.string(), count),
+    /** `parse_error`: the rollout's first line is not a session_meta; `line` is 1-based. */
+    parse_errors: z.array(z.object({ file: z.string(), line: z.number().int().positive(), message: z.string() })),
+    /** `unreadable`: the file could not be stat'ed or read. */
+    unreadable: z.array(z.object({ file: z.string(), message: z.string() })),
+    /** `running_cap`: the cap on running phase 1 jobs that was reached ([memories] max_running_jobs). */
+    max_running_jobs: z.number().int().positive().optional(),
+  }),
+);
 export type SkipReport = z.infer<typeof SkipReportSchema>;
 
 export function emptySkips(): SkipReport {
-  return { total: 0, by_reason: Object.fromEntries(SKIP_REASONS.map((r) => [r, 0])) as Record<SkipReason, number>, sources: {}, parse_errors: [], unreadable: [] };
+  return {
+    total: 0,
+    by_reason: Object.fromEntries(SKIP_REASONS.map((r) => [r, 0])) as Record<SkipReason, number>,
+    sources: {},
+    parse_errors: [],
+    unreadable: [],
+  };
 }
 
 export function addSkip(s: SkipReport, reason: SkipReason, n = 1): void {
@@ -77,7 +85,10 @@ const LABEL: Record<SkipReason, string | ((s: SkipReport) => string)> = {
   current_session: "the running session",
   up_to_date: "already extracted",
   running: "held by another worker",
-  running_cap: (s) => (s.max_running_jobs ? `claim cap ${s.max_running_jobs} reached (max_running_jobs)` : "claim cap reached (max_running_jobs)"),
+  running_cap: (s) =>
+    s.max_running_jobs
+      ? `claim cap ${s.max_running_jobs} reached (max_running_jobs)`
+      : "claim cap reached (max_running_jobs)",
   retry_backoff: "in retry backoff",
   retry_exhausted: "retries exhausted",
   claim_limit: "over this run's claim limit (next run)",
@@ -87,7 +98,13 @@ const LABEL: Record<SkipReason, string | ((s: SkipReport) => string)> = {
 export function skipSummary(s: SkipReport): string {
   if (!s.total) return "";
   const parts = SKIP_REASONS.filter((r) => s.by_reason[r] > 0).map((r) => {
-    const detail = r === "source_filtered" ? `: ${Object.entries(s.sources).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)).map(([k, v]) => `${k} ${v}`).join(", ")}` : "";
+    const detail =
+      r === "source_filtered"
+        ? `: ${Object.entries(s.sources)
+            .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ")}`
+        : "";
     const label = LABEL[r];
     return `${typeof label === "string" ? label : label(s)} ${s.by_reason[r]}${detail}`;
   });

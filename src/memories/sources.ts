@@ -36,15 +36,23 @@ export function sourceName(source: unknown): string {
  * An unknown name is an error that lists the known ones.
  */
 export function parseSources(text: string): Result<SourceName[]> {
-  const names = text.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
-  if (!names.length) return err("sources_empty", `--sources needs at least one of: ${KNOWN_SOURCES.join(", ")} (or all)`);
+  const names = text
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  if (!names.length)
+    return err("sources_empty", `--sources needs at least one of: ${KNOWN_SOURCES.join(", ")} (or all)`);
   const out = new Set<SourceName>();
   for (const n of names) {
     if (n === "all") KNOWN_SOURCES.forEach((s) => out.add(s));
     else if (n === "default") DEFAULT_SOURCES.forEach((s) => out.add(s));
     else {
       const p = SourceNameSchema.safeParse(n);
-      if (!p.success) return err("sources_unknown", `unknown session source "${n}" in --sources: use a comma list of ${KNOWN_SOURCES.join(", ")}, or all, or default (${DEFAULT_SOURCES.join(",")})`);
+      if (!p.success)
+        return err(
+          "sources_unknown",
+          `unknown session source "${n}" in --sources: use a comma list of ${KNOWN_SOURCES.join(", ")}, or all, or default (${DEFAULT_SOURCES.join(",")})`,
+        );
       out.add(p.data);
     }
   }

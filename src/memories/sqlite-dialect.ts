@@ -4,7 +4,7 @@
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import path from "node:path";
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from "kysely";
+import { type SqliteDatabase, SqliteDialect, type SqliteStatement } from "kysely";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 
 interface NativeStatement {
@@ -135,7 +135,9 @@ export async function openNativeSqlite(file: string): Promise<Result<{ db: Nativ
     db.exec("PRAGMA synchronous = NORMAL");
   } catch (e) {
     db.close();
-    return err("db_open", `cannot open the SQLite state DB ${file}: ${errorMessage(e)} (is it a SQLite file?)`, { path: file });
+    return err("db_open", `cannot open the SQLite state DB ${file}: ${errorMessage(e)} (is it a SQLite file?)`, {
+      path: file,
+    });
   }
   return ok({ db, runtime });
 }

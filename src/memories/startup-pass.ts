@@ -4,14 +4,14 @@
  */
 import { z } from "zod";
 import { memoriesDir } from "../home/home.ts";
-import { applyOverrides, loadConfig, type ConfigOverrides } from "../session/config.ts";
+import { applyOverrides, type ConfigOverrides, loadConfig } from "../session/config.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { openStateDb, type StateDb } from "./db.ts";
 import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";
 import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
-import { loadMemorySettings, stateDbSpec, type MemorySettings } from "./settings.ts";
-import { PassArgSchema, STARTUP_FLAG, startupLog, type Env, type PassArg } from "./startup.ts";
+import { loadMemorySettings, type MemorySettings, stateDbSpec } from "./settings.ts";
+import { type Env, type PassArg, PassArgSchema, STARTUP_FLAG, startupLog } from "./startup.ts";
 import { claimStartupSlot } from "./store-startup.ts";
 
 interface PassInputs {
@@ -39,7 +39,13 @@ async function passInputs(home: string, arg: string, env: Env): Promise<Result<P
   if ("error" in config) return err(config.error.code, `the session's settings: ${config.error.message}`);
   const offline = config.ok.model_provider === "scripted";
   const s = settings.ok;
-  const engines = buildEngines(home, config.ok, s, { extractor: s.extractor, consolidator: s.consolidator, offline }, env);
+  const engines = buildEngines(
+    home,
+    config.ok,
+    s,
+    { extractor: s.extractor, consolidator: s.consolidator, offline },
+    env,
+  );
   if ("error" in engines) return engines;
   return ok({ sessionId: parsed.session_id, settings: s, engines: engines.ok, offline });
 }
@@ -69,7 +75,12 @@ export async function runStartupPass(home: string, arg: string, env: Env = proce
 }
 
 /** The interval guard, then prune + phase 1 + phase 2; the line that ends the log of this pass. */
-async function passWithDb(home: string, state: StateDb, p: PassInputs, log: (text: string) => void): Promise<{ line: string; code: number }> {
+async function passWithDb(
+  home: string,
+  state: StateDb,
+  p: PassInputs,
+  log: (text: string) => void,
+): Promise<{ line: string; code: number }> {
   const s = p.settings;
   const workerId = newWorkerId();
   const now = Math.floor(Date.now() / 1000);
@@ -77,10 +88,15 @@ async function passWithDb(home: string, state: StateDb, p: PassInputs, log: (tex
   if ("error" in slot) return { line: `failed: ${slot.error.message}`, code: 1 };
   if (slot.ok.kind === "skipped_interval") {
     const ago = Math.max(0, now - slot.ok.lastStartedAt);
-    return { line: `skipped: the last start-up pass began ${ago} s ago (min_startup_interval_seconds = ${s.min_startup_interval_seconds})`, code: 0 };
+    return {
+      line: `skipped: the last start-up pass began ${ago} s ago (min_startup_interval_seconds = ${s.min_startup_interval_seconds})`,
+      code: 0,
+    };
   }
   const { extractor, consolidator, extractorKind, consolidatorKind } = p.engines;
-  log(`running for session ${p.sessionId}: extractor=${extractorKind} consolidator=${consolidatorKind}${p.offline ? " (offline: the session is scripted)" : ""}, at most ${s.max_rollouts_per_startup} rollout(s)`);
+  log(
+    `running for session ${p.sessionId}: extractor=${extractorKind} consolidator=${consolidatorKind}${p.offline ? " (offline: the session is scripted)" : ""}, at most ${s.max_rollouts_per_startup} rollout(s)`,
+  );
   const r = await consolidateMemories({
     state,
     relayHome: home,
@@ -94,6 +110,7 @@ async function passWithDb(home: string, state: StateDb, p: PassInputs, log: (tex
   });
   if ("error" in r) return { line: `failed: ${r.error.message}`, code: 1 };
   for (const l of leaseLines(r.ok)) log(l);
-  const failed = r.ok.phase2?.status === "failed" || (r.ok.phase1?.outcomes.some((x) => x.status === "failed") ?? false);
+  const failed =
+    r.ok.phase2?.status === "failed" || (r.ok.phase1?.outcomes.some((x) => x.status === "failed") ?? false);
   return { line: `${failed ? "failed" : "done"}: ${summaryLine(r.ok)}`, code: failed ? 1 : 0 };
 }

@@ -21,18 +21,28 @@
  *   settings; a scripted session has no model to spare, so its pass runs offline (heuristics).
  */
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, statSync, writeSync, appendFileSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { configPath, logsDir, sessionsDir, stateDbPath } from "../home/home.ts";
 import { selfCommand } from "../protocol/child.ts";
 import type { RelayConfig } from "../session/config.ts";
 import type { EmitEvent } from "../session/events.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { Log } from "../util/log.ts";
 import { errorMessage } from "../util/result.ts";
-import { parseMemorySettings, stateDbSpec, type MemorySettings } from "./settings.ts";
+import { type MemorySettings, parseMemorySettings, stateDbSpec } from "./settings.ts";
 
 /** The internal flag of `relay memories consolidate` that runs one start-up pass. */
 export const STARTUP_FLAG = "--startup";
@@ -120,7 +130,8 @@ export function startStartupPass(o: StartupOptions & { sessionId: string }): Sta
       return { started: false, reason: settings.error.message };
     }
     if (!settings.ok.generate_memories) return { started: false, reason: "[memories] generate_memories = false" };
-    if (!mayHaveWork(o.home, settings.ok, env, Date.now())) return { started: false, reason: "nothing to do yet: no state DB and no rollout old enough" };
+    if (!mayHaveWork(o.home, settings.ok, env, Date.now()))
+      return { started: false, reason: "nothing to do yet: no state DB and no rollout old enough" };
     return spawnPass(o, env);
   } catch (e) {
     const reason = `could not start: ${errorMessage(e)}`;
@@ -133,7 +144,11 @@ export function startStartupPass(o: StartupOptions & { sessionId: string }): Sta
 export function mayHaveWork(home: string, s: MemorySettings, env: Env, nowMs: number): boolean {
   const spec = stateDbSpec(home, s, undefined, env);
   if (spec !== stateDbPath(home) || existsSync(spec)) return true;
-  return rolloutInWindow(sessionsDir(home), nowMs - s.max_rollout_age_days * 86_400_000, nowMs - s.min_rollout_idle_hours * 3_600_000);
+  return rolloutInWindow(
+    sessionsDir(home),
+    nowMs - s.max_rollout_age_days * 86_400_000,
+    nowMs - s.min_rollout_idle_hours * 3_600_000,
+  );
 }
 
 /** Whether one of the newest PRECHECK_FILES rollouts under `root` (YYYY/MM/DD) was last written in [oldest, newest]. */
@@ -165,18 +180,20 @@ function rolloutInWindow(root: string, oldest: number, newest: number): boolean 
 }
 
 /** What the session tells its pass: its id and its provider settings. */
-export const PassArgSchema = lazySchema(() => z.object({
-  session_id: z.string().min(1),
-  overrides: z.object({
-    model: z.string().optional(),
-    provider: z.string().optional(),
-    base_url: z.string().optional(),
-    api_key_env: z.string().optional(),
-    reasoning_effort: z.string().optional(),
-    reasoning_summary: z.string().optional(),
-    model_context_window: z.number().optional(),
+export const PassArgSchema = lazySchema(() =>
+  z.object({
+    session_id: z.string().min(1),
+    overrides: z.object({
+      model: z.string().optional(),
+      provider: z.string().optional(),
+      base_url: z.string().optional(),
+      api_key_env: z.string().optional(),
+      reasoning_effort: z.string().optional(),
+      reasoning_summary: z.string().optional(),
+      model_context_window: z.number().optional(),
+    }),
   }),
-}));
+);
 export type PassArg = z.infer<typeof PassArgSchema>;
 
 function passArg(o: StartupOptions & { sessionId: string }): PassArg {

@@ -1,5 +1,5 @@
 /** Files phase 2 writes from the DB: raw_memories.md and rollout_summaries/<stem>.md. */
-import { mkdir, readdir, rm, writeFile, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { redactSecrets, safeSlug } from "../util/redact.ts";
 import type { SelectedOutput } from "./store-outputs.ts";
@@ -74,7 +74,12 @@ function rawMemoriesText(sel: SelectedOutput[]): string {
 }
 
 export function renderSummaryFile(o: SelectedOutput): string {
-  const head = [`thread_id: ${o.thread_id}`, `updated_at: ${rfc3339(o.source_updated_at)}`, `rollout_path: ${o.thread.rollout_path}`, `cwd: ${o.thread.cwd}`];
+  const head = [
+    `thread_id: ${o.thread_id}`,
+    `updated_at: ${rfc3339(o.source_updated_at)}`,
+    `rollout_path: ${o.thread.rollout_path}`,
+    `cwd: ${o.thread.cwd}`,
+  ];
   if (o.thread.git_branch) head.push(`git_branch: ${o.thread.git_branch}`);
   return redactSecrets(`${head.join("\n")}\n\n${o.rollout_summary.trim()}\n`);
 }

@@ -4,8 +4,8 @@
  */
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import { holderReport, takeOverReason, type HolderReport } from "./holder.ts";
-import { JobRowSchema, parseRows, type JobRow } from "./rows.ts";
+import { type HolderReport, holderReport, takeOverReason } from "./holder.ts";
+import { type JobRow, JobRowSchema, parseRows } from "./rows.ts";
 import { PHASE2_KIND, read } from "./store-tx.ts";
 
 /** A live lease taken from a holder that is gone (see holder.ts): from whom, and why. */
@@ -37,7 +37,14 @@ export function judgeLease(job: JobRow, now: number, judge: TakeOverJudge = take
 /** Every live lease (phase-1 claims and the phase-2 lock), the phase-2 lock first. */
 export async function listLeases(state: StateDb, now: number): Promise<Result<JobRow[]>> {
   return read(async () => {
-    const rows = await state.db.selectFrom("jobs").selectAll().where("status", "=", "running").where("lease_until", ">", now).orderBy("kind").orderBy("started_at").execute();
+    const rows = await state.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("status", "=", "running")
+      .where("lease_until", ">", now)
+      .orderBy("kind")
+      .orderBy("started_at")
+      .execute();
     const jobs = parseRows(JobRowSchema, "jobs", (r) => `${String(r.kind)}/${String(r.job_key)}`, rows);
     if ("error" in jobs) return jobs;
     return ok([...jobs.ok.filter((j) => j.kind === PHASE2_KIND), ...jobs.ok.filter((j) => j.kind !== PHASE2_KIND)]);

@@ -4,7 +4,7 @@
  */
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import { parseRow, parseRows, Stage1RowSchema, ThreadRowSchema, type Stage1Row, type ThreadRow } from "./rows.ts";
+import { parseRow, parseRows, type Stage1Row, Stage1RowSchema, type ThreadRow, ThreadRowSchema } from "./rows.ts";
 import { enqueueGlobal } from "./store-phase2.ts";
 import { read, readOutput, STAGE1_KIND, tx } from "./store-tx.ts";
 
@@ -13,17 +13,42 @@ export interface SelectedOutput extends Stage1Row {
 }
 
 /** The thread columns `selectPhase2Inputs` joins in, each as `t_<column>`. */
-const THREAD_COLUMNS = ["origin", "rollout_path", "source", "cwd", "git_branch", "created_at_ms", "updated_at_ms", "memory_mode", "host"] as const;
+const THREAD_COLUMNS = [
+  "origin",
+  "rollout_path",
+  "source",
+  "cwd",
+  "git_branch",
+  "created_at_ms",
+  "updated_at_ms",
+  "memory_mode",
+  "host",
+] as const;
 
 /** Top `n` by usage count, then recency, inside `maxUnusedDays`; returned sorted by thread id. */
-export async function selectPhase2Inputs(state: StateDb, n: number, maxUnusedDays: number, now: number): Promise<Result<SelectedOutput[]>> {
+export async function selectPhase2Inputs(
+  state: StateDb,
+  n: number,
+  maxUnusedDays: number,
+  now: number,
+): Promise<Result<SelectedOutput[]>> {
   const cutoff = now - Math.max(0, maxUnusedDays) * 86_400;
   return read(async () => {
     const rows = await state.db
       .selectFrom("stage1_outputs as o")
       .innerJoin("memory_threads as t", "t.id", "o.thread_id")
       .selectAll("o")
-      .select(["t.origin as t_origin", "t.rollout_path as t_rollout_path", "t.source as t_source", "t.cwd as t_cwd", "t.git_branch as t_git_branch", "t.created_at_ms as t_created_at_ms", "t.updated_at_ms as t_updated_at_ms", "t.memory_mode as t_memory_mode", "t.host as t_host"])
+      .select([
+        "t.origin as t_origin",
+        "t.rollout_path as t_rollout_path",
+        "t.source as t_source",
+        "t.cwd as t_cwd",
+        "t.git_branch as t_git_branch",
+        "t.created_at_ms as t_created_at_ms",
+        "t.updated_at_ms as t_updated_at_ms",
+        "t.memory_mode as t_memory_mode",
+        "t.host as t_host",
+      ])
       .where("t.memory_mode", "=", "enabled")
       .where((eb) =>
         eb.or([
@@ -60,7 +85,12 @@ function firstNonEmpty(rows: Record<string, unknown>[], n: number): Result<Selec
 
 export async function listOutputs(state: StateDb): Promise<Result<Stage1Row[]>> {
   return read(async () => {
-    const rows = await state.db.selectFrom("stage1_outputs").selectAll().orderBy("source_updated_at", "desc").orderBy("thread_id", "desc").execute();
+    const rows = await state.db
+      .selectFrom("stage1_outputs")
+      .selectAll()
+      .orderBy("source_updated_at", "desc")
+      .orderBy("thread_id", "desc")
+      .execute();
     return parseRows(Stage1RowSchema, "stage1_outputs", (r) => String(r.thread_id), rows);
   });
 }
@@ -86,7 +116,12 @@ export async function recordUsage(state: StateDb, threadIds: string[], now: numb
 }
 
 /** Deletes up to `limit` stale rows that are not part of the current baseline. */
-export async function pruneStage1(state: StateDb, maxUnusedDays: number, limit: number, now: number): Promise<Result<number>> {
+export async function pruneStage1(
+  state: StateDb,
+  maxUnusedDays: number,
+  limit: number,
+  now: number,
+): Promise<Result<number>> {
   const cutoff = now - Math.max(0, maxUnusedDays) * 86_400;
   return tx(state, async (t) => {
     const rows = await t
@@ -109,17 +144,38 @@ export async function pruneStage1(state: StateDb, maxUnusedDays: number, limit: 
 export async function forgetThread(state: StateDb, threadId: string, now: number): Promise<Result<boolean>> {
   return tx(state, async (t) => {
     // Existence only, not parsed: forget is also the repair for a damaged row.
-    const out = await t.selectFrom("stage1_outputs").select("thread_id").where("thread_id", "=", threadId).executeTakeFirst();
-    const job = await t.selectFrom("jobs").select("job_key").where("kind", "=", STAGE1_KIND).where("job_key", "=", threadId).executeTakeFirst();
+    const out = await t
+      .selectFrom("stage1_outputs")
+      .select("thread_id")
+      .where("thread_id", "=", threadId)
+      .executeTakeFirst();
+    const job = await t
+      .selectFrom("jobs")
+      .select("job_key")
+      .where("kind", "=", STAGE1_KIND)
+      .where("job_key", "=", threadId)
+      .executeTakeFirst();
     await t.deleteFrom("stage1_outputs").where("thread_id", "=", threadId).execute();
     await t.deleteFrom("jobs").where("kind", "=", STAGE1_KIND).where("job_key", "=", threadId).execute();
     const th = await t.selectFrom("memory_threads").select("id").where("id", "=", threadId).executeTakeFirst();
-    if (th) await t.updateTable("memory_threads").set({ memory_mode: "forgotten" }).where("id", "=", threadId).execute();
+    if (th)
+      await t.updateTable("memory_threads").set({ memory_mode: "forgotten" }).where("id", "=", threadId).execute();
     else {
       // Not scanned yet: a placeholder keeps the scan from enabling it later.
       await t
         .insertInto("memory_threads")
-        .values({ id: threadId, origin: "forgotten", rollout_path: "(not scanned)", source: "unknown", cwd: "", git_branch: null, created_at_ms: now * 1000, updated_at_ms: 0, memory_mode: "forgotten", host: "" })
+        .values({
+          id: threadId,
+          origin: "forgotten",
+          rollout_path: "(not scanned)",
+          source: "unknown",
+          cwd: "",
+          git_branch: null,
+          created_at_ms: now * 1000,
+          updated_at_ms: 0,
+          memory_mode: "forgotten",
+          host: "",
+        })
         .execute();
     }
     if (out) await enqueueGlobal(t, now);
@@ -135,9 +191,20 @@ export interface StatusCounts {
 
 export async function statusCounts(state: StateDb): Promise<Result<StatusCounts>> {
   return read(async () => {
-    const threads = await state.db.selectFrom("memory_threads").select((eb) => eb.fn.countAll().as("n")).executeTakeFirst();
-    const outputs = await state.db.selectFrom("stage1_outputs").select((eb) => eb.fn.countAll().as("n")).executeTakeFirst();
-    const jobs = await state.db.selectFrom("jobs").select(["status", (eb) => eb.fn.countAll().as("n")]).where("kind", "=", STAGE1_KIND).groupBy("status").execute();
+    const threads = await state.db
+      .selectFrom("memory_threads")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .executeTakeFirst();
+    const outputs = await state.db
+      .selectFrom("stage1_outputs")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .executeTakeFirst();
+    const jobs = await state.db
+      .selectFrom("jobs")
+      .select(["status", (eb) => eb.fn.countAll().as("n")])
+      .where("kind", "=", STAGE1_KIND)
+      .groupBy("status")
+      .execute();
     const byStatus: Record<string, number> = {};
     for (const j of jobs) byStatus[String(j.status)] = Number(j.n);
     return ok({ threads: Number(threads?.n ?? 0), outputs: Number(outputs?.n ?? 0), jobs: byStatus });

@@ -5,11 +5,23 @@
 import { randomUUID } from "../util/random.ts";
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb, Tx } from "./db.ts";
-import { takeOverReason, type HolderReport } from "./holder.ts";
-import { JobRowSchema, must, parseRows, type JobRow, type Stage1Row } from "./rows.ts";
+import { type HolderReport, takeOverReason } from "./holder.ts";
+import { type JobRow, JobRowSchema, must, parseRows, type Stage1Row } from "./rows.ts";
 import { judgeLease, liveLease, type TakeOver, type TakeOverJudge } from "./store-leases.ts";
 import { enqueueGlobal } from "./store-phase2.ts";
-import { DEFAULT_RETRY_BUDGET, insertJob, ownedRunning, read, readJob, readJobs, readOutput, readOutputs, setJob, STAGE1_KIND, tx } from "./store-tx.ts";
+import {
+  DEFAULT_RETRY_BUDGET,
+  insertJob,
+  ownedRunning,
+  read,
+  readJob,
+  readJobs,
+  readOutput,
+  readOutputs,
+  STAGE1_KIND,
+  setJob,
+  tx,
+} from "./store-tx.ts";
 
 export type Stage1Claim =
   | { kind: "claimed"; token: string; tookOver?: TakeOver }
@@ -22,7 +34,10 @@ export type Stage1Claim =
   | { kind: "skipped_retry_exhausted" };
 
 function upToDate(job: JobRow | undefined, out: Stage1Row | undefined, sourceUpdatedAt: number): boolean {
-  return (out !== undefined && out.source_updated_at >= sourceUpdatedAt) || (job?.last_success_watermark ?? -1) >= sourceUpdatedAt;
+  return (
+    (out !== undefined && out.source_updated_at >= sourceUpdatedAt) ||
+    (job?.last_success_watermark ?? -1) >= sourceUpdatedAt
+  );
 }
 
 export interface Stage1ClaimRequest {
@@ -47,7 +62,10 @@ export interface Stage1ClaimBatch extends Omit<Stage1ClaimRequest, "threadId" | 
 }
 
 export async function tryClaimStage1(state: StateDb, r: Stage1ClaimRequest): Promise<Result<Stage1Claim>> {
-  const c = await tryClaimStage1Batch(state, { ...r, threads: [{ threadId: r.threadId, sourceUpdatedAt: r.sourceUpdatedAt }] });
+  const c = await tryClaimStage1Batch(state, {
+    ...r,
+    threads: [{ threadId: r.threadId, sourceUpdatedAt: r.sourceUpdatedAt }],
+  });
   return "error" in c ? c : ok(c.ok[0]!);
 }
 
@@ -75,7 +93,13 @@ export async function tryClaimStage1Batch(state: StateDb, b: Stage1ClaimBatch): 
 }
 
 /** One claim inside the batch's transaction; `live.n` counts every live stage-1 claim and follows this one. */
-async function claimIn(t: Tx, r: Stage1ClaimRequest, job: JobRow | undefined, out: Stage1Row | undefined, live: { n: number }): Promise<Stage1Claim> {
+async function claimIn(
+  t: Tx,
+  r: Stage1ClaimRequest,
+  job: JobRow | undefined,
+  out: Stage1Row | undefined,
+  live: { n: number },
+): Promise<Stage1Claim> {
   if (upToDate(job, out, r.sourceUpdatedAt)) return { kind: "skipped_up_to_date" };
   const ownLive = job !== undefined && liveLease(job, r.now);
   const full = () => capReached(t, r, live.n - (ownLive ? 1 : 0));
@@ -105,7 +129,10 @@ async function claimIn(t: Tx, r: Stage1ClaimRequest, job: JobRow | undefined, ou
   if (!tookOver && !advanced && job.retry_remaining <= 0) return { kind: "skipped_retry_exhausted" };
   if (!tookOver && !advanced && job.retry_at !== null && job.retry_at > r.now) return { kind: "skipped_retry_backoff" };
   if (await full()) return { kind: "skipped_cap" };
-  await setJob(t, STAGE1_KIND, r.threadId, { ...claimed, retry_remaining: advanced ? DEFAULT_RETRY_BUDGET : job.retry_remaining });
+  await setJob(t, STAGE1_KIND, r.threadId, {
+    ...claimed,
+    retry_remaining: advanced ? DEFAULT_RETRY_BUDGET : job.retry_remaining,
+  });
   if (!ownLive) live.n++;
   return tookOver ? { kind: "claimed", token, tookOver } : { kind: "claimed", token };
 }
@@ -129,18 +156,31 @@ async function countLiveStage1(t: Tx, now: number): Promise<number> {
 async function capReached(t: Tx, r: Stage1ClaimRequest, liveOthers: number): Promise<boolean> {
   if (liveOthers < r.maxRunningJobs) return false;
   const judge = r.takeOver ?? takeOverReason;
-  return (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length + (r.ended ?? 0) >= r.maxRunningJobs;
+  return (
+    (await runningStage1(t, r.now, r.threadId)).filter((j) => judge(j, r.now) === undefined).length + (r.ended ?? 0) >=
+    r.maxRunningJobs
+  );
 }
 
 async function runningStage1(t: Tx, now: number, exceptKey?: string): Promise<JobRow[]> {
-  let q = t.selectFrom("jobs").selectAll().where("kind", "=", STAGE1_KIND).where("status", "=", "running").where("lease_until", ">", now);
+  let q = t
+    .selectFrom("jobs")
+    .selectAll()
+    .where("kind", "=", STAGE1_KIND)
+    .where("status", "=", "running")
+    .where("lease_until", ">", now);
   if (exceptKey !== undefined) q = q.where("job_key", "!=", exceptKey);
   const rows = await q.execute();
   return must(parseRows(JobRowSchema, "jobs", (row) => `${STAGE1_KIND}/${String(row.job_key)}`, rows));
 }
 
 /** Renews every live phase-1 claim `workerId` holds (its heartbeat and lease). */
-export async function heartbeatStage1(state: StateDb, workerId: string, leaseSeconds: number, now: number): Promise<Result<number>> {
+export async function heartbeatStage1(
+  state: StateDb,
+  workerId: string,
+  leaseSeconds: number,
+  now: number,
+): Promise<Result<number>> {
   return tx(state, async (t) => {
     const r = await t
       .updateTable("jobs")
@@ -155,7 +195,13 @@ export async function heartbeatStage1(state: StateDb, workerId: string, leaseSec
 
 /** Ends an owned stage-1 run as done; its input watermark becomes the success watermark. */
 function finishStage1(t: Tx, threadId: string, job: JobRow, now: number): Promise<unknown> {
-  return setJob(t, STAGE1_KIND, threadId, { status: "done", finished_at: now, lease_until: null, last_error: null, last_success_watermark: job.input_watermark });
+  return setJob(t, STAGE1_KIND, threadId, {
+    status: "done",
+    finished_at: now,
+    lease_until: null,
+    last_error: null,
+    last_success_watermark: job.input_watermark,
+  });
 }
 
 export interface Stage1Result {
@@ -165,7 +211,14 @@ export interface Stage1Result {
 }
 
 /** False when the claim was lost (lease stolen): nothing is written then. */
-export async function markStage1Succeeded(state: StateDb, threadId: string, token: string, sourceUpdatedAt: number, res: Stage1Result, now: number): Promise<Result<boolean>> {
+export async function markStage1Succeeded(
+  state: StateDb,
+  threadId: string,
+  token: string,
+  sourceUpdatedAt: number,
+  res: Stage1Result,
+  now: number,
+): Promise<Result<boolean>> {
   return tx(state, async (t) => {
     const job = await ownedRunning(t, STAGE1_KIND, threadId, token);
     if (!job) return false;
@@ -177,7 +230,13 @@ export async function markStage1Succeeded(state: StateDb, threadId: string, toke
 }
 
 /** Inserts the thread's output, or replaces one that is not newer than `sourceUpdatedAt`. */
-async function writeOutput(t: Tx, threadId: string, sourceUpdatedAt: number, res: Stage1Result, now: number): Promise<void> {
+async function writeOutput(
+  t: Tx,
+  threadId: string,
+  sourceUpdatedAt: number,
+  res: Stage1Result,
+  now: number,
+): Promise<void> {
   const existing = await readOutput(t, threadId);
   if (!existing) {
     await t
@@ -198,13 +257,24 @@ async function writeOutput(t: Tx, threadId: string, sourceUpdatedAt: number, res
   } else if (sourceUpdatedAt >= existing.source_updated_at) {
     await t
       .updateTable("stage1_outputs")
-      .set({ source_updated_at: sourceUpdatedAt, raw_memory: res.rawMemory, rollout_summary: res.rolloutSummary, rollout_slug: res.rolloutSlug, generated_at: now })
+      .set({
+        source_updated_at: sourceUpdatedAt,
+        raw_memory: res.rawMemory,
+        rollout_summary: res.rolloutSummary,
+        rollout_slug: res.rolloutSlug,
+        generated_at: now,
+      })
       .where("thread_id", "=", threadId)
       .execute();
   }
 }
 
-export async function markStage1NoOutput(state: StateDb, threadId: string, token: string, now: number): Promise<Result<boolean>> {
+export async function markStage1NoOutput(
+  state: StateDb,
+  threadId: string,
+  token: string,
+  now: number,
+): Promise<Result<boolean>> {
   return tx(state, async (t) => {
     const job = await ownedRunning(t, STAGE1_KIND, threadId, token);
     if (!job) return false;
@@ -215,11 +285,25 @@ export async function markStage1NoOutput(state: StateDb, threadId: string, token
   });
 }
 
-export async function markStage1Failed(state: StateDb, threadId: string, token: string, reason: string, retryDelaySeconds: number, now: number): Promise<Result<boolean>> {
+export async function markStage1Failed(
+  state: StateDb,
+  threadId: string,
+  token: string,
+  reason: string,
+  retryDelaySeconds: number,
+  now: number,
+): Promise<Result<boolean>> {
   return tx(state, async (t) => {
     const job = await ownedRunning(t, STAGE1_KIND, threadId, token);
     if (!job) return false;
-    await setJob(t, STAGE1_KIND, threadId, { status: "error", finished_at: now, lease_until: null, retry_at: now + retryDelaySeconds, retry_remaining: job.retry_remaining - 1, last_error: reason.slice(0, 2000) });
+    await setJob(t, STAGE1_KIND, threadId, {
+      status: "error",
+      finished_at: now,
+      lease_until: null,
+      retry_at: now + retryDelaySeconds,
+      retry_remaining: job.retry_remaining - 1,
+      last_error: reason.slice(0, 2000),
+    });
     return true;
   });
 }

@@ -1,7 +1,7 @@
 /** The rollout catalog the scan fills (`memory_threads`): upserts and lookups (which rows phase 1 may claim: eligibility.ts). */
 import { ok, type Result } from "../util/result.ts";
 import type { StateDb } from "./db.ts";
-import { parseRow, parseRows, ThreadRowSchema, type ThreadRow } from "./rows.ts";
+import { parseRow, parseRows, type ThreadRow, ThreadRowSchema } from "./rows.ts";
 import { read, tx } from "./store-tx.ts";
 
 export async function upsertThreads(state: StateDb, threads: ThreadRow[]): Promise<Result<number>> {
@@ -61,7 +61,11 @@ export async function listThreads(state: StateDb): Promise<Result<ThreadRow[]>> 
 export async function getThreads(state: StateDb, ids: readonly string[]): Promise<Result<Map<string, ThreadRow>>> {
   if (!ids.length) return ok(new Map());
   return read(async () => {
-    const rows = await state.db.selectFrom("memory_threads").selectAll().where("id", "in", [...ids]).execute();
+    const rows = await state.db
+      .selectFrom("memory_threads")
+      .selectAll()
+      .where("id", "in", [...ids])
+      .execute();
     const parsed = parseRows(ThreadRowSchema, "memory_threads", (r) => String(r.id), rows);
     return "error" in parsed ? parsed : ok(new Map(parsed.ok.map((t) => [t.id, t])));
   });

@@ -4,9 +4,18 @@
  * of one job or output row. Every state change runs in `StateDb.exclusive`, so read-then-write
  * is safe across workers. Times are epoch seconds, except `memory_threads.*_ms`.
  */
-import { errorMessage, err, ok, type Result } from "../util/result.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import type { JobsTable, StateDb, Tx } from "./db.ts";
-import { JobRowSchema, must, parseRow, parseRows, RowError, Stage1RowSchema, type JobRow, type Stage1Row } from "./rows.ts";
+import {
+  type JobRow,
+  JobRowSchema,
+  must,
+  parseRow,
+  parseRows,
+  RowError,
+  type Stage1Row,
+  Stage1RowSchema,
+} from "./rows.ts";
 
 export const STAGE1_KIND = "memory_stage1";
 export const PHASE2_KIND = "memory_consolidate_global";
@@ -34,7 +43,12 @@ export async function read<T>(fn: () => Promise<Result<T>>): Promise<Result<T>> 
 }
 
 export async function readJob(t: Tx, kind: string, key: string): Promise<JobRow | undefined> {
-  const row = await t.selectFrom("jobs").selectAll().where("kind", "=", kind).where("job_key", "=", key).executeTakeFirst();
+  const row = await t
+    .selectFrom("jobs")
+    .selectAll()
+    .where("kind", "=", kind)
+    .where("job_key", "=", key)
+    .executeTakeFirst();
   return row ? must(parseRow(JobRowSchema, "jobs", `${kind}/${key}`, row)) : undefined;
 }
 
@@ -47,14 +61,18 @@ export async function readOutput(t: Tx, threadId: string): Promise<Stage1Row | u
 export async function readJobs(t: Tx, kind: string, keys: string[]): Promise<Map<string, JobRow>> {
   if (!keys.length) return new Map();
   const rows = await t.selectFrom("jobs").selectAll().where("kind", "=", kind).where("job_key", "in", keys).execute();
-  return new Map(must(parseRows(JobRowSchema, "jobs", (r) => `${kind}/${String(r.job_key)}`, rows)).map((j) => [j.job_key, j]));
+  return new Map(
+    must(parseRows(JobRowSchema, "jobs", (r) => `${kind}/${String(r.job_key)}`, rows)).map((j) => [j.job_key, j]),
+  );
 }
 
 /** The outputs of `threadIds` (a few hundred at most), by thread id. */
 export async function readOutputs(t: Tx, threadIds: string[]): Promise<Map<string, Stage1Row>> {
   if (!threadIds.length) return new Map();
   const rows = await t.selectFrom("stage1_outputs").selectAll().where("thread_id", "in", threadIds).execute();
-  return new Map(must(parseRows(Stage1RowSchema, "stage1_outputs", (r) => String(r.thread_id), rows)).map((o) => [o.thread_id, o]));
+  return new Map(
+    must(parseRows(Stage1RowSchema, "stage1_outputs", (r) => String(r.thread_id), rows)).map((o) => [o.thread_id, o]),
+  );
 }
 
 /** What a new jobs row holds where its insert says nothing: no holder, no times, the default retry budget. */
@@ -72,11 +90,24 @@ const EMPTY_JOB = {
   last_success_watermark: null,
 } satisfies Omit<JobsTable, "kind" | "job_key" | "status">;
 
-export function insertJob(t: Tx, kind: string, key: string, values: Partial<Omit<JobsTable, "kind" | "job_key">> & { status: string }): Promise<unknown> {
-  return t.insertInto("jobs").values({ ...EMPTY_JOB, ...values, kind, job_key: key }).execute();
+export function insertJob(
+  t: Tx,
+  kind: string,
+  key: string,
+  values: Partial<Omit<JobsTable, "kind" | "job_key">> & { status: string },
+): Promise<unknown> {
+  return t
+    .insertInto("jobs")
+    .values({ ...EMPTY_JOB, ...values, kind, job_key: key })
+    .execute();
 }
 
-export function setJob(t: Tx, kind: string, key: string, values: Partial<Omit<JobsTable, "kind" | "job_key">>): Promise<unknown> {
+export function setJob(
+  t: Tx,
+  kind: string,
+  key: string,
+  values: Partial<Omit<JobsTable, "kind" | "job_key">>,
+): Promise<unknown> {
   return t.updateTable("jobs").set(values).where("kind", "=", kind).where("job_key", "=", key).execute();
 }
 

@@ -3,13 +3,13 @@
  * the baseline of the last successful consolidation; the diff against it is what changed since.
  */
 import fs from "node:fs";
-import { mkdir, readdir, rename, rm, stat, writeFile, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createTwoFilesPatch } from "diff";
 import git from "isomorphic-git";
-import { errorMessage, err, ok, type Result } from "../util/result.ts";
-import { redactSecrets } from "../util/redact.ts";
 import { crashPoint } from "../util/crash-point.ts";
+import { redactSecrets } from "../util/redact.ts";
+import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { redactFolder, safeRelativePath } from "./redact-files.ts";
 import { DIFF_FILE } from "./storage.ts";
 
@@ -80,7 +80,14 @@ async function commitTree(root: string, gitdir: string, now: Date): Promise<stri
   crashPoint("baseline:added");
   const timestamp = Math.floor(now.getTime() / 1000);
   const when = { timestamp, timezoneOffset: 0 };
-  return git.commit({ fs, dir: root, gitdir, message: "relay memories baseline", author: { ...AUTHOR, ...when }, committer: { ...AUTHOR, ...when } });
+  return git.commit({
+    fs,
+    dir: root,
+    gitdir,
+    message: "relay memories baseline",
+    author: { ...AUTHOR, ...when },
+    committer: { ...AUTHOR, ...when },
+  });
 }
 
 /** `.git` → `.git.old-…`, `staged` → `.git`, then the old one is removed. */
@@ -136,7 +143,10 @@ async function readAllBlobs(root: string, gitdir: string, tree: string, prefix: 
 async function recoverSwap(root: string): Promise<void> {
   const staging = await stagingDirs(root);
   if (!(await exists(path.join(root, ".git")))) {
-    for (const name of staging.filter((n) => n.startsWith(".git.old-")).sort().reverse()) {
+    for (const name of staging
+      .filter((n) => n.startsWith(".git.old-"))
+      .sort()
+      .reverse()) {
       if ((await baselineProblem(root, path.join(root, name))) === undefined) {
         await rename(path.join(root, name), path.join(root, ".git"));
         break;
@@ -187,13 +197,27 @@ export async function workspaceDiff(root: string): Promise<Result<WorkspaceDiff>
     changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     const patches: string[] = [];
     for (const c of changes) {
-      const before = c.status === "A" ? "" : new TextDecoder().decode((await git.readBlob({ fs, dir: root, oid: head, filepath: c.path })).blob);
+      const before =
+        c.status === "A"
+          ? ""
+          : new TextDecoder().decode((await git.readBlob({ fs, dir: root, oid: head, filepath: c.path })).blob);
       const after = c.status === "D" ? "" : await readFile(path.join(root, c.path), "utf8");
-      const p = createTwoFilesPatch(c.status === "A" ? "/dev/null" : `a/${c.path}`, c.status === "D" ? "/dev/null" : `b/${c.path}`, before, after, "", "", { context: 3 });
+      const p = createTwoFilesPatch(
+        c.status === "A" ? "/dev/null" : `a/${c.path}`,
+        c.status === "D" ? "/dev/null" : `b/${c.path}`,
+        before,
+        after,
+        "",
+        "",
+        { context: 3 },
+      );
       patches.push(`diff --git a/${c.path} b/${c.path}\n${p.split("\n").slice(1).join("\n")}`);
     }
     // Hand edits are diffed too, and the consolidator (a model) reads this; names go into reports.
-    return ok({ changes: changes.map((c) => ({ ...c, path: safeRelativePath(c.path) })), patch: redactSecrets(patches.join("")) });
+    return ok({
+      changes: changes.map((c) => ({ ...c, path: safeRelativePath(c.path) })),
+      patch: redactSecrets(patches.join("")),
+    });
   } catch (e) {
     return err("workspace_status", `cannot diff the memory folder ${root}: ${errorMessage(e)}`);
   }

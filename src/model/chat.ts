@@ -4,49 +4,75 @@
  * assembles streamed tool-call fragments back into function_call items.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { fastParse } from "../util/fast-parse.ts";
-import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import {
+  type ModelClient,
+  ModelError,
+  type ModelEvent,
+  type ModelRequest,
+  type ModelTool,
+  type TokenUsage,
+} from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
 
-export const ChatToolCallSchema = lazySchema(() => z.object({
-  id: z.string(),
-  type: z.literal("function"),
-  function: z.object({ name: z.string(), arguments: z.string() }),
-}));
+export const ChatToolCallSchema = lazySchema(() =>
+  z.object({
+    id: z.string(),
+    type: z.literal("function"),
+    function: z.object({ name: z.string(), arguments: z.string() }),
+  }),
+);
 export type ChatToolCall = z.infer<typeof ChatToolCallSchema>;
 
-export const ChatContentPartSchema = lazySchema(() => z.union([
-  z.object({ type: z.literal("text"), text: z.string() }),
-  z.object({ type: z.literal("image_url"), image_url: z.object({ url: z.string(), detail: z.string().optional() }) }),
-]));
+export const ChatContentPartSchema = lazySchema(() =>
+  z.union([
+    z.object({ type: z.literal("text"), text: z.string() }),
+    z.object({ type: z.literal("image_url"), image_url: z.object({ url: z.string(), detail: z.string().optional() }) }),
+  ]),
+);
 
-export const ChatMessageSchema = lazySchema(() => z.union([
-  z.object({ role: z.enum(["system", "user"]), content: z.union([z.string(), z.array(ChatContentPartSchema)]) }),
-  z.object({ role: z.literal("assistant"), content: z.string().nullable(), tool_calls: z.array(ChatToolCallSchema).optional() }),
-  z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
-]));
+export const ChatMessageSchema = lazySchema(() =>
+  z.union([
+    z.object({ role: z.enum(["system", "user"]), content: z.union([z.string(), z.array(ChatContentPartSchema)]) }),
+    z.object({
+      role: z.literal("assistant"),
+      content: z.string().nullable(),
+      tool_calls: z.array(ChatToolCallSchema).optional(),
+    }),
+    z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
+  ]),
+);
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 
-export const ChatToolSchema = lazySchema(() => z.object({
-  type: z.literal("function"),
-  function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }),
-}));
+export const ChatToolSchema = lazySchema(() =>
+  z.object({
+    type: z.literal("function"),
+    function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }),
+  }),
+);
 export type ChatTool = z.infer<typeof ChatToolSchema>;
 
-export const ChatRequestBodySchema = lazySchema(() => z.object({
-  model: z.string(),
-  messages: z.array(ChatMessageSchema),
-  tools: z.array(ChatToolSchema).optional(),
-  tool_choice: z.literal("auto").optional(),
-  parallel_tool_calls: z.boolean().optional(),
-  stream: z.literal(true),
-  stream_options: z.object({ include_usage: z.literal(true) }),
-  response_format: z.object({ type: z.literal("json_schema"), json_schema: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }) }).optional(),
-}));
+export const ChatRequestBodySchema = lazySchema(() =>
+  z.object({
+    model: z.string(),
+    messages: z.array(ChatMessageSchema),
+    tools: z.array(ChatToolSchema).optional(),
+    tool_choice: z.literal("auto").optional(),
+    parallel_tool_calls: z.boolean().optional(),
+    stream: z.literal(true),
+    stream_options: z.object({ include_usage: z.literal(true) }),
+    response_format: z
+      .object({
+        type: z.literal("json_schema"),
+        json_schema: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }),
+      })
+      .optional(),
+  }),
+);
 export type ChatRequestBody = z.infer<typeof ChatRequestBodySchema>;
 
 /** Custom (freeform) tools become function tools with one string argument, `input`. */
@@ -58,7 +84,8 @@ export const CUSTOM_TOOL_PARAMETERS = {
 } as const;
 
 export function chatTool(tool: ModelTool): ChatTool {
-  const parameters = tool.kind === "custom" ? { ...CUSTOM_TOOL_PARAMETERS } : (tool.parameters ?? { type: "object", properties: {} });
+  const parameters =
+    tool.kind === "custom" ? { ...CUSTOM_TOOL_PARAMETERS } : (tool.parameters ?? { type: "object", properties: {} });
   return { type: "function", function: { name: tool.name, description: tool.description, parameters } };
 }
 
@@ -83,9 +110,11 @@ export function chatMessages(instructions: string, items: ResponseItem[]): ChatM
         const { role, content } = item as { role: string; content: ContentPart[] };
         const text = content.map((c) => ("text" in c ? c.text : "")).join("");
         if (role === "assistant") out.push({ role: "assistant", content: text });
-        else if (role === "user" && content.some((c) => c.type === "input_image")) out.push({ role: "user", content: content.map(chatPart) });
+        else if (role === "user" && content.some((c) => c.type === "input_image"))
+          out.push({ role: "user", content: content.map(chatPart) });
         else if (role === "user") out.push({ role: "user", content: text });
-        else if (out.length === 1 && out[0]!.role === "system" && typeof out[0]!.content === "string") out[0]!.content += `\n\n${text}`;
+        else if (out.length === 1 && out[0]!.role === "system" && typeof out[0]!.content === "string")
+          out[0]!.content += `\n\n${text}`;
         else out.push({ role: "system", content: text });
         break;
       }
@@ -96,7 +125,11 @@ export function chatMessages(instructions: string, items: ResponseItem[]): ChatM
       }
       case "custom_tool_call": {
         const c = item as { call_id: string; name: string; input: string };
-        pushCall({ id: c.call_id, type: "function", function: { name: c.name, arguments: JSON.stringify({ input: c.input }) } });
+        pushCall({
+          id: c.call_id,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify({ input: c.input }) },
+        });
         break;
       }
       case "function_call_output":
@@ -113,7 +146,8 @@ export function chatMessages(instructions: string, items: ResponseItem[]): ChatM
 }
 
 function chatPart(c: ContentPart): z.infer<typeof ChatContentPartSchema> {
-  if (c.type === "input_image") return { type: "image_url", image_url: c.detail ? { url: c.image_url, detail: c.detail } : { url: c.image_url } };
+  if (c.type === "input_image")
+    return { type: "image_url", image_url: c.detail ? { url: c.image_url, detail: c.detail } : { url: c.image_url } };
   return { type: "text", text: c.text };
 }
 
@@ -136,55 +170,71 @@ export function chatRequestBody(request: ModelRequest): ChatRequestBody {
     body.tool_choice = "auto";
     body.parallel_tool_calls = request.parallelToolCalls;
   }
-  if (request.outputSchema) body.response_format = { type: "json_schema", json_schema: { name: request.outputSchema.name, schema: request.outputSchema.schema, strict: true } };
+  if (request.outputSchema)
+    body.response_format = {
+      type: "json_schema",
+      json_schema: { name: request.outputSchema.name, schema: request.outputSchema.schema, strict: true },
+    };
   return body;
 }
 
-const ErrorSchema = lazySchema(() => z.looseObject({ message: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish(), type: z.string().nullish() }));
+const ErrorSchema = lazySchema(() =>
+  z.looseObject({
+    message: z.string().nullish(),
+    code: z.union([z.string(), z.number()]).nullish(),
+    type: z.string().nullish(),
+  }),
+);
 
-const ToolCallDeltaSchema = lazySchema(() => z.looseObject({
-  index: z.number().nullish(),
-  id: z.string().nullish(),
-  type: z.string().nullish(),
-  function: z
-    .looseObject({
-      name: z.string().nullish(),
-      // A few servers send the whole arguments object instead of JSON text.
-      arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
-    })
-    .nullish(),
-}));
+const ToolCallDeltaSchema = lazySchema(() =>
+  z.looseObject({
+    index: z.number().nullish(),
+    id: z.string().nullish(),
+    type: z.string().nullish(),
+    function: z
+      .looseObject({
+        name: z.string().nullish(),
+        // A few servers send the whole arguments object instead of JSON text.
+        arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+      })
+      .nullish(),
+  }),
+);
 
-const TextSchema = lazySchema(() => z.union([z.string(), z.array(z.looseObject({ text: z.string().nullish() }))]).nullish());
+const TextSchema = lazySchema(() =>
+  z.union([z.string(), z.array(z.looseObject({ text: z.string().nullish() }))]).nullish(),
+);
 
-export const ChunkSchema = lazySchema(() => z.looseObject({
-  id: z.string().nullish(),
-  choices: z
-    .array(
-      z.looseObject({
-        index: z.number().nullish(),
-        delta: z
-          .looseObject({
-            content: TextSchema,
-            reasoning_content: z.string().nullish(),
-            reasoning: z.string().nullish(),
-            tool_calls: z.array(ToolCallDeltaSchema).nullish(),
-          })
-          .nullish(),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .nullish(),
-  usage: z
-    .looseObject({
-      prompt_tokens: z.number(),
-      completion_tokens: z.number(),
-      total_tokens: z.number().nullish(),
-      prompt_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
-    })
-    .nullish(),
-  error: z.union([ErrorSchema, z.string()]).nullish(),
-}));
+export const ChunkSchema = lazySchema(() =>
+  z.looseObject({
+    id: z.string().nullish(),
+    choices: z
+      .array(
+        z.looseObject({
+          index: z.number().nullish(),
+          delta: z
+            .looseObject({
+              content: TextSchema,
+              reasoning_content: z.string().nullish(),
+              reasoning: z.string().nullish(),
+              tool_calls: z.array(ToolCallDeltaSchema).nullish(),
+            })
+            .nullish(),
+          finish_reason: z.string().nullish(),
+        }),
+      )
+      .nullish(),
+    usage: z
+      .looseObject({
+        prompt_tokens: z.number(),
+        completion_tokens: z.number(),
+        total_tokens: z.number().nullish(),
+        prompt_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
+      })
+      .nullish(),
+    error: z.union([ErrorSchema, z.string()]).nullish(),
+  }),
+);
 type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
 
 interface PartialCall {
@@ -260,12 +310,30 @@ class ChatTurn {
 
   /** The whole items, then the completion. */
   *finish(): Generator<ModelEvent> {
-    if (this.reasoning !== "") yield { type: "item", item: { type: "reasoning", summary: [{ type: "summary_text", text: this.reasoning }] } };
-    if (this.text !== "") yield { type: "item", item: { type: "message", role: "assistant", content: [{ type: "output_text", text: this.text }] } };
+    if (this.reasoning !== "")
+      yield { type: "item", item: { type: "reasoning", summary: [{ type: "summary_text", text: this.reasoning }] } };
+    if (this.text !== "")
+      yield {
+        type: "item",
+        item: { type: "message", role: "assistant", content: [{ type: "output_text", text: this.text }] },
+      };
     for (const c of this.calls.calls) {
       const callId = c.id || `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
-      if (this.customTools.has(c.name)) yield { type: "item", item: { type: "custom_tool_call", name: c.name, input: customInput(c.arguments), call_id: callId } };
-      else yield { type: "item", item: { type: "function_call", name: c.name, arguments: c.arguments === "" ? "{}" : c.arguments, call_id: callId } };
+      if (this.customTools.has(c.name))
+        yield {
+          type: "item",
+          item: { type: "custom_tool_call", name: c.name, input: customInput(c.arguments), call_id: callId },
+        };
+      else
+        yield {
+          type: "item",
+          item: {
+            type: "function_call",
+            name: c.name,
+            arguments: c.arguments === "" ? "{}" : c.arguments,
+            call_id: callId,
+          },
+        };
     }
     const done: ModelEvent = { type: "completed" };
     if (this.responseId) done.responseId = this.responseId;
@@ -276,7 +344,8 @@ class ChatTurn {
   /** One chunk's deltas; its tool-call parts are kept for finish(). */
   *chunk(payload: unknown): Generator<ModelEvent> {
     const parsed = fastParse(ChunkSchema, payload);
-    if (!parsed.success) throw new ModelError("stream", `Malformed chat completion chunk: ${z.prettifyError(parsed.error)}`);
+    if (!parsed.success)
+      throw new ModelError("stream", `Malformed chat completion chunk: ${z.prettifyError(parsed.error)}`);
     const chunk = parsed.data;
     if (chunk.error) throw chunkFailure(chunk.error, this.opts);
     if (chunk.id) this.responseId = chunk.id;
@@ -350,7 +419,13 @@ export function createChatClient(opts: TransportOptions): ModelClient {
     stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent> {
       const transport = { ...opts, model: request.model || opts.model };
       const customTools = new Set(request.tools.filter((t) => t.kind === "custom").map((t) => t.name));
-      return streamWithRetry(transport, "chat/completions", chatRequestBody({ ...request, model: transport.model }), parser(transport, customTools), signal);
+      return streamWithRetry(
+        transport,
+        "chat/completions",
+        chatRequestBody({ ...request, model: transport.model }),
+        parser(transport, customTools),
+        signal,
+      );
     },
   };
 }

@@ -4,20 +4,24 @@ import { lazySchema } from "../util/lazy-schema.ts";
 import type { ResponseItem } from "./items.ts";
 
 /** A tool as offered to the model. `function` tools take JSON; `custom` tools take raw text. */
-export const ModelToolSchema = lazySchema(() => z.object({
-  kind: z.enum(["function", "custom"]),
-  name: z.string(),
-  description: z.string(),
-  /** JSON schema of the arguments (function tools only). */
-  parameters: z.record(z.string(), z.unknown()).optional(),
-}));
+export const ModelToolSchema = lazySchema(() =>
+  z.object({
+    kind: z.enum(["function", "custom"]),
+    name: z.string(),
+    description: z.string(),
+    /** JSON schema of the arguments (function tools only). */
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+);
 export type ModelTool = z.infer<typeof ModelToolSchema>;
 
 /**
  * A strict structured-output request: the model's messages must be JSON matching `schema` (a
  * JSON schema in the strict subset: every property required, no extra properties).
  */
-export const OutputSchemaSchema = lazySchema(() => z.object({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), schema: z.record(z.string(), z.unknown()) }));
+export const OutputSchemaSchema = lazySchema(() =>
+  z.object({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), schema: z.record(z.string(), z.unknown()) }),
+);
 export type OutputSchema = z.infer<typeof OutputSchemaSchema>;
 
 export interface ModelRequest {
@@ -30,12 +34,14 @@ export interface ModelRequest {
   outputSchema?: OutputSchema;
 }
 
-export const TokenUsageSchema = lazySchema(() => z.object({
-  input_tokens: z.number().int().min(0),
-  output_tokens: z.number().int().min(0),
-  total_tokens: z.number().int().min(0),
-  cached_input_tokens: z.number().int().min(0).optional(),
-}));
+export const TokenUsageSchema = lazySchema(() =>
+  z.object({
+    input_tokens: z.number().int().min(0),
+    output_tokens: z.number().int().min(0),
+    total_tokens: z.number().int().min(0),
+    cached_input_tokens: z.number().int().min(0).optional(),
+  }),
+);
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
 /** What a provider streams back for one request. Exactly one `completed` ends a good stream. */
@@ -50,13 +56,29 @@ export type ModelEvent =
    * `discardPartial`, the failed attempt had streamed deltas (no whole item): drop them, the
    * retry streams the answer again from the start.
    */
-  | { type: "retrying"; attempt: number; maxRetries: number; delayMs: number; reason: string; discardPartial?: boolean };
+  | {
+      type: "retrying";
+      attempt: number;
+      maxRetries: number;
+      delayMs: number;
+      reason: string;
+      discardPartial?: boolean;
+    };
 
 /** Errors a provider reports; `retryable` ones were already retried as configured. */
 export class ModelError extends Error {
   override readonly name = "ModelError";
   constructor(
-    readonly code: "auth" | "model_not_found" | "rate_limited" | "server" | "stream" | "bad_request" | "context_window" | "network" | "script",
+    readonly code:
+      | "auth"
+      | "model_not_found"
+      | "rate_limited"
+      | "server"
+      | "stream"
+      | "bad_request"
+      | "context_window"
+      | "network"
+      | "script",
     message: string,
     readonly status?: number,
   ) {

@@ -14,7 +14,10 @@ export function projectDocMessage(cwd: string, text: string): MessageItem {
 }
 
 function isProjectDocText(text: string): boolean {
-  return text.trimStart().toLowerCase().startsWith(PROJECT_DOC_HEAD.toLowerCase()) && text.trimEnd().endsWith("</INSTRUCTIONS>");
+  return (
+    text.trimStart().toLowerCase().startsWith(PROJECT_DOC_HEAD.toLowerCase()) &&
+    text.trimEnd().endsWith("</INSTRUCTIONS>")
+  );
 }
 
 export function isContextFragment(text: string): boolean {
@@ -24,7 +27,11 @@ export function isContextFragment(text: string): boolean {
 
 /** The AGENTS.md message: compaction keeps it at the head of the new history. */
 export function isProjectDocMessage(item: ResponseItem): boolean {
-  return item.type === "message" && (item as MessageItem).role === "user" && isProjectDocText(messageText(item as MessageItem));
+  return (
+    item.type === "message" &&
+    (item as MessageItem).role === "user" &&
+    isProjectDocText(messageText(item as MessageItem))
+  );
 }
 
 /** A user message made only of context fragments. */

@@ -14,30 +14,34 @@ export const ModelProviderSchema = lazySchema(() => z.enum(["openai-responses", 
 export type ModelProvider = z.infer<typeof ModelProviderSchema>;
 
 /** The fields, without the cross-field check (for `.extend`/`.pick` by config code). */
-export const ModelConfigFieldsSchema = lazySchema(() => z.object({
-  provider: ModelProviderSchema,
-  model: z.string().min(1),
-  /** Default: the OPENAI_BASE_URL environment variable, else https://api.openai.com/v1. */
-  baseUrl: z.url().optional(),
-  apiKey: z.string().optional(),
-  /** Environment variable holding the API key; default OPENAI_API_KEY. */
-  apiKeyEnv: z.string().min(1).optional(),
-  /** JSON script file of the `scripted` provider. */
-  scriptPath: z.string().min(1).optional(),
-  maxRetries: z.number().int().min(0).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  /** Responses API only: reasoning effort / summary. */
-  reasoning: ReasoningOptionsSchema.optional(),
-  /** Backoff overrides (tests use tiny delays). */
-  retry: RetryOverridesSchema.optional(),
-  /** Server silence that counts as a dropped stream; default 300 s. */
-  idleTimeoutMs: z.number().int().min(0).optional(),
-}));
+export const ModelConfigFieldsSchema = lazySchema(() =>
+  z.object({
+    provider: ModelProviderSchema,
+    model: z.string().min(1),
+    /** Default: the OPENAI_BASE_URL environment variable, else https://api.openai.com/v1. */
+    baseUrl: z.url().optional(),
+    apiKey: z.string().optional(),
+    /** Environment variable holding the API key; default OPENAI_API_KEY. */
+    apiKeyEnv: z.string().min(1).optional(),
+    /** JSON script file of the `scripted` provider. */
+    scriptPath: z.string().min(1).optional(),
+    maxRetries: z.number().int().min(0).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    /** Responses API only: reasoning effort / summary. */
+    reasoning: ReasoningOptionsSchema.optional(),
+    /** Backoff overrides (tests use tiny delays). */
+    retry: RetryOverridesSchema.optional(),
+    /** Server silence that counts as a dropped stream; default 300 s. */
+    idleTimeoutMs: z.number().int().min(0).optional(),
+  }),
+);
 
-export const ModelConfigSchema = lazySchema(() => ModelConfigFieldsSchema.refine((c) => c.provider !== "scripted" || c.scriptPath !== undefined, {
-  message: "the scripted provider needs scriptPath (a JSON script file)",
-  path: ["scriptPath"],
-}));
+export const ModelConfigSchema = lazySchema(() =>
+  ModelConfigFieldsSchema.refine((c) => c.provider !== "scripted" || c.scriptPath !== undefined, {
+    message: "the scripted provider needs scriptPath (a JSON script file)",
+    path: ["scriptPath"],
+  }),
+);
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 /** True for OpenAI's own API, which always needs a key; local servers usually need none. */
@@ -53,7 +57,10 @@ export function isOpenAiHost(baseUrl: string): boolean {
  * A missing key is not an error here: it surfaces as ModelError("auth") at the first
  * `stream()` call, so that commands which never sample still work.
  */
-export function createModelClient(config: ModelConfig, env: Record<string, string | undefined> = process.env): ModelClient {
+export function createModelClient(
+  config: ModelConfig,
+  env: Record<string, string | undefined> = process.env,
+): ModelClient {
   if (config.provider === "scripted") return createScriptedClient({ scriptPath: config.scriptPath! });
   const baseUrl = config.baseUrl ?? nonEmpty(env.OPENAI_BASE_URL) ?? DEFAULT_BASE_URL;
   const apiKeyEnv = config.apiKeyEnv ?? DEFAULT_API_KEY_ENV;

@@ -9,16 +9,18 @@ import { Log } from "../util/log.ts";
 import { ModelError, type ModelEvent } from "./client.ts";
 import { parseSse, type SseEvent } from "./sse.ts";
 
-export const RetryPolicySchema = lazySchema(() => z.object({
-  maxRetries: z.number().int().min(0),
-  baseDelayMs: z.number().min(0),
-  factor: z.number().min(1),
-  maxDelayMs: z.number().min(0),
-  /** Random spread, as a fraction of the delay (0.2 → ±20%). */
-  jitter: z.number().min(0).max(1),
-  /** Upper bound for a server's `Retry-After`. */
-  maxRetryAfterMs: z.number().min(0),
-}));
+export const RetryPolicySchema = lazySchema(() =>
+  z.object({
+    maxRetries: z.number().int().min(0),
+    baseDelayMs: z.number().min(0),
+    factor: z.number().min(1),
+    maxDelayMs: z.number().min(0),
+    /** Random spread, as a fraction of the delay (0.2 → ±20%). */
+    jitter: z.number().min(0).max(1),
+    /** Upper bound for a server's `Retry-After`. */
+    maxRetryAfterMs: z.number().min(0),
+  }),
+);
 export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
 /** Config overrides: any subset of the policy. */
 export const RetryOverridesSchema = lazySchema(() => RetryPolicySchema.partial());
@@ -98,19 +100,53 @@ export async function* streamWithRetry(
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...stripUndefined(opts.retry ?? {}) };
   const url = endpointUrl(opts.baseUrl, path);
   if (opts.requireApiKey && !opts.apiKey) {
-    throw failed(new ModelError("auth", `No API key for ${opts.baseUrl}: set the ${opts.apiKeyEnv ?? "OPENAI_API_KEY"} environment variable.`), url, 0);
+    throw failed(
+      new ModelError(
+        "auth",
+        `No API key for ${opts.baseUrl}: set the ${opts.apiKeyEnv ?? "OPENAI_API_KEY"} environment variable.`,
+      ),
+      url,
+      0,
+    );
   }
-  const request: Attempt = { opts, url, payload: JSON.stringify(body), headers: requestHeaders(opts), parse, idleMs: opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS };
+  const request: Attempt = {
+    opts,
+    url,
+    payload: JSON.stringify(body),
+    headers: requestHeaders(opts),
+    parse,
+    idleMs: opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+  };
   // Deltas alone can be taken back (the consumer drops them); a whole item may have been acted on.
   const sent: Sent = { deltas: false, item: false };
   for (let attempt = 0; ; attempt++) {
     throwIfAborted(signal);
-    if (log.enabled("debug")) log.debug("request", { url: logUrl(url), model: opts.model, attempt: attempt + 1, bytes: request.payload.length });
+    if (log.enabled("debug"))
+      log.debug("request", {
+        url: logUrl(url),
+        model: opts.model,
+        attempt: attempt + 1,
+        bytes: request.payload.length,
+      });
     const failure = yield* attemptStream(request, attempt, sent, signal);
     if (!failure) return;
     const delayMs = retryDelay(failure, policy, attempt, sent, url);
-    log.warn("retrying", { url: logUrl(url), attempt: attempt + 1, delay_ms: Math.round(delayMs), code: failure.error.code, status: failure.error.status, reason: failure.error.message });
-    yield { type: "retrying", attempt: attempt + 1, maxRetries: policy.maxRetries, delayMs, reason: failure.error.message, ...(sent.deltas ? { discardPartial: true } : {}) };
+    log.warn("retrying", {
+      url: logUrl(url),
+      attempt: attempt + 1,
+      delay_ms: Math.round(delayMs),
+      code: failure.error.code,
+      status: failure.error.status,
+      reason: failure.error.message,
+    });
+    yield {
+      type: "retrying",
+      attempt: attempt + 1,
+      maxRetries: policy.maxRetries,
+      delayMs,
+      reason: failure.error.message,
+      ...(sent.deltas ? { discardPartial: true } : {}),
+    };
     sent.deltas = false;
     await sleep(delayMs, signal);
   }
@@ -142,7 +178,12 @@ function requestHeaders(opts: TransportOptions): Record<string, string> {
 }
 
 /** One attempt: streams its events, and returns the failure to retry (undefined when it completed). */
-async function* attemptStream(a: Attempt, attempt: number, sent: Sent, signal?: AbortSignal): AsyncGenerator<ModelEvent, RetryableError | undefined> {
+async function* attemptStream(
+  a: Attempt,
+  attempt: number,
+  sent: Sent,
+  signal?: AbortSignal,
+): AsyncGenerator<ModelEvent, RetryableError | undefined> {
   const watch = new AttemptWatch(a.idleMs, signal);
   try {
     let res: Response;
@@ -179,13 +220,30 @@ async function* attemptStream(a: Attempt, attempt: number, sent: Sent, signal?: 
 function retryDelay(failure: RetryableError, policy: RetryPolicy, attempt: number, sent: Sent, url: string): number {
   if (sent.item) {
     const code = failure.error.code === "network" ? "stream" : failure.error.code;
-    throw failed(new ModelError(code, `${failure.error.message} (after part of the answer had arrived whole, so not retried)`, failure.error.status), url, attempt + 1);
+    throw failed(
+      new ModelError(
+        code,
+        `${failure.error.message} (after part of the answer had arrived whole, so not retried)`,
+        failure.error.status,
+      ),
+      url,
+      attempt + 1,
+    );
   }
   if (attempt >= policy.maxRetries) {
-    const tries = policy.maxRetries === 0 ? "retries are off" : `gave up after ${policy.maxRetries} ${policy.maxRetries === 1 ? "retry" : "retries"}`;
-    throw failed(new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status), url, attempt + 1);
+    const tries =
+      policy.maxRetries === 0
+        ? "retries are off"
+        : `gave up after ${policy.maxRetries} ${policy.maxRetries === 1 ? "retry" : "retries"}`;
+    throw failed(
+      new ModelError(failure.error.code, `${failure.error.message} (${tries})`, failure.error.status),
+      url,
+      attempt + 1,
+    );
   }
-  return failure.retryAfterMs !== undefined ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs) : backoffDelay(policy, attempt + 1);
+  return failure.retryAfterMs !== undefined
+    ? Math.min(failure.retryAfterMs, policy.maxRetryAfterMs)
+    : backoffDelay(policy, attempt + 1);
 }
 
 /** One attempt's abort signal: the caller's signal, plus an idle timer on server silence. */
@@ -223,7 +281,9 @@ class AttemptWatch {
   }
 
   idleError(url: string): RetryableError {
-    const what = this.responded ? `model stream idle for ${formatMs(this.idleMs)}: no data from ${url}` : `model request idle for ${formatMs(this.idleMs)}: no response from ${url}`;
+    const what = this.responded
+      ? `model stream idle for ${formatMs(this.idleMs)}: no data from ${url}`
+      : `model request idle for ${formatMs(this.idleMs)}: no response from ${url}`;
     return new RetryableError(new ModelError("stream", what));
   }
 
@@ -263,17 +323,23 @@ export interface ServerError {
   type?: string;
 }
 
-const ErrorBodySchema = lazySchema(() => z.union([
-  z.object({
-    error: z.looseObject({
-      message: z.string().nullish(),
+const ErrorBodySchema = lazySchema(() =>
+  z.union([
+    z.object({
+      error: z.looseObject({
+        message: z.string().nullish(),
+        code: z.union([z.string(), z.number()]).nullish(),
+        type: z.string().nullish(),
+      }),
+    }),
+    z.object({ error: z.string() }),
+    z.looseObject({
+      message: z.string(),
       code: z.union([z.string(), z.number()]).nullish(),
       type: z.string().nullish(),
     }),
-  }),
-  z.object({ error: z.string() }),
-  z.looseObject({ message: z.string(), code: z.union([z.string(), z.number()]).nullish(), type: z.string().nullish() }),
-]));
+  ]),
+);
 
 export function parseServerError(text: string): ServerError {
   let json: unknown;
@@ -295,7 +361,8 @@ export function parseServerError(text: string): ServerError {
 }
 
 const MISSING_MODEL = /model\b.*\b(does not exist|not found|no such)|model_not_found/i;
-const CONTEXT_WINDOW = /context_length_exceeded|context.length|context window|maximum context|too many tokens|prompt is too long/i;
+const CONTEXT_WINDOW =
+  /context_length_exceeded|context.length|context window|maximum context|too many tokens|prompt is too long/i;
 
 /** Classifies a non-2xx reply: a RetryableError for 429/5xx, a final ModelError otherwise. */
 async function httpFailure(res: Response, opts: TransportOptions, url: string): Promise<RetryableError | ModelError> {
@@ -321,20 +388,35 @@ async function httpFailure(res: Response, opts: TransportOptions, url: string): 
     );
   }
   if (CONTEXT_WINDOW.test(codeText) || (status === 400 && CONTEXT_WINDOW.test(server.message))) {
-    return new ModelError("context_window", `The conversation no longer fits the context window of "${opts.model}": ${detail}`, status);
+    return new ModelError(
+      "context_window",
+      `The conversation no longer fits the context window of "${opts.model}": ${detail}`,
+      status,
+    );
   }
   if (status === 429) {
-    if (/insufficient_quota/i.test(codeText)) return new ModelError("rate_limited", `Quota exhausted at ${opts.baseUrl}: ${detail}`, status);
-    return new RetryableError(new ModelError("rate_limited", `Rate limited by ${opts.baseUrl} (HTTP 429: ${detail})`, status), parseRetryAfter(res.headers));
+    if (/insufficient_quota/i.test(codeText))
+      return new ModelError("rate_limited", `Quota exhausted at ${opts.baseUrl}: ${detail}`, status);
+    return new RetryableError(
+      new ModelError("rate_limited", `Rate limited by ${opts.baseUrl} (HTTP 429: ${detail})`, status),
+      parseRetryAfter(res.headers),
+    );
   }
   if (status >= 500) {
-    return new RetryableError(new ModelError("server", `Server error from ${url} (HTTP ${status}: ${detail})`, status), parseRetryAfter(res.headers));
+    return new RetryableError(
+      new ModelError("server", `Server error from ${url} (HTTP ${status}: ${detail})`, status),
+      parseRetryAfter(res.headers),
+    );
   }
   return new ModelError("bad_request", `${url} rejected the request (HTTP ${status}): ${detail}`, status);
 }
 
 /** SSE events of a body; a broken connection becomes a retryable `stream` error. */
-async function* readEvents(body: ReadableStream<Uint8Array>, url: string, watch: AttemptWatch): AsyncGenerator<SseEvent> {
+async function* readEvents(
+  body: ReadableStream<Uint8Array>,
+  url: string,
+  watch: AttemptWatch,
+): AsyncGenerator<SseEvent> {
   try {
     yield* parseSse(body, { signal: watch.signal, onBytes: () => watch.arm() });
   } catch (e) {
@@ -371,7 +453,11 @@ function describeFetchError(e: unknown): string {
   const cause = (e as { cause?: unknown }).cause;
   const causeText = cause instanceof Error ? cause.message : typeof cause === "string" ? cause : "";
   const code = (e as { code?: unknown }).code ?? (cause as { code?: unknown } | undefined)?.code;
-  const parts = [e.message, causeText && causeText !== e.message ? causeText : "", typeof code === "string" && !`${e.message} ${causeText}`.includes(code) ? code : ""];
+  const parts = [
+    e.message,
+    causeText && causeText !== e.message ? causeText : "",
+    typeof code === "string" && !`${e.message} ${causeText}`.includes(code) ? code : "",
+  ];
   return parts.filter(Boolean).join(": ");
 }
 
@@ -383,18 +469,30 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
  * Classifies an error the server reported inside a 200 stream (`response.failed`, an `error`
  * event, a chat chunk with `error`): rate limits and server trouble may be retried.
  */
-export function inStreamFailure(err: ServerError, opts: Pick<TransportOptions, "baseUrl" | "model">): RetryableError | ModelError {
+export function inStreamFailure(
+  err: ServerError,
+  opts: Pick<TransportOptions, "baseUrl" | "model">,
+): RetryableError | ModelError {
   const codeText = `${err.code ?? ""} ${err.type ?? ""}`;
   const detail = err.code ? `${err.message} (${err.code})` : err.message;
-  if (/insufficient_quota/i.test(codeText)) return new ModelError("rate_limited", `Quota exhausted at ${opts.baseUrl}: ${detail}`);
+  if (/insufficient_quota/i.test(codeText))
+    return new ModelError("rate_limited", `Quota exhausted at ${opts.baseUrl}: ${detail}`);
   if (/rate_limit|rate-limit|too_many_requests/i.test(codeText)) {
-    return new RetryableError(new ModelError("rate_limited", `Rate limited by ${opts.baseUrl}: ${detail}`), retryHintMs(err.message));
+    return new RetryableError(
+      new ModelError("rate_limited", `Rate limited by ${opts.baseUrl}: ${detail}`),
+      retryHintMs(err.message),
+    );
   }
   if (CONTEXT_WINDOW.test(codeText) || CONTEXT_WINDOW.test(err.message)) {
-    return new ModelError("context_window", `The conversation no longer fits the context window of "${opts.model}": ${detail}`);
+    return new ModelError(
+      "context_window",
+      `The conversation no longer fits the context window of "${opts.model}": ${detail}`,
+    );
   }
-  if (/model_not_found/i.test(codeText)) return new ModelError("model_not_found", `Model "${opts.model}" was not found at ${opts.baseUrl}: ${detail}`);
-  if (/invalid_prompt|invalid_request|bad_request/i.test(codeText)) return new ModelError("bad_request", `The model rejected the request: ${detail}`);
+  if (/model_not_found/i.test(codeText))
+    return new ModelError("model_not_found", `Model "${opts.model}" was not found at ${opts.baseUrl}: ${detail}`);
+  if (/invalid_prompt|invalid_request|bad_request/i.test(codeText))
+    return new ModelError("bad_request", `The model rejected the request: ${detail}`);
   return new RetryableError(new ModelError("server", `The model failed: ${detail}`));
 }
 

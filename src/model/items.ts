@@ -7,70 +7,92 @@ import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 
 export const InputTextSchema = lazySchema(() => z.object({ type: z.literal("input_text"), text: z.string() }));
-export const OutputTextSchema = lazySchema(() => z.object({ type: z.literal("output_text"), text: z.string() }).passthrough());
-export const InputImageSchema = lazySchema(() => z.object({ type: z.literal("input_image"), image_url: z.string(), detail: z.string().optional() }));
+export const OutputTextSchema = lazySchema(() =>
+  z.object({ type: z.literal("output_text"), text: z.string() }).passthrough(),
+);
+export const InputImageSchema = lazySchema(() =>
+  z.object({ type: z.literal("input_image"), image_url: z.string(), detail: z.string().optional() }),
+);
 export const ContentPartSchema = lazySchema(() => z.union([InputTextSchema, OutputTextSchema, InputImageSchema]));
 export type ContentPart = z.infer<typeof ContentPartSchema>;
 
 export const RoleSchema = lazySchema(() => z.enum(["user", "assistant", "system", "developer"]));
 export type Role = z.infer<typeof RoleSchema>;
 
-export const MessageItemSchema = lazySchema(() => z
-  .object({
-    type: z.literal("message"),
-    id: z.string().optional(),
-    role: RoleSchema,
-    content: z.array(ContentPartSchema),
-  })
-  .passthrough());
+export const MessageItemSchema = lazySchema(() =>
+  z
+    .object({
+      type: z.literal("message"),
+      id: z.string().optional(),
+      role: RoleSchema,
+      content: z.array(ContentPartSchema),
+    })
+    .passthrough(),
+);
 
-export const FunctionCallItemSchema = lazySchema(() => z
-  .object({
-    type: z.literal("function_call"),
-    id: z.string().optional(),
-    name: z.string(),
-    /** JSON text exactly as the model produced it. */
-    arguments: z.string(),
-    call_id: z.string(),
-  })
-  .passthrough());
+export const FunctionCallItemSchema = lazySchema(() =>
+  z
+    .object({
+      type: z.literal("function_call"),
+      id: z.string().optional(),
+      name: z.string(),
+      /** JSON text exactly as the model produced it. */
+      arguments: z.string(),
+      call_id: z.string(),
+    })
+    .passthrough(),
+);
 
-export const FunctionCallOutputItemSchema = lazySchema(() => z
-  .object({
-    type: z.literal("function_call_output"),
-    call_id: z.string(),
-    output: z.string(),
-  })
-  .passthrough());
+export const FunctionCallOutputItemSchema = lazySchema(() =>
+  z
+    .object({
+      type: z.literal("function_call_output"),
+      call_id: z.string(),
+      output: z.string(),
+    })
+    .passthrough(),
+);
 
 /** Freeform tools (e.g. code mode `exec`): raw text input rather than JSON arguments. */
-export const CustomToolCallItemSchema = lazySchema(() => z
-  .object({ type: z.literal("custom_tool_call"), id: z.string().optional(), name: z.string(), input: z.string(), call_id: z.string() })
-  .passthrough());
+export const CustomToolCallItemSchema = lazySchema(() =>
+  z
+    .object({
+      type: z.literal("custom_tool_call"),
+      id: z.string().optional(),
+      name: z.string(),
+      input: z.string(),
+      call_id: z.string(),
+    })
+    .passthrough(),
+);
 
-export const CustomToolCallOutputItemSchema = lazySchema(() => z
-  .object({ type: z.literal("custom_tool_call_output"), call_id: z.string(), output: z.string() })
-  .passthrough());
+export const CustomToolCallOutputItemSchema = lazySchema(() =>
+  z.object({ type: z.literal("custom_tool_call_output"), call_id: z.string(), output: z.string() }).passthrough(),
+);
 
-export const ReasoningItemSchema = lazySchema(() => z
-  .object({
-    type: z.literal("reasoning"),
-    id: z.string().optional(),
-    summary: z.array(z.object({ type: z.string(), text: z.string() })).default([]),
-    encrypted_content: z.string().nullable().optional(),
-  })
-  .passthrough());
+export const ReasoningItemSchema = lazySchema(() =>
+  z
+    .object({
+      type: z.literal("reasoning"),
+      id: z.string().optional(),
+      summary: z.array(z.object({ type: z.string(), text: z.string() })).default([]),
+      encrypted_content: z.string().nullable().optional(),
+    })
+    .passthrough(),
+);
 
 export const OtherItemSchema = lazySchema(() => z.object({ type: z.string() }).passthrough());
 
-const KnownItemSchema = lazySchema(() => z.discriminatedUnion("type", [
-  MessageItemSchema,
-  FunctionCallItemSchema,
-  FunctionCallOutputItemSchema,
-  CustomToolCallItemSchema,
-  CustomToolCallOutputItemSchema,
-  ReasoningItemSchema,
-]));
+const KnownItemSchema = lazySchema(() =>
+  z.discriminatedUnion("type", [
+    MessageItemSchema,
+    FunctionCallItemSchema,
+    FunctionCallOutputItemSchema,
+    CustomToolCallItemSchema,
+    CustomToolCallOutputItemSchema,
+    ReasoningItemSchema,
+  ]),
+);
 
 export const ResponseItemSchema = lazySchema(() => z.union([KnownItemSchema, OtherItemSchema]));
 export type ResponseItem = z.infer<typeof KnownItemSchema> | (z.infer<typeof OtherItemSchema> & { type: string });

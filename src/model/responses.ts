@@ -1,18 +1,27 @@
 /** OpenAI Responses API client: `POST {baseUrl}/responses` with `stream: true`, `store: false`. */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
-import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type ModelTool, type TokenUsage } from "./client.ts";
-import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
-import { ResponseItemSchema, type ResponseItem } from "./items.ts";
 import { fastParse } from "../util/fast-parse.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import {
+  type ModelClient,
+  ModelError,
+  type ModelEvent,
+  type ModelRequest,
+  type ModelTool,
+  type TokenUsage,
+} from "./client.ts";
+import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
+import { type ResponseItem, ResponseItemSchema } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
 
-export const ReasoningOptionsSchema = lazySchema(() => z.object({
-  /** e.g. "minimal", "low", "medium", "high"; models differ, so any word passes. */
-  effort: z.string().min(1).optional(),
-  summary: z.enum(["auto", "concise", "detailed"]).optional(),
-}));
+export const ReasoningOptionsSchema = lazySchema(() =>
+  z.object({
+    /** e.g. "minimal", "low", "medium", "high"; models differ, so any word passes. */
+    effort: z.string().min(1).optional(),
+    summary: z.enum(["auto", "concise", "detailed"]).optional(),
+  }),
+);
 export type ReasoningOptions = z.infer<typeof ReasoningOptionsSchema>;
 
 export interface ResponsesClientOptions extends TransportOptions {
@@ -20,35 +29,54 @@ export interface ResponsesClientOptions extends TransportOptions {
   reasoning?: ReasoningOptions;
 }
 
-export const ResponsesToolSchema = lazySchema(() => z.union([
-  z.object({
-    type: z.literal("function"),
-    name: z.string(),
-    description: z.string(),
-    parameters: z.record(z.string(), z.unknown()),
-    strict: z.boolean(),
-  }),
-  z.object({ type: z.literal("custom"), name: z.string(), description: z.string() }),
-]));
+export const ResponsesToolSchema = lazySchema(() =>
+  z.union([
+    z.object({
+      type: z.literal("function"),
+      name: z.string(),
+      description: z.string(),
+      parameters: z.record(z.string(), z.unknown()),
+      strict: z.boolean(),
+    }),
+    z.object({ type: z.literal("custom"), name: z.string(), description: z.string() }),
+  ]),
+);
 
-export const ResponsesRequestBodySchema = lazySchema(() => z.object({
-  model: z.string(),
-  instructions: z.string(),
-  input: z.array(z.record(z.string(), z.unknown())),
-  tools: z.array(ResponsesToolSchema),
-  tool_choice: z.literal("auto"),
-  parallel_tool_calls: z.boolean(),
-  stream: z.literal(true),
-  store: z.literal(false),
-  reasoning: ReasoningOptionsSchema.optional(),
-  include: z.array(z.string()).optional(),
-  text: z.object({ format: z.object({ type: z.literal("json_schema"), name: z.string(), schema: z.record(z.string(), z.unknown()), strict: z.literal(true) }) }).optional(),
-}));
+export const ResponsesRequestBodySchema = lazySchema(() =>
+  z.object({
+    model: z.string(),
+    instructions: z.string(),
+    input: z.array(z.record(z.string(), z.unknown())),
+    tools: z.array(ResponsesToolSchema),
+    tool_choice: z.literal("auto"),
+    parallel_tool_calls: z.boolean(),
+    stream: z.literal(true),
+    store: z.literal(false),
+    reasoning: ReasoningOptionsSchema.optional(),
+    include: z.array(z.string()).optional(),
+    text: z
+      .object({
+        format: z.object({
+          type: z.literal("json_schema"),
+          name: z.string(),
+          schema: z.record(z.string(), z.unknown()),
+          strict: z.literal(true),
+        }),
+      })
+      .optional(),
+  }),
+);
 export type ResponsesRequestBody = z.infer<typeof ResponsesRequestBodySchema>;
 
 export function responsesTool(tool: ModelTool): z.infer<typeof ResponsesToolSchema> {
   if (tool.kind === "custom") return { type: "custom", name: tool.name, description: tool.description };
-  return { type: "function", name: tool.name, description: tool.description, parameters: tool.parameters ?? { type: "object", properties: {} }, strict: false };
+  return {
+    type: "function",
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters ?? { type: "object", properties: {} },
+    strict: false,
+  };
 }
 
 /** History items as request input: only what the Responses API takes (see wire-items.ts). */
@@ -67,7 +95,15 @@ export function responsesRequestBody(request: ModelRequest, reasoning?: Reasonin
     stream: true,
     store: false,
   };
-  if (request.outputSchema) body.text = { format: { type: "json_schema", name: request.outputSchema.name, schema: request.outputSchema.schema, strict: true } };
+  if (request.outputSchema)
+    body.text = {
+      format: {
+        type: "json_schema",
+        name: request.outputSchema.name,
+        schema: request.outputSchema.schema,
+        strict: true,
+      },
+    };
   if (reasoning) {
     body.reasoning = reasoning;
     body.include = ["reasoning.encrypted_content"];
@@ -75,32 +111,40 @@ export function responsesRequestBody(request: ModelRequest, reasoning?: Reasonin
   return body;
 }
 
-const UsageSchema = lazySchema(() => z.looseObject({
-  input_tokens: z.number(),
-  output_tokens: z.number(),
-  total_tokens: z.number().optional(),
-  input_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
-}));
+const UsageSchema = lazySchema(() =>
+  z.looseObject({
+    input_tokens: z.number(),
+    output_tokens: z.number(),
+    total_tokens: z.number().optional(),
+    input_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
+  }),
+);
 
-const ErrorSchema = lazySchema(() => z.looseObject({ code: z.string().nullish(), message: z.string().nullish(), type: z.string().nullish() }));
+const ErrorSchema = lazySchema(() =>
+  z.looseObject({ code: z.string().nullish(), message: z.string().nullish(), type: z.string().nullish() }),
+);
 
-const ResponseObjectSchema = lazySchema(() => z.looseObject({
-  id: z.string().optional(),
-  usage: UsageSchema.nullish(),
-  error: ErrorSchema.nullish(),
-  incomplete_details: z.looseObject({ reason: z.string().nullish() }).nullish(),
-}));
+const ResponseObjectSchema = lazySchema(() =>
+  z.looseObject({
+    id: z.string().optional(),
+    usage: UsageSchema.nullish(),
+    error: ErrorSchema.nullish(),
+    incomplete_details: z.looseObject({ reason: z.string().nullish() }).nullish(),
+  }),
+);
 
 /** The parts of Responses stream events that Relay reads; everything else passes unchecked. */
-export const StreamEventSchema = lazySchema(() => z.looseObject({
-  type: z.string().optional(),
-  delta: z.string().optional(),
-  item: z.unknown().optional(),
-  response: ResponseObjectSchema.optional(),
-  code: z.string().nullish(),
-  message: z.string().nullish(),
-  error: ErrorSchema.nullish(),
-}));
+export const StreamEventSchema = lazySchema(() =>
+  z.looseObject({
+    type: z.string().optional(),
+    delta: z.string().optional(),
+    item: z.unknown().optional(),
+    response: ResponseObjectSchema.optional(),
+    code: z.string().nullish(),
+    message: z.string().nullish(),
+    error: ErrorSchema.nullish(),
+  }),
+);
 
 export function responsesUsage(u: z.infer<typeof UsageSchema>): TokenUsage {
   const usage: TokenUsage = {
@@ -126,7 +170,8 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
       for (const payload of payloads) {
         if (payload === "[DONE]") continue;
         const parsed = fastParse(StreamEventSchema, payload);
-        if (!parsed.success) throw new ModelError("stream", `Malformed Responses stream event: ${z.prettifyError(parsed.error)}`);
+        if (!parsed.success)
+          throw new ModelError("stream", `Malformed Responses stream event: ${z.prettifyError(parsed.error)}`);
         const ev = parsed.data;
         switch (ev.type ?? sse.event) {
           case "response.created":
@@ -142,7 +187,8 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
             break;
           case "response.output_item.done": {
             const item = fastParse(ResponseItemSchema, ev.item);
-            if (!item.success) throw new ModelError("stream", `Malformed output item from the model: ${z.prettifyError(item.error)}`);
+            if (!item.success)
+              throw new ModelError("stream", `Malformed output item from the model: ${z.prettifyError(item.error)}`);
             yield { type: "item", item: item.data as ResponseItem };
             break;
           }
@@ -160,7 +206,10 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
           }
           case "response.failed": {
             const e = ev.response?.error;
-            throw inStreamFailure({ message: e?.message ?? "response.failed without a message", ...codeAndType(e) }, opts);
+            throw inStreamFailure(
+              { message: e?.message ?? "response.failed without a message", ...codeAndType(e) },
+              opts,
+            );
           }
           case "error": {
             const e = ev.error ?? ev;
@@ -175,7 +224,10 @@ function parser(opts: Pick<TransportOptions, "baseUrl" | "model">) {
   };
 }
 
-function codeAndType(e: { code?: string | null; type?: string | null } | null | undefined): { code?: string; type?: string } {
+function codeAndType(e: { code?: string | null; type?: string | null } | null | undefined): {
+  code?: string;
+  type?: string;
+} {
   const out: { code?: string; type?: string } = {};
   if (e?.code) out.code = e.code;
   if (e?.type && e.type !== "error") out.type = e.type;
@@ -187,7 +239,13 @@ export function createResponsesClient(opts: ResponsesClientOptions): ModelClient
     provider: "openai-responses",
     stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent> {
       const transport = { ...opts, model: request.model || opts.model };
-      return streamWithRetry(transport, "responses", responsesRequestBody({ ...request, model: transport.model }, opts.reasoning), parser(transport), signal);
+      return streamWithRetry(
+        transport,
+        "responses",
+        responsesRequestBody({ ...request, model: transport.model }, opts.reasoning),
+        parser(transport),
+        signal,
+      );
     },
   };
 }

@@ -2,32 +2,39 @@
  * The `scripted` provider: NOT a real model. It replays the turns of a JSON script file, one
  * turn per `stream()` call, for offline demos and tests.
  */
-import { estimateTokens } from "../util/truncate.ts";
+
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { ModelError, type ModelClient, type ModelEvent, type ModelRequest, type TokenUsage } from "./client.ts";
+import { estimateTokens } from "../util/truncate.ts";
+import { type ModelClient, ModelError, type ModelEvent, type ModelRequest, type TokenUsage } from "./client.ts";
 import { sleep, throwIfAborted } from "./http.ts";
 
-export const ScriptToolCallSchema = lazySchema(() => z.union([
-  z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }),
-  z.strictObject({ name: z.string().min(1), input: z.string() }),
-]));
+export const ScriptToolCallSchema = lazySchema(() =>
+  z.union([
+    z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }),
+    z.strictObject({ name: z.string().min(1), input: z.string() }),
+  ]),
+);
 
-export const ScriptUsageSchema = lazySchema(() => z.strictObject({
-  input_tokens: z.number().int().min(0),
-  output_tokens: z.number().int().min(0),
-  total_tokens: z.number().int().min(0).optional(),
-  cached_input_tokens: z.number().int().min(0).optional(),
-}));
+export const ScriptUsageSchema = lazySchema(() =>
+  z.strictObject({
+    input_tokens: z.number().int().min(0),
+    output_tokens: z.number().int().min(0),
+    total_tokens: z.number().int().min(0).optional(),
+    cached_input_tokens: z.number().int().min(0).optional(),
+  }),
+);
 
-export const ScriptTurnSchema = lazySchema(() => z.strictObject({
-  text: z.string().optional(),
-  /** Optional reasoning summary, streamed before the text. */
-  reasoning: z.string().optional(),
-  tool_calls: z.array(ScriptToolCallSchema).optional(),
-  usage: ScriptUsageSchema.optional(),
-}));
+export const ScriptTurnSchema = lazySchema(() =>
+  z.strictObject({
+    text: z.string().optional(),
+    /** Optional reasoning summary, streamed before the text. */
+    reasoning: z.string().optional(),
+    tool_calls: z.array(ScriptToolCallSchema).optional(),
+    usage: ScriptUsageSchema.optional(),
+  }),
+);
 
 export const ScriptSchema = lazySchema(() => z.strictObject({ turns: z.array(ScriptTurnSchema) }));
 export type Script = z.infer<typeof ScriptSchema>;
@@ -72,7 +79,8 @@ export async function loadScript(path: string): Promise<Script> {
 
 export function parseScript(json: unknown, source = "the model script"): Script {
   const parsed = ScriptSchema.safeParse(json);
-  if (!parsed.success) throw new ModelError("script", `Invalid model script ${source}:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new ModelError("script", `Invalid model script ${source}:\n${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }
 
@@ -118,7 +126,8 @@ function resolveArguments(args: Record<string, unknown>, request: ModelRequest):
 }
 
 export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModelClient {
-  if (!opts.script && !opts.scriptPath) throw new ModelError("script", "The scripted model needs a script: set scriptPath to a JSON script file.");
+  if (!opts.script && !opts.scriptPath)
+    throw new ModelError("script", "The scripted model needs a script: set scriptPath to a JSON script file.");
   let script: Promise<Script> | undefined = opts.script ? Promise.resolve(parseScript(opts.script)) : undefined;
   let next: number | undefined;
   const source = opts.scriptPath ?? "the in-memory script";
@@ -156,29 +165,61 @@ export function createScriptedClient(opts: ScriptedClientOptions): ScriptedModel
 }
 
 /** A script turn's deltas and items, in the order a real model streams them; `pause` before each. */
-async function* turnEvents(turn: ScriptTurn, n: number, request: ModelRequest, pause: () => Promise<void>): AsyncGenerator<ModelEvent> {
+async function* turnEvents(
+  turn: ScriptTurn,
+  n: number,
+  request: ModelRequest,
+  pause: () => Promise<void>,
+): AsyncGenerator<ModelEvent> {
   if (turn.reasoning) {
     for (const delta of scriptDeltas(turn.reasoning)) {
       await pause();
       yield { type: "reasoning_delta", delta };
     }
-    yield { type: "item", item: { type: "reasoning", id: `rs_scripted_${n + 1}`, summary: [{ type: "summary_text", text: turn.reasoning }] } };
+    yield {
+      type: "item",
+      item: {
+        type: "reasoning",
+        id: `rs_scripted_${n + 1}`,
+        summary: [{ type: "summary_text", text: turn.reasoning }],
+      },
+    };
   }
   if (turn.text) {
     for (const delta of scriptDeltas(turn.text)) {
       await pause();
       yield { type: "text_delta", delta };
     }
-    yield { type: "item", item: { type: "message", id: `msg_scripted_${n + 1}`, role: "assistant", content: [{ type: "output_text", text: turn.text }] } };
+    yield {
+      type: "item",
+      item: {
+        type: "message",
+        id: `msg_scripted_${n + 1}`,
+        role: "assistant",
+        content: [{ type: "output_text", text: turn.text }],
+      },
+    };
   }
   for (const [i, call] of (turn.tool_calls ?? []).entries()) {
     await pause();
     const callId = `call_scripted_${n + 1}_${i + 1}`;
-    if ("input" in call) yield { type: "item", item: { type: "custom_tool_call", name: call.name, input: call.input, call_id: callId } };
-    else yield { type: "item", item: { type: "function_call", name: call.name, arguments: JSON.stringify(resolveArguments(call.arguments, request)), call_id: callId } };
+    if ("input" in call)
+      yield { type: "item", item: { type: "custom_tool_call", name: call.name, input: call.input, call_id: callId } };
+    else
+      yield {
+        type: "item",
+        item: {
+          type: "function_call",
+          name: call.name,
+          arguments: JSON.stringify(resolveArguments(call.arguments, request)),
+          call_id: callId,
+        },
+      };
   }
 }
 
 function turnUsage(turn: ScriptTurn, request: ModelRequest): TokenUsage {
-  return turn.usage ? { ...turn.usage, total_tokens: turn.usage.total_tokens ?? turn.usage.input_tokens + turn.usage.output_tokens } : estimateUsage(request, turn);
+  return turn.usage
+    ? { ...turn.usage, total_tokens: turn.usage.total_tokens ?? turn.usage.input_tokens + turn.usage.output_tokens }
+    : estimateUsage(request, turn);
 }

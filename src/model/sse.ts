@@ -103,7 +103,10 @@ export interface ParseSseOptions {
 }
 
 /** Yields events from a byte stream; cancels the stream when the consumer stops early. */
-export async function* parseSse(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, opts: ParseSseOptions = {}): AsyncGenerator<SseEvent> {
+export async function* parseSse(
+  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  opts: ParseSseOptions = {},
+): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder("utf-8");
   const sse = new SseDecoder();
   if (isReadableStream(body)) {

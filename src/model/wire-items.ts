@@ -14,8 +14,12 @@ type Loose = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
 function part(p: Loose): Loose | undefined {
-  if ((p.type === "input_text" || p.type === "output_text") && typeof p.text === "string") return { type: p.type, text: p.text };
-  if (p.type === "input_image" && typeof p.image_url === "string") return typeof p.detail === "string" ? { type: p.type, image_url: p.image_url, detail: p.detail } : { type: p.type, image_url: p.image_url };
+  if ((p.type === "input_text" || p.type === "output_text") && typeof p.text === "string")
+    return { type: p.type, text: p.text };
+  if (p.type === "input_image" && typeof p.image_url === "string")
+    return typeof p.detail === "string"
+      ? { type: p.type, image_url: p.image_url, detail: p.detail }
+      : { type: p.type, image_url: p.image_url };
   return undefined;
 }
 
@@ -28,10 +32,13 @@ function message(m: Loose): Loose | undefined {
 /** A Codex `local_shell_call` as the function call it is: the command goes in the arguments. */
 function localShell(c: Loose): Loose | undefined {
   const callId = str(c.call_id) ?? str(c.id);
-  return callId ? { type: "function_call", name: "shell", arguments: JSON.stringify(c.action ?? {}), call_id: callId } : undefined;
+  return callId
+    ? { type: "function_call", name: "shell", arguments: JSON.stringify(c.action ?? {}), call_id: callId }
+    : undefined;
 }
 
-const pick = (o: Loose, keys: string[]): Loose | undefined => (keys.every((k) => o[k] !== undefined) ? Object.fromEntries(keys.map((k) => [k, o[k]])) : undefined);
+const pick = (o: Loose, keys: string[]): Loose | undefined =>
+  keys.every((k) => o[k] !== undefined) ? Object.fromEntries(keys.map((k) => [k, o[k]])) : undefined;
 
 function wireItem(item: Loose): Loose | undefined {
   switch (item.type) {
@@ -45,7 +52,13 @@ function wireItem(item: Loose): Loose | undefined {
     case "custom_tool_call_output":
       return pick(item, ["type", "call_id", "output"]);
     case "reasoning":
-      return item.encrypted_content ? { type: "reasoning", summary: Array.isArray(item.summary) ? item.summary : [], encrypted_content: item.encrypted_content } : undefined;
+      return item.encrypted_content
+        ? {
+            type: "reasoning",
+            summary: Array.isArray(item.summary) ? item.summary : [],
+            encrypted_content: item.encrypted_content,
+          }
+        : undefined;
     case "local_shell_call":
       return localShell(item);
     default:

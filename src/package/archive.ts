@@ -7,16 +7,28 @@
  * and in full under each name in zip. Readers for all three serve `relay package verify`.
  */
 import { createHash } from "node:crypto";
-import { closeSync, createReadStream, createWriteStream, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  createReadStream,
+  createWriteStream,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
-import { Transform, type TransformCallback, type Readable } from "node:stream";
+import { type Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as zlibNs from "node:zlib";
 import { createGunzip } from "node:zlib";
 import { Gzip, Zip, ZipDeflate, ZipPassThrough } from "fflate";
 import * as tar from "tar-stream";
 import { err, ok, type Result } from "../util/result.ts";
-import { walkTree, type TreeEntry } from "./manifest.ts";
+import { type TreeEntry, walkTree } from "./manifest.ts";
 import { zstdCompressStream, zstdDecompressStream } from "./zstd.ts";
 
 export const ARCHIVE_FORMATS = ["tar.gz", "tar.zst", "zip"] as const;
@@ -35,7 +47,10 @@ export function archiveFormatOf(file: string): ArchiveFormat | undefined {
 
 export function parseArchiveFormats(list: string): Result<ArchiveFormat[]> {
   const out: ArchiveFormat[] = [];
-  for (const raw of list.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const raw of list
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const f = raw === "tgz" ? "tar.gz" : raw;
     if (!(ARCHIVE_FORMATS as readonly string[]).includes(f)) {
       return err("bad_archive_format", `unknown archive format '${raw}'; supported: ${ARCHIVE_FORMATS.join(", ")}`);
@@ -48,10 +63,15 @@ export function parseArchiveFormats(list: string): Result<ArchiveFormat[]> {
 const normMode = (e: TreeEntry): number => (e.type === "dir" || (e.mode & 0o100) !== 0 ? 0o755 : 0o644);
 
 /** Writes `dir` as an archive at `out` (via a temp file and rename). */
-export async function writeArchive(dir: string, out: string, format: ArchiveFormat): Promise<Result<{ path: string; bytes: number }>> {
+export async function writeArchive(
+  dir: string,
+  out: string,
+  format: ArchiveFormat,
+): Promise<Result<{ path: string; bytes: number }>> {
   const abs = path.resolve(out);
   const rel = path.relative(path.resolve(dir), abs);
-  if (!rel.startsWith("..") && !path.isAbsolute(rel)) return err("bad_archive_path", `archive ${abs} must be outside the package directory ${dir}`);
+  if (!rel.startsWith("..") && !path.isAbsolute(rel))
+    return err("bad_archive_path", `archive ${abs} must be outside the package directory ${dir}`);
   const tree = walkTree(dir);
   if ("error" in tree) return tree;
   mkdirSync(path.dirname(abs), { recursive: true });
@@ -104,14 +124,26 @@ async function writeTar(entries: TreeEntry[], out: string, compressor: Transform
   const firstPathOf = new Map<string, string>();
   const producer = (async () => {
     for (const e of entries) {
-      const header = { name: e.type === "dir" ? `${e.path}/` : e.path, mode: normMode(e), mtime, uid: 0, gid: 0, uname: "", gname: "" };
+      const header = {
+        name: e.type === "dir" ? `${e.path}/` : e.path,
+        mode: normMode(e),
+        mtime,
+        uid: 0,
+        gid: 0,
+        uname: "",
+        gname: "",
+      };
       if (e.type === "dir") {
-        await new Promise<void>((res, rej) => pack.entry({ ...header, type: "directory" }, (x) => (x ? rej(x) : res())));
+        await new Promise<void>((res, rej) =>
+          pack.entry({ ...header, type: "directory" }, (x) => (x ? rej(x) : res())),
+        );
         continue;
       }
       const linkTo = e.linkKey ? firstPathOf.get(e.linkKey) : undefined;
       if (linkTo) {
-        await new Promise<void>((res, rej) => pack.entry({ ...header, type: "link", linkname: linkTo, size: 0 }, (x) => (x ? rej(x) : res())));
+        await new Promise<void>((res, rej) =>
+          pack.entry({ ...header, type: "link", linkname: linkTo, size: 0 }, (x) => (x ? rej(x) : res())),
+        );
         continue;
       }
       if (e.linkKey) firstPathOf.set(e.linkKey, e.path);
@@ -198,7 +230,11 @@ export async function readArchive(file: string, keep: KeepEntry = () => false): 
   const format = archiveFormatOf(file);
   if (!format) return err("bad_archive_format", `${file}: not a .tar.gz, .tgz, .tar.zst or .zip file`);
   try {
-    return ok(format === "zip" ? readZip(file, keep) : await readTar(file, format === "tar.gz" ? createGunzip() : zstdDecompressStream(), keep));
+    return ok(
+      format === "zip"
+        ? readZip(file, keep)
+        : await readTar(file, format === "tar.gz" ? createGunzip() : zstdDecompressStream(), keep),
+    );
   } catch (e) {
     return err("bad_archive", `cannot read ${file}: ${(e as Error).message}`);
   }
@@ -217,8 +253,17 @@ async function readTar(file: string, decompress: Transform, keep: KeepEntry): Pr
       if (h.type === "link") {
         entry.resume();
         const target = byPath.get((h.linkname ?? "").replace(/\/+$/, ""));
-        if (!target || target.type !== "file") throw new Error(`hard link ${h.name} points at ${h.linkname}, which is not an earlier file`);
-        const e: ArchiveEntry = { path: name, type: "file", mode: (h.mode ?? 0) & 0o777, size: target.size, sha256: target.sha256, mtime: Math.floor((h.mtime?.getTime() ?? 0) / 1000), linkTo: target.path };
+        if (!target || target.type !== "file")
+          throw new Error(`hard link ${h.name} points at ${h.linkname}, which is not an earlier file`);
+        const e: ArchiveEntry = {
+          path: name,
+          type: "file",
+          mode: (h.mode ?? 0) & 0o777,
+          size: target.size,
+          sha256: target.sha256,
+          mtime: Math.floor((h.mtime?.getTime() ?? 0) / 1000),
+          linkTo: target.path,
+        };
         if (target.data && keep(name)) e.data = target.data;
         out.push(e);
         byPath.set(name, e);
@@ -287,7 +332,9 @@ function readZip(file: string, keep: KeepEntry): ArchiveEntry[] {
     if (crc32(data) !== crc) throw new Error(`${name}: CRC mismatch`);
     const unixMode = attrs >>> 16;
     const isDir = name.endsWith("/") || (unixMode & 0o170000) === 0o040000;
-    const mtime = Date.UTC(1980 + (date >> 9), ((date >> 5) & 15) - 1, date & 31, time >> 11, (time >> 5) & 63, (time & 31) * 2) / 1000;
+    const mtime =
+      Date.UTC(1980 + (date >> 9), ((date >> 5) & 15) - 1, date & 31, time >> 11, (time >> 5) & 63, (time & 31) * 2) /
+      1000;
     const clean = name.replace(/\/+$/, "");
     out.push({
       path: clean,

@@ -42,8 +42,10 @@ export function parseBinaryHeader(buf: Buffer, label = "file"): Result<BinaryHea
   if (buf.length >= 8) {
     const be = buf.readUInt32BE(0);
     const le = buf.readUInt32LE(0);
-    if (le === 0xfeedfacf || le === 0xfeedface) return ok({ format: "macho", bits: le === 0xfeedfacf ? 64 : 32, arch: machoCpu(buf.readUInt32LE(4)) });
-    if (be === 0xfeedfacf || be === 0xfeedface) return ok({ format: "macho", bits: be === 0xfeedfacf ? 64 : 32, arch: machoCpu(buf.readUInt32BE(4)) });
+    if (le === 0xfeedfacf || le === 0xfeedface)
+      return ok({ format: "macho", bits: le === 0xfeedfacf ? 64 : 32, arch: machoCpu(buf.readUInt32LE(4)) });
+    if (be === 0xfeedfacf || be === 0xfeedface)
+      return ok({ format: "macho", bits: be === 0xfeedfacf ? 64 : 32, arch: machoCpu(buf.readUInt32BE(4)) });
     if (be === 0xcafebabe && buf.length >= 28) {
       // Fat Mach-O: report the first slice (Relay never builds fat binaries, but accept them).
       const n = buf.readUInt32BE(4);
@@ -90,7 +92,8 @@ function machoCpu(cputype: number): string {
 
 function parsePe(buf: Buffer, label: string): Result<BinaryHeader> {
   const peOff = buf.readUInt32LE(0x3c);
-  if (peOff + 26 > buf.length || buf.toString("latin1", peOff, peOff + 4) !== "PE\0\0") return err("bad_binary", `${label}: MZ file without a PE header`);
+  if (peOff + 26 > buf.length || buf.toString("latin1", peOff, peOff + 4) !== "PE\0\0")
+    return err("bad_binary", `${label}: MZ file without a PE header`);
   const machine = buf.readUInt16LE(peOff + 4);
   const magic = buf.readUInt16LE(peOff + 24);
   const arch = machine === 0x8664 ? "x64" : machine === 0xaa64 ? "arm64" : `machine 0x${machine.toString(16)}`;
@@ -116,7 +119,10 @@ export function checkBinaryForTarget(file: string, target: TargetInfo): Result<B
     if (musl !== (target.libc === "musl")) problems.push(`loader ${hd.interpreter}`);
   }
   if (problems.length > 0) {
-    return err("wrong_arch", `${file} is ${describeHeader(hd)}, not a ${target.name} executable (${problems.join(", ")})`);
+    return err(
+      "wrong_arch",
+      `${file} is ${describeHeader(hd)}, not a ${target.name} executable (${problems.join(", ")})`,
+    );
   }
   return ok(hd);
 }

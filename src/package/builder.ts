@@ -8,19 +8,39 @@
  * package is then the running binary, copied). Cross targets use --compile-executable-path or the
  * cached @oven/bun-<target> runtime of the compiling bun's version (bun-cache.ts).
  */
-import { accessSync, chmodSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { currentRuntime } from "../util/runtime.ts";
 import { relayHome } from "../home/home.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { currentRuntime } from "../util/runtime.ts";
 import { VERSION } from "../version.ts";
-import { writeArchive, type ArchiveFormat } from "./archive.ts";
+import { type ArchiveFormat, writeArchive } from "./archive.ts";
 import { checkBinaryForTarget } from "./binary-header.ts";
-import { ensureTargetBun, type BunFetcher } from "./bun-cache.ts";
-import { bundleSource, compileBundle, type Bundle, type BunCommand } from "./compile.ts";
+import { type BunFetcher, ensureTargetBun } from "./bun-cache.ts";
+import { type BunCommand, type Bundle, bundleSource, compileBundle } from "./compile.ts";
+import {
+  describeFiles,
+  MANIFEST_NAME,
+  PATH_DIR,
+  type PackageManifest,
+  serializeManifest,
+  type Variant,
+} from "./manifest.ts";
 import { selfAsBun, selfBundle } from "./self-bundle.ts";
-import { describeFiles, MANIFEST_NAME, PATH_DIR, serializeManifest, type PackageManifest, type Variant } from "./manifest.ts";
 import { hostTarget, parseTarget, type TargetInfo } from "./targets.ts";
 import { bunVersion, findBun, findSourceTree, type SourceTree } from "./toolchain.ts";
 
@@ -57,12 +77,29 @@ export interface BuildPackageResult {
   manifest: PackageManifest;
   archives: BuiltArchive[];
   /** What was compiled (absent when every binary was prebuilt). */
-  compiled?: { bun: string; bunVersion: string; from: string; compileExecutablePath?: string; fetched?: boolean; ms: number; bytes: number };
+  compiled?: {
+    bun: string;
+    bunVersion: string;
+    from: string;
+    compileExecutablePath?: string;
+    fetched?: boolean;
+    ms: number;
+    bytes: number;
+  };
   notes: string[];
 }
 
 /** Error codes that mean "the request was wrong" (exit 2) rather than "the work failed" (exit 1). */
-export const USAGE_ERROR_CODES = new Set(["bad_target", "bad_variant", "bad_archive_format", "bad_override", "wrong_arch", "bad_binary", "package_dir_not_empty", "bad_archive_path"]);
+export const USAGE_ERROR_CODES = new Set([
+  "bad_target",
+  "bad_variant",
+  "bad_archive_format",
+  "bad_override",
+  "wrong_arch",
+  "bad_binary",
+  "package_dir_not_empty",
+  "bad_archive_path",
+]);
 
 function checkOverride(flag: string, file: string, target: TargetInfo): Result<string> {
   const abs = path.resolve(file);
@@ -138,22 +175,44 @@ function findToolchain(source: Result<SourceTree>, env: Env): Result<Toolchain> 
     const bv = bunVersion(bun.ok);
     if ("error" in bv) return bv;
     const cmd: BunCommand = { path: bun.ok };
-    return ok({ bun: cmd, bunVersion: bv.ok, from: source.ok.main, bundle: async (work) => bundleSource(cmd, source.ok.root, work) });
+    return ok({
+      bun: cmd,
+      bunVersion: bv.ok,
+      from: source.ok.main,
+      bundle: async (work) => bundleSource(cmd, source.ok.root, work),
+    });
   }
   // A downloaded binary recompiles its own embedded bundle, acting as bun itself.
   if (currentRuntime() === "bun-compiled" && process.versions.bun) {
-    return ok({ bun: selfAsBun(env), bunVersion: process.versions.bun, from: `this binary's own bundle (${process.execPath})`, bundle: selfBundle });
+    return ok({
+      bun: selfAsBun(env),
+      bunVersion: process.versions.bun,
+      from: `this binary's own bundle (${process.execPath})`,
+      bundle: selfBundle,
+    });
   }
   return source;
 }
 
-async function compileWith(plan: Toolchain & { exePath?: string }, t: TargetInfo, host: boolean, outfile: string): Promise<Result<{ outfile: string; bytes: number; ms: number }>> {
+async function compileWith(
+  plan: Toolchain & { exePath?: string },
+  t: TargetInfo,
+  host: boolean,
+  outfile: string,
+): Promise<Result<{ outfile: string; bytes: number; ms: number }>> {
   const work = mkdtempSync(path.join(os.tmpdir(), "relay-compile-"));
   try {
     const started = Date.now();
     const bundle = await plan.bundle(work);
     if ("error" in bundle) return bundle;
-    const out = compileBundle({ bun: plan.bun, bundle: bundle.ok, target: t, host, outfile, ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}) });
+    const out = compileBundle({
+      bun: plan.bun,
+      bundle: bundle.ok,
+      target: t,
+      host,
+      outfile,
+      ...(plan.exePath ? { compileExecutablePath: plan.exePath } : {}),
+    });
     return "error" in out ? out : ok({ ...out.ok, ms: Date.now() - started });
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -205,14 +264,31 @@ async function build(o: BuildPackageOptions): Promise<Result<BuildPackageResult>
   if ("error" in prepared) return prepared;
 
   const layout = { entryRel: `bin/${variant}${t.exe}`, hostRel: `bin/relay-code-mode-host${t.exe}` };
-  const compiled = await placeEntrypoint(plan.ok, pre.ok.entry, path.join(packageDir, ...layout.entryRel.split("/")), ctx.ok);
+  const compiled = await placeEntrypoint(
+    plan.ok,
+    pre.ok.entry,
+    path.join(packageDir, ...layout.entryRel.split("/")),
+    ctx.ok,
+  );
   if ("error" in compiled) return compiled;
   placeCompanions(pre.ok, packageDir, layout, ctx.ok);
   const manifest = await writeManifest(packageDir, layout, version, compiled.ok, ctx.ok);
   if ("error" in manifest) return manifest;
-  const archives = await writeArchives(packageDir, path.resolve(ctx.ok.cwd, o.archiveDir ?? path.dirname(packageDir)), o.archives ?? [], version, ctx.ok);
+  const archives = await writeArchives(
+    packageDir,
+    path.resolve(ctx.ok.cwd, o.archiveDir ?? path.dirname(packageDir)),
+    o.archives ?? [],
+    version,
+    ctx.ok,
+  );
   if ("error" in archives) return archives;
-  return ok({ packageDir, manifest: manifest.ok, archives: archives.ok, ...(compiled.ok ? { compiled: compiled.ok } : {}), notes: ctx.ok.notes });
+  return ok({
+    packageDir,
+    manifest: manifest.ok,
+    archives: archives.ok,
+    ...(compiled.ok ? { compiled: compiled.ok } : {}),
+    notes: ctx.ok.notes,
+  });
 }
 
 function buildContext(o: BuildPackageOptions): Result<BuildContext> {
@@ -226,7 +302,16 @@ function buildContext(o: BuildPackageOptions): Result<BuildContext> {
   const target = o.target ? parseTarget(o.target) : host;
   if ("error" in target) return target;
   const isHost = "ok" in host && host.ok.name === target.ok.name;
-  return ok({ env: o.env ?? process.env, cwd: o.cwd ?? process.cwd(), log, note, notes, target: target.ok, variant: o.variant ?? "relay", isHost });
+  return ok({
+    env: o.env ?? process.env,
+    cwd: o.cwd ?? process.cwd(),
+    log,
+    note,
+    notes,
+    target: target.ok,
+    variant: o.variant ?? "relay",
+    isHost,
+  });
 }
 
 function checkPrebuilt(o: BuildPackageOptions, t: TargetInfo): Result<Prebuilt> {
@@ -256,14 +341,26 @@ function packageSelfWithoutSource(pre: Prebuilt, source: Result<SourceTree>, ctx
 }
 
 /** The toolchain, and for a cross target the bun runtime to compile against (given, or cached and maybe fetched). */
-async function planCompile(source: Result<SourceTree>, exePath: string | undefined, fetcher: BunFetcher | undefined, ctx: BuildContext): Promise<Result<CompilePlan>> {
+async function planCompile(
+  source: Result<SourceTree>,
+  exePath: string | undefined,
+  fetcher: BunFetcher | undefined,
+  ctx: BuildContext,
+): Promise<Result<CompilePlan>> {
   const tc = findToolchain(source, ctx.env);
   if ("error" in tc) return tc;
   const plan: CompilePlan = tc.ok;
   if (exePath) plan.exePath = exePath;
   else if (!ctx.isHost) {
     const t = ctx.target;
-    const cached = await ensureTargetBun({ home: relayHome(ctx.env), version: plan.bunVersion, target: t, env: ctx.env, log: ctx.log, ...(fetcher ? { fetcher } : {}) });
+    const cached = await ensureTargetBun({
+      home: relayHome(ctx.env),
+      version: plan.bunVersion,
+      target: t,
+      env: ctx.env,
+      log: ctx.log,
+      ...(fetcher ? { fetcher } : {}),
+    });
     if ("error" in cached) return cached;
     for (const n of cached.ok.notes) ctx.note(n);
     if (cached.ok.fetched) ctx.note(`fetched ${t.ovenPackage}@${plan.bunVersion} into ${path.dirname(cached.ok.path)}`);
@@ -274,7 +371,12 @@ async function planCompile(source: Result<SourceTree>, exePath: string | undefin
 }
 
 /** Compiles the entrypoint to `dest` with `plan`, or copies the prebuilt one; what was compiled, if anything. */
-async function placeEntrypoint(plan: CompilePlan | undefined, prebuilt: string | undefined, dest: string, ctx: BuildContext): Promise<Result<BuildPackageResult["compiled"]>> {
+async function placeEntrypoint(
+  plan: CompilePlan | undefined,
+  prebuilt: string | undefined,
+  dest: string,
+  ctx: BuildContext,
+): Promise<Result<BuildPackageResult["compiled"]>> {
   if (!plan) {
     place(prebuilt!, dest, true);
     return ok(undefined);
@@ -306,11 +408,18 @@ interface Layout {
 function placeCompanions(pre: Prebuilt, packageDir: string, layout: Layout, ctx: BuildContext): void {
   const hostDest = path.join(packageDir, ...layout.hostRel.split("/"));
   if (pre.host) place(pre.host, hostDest, true);
-  else if (linkOrCopy(path.join(packageDir, ...layout.entryRel.split("/")), hostDest) === "copy") ctx.note(`${layout.hostRel} is a copy of ${layout.entryRel} (hard links are not supported here)`);
+  else if (linkOrCopy(path.join(packageDir, ...layout.entryRel.split("/")), hostDest) === "copy")
+    ctx.note(`${layout.hostRel} is a copy of ${layout.entryRel} (hard links are not supported here)`);
   if (pre.rg) place(pre.rg, path.join(packageDir, PATH_DIR, `rg${ctx.target.exe}`), true);
 }
 
-async function writeManifest(packageDir: string, layout: Layout, version: string, compiled: BuildPackageResult["compiled"], ctx: BuildContext): Promise<Result<PackageManifest>> {
+async function writeManifest(
+  packageDir: string,
+  layout: Layout,
+  version: string,
+  compiled: BuildPackageResult["compiled"],
+  ctx: BuildContext,
+): Promise<Result<PackageManifest>> {
   const files = await describeFiles(packageDir);
   if ("error" in files) return files;
   const manifest: PackageManifest = {
@@ -330,11 +439,21 @@ async function writeManifest(packageDir: string, layout: Layout, version: string
   return ok(manifest);
 }
 
-async function writeArchives(packageDir: string, archiveDir: string, formats: ArchiveFormat[], version: string, ctx: BuildContext): Promise<Result<BuiltArchive[]>> {
+async function writeArchives(
+  packageDir: string,
+  archiveDir: string,
+  formats: ArchiveFormat[],
+  version: string,
+  ctx: BuildContext,
+): Promise<Result<BuiltArchive[]>> {
   const archives: BuiltArchive[] = [];
   for (const format of formats) {
     const started = Date.now();
-    const a = await writeArchive(packageDir, path.join(archiveDir, `${ctx.variant}-${version}-${ctx.target.name}.${format}`), format);
+    const a = await writeArchive(
+      packageDir,
+      path.join(archiveDir, `${ctx.variant}-${version}-${ctx.target.name}.${format}`),
+      format,
+    );
     if ("error" in a) return a;
     archives.push({ format, path: a.ok.path, bytes: a.ok.bytes, ms: Date.now() - started });
     ctx.log(`wrote ${a.ok.path} (${a.ok.bytes} bytes)`);

@@ -5,36 +5,56 @@
  * HTTPS (checked against the registry's sha512), or, offline, a tarball the user placed in that
  * directory; `package/bin/bun` is extracted from it. The fetcher is injectable for tests.
  */
-import { parseJsonWith } from "../util/json.ts";
+
 import { createHash } from "node:crypto";
-import { chmodSync, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import * as tar from "tar-stream";
 import { z } from "zod";
+import { parseJsonWith } from "../util/json.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { checkBinaryForTarget } from "./binary-header.ts";
 import { sha256File } from "./manifest.ts";
 import type { TargetInfo } from "./targets.ts";
 
-export const CacheMetaSchema = lazySchema(() => z.object({
-  package: z.string(),
-  version: z.string(),
-  target: z.string(),
-  file: z.string(),
-  size: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  fetchedAt: z.string(),
-}));
+export const CacheMetaSchema = lazySchema(() =>
+  z.object({
+    package: z.string(),
+    version: z.string(),
+    target: z.string(),
+    file: z.string(),
+    size: z.number().int().nonnegative(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    fetchedAt: z.string(),
+  }),
+);
 export type CacheMeta = z.infer<typeof CacheMetaSchema>;
 
 type Env = Record<string, string | undefined>;
 
 /** Puts the target's bun executable at `dest`; returns an error value on failure. */
-export type BunFetcher = (spec: { pkg: string; version: string; target: TargetInfo; dest: string; registry: string; log?: (line: string) => void }) => Promise<Result<null>>;
+export type BunFetcher = (spec: {
+  pkg: string;
+  version: string;
+  target: TargetInfo;
+  dest: string;
+  registry: string;
+  log?: (line: string) => void;
+}) => Promise<Result<null>>;
 
 export function bunCacheDir(home: string, version: string, target: TargetInfo): string {
   return path.join(home, "cache", "bun", version, target.name);
@@ -67,7 +87,10 @@ export async function ensureTargetBun(opts: EnsureOptions): Promise<Result<Cache
   try {
     return await ensure(opts);
   } catch (e) {
-    return err("fetch_failed", `bun runtime cache at ${bunCacheDir(opts.home, opts.version, opts.target)}: ${(e as Error).message}`);
+    return err(
+      "fetch_failed",
+      `bun runtime cache at ${bunCacheDir(opts.home, opts.version, opts.target)}: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -80,7 +103,10 @@ async function ensure(opts: EnsureOptions): Promise<Result<CachedBun>> {
   const notes: string[] = [];
   if (existsSync(bin) || existsSync(metaPath)) {
     const problem = await checkCached(bin, metaPath);
-    const meta = problem === undefined ? parseJsonWith(CacheMetaSchema, readFileSync(metaPath, "utf8"), "meta.json", { code: "bad_cache_meta" }) : undefined;
+    const meta =
+      problem === undefined
+        ? parseJsonWith(CacheMetaSchema, readFileSync(metaPath, "utf8"), "meta.json", { code: "bad_cache_meta" })
+        : undefined;
     if (meta && "ok" in meta) return ok({ path: bin, fetched: false, notes, meta: meta.ok });
     notes.push(`cached bun ${version} for ${target.name} at ${dir} is unusable (${problem}); refetching`);
     rmSync(bin, { force: true });
@@ -93,12 +119,22 @@ async function ensure(opts: EnsureOptions): Promise<Result<CachedBun>> {
   const usePlaced = existsSync(placed);
   const fetched = usePlaced
     ? await extractBun(readFileSync(placed), target, tmp, placed)
-    : await (opts.fetcher ?? registryFetcher)({ pkg: target.ovenPackage, version, target, dest: tmp, registry, ...(opts.log ? { log: opts.log } : {}) });
+    : await (opts.fetcher ?? registryFetcher)({
+        pkg: target.ovenPackage,
+        version,
+        target,
+        dest: tmp,
+        registry,
+        ...(opts.log ? { log: opts.log } : {}),
+      });
   if ("error" in fetched) {
     rmSync(tmp, { force: true });
     if (usePlaced) return fetched;
     const url = `${registry}/${target.ovenPackage}/-/${tarballName(target.ovenPackage, version)}`;
-    return err(fetched.error.code, `${fetched.error.message}\nOffline? Put ${url} at ${placed} (relay extracts and checks it), or pass --compile-executable-path with a bun ${version} executable for ${target.name}.`);
+    return err(
+      fetched.error.code,
+      `${fetched.error.message}\nOffline? Put ${url} at ${placed} (relay extracts and checks it), or pass --compile-executable-path with a bun ${version} executable for ${target.name}.`,
+    );
   }
   if (usePlaced) notes.push(`used the tarball placed at ${placed}`);
   if (process.platform !== "win32") chmodSync(tmp, 0o755);
@@ -124,7 +160,9 @@ async function ensure(opts: EnsureOptions): Promise<Result<CachedBun>> {
 async function checkCached(bin: string, metaPath: string): Promise<string | undefined> {
   if (!existsSync(bin)) return "executable missing";
   if (!existsSync(metaPath)) return "meta.json missing";
-  const parsed = parseJsonWith(CacheMetaSchema, readFileSync(metaPath, "utf8"), "meta.json", { code: "bad_cache_meta" });
+  const parsed = parseJsonWith(CacheMetaSchema, readFileSync(metaPath, "utf8"), "meta.json", {
+    code: "bad_cache_meta",
+  });
   if ("error" in parsed) return parsed.error.message.split("\n")[0];
   const meta: CacheMeta = parsed.ok;
   const size = statSync(bin).size;
@@ -136,7 +174,10 @@ async function checkCached(bin: string, metaPath: string): Promise<string | unde
 
 /** The npm registry to fetch from: RELAY_NPM_REGISTRY, else npm's own setting, else registry.npmjs.org. */
 export function registryUrl(env: Env = process.env): string {
-  return (env.RELAY_NPM_REGISTRY?.trim() || env.npm_config_registry?.trim() || "https://registry.npmjs.org").replace(/\/+$/, "");
+  return (env.RELAY_NPM_REGISTRY?.trim() || env.npm_config_registry?.trim() || "https://registry.npmjs.org").replace(
+    /\/+$/,
+    "",
+  );
 }
 
 /** npm's file name for a package tarball: `@oven/bun-linux-aarch64`@1.4.5 → bun-linux-aarch64-1.4.5.tgz. */
@@ -144,9 +185,11 @@ export function tarballName(pkg: string, version: string): string {
   return `${pkg.replace(/^@[^/]+\//, "")}-${version}.tgz`;
 }
 
-const VersionDocSchema = lazySchema(() => z.object({
-  dist: z.object({ tarball: z.string().url(), integrity: z.string().optional(), shasum: z.string().optional() }),
-}));
+const VersionDocSchema = lazySchema(() =>
+  z.object({
+    dist: z.object({ tarball: z.string().url(), integrity: z.string().optional(), shasum: z.string().optional() }),
+  }),
+);
 
 /** Checks `bytes` against the registry's `integrity` (sha512, as npm does), else its sha1 `shasum`. */
 function checkIntegrity(bytes: Uint8Array, dist: z.infer<typeof VersionDocSchema>["dist"]): string | undefined {
@@ -178,14 +221,21 @@ export const registryFetcher: BunFetcher = async ({ pkg, version, target, dest, 
   let dist: z.infer<typeof VersionDocSchema>["dist"];
   try {
     const res = await fetch(docUrl, { signal: AbortSignal.timeout(60_000), headers: { accept: "application/json" } });
-    if (!res.ok) return err("fetch_failed", `GET ${docUrl}: HTTP ${res.status}${res.status === 404 ? ` (no ${pkg}@${version} on this registry)` : ""}`);
+    if (!res.ok)
+      return err(
+        "fetch_failed",
+        `GET ${docUrl}: HTTP ${res.status}${res.status === 404 ? ` (no ${pkg}@${version} on this registry)` : ""}`,
+      );
     const doc = VersionDocSchema.safeParse(await res.json());
     if (!doc.success) return err("fetch_failed", `GET ${docUrl}: not an npm version document (no dist.tarball)`);
     dist = doc.data.dist;
     log?.(`downloading ${dist.tarball}`);
     tgz = await download(dist.tarball);
   } catch (e) {
-    return err("fetch_failed", `cannot download ${pkg}@${version} from ${registry}: ${(e as Error).cause ? String((e as Error).cause) : (e as Error).message}`);
+    return err(
+      "fetch_failed",
+      `cannot download ${pkg}@${version} from ${registry}: ${(e as Error).cause ? String((e as Error).cause) : (e as Error).message}`,
+    );
   }
   const bad = checkIntegrity(tgz, dist);
   if (bad) return err("fetch_failed", `${dist.tarball} failed its integrity check (${bad}); nothing was cached`);
@@ -193,7 +243,12 @@ export const registryFetcher: BunFetcher = async ({ pkg, version, target, dest, 
 };
 
 /** Streams `package/bin/bun[.exe]` out of an npm tarball into `dest`. */
-export async function extractBun(tgz: Uint8Array, target: TargetInfo, dest: string, what: string): Promise<Result<null>> {
+export async function extractBun(
+  tgz: Uint8Array,
+  target: TargetInfo,
+  dest: string,
+  what: string,
+): Promise<Result<null>> {
   const member = `package/bin/bun${target.exe}`;
   try {
     let found = false;

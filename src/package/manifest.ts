@@ -2,11 +2,12 @@
  * `relay-package.json`: what a package directory holds. Written last by the builder, checked by
  * `relay package verify`. Lists every other file with its size, sha256 and executable bit.
  */
-import { parseJsonWith } from "../util/json.ts";
+
 import { createHash } from "node:crypto";
 import { createReadStream, lstatSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { parseJsonWith } from "../util/json.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { MANIFEST_NAME, PATH_DIR } from "../util/package-layout.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -18,35 +19,44 @@ export const LAYOUT_VERSION = 1;
 export const VARIANTS = ["relay", "relay-executor"] as const;
 export type Variant = (typeof VARIANTS)[number];
 
-const RelPath = lazySchema(() => z
-  .string()
-  .min(1)
-  .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\\"), "must be a relative POSIX path inside the package"));
+const RelPath = lazySchema(() =>
+  z
+    .string()
+    .min(1)
+    .refine(
+      (p) => !p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\\"),
+      "must be a relative POSIX path inside the package",
+    ),
+);
 
-export const ManifestFileSchema = lazySchema(() => z.object({
-  path: RelPath,
-  size: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  executable: z.boolean(),
-}));
+export const ManifestFileSchema = lazySchema(() =>
+  z.object({
+    path: RelPath,
+    size: z.number().int().nonnegative(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    executable: z.boolean(),
+  }),
+);
 export type ManifestFile = z.infer<typeof ManifestFileSchema>;
 
-export const PackageManifestSchema = lazySchema(() => z.object({
-  layoutVersion: z.literal(LAYOUT_VERSION),
-  name: z.literal("relay"),
-  variant: z.enum(VARIANTS),
-  version: z.string().min(1),
-  target: z.enum(TARGET_NAMES),
-  /** bun runtime version inside the executables (the one that compiled them), when known. */
-  bunVersion: z.string().optional(),
-  entrypoints: z.object({
-    /** `bin/relay[.exe]` or `bin/relay-executor[.exe]`. */
-    main: RelPath,
-    codeModeHost: RelPath,
+export const PackageManifestSchema = lazySchema(() =>
+  z.object({
+    layoutVersion: z.literal(LAYOUT_VERSION),
+    name: z.literal("relay"),
+    variant: z.enum(VARIANTS),
+    version: z.string().min(1),
+    target: z.enum(TARGET_NAMES),
+    /** bun runtime version inside the executables (the one that compiled them), when known. */
+    bunVersion: z.string().optional(),
+    entrypoints: z.object({
+      /** `bin/relay[.exe]` or `bin/relay-executor[.exe]`. */
+      main: RelPath,
+      codeModeHost: RelPath,
+    }),
+    pathDir: z.literal(PATH_DIR),
+    files: z.array(ManifestFileSchema),
   }),
-  pathDir: z.literal(PATH_DIR),
-  files: z.array(ManifestFileSchema),
-}));
+);
 export type PackageManifest = z.infer<typeof PackageManifestSchema>;
 
 export function serializeManifest(m: PackageManifest): string {
@@ -102,7 +112,14 @@ export function walkTree(root: string): Result<TreeEntry[]> {
         if (e) return e;
       } else if (st.isFile()) {
         const linkKey = st.nlink > 1n ? { linkKey: `${st.dev}:${st.ino}` } : {};
-        out.push({ path: r, type: "file", mode: Number(st.mode & 0o777n), size: Number(st.size), abs: full, ...linkKey });
+        out.push({
+          path: r,
+          type: "file",
+          mode: Number(st.mode & 0o777n),
+          size: Number(st.size),
+          abs: full,
+          ...linkKey,
+        });
       } else return `${r} is not a regular file or directory`;
     }
     return undefined;

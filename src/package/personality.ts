@@ -25,6 +25,7 @@ export function applyPersonality(argv: readonly string[], execPath: string, comp
   if (!sub) return out;
   const rest = out.slice(2);
   const first = rest[0];
-  if (first !== undefined && (!first.startsWith("-") || ["-V", "--version", "-h", "--help"].includes(first))) return out;
+  if (first !== undefined && (!first.startsWith("-") || ["-V", "--version", "-h", "--help"].includes(first)))
+    return out;
   return [...out.slice(0, 2), sub, ...rest];
 }

@@ -33,7 +33,13 @@ export const TARGET_NAMES = [
 ] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
 
-const T = (name: TargetName, oven: string, os: TargetInfo["os"], arch: Arch, libc?: TargetInfo["libc"]): TargetInfo => ({
+const T = (
+  name: TargetName,
+  oven: string,
+  os: TargetInfo["os"],
+  arch: Arch,
+  libc?: TargetInfo["libc"],
+): TargetInfo => ({
   name,
   bunTarget: `bun-${name}`,
   ovenPackage: `@oven/bun-${oven}`,
@@ -64,14 +70,21 @@ export function parseTarget(raw: string): Result<TargetInfo> {
 /** This machine's target (glibc unless a musl loader is present). */
 export function hostTarget(platform: string = process.platform, arch: string = process.arch): Result<TargetInfo> {
   const a = arch === "x64" || arch === "amd64" ? "x64" : arch === "arm64" || arch === "aarch64" ? "arm64" : undefined;
-  if (!a) return err("bad_target", `no package target for this host's CPU '${arch}'; pass --target (one of ${TARGET_NAMES.join(", ")})`);
+  if (!a)
+    return err(
+      "bad_target",
+      `no package target for this host's CPU '${arch}'; pass --target (one of ${TARGET_NAMES.join(", ")})`,
+    );
   if (platform === "linux") {
     if (a === "arm64") return ok(TARGETS["linux-arm64"]);
     return ok(isMuslHost() ? TARGETS["linux-x64-musl"] : TARGETS["linux-x64"]);
   }
   if (platform === "darwin") return ok(a === "arm64" ? TARGETS["darwin-arm64"] : TARGETS["darwin-x64"]);
   if (platform === "win32" && a === "x64") return ok(TARGETS["windows-x64"]);
-  return err("bad_target", `no package target for host ${platform}-${arch}; pass --target (one of ${TARGET_NAMES.join(", ")})`);
+  return err(
+    "bad_target",
+    `no package target for host ${platform}-${arch}; pass --target (one of ${TARGET_NAMES.join(", ")})`,
+  );
 }
 
 function isMuslHost(): boolean {

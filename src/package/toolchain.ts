@@ -3,13 +3,14 @@
  * Under Bun from source, bun is process.execPath; from a compiled binary (or Node/Deno) it is
  * RELAY_BUN_PATH, else node_modules/.bin/bun beside the source tree, else `bun` on PATH.
  */
-import { findOnPath, isExecutableFile } from "../util/which.ts";
+
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { err, ok, type Result } from "../util/result.ts";
 import { currentRuntime } from "../util/runtime.ts";
+import { findOnPath, isExecutableFile } from "../util/which.ts";
 
 type Env = Record<string, string | undefined>;
 
@@ -36,12 +37,19 @@ function readVersion(root: string): string {
 
 /** RELAY_SOURCE_DIR, else the tree this module was loaded from, else cwd and its parents. */
 export function findSourceTree(env: Env = process.env, cwd: string = process.cwd()): Result<SourceTree> {
-  const tree = (root: string): SourceTree => ({ root, main: path.join(root, "src", "main.ts"), version: readVersion(root) });
+  const tree = (root: string): SourceTree => ({
+    root,
+    main: path.join(root, "src", "main.ts"),
+    version: readVersion(root),
+  });
   const explicit = env.RELAY_SOURCE_DIR?.trim();
   if (explicit) {
     const root = path.resolve(explicit);
     if (isSourceRoot(root)) return ok(tree(root));
-    return err("no_source_tree", `RELAY_SOURCE_DIR=${explicit} is not a Relay source tree (no src/main.ts or package.json named "relay")`);
+    return err(
+      "no_source_tree",
+      `RELAY_SOURCE_DIR=${explicit} is not a Relay source tree (no src/main.ts or package.json named "relay")`,
+    );
   }
   if (currentRuntime() !== "bun-compiled" && import.meta.url.startsWith("file:")) {
     const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -56,7 +64,6 @@ export function findSourceTree(env: Env = process.env, cwd: string = process.cwd
     "cannot find the Relay source tree (src/main.ts) to compile: run from the repository or set RELAY_SOURCE_DIR, or pass prebuilt binaries with --entrypoint-bin",
   );
 }
-
 
 function onPath(name: string, env: Env): string | undefined {
   return findOnPath(name, env.PATH);
@@ -84,7 +91,8 @@ export function findBun(sourceRoot: string | undefined, env: Env = process.env):
 
 /** The version of a bun executable (`process.versions.bun` when it is the running runtime). */
 export function bunVersion(bun: string): Result<string> {
-  if (currentRuntime() === "bun" && path.resolve(bun) === path.resolve(process.execPath) && process.versions.bun) return ok(process.versions.bun);
+  if (currentRuntime() === "bun" && path.resolve(bun) === path.resolve(process.execPath) && process.versions.bun)
+    return ok(process.versions.bun);
   const r = spawnSync(bun, ["--version"], { encoding: "utf8", timeout: 30_000 });
   const v = r.stdout?.trim();
   if (r.status !== 0 || !v || !/^\d+\.\d+\.\d+/.test(v)) {

@@ -14,14 +14,22 @@ import * as zlib from "node:zlib";
 export const ZSTD_LEVEL = 6;
 
 interface NativeZstd {
-  zstdCompress(input: Buffer, options: { params: Record<number, number> }, cb: (e: Error | null, out: Buffer) => void): void;
+  zstdCompress(
+    input: Buffer,
+    options: { params: Record<number, number> },
+    cb: (e: Error | null, out: Buffer) => void,
+  ): void;
   createZstdDecompress(): Transform;
   constants: { ZSTD_c_compressionLevel: number };
 }
 
 function native(): NativeZstd | undefined {
   const z = zlib as unknown as Partial<NativeZstd> & { constants: Record<string, number> };
-  if (typeof z.zstdCompress === "function" && typeof z.createZstdDecompress === "function" && z.constants.ZSTD_c_compressionLevel !== undefined) {
+  if (
+    typeof z.zstdCompress === "function" &&
+    typeof z.createZstdDecompress === "function" &&
+    z.constants.ZSTD_c_compressionLevel !== undefined
+  ) {
     return z as NativeZstd;
   }
   return undefined;
@@ -75,7 +83,10 @@ export function zstdCompressStream(level = ZSTD_LEVEL, backend: ZstdBackend = zs
   if (n) {
     const params = { [n.constants.ZSTD_c_compressionLevel]: level };
     return new WholeBuffer(
-      (b) => new Promise<Uint8Array>((resolve, reject) => n.zstdCompress(b, { params }, (e, out) => (e ? reject(e) : resolve(out)))),
+      (b) =>
+        new Promise<Uint8Array>((resolve, reject) =>
+          n.zstdCompress(b, { params }, (e, out) => (e ? reject(e) : resolve(out))),
+        ),
     );
   }
   return new WholeBuffer(async (b) => (await wasm()).compress(b, level));

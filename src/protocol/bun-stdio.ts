@@ -7,11 +7,11 @@
  * node:child_process's. They are shaped as the parts of a Node stream the peer uses, so the peer
  * itself is the same for Bun, Node and Deno.
  */
-import type { ByteSink, ByteSource } from "./byte-stream.ts";
+
 import type { BunFileSink } from "../util/bun-spawn.ts";
+import type { ByteSink, ByteSource } from "./byte-stream.ts";
 
 type Handlers = { data: Array<(chunk: Uint8Array) => void>; end: Array<() => void>; error: Array<(e: Error) => void> };
-
 
 interface BunGlobal {
   stdin: { stream(): ReadableStream<Uint8Array> };

@@ -4,8 +4,8 @@
  * about 5 ms of the parent's time for the first child (relay run starting its executor, every
  * infty role starting its own), and more work per frame after.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { bunSpawn, type BunSpawnOptions, type BunSubprocess } from "../util/bun-spawn.ts";
+import { type ChildProcess, spawn } from "node:child_process";
+import { type BunSpawnOptions, type BunSubprocess, bunSpawn } from "../util/bun-spawn.ts";
 import { BunStdin, BunStdout } from "./bun-stdio.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 
@@ -89,7 +89,11 @@ async function readText(stream: AsyncIterable<Uint8Array>, text: (chunk: string)
 }
 
 function startWithNode(start: ChildStart): ChildIo {
-  const child: ChildProcess = spawn(start.argv[0]!, start.argv.slice(1), { cwd: start.cwd, env: start.env, stdio: ["pipe", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(start.argv[0]!, start.argv.slice(1), {
+    cwd: start.cwd,
+    env: start.env,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let exitInfo: ChildExit | undefined;
   let spawnError: Error | undefined;
   const exited = new Promise<ChildExit>((resolve) => {

@@ -7,13 +7,12 @@ import { fileURLToPath } from "node:url";
 import { Log, splitMirroredLines } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { currentRuntime } from "../util/runtime.ts";
-import { startChild, type ChildExit, type ChildIo } from "./child-io.ts";
+import { type ChildExit, type ChildIo, startChild } from "./child-io.ts";
 import { splitCommandLine } from "./command-line.ts";
-import { RpcPeer, type PeerOptions } from "./peer.ts";
+import { type PeerOptions, RpcPeer } from "./peer.ts";
 
 const STDERR_TAIL_BYTES = 8 * 1024;
 const log = Log.create("child");
-
 
 /** argv prefix that starts this program again; RELAY_SELF_COMMAND (a command line) overrides it. */
 export function selfCommand(): Result<string[]> {
@@ -26,7 +25,11 @@ export function selfCommand(): Result<string[]> {
     return ok([deno.execPath(), "run", "-A", "--no-check", fileURLToPath(deno.mainModule)]);
   }
   const script = process.argv[1];
-  if (!script) return err("no_self_command", "cannot tell how this program was started; set RELAY_SELF_COMMAND to the command that runs relay");
+  if (!script)
+    return err(
+      "no_self_command",
+      "cannot tell how this program was started; set RELAY_SELF_COMMAND to the command that runs relay",
+    );
   return ok([process.execPath, script]);
 }
 
@@ -80,7 +83,11 @@ export class ChildPeer {
 }
 
 /** Why the connection ended: the start failure or exit status, and the stderr tail. */
-async function describeChildEnd(argv: readonly string[], fate: ChildIo, stderr: { tail(): string | undefined; ended: Promise<void> }): Promise<string> {
+async function describeChildEnd(
+  argv: readonly string[],
+  fate: ChildIo,
+  stderr: { tail(): string | undefined; ended: Promise<void> },
+): Promise<string> {
   // The exit status and the rest of stderr usually arrive right after stdout closes; wait briefly
   // for them (a grandchild may hold stderr open).
   await Promise.race([Promise.all([fate.exited, stderr.ended]), new Promise((r) => setTimeout(r, 500))]);
@@ -88,7 +95,8 @@ async function describeChildEnd(argv: readonly string[], fate: ChildIo, stderr: 
   const spawnError = fate.spawnError();
   const exitInfo = fate.exit();
   if (spawnError) parts.push(`could not start ${JSON.stringify(argv[0])}: ${spawnError.message}`);
-  else if (exitInfo) parts.push(exitInfo.signal ? `process killed by ${exitInfo.signal}` : `process exited with code ${exitInfo.code}`);
+  else if (exitInfo)
+    parts.push(exitInfo.signal ? `process killed by ${exitInfo.signal}` : `process exited with code ${exitInfo.code}`);
   const tail = stderr.tail()?.trim();
   if (tail) parts.push(`last stderr: ${tail.slice(-1000)}`);
   return parts.join("; ");
@@ -173,7 +181,11 @@ export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {
 }
 
 /** Spawns this program with `subcommand` and returns the connected peer. */
-export function spawnSelf(subcommand: string, args: readonly string[] = [], options: ChildPeerOptions = {}): Result<ChildPeer> {
+export function spawnSelf(
+  subcommand: string,
+  args: readonly string[] = [],
+  options: ChildPeerOptions = {},
+): Result<ChildPeer> {
   const self = selfCommand();
   if ("error" in self) return self;
   return spawnPeer([...self.ok, subcommand, ...args], { name: subcommand, ...options });

@@ -10,8 +10,9 @@
  * Its input is what JSON.parse returns (with restoreExactId's bigint ids): no inherited keys,
  * no undefined values.
  */
-import type { Envelope, RequestId } from "./envelope.ts";
+
 import type { ErrorValue } from "../util/result-schema.ts";
+import type { Envelope, RequestId } from "./envelope.ts";
 import { MAX_REQUEST_ID } from "./wire-id.ts";
 
 type Fields = Record<string, unknown>;
@@ -32,9 +33,12 @@ function resultValue(v: unknown): ResultValue | undefined {
   if (keys.length !== 1) return undefined;
   if (keys[0] === "ok") return { ok: v.ok };
   const e = v.error;
-  if (keys[0] !== "error" || !isObject(e) || typeof e.code !== "string" || typeof e.message !== "string") return undefined;
+  if (keys[0] !== "error" || !isObject(e) || typeof e.code !== "string" || typeof e.message !== "string")
+    return undefined;
   // Unknown keys of the error value are dropped, as the schema's (non-strict) object does.
-  return { error: "data" in e ? { code: e.code, message: e.message, data: e.data } : { code: e.code, message: e.message } };
+  return {
+    error: "data" in e ? { code: e.code, message: e.message, data: e.data } : { code: e.code, message: e.message },
+  };
 }
 
 /** The envelope `v` is, with only its known fields, or undefined when it is none. */
@@ -43,10 +47,14 @@ export function checkEnvelope(v: unknown): Envelope | undefined {
   switch (v.type) {
     case "request":
       if (!isRequestId(v.id) || !isMethod(v.method)) return undefined;
-      return "params" in v ? { type: "request", id: v.id, method: v.method, params: v.params } : { type: "request", id: v.id, method: v.method };
+      return "params" in v
+        ? { type: "request", id: v.id, method: v.method, params: v.params }
+        : { type: "request", id: v.id, method: v.method };
     case "notification":
       if (!isMethod(v.method)) return undefined;
-      return "params" in v ? { type: "notification", method: v.method, params: v.params } : { type: "notification", method: v.method };
+      return "params" in v
+        ? { type: "notification", method: v.method, params: v.params }
+        : { type: "notification", method: v.method };
     case "response": {
       const result = isRequestId(v.id) ? resultValue(v.result) : undefined;
       return result && { type: "response", id: v.id as RequestId, result };

@@ -8,39 +8,50 @@ import { MAX_REQUEST_ID } from "./wire-id.ts";
  * u64 on the wire. A number up to 2^53-1 (every id this side mints), a bigint above: the peer
  * reads such an id exactly from the raw text (wire-id.ts) and writes it back as the same token.
  */
-export const RequestIdSchema = lazySchema(() => z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.bigint().min(0n).max(MAX_REQUEST_ID)]));
+export const RequestIdSchema = lazySchema(() =>
+  z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.bigint().min(0n).max(MAX_REQUEST_ID)]),
+);
 export type RequestId = z.infer<typeof RequestIdSchema>;
 
-export const RequestSchema = lazySchema(() => z.object({
-  type: z.literal("request"),
-  id: RequestIdSchema,
-  method: z.string().min(1),
-  params: z.unknown().optional(),
-}));
+export const RequestSchema = lazySchema(() =>
+  z.object({
+    type: z.literal("request"),
+    id: RequestIdSchema,
+    method: z.string().min(1),
+    params: z.unknown().optional(),
+  }),
+);
 
-export const ResultValueSchema = lazySchema(() => z.union([
-  z.object({ ok: z.unknown() }).strict(),
-  z.object({ error: ErrorValueSchema }).strict(),
-]));
+export const ResultValueSchema = lazySchema(() =>
+  z.union([z.object({ ok: z.unknown() }).strict(), z.object({ error: ErrorValueSchema }).strict()]),
+);
 
-export const ResponseSchema = lazySchema(() => z.object({
-  type: z.literal("response"),
-  id: RequestIdSchema,
-  result: ResultValueSchema,
-}));
+export const ResponseSchema = lazySchema(() =>
+  z.object({
+    type: z.literal("response"),
+    id: RequestIdSchema,
+    result: ResultValueSchema,
+  }),
+);
 
-export const NotificationSchema = lazySchema(() => z.object({
-  type: z.literal("notification"),
-  method: z.string().min(1),
-  params: z.unknown().optional(),
-}));
+export const NotificationSchema = lazySchema(() =>
+  z.object({
+    type: z.literal("notification"),
+    method: z.string().min(1),
+    params: z.unknown().optional(),
+  }),
+);
 
-export const CancelSchema = lazySchema(() => z.object({
-  type: z.literal("cancel"),
-  id: RequestIdSchema,
-}));
+export const CancelSchema = lazySchema(() =>
+  z.object({
+    type: z.literal("cancel"),
+    id: RequestIdSchema,
+  }),
+);
 
-export const EnvelopeSchema = lazySchema(() => z.discriminatedUnion("type", [RequestSchema, ResponseSchema, NotificationSchema, CancelSchema]));
+export const EnvelopeSchema = lazySchema(() =>
+  z.discriminatedUnion("type", [RequestSchema, ResponseSchema, NotificationSchema, CancelSchema]),
+);
 
 export type RequestEnvelope = z.infer<typeof RequestSchema>;
 export type ResponseEnvelope = z.infer<typeof ResponseSchema>;

@@ -143,16 +143,32 @@ export class FrameDecoder {
 
   private parse(payload: Buffer): DecodedFrame {
     const bytes = payload.length;
-    if (bytes === 0) return { kind: "invalid_json", message: "the frame payload is empty (a frame carries one JSON message)", text: "", bytes };
+    if (bytes === 0)
+      return {
+        kind: "invalid_json",
+        message: "the frame payload is empty (a frame carries one JSON message)",
+        text: "",
+        bytes,
+      };
     let text: string;
     try {
       text = this.decoder.decode(payload);
     } catch {
-      return { kind: "invalid_json", message: "the frame payload is not valid UTF-8", text: this.lenient.decode(payload), bytes };
+      return {
+        kind: "invalid_json",
+        message: "the frame payload is not valid UTF-8",
+        text: this.lenient.decode(payload),
+        bytes,
+      };
     }
     // Each level takes two bytes at least: only a long payload can be too deep.
     if (bytes > 2 * MAX_NESTING && nestsDeeperThan(text, MAX_NESTING)) {
-      return { kind: "invalid_json", message: `the frame payload nests arrays and objects deeper than ${MAX_NESTING} levels`, text, bytes };
+      return {
+        kind: "invalid_json",
+        message: `the frame payload nests arrays and objects deeper than ${MAX_NESTING} levels`,
+        text,
+        bytes,
+      };
     }
     try {
       return { kind: "frame", value: JSON.parse(text), text, bytes };

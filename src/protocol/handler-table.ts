@@ -60,7 +60,10 @@ export class HandlerTable<Ctx> {
     let result: Result<unknown>;
     if (!h) {
       const known = [...this.handlers.keys()].sort().join(", ");
-      result = err(ErrorCode.MethodNotFound, `unknown method ${JSON.stringify(req.method)}; ${this.peerName} supports: ${known || "nothing"}`);
+      result = err(
+        ErrorCode.MethodNotFound,
+        `unknown method ${JSON.stringify(req.method)}; ${this.peerName} supports: ${known || "nothing"}`,
+      );
     } else {
       const checked = fastParse(h.spec.params, req.params);
       if (!checked.success) {

@@ -12,7 +12,11 @@ export interface NotificationSpec<P extends z.ZodType = z.ZodType> {
   readonly params: P;
 }
 
-export function defineMethod<P extends z.ZodType, R extends z.ZodType>(name: string, params: P, result: R): MethodSpec<P, R> {
+export function defineMethod<P extends z.ZodType, R extends z.ZodType>(
+  name: string,
+  params: P,
+  result: R,
+): MethodSpec<P, R> {
   return { name, params, result };
 }
 

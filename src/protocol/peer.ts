@@ -21,15 +21,15 @@
  *   message too large is cut with a "…[truncated N bytes]" marker.
  */
 import { z } from "zod";
-import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
+import { type ErrorValue, err, ok, type Result } from "../util/result.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 import { CorkedOutput } from "./corked-output.ts";
-import { EnvelopeSchema, ErrorCode, type Envelope, type RequestId } from "./envelope.ts";
+import { type Envelope, EnvelopeSchema, ErrorCode, type RequestId } from "./envelope.ts";
 import { checkEnvelope, isRequestId } from "./envelope-guard.ts";
-import { DEFAULT_FRAME_LIMIT, encodeFrame, FrameDecoder, type DecodedFrame } from "./frame.ts";
+import { DEFAULT_FRAME_LIMIT, type DecodedFrame, encodeFrame, FrameDecoder } from "./frame.ts";
 import { HandlerTable } from "./handler-table.ts";
 import type { MethodSpec, NotificationSpec } from "./method.ts";
-import { PendingCalls, type CallOptions } from "./pending-calls.ts";
+import { type CallOptions, PendingCalls } from "./pending-calls.ts";
 import { responseFrame } from "./response.ts";
 import { idFromToken, restoreExactId, scanEnvelopeHead } from "./wire-id.ts";
 
@@ -132,7 +132,10 @@ export class RpcPeer {
     spec: MethodSpec<P, R>,
     fn: (params: z.output<P>, ctx: HandlerContext) => Promise<Result<z.input<R>>> | Result<z.input<R>>,
   ): this {
-    this.served.handle(spec, fn as (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>);
+    this.served.handle(
+      spec,
+      fn as (params: unknown, ctx: HandlerContext) => Promise<Result<unknown>> | Result<unknown>,
+    );
     return this;
   }
 
@@ -147,7 +150,8 @@ export class RpcPeer {
     options: CallOptions = {},
   ): Promise<Result<z.output<R>>> {
     if (this.closedReason !== undefined || this.answeringLast) return Promise.resolve(this.closedError(spec.name));
-    if (options.signal?.aborted) return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
+    if (options.signal?.aborted)
+      return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
     const answer = this.pending.open(spec.name, spec.result, options, (id) => {
       const sent = this.send({ type: "request", id, method: spec.name, params });
       // Unsent because the connection is ending: the call is settled when it closes, with the reason.
@@ -198,7 +202,10 @@ export class RpcPeer {
   }
 
   private closedError(method: string): { error: ErrorValue } {
-    return err(ErrorCode.PeerClosed, `${method} failed: ${this.name} closed the connection (${this.closedReason ?? this.endingReason ?? "unknown reason"})`);
+    return err(
+      ErrorCode.PeerClosed,
+      `${method} failed: ${this.name} closed the connection (${this.closedReason ?? this.endingReason ?? "unknown reason"})`,
+    );
   }
 
   private send(envelope: Envelope): Result<null> {
@@ -214,7 +221,13 @@ export class RpcPeer {
       frames = this.decoder.push(chunk);
     } catch (e) {
       // A decoder bug must not escape the stream's data handler as an uncaught exception.
-      frames = [{ kind: "fatal", code: ErrorCode.Internal, message: `reading frames failed: ${(e as Error)?.message ?? String(e)}` }];
+      frames = [
+        {
+          kind: "fatal",
+          code: ErrorCode.Internal,
+          message: `reading frames failed: ${(e as Error)?.message ?? String(e)}`,
+        },
+      ];
     }
     for (const f of frames) {
       if (this.closedReason !== undefined) return;
@@ -227,7 +240,9 @@ export class RpcPeer {
         if (f.kind === "invalid_json") this.onUnreadable(f.text, `skipped a ${f.bytes}-byte frame: ${f.message}`);
         else this.dispatch(f.value, f.text);
       } catch (e) {
-        this.protocolError(`skipped a ${f.bytes}-byte frame that could not be handled: ${(e as Error)?.message ?? String(e)}`);
+        this.protocolError(
+          `skipped a ${f.bytes}-byte frame that could not be handled: ${(e as Error)?.message ?? String(e)}`,
+        );
       }
     }
   }
@@ -256,7 +271,10 @@ export class RpcPeer {
 
   private protocolError(message: string): void {
     const line = oneLine(message);
-    const cut = line.length > MAX_REPORT_CHARS ? `${line.slice(0, MAX_REPORT_CHARS)}…[${line.length - MAX_REPORT_CHARS} more characters]` : line;
+    const cut =
+      line.length > MAX_REPORT_CHARS
+        ? `${line.slice(0, MAX_REPORT_CHARS)}…[${line.length - MAX_REPORT_CHARS} more characters]`
+        : line;
     this.options.onProtocolError?.(`${this.name}: ${cut}`);
   }
 
@@ -269,7 +287,8 @@ export class RpcPeer {
 
   /** A frame that is not a valid message: answered, settles our call, or is reported (header comment). */
   private onMalformed(type: unknown, id: RequestId | undefined, problem: string): void {
-    if (id !== undefined && type === "request") return this.answer(id, err(ErrorCode.InvalidMessage, problem), "a malformed request");
+    if (id !== undefined && type === "request")
+      return this.answer(id, err(ErrorCode.InvalidMessage, problem), "a malformed request");
     if (id !== undefined && type === "response" && this.pending.answeredMalformed(id, problem)) return;
     this.protocolError(problem);
   }
@@ -282,7 +301,11 @@ export class RpcPeer {
     const parsed = EnvelopeSchema.safeParse(value);
     if (parsed.success) return parsed.data;
     const v: { type?: unknown; id?: unknown } = value !== null && typeof value === "object" ? value : {};
-    this.onMalformed(v.type, isRequestId(v.id) ? v.id : undefined, `not a valid message: ${oneLine(z.prettifyError(parsed.error))}`);
+    this.onMalformed(
+      v.type,
+      isRequestId(v.id) ? v.id : undefined,
+      `not a valid message: ${oneLine(z.prettifyError(parsed.error))}`,
+    );
     return undefined;
   }
 
@@ -292,7 +315,11 @@ export class RpcPeer {
     if (env === undefined) return;
     switch (env.type) {
       case "request":
-        void this.served.serve(env, (signal, respond) => ({ signal, requestId: env.id, peer: this, respond }), (id, r, method) => this.answer(id, r, method));
+        void this.served.serve(
+          env,
+          (signal, respond) => ({ signal, requestId: env.id, peer: this, respond }),
+          (id, r, method) => this.answer(id, r, method),
+        );
         return;
       case "response":
         return this.pending.answered(env.id, env.result as { ok: unknown } | { error: ErrorValue });
@@ -307,7 +334,8 @@ export class RpcPeer {
   private answer(id: RequestId, result: Result<unknown>, method: string): void {
     if (this.closedReason !== undefined) return;
     const frame = responseFrame(id, result, method, this.frameLimit);
-    if ("error" in frame) return this.protocolError(`could not answer request ${id} (${method}): ${frame.error.message}`);
+    if ("error" in frame)
+      return this.protocolError(`could not answer request ${id} (${method}): ${frame.error.message}`);
     this.out.emit(frame.ok);
   }
 }

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { fastParse } from "../util/fast-parse.ts";
-import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
+import { type ErrorValue, err, ok, type Result } from "../util/result.ts";
 import { ErrorCode, type RequestId } from "./envelope.ts";
 
 export interface CallOptions {
@@ -36,7 +36,12 @@ export class PendingCalls {
   }
 
   /** Opens a call of `method`; `send` sends its request with the id. Resolves once the call settles. */
-  open(method: string, result: z.ZodType, options: CallOptions, send: (id: number) => Result<null>): Promise<Result<unknown>> {
+  open(
+    method: string,
+    result: z.ZodType,
+    options: CallOptions,
+    send: (id: number) => Result<null>,
+  ): Promise<Result<unknown>> {
     const id = this.nextId++;
     return new Promise((resolve) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -53,7 +58,14 @@ export class PendingCalls {
       this.calls.set(id, entry);
       options.signal?.addEventListener("abort", onAbort, { once: true });
       if (options.timeoutMs !== undefined) {
-        timer = setTimeout(() => this.cancel(id, err(ErrorCode.Timeout, `${method} got no answer from ${this.peerName} within ${options.timeoutMs} ms`)), options.timeoutMs);
+        timer = setTimeout(
+          () =>
+            this.cancel(
+              id,
+              err(ErrorCode.Timeout, `${method} got no answer from ${this.peerName} within ${options.timeoutMs} ms`),
+            ),
+          options.timeoutMs,
+        );
       }
       const sent = send(id);
       if ("error" in sent) this.settle(id, sent);
@@ -83,7 +95,12 @@ export class PendingCalls {
     const checked = fastParse(p.result, result.ok);
     this.settle(
       id as number,
-      checked.success ? ok(checked.data) : err(ErrorCode.InvalidResult, `${this.peerName} answered ${p.method} with an unexpected result: ${z.prettifyError(checked.error)}`),
+      checked.success
+        ? ok(checked.data)
+        : err(
+            ErrorCode.InvalidResult,
+            `${this.peerName} answered ${p.method} with an unexpected result: ${z.prettifyError(checked.error)}`,
+          ),
     );
   }
 

@@ -5,8 +5,8 @@
  */
 import { Buffer } from "node:buffer";
 import { fastParse } from "../util/fast-parse.ts";
-import { err, type ErrorValue, type Result } from "../util/result.ts";
-import { ErrorCode, ResultValueSchema, type RequestId } from "./envelope.ts";
+import { type ErrorValue, err, type Result } from "../util/result.ts";
+import { ErrorCode, type RequestId, ResultValueSchema } from "./envelope.ts";
 import { encodeFrame, stringifyMessage } from "./frame.ts";
 
 /** Error codes are short words; a longer one is cut so that the message keeps the room. */
@@ -23,7 +23,14 @@ export function truncationMarker(droppedBytes: number): string {
  */
 export function responseFrame(id: RequestId, result: Result<unknown>, method: string, limit: number): Result<Buffer> {
   if (!fastParse(ResultValueSchema, result).success) {
-    return errorFrame(id, { code: ErrorCode.Internal, message: `the handler of ${method} returned something that is not a Result value ({ok} or {error: {code, message}})` }, limit);
+    return errorFrame(
+      id,
+      {
+        code: ErrorCode.Internal,
+        message: `the handler of ${method} returned something that is not a Result value ({ok} or {error: {code, message}})`,
+      },
+      limit,
+    );
   }
   // JSON drops an undefined member: `{ok: undefined}` would arrive as `{}`, which is no Result.
   if ("ok" in result && result.ok === undefined) result = { ok: null };
@@ -31,7 +38,11 @@ export function responseFrame(id: RequestId, result: Result<unknown>, method: st
   if ("ok" in whole) return whole;
   if ("error" in result) return errorFrame(id, result.error, limit); // cut to fit below
   if (whole.error.code !== ErrorCode.FrameTooLarge) {
-    return errorFrame(id, { code: ErrorCode.Internal, message: `the response to ${method} could not be encoded: ${whole.error.message}` }, limit);
+    return errorFrame(
+      id,
+      { code: ErrorCode.Internal, message: `the response to ${method} could not be encoded: ${whole.error.message}` },
+      limit,
+    );
   }
   const size = (whole.error.data as { size?: number } | undefined)?.size ?? 0;
   const message = `the response to ${method} was too large: ${size} bytes > the ${limit}-byte frame limit; ask for less or raise the limit (--frame-limit)`;
@@ -40,7 +51,8 @@ export function responseFrame(id: RequestId, result: Result<unknown>, method: st
 
 /** An error response that fits `limit`: as it is, else without `data`, else with its message cut. */
 export function errorFrame(id: RequestId, e: ErrorValue, limit: number): Result<Buffer> {
-  const frame = (code: string, message: string, data?: unknown) => encodeFrame({ type: "response", id, result: err(code, message, data) }, limit);
+  const frame = (code: string, message: string, data?: unknown) =>
+    encodeFrame({ type: "response", id, result: err(code, message, data) }, limit);
   if (e.data !== undefined) {
     const whole = frame(e.code, e.message, e.data);
     if ("ok" in whole) return whole;
@@ -53,7 +65,8 @@ export function errorFrame(id: RequestId, e: ErrorValue, limit: number): Result<
   const total = Buffer.byteLength(e.message, "utf8");
   // The marker for all of the message is at least as long as the one finally used.
   const room = limit - Buffer.byteLength(empty.ok, "utf8") - Buffer.byteLength(truncationMarker(total), "utf8");
-  if (room < 0) return err(ErrorCode.FrameTooLarge, `not even an empty error answer fits the ${limit}-byte frame limit`);
+  if (room < 0)
+    return err(ErrorCode.FrameTooLarge, `not even an empty error answer fits the ${limit}-byte frame limit`);
   const head = prefixWithinJsonBytes(e.message, room);
   return frame(code, head + truncationMarker(total - Buffer.byteLength(head, "utf8")));
 }
@@ -76,7 +89,8 @@ export function prefixWithinJsonBytes(s: string, maxBytes: number): string {
     else if (c >= 0xd800 && c <= 0xdbff && isLowSurrogate(s.charCodeAt(i + 1))) {
       cost = 4;
       units = 2;
-    } else if (c >= 0xd800 && c <= 0xdfff) cost = 6; // a lone surrogate is written as \uXXXX
+    } else if (c >= 0xd800 && c <= 0xdfff)
+      cost = 6; // a lone surrogate is written as \uXXXX
     else cost = 3;
     if (used + cost > maxBytes) break;
     used += cost;

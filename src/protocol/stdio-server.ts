@@ -4,7 +4,7 @@
  */
 import { Log } from "../util/log.ts";
 import { BunStdin, BunStdout } from "./bun-stdio.ts";
-import { RpcPeer, type PeerOptions } from "./peer.ts";
+import { type PeerOptions, RpcPeer } from "./peer.ts";
 
 const log = Log.create("protocol");
 

@@ -1,8 +1,8 @@
 /** Listing rollouts newest-first and resolving `last`, a session id, an id prefix or a path. */
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { err, ok, type Result } from "../util/result.ts";
 import { sessionsDir } from "../home/home.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { readSessionMeta } from "./reader.ts";
 import { isRoleSession } from "./schema.ts";
 
@@ -14,7 +14,8 @@ export interface RolloutFile {
   createdAt: Date;
 }
 
-const FILE_RE = /^rollout-(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$/;
+const FILE_RE =
+  /^rollout-(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$/;
 
 export function parseRolloutFilename(file: string): Omit<RolloutFile, "path"> | undefined {
   const m = FILE_RE.exec(path.basename(file));
@@ -66,7 +67,11 @@ export async function* walkRollouts(home: string): AsyncGenerator<RolloutFile> {
         } catch {
           continue;
         }
-        for (const name of names.filter((n) => FILE_RE.test(n)).sort().reverse()) yield { path: path.join(dir, name), ...parseRolloutFilename(name)! };
+        for (const name of names
+          .filter((n) => FILE_RE.test(n))
+          .sort()
+          .reverse())
+          yield { path: path.join(dir, name), ...parseRolloutFilename(name)! };
       }
     }
   }
@@ -95,21 +100,36 @@ function describe(files: RolloutFile[]): string {
  * characters, or a path to a rollout file. `listHint` (e.g. a CLI command) is added to
  * not-found messages.
  */
-export async function findRollout(home: string, idOrLast: string, opts: { listHint?: string } = {}): Promise<Result<RolloutFile>> {
+export async function findRollout(
+  home: string,
+  idOrLast: string,
+  opts: { listHint?: string } = {},
+): Promise<Result<RolloutFile>> {
   const q = idOrLast.trim();
   const hint = opts.listHint ? ` (list sessions with ${opts.listHint})` : "";
   const dir = sessionsDir(home);
   if (q === "last") {
     const newest = await newestOwnSession(home);
-    if (!newest) return err("session_not_found", `there are no sessions in ${dir} yet (infty runs' role sessions do not count: relay infty list shows the runs)`, { dir });
+    if (!newest)
+      return err(
+        "session_not_found",
+        `there are no sessions in ${dir} yet (infty runs' role sessions do not count: relay infty list shows the runs)`,
+        { dir },
+      );
     return ok(newest);
   }
   if (q.endsWith(".jsonl") || q.includes("/") || q.includes(path.sep)) return fromPath(q);
   if (!/^[0-9a-fA-F-]+$/.test(q)) {
-    return err("session_bad_id", `"${q}" is not a session id: use "last", a session id (or at least ${MIN_PREFIX} of its first characters), or a rollout path${hint}`);
+    return err(
+      "session_bad_id",
+      `"${q}" is not a session id: use "last", a session id (or at least ${MIN_PREFIX} of its first characters), or a rollout path${hint}`,
+    );
   }
   if (q.length < MIN_PREFIX) {
-    return err("session_bad_id", `session id prefix "${q}" is too short: give at least ${MIN_PREFIX} characters${hint}`);
+    return err(
+      "session_bad_id",
+      `session id prefix "${q}" is too short: give at least ${MIN_PREFIX} characters${hint}`,
+    );
   }
   const prefix = q.toLowerCase();
   const all = await listRollouts(home);
@@ -125,7 +145,9 @@ export async function findRollout(home: string, idOrLast: string, opts: { listHi
     );
   }
   const recent = all.slice(0, 5);
-  const listing = recent.length ? `; the newest sessions are:\n${describe(recent)}` : `; there are no sessions in ${dir} yet`;
+  const listing = recent.length
+    ? `; the newest sessions are:\n${describe(recent)}`
+    : `; there are no sessions in ${dir} yet`;
   return err("session_not_found", `no session id starts with "${q}"${hint}${listing}`, { dir });
 }
 

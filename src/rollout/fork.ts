@@ -6,7 +6,7 @@
 import { rm } from "node:fs/promises";
 import { isErr, type Result } from "../util/result.ts";
 import { isKnownLineType, type RolloutLine } from "./schema.ts";
-import { RolloutWriter, type NewSessionMeta, type RolloutLineInput } from "./writer.ts";
+import { type NewSessionMeta, type RolloutLineInput, RolloutWriter } from "./writer.ts";
 
 export interface ForkSource {
   id: string;
@@ -17,10 +17,20 @@ export interface ForkSource {
   lines: readonly RolloutLine[];
 }
 
-export async function forkRollout(o: { home: string; source: ForkSource; meta: NewSessionMeta; now?: Date }): Promise<Result<RolloutWriter>> {
+export async function forkRollout(o: {
+  home: string;
+  source: ForkSource;
+  meta: NewSessionMeta;
+  now?: Date;
+}): Promise<Result<RolloutWriter>> {
   const created = await RolloutWriter.create({
     home: o.home,
-    meta: { ...o.meta, forked_from_id: o.source.id, forked_from_path: o.source.path, forked_from_lines: o.source.lineCount },
+    meta: {
+      ...o.meta,
+      forked_from_id: o.source.id,
+      forked_from_path: o.source.path,
+      forked_from_lines: o.source.lineCount,
+    },
     now: o.now,
   });
   if (isErr(created)) return created;

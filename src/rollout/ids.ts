@@ -28,7 +28,7 @@ export function uuidv7(nowMs: number = Date.now()): string {
     }
   } else {
     // Start each millisecond in the lower half so the counter has room to grow.
-    counter = ((bytes[6]! & 0x0f) << 8 | bytes[7]!) & 0x7ff;
+    counter = (((bytes[6]! & 0x0f) << 8) | bytes[7]!) & 0x7ff;
   }
   lastMs = ms;
   // 48-bit big-endian timestamp; split because bitwise ops are 32-bit.

@@ -51,7 +51,10 @@ const MAX_SPARE_BUFFERS = 16;
  * Splits a file (or `source`, the same bytes as a stream) into lines without loading it whole:
  * what it holds at any time is one chunk and the unfinished line. Throws on I/O errors.
  */
-export async function* rawLines(file: string, source: AsyncIterable<Uint8Array> = fileChunks(file)): AsyncGenerator<RawLine> {
+export async function* rawLines(
+  file: string,
+  source: AsyncIterable<Uint8Array> = fileChunks(file),
+): AsyncGenerator<RawLine> {
   let pending: Buffer[] = [];
   let lineNo = 0;
   for await (const bytes of source) {
@@ -95,13 +98,25 @@ export async function* streamRollout(file: string, source?: AsyncIterable<Uint8A
           reason: `a torn last line (${raw.bytes} bytes)`,
         };
       } else {
-        yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: not valid JSON`, reason: "not valid JSON" };
+        yield {
+          kind: "skipped",
+          lineNo: raw.lineNo,
+          torn: false,
+          message: `skipped line ${raw.lineNo} of ${file}: not valid JSON`,
+          reason: "not valid JSON",
+        };
       }
       continue;
     }
     const parsed = parseRolloutLine(value);
     if ("error" in parsed) {
-      yield { kind: "skipped", lineNo: raw.lineNo, torn: false, message: `skipped line ${raw.lineNo} of ${file}: ${parsed.error}`, reason: parsed.error };
+      yield {
+        kind: "skipped",
+        lineNo: raw.lineNo,
+        torn: false,
+        message: `skipped line ${raw.lineNo} of ${file}: ${parsed.error}`,
+        reason: parsed.error,
+      };
       continue;
     }
     yield { kind: "line", lineNo: raw.lineNo, line: parsed.ok };
@@ -134,7 +149,15 @@ export async function readRollout(file: string): Promise<Result<Rollout>> {
     if (line.type === "turn_context") lastTurnContext = line.payload as TurnContext;
   });
   if ("error" in r) return r;
-  return ok({ path: file, meta: r.ok.meta, lines, lineCount: r.ok.lineCount, items: reconstructHistory(lines), lastTurnContext, warnings: r.ok.warnings });
+  return ok({
+    path: file,
+    meta: r.ok.meta,
+    lines,
+    lineCount: r.ok.lineCount,
+    items: reconstructHistory(lines),
+    lastTurnContext,
+    warnings: r.ok.warnings,
+  });
 }
 
 /**
@@ -186,7 +209,9 @@ function firstLineMeta(file: string, entry: RolloutEntry): Result<SessionMeta> {
       : entry.torn
         ? "it holds only a torn line (the run probably crashed while creating it)"
         : entry.message.replace(/^skipped /, "");
-  return err("rollout_invalid", `${file} is not a rollout: it must start with a session_meta line, but ${why}`, { path: file });
+  return err("rollout_invalid", `${file} is not a rollout: it must start with a session_meta line, but ${why}`, {
+    path: file,
+  });
 }
 
 function ioError(file: string, e: unknown): { error: { code: string; message: string; data?: unknown } } {

@@ -5,15 +5,17 @@
  * keys, so newer or older Codex files parse. Line types we do not know are kept, not rejected.
  */
 import { z } from "zod";
+import { type ResponseItem, ResponseItemSchema } from "../model/items.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { ResponseItemSchema, type ResponseItem } from "../model/items.ts";
 
-export const GitInfoSchema = lazySchema(() => z.looseObject({
-  commit_hash: z.string().nullish(),
-  branch: z.string().nullish(),
-  repository_url: z.string().nullish(),
-}));
+export const GitInfoSchema = lazySchema(() =>
+  z.looseObject({
+    commit_hash: z.string().nullish(),
+    branch: z.string().nullish(),
+    repository_url: z.string().nullish(),
+  }),
+);
 export type GitInfo = z.infer<typeof GitInfoSchema>;
 
 /** Relay writes one of these strings; Codex may also write other strings or an object (sub-agents). */
@@ -29,72 +31,79 @@ export function isRoleSession(meta: { source?: unknown; infty?: unknown }): bool
 
 /** What to tell someone who wants to continue a role session with `relay run`. */
 export function roleSessionRefusal(meta: { id: string; infty?: { run_id: string; role: string } | null }): string {
-  if (meta.infty) return `session ${meta.id} is the ${meta.infty.role} of infty run ${meta.infty.run_id}; its run drives it: relay infty resume ${meta.infty.run_id}`;
+  if (meta.infty)
+    return `session ${meta.id} is the ${meta.infty.role} of infty run ${meta.infty.run_id}; its run drives it: relay infty resume ${meta.infty.run_id}`;
   return `session ${meta.id} is a role of an infty run, which drives it: find the run with relay infty list and continue it with relay infty resume <run-id>`;
 }
 export type RelaySessionSource = (typeof RELAY_SESSION_SOURCES)[number];
 export const SessionSourceSchema = lazySchema(() => z.union([z.string(), z.record(z.string(), z.unknown())]));
 
-export const SessionMetaSchema = lazySchema(() => z.preprocess(
-  // Older files used `session_id` for the thread id.
-  (v) => {
-    if (v && typeof v === "object" && !("id" in v) && "session_id" in v) {
-      return { ...(v as Record<string, unknown>), id: (v as Record<string, unknown>).session_id };
-    }
-    return v;
-  },
-  z.looseObject({
-    id: z.string().min(1),
-    timestamp: z.string(),
-    cwd: z.string(),
-    originator: z.string(),
-    cli_version: z.string(),
-    source: SessionSourceSchema,
-    model_provider: z.string().nullish(),
-    base_instructions: z.looseObject({ text: z.string() }).nullish(),
-    forked_from_id: z.string().nullish(),
-    /** Relay's own: the source rollout of a fork (`relay run --fork`), and how many lines it had then. */
-    forked_from_path: z.string().nullish(),
-    forked_from_lines: z.number().int().nonnegative().nullish(),
-    git: GitInfoSchema.nullish(),
-    /** Relay's own: the infty run and role this session belongs to (source "infty"). */
-    infty: z.looseObject({ run_id: z.string(), role: z.string() }).nullish(),
-  }),
-));
+export const SessionMetaSchema = lazySchema(() =>
+  z.preprocess(
+    // Older files used `session_id` for the thread id.
+    (v) => {
+      if (v && typeof v === "object" && !("id" in v) && "session_id" in v) {
+        return { ...(v as Record<string, unknown>), id: (v as Record<string, unknown>).session_id };
+      }
+      return v;
+    },
+    z.looseObject({
+      id: z.string().min(1),
+      timestamp: z.string(),
+      cwd: z.string(),
+      originator: z.string(),
+      cli_version: z.string(),
+      source: SessionSourceSchema,
+      model_provider: z.string().nullish(),
+      base_instructions: z.looseObject({ text: z.string() }).nullish(),
+      forked_from_id: z.string().nullish(),
+      /** Relay's own: the source rollout of a fork (`relay run --fork`), and how many lines it had then. */
+      forked_from_path: z.string().nullish(),
+      forked_from_lines: z.number().int().nonnegative().nullish(),
+      git: GitInfoSchema.nullish(),
+      /** Relay's own: the infty run and role this session belongs to (source "infty"). */
+      infty: z.looseObject({ run_id: z.string(), role: z.string() }).nullish(),
+    }),
+  ),
+);
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
 /** A policy is a string in most builds, an object in some; keep whatever was written. */
 const PolicySchema = lazySchema(() => z.union([z.string(), z.looseObject({})]));
 
-export const TurnContextSchema = lazySchema(() => z.looseObject({
-  turn_id: z.string().nullish(),
-  cwd: z.string(),
-  approval_policy: PolicySchema,
-  sandbox_policy: PolicySchema,
-  model: z.string(),
-  effort: z.string().nullish(),
-  summary: z.unknown().optional(),
-}));
+export const TurnContextSchema = lazySchema(() =>
+  z.looseObject({
+    turn_id: z.string().nullish(),
+    cwd: z.string(),
+    approval_policy: PolicySchema,
+    sandbox_policy: PolicySchema,
+    model: z.string(),
+    effort: z.string().nullish(),
+    summary: z.unknown().optional(),
+  }),
+);
 export type TurnContext = z.infer<typeof TurnContextSchema>;
 
-export const CompactedSchema = lazySchema(() => z.preprocess(
-  // Legacy files stored the window number in `window_id`.
-  (v) => {
-    if (v && typeof v === "object" && typeof (v as Record<string, unknown>).window_id === "number") {
-      const { window_id, ...rest } = v as Record<string, unknown>;
-      return { window_number: window_id, ...rest };
-    }
-    return v;
-  },
-  z.looseObject({
-    message: z.string(),
-    replacement_history: z.array(ResponseItemSchema).nullish(),
-    window_number: z.number().nullish(),
-    window_id: z.string().nullish(),
-    first_window_id: z.string().nullish(),
-    previous_window_id: z.string().nullish(),
-  }),
-));
+export const CompactedSchema = lazySchema(() =>
+  z.preprocess(
+    // Legacy files stored the window number in `window_id`.
+    (v) => {
+      if (v && typeof v === "object" && typeof (v as Record<string, unknown>).window_id === "number") {
+        const { window_id, ...rest } = v as Record<string, unknown>;
+        return { window_number: window_id, ...rest };
+      }
+      return v;
+    },
+    z.looseObject({
+      message: z.string(),
+      replacement_history: z.array(ResponseItemSchema).nullish(),
+      window_number: z.number().nullish(),
+      window_id: z.string().nullish(),
+      first_window_id: z.string().nullish(),
+      previous_window_id: z.string().nullish(),
+    }),
+  ),
+);
 export type Compacted = z.infer<typeof CompactedSchema>;
 
 export const EventMsgSchema = lazySchema(() => z.looseObject({ type: z.string() }));
@@ -106,11 +115,21 @@ const envelope = {
   ordinal: lazySchema(() => z.number().nullish()),
 };
 
-export const SessionMetaLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema }));
-export const ResponseItemLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema }));
-export const EventMsgLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }));
-export const TurnContextLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("turn_context"), payload: TurnContextSchema }));
-export const CompactedLineSchema = lazySchema(() => z.object({ ...envelope, type: z.literal("compacted"), payload: CompactedSchema }));
+export const SessionMetaLineSchema = lazySchema(() =>
+  z.object({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema }),
+);
+export const ResponseItemLineSchema = lazySchema(() =>
+  z.object({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema }),
+);
+export const EventMsgLineSchema = lazySchema(() =>
+  z.object({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }),
+);
+export const TurnContextLineSchema = lazySchema(() =>
+  z.object({ ...envelope, type: z.literal("turn_context"), payload: TurnContextSchema }),
+);
+export const CompactedLineSchema = lazySchema(() =>
+  z.object({ ...envelope, type: z.literal("compacted"), payload: CompactedSchema }),
+);
 /** Any other line type (world_state, inter_agent_communication, ...): kept, ignored by readers. */
 export const UnknownLineSchema = lazySchema(() => z.object({ ...envelope, type: z.string(), payload: z.unknown() }));
 
@@ -152,7 +171,8 @@ function summarize(e: z.ZodError, value: unknown): string {
   const parts = e.issues.slice(0, 3).map((i) => {
     const key = i.path.map(String).join(".") || "line";
     let cur: unknown = value;
-    for (const k of i.path) cur = cur !== null && typeof cur === "object" ? (cur as Record<PropertyKey, unknown>)[k] : undefined;
+    for (const k of i.path)
+      cur = cur !== null && typeof cur === "object" ? (cur as Record<PropertyKey, unknown>)[k] : undefined;
     return cur === undefined && i.path.length ? `${key} is missing` : `${key}: ${i.message}`;
   });
   if (e.issues.length > 3) parts.push(`${e.issues.length - 3} more`);

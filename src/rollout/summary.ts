@@ -9,47 +9,51 @@
  * A file that is not a rollout is still listed, with the reason in `error`; nothing here throws.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
-import { messageText, type MessageItem } from "../model/items.ts";
-import { errorMessage } from "../util/result.ts";
+import { type MessageItem, messageText } from "../model/items.ts";
 import { oneLine } from "../util/clip.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import { errorMessage } from "../util/result.ts";
 import { listRollouts, type RolloutFile } from "./find.ts";
-import { streamRollout, type RolloutEntry } from "./reader.ts";
+import { type RolloutEntry, streamRollout } from "./reader.ts";
 import { countLinesOfType, readLineAt } from "./scan.ts";
-import { INFTY_SOURCE, TurnContextLineSchema, type RolloutLine, type SessionMeta } from "./schema.ts";
+import { INFTY_SOURCE, type RolloutLine, type SessionMeta, TurnContextLineSchema } from "./schema.ts";
 
-export const SessionSummarySchema = lazySchema(() => z.object({
-  id: z.string(),
-  path: z.string(),
-  /** When the session started: the file name's local time, as ISO-8601 UTC. */
-  started_at: z.string(),
-  cwd: z.string().nullable(),
-  /** The first thing the user asked, on one line, cut to PROMPT_CHARS. */
-  first_prompt: z.string().nullable(),
-  /** The model of the last turn; null before the first turn. */
-  model: z.string().nullable(),
-  turns: z.number().int().nullable(),
-  /** False when the file is longer than the scan bound: `turns` is then a lower bound. */
-  turns_complete: z.boolean(),
-  originator: z.string().nullable(),
-  forked_from_id: z.string().nullable(),
-  /** Who started it: cli, exec, infty (a run's role; `infty` says which), or another program's word. */
-  source: z.string().nullable(),
-  infty: z.object({ run_id: z.string(), role: z.string() }).nullable(),
-  /** Why the file cannot be read as a rollout; every field but id, path and started_at is then null. */
-  error: z.string().nullable(),
-}));
+export const SessionSummarySchema = lazySchema(() =>
+  z.object({
+    id: z.string(),
+    path: z.string(),
+    /** When the session started: the file name's local time, as ISO-8601 UTC. */
+    started_at: z.string(),
+    cwd: z.string().nullable(),
+    /** The first thing the user asked, on one line, cut to PROMPT_CHARS. */
+    first_prompt: z.string().nullable(),
+    /** The model of the last turn; null before the first turn. */
+    model: z.string().nullable(),
+    turns: z.number().int().nullable(),
+    /** False when the file is longer than the scan bound: `turns` is then a lower bound. */
+    turns_complete: z.boolean(),
+    originator: z.string().nullable(),
+    forked_from_id: z.string().nullable(),
+    /** Who started it: cli, exec, infty (a run's role; `infty` says which), or another program's word. */
+    source: z.string().nullable(),
+    infty: z.object({ run_id: z.string(), role: z.string() }).nullable(),
+    /** Why the file cannot be read as a rollout; every field but id, path and started_at is then null. */
+    error: z.string().nullable(),
+  }),
+);
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
-export const SessionListSchema = lazySchema(() => z.object({
-  sessions: z.array(SessionSummarySchema),
-  /** Rollout files found in all. */
-  total: z.number().int(),
-  /** Files not looked at because the limit was reached (some may be sessions the filter leaves out). */
-  more: z.number().int(),
-  /** Sessions looked at and left out by the filter (infty runs' role sessions, by default). */
-  hidden: z.number().int(),
-}));
+export const SessionListSchema = lazySchema(() =>
+  z.object({
+    sessions: z.array(SessionSummarySchema),
+    /** Rollout files found in all. */
+    total: z.number().int(),
+    /** Files not looked at because the limit was reached (some may be sessions the filter leaves out). */
+    more: z.number().int(),
+    /** Sessions looked at and left out by the filter (infty runs' role sessions, by default). */
+    hidden: z.number().int(),
+  }),
+);
 export type SessionList = z.infer<typeof SessionListSchema>;
 
 const HEAD_LINES = 64;
@@ -70,7 +74,10 @@ export const ownSessions: SessionFilter = (s) => s.source !== INFTY_SOURCE && s.
  * first. Files are summarised a batch at a time until enough pass, so a listing reads only
  * the heads of the files it looks at.
  */
-export async function listSessions(home: string, opts: { limit?: number; filter?: SessionFilter } = {}): Promise<SessionList> {
+export async function listSessions(
+  home: string,
+  opts: { limit?: number; filter?: SessionFilter } = {},
+): Promise<SessionList> {
   const files = await listRollouts(home);
   const limit = opts.limit ?? Infinity;
   const sessions: SessionSummary[] = [];
@@ -169,8 +176,10 @@ async function readHead(file: string): Promise<Head | { reason: string }> {
 
 function metaOf(entry: RolloutEntry): { meta: SessionMeta } | { reason: string } {
   if (entry.kind === "line" && entry.line.type === "session_meta") return { meta: entry.line.payload as SessionMeta };
-  if (entry.kind === "line") return { reason: `not a rollout: it starts with a ${entry.line.type} line, not session_meta` };
-  if (entry.torn) return { reason: "not a rollout yet: it holds only a torn line (the run probably crashed while creating it)" };
+  if (entry.kind === "line")
+    return { reason: `not a rollout: it starts with a ${entry.line.type} line, not session_meta` };
+  if (entry.torn)
+    return { reason: "not a rollout yet: it holds only a torn line (the run probably crashed while creating it)" };
   return { reason: `not a rollout: line ${entry.lineNo}: ${entry.reason}` };
 }
 
@@ -182,7 +191,8 @@ function metaOf(entry: RolloutEntry): { meta: SessionMeta } | { reason: string }
  */
 function promptOf(line: RolloutLine): { text: string; typed: boolean } | undefined {
   const payload = line.payload as Record<string, unknown>;
-  if (line.type === "event_msg" && payload.type === "user_message" && typeof payload.message === "string") return { text: payload.message, typed: true };
+  if (line.type === "event_msg" && payload.type === "user_message" && typeof payload.message === "string")
+    return { text: payload.message, typed: true };
   if (line.type !== "response_item" || payload.type !== "message" || payload.role !== "user") return undefined;
   const text = messageText(payload as MessageItem).trim();
   return text === "" || /^[<#]/.test(text) ? undefined : { text, typed: false };

@@ -6,13 +6,13 @@
  */
 import { Buffer } from "node:buffer";
 import { ftruncateSync, writeSync } from "node:fs";
-import { chmod, mkdir, open, unlink, type FileHandle } from "node:fs/promises";
+import { chmod, type FileHandle, mkdir, open, unlink } from "node:fs/promises";
 import path from "node:path";
+import { sessionsDir } from "../home/home.ts";
 import type { ResponseItem } from "../model/items.ts";
 import { localFields } from "../util/local-time.ts";
 import { err, errorMessage, isErr, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
-import { sessionsDir } from "../home/home.ts";
 import { uuidv7 } from "./ids.ts";
 import { readSessionMeta } from "./reader.ts";
 import type { Compacted, EventMsg, GitInfo, RelaySessionSource, SessionMeta, TurnContext } from "./schema.ts";
@@ -111,7 +111,8 @@ export async function makePrivateDirs(root: string, dir: string): Promise<void> 
   const rel = path.relative(root, dir);
   if (rel.startsWith("..") || path.isAbsolute(rel)) return;
   const parts = rel.split(path.sep).filter(Boolean);
-  for (let i = 0; i <= parts.length; i++) await chmod(path.join(root, ...parts.slice(0, i)), ROLLOUT_DIR_MODE).catch(() => undefined);
+  for (let i = 0; i <= parts.length; i++)
+    await chmod(path.join(root, ...parts.slice(0, i)), ROLLOUT_DIR_MODE).catch(() => undefined);
 }
 
 /** Sets 0600 on a rollout (new: against the umask; old: written before rollouts were private). */
@@ -160,7 +161,11 @@ export class RolloutWriter {
       fh = await open(file, "ax", ROLLOUT_FILE_MODE);
       await makePrivateFile(file);
     } catch (e) {
-      return err("rollout_create", `cannot create rollout ${file}: ${errorMessage(e)} (the session did not start; fix the cause, e.g. free space, and run it again)`, { path: file });
+      return err(
+        "rollout_create",
+        `cannot create rollout ${file}: ${errorMessage(e)} (the session did not start; fix the cause, e.g. free space, and run it again)`,
+        { path: file },
+      );
     }
     const writer = new RolloutWriter(file, meta, fh, false, 0);
     const first = await writer.append([{ type: "session_meta", payload: meta, timestamp: meta.timestamp }]);
@@ -168,7 +173,11 @@ export class RolloutWriter {
       // No empty or torn rollout is left behind: it would list as unreadable and resume as empty.
       await fh.close().catch(() => {});
       await unlink(file).catch(() => {});
-      return err("rollout_create", `${first.error.message} (the session did not start; free space, or fix the cause, and run it again)`, { path: file });
+      return err(
+        "rollout_create",
+        `${first.error.message} (the session did not start; free space, or fix the cause, and run it again)`,
+        { path: file },
+      );
     }
     return ok(writer);
   }
@@ -207,7 +216,11 @@ export class RolloutWriter {
     let text: string;
     try {
       text = lines
-        .map((l) => JSON.stringify({ timestamp: l.timestamp ?? new Date().toISOString(), type: l.type, payload: l.payload }) + "\n")
+        .map(
+          (l) =>
+            JSON.stringify({ timestamp: l.timestamp ?? new Date().toISOString(), type: l.type, payload: l.payload }) +
+            "\n",
+        )
         .join("");
     } catch (e) {
       return Promise.resolve(err("rollout_encode", `cannot encode a rollout line: ${errorMessage(e)}`));
@@ -229,7 +242,9 @@ export class RolloutWriter {
       this.size += buf.length;
       return ok(null);
     } catch (e) {
-      this.failure = err("rollout_write", `cannot write to rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
+      this.failure = err("rollout_write", `cannot write to rollout ${this.path}: ${errorMessage(e)}`, {
+        path: this.path,
+      });
       // Some runtimes (Deno) throw from inside their own write loop, after part of it went out.
       this.cutBack();
       return this.failure;
@@ -253,7 +268,9 @@ export class RolloutWriter {
   /** Appends the events the persistence policy keeps; the others are dropped. */
   appendEvents(events: readonly EventMsg[], mode: EventPersistence = "limited"): Promise<Result<null>> {
     return this.append(
-      events.filter((e) => shouldPersistEvent(e.type, mode)).map((payload) => ({ type: "event_msg" as const, payload })),
+      events
+        .filter((e) => shouldPersistEvent(e.type, mode))
+        .map((payload) => ({ type: "event_msg" as const, payload })),
     );
   }
 
@@ -281,7 +298,9 @@ export class RolloutWriter {
         return ok(null);
       } catch (e) {
         await this.fh.close().catch(() => {});
-        return err("rollout_close", `cannot sync and close rollout ${this.path}: ${errorMessage(e)}`, { path: this.path });
+        return err("rollout_close", `cannot sync and close rollout ${this.path}: ${errorMessage(e)}`, {
+          path: this.path,
+        });
       }
     });
     this.tail = p;

@@ -3,15 +3,23 @@
  * Every item goes to the rollout as soon as it exists, so a crash loses at most the step in
  * flight, and `--resume` continues from the file.
  */
-import { ModelError, type ModelClient, type OutputSchema, type TokenUsage } from "../model/client.ts";
-import { assistantMessage, developerMessage, messageText, userMessage, type FunctionCallItem, type MessageItem, type ResponseItem } from "../model/items.ts";
-import { estimateTokens } from "../util/truncate.ts";
-import type { RolloutWriter } from "../rollout/writer.ts";
+import { type ModelClient, ModelError, type OutputSchema, type TokenUsage } from "../model/client.ts";
+import {
+  assistantMessage,
+  developerMessage,
+  type FunctionCallItem,
+  type MessageItem,
+  messageText,
+  type ResponseItem,
+  userMessage,
+} from "../model/items.ts";
 import { uuidv7 } from "../rollout/ids.ts";
 import type { TurnContext } from "../rollout/schema.ts";
+import type { RolloutWriter } from "../rollout/writer.ts";
+import type { Result } from "../util/result.ts";
+import { estimateTokens } from "../util/truncate.ts";
 import { buildCompactedHistory, pruneToolOutputs, summarize, USER_MESSAGE_BUDGET_TOKENS } from "./compaction.ts";
 import type { EmitEvent } from "./events.ts";
-import type { Result } from "../util/result.ts";
 import type { ToolRouter } from "./tool-router.ts";
 
 export interface AgentOptions {
@@ -93,19 +101,41 @@ export class AgentSession {
 
   /** Gives every call left without an output (a crash mid-call) an output saying so. */
   async repairDanglingCalls(): Promise<number> {
-    const answered = new Set(this.history.filter((i) => i.type === "function_call_output").map((i) => (i as { call_id: string }).call_id));
-    const missing = this.history.filter((i): i is FunctionCallItem => i.type === "function_call" && !answered.has((i as FunctionCallItem).call_id));
+    const answered = new Set(
+      this.history.filter((i) => i.type === "function_call_output").map((i) => (i as { call_id: string }).call_id),
+    );
+    const missing = this.history.filter(
+      (i): i is FunctionCallItem => i.type === "function_call" && !answered.has((i as FunctionCallItem).call_id),
+    );
     for (const call of missing) {
-      await this.record([{ type: "function_call_output", call_id: call.call_id, output: "aborted: the previous run ended before this tool call finished; check the state before retrying it" }]);
+      await this.record([
+        {
+          type: "function_call_output",
+          call_id: call.call_id,
+          output: "aborted: the previous run ended before this tool call finished; check the state before retrying it",
+        },
+      ]);
     }
     return missing.length;
   }
 
-  async runTurn(prompt: string | undefined, signal: AbortSignal, preamble: ResponseItem[] = [], opts: TurnOptions = {}): Promise<TurnOutcome> {
+  async runTurn(
+    prompt: string | undefined,
+    signal: AbortSignal,
+    preamble: ResponseItem[] = [],
+    opts: TurnOptions = {},
+  ): Promise<TurnOutcome> {
     this.turn++;
     this.o.emit({ type: "turn_started", turn: this.turn });
     // Each turn has its own id, as Codex's turns do (it reads turn_id to rebuild a thread's turns).
-    await this.keep(this.o.rollout.append([{ type: "turn_context", payload: { turn_id: uuidv7(), ...this.o.turnContext, model: this.o.modelName } as TurnContext }]));
+    await this.keep(
+      this.o.rollout.append([
+        {
+          type: "turn_context",
+          payload: { turn_id: uuidv7(), ...this.o.turnContext, model: this.o.modelName } as TurnContext,
+        },
+      ]),
+    );
     if (preamble.length) await this.record(preamble);
     if (prompt !== undefined) {
       await this.record([userMessage(prompt)]);
@@ -129,7 +159,10 @@ export class AgentSession {
         throw e;
       }
       const calls = items.filter((i): i is FunctionCallItem => i.type === "function_call");
-      const text = items.filter((i): i is MessageItem => i.type === "message" && (i as MessageItem).role === "assistant").map(messageText).join("\n");
+      const text = items
+        .filter((i): i is MessageItem => i.type === "message" && (i as MessageItem).role === "assistant")
+        .map(messageText)
+        .join("\n");
       if (text) {
         finalMessage = text;
         this.o.emit({ type: "assistant_message", text });
@@ -140,7 +173,13 @@ export class AgentSession {
         const c = item as { call_id: string; name: string; input: string };
         this.o.emit({ type: "tool_call", call_id: c.call_id, name: c.name, display: c.input.slice(0, 80) });
         const out = await this.o.router.callCustom(c.name, c.input, c.call_id, signal);
-        this.o.emit({ type: "tool_result", call_id: c.call_id, name: c.name, success: out.success, output: out.output });
+        this.o.emit({
+          type: "tool_result",
+          call_id: c.call_id,
+          name: c.name,
+          success: out.success,
+          output: out.output,
+        });
         await this.record([{ type: "custom_tool_call_output", call_id: c.call_id, output: out.output }]);
       }
       if (calls.length === 0 && custom.length === 0) {
@@ -152,7 +191,10 @@ export class AgentSession {
       await this.runCalls(calls, signal);
       if (signal.aborted) return this.aborted(steps, finalMessage);
     }
-    this.o.emit({ type: "warning", message: `stopped after ${steps} model requests in this turn (--max-steps); resume the session to let it continue` });
+    this.o.emit({
+      type: "warning",
+      message: `stopped after ${steps} model requests in this turn (--max-steps); resume the session to let it continue`,
+    });
     await this.keep(this.o.rollout.flush());
     return { status: "max_steps", finalMessage, steps };
   }
@@ -199,7 +241,13 @@ export class AgentSession {
     let text = "";
     let usage: TokenUsage | undefined;
     const input = [developerMessage(this.o.developerInstructions), ...this.history];
-    const request = { model: this.o.modelName, instructions: this.o.instructions, input, tools: this.o.router.modelTools(), parallelToolCalls: true };
+    const request = {
+      model: this.o.modelName,
+      instructions: this.o.instructions,
+      input,
+      tools: this.o.router.modelTools(),
+      parallelToolCalls: true,
+    };
     for await (const e of this.o.model.stream(outputSchema ? { ...request, outputSchema } : request, signal)) {
       if (e.type === "text_delta") {
         text += e.delta;
@@ -212,7 +260,14 @@ export class AgentSession {
         await this.record([e.item]);
       } else if (e.type === "retrying") {
         if (e.discardPartial) text = "";
-        this.o.emit({ type: "retrying", attempt: e.attempt, max_retries: e.maxRetries, delay_ms: e.delayMs, reason: e.reason, ...(e.discardPartial ? { discarded_partial: true } : {}) });
+        this.o.emit({
+          type: "retrying",
+          attempt: e.attempt,
+          max_retries: e.maxRetries,
+          delay_ms: e.delayMs,
+          reason: e.reason,
+          ...(e.discardPartial ? { discarded_partial: true } : {}),
+        });
       } else if (e.type === "completed") {
         usage = e.usage;
       }
@@ -223,10 +278,20 @@ export class AgentSession {
       items.push(msg);
       await this.record([msg]);
     }
-    this.contextTokens = usage?.total_tokens ?? estimateTokens(JSON.stringify(input)) + estimateTokens(JSON.stringify(items));
+    this.contextTokens =
+      usage?.total_tokens ?? estimateTokens(JSON.stringify(input)) + estimateTokens(JSON.stringify(items));
     if (usage) {
-      this.o.emit({ type: "token_usage", usage, context_tokens: this.contextTokens, context_window: this.o.contextWindow });
-      await this.keep(this.o.rollout.appendEvents([{ type: "token_count", info: { last_token_usage: usage, model_context_window: this.o.contextWindow } }]));
+      this.o.emit({
+        type: "token_usage",
+        usage,
+        context_tokens: this.contextTokens,
+        context_window: this.o.contextWindow,
+      });
+      await this.keep(
+        this.o.rollout.appendEvents([
+          { type: "token_count", info: { last_token_usage: usage, model_context_window: this.o.contextWindow } },
+        ]),
+      );
     }
     return items;
   }
@@ -237,17 +302,31 @@ export class AgentSession {
     while (i < calls.length) {
       const batch = [calls[i]!];
       if (this.o.router.isReadOnly(calls[i]!.name)) {
-        while (i + batch.length < calls.length && this.o.router.isReadOnly(calls[i + batch.length]!.name)) batch.push(calls[i + batch.length]!);
+        while (i + batch.length < calls.length && this.o.router.isReadOnly(calls[i + batch.length]!.name))
+          batch.push(calls[i + batch.length]!);
       }
       const outcomes = await Promise.all(
         batch.map(async (call) => {
           this.o.emit({ type: "tool_call", call_id: call.call_id, name: call.name, display: displayOf(call) });
           const out = await this.o.router.call(call.name, call.arguments, signal, call.call_id);
-          this.o.emit({ type: "tool_result", call_id: call.call_id, name: call.name, success: out.success, output: out.output, ...(out.fullOutputPath ? { full_output_path: out.fullOutputPath } : {}) });
+          this.o.emit({
+            type: "tool_result",
+            call_id: call.call_id,
+            name: call.name,
+            success: out.success,
+            output: out.output,
+            ...(out.fullOutputPath ? { full_output_path: out.fullOutputPath } : {}),
+          });
           return { call, out };
         }),
       );
-      await this.record(outcomes.map(({ call, out }) => ({ type: "function_call_output" as const, call_id: call.call_id, output: out.output })));
+      await this.record(
+        outcomes.map(({ call, out }) => ({
+          type: "function_call_output" as const,
+          call_id: call.call_id,
+          output: out.output,
+        })),
+      );
       i += batch.length;
       if (signal.aborted) return;
     }
@@ -260,20 +339,41 @@ export class AgentSession {
     let summary = "";
     let fallback = false;
     try {
-      summary = await summarize(this.o.model, { model: this.o.modelName, instructions: this.o.instructions }, this.history, signal);
+      summary = await summarize(
+        this.o.model,
+        { model: this.o.modelName, instructions: this.o.instructions },
+        this.history,
+        signal,
+      );
       // Kept user messages get at most a quarter of the limit, or compaction could not get under it.
-      next = buildCompactedHistory(this.history, summary, Math.min(USER_MESSAGE_BUDGET_TOKENS, Math.floor(this.compactLimit / 4)));
+      next = buildCompactedHistory(
+        this.history,
+        summary,
+        Math.min(USER_MESSAGE_BUDGET_TOKENS, Math.floor(this.compactLimit / 4)),
+      );
     } catch (e) {
       if (signal.aborted) throw e;
-      this.o.emit({ type: "warning", message: `compaction's summary turn failed (${(e as Error).message}); emptied older tool outputs instead` });
+      this.o.emit({
+        type: "warning",
+        message: `compaction's summary turn failed (${(e as Error).message}); emptied older tool outputs instead`,
+      });
       next = pruneToolOutputs(this.history);
       fallback = true;
     }
     this.history = next;
     this.contextTokens = estimateTokens(JSON.stringify(next));
-    await this.keep(this.o.rollout.append([{ type: "compacted", payload: { message: summary, replacement_history: next } }]));
+    await this.keep(
+      this.o.rollout.append([{ type: "compacted", payload: { message: summary, replacement_history: next } }]),
+    );
     await this.keep(this.o.rollout.appendEvents([{ type: "context_compacted", tokens_before: tokensBefore, forced }]));
-    this.o.emit({ type: "context_compacted", tokens_before: tokensBefore, items_before: before, items_after: next.length, fallback, ...(summary ? { summary } : {}) });
+    this.o.emit({
+      type: "context_compacted",
+      tokens_before: tokensBefore,
+      items_before: before,
+      items_after: next.length,
+      fallback,
+      ...(summary ? { summary } : {}),
+    });
   }
 }
 
@@ -281,10 +381,12 @@ function displayOf(call: FunctionCallItem): string {
   try {
     const a = JSON.parse(call.arguments) as Record<string, unknown>;
     if (call.name === "exec_command" && typeof a.cmd === "string") return a.cmd;
-    if (call.name === "write_stdin") return `session ${a.session_id}${a.chars ? ` <- ${JSON.stringify(a.chars)}` : " (poll)"}`;
+    if (call.name === "write_stdin")
+      return `session ${a.session_id}${a.chars ? ` <- ${JSON.stringify(a.chars)}` : " (poll)"}`;
     const target = a.file_path ?? a.dir_path ?? a.pattern;
     if (typeof target === "string") return target;
-    if (typeof a.input === "string") return [...a.input.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1]).join(", ");
+    if (typeof a.input === "string")
+      return [...a.input.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1]).join(", ");
   } catch {
     // fall through
   }

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { parseShell, type Command, type Word } from "../util/shell-parse.ts";
+import { type Command, parseShell, type Word } from "../util/shell-parse.ts";
 import policyData from "./approval-policy.json" with { type: "json" };
 
 /** One built-in rule: programs (or `git SUBCOMMAND`s) that only read, and how to read their options. */
@@ -39,7 +39,13 @@ export const BuiltinRuleSchema = lazySchema(() =>
 export type BuiltinRule = z.infer<typeof BuiltinRuleSchema>;
 
 export const BuiltinPolicySchema = lazySchema(() =>
-  z.object({ $comment: z.string().optional(), rules: z.array(BuiltinRuleSchema), never: z.record(z.string(), z.string()) }).strict(),
+  z
+    .object({
+      $comment: z.string().optional(),
+      rules: z.array(BuiltinRuleSchema),
+      never: z.record(z.string(), z.string()),
+    })
+    .strict(),
 );
 export type BuiltinPolicy = z.infer<typeof BuiltinPolicySchema>;
 
@@ -69,11 +75,20 @@ export const UserApprovalRuleSchema = lazySchema(() =>
     })
     .strict()
     .superRefine((rule, ctx) => {
-      for (const [key, want] of [["match", true], ["not_match", false]] as const) {
+      for (const [key, want] of [
+        ["match", true],
+        ["not_match", false],
+      ] as const) {
         rule[key].forEach((example, i) => {
           const got = exampleMatches(rule.prefix, example);
-          if (typeof got === "string") ctx.addIssue({ code: "custom", path: [key, i], message: `${JSON.stringify(example)}: ${got}` });
-          else if (got !== want) ctx.addIssue({ code: "custom", path: [key, i], message: `the rule ${got ? "matches" : "does not match"} ${JSON.stringify(example)}` });
+          if (typeof got === "string")
+            ctx.addIssue({ code: "custom", path: [key, i], message: `${JSON.stringify(example)}: ${got}` });
+          else if (got !== want)
+            ctx.addIssue({
+              code: "custom",
+              path: [key, i],
+              message: `the rule ${got ? "matches" : "does not match"} ${JSON.stringify(example)}`,
+            });
         });
       }
     }),

@@ -8,9 +8,9 @@
  */
 import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { Log } from "../util/log.ts";
+import type { UserApprovalRule } from "./approval-rules.ts";
 import { commandSafety, type Safety } from "./command-safety.ts";
 import type { ApprovalPolicy } from "./config.ts";
-import type { UserApprovalRule } from "./approval-rules.ts";
 
 export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
 
@@ -50,12 +50,25 @@ async function untrustedSafety(cmd: string, rules: readonly UserApprovalRule[]):
   return commandSafety(cmd, rules);
 }
 
-export type ApprovalNeed = { type: "skip" } | { type: "ask"; request: ApprovalRequest } | { type: "refuse"; reason: string };
+export type ApprovalNeed =
+  | { type: "skip" }
+  | { type: "ask"; request: ApprovalRequest }
+  | { type: "refuse"; reason: string };
 
-export async function evaluateExec(policy: ApprovalPolicy, cmd: string, cwd: string, escalation: boolean, justification?: string, rules: readonly UserApprovalRule[] = []): Promise<ApprovalNeed> {
+export async function evaluateExec(
+  policy: ApprovalPolicy,
+  cmd: string,
+  cwd: string,
+  escalation: boolean,
+  justification?: string,
+  rules: readonly UserApprovalRule[] = [],
+): Promise<ApprovalNeed> {
   if (escalation) {
     if (policy === "never") {
-      return { type: "refuse", reason: `approval policy is never; reject command — you cannot ask for escalated permissions if the approval policy is never` };
+      return {
+        type: "refuse",
+        reason: `approval policy is never; reject command — you cannot ask for escalated permissions if the approval policy is never`,
+      };
     }
     return { type: "ask", request: { kind: "escalation", summary: cmd, justification, cwd } };
   }
@@ -74,9 +87,24 @@ export function evaluatePatch(policy: ApprovalPolicy, summary: string, cwd: stri
  * An MCP tool call: under untrusted, a tool that declares `annotations.readOnlyHint: true` runs
  * without asking and any other asks, as a patch does; the other policies do not ask.
  */
-export function evaluateMcpTool(policy: ApprovalPolicy, tool: string, readOnly: boolean, args: string, cwd: string): ApprovalNeed {
+export function evaluateMcpTool(
+  policy: ApprovalPolicy,
+  tool: string,
+  readOnly: boolean,
+  args: string,
+  cwd: string,
+): ApprovalNeed {
   if (policy !== "untrusted" || readOnly) return { type: "skip" };
-  return { type: "ask", request: { kind: "mcp", summary: tool, detail: args, reason: "the MCP tool does not declare itself read-only (annotations.readOnlyHint)", cwd } };
+  return {
+    type: "ask",
+    request: {
+      kind: "mcp",
+      summary: tool,
+      detail: args,
+      reason: "the MCP tool does not declare itself read-only (annotations.readOnlyHint)",
+      cwd,
+    },
+  };
 }
 
 /** Refuses every request: for runs without a terminal. */
@@ -88,7 +116,10 @@ export const nonInteractiveApprover: Approver = {
 };
 
 /** Asks on the terminal: y = once, a = for the rest of the session, n = no. */
-export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stderr): Approver {
+export function terminalApprover(
+  input: NodeJS.ReadableStream = process.stdin,
+  output: NodeJS.WritableStream = process.stderr,
+): Approver {
   return {
     interactive: true,
     async ask(req) {
@@ -96,7 +127,14 @@ export function terminalApprover(input: NodeJS.ReadableStream = process.stdin, o
       const { createInterface } = await import("node:readline/promises");
       const rl = createInterface({ input, output });
       try {
-        const what = req.kind === "patch" ? "apply this patch" : req.kind === "escalation" ? "run this command OUTSIDE the sandbox" : req.kind === "mcp" ? "call this MCP tool" : "run this command";
+        const what =
+          req.kind === "patch"
+            ? "apply this patch"
+            : req.kind === "escalation"
+              ? "run this command OUTSIDE the sandbox"
+              : req.kind === "mcp"
+                ? "call this MCP tool"
+                : "run this command";
         output.write(`\nrelay wants to ${what} in ${req.cwd}:\n  ${req.summary.split("\n").join("\n  ")}\n`);
         if (req.detail) output.write(`  ${req.detail.slice(0, 2000).split("\n").join("\n  ")}\n`);
         if (req.justification) output.write(`reason: ${req.justification}\n`);

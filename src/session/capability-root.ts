@@ -13,26 +13,39 @@ import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 /** An environment's name: what `--environment NAME=...` and `--executor-name` give. */
-export const EnvironmentNameSchema = lazySchema(() => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '_', '.' or '-' (starting with a letter or digit)"));
+export const EnvironmentNameSchema = lazySchema(() =>
+  z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+      "must be letters, digits, '_', '.' or '-' (starting with a letter or digit)",
+    ),
+);
 
-export const RootLocationSchema = lazySchema(() => z.object({
-  type: z.literal("environment"),
-  environmentId: EnvironmentNameSchema,
-  path: z.string().min(1),
-}));
+export const RootLocationSchema = lazySchema(() =>
+  z.object({
+    type: z.literal("environment"),
+    environmentId: EnvironmentNameSchema,
+    path: z.string().min(1),
+  }),
+);
 
-export const CapabilityRootSchema = lazySchema(() => z.object({
-  id: z.string().min(1),
-  location: RootLocationSchema,
-}));
+export const CapabilityRootSchema = lazySchema(() =>
+  z.object({
+    id: z.string().min(1),
+    location: RootLocationSchema,
+  }),
+);
 export type CapabilityRoot = z.infer<typeof CapabilityRootSchema>;
 
 /** `[[capability_roots]]` in config.toml. */
-export const CapabilityRootConfigSchema = lazySchema(() => z.object({
-  id: z.string().min(1).optional(),
-  environment: EnvironmentNameSchema,
-  path: z.string().min(1),
-}));
+export const CapabilityRootConfigSchema = lazySchema(() =>
+  z.object({
+    id: z.string().min(1).optional(),
+    environment: EnvironmentNameSchema,
+    path: z.string().min(1),
+  }),
+);
 export type CapabilityRootConfig = z.infer<typeof CapabilityRootConfigSchema>;
 
 /** A stable id for a root given without one: the short spec itself. */
@@ -47,7 +60,11 @@ const KEYS: Record<string, "id" | "env" | "path"> = { id: "id", env: "env", envi
 
 /** `env:path`, or `id=..,env=..,path=..` (a comma in a value that is not followed by a key stays in it). */
 export function parseCapabilityRoot(spec: string): Result<CapabilityRoot> {
-  const bad = (why: string) => err("invalid_capability_root", `${USAGE} (got ${JSON.stringify(spec)}: ${why}), e.g. local:/home/me/skills or id=deploy@1,env=build,path=/opt/plugins/deploy`);
+  const bad = (why: string) =>
+    err(
+      "invalid_capability_root",
+      `${USAGE} (got ${JSON.stringify(spec)}: ${why}), e.g. local:/home/me/skills or id=deploy@1,env=build,path=/opt/plugins/deploy`,
+    );
   const keyed = /^(id|env|environment|path)=/.test(spec);
   let env: string | undefined;
   let p: string | undefined;
@@ -93,7 +110,8 @@ export function recordedRoot(v: unknown): CapabilityRoot | undefined {
 }
 
 /** Roots from config.toml, ids derived where none is given. */
-export const configRoots = (c: CapabilityRootConfig[] | undefined): CapabilityRoot[] => (c ?? []).map((r) => capabilityRoot(r.environment, r.path, r.id));
+export const configRoots = (c: CapabilityRootConfig[] | undefined): CapabilityRoot[] =>
+  (c ?? []).map((r) => capabilityRoot(r.environment, r.path, r.id));
 
 /** The first id given to two roots, if any. */
 export function duplicateRootId(roots: CapabilityRoot[]): string | undefined {

@@ -5,14 +5,22 @@
  * `Output:`, then the script's text items.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { HostProvider } from "../codemode/host-provider.ts";
+import {
+  CodeModeErrorCode,
+  cellOf,
+  DEFAULT_EXEC_YIELD_TIME_MS,
+  missingCell,
+  type RuntimeResponse,
+  type ToolDefinition,
+  type WaitOutcome,
+} from "../codemode/protocol.ts";
 import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
-import { cellOf, CodeModeErrorCode, DEFAULT_EXEC_YIELD_TIME_MS, missingCell, type RuntimeResponse, type ToolDefinition, type WaitOutcome } from "../codemode/protocol.ts";
 import type { ExecResult } from "../executor/protocol.ts";
-import { truncateMiddle } from "../util/truncate.ts";
 import type { ModelTool } from "../model/client.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { truncateMiddle } from "../util/truncate.ts";
 import { parseToolArguments } from "./tool-args.ts";
 import type { ToolCallOutcome } from "./tool-outcome.ts";
 
@@ -32,12 +40,14 @@ Globals: tools.<name>(args) calls a tool and returns a promise: exec_command and
 Optional first line: // @exec: {"yield_time_ms": 10000, "max_output_tokens": 10000}
 If the result says "Script running with cell ID <id>", use the wait tool with that cell_id to get more output or to terminate it.`;
 
-const WaitArgsSchema = lazySchema(() => z.object({
-  cell_id: z.string().min(1),
-  yield_time_ms: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  max_tokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  terminate: z.boolean().optional(),
-}));
+const WaitArgsSchema = lazySchema(() =>
+  z.object({
+    cell_id: z.string().min(1),
+    yield_time_ms: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    max_tokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    terminate: z.boolean().optional(),
+  }),
+);
 
 export function codeModeModelTools(): ModelTool[] {
   return [
@@ -45,7 +55,8 @@ export function codeModeModelTools(): ModelTool[] {
     {
       kind: "function",
       name: WAIT_TOOL,
-      description: 'Wait on a running exec cell (only after exec said "Script running with cell ID ..."): returns new output since the last yield, or the final result; terminate: true stops it.',
+      description:
+        'Wait on a running exec cell (only after exec said "Script running with cell ID ..."): returns new output since the last yield, or the final result; terminate: true stops it.',
       parameters: {
         type: "object",
         properties: {
@@ -69,7 +80,10 @@ export interface ExecPragma {
 /** Splits the optional `// @exec: {...}` first line from the source. */
 export function parseExecInput(input: string): Result<{ source: string; pragma: ExecPragma }> {
   if (input.trim() === "") {
-    return err("invalid_exec_input", 'exec expects raw JavaScript source (not JSON, no code fences), optionally starting with a line like // @exec: {"yield_time_ms": 10000}');
+    return err(
+      "invalid_exec_input",
+      'exec expects raw JavaScript source (not JSON, no code fences), optionally starting with a line like // @exec: {"yield_time_ms": 10000}',
+    );
   }
   const m = /^\s*\/\/\s*@exec:(.*)(?:\r?\n|$)/.exec(input);
   if (!m) return ok({ source: input, pragma: {} });
@@ -80,10 +94,18 @@ export function parseExecInput(input: string): Result<{ source: string; pragma: 
     return err("invalid_exec_input", `the // @exec: pragma must be a JSON object: ${(e as Error).message}`);
   }
   const safe = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-  const parsed = z.object({ yield_time_ms: safe.optional(), max_output_tokens: safe.optional() }).strict().safeParse(raw);
-  if (!parsed.success) return err("invalid_exec_input", `the // @exec: pragma allows only yield_time_ms and max_output_tokens as non-negative integers: ${z.prettifyError(parsed.error)}`);
+  const parsed = z
+    .object({ yield_time_ms: safe.optional(), max_output_tokens: safe.optional() })
+    .strict()
+    .safeParse(raw);
+  if (!parsed.success)
+    return err(
+      "invalid_exec_input",
+      `the // @exec: pragma allows only yield_time_ms and max_output_tokens as non-negative integers: ${z.prettifyError(parsed.error)}`,
+    );
   const source = input.slice(m[0].length);
-  if (source.trim() === "") return err("invalid_exec_input", "the // @exec: pragma must be followed by JavaScript source");
+  if (source.trim() === "")
+    return err("invalid_exec_input", "the // @exec: pragma must be followed by JavaScript source");
   return ok({ source, pragma: parsed.data });
 }
 
@@ -100,7 +122,12 @@ export function execResultJson(r: ExecResult): Record<string, unknown> {
 }
 
 /** The model-facing text of a runtime response. */
-export function formatRuntimeResponse(r: RuntimeResponse, wallMs: number, maxTokens: number, notes: string[] = []): ToolCallOutcome {
+export function formatRuntimeResponse(
+  r: RuntimeResponse,
+  wallMs: number,
+  maxTokens: number,
+  notes: string[] = [],
+): ToolCallOutcome {
   const cell = cellOf(r);
   let status: string;
   let errorText: string | null = null;
@@ -110,7 +137,10 @@ export function formatRuntimeResponse(r: RuntimeResponse, wallMs: number, maxTok
     errorText = r.Result.error_text;
     status = errorText === null ? "Script completed" : "Script failed";
   }
-  const parts = [...notes.map((n) => `Notification: ${n}`), ...cell.content_items.map((i) => (i.type === "input_text" ? i.text : `[image ${i.image_url.slice(0, 40)}]`))];
+  const parts = [
+    ...notes.map((n) => `Notification: ${n}`),
+    ...cell.content_items.map((i) => (i.type === "input_text" ? i.text : `[image ${i.image_url.slice(0, 40)}]`)),
+  ];
   if (errorText !== null) parts.push(`Script error:\n${errorText}`);
   const body = truncateMiddle(parts.join("\n"), maxTokens).text;
   return {
@@ -155,7 +185,12 @@ export class CodeModeTools {
       invokeTool: async (call, signal) => {
         if (call.tool_name === EXEC_TOOL) return err("invalid_tool", "exec cannot invoke itself");
         const args = call.input === undefined ? "{}" : JSON.stringify(call.input);
-        const out = await this.runner.call(call.tool_name, args, signal, `${call.call_id}.${call.runtime_tool_call_id}`);
+        const out = await this.runner.call(
+          call.tool_name,
+          args,
+          signal,
+          `${call.call_id}.${call.runtime_tool_call_id}`,
+        );
         // A command that ran resolves (exit_code tells how it went); a call that could not run rejects.
         if (out.codeModeResult !== undefined) return ok(out.codeModeResult);
         return out.success ? ok(out.output) : err("tool_failed", out.output);
@@ -186,31 +221,51 @@ export class CodeModeTools {
     const s = await this.open();
     if ("error" in s) return { output: `exec failed: ${s.error.message}`, success: false, display: EXEC_TOOL };
     const started = performance.now();
-    const r = await s.ok.execute({
-      tool_call_id: callId,
-      enabled_tools: this.enabledTools(),
-      source: parsed.ok.source,
-      yield_time_ms: parsed.ok.pragma.yield_time_ms ?? DEFAULT_EXEC_YIELD_TIME_MS,
-    }, signal);
+    const r = await s.ok.execute(
+      {
+        tool_call_id: callId,
+        enabled_tools: this.enabledTools(),
+        source: parsed.ok.source,
+        yield_time_ms: parsed.ok.pragma.yield_time_ms ?? DEFAULT_EXEC_YIELD_TIME_MS,
+      },
+      signal,
+    );
     this.dropIfDead(r);
     if ("error" in r) return { output: `exec failed: ${r.error.message}`, success: false, display: EXEC_TOOL };
-    return formatRuntimeResponse(r.ok, performance.now() - started, parsed.ok.pragma.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL, this.takeNotes());
+    return formatRuntimeResponse(
+      r.ok,
+      performance.now() - started,
+      parsed.ok.pragma.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL,
+      this.takeNotes(),
+    );
   }
 
   async wait(rawArguments: string): Promise<ToolCallOutcome> {
     const raw = parseToolArguments(rawArguments);
     if ("error" in raw) return { output: raw.error.message, success: false, display: WAIT_TOOL };
     const parsed = WaitArgsSchema.safeParse(raw.ok);
-    if (!parsed.success) return { output: `The wait tool was called with invalid arguments: ${z.prettifyError(parsed.error)}`, success: false, display: WAIT_TOOL };
+    if (!parsed.success)
+      return {
+        output: `The wait tool was called with invalid arguments: ${z.prettifyError(parsed.error)}`,
+        success: false,
+        display: WAIT_TOOL,
+      };
     const args = parsed.data;
     const s = this.session;
     if (!s) return formatRuntimeResponse(missingCell(args.cell_id), 0, DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL);
     const started = performance.now();
-    const r: Result<WaitOutcome> = args.terminate ? await s.terminate(args.cell_id) : await s.wait(args.cell_id, args.yield_time_ms ?? DEFAULT_WAIT_YIELD_TIME_MS);
+    const r: Result<WaitOutcome> = args.terminate
+      ? await s.terminate(args.cell_id)
+      : await s.wait(args.cell_id, args.yield_time_ms ?? DEFAULT_WAIT_YIELD_TIME_MS);
     this.dropIfDead(r);
     if ("error" in r) return { output: `wait failed: ${r.error.message}`, success: false, display: WAIT_TOOL };
     const resp = "LiveCell" in r.ok ? r.ok.LiveCell : r.ok.MissingCell;
-    return formatRuntimeResponse(resp, performance.now() - started, args.max_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL, this.takeNotes());
+    return formatRuntimeResponse(
+      resp,
+      performance.now() - started,
+      args.max_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS_PER_EXEC_CALL,
+      this.takeNotes(),
+    );
   }
 
   async close(): Promise<void> {

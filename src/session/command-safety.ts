@@ -9,7 +9,7 @@
 import { loadedBashGrammar } from "../util/bash-grammar.ts";
 import type { Command, Redirect, Script, SimpleCommand, Word } from "../util/shell-ast.ts";
 import { parseShellTree } from "../util/shell-tree.ts";
-import { builtinPolicy, prefixMatches, type BuiltinRule, type UserApprovalRule } from "./approval-rules.ts";
+import { type BuiltinRule, builtinPolicy, prefixMatches, type UserApprovalRule } from "./approval-rules.ts";
 
 export type Safety = { safe: true } | { safe: false; reason: string };
 
@@ -69,8 +69,18 @@ function checkScript(script: Script, depth: number): Safety {
 function checkCommand(c: Command, depth: number): Safety {
   const redirects = (): Safety => checkRedirects(c.redirects, depth);
   if (c.type === "simple") return first(redirects, () => checkSimple(c, depth));
-  if (c.type === "for") return first(redirects, () => checkVariable(c.name), () => checkWordScripts(c.items, depth), () => checkScript(c.body, depth));
-  return first(redirects, () => checkWordScripts(c.words ?? [], depth), () => checkScript(c.body, depth));
+  if (c.type === "for")
+    return first(
+      redirects,
+      () => checkVariable(c.name),
+      () => checkWordScripts(c.items, depth),
+      () => checkScript(c.body, depth),
+    );
+  return first(
+    redirects,
+    () => checkWordScripts(c.words ?? [], depth),
+    () => checkScript(c.body, depth),
+  );
 }
 
 function checkSimple(c: SimpleCommand, depth: number): Safety {
@@ -100,12 +110,14 @@ const HARMLESS_SINKS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr"]);
 
 function checkRedirects(redirects: readonly Redirect[], depth: number): Safety {
   return first(
-    ...redirects.map((r) => () =>
-      first(
-        () => checkWordScripts([r.target], depth),
-        () => first(...(r.heredocScripts ?? []).map((s) => () => within("the here-document", checkScript(s, depth + 1)))),
-        () => checkRedirect(r),
-      ),
+    ...redirects.map(
+      (r) => () =>
+        first(
+          () => checkWordScripts([r.target], depth),
+          () =>
+            first(...(r.heredocScripts ?? []).map((s) => () => within("the here-document", checkScript(s, depth + 1)))),
+          () => checkRedirect(r),
+        ),
     ),
   );
 }
@@ -126,7 +138,8 @@ function checkRedirect(r: Redirect): Safety {
 }
 
 /** Variables that nothing runs or loads code from, so setting them is harmless. */
-const HARMLESS_ENV = /^(LC_[A-Z]+|LANG|LANGUAGE|TZ|COLUMNS|LINES|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|TERM|GREP_COLORS)$/;
+const HARMLESS_ENV =
+  /^(LC_[A-Z]+|LANG|LANGUAGE|TZ|COLUMNS|LINES|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|TERM|GREP_COLORS)$/;
 /** Lower-case names that zsh ties to its search paths. */
 const ZSH_SPECIAL = new Set(["path", "cdpath", "fpath", "manpath", "module_path", "mailpath", "psvar"]);
 /** Pagers are run as commands: only ones that just print are allowed. */
@@ -136,7 +149,8 @@ const PAGER_VARS = new Set(["PAGER", "GIT_PAGER"]);
 function checkVariable(name: string, word?: Word): Safety {
   if (HARMLESS_ENV.test(name)) return SAFE;
   if (/^[a-z_][a-z0-9_]*$/.test(name) && !ZSH_SPECIAL.has(name)) return SAFE;
-  if (PAGER_VARS.has(name) && word?.fixed && ["cat", ""].includes(word.value.slice(word.value.indexOf("=") + 1))) return SAFE;
+  if (PAGER_VARS.has(name) && word?.fixed && ["cat", ""].includes(word.value.slice(word.value.indexOf("=") + 1)))
+    return SAFE;
   return ask(`setting ${name} can change what a command runs or where it writes`);
 }
 
@@ -261,14 +275,34 @@ const CHECKS: Readonly<Record<string, Pick<ReadOnlySpec, "words" | "check">>> = 
   read: { check: readCheck },
   test: { words: testWords },
   "double-bracket": { words: doubleBracketWords },
-  "git-branch": { check: (p) => listingOnly(p, "branch", ["-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-v", "--verbose"]) },
+  "git-branch": {
+    check: (p) =>
+      listingOnly(p, "branch", [
+        "-l",
+        "--list",
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+        "-v",
+        "--verbose",
+      ]),
+  },
   "git-tag": { check: (p) => listingOnly(p, "tag", ["-l", "--list", "-v", "--verify"]) },
   "git-stash": { check: (p) => subcommandIn(p, "stash", ["list", "show"], false) },
   "git-worktree": { check: (p) => subcommandIn(p, "worktree", ["list"], false) },
   "git-notes": { check: (p) => subcommandIn(p, "notes", ["list", "show"], true) },
   "git-remote": { check: (p) => subcommandIn(p, "remote", ["get-url"], true) },
-  "git-reflog": { check: (p) => (["expire", "delete", "drop", "write"].includes(p.positionals[0]?.value ?? "") ? ask(`git reflog ${p.positionals[0]?.value} changes the reflog`) : SAFE) },
-  "git-symbolic-ref": { check: (p) => (p.positionals.length > 1 ? ask("git symbolic-ref NAME REF changes a ref") : SAFE) },
+  "git-reflog": {
+    check: (p) =>
+      ["expire", "delete", "drop", "write"].includes(p.positionals[0]?.value ?? "")
+        ? ask(`git reflog ${p.positionals[0]?.value} changes the reflog`)
+        : SAFE,
+  },
+  "git-symbolic-ref": {
+    check: (p) => (p.positionals.length > 1 ? ask("git symbolic-ref NAME REF changes a ref") : SAFE),
+  },
   "git-config": { check: configCheck },
 };
 
@@ -319,10 +353,39 @@ type Unwrapped = { inner: Word[] } | Safety;
 /** Commands that run the command given in their arguments. */
 const WRAPPERS: Readonly<Record<string, (args: Word[], cmd: string) => Unwrapped>> = {
   env: envWrapper,
-  nice: (args, cmd) => afterOptions(args, cmd, { shortValue: "n", longValue: ["adjustment"], only: ["-n", "--adjustment", ..."0123456789".split("").map((d) => `-${d}`)] }, 0),
+  nice: (args, cmd) =>
+    afterOptions(
+      args,
+      cmd,
+      {
+        shortValue: "n",
+        longValue: ["adjustment"],
+        only: ["-n", "--adjustment", ..."0123456789".split("").map((d) => `-${d}`)],
+      },
+      0,
+    ),
   timeout: (args, cmd) =>
-    afterOptions(args, cmd, { shortValue: "ks", longValue: ["kill-after", "signal"], only: ["-k", "-s", "-v", "--kill-after", "--signal", "--foreground", "--preserve-status", "--verbose"] }, 1),
-  stdbuf: (args, cmd) => afterOptions(args, cmd, { shortValue: "ioe", longValue: ["input", "output", "error"], only: ["-i", "-o", "-e", "--input", "--output", "--error"] }, 0),
+    afterOptions(
+      args,
+      cmd,
+      {
+        shortValue: "ks",
+        longValue: ["kill-after", "signal"],
+        only: ["-k", "-s", "-v", "--kill-after", "--signal", "--foreground", "--preserve-status", "--verbose"],
+      },
+      1,
+    ),
+  stdbuf: (args, cmd) =>
+    afterOptions(
+      args,
+      cmd,
+      {
+        shortValue: "ioe",
+        longValue: ["input", "output", "error"],
+        only: ["-i", "-o", "-e", "--input", "--output", "--error"],
+      },
+      0,
+    ),
   command: commandWrapper,
   time: (args, cmd) => onlyFlags(args, cmd, new Set(["-p"])),
   exec: (args, cmd) => onlyFlags(args, cmd, new Set()),
@@ -344,7 +407,8 @@ function checkArgv(words: Word[], ctx: ArgvContext): Safety {
   if (!head) return ctx.appended ? ask(`${ctx.appended} would run a command made from its input`) : SAFE;
   if (!head.fixed) return ask(`the command name ${head.raw} is computed at run time`);
   const mine = userRules.find((rule) => prefixMatches(rule.prefix, words));
-  if (mine) return mine.decision === "allow" ? SAFE : ask(mine.reason ?? `your approval rule for ${prefixText(mine)} asks`);
+  if (mine)
+    return mine.decision === "allow" ? SAFE : ask(mine.reason ?? `your approval rule for ${prefixText(mine)} asks`);
   const name = commandName(head.value);
   if (name === undefined) return ask(`${head.value} runs a program by its path`);
   const wrapper = WRAPPERS[name];
@@ -352,17 +416,20 @@ function checkArgv(words: Word[], ctx: ArgvContext): Safety {
     const r = wrapper(args, name);
     if ("safe" in r) return r;
     // Without a command a wrapper only prints (env, nice, xargs's echo), unless xargs feeds it.
-    if (r.inner.length === 0) return ctx.appended ? ask(`${ctx.appended} would run a command made from its input`) : SAFE;
+    if (r.inner.length === 0)
+      return ctx.appended ? ask(`${ctx.appended} would run a command made from its input`) : SAFE;
     return checkArgv(r.inner, { ...ctx, appended: name === "xargs" ? "xargs" : ctx.appended });
   }
-  if (ctx.appended && (SHELLS.has(name) || name === "eval" || name === "git")) return ask(`${ctx.appended} adds arguments to ${name} that relay cannot check`);
+  if (ctx.appended && (SHELLS.has(name) || name === "eval" || name === "git"))
+    return ask(`${ctx.appended} adds arguments to ${name} that relay cannot check`);
   if (SHELLS.has(name)) return checkShell(name, args, ctx.depth);
   if (name === "eval") return checkEval(args, ctx.depth);
   if (name === "git") return checkGit(args);
   return checkReadOnly(name, args, ctx);
 }
 
-const prefixText = (rule: UserApprovalRule) => rule.prefix.map((p) => (typeof p === "string" ? p : `{${p.join(",")}}`)).join(" ");
+const prefixText = (rule: UserApprovalRule) =>
+  rule.prefix.map((p) => (typeof p === "string" ? p : `{${p.join(",")}}`)).join(" ");
 
 /** The program's name: a bare name or one in a system bin directory; undefined for other paths. */
 function commandName(word: string): string | undefined {
@@ -541,7 +608,19 @@ class SedReader {
   }
 }
 
-const DD_READ_OPERANDS = new Set(["if", "bs", "ibs", "obs", "cbs", "count", "skip", "iseek", "status", "iflag", "conv"]);
+const DD_READ_OPERANDS = new Set([
+  "if",
+  "bs",
+  "ibs",
+  "obs",
+  "cbs",
+  "count",
+  "skip",
+  "iseek",
+  "status",
+  "iflag",
+  "conv",
+]);
 
 function ddCheck(p: ParsedArgs): Safety {
   for (const w of p.positionals) {
@@ -555,7 +634,10 @@ function ddCheck(p: ParsedArgs): Safety {
 
 /** `read` assigns to the names it is given; they must be harmless to set. */
 function readCheck(p: ParsedArgs): Safety {
-  const names = [...p.positionals.map((w) => (w.fixed ? w.value : "")), ...p.options.filter((o) => o.name === "-a").map((o) => o.value ?? "")];
+  const names = [
+    ...p.positionals.map((w) => (w.fixed ? w.value : "")),
+    ...p.options.filter((o) => o.name === "-a").map((o) => o.value ?? ""),
+  ];
   for (const n of names) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) return ask(`read into ${n || "a computed name"} is not understood`);
     const v = checkVariable(n);
@@ -565,9 +647,27 @@ function readCheck(p: ParsedArgs): Safety {
 }
 
 const NAME_ONLY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const TEST_BINARY = new Set(["=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef", "-a", "-o"]);
+const TEST_BINARY = new Set([
+  "=",
+  "==",
+  "!=",
+  "<",
+  ">",
+  "-eq",
+  "-ne",
+  "-lt",
+  "-le",
+  "-gt",
+  "-ge",
+  "-nt",
+  "-ot",
+  "-ef",
+  "-a",
+  "-o",
+]);
 const ARITHMETIC_COMPARE = new Set(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]);
-const isFixed = (w: Word | undefined, ...values: string[]): boolean => w !== undefined && w.fixed && values.includes(w.value);
+const isFixed = (w: Word | undefined, ...values: string[]): boolean =>
+  w !== undefined && w.fixed && values.includes(w.value);
 
 /** `-v NAME[SUBSCRIPT]` evaluates the subscript as arithmetic, and `a[$(cmd)]` there runs cmd. */
 function testVariableCheck(cmd: string, args: readonly Word[]): Safety {
@@ -595,10 +695,13 @@ function testWords(all: readonly Word[]): Safety {
   const operatorsFixed =
     n <= 1 ||
     (n === 2 && a!.fixed) ||
-    (n === 3 && (isFixed(b, ...TEST_BINARY) || (isFixed(a, "!") && b!.fixed) || (isFixed(a, "(") && isFixed(c, ")")))) ||
+    (n === 3 &&
+      (isFixed(b, ...TEST_BINARY) || (isFixed(a, "!") && b!.fixed) || (isFixed(a, "(") && isFixed(c, ")")))) ||
     (n === 4 && ((isFixed(a, "!") && isFixed(c, ...TEST_BINARY)) || (isFixed(a, "(") && isFixed(d, ")") && b!.fixed)));
   const computedWord = args.find((w) => !w.fixed);
-  return operatorsFixed || !computedWord ? SAFE : ask(`relay cannot tell whether ${computedWord.raw} is an operator of test`);
+  return operatorsFixed || !computedWord
+    ? SAFE
+    : ask(`relay cannot tell whether ${computedWord.raw} is an operator of test`);
 }
 
 /** `[[ ]]`: operators are syntax, but `-eq` and its kin evaluate their operands as arithmetic. */
@@ -608,7 +711,10 @@ function doubleBracketWords(args: readonly Word[]): Safety {
   for (let i = 0; i < args.length; i++) {
     if (!isFixed(args[i], ...ARITHMETIC_COMPARE)) continue;
     const operand = [args[i - 1], args[i + 1]].find((w) => !(w?.fixed && /^[+-]?[0-9]+$/.test(w.value)));
-    if (operand) return ask(`[[ ${args[i]!.value} ]] evaluates ${operand.raw} as arithmetic, and a variable's value there can run commands`);
+    if (operand)
+      return ask(
+        `[[ ${args[i]!.value} ]] evaluates ${operand.raw} as arithmetic, and a variable's value there can run commands`,
+      );
   }
   return SAFE;
 }
@@ -656,7 +762,8 @@ function envWrapper(args: Word[]): Unwrapped {
     const w = args[i] as Word;
     if (!w.fixed) return computed(w, "env");
     const v = w.value;
-    if (["-i", "--ignore-environment", "-", "-0", "--null"].includes(v) || v.startsWith("--unset=") || /^-u./.test(v)) continue;
+    if (["-i", "--ignore-environment", "-", "-0", "--null"].includes(v) || v.startsWith("--unset=") || /^-u./.test(v))
+      continue;
     if (v === "-u" || v === "--unset") {
       i++;
       continue;
@@ -690,7 +797,23 @@ const XARGS: OptionSpec = {
   longValue: ["arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars"],
   only: [
     ..."0adEeIiLlnPprstxo".split("").map((c) => `-${c}`),
-    ...["null", "arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "interactive", "no-run-if-empty", "max-chars", "verbose", "exit", "open-tty", "show-limits"].map((o) => `--${o}`),
+    ...[
+      "null",
+      "arg-file",
+      "delimiter",
+      "eof",
+      "replace",
+      "max-lines",
+      "max-args",
+      "max-procs",
+      "interactive",
+      "no-run-if-empty",
+      "max-chars",
+      "verbose",
+      "exit",
+      "open-tty",
+      "show-limits",
+    ].map((o) => `--${o}`),
   ],
 };
 
@@ -707,7 +830,8 @@ function checkShell(name: string, args: Word[], depth: number): Safety {
     const w = args[i] as Word;
     if (!w.fixed) return computed(w, name);
     if (w.value === "-o" || w.value === "+o") {
-      if (!SHELL_SET_O.has(args[i + 1]?.value ?? "")) return ask(`${name} ${w.value} ${args[i + 1]?.raw ?? ""} is not understood`);
+      if (!SHELL_SET_O.has(args[i + 1]?.value ?? ""))
+        return ask(`${name} ${w.value} ${args[i + 1]?.raw ?? ""} is not understood`);
       i++;
     } else if (SHELL_FLAGS.test(w.value)) dashC ||= w.value.includes("c");
     else if (!SHELL_LONG.has(w.value)) {
@@ -743,7 +867,21 @@ function nestedScript(what: string, src: string, depth: number): Safety {
 // git
 
 const GIT_GLOBAL_VALUE = new Set(["-C", "--git-dir", "--work-tree", "--namespace"]);
-const GIT_GLOBAL_FLAG = new Set(["--no-pager", "-P", "--paginate", "-p", "--bare", "--no-replace-objects", "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--version", "--help"]);
+const GIT_GLOBAL_FLAG = new Set([
+  "--no-pager",
+  "-P",
+  "--paginate",
+  "-p",
+  "--bare",
+  "--no-replace-objects",
+  "--literal-pathspecs",
+  "--glob-pathspecs",
+  "--noglob-pathspecs",
+  "--icase-pathspecs",
+  "--no-optional-locks",
+  "--version",
+  "--help",
+]);
 /** `git branch NAME` and `git tag NAME` create; with a listing option the names are patterns. */
 function listingOnly(p: ParsedArgs, sub: string, listing: string[]): Safety {
   const created = p.positionals[0];
@@ -778,7 +916,8 @@ function checkGit(args: Word[]): Safety {
       if (!w.value.includes("=")) i++;
       continue;
     }
-    if (key === "-c" || key === "--config-env" || key === "--exec-path") return ask(`git ${key} can set options that run programs`);
+    if (key === "-c" || key === "--config-env" || key === "--exec-path")
+      return ask(`git ${key} can set options that run programs`);
     if (w.value.startsWith("-")) return ask(`git ${w.value} is not understood`);
     break;
   }

@@ -6,7 +6,7 @@
  */
 import type { ModelClient } from "../model/client.ts";
 import { isContextMessage, isProjectDocMessage } from "../model/context-fragments.ts";
-import { messageText, userMessage, type MessageItem, type ResponseItem } from "../model/items.ts";
+import { type MessageItem, messageText, type ResponseItem, userMessage } from "../model/items.ts";
 import { BYTES_PER_TOKEN, estimateTokens } from "../util/truncate.ts";
 
 export const COMPACT_PROMPT = `Context checkpoint: the conversation is about to be compacted. Write a handoff summary that lets another model continue this work without the transcript. Include:
@@ -23,16 +23,26 @@ export const SUMMARY_PREFIX =
 export const USER_MESSAGE_BUDGET_TOKENS = 20_000;
 
 export function isSummaryMessage(item: ResponseItem): boolean {
-  return item.type === "message" && (item as MessageItem).role === "user" && messageText(item as MessageItem).startsWith(SUMMARY_PREFIX);
+  return (
+    item.type === "message" &&
+    (item as MessageItem).role === "user" &&
+    messageText(item as MessageItem).startsWith(SUMMARY_PREFIX)
+  );
 }
 
 /** What the user asked: not summaries, not injected context (AGENTS.md, skill bodies). */
 function userMessages(history: ResponseItem[]): MessageItem[] {
-  return history.filter((i): i is MessageItem => i.type === "message" && (i as MessageItem).role === "user" && !isSummaryMessage(i) && !isContextMessage(i));
+  return history.filter(
+    (i): i is MessageItem =>
+      i.type === "message" && (i as MessageItem).role === "user" && !isSummaryMessage(i) && !isContextMessage(i),
+  );
 }
 
 /** Earlier user messages, newest first within the budget, back in chronological order. */
-export function keptUserMessages(history: ResponseItem[], budget = USER_MESSAGE_BUDGET_TOKENS): { earlier: MessageItem[]; latest?: MessageItem } {
+export function keptUserMessages(
+  history: ResponseItem[],
+  budget = USER_MESSAGE_BUDGET_TOKENS,
+): { earlier: MessageItem[]; latest?: MessageItem } {
   const all = userMessages(history);
   const latest = all.at(-1);
   const earlier: MessageItem[] = [];
@@ -52,30 +62,51 @@ export function keptUserMessages(history: ResponseItem[], budget = USER_MESSAGE_
 }
 
 /** `budget` bounds the earlier user messages kept; callers scale it to the context window. */
-export function buildCompactedHistory(history: ResponseItem[], summary: string, budget = USER_MESSAGE_BUDGET_TOKENS): ResponseItem[] {
+export function buildCompactedHistory(
+  history: ResponseItem[],
+  summary: string,
+  budget = USER_MESSAGE_BUDGET_TOKENS,
+): ResponseItem[] {
   const { earlier, latest } = keptUserMessages(history, budget);
   // The project instructions stay first, as at the start of the session.
   const context = history.filter(isProjectDocMessage).slice(-1);
-  const out: ResponseItem[] = [...context, ...earlier, userMessage(`${SUMMARY_PREFIX}\n\n${summary.trim() || "(no summary available)"}`)];
+  const out: ResponseItem[] = [
+    ...context,
+    ...earlier,
+    userMessage(`${SUMMARY_PREFIX}\n\n${summary.trim() || "(no summary available)"}`),
+  ];
   if (latest) out.push(latest);
   return out;
 }
 
 /** Fallback when the summary turn fails: keep every item, empty the older tool outputs. */
 export function pruneToolOutputs(history: ResponseItem[], keepLast = 4): ResponseItem[] {
-  const outputIdx = history.flatMap((it, i) => (it.type === "function_call_output" || it.type === "custom_tool_call_output" ? [i] : []));
+  const outputIdx = history.flatMap((it, i) =>
+    it.type === "function_call_output" || it.type === "custom_tool_call_output" ? [i] : [],
+  );
   const drop = new Set(outputIdx.slice(0, Math.max(0, outputIdx.length - keepLast)));
-  return history.map((it, i) => (drop.has(i) ? { ...it, output: "[output removed by compaction to fit the context window]" } : it));
+  return history.map((it, i) =>
+    drop.has(i) ? { ...it, output: "[output removed by compaction to fit the context window]" } : it,
+  );
 }
 
 /** Runs the summary turn; drops the oldest items and retries while the request itself is too big. */
-export async function summarize(model: ModelClient, request: { model: string; instructions: string }, history: ResponseItem[], signal?: AbortSignal): Promise<string> {
+export async function summarize(
+  model: ModelClient,
+  request: { model: string; instructions: string },
+  history: ResponseItem[],
+  signal?: AbortSignal,
+): Promise<string> {
   let input = [...history];
   for (;;) {
     try {
       let text = "";
-      for await (const e of model.stream({ ...request, input: [...input, userMessage(COMPACT_PROMPT)], tools: [], parallelToolCalls: false }, signal)) {
-        if (e.type === "item" && e.item.type === "message" && (e.item as MessageItem).role === "assistant") text = messageText(e.item as MessageItem);
+      for await (const e of model.stream(
+        { ...request, input: [...input, userMessage(COMPACT_PROMPT)], tools: [], parallelToolCalls: false },
+        signal,
+      )) {
+        if (e.type === "item" && e.item.type === "message" && (e.item as MessageItem).role === "assistant")
+          text = messageText(e.item as MessageItem);
       }
       return text;
     } catch (e) {

@@ -6,19 +6,19 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
-import { envVarName, httpUrl } from "../util/schema-fields.ts";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
-import { err, ok, type Result } from "../util/result.ts";
-import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { envVarName, httpUrl } from "../util/schema-fields.ts";
+import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
 import { UserApprovalRuleSchema } from "./approval-rules.ts";
 import { CapabilityRootConfigSchema } from "./capability-root.ts";
 import { EnvironmentsConfigSchema } from "./environment-spec.ts";
 
-export { ModelProviderSchema, type ModelProvider } from "../model/factory.ts";
+export { type ModelProvider, ModelProviderSchema } from "../model/factory.ts";
 export const ApprovalPolicySchema = lazySchema(() => z.enum(["untrusted", "on-request", "never"]));
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
 
@@ -26,99 +26,113 @@ const nonEmpty = lazySchema(() => z.string().min(1));
 const posInt = lazySchema(() => z.number().int().positive());
 const nonNegInt = lazySchema(() => z.number().int().nonnegative());
 
-export const ShellConfigSchema = lazySchema(() => z.object({
-  /** Shell binary; unset = the user's login shell / platform default. */
-  path: nonEmpty.optional(),
-  /** Run commands through a login shell (`-l`). */
-  login: z.boolean().default(false),
-}));
+export const ShellConfigSchema = lazySchema(() =>
+  z.object({
+    /** Shell binary; unset = the user's login shell / platform default. */
+    path: nonEmpty.optional(),
+    /** Run commands through a login shell (`-l`). */
+    login: z.boolean().default(false),
+  }),
+);
 
-export const ExecConfigSchema = lazySchema(() => z.object({
-  max_output_tokens: posInt.default(10_000),
-  yield_time_ms: nonNegInt.default(10_000),
-}));
+export const ExecConfigSchema = lazySchema(() =>
+  z.object({
+    max_output_tokens: posInt.default(10_000),
+    yield_time_ms: nonNegInt.default(10_000),
+  }),
+);
 
 /** `[sandbox]`: how the sandbox mode is enforced. */
-export const SandboxConfigSchema = lazySchema(() => z.object({
-  /** auto: the built-in Landlock sandbox, else bubblewrap; or force one of them. */
-  mechanism: SandboxMechanismSchema.default("auto"),
-  /** Run with weaker enforcement when the kernel lacks a feature (said in the session header). */
-  best_effort: z.boolean().default(false),
-}));
+export const SandboxConfigSchema = lazySchema(() =>
+  z.object({
+    /** auto: the built-in Landlock sandbox, else bubblewrap; or force one of them. */
+    mechanism: SandboxMechanismSchema.default("auto"),
+    /** Run with weaker enforcement when the kernel lacks a feature (said in the session header). */
+    best_effort: z.boolean().default(false),
+  }),
+);
 
 export const DEFAULT_MODEL = "gpt-5.1-codex";
-
 
 /**
  * One infty role's own model (`[infty.roles.solver]`, `.director`, `.verifier`); a key left out
  * falls back to the top-level one. Validated here with the rest of the file (key paths in errors).
  */
-export const RoleModelConfigSchema = lazySchema(() => z.object({
-  model: nonEmpty.optional(),
-  model_provider: ModelProviderSchema.optional(),
-  base_url: httpUrl.optional(),
-  api_key_env: envVarName.optional(),
-  model_reasoning_effort: nonEmpty.optional(),
-}));
+export const RoleModelConfigSchema = lazySchema(() =>
+  z.object({
+    model: nonEmpty.optional(),
+    model_provider: ModelProviderSchema.optional(),
+    base_url: httpUrl.optional(),
+    api_key_env: envVarName.optional(),
+    model_reasoning_effort: nonEmpty.optional(),
+  }),
+);
 export type RoleModelConfig = z.infer<typeof RoleModelConfigSchema>;
 
 /** `[infty]`: settings of `relay infty` runs. */
-export const InftyConfigSchema = lazySchema(() => z.object({
-  roles: z
-    .object({
-      solver: RoleModelConfigSchema.optional(),
-      director: RoleModelConfigSchema.optional(),
-      /** Every Verifier; `--verifier-model` (repeatable) mixes a pool. */
-      verifier: RoleModelConfigSchema.optional(),
-    })
-    .optional(),
-}));
+export const InftyConfigSchema = lazySchema(() =>
+  z.object({
+    roles: z
+      .object({
+        solver: RoleModelConfigSchema.optional(),
+        director: RoleModelConfigSchema.optional(),
+        /** Every Verifier; `--verifier-model` (repeatable) mixes a pool. */
+        verifier: RoleModelConfigSchema.optional(),
+      })
+      .optional(),
+  }),
+);
 
-export const RelayConfigSchema = lazySchema(() => z.object({
-  model: nonEmpty.default(DEFAULT_MODEL),
-  model_provider: ModelProviderSchema.default("openai-responses"),
-  base_url: httpUrl.optional(),
-  /** Name of the environment variable that holds the API key (never the key itself). */
-  api_key_env: envVarName.default("OPENAI_API_KEY"),
-  /**
-   * The Codex provider id a rollout records (`session_meta.model_provider`), so `codex resume`
-   * takes the session: the `[model_providers.<id>]` key Codex is configured with. Unset: openai,
-   * or ollama / lmstudio when the base URL is on their default local port.
-   */
-  codex_provider_id: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a Codex provider id such as openai or a [model_providers.<id>] key").optional(),
-  /** Responses API reasoning effort (e.g. low, medium, high); unset = the model's default. */
-  model_reasoning_effort: nonEmpty.optional(),
-  model_reasoning_summary: z.enum(["auto", "concise", "detailed"]).optional(),
-  approval_policy: ApprovalPolicySchema.default("on-request"),
-  /** `[[approval_rules]]`: command prefixes untrusted runs without asking, or always asks (approval-rules.ts). */
-  approval_rules: z.array(UserApprovalRuleSchema).default([]),
-  sandbox_mode: SandboxModeSchema.default("workspace-write"),
-  sandbox: SandboxConfigSchema.default({ mechanism: "auto", best_effort: false }),
-  /** Model server silence (before the reply or between stream chunks) that counts as a stalled stream and is retried; 0 = never. */
-  stream_idle_timeout_ms: nonNegInt.default(DEFAULT_IDLE_TIMEOUT_MS),
-  /** Context window in tokens; unset = the provider's known value, if any. */
-  model_context_window: posInt.optional(),
-  /** Auto-compact when used tokens reach this fraction of the context window. */
-  auto_compact_fraction: z.number().gt(0).lte(1).default(0.9),
-  shell: ShellConfigSchema.default({ login: false }),
-  exec: ExecConfigSchema.default({ max_output_tokens: 10_000, yield_time_ms: 10_000 }),
-  /** Command line that starts a remote executor (speaks the protocol on stdio). */
-  executor: nonEmpty.optional(),
-  /** `[environments.NAME] command = "..."`: extra executors (environments) for capabilities. */
-  environments: EnvironmentsConfigSchema.optional(),
-  /** `[[capability_roots]]` (id, environment, path): where skills are discovered, on which environment. */
-  capability_roots: z.array(CapabilityRootConfigSchema).optional(),
-  /** AGENTS.md bytes read from the workspace (repo root down to cwd); 0 turns them off. */
-  project_doc_max_bytes: nonNegInt.default(32_768),
-  /** Names tried after AGENTS.override.md and AGENTS.md in each directory, e.g. ["CLAUDE.md"]. */
-  project_doc_fallback_filenames: z.array(nonEmpty).default([]),
-  /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
-  memories: z.record(z.string(), z.unknown()).optional(),
-  /** `[mcp_servers.NAME]`, in Codex's shape: checked server by server by session/mcp/config.ts (a broken one does not stop the others). */
-  mcp_servers: z.record(z.string(), z.unknown()).optional(),
-  /** `[infty.roles.<role>]`: a model per infty role (src/infty/role-models.ts applies them). */
-  infty: InftyConfigSchema.optional(),
-}));
+export const RelayConfigSchema = lazySchema(() =>
+  z.object({
+    model: nonEmpty.default(DEFAULT_MODEL),
+    model_provider: ModelProviderSchema.default("openai-responses"),
+    base_url: httpUrl.optional(),
+    /** Name of the environment variable that holds the API key (never the key itself). */
+    api_key_env: envVarName.default("OPENAI_API_KEY"),
+    /**
+     * The Codex provider id a rollout records (`session_meta.model_provider`), so `codex resume`
+     * takes the session: the `[model_providers.<id>]` key Codex is configured with. Unset: openai,
+     * or ollama / lmstudio when the base URL is on their default local port.
+     */
+    codex_provider_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]+$/, "must be a Codex provider id such as openai or a [model_providers.<id>] key")
+      .optional(),
+    /** Responses API reasoning effort (e.g. low, medium, high); unset = the model's default. */
+    model_reasoning_effort: nonEmpty.optional(),
+    model_reasoning_summary: z.enum(["auto", "concise", "detailed"]).optional(),
+    approval_policy: ApprovalPolicySchema.default("on-request"),
+    /** `[[approval_rules]]`: command prefixes untrusted runs without asking, or always asks (approval-rules.ts). */
+    approval_rules: z.array(UserApprovalRuleSchema).default([]),
+    sandbox_mode: SandboxModeSchema.default("workspace-write"),
+    sandbox: SandboxConfigSchema.default({ mechanism: "auto", best_effort: false }),
+    /** Model server silence (before the reply or between stream chunks) that counts as a stalled stream and is retried; 0 = never. */
+    stream_idle_timeout_ms: nonNegInt.default(DEFAULT_IDLE_TIMEOUT_MS),
+    /** Context window in tokens; unset = the provider's known value, if any. */
+    model_context_window: posInt.optional(),
+    /** Auto-compact when used tokens reach this fraction of the context window. */
+    auto_compact_fraction: z.number().gt(0).lte(1).default(0.9),
+    shell: ShellConfigSchema.default({ login: false }),
+    exec: ExecConfigSchema.default({ max_output_tokens: 10_000, yield_time_ms: 10_000 }),
+    /** Command line that starts a remote executor (speaks the protocol on stdio). */
+    executor: nonEmpty.optional(),
+    /** `[environments.NAME] command = "..."`: extra executors (environments) for capabilities. */
+    environments: EnvironmentsConfigSchema.optional(),
+    /** `[[capability_roots]]` (id, environment, path): where skills are discovered, on which environment. */
+    capability_roots: z.array(CapabilityRootConfigSchema).optional(),
+    /** AGENTS.md bytes read from the workspace (repo root down to cwd); 0 turns them off. */
+    project_doc_max_bytes: nonNegInt.default(32_768),
+    /** Names tried after AGENTS.override.md and AGENTS.md in each directory, e.g. ["CLAUDE.md"]. */
+    project_doc_fallback_filenames: z.array(nonEmpty).default([]),
+    /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
+    memories: z.record(z.string(), z.unknown()).optional(),
+    /** `[mcp_servers.NAME]`, in Codex's shape: checked server by server by session/mcp/config.ts (a broken one does not stop the others). */
+    mcp_servers: z.record(z.string(), z.unknown()).optional(),
+    /** `[infty.roles.<role>]`: a model per infty role (src/infty/role-models.ts applies them). */
+    infty: InftyConfigSchema.optional(),
+  }),
+);
 export type RelayConfig = z.infer<typeof RelayConfigSchema>;
 
 export interface LoadedConfig {

@@ -6,7 +6,11 @@ const SECRET_NAME = /(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)/i;
 /** Names that match the pattern above but are safe and useful. */
 const ALLOWED = new Set(["SSH_AUTH_SOCK", "GPG_AGENT_INFO"]);
 
-export function commandEnv(sessionId: string, base: NodeJS.ProcessEnv = process.env, extra: Record<string, string> = {}): Record<string, string> {
+export function commandEnv(
+  sessionId: string,
+  base: NodeJS.ProcessEnv = process.env,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) {
     if (v === undefined) continue;

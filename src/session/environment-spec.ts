@@ -5,12 +5,14 @@
  * executor keeps its name (`local`, or `--executor-name`) and is not one of these.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { splitCommandLine } from "../protocol/command-line.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { EnvironmentNameSchema } from "./capability-root.ts";
 
-export const EnvironmentSpecSchema = lazySchema(() => z.object({ name: EnvironmentNameSchema, command: z.string().min(1) }));
+export const EnvironmentSpecSchema = lazySchema(() =>
+  z.object({ name: EnvironmentNameSchema, command: z.string().min(1) }),
+);
 export type EnvironmentSpec = z.infer<typeof EnvironmentSpecSchema>;
 
 /** `[environments.NAME]` in config.toml. */
@@ -26,7 +28,10 @@ export function parseEnvironmentSpec(spec: string): Result<EnvironmentSpec> {
   const parsed = EnvironmentSpecSchema.safeParse({ name: spec.slice(0, i), command: spec.slice(i + 1).trim() });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    return err("invalid_environment", `${USAGE}: ${issue.path[0] === "name" ? `the name ${JSON.stringify(spec.slice(0, i))} ${issue.message}` : "the command line is empty"}`);
+    return err(
+      "invalid_environment",
+      `${USAGE}: ${issue.path[0] === "name" ? `the name ${JSON.stringify(spec.slice(0, i))} ${issue.message}` : "the command line is empty"}`,
+    );
   }
   const argv = splitCommandLine(parsed.data.command);
   if ("error" in argv) return err("invalid_environment", `--environment ${parsed.data.name}: ${argv.error.message}`);
@@ -53,4 +58,5 @@ export function recordedEnvironments(v: unknown): EnvironmentSpec[] | undefined 
 }
 
 /** The environment name of a session's own executor when none is given: `remote` with a command line, else `local`. */
-export const defaultExecutorName = (executorCommand: string | undefined): string => (executorCommand ? "remote" : "local");
+export const defaultExecutorName = (executorCommand: string | undefined): string =>
+  executorCommand ? "remote" : "local";

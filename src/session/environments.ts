@@ -5,9 +5,9 @@
  * (its roots' skills) is simply absent. `get(id)` is how anything (skills, later MCP) reaches an
  * environment's executor; `close()` ends the extra ones (the session closes its own executor).
  */
-import { ExecutorMethods, type ExecutorInfo } from "../executor/protocol.ts";
+import { type ExecutorInfo, ExecutorMethods } from "../executor/protocol.ts";
+import { type ChildPeer, spawnCommandLine, spawnSelf } from "../protocol/child.ts";
 import { joinCommandLine } from "../protocol/command-line.ts";
-import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { EnvironmentSpec } from "./environment-spec.ts";
@@ -56,27 +56,49 @@ export class SessionEnvironments {
 }
 
 /** Starts one environment's executor (no command: this relay's own) and asks it who it is. */
-export async function startEnvironment(spec: { name: string; command?: string }): Promise<Result<{ child: ChildPeer; env: EnvironmentPeer }>> {
-  const fix = spec.command ? `check that it starts relay's executor on stdio: relay executor --check --executor ${joinCommandLine([spec.command])}` : "relay doctor says why";
-  const spawned = spec.command ? spawnCommandLine(spec.command, { name: `environment ${spec.name}` }) : spawnSelf("executor", [], { name: "executor" });
-  if ("error" in spawned) return err("environment_unavailable", `environment "${spec.name}" did not start: ${spawned.error.message}`);
+export async function startEnvironment(spec: {
+  name: string;
+  command?: string;
+}): Promise<Result<{ child: ChildPeer; env: EnvironmentPeer }>> {
+  const fix = spec.command
+    ? `check that it starts relay's executor on stdio: relay executor --check --executor ${joinCommandLine([spec.command])}`
+    : "relay doctor says why";
+  const spawned = spec.command
+    ? spawnCommandLine(spec.command, { name: `environment ${spec.name}` })
+    : spawnSelf("executor", [], { name: "executor" });
+  if ("error" in spawned)
+    return err("environment_unavailable", `environment "${spec.name}" did not start: ${spawned.error.message}`);
   const info = await spawned.ok.peer.call(ExecutorMethods.info, {}, { timeoutMs: START_TIMEOUT_MS });
   if ("error" in info) {
     await spawned.ok.shutdown();
-    return err("environment_unavailable", `environment "${spec.name}"${spec.command ? ` (${spec.command})` : ""} did not start: ${info.error.message}; ${fix}`);
+    return err(
+      "environment_unavailable",
+      `environment "${spec.name}"${spec.command ? ` (${spec.command})` : ""} did not start: ${info.error.message}; ${fix}`,
+    );
   }
-  return ok({ child: spawned.ok, env: { id: spec.name, peer: spawned.ok.peer, info: info.ok, ...(spec.command ? { command: spec.command } : {}) } });
+  return ok({
+    child: spawned.ok,
+    env: { id: spec.name, peer: spawned.ok.peer, info: info.ok, ...(spec.command ? { command: spec.command } : {}) },
+  });
 }
 
 /**
  * Starts every extra environment at once. `reserved`: the session's own executor's name, which
  * no extra one may take. Each failure goes to `warn` and into `unavailable`.
  */
-export async function startEnvironments(specs: EnvironmentSpec[], reserved: string, warn: (message: string) => void): Promise<SessionEnvironments> {
+export async function startEnvironments(
+  specs: EnvironmentSpec[],
+  reserved: string,
+  warn: (message: string) => void,
+): Promise<SessionEnvironments> {
   const unavailable = new Map<string, string>();
   const results = await Promise.all(
     specs.map(async (spec) => {
-      if (spec.name === reserved) return err("environment_conflict", `environment "${spec.name}" not started: it is the name of the session's own executor; give the extra environment another name`);
+      if (spec.name === reserved)
+        return err(
+          "environment_conflict",
+          `environment "${spec.name}" not started: it is the name of the session's own executor; give the extra environment another name`,
+        );
       return startEnvironment(spec);
     }),
   );

@@ -3,10 +3,11 @@
  * {session_id} to live sessions, posts user turns, waits for a turn's first assistant message
  * and fans out each session's events. It is orchestration plumbing: no model sees it as a tool.
  */
+
+import { err, ok, type Result } from "../util/result.ts";
+import type { TurnOptions, TurnOutcome } from "./agent.ts";
 import type { SessionEvent } from "./events.ts";
 import type { SessionHandle } from "./runtime.ts";
-import type { TurnOptions, TurnOutcome } from "./agent.ts";
-import { err, ok, type Result } from "../util/result.ts";
 
 export interface HubSession {
   runId: string;
@@ -71,7 +72,13 @@ export class CrossSessionHub {
   }
 
   /** Posts a user turn to a role and resolves when the turn ends. */
-  async postUserTurn(runId: string, role: string, text: string | undefined, signal: AbortSignal, opts: TurnOptions = {}): Promise<Result<TurnOutcome>> {
+  async postUserTurn(
+    runId: string,
+    role: string,
+    text: string | undefined,
+    signal: AbortSignal,
+    opts: TurnOptions = {},
+  ): Promise<Result<TurnOutcome>> {
     const s = this.get(runId, role);
     if (!s) return err("no_session", `run ${runId} has no live ${role} session`);
     return s.handle.runTurn(text, signal, opts);
@@ -82,7 +89,14 @@ export class CrossSessionHub {
    * final message, or its first assistant message if it has no final one; fails after
    * `timeoutMs` (the turn is aborted then).
    */
-  async awaitFirstAssistant(runId: string, role: string, text: string | undefined, timeoutMs: number, signal: AbortSignal, opts: TurnOptions = {}): Promise<Result<string>> {
+  async awaitFirstAssistant(
+    runId: string,
+    role: string,
+    text: string | undefined,
+    timeoutMs: number,
+    signal: AbortSignal,
+    opts: TurnOptions = {},
+  ): Promise<Result<string>> {
     const s = this.get(runId, role);
     if (!s) return err("no_session", `run ${runId} has no live ${role} session`);
     const ctrl = new AbortController();
@@ -97,7 +111,9 @@ export class CrossSessionHub {
       const r = await s.handle.runTurn(text, ctrl.signal, opts);
       if ("error" in r) return r;
       if (r.ok.status === "aborted") {
-        return signal.aborted ? err("interrupted", `${role} turn interrupted`) : err("timeout", `${role} gave no answer within ${timeoutMs} ms`);
+        return signal.aborted
+          ? err("interrupted", `${role} turn interrupted`)
+          : err("timeout", `${role} gave no answer within ${timeoutMs} ms`);
       }
       return ok(r.ok.finalMessage || first || "");
     } finally {

@@ -7,8 +7,8 @@
 import { Buffer } from "node:buffer";
 import { chmod, mkdir, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { ExecutorMethods, type FullOutputInfo } from "../executor/protocol.ts";
 import { DEFAULT_READ_LIMIT } from "../executor/files/read-file.ts";
+import { ExecutorMethods, type FullOutputInfo } from "../executor/protocol.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 
@@ -53,7 +53,11 @@ export class OutputSpill {
 }
 
 /** Reads a full output the executor holds (`process/read_output`), piece by piece. */
-export async function fetchFullOutput(peer: RpcPeer, info: FullOutputInfo, signal?: AbortSignal): Promise<Result<Buffer>> {
+export async function fetchFullOutput(
+  peer: RpcPeer,
+  info: FullOutputInfo,
+  signal?: AbortSignal,
+): Promise<Result<Buffer>> {
   const pieces: Buffer[] = [];
   for (let offset = 0; ; ) {
     const r = await peer.call(ExecutorMethods.readOutput, { id: info.id, offset }, { signal });
@@ -67,7 +71,10 @@ export async function fetchFullOutput(peer: RpcPeer, info: FullOutputInfo, signa
 /** The line the model reads above a cut output: where the rest is and how to read it. */
 export function fullOutputNote(saved: SavedOutput, info: FullOutputInfo, readableByTools: boolean): string {
   const size = `${saved.lines} lines, ${formatBytes(saved.bytes)}`;
-  const dropped = info.dropped_bytes > 0 ? ` It is not complete either: the executor keeps at most ${formatBytes(info.limit_bytes)} of output, so ${info.dropped_bytes} bytes are missing where a marker line says so.` : "";
+  const dropped =
+    info.dropped_bytes > 0
+      ? ` It is not complete either: the executor keeps at most ${formatBytes(info.limit_bytes)} of output, so ${info.dropped_bytes} bytes are missing where a marker line says so.`
+      : "";
   const { from, to } = info.cut_lines;
   if (!readableByTools) {
     return `Full output (${size}) saved on the host relay runs on, not on this executor, so your tools cannot open it: ${saved.path}. The output below leaves out lines ${from}-${to}; rerun the command with less output (grep, head, tail, sed -n) to see them.${dropped}`;

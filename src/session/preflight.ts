@@ -22,7 +22,8 @@ export function effectiveBaseUrl(config: RelayConfig, env: NodeJS.ProcessEnv): s
 export function isLocalUrl(url: string): boolean {
   try {
     const h = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
-    if (h === "localhost" || h.endsWith(".localhost") || h.endsWith(".local") || h === "::1" || h === "0.0.0.0") return true;
+    if (h === "localhost" || h.endsWith(".localhost") || h.endsWith(".local") || h === "::1" || h === "0.0.0.0")
+      return true;
     const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(h);
     if (v4) return privateV4(Number(v4[1]), Number(v4[2]));
     return /^f[cd][0-9a-f]{2}:|^fe[89ab][0-9a-f]:/.test(h);
@@ -33,7 +34,9 @@ export function isLocalUrl(url: string): boolean {
 
 /** Loopback, RFC 1918 or link-local, by the first two octets. */
 function privateV4(a: number, b: number): boolean {
-  return a === 127 || a === 10 || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31);
+  return (
+    a === 127 || a === 10 || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31)
+  );
 }
 
 /** The URL without user info, query or fragment, for messages. */
@@ -79,7 +82,10 @@ export function checkScriptFile(file: string | undefined): Result<null> {
 /** A prompt must say something: an empty one would only spend model requests. */
 export function checkPrompt(prompt: string | undefined): Result<null> {
   if (prompt === undefined || prompt.trim() !== "") return ok(null);
-  return err("usage", `the prompt is empty; say what to do, e.g. relay run "make the tests pass". Nothing was started.`);
+  return err(
+    "usage",
+    `the prompt is empty; say what to do, e.g. relay run "make the tests pass". Nothing was started.`,
+  );
 }
 
 /** `-C DIR` must name an existing directory; it is never created. */
@@ -87,7 +93,8 @@ export function checkWorkingDir(dir: string | undefined): Result<null> {
   if (dir === undefined) return ok(null);
   const abs = path.resolve(dir);
   const st = statSync(abs, { throwIfNoEntry: false });
-  if (!st) return err("usage", `-C ${dir}: no such directory (${abs}); create it first or pick another. Nothing was started.`);
+  if (!st)
+    return err("usage", `-C ${dir}: no such directory (${abs}); create it first or pick another. Nothing was started.`);
   if (!st.isDirectory()) return err("usage", `-C ${dir}: not a directory (${abs}). Nothing was started.`);
   return ok(null);
 }

@@ -6,7 +6,12 @@
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { DEFAULT_PROJECT_DOC_NAMES, ProjectDocsMethod, wholeCharsEnd, type ProjectDoc } from "../executor/project-docs.ts";
+import {
+  DEFAULT_PROJECT_DOC_NAMES,
+  type ProjectDoc,
+  ProjectDocsMethod,
+  wholeCharsEnd,
+} from "../executor/project-docs.ts";
 import { projectDocMessage } from "../model/context-fragments.ts";
 import type { MessageItem } from "../model/items.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
@@ -37,22 +42,37 @@ async function globalDoc(home: string): Promise<ProjectDoc | undefined> {
   return undefined;
 }
 
-async function workspaceDocs(peer: RpcPeer, cwd: string, config: RelayConfig): Promise<{ docs: ProjectDoc[]; warnings: string[] }> {
+async function workspaceDocs(
+  peer: RpcPeer,
+  cwd: string,
+  config: RelayConfig,
+): Promise<{ docs: ProjectDoc[]; warnings: string[] }> {
   if (config.project_doc_max_bytes === 0) return { docs: [], warnings: [] };
   const names = [...new Set([...DEFAULT_PROJECT_DOC_NAMES, ...config.project_doc_fallback_filenames])];
   const r = await peer.call(ProjectDocsMethod, { cwd, names, max_bytes: config.project_doc_max_bytes });
-  if ("error" in r) return { docs: [], warnings: [`the workspace's AGENTS.md files were not read: ${r.error.message}`] };
+  if ("error" in r)
+    return { docs: [], warnings: [`the workspace's AGENTS.md files were not read: ${r.error.message}`] };
   return r.ok;
 }
 
-export async function loadProjectInstructions(peer: RpcPeer, home: string, cwd: string, config: RelayConfig): Promise<ProjectInstructions> {
+export async function loadProjectInstructions(
+  peer: RpcPeer,
+  home: string,
+  cwd: string,
+  config: RelayConfig,
+): Promise<ProjectInstructions> {
   const global = await globalDoc(home);
   const workspace = await workspaceDocs(peer, cwd, config);
   const warnings = [...workspace.warnings];
-  if (global?.truncated) warnings.push(`${global.path} is ${global.bytes} bytes; only the first ${GLOBAL_DOC_MAX_BYTES} are used`);
+  if (global?.truncated)
+    warnings.push(`${global.path} is ${global.bytes} bytes; only the first ${GLOBAL_DOC_MAX_BYTES} are used`);
   const docs = [...(global ? [global] : []), ...workspace.docs];
   if (docs.length === 0) return { files: [], warnings };
   const project = workspace.docs.map((d) => d.text.trimEnd()).join("\n\n");
   const text = [global?.text.trimEnd(), project].filter(Boolean).join(PROJECT_DOC_SEPARATOR);
-  return { item: projectDocMessage(cwd, text), files: docs.map(({ path: p, bytes, truncated }) => ({ path: p, bytes, truncated })), warnings };
+  return {
+    item: projectDocMessage(cwd, text),
+    files: docs.map(({ path: p, bytes, truncated }) => ({ path: p, bytes, truncated })),
+    warnings,
+  };
 }

@@ -5,14 +5,15 @@
  * code mode, capability roots, executor name, extra environments. They come back from the rollout unless a flag
  * overrides them; the next turn_context records what the resumed turn used, overrides included.
  */
-import type { RelayConfig, ConfigOverrides } from "./config.ts";
-import { applyOverrides } from "./config.ts";
+
+import type { ReasoningOptions } from "../model/responses.ts";
 import { findRollout } from "../rollout/find.ts";
 import { readRollout } from "../rollout/reader.ts";
 import type { TurnContext } from "../rollout/schema.ts";
-import type { ReasoningOptions } from "../model/responses.ts";
-import { recordedRoot, type CapabilityRoot } from "./capability-root.ts";
-import { recordedEnvironments, type EnvironmentSpec } from "./environment-spec.ts";
+import { type CapabilityRoot, recordedRoot } from "./capability-root.ts";
+import type { ConfigOverrides, RelayConfig } from "./config.ts";
+import { applyOverrides } from "./config.ts";
+import { type EnvironmentSpec, recordedEnvironments } from "./environment-spec.ts";
 
 /** The relay-specific settings a turn_context carries, beside Codex's own fields. */
 export function modelSettings(config: RelayConfig, provider: string): Record<string, string> {
@@ -76,7 +77,8 @@ const text = (v: unknown): string | undefined => (typeof v === "string" && v !==
 
 function sandboxMode(policy: unknown): string | undefined {
   if (typeof policy === "string") return policy;
-  if (policy && typeof policy === "object") return text((policy as { mode?: unknown }).mode) ?? text((policy as { type?: unknown }).type);
+  if (policy && typeof policy === "object")
+    return text((policy as { mode?: unknown }).mode) ?? text((policy as { type?: unknown }).type);
   return undefined;
 }
 
@@ -100,7 +102,8 @@ export function recordedOverrides(ctx: TurnContext | undefined, base: RelayConfi
   };
   const kept: ConfigOverrides = {};
   for (const [key, value] of Object.entries(candidates) as Array<[keyof ConfigOverrides, string | undefined]>) {
-    if (value !== undefined && "ok" in applyOverrides(base, { [key]: value })) (kept as Record<string, string>)[key] = value;
+    if (value !== undefined && "ok" in applyOverrides(base, { [key]: value }))
+      (kept as Record<string, string>)[key] = value;
   }
   return kept;
 }
@@ -113,7 +116,11 @@ export function mergeOverrides(recorded: ConfigOverrides, flags: ConfigOverrides
 }
 
 /** The recorded settings of the session `resumeId` names; none when it cannot be read (the resume itself then says why). */
-export async function resumeSettings(home: string, resumeId: string, base: RelayConfig): Promise<{ overrides: ConfigOverrides; choices: SessionChoices }> {
+export async function resumeSettings(
+  home: string,
+  resumeId: string,
+  base: RelayConfig,
+): Promise<{ overrides: ConfigOverrides; choices: SessionChoices }> {
   const found = await findRollout(home, resumeId);
   if ("error" in found) return { overrides: {}, choices: {} };
   const r = await readRollout(found.ok.path);

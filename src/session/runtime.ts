@@ -2,48 +2,49 @@
  * Starts one session end to end: model client, executor (spawned or remote), skills, rollout
  * (new or resumed), tool router, and the agent loop for one user turn.
  */
-import { codexProviderId, codexSandboxPolicy, wireApiOf } from "../rollout/codex-compat.ts";
+
 import os from "node:os";
 import path from "node:path";
-import { ExecutorMethods, type ExecutorInfo, type ToolSpec } from "../executor/protocol.ts";
+import { type ExecutorInfo, ExecutorMethods, type ToolSpec } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
-import { ModelError, type ModelClient } from "../model/client.ts";
+import { type ModelClient, ModelError } from "../model/client.ts";
 import { createModelClient } from "../model/factory.ts";
 import type { ResponseItem } from "../model/items.ts";
-import { spawnCommandLine, spawnSelf, type ChildPeer } from "../protocol/child.ts";
+import { type ChildPeer, spawnCommandLine, spawnSelf } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import { codexProviderId, codexSandboxPolicy, wireApiOf } from "../rollout/codex-compat.ts";
+import type { RolloutWriter } from "../rollout/writer.ts";
 import { Log } from "../util/log.ts";
-import { err, ok, type ErrorValue, type Result } from "../util/result.ts";
+import { type ErrorValue, err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";
 import { AgentSession, RecordError, type TurnOptions, type TurnOutcome } from "./agent.ts";
 import { ApprovalCache, type Approver } from "./approval.ts";
+import type { CapabilityRoot } from "./capability-root.ts";
+import { CodeModeTools } from "./code-mode.ts";
 import type { RelayConfig } from "./config.ts";
 import { commandEnv } from "./env.ts";
+import { defaultExecutorName, type EnvironmentSpec } from "./environment-spec.ts";
+import { type SessionEnvironments, startEnvironments } from "./environments.ts";
 import type { EmitEvent } from "./events.ts";
 import { BASE_INSTRUCTIONS, developerInstructions } from "./instructions.ts";
-import type { RolloutWriter } from "../rollout/writer.ts";
-import { findSource, openSourceRollout, type Resumed } from "./source.ts";
-import { pickShell } from "./shell.ts";
+import type { McpServers } from "./mcp/servers.ts";
+import { openSessionMcp } from "./mcp/session-mcp.ts";
+import { OutputSpill, outputsDir } from "./output-spill.ts";
 import { loadProjectInstructions } from "./project-docs.ts";
-import type { CapabilityRoot } from "./capability-root.ts";
-import { defaultExecutorName, type EnvironmentSpec } from "./environment-spec.ts";
-import { startEnvironments, type SessionEnvironments } from "./environments.ts";
+import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
+import { checkSandbox, type SandboxState, sessionSandboxPolicy } from "./sandbox-check.ts";
+import { pickShell } from "./shell.ts";
 import { skillsCatalog } from "./skill-catalog.ts";
 import { findSkills } from "./skill-sources.ts";
 import { SKILL_TOOL_SPEC, SkillReader } from "./skill-tool.ts";
-import { openSessionMcp } from "./mcp/session-mcp.ts";
-import type { McpServers } from "./mcp/servers.ts";
-import { modelSettings, reasoningOf, sessionSettings } from "./resume-settings.ts";
-import { checkSandbox, sessionSandboxPolicy, type SandboxState } from "./sandbox-check.ts";
+import { findSource, openSourceRollout, type Resumed } from "./source.ts";
 import { listExecutorTools, ToolRouter } from "./tool-router.ts";
-import { OutputSpill, outputsDir } from "./output-spill.ts";
-import { CodeModeTools } from "./code-mode.ts";
-import { withHeartbeat, type HeartbeatSettings } from "./waiting.ts";
+import { type HeartbeatSettings, withHeartbeat } from "./waiting.ts";
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 const log = Log.create("session");
-export { parseCapabilityRoot, type CapabilityRoot } from "./capability-root.ts";
 
+export { type CapabilityRoot, parseCapabilityRoot } from "./capability-root.ts";
 
 export interface SessionRunOptions {
   home: string;
@@ -137,7 +138,10 @@ export async function runSession(o: SessionRunOptions): Promise<Result<SessionRu
   const s = opened.ok;
   try {
     if (o.prompt === undefined && s.agent.pendingWork() === "none") {
-      return err("nothing_to_resume", `session ${s.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${s.id} "next request"`);
+      return err(
+        "nothing_to_resume",
+        `session ${s.id} has no unfinished turn; pass a prompt to continue it: relay run --resume ${s.id} "next request"`,
+      );
     }
     const outcome = await s.runTurn(o.prompt, o.signal);
     if ("error" in outcome) return outcome;
@@ -168,7 +172,8 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   const resumedR = await findSource(o);
   if ("error" in resumedR) return resumedR;
   const resumed = resumedR.ok;
-  if (!resumed && o.requirePrompt && o.firstPrompt === undefined) return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
+  if (!resumed && o.requirePrompt && o.firstPrompt === undefined)
+    return err("usage", "a prompt is required (or --resume <id|last> to continue a session)");
   const cwd = path.resolve(o.cwd ?? resumed?.cwd ?? process.cwd());
   const model = sessionModel(o);
   if ("error" in model) return model;
@@ -179,7 +184,9 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   const memory = o.memories?.block(o.home);
   memory?.catch(() => undefined);
   // The extra environments start while the session's own executor does.
-  const starting = startEnvironments(o.environments ?? [], executorNameOf(o), (message) => o.emit({ type: "warning", message }));
+  const starting = startEnvironments(o.environments ?? [], executorNameOf(o), (message) =>
+    o.emit({ type: "warning", message }),
+  );
   let rolloutToClose: RolloutWriter | undefined;
   let mcpStarting: Promise<Result<McpServers | undefined>> | undefined;
   let handedOver = false;
@@ -189,7 +196,12 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     // Asked at once: the executor builds its tool list while this side opens the rollout.
     const tools = listExecutorTools(executor.peer);
     const environments = await starting;
-    environments.addMain({ id: started.ok.name, peer: executor.peer, info: started.ok.info, ...(started.ok.remote ? { command: o.executorCommand ?? o.config.executor } : {}) });
+    environments.addMain({
+      id: started.ok.name,
+      peer: executor.peer,
+      info: started.ok.info,
+      ...(started.ok.remote ? { command: o.executorCommand ?? o.config.executor } : {}),
+    });
     const writer = await openRollout(o, resumed, cwd, model.ok, started.ok);
     if ("error" in writer) return writer;
     const rollout = writer.ok;
@@ -202,7 +214,19 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
     const sandbox = checkSandbox(executor.peer, commands.sandboxPolicy, cwd, commands.env);
     const skills = await listSkills(o, environments, started.ok, cwd);
     const context = await sessionContext(o, executor.peer, cwd, resumed);
-    const built = await buildAgent(o, { cwd, model: model.ok, started: started.ok, rollout, skills, resumed, mcp: mcpStarting, tools, sandbox, commands, memory });
+    const built = await buildAgent(o, {
+      cwd,
+      model: model.ok,
+      started: started.ok,
+      rollout,
+      skills,
+      resumed,
+      mcp: mcpStarting,
+      tools,
+      sandbox,
+      commands,
+      memory,
+    });
     if ("error" in built) return built;
     handedOver = true;
     return ok(sessionHandle(o, { ...built.ok, rollout, executor, environments, skills, cwd, context }));
@@ -218,10 +242,35 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
 }
 
 /** session_started, on the events and in the log. */
-function announce(o: OpenSessionOptions, rollout: RolloutWriter, provider: string, started: StartedExecutor, cwd: string, resumed: Resumed | undefined): void {
+function announce(
+  o: OpenSessionOptions,
+  rollout: RolloutWriter,
+  provider: string,
+  started: StartedExecutor,
+  cwd: string,
+  resumed: Resumed | undefined,
+): void {
   const wasResumed = Boolean(resumed && !resumed.fork);
-  o.emit({ type: "session_started", session_id: rollout.id, rollout_path: rollout.path, model: o.config.model, provider, cwd, resumed: wasResumed, ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}) });
-  log.info("session started", { session_id: rollout.id, model: o.config.model, provider, resumed: wasResumed, forked: Boolean(resumed?.fork), executor: started.name, remote: started.remote, sandbox: o.config.sandbox_mode });
+  o.emit({
+    type: "session_started",
+    session_id: rollout.id,
+    rollout_path: rollout.path,
+    model: o.config.model,
+    provider,
+    cwd,
+    resumed: wasResumed,
+    ...(resumed?.fork ? { forked_from: resumed.fork.id } : {}),
+  });
+  log.info("session started", {
+    session_id: rollout.id,
+    model: o.config.model,
+    provider,
+    resumed: wasResumed,
+    forked: Boolean(resumed?.fork),
+    executor: started.name,
+    remote: started.remote,
+    sandbox: o.config.sandbox_mode,
+  });
 }
 
 function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
@@ -248,7 +297,12 @@ async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Pro
   // The container for sandboxed commands starts meanwhile; the first command waits for it.
   const infoR = await executor.peer.call(ExecutorMethods.info, { containment: "start" }, { timeoutMs: 60_000 });
   if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
-  return ok({ executor, info: infoR.ok, remote: Boolean(o.executorCommand ?? o.config.executor), name: executorNameOf(o) });
+  return ok({
+    executor,
+    info: infoR.ok,
+    remote: Boolean(o.executorCommand ?? o.config.executor),
+    name: executorNameOf(o),
+  });
 }
 
 /** The session's own executor's environment name: `--executor-name`, else local or remote. */
@@ -256,7 +310,13 @@ function executorNameOf(o: OpenSessionOptions): string {
   return o.executorName ?? defaultExecutorName(o.executorCommand ?? o.config.executor);
 }
 
-function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: string, model: ModelClient, started: StartedExecutor): Promise<Result<RolloutWriter>> {
+function openRollout(
+  o: OpenSessionOptions,
+  resumed: Resumed | undefined,
+  cwd: string,
+  model: ModelClient,
+  started: StartedExecutor,
+): Promise<Result<RolloutWriter>> {
   return openSourceRollout(o.home, resumed, {
     cwd,
     source: o.source ?? "cli",
@@ -271,7 +331,12 @@ function openRollout(o: OpenSessionOptions, resumed: Resumed | undefined, cwd: s
 }
 
 /** A new session's first items: its AGENTS.md instructions (a resumed one has them in history). */
-async function sessionContext(o: OpenSessionOptions, peer: RpcPeer, cwd: string, resumed: Resumed | undefined): Promise<ResponseItem[]> {
+async function sessionContext(
+  o: OpenSessionOptions,
+  peer: RpcPeer,
+  cwd: string,
+  resumed: Resumed | undefined,
+): Promise<ResponseItem[]> {
   if (resumed || o.projectDocs === false) return [];
   const docs = await loadProjectInstructions(peer, o.home, cwd, o.config);
   for (const message of docs.warnings) o.emit({ type: "warning", message });
@@ -284,8 +349,19 @@ async function sessionContext(o: OpenSessionOptions, peer: RpcPeer, cwd: string,
  * The session's skills: its capability roots' (listed by their environments' executors) and the
  * local ones; a workspace on a remote executor has no local repository skills.
  */
-async function listSkills(o: OpenSessionOptions, environments: SessionEnvironments, started: StartedExecutor, cwd: string): Promise<SkillReader> {
-  const found = await findSkills({ roots: o.capabilityRoots ?? [], environments, home: o.home, local: o.localSkills !== false, ...(started.remote ? {} : { localCwd: cwd }) });
+async function listSkills(
+  o: OpenSessionOptions,
+  environments: SessionEnvironments,
+  started: StartedExecutor,
+  cwd: string,
+): Promise<SkillReader> {
+  const found = await findSkills({
+    roots: o.capabilityRoots ?? [],
+    environments,
+    home: o.home,
+    local: o.localSkills !== false,
+    ...(started.remote ? {} : { localCwd: cwd }),
+  });
   for (const s of found.skipped) if (s.reason !== "collision") o.emit({ type: "warning", message: s.message });
   return new SkillReader(found.skills, environments);
 }
@@ -299,7 +375,12 @@ function startMcp(o: OpenSessionOptions, environments: SessionEnvironments): Pro
     const env = environments.get(r.location.environmentId);
     return env ? [{ peer: env.peer, rootId: r.id, rootPath: r.location.path }] : [];
   });
-  return openSessionMcp({ mcpServers: o.config.mcp_servers, roots, maxOutputTokens: o.config.exec.max_output_tokens, emit: o.emit });
+  return openSessionMcp({
+    mcpServers: o.config.mcp_servers,
+    roots,
+    maxOutputTokens: o.config.exec.max_output_tokens,
+    emit: o.emit,
+  });
 }
 
 interface AgentParts {
@@ -324,17 +405,40 @@ interface CommandSettings {
   sandboxPolicy: SandboxPolicy;
 }
 
-function commandSettings(o: OpenSessionOptions, started: StartedExecutor, rollout: RolloutWriter, cwd: string): CommandSettings {
+function commandSettings(
+  o: OpenSessionOptions,
+  started: StartedExecutor,
+  rollout: RolloutWriter,
+  cwd: string,
+): CommandSettings {
   const { config } = o;
   const env = started.remote
-    ? { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: started.info.home, RELAY_SESSION_ID: rollout.id, ...o.env }
+    ? {
+        PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        HOME: started.info.home,
+        RELAY_SESSION_ID: rollout.id,
+        ...o.env,
+      }
     : commandEnv(rollout.id, process.env, o.env);
-  const shell = started.remote ? (config.shell.path ?? "/bin/bash") : pickShell({ configured: config.shell.path, login: config.shell.login });
-  return { env, shell, sandboxPolicy: sessionSandboxPolicy(config, cwd, { confineWrites: o.confineWrites, writableRoots: o.writableRoots, readOnlyPaths: o.readOnlyPaths }) };
+  const shell = started.remote
+    ? (config.shell.path ?? "/bin/bash")
+    : pickShell({ configured: config.shell.path, login: config.shell.login });
+  return {
+    env,
+    shell,
+    sandboxPolicy: sessionSandboxPolicy(config, cwd, {
+      confineWrites: o.confineWrites,
+      writableRoots: o.writableRoots,
+      readOnlyPaths: o.readOnlyPaths,
+    }),
+  };
 }
 
 /** The tool router (with code mode), the sandbox check and the agent with its instructions. */
-async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools; mcp?: McpServers }>> {
+async function buildAgent(
+  o: OpenSessionOptions,
+  p: AgentParts,
+): Promise<Result<{ agent: AgentSession; codeMode?: CodeModeTools; mcp?: McpServers }>> {
   const { config } = o;
   const { cwd, started, rollout } = p;
   const { shell } = p.commands;
@@ -347,7 +451,10 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
   const memory = await p.memory;
   if (memory?.warning) o.emit({ type: "warning", message: memory.warning });
   const memoryBlock = memory?.text;
-  const sandbox_policy = codexSandboxPolicy(sandboxMode, { mechanism: sandboxState.mechanism, ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}) });
+  const sandbox_policy = codexSandboxPolicy(sandboxMode, {
+    mechanism: sandboxState.mechanism,
+    ...(sandboxState.gaps.length ? { best_effort_gaps: sandboxState.gaps } : {}),
+  });
   const agent = new AgentSession(
     {
       model: withHeartbeat(p.model, o.emit, o.heartbeat),
@@ -356,7 +463,13 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       rollout,
       instructions: BASE_INSTRUCTIONS,
       developerInstructions: developerInstructions(
-        { cwd, shell, approvalPolicy: config.approval_policy, sandboxMode, executor: `${started.name} (${started.info.hostname}, ${started.info.platform})` },
+        {
+          cwd,
+          shell,
+          approvalPolicy: config.approval_policy,
+          sandboxMode,
+          executor: `${started.name} (${started.info.hostname}, ${started.info.platform})`,
+        },
         [skillsCatalog(p.skills.skills).text, ...(memoryBlock ? [memoryBlock] : []), ...(o.extraInstructions ?? [])],
       ),
       contextWindow: config.model_context_window ?? DEFAULT_CONTEXT_WINDOW,
@@ -368,7 +481,12 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
         sandbox_policy,
         user: os.userInfo().username,
         ...modelSettings(config, p.model.provider),
-        ...sessionSettings({ codeMode: Boolean(o.codeMode), capabilityRoots: o.capabilityRoots ?? [], executorName: started.name, environments: o.environments ?? [] }),
+        ...sessionSettings({
+          codeMode: Boolean(o.codeMode),
+          capabilityRoots: o.capabilityRoots ?? [],
+          executorName: started.name,
+          environments: o.environments ?? [],
+        }),
       },
       emit: o.emit,
     },
@@ -380,13 +498,20 @@ async function buildAgent(o: OpenSessionOptions, p: AgentParts): Promise<Result<
       throw e;
     });
     if (typeof repaired !== "number") return repaired;
-    if (repaired) o.emit({ type: "warning", message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so` });
+    if (repaired)
+      o.emit({
+        type: "warning",
+        message: `${repaired} tool call(s) were cut off by the previous run's end; the model is told so`,
+      });
   }
   return ok({ agent, codeMode, ...(mcp ? { mcp } : {}) });
 }
 
 /** The tool router over the executor's tools, with the skill tool, MCP's and code mode's. */
-async function connectTools(o: OpenSessionOptions, p: AgentParts): Promise<Result<{ router: ToolRouter; codeMode?: CodeModeTools; mcp?: McpServers }>> {
+async function connectTools(
+  o: OpenSessionOptions,
+  p: AgentParts,
+): Promise<Result<{ router: ToolRouter; codeMode?: CodeModeTools; mcp?: McpServers }>> {
   const { config } = o;
   const { env, shell, sandboxPolicy } = p.commands;
   const routerR = await ToolRouter.connect(
@@ -463,7 +588,8 @@ function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHandle {
         log.info("turn ended", { session_id: rollout.id, status: outcome.status, steps: outcome.steps });
         if (o.memories && outcome.finalMessage.includes("<oai-mem-citation>")) {
           const used = await o.memories.recordCitations(o.home, outcome.finalMessage);
-          if ("error" in used) o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
+          if ("error" in used)
+            o.emit({ type: "warning", message: `memory citations were not counted: ${used.error.message}` });
         }
         return ok(outcome);
       } catch (e) {

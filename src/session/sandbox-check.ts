@@ -15,7 +15,11 @@ const log = Log.create("session");
  * The policy a session's commands run under in `cwd` (also what `relay doctor` checks): the cwd
  * is the writable root, unless the session names its roots itself.
  */
-export function sessionSandboxPolicy(config: RelayConfig, cwd: string, o: { confineWrites?: boolean; writableRoots?: string[]; readOnlyPaths?: string[] } = {}): SandboxPolicy {
+export function sessionSandboxPolicy(
+  config: RelayConfig,
+  cwd: string,
+  o: { confineWrites?: boolean; writableRoots?: string[]; readOnlyPaths?: string[] } = {},
+): SandboxPolicy {
   const confineWrites = o.confineWrites ?? false;
   return {
     mode: config.sandbox_mode,
@@ -35,7 +39,12 @@ export interface SandboxState {
   refused?: string;
 }
 
-export async function checkSandbox(peer: RpcPeer, policy: SandboxPolicy, cwd: string, env: Record<string, string>): Promise<SandboxState> {
+export async function checkSandbox(
+  peer: RpcPeer,
+  policy: SandboxPolicy,
+  cwd: string,
+  env: Record<string, string>,
+): Promise<SandboxState> {
   const state = await askExecutor(peer, policy, cwd, env);
   const fields = { mode: policy.mode, mechanism: state.mechanism, gaps: state.gaps.length ? state.gaps : undefined };
   if (state.refused) log.warn("sandbox refused for the session", { ...fields, reason: state.refused });
@@ -43,7 +52,12 @@ export async function checkSandbox(peer: RpcPeer, policy: SandboxPolicy, cwd: st
   return state;
 }
 
-async function askExecutor(peer: RpcPeer, policy: SandboxPolicy, cwd: string, env: Record<string, string>): Promise<SandboxState> {
+async function askExecutor(
+  peer: RpcPeer,
+  policy: SandboxPolicy,
+  cwd: string,
+  env: Record<string, string>,
+): Promise<SandboxState> {
   const r = await peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy, cwd, env }, { timeoutMs: 30_000 });
   if ("ok" in r) return { mechanism: r.ok.mechanism, gaps: r.ok.gaps };
   // An older executor without the method: its commands will say for themselves.

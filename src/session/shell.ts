@@ -20,7 +20,8 @@ export function pickShell(choice: ShellChoice, env: NodeJS.ProcessEnv = process.
 
 export function commandArgv(shell: string, cmd: string, login: boolean): string[] {
   const base = shell.split(/[\\/]/).pop()!.toLowerCase();
-  if (base === "pwsh" || base === "powershell" || base === "pwsh.exe" || base === "powershell.exe") return [shell, "-NoProfile", "-Command", cmd];
+  if (base === "pwsh" || base === "powershell" || base === "pwsh.exe" || base === "powershell.exe")
+    return [shell, "-NoProfile", "-Command", cmd];
   if (base === "cmd" || base === "cmd.exe") return [shell, "/c", cmd];
   return [shell, login ? "-lc" : "-c", cmd];
 }

@@ -55,6 +55,7 @@ export function skillsCatalog(skills: SelectedSkill[], maxBytes = SKILLS_CATALOG
     listed++;
   }
   const omitted = visible.length - listed;
-  if (omitted > 0) text += `- … ${omitted} more skill${omitted === 1 ? "" : "s"} not listed (the catalog is limited to ${maxBytes} bytes); ${SKILL_TOOL} still reads any skill by name\n`;
+  if (omitted > 0)
+    text += `- … ${omitted} more skill${omitted === 1 ? "" : "s"} not listed (the catalog is limited to ${maxBytes} bytes); ${SKILL_TOOL} still reads any skill by name\n`;
   return { text, listed, omitted, hidden };
 }

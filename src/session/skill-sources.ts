@@ -9,54 +9,76 @@
  */
 import path from "node:path";
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
 import { projectDirs, wholeCharsEnd } from "../executor/project-docs.ts";
-import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod, SKILL_BODY_MAX_BYTES, type SkillBody, type SkillsListResult } from "../executor/skills.ts";
+import {
+  discoverSkills,
+  readSkill,
+  SKILL_BODY_MAX_BYTES,
+  type SkillBody,
+  SkillsListMethod,
+  type SkillsListResult,
+  SkillsReadMethod,
+} from "../executor/skills.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { err, type Result } from "../util/result.ts";
 import type { CapabilityRoot } from "./capability-root.ts";
 import type { SessionEnvironments } from "./environments.ts";
 
-export const SkillSourceSchema = lazySchema(() => z.discriminatedUnion("kind", [
-  /** `home`: $RELAY_HOME/skills; `repo`: a .relay/skills of the repository. */
-  z.object({ kind: z.literal("local"), dir: z.enum(["home", "repo"]), root: z.string() }),
-  z.object({ kind: z.literal("environment"), environmentId: z.string(), rootId: z.string() }),
-]));
+export const SkillSourceSchema = lazySchema(() =>
+  z.discriminatedUnion("kind", [
+    /** `home`: $RELAY_HOME/skills; `repo`: a .relay/skills of the repository. */
+    z.object({ kind: z.literal("local"), dir: z.enum(["home", "repo"]), root: z.string() }),
+    z.object({ kind: z.literal("environment"), environmentId: z.string(), rootId: z.string() }),
+  ]),
+);
 export type SkillSource = z.infer<typeof SkillSourceSchema>;
 
-export const SelectedSkillSchema = lazySchema(() => z.object({
-  name: z.string(),
-  description: z.string(),
-  /** The SKILL.md, on the environment of `source` (this host for a local skill). */
-  path: z.string(),
-  hidden: z.boolean(),
-  source: SkillSourceSchema,
-}));
+export const SelectedSkillSchema = lazySchema(() =>
+  z.object({
+    name: z.string(),
+    description: z.string(),
+    /** The SKILL.md, on the environment of `source` (this host for a local skill). */
+    path: z.string(),
+    hidden: z.boolean(),
+    source: SkillSourceSchema,
+  }),
+);
 export type SelectedSkill = z.infer<typeof SelectedSkillSchema>;
 
-export const SkipReasonSchema = lazySchema(() => z.enum(["collision", "bad_front_matter", "too_large", "unreadable", "unavailable_root", "unavailable_environment"]));
+export const SkipReasonSchema = lazySchema(() =>
+  z.enum(["collision", "bad_front_matter", "too_large", "unreadable", "unavailable_root", "unavailable_environment"]),
+);
 
-export const SkippedSkillSchema = lazySchema(() => z.object({
-  /** The skill's name, when it had one (a collision). */
-  name: z.string().optional(),
-  /** The SKILL.md or the root that gave nothing. */
-  path: z.string(),
-  source: SkillSourceSchema,
-  reason: SkipReasonSchema,
-  message: z.string(),
-}));
+export const SkippedSkillSchema = lazySchema(() =>
+  z.object({
+    /** The skill's name, when it had one (a collision). */
+    name: z.string().optional(),
+    /** The SKILL.md or the root that gave nothing. */
+    path: z.string(),
+    source: SkillSourceSchema,
+    reason: SkipReasonSchema,
+    message: z.string(),
+  }),
+);
 export type SkippedSkill = z.infer<typeof SkippedSkillSchema>;
 
-export const SkillsReportSchema = lazySchema(() => z.object({ skills: z.array(SelectedSkillSchema), skipped: z.array(SkippedSkillSchema) }));
+export const SkillsReportSchema = lazySchema(() =>
+  z.object({ skills: z.array(SelectedSkillSchema), skipped: z.array(SkippedSkillSchema) }),
+);
 export type SkillsReport = z.infer<typeof SkillsReportSchema>;
 
 /** `relay skills list --json`: the report, and each environment that was asked. */
-export const SkillsListOutputSchema = lazySchema(() => SkillsReportSchema.extend({
-  environments: z.array(z.object({ id: z.string(), available: z.boolean(), detail: z.string() })),
-}));
+export const SkillsListOutputSchema = lazySchema(() =>
+  SkillsReportSchema.extend({
+    environments: z.array(z.object({ id: z.string(), available: z.boolean(), detail: z.string() })),
+  }),
+);
 export type SkillsListOutput = z.infer<typeof SkillsListOutputSchema>;
 
 export function describeSource(s: SkillSource): string {
-  return s.kind === "local" ? `local ${s.dir === "home" ? "RELAY_HOME/skills" : "repository .relay/skills"}` : `environment ${s.environmentId}, root ${s.rootId}`;
+  return s.kind === "local"
+    ? `local ${s.dir === "home" ? "RELAY_HOME/skills" : "repository .relay/skills"}`
+    : `environment ${s.environmentId}, root ${s.rootId}`;
 }
 
 export interface SkillSearch {
@@ -70,8 +92,15 @@ export interface SkillSearch {
 }
 
 /** Local skill directories, in precedence order: the repository's nearest to cwd first, then RELAY_HOME's. */
-async function localDirs(home: string, cwd: string | undefined): Promise<Array<{ dir: "home" | "repo"; root: string }>> {
-  const repo = cwd ? (await projectDirs(cwd)).dirs.reverse().map((d) => ({ dir: "repo" as const, root: path.join(d, ".relay", "skills") })) : [];
+async function localDirs(
+  home: string,
+  cwd: string | undefined,
+): Promise<Array<{ dir: "home" | "repo"; root: string }>> {
+  const repo = cwd
+    ? (await projectDirs(cwd)).dirs
+        .reverse()
+        .map((d) => ({ dir: "repo" as const, root: path.join(d, ".relay", "skills") }))
+    : [];
   return [...repo, { dir: "home", root: path.join(home, "skills") }];
 }
 
@@ -81,9 +110,21 @@ async function listRoot(root: CapabilityRoot, envs: SessionEnvironments): Promis
   const { environmentId, path: p } = root.location;
   const source: SkillSource = { kind: "environment", environmentId, rootId: root.id };
   const env = envs.get(environmentId);
-  if (!env) return { path: p, source, reason: "unavailable_environment", message: `capability root ${root.id} skipped: ${envs.whyUnavailable(environmentId)}; skills are never read from the local filesystem instead` };
+  if (!env)
+    return {
+      path: p,
+      source,
+      reason: "unavailable_environment",
+      message: `capability root ${root.id} skipped: ${envs.whyUnavailable(environmentId)}; skills are never read from the local filesystem instead`,
+    };
   const listed = await env.peer.call(SkillsListMethod, { roots: [p] });
-  if ("error" in listed) return { path: p, source, reason: "unavailable_root", message: `capability root ${root.id} on environment ${environmentId} unavailable: ${listed.error.message}` };
+  if ("error" in listed)
+    return {
+      path: p,
+      source,
+      reason: "unavailable_root",
+      message: `capability root ${root.id} on environment ${environmentId} unavailable: ${listed.error.message}`,
+    };
   return { source, result: listed.ok };
 }
 
@@ -93,7 +134,10 @@ export async function findSkills(s: SkillSearch): Promise<SkillsReport> {
     (s.local === false ? [] : await localDirs(s.home, s.localCwd)).map(async ({ dir, root }): Promise<Listed> => {
       const result = await discoverSkills([root]);
       // A local directory that does not exist is the usual case, not a problem.
-      return { source: { kind: "local", dir, root }, result: { ...result, warnings: result.warnings.filter((w) => w.reason !== "unavailable_root") } };
+      return {
+        source: { kind: "local", dir, root },
+        result: { ...result, warnings: result.warnings.filter((w) => w.reason !== "unavailable_root") },
+      };
     }),
   );
   const skills: SelectedSkill[] = [];
@@ -105,14 +149,35 @@ export async function findSkills(s: SkillSearch): Promise<SkillsReport> {
       continue;
     }
     const { source, result } = listed;
-    for (const w of result.warnings) skipped.push({ path: w.path ?? w.root, source, reason: w.reason ?? "unavailable_root", message: source.kind === "environment" ? `capability root ${source.rootId} on environment ${source.environmentId}: ${w.message}` : w.message });
+    for (const w of result.warnings)
+      skipped.push({
+        path: w.path ?? w.root,
+        source,
+        reason: w.reason ?? "unavailable_root",
+        message:
+          source.kind === "environment"
+            ? `capability root ${source.rootId} on environment ${source.environmentId}: ${w.message}`
+            : w.message,
+      });
     for (const k of result.skills) {
       const winner = byName.get(k.name);
       if (winner) {
-        skipped.push({ name: k.name, path: k.path, source, reason: "collision", message: `skill ${k.name} at ${k.path} (${describeSource(source)}) is shadowed by the one at ${winner.path} (${describeSource(winner.source)})` });
+        skipped.push({
+          name: k.name,
+          path: k.path,
+          source,
+          reason: "collision",
+          message: `skill ${k.name} at ${k.path} (${describeSource(source)}) is shadowed by the one at ${winner.path} (${describeSource(winner.source)})`,
+        });
         continue;
       }
-      const skill: SelectedSkill = { name: k.name, description: k.description, path: k.path, hidden: k.hidden === true, source };
+      const skill: SelectedSkill = {
+        name: k.name,
+        description: k.description,
+        path: k.path,
+        hidden: k.hidden === true,
+        source,
+      };
       byName.set(k.name, skill);
       skills.push(skill);
     }
@@ -124,12 +189,21 @@ export async function findSkills(s: SkillSearch): Promise<SkillsReport> {
  * One slice of a skill's body, read where the skill was listed: by its environment's executor,
  * or here for a local one. Never more than `maxBytes`, even from an executor that ignores it.
  */
-export async function readSkillBody(skill: SelectedSkill, envs: SessionEnvironments, offset = 0, maxBytes = SKILL_BODY_MAX_BYTES): Promise<Result<SkillBody>> {
+export async function readSkillBody(
+  skill: SelectedSkill,
+  envs: SessionEnvironments,
+  offset = 0,
+  maxBytes = SKILL_BODY_MAX_BYTES,
+): Promise<Result<SkillBody>> {
   let r: Result<SkillBody>;
   if (skill.source.kind === "local") r = await readSkill(skill.path, offset, maxBytes);
   else {
     const env = envs.get(skill.source.environmentId);
-    if (!env) return err("environment_unavailable", `skill ${skill.name} lives on environment ${skill.source.environmentId}, which is gone`);
+    if (!env)
+      return err(
+        "environment_unavailable",
+        `skill ${skill.name} lives on environment ${skill.source.environmentId}, which is gone`,
+      );
     r = await env.peer.call(SkillsReadMethod, { path: skill.path, offset, max_bytes: maxBytes });
   }
   if ("error" in r || r.ok.body_bytes !== undefined) return r;

@@ -6,19 +6,21 @@
  * that says how to read on (`{"name", "offset"}`) and where the file is.
  */
 import { z } from "zod";
-import { lazySchema } from "../util/lazy-schema.ts";
-import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../executor/skills.ts";
 import type { ToolSpec } from "../executor/protocol.ts";
-import { userMessage, type ResponseItem } from "../model/items.ts";
-import type { EmitEvent } from "./events.ts";
+import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../executor/skills.ts";
+import { type ResponseItem, userMessage } from "../model/items.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import type { SessionEnvironments } from "./environments.ts";
+import type { EmitEvent } from "./events.ts";
 import { readSkillBody, type SelectedSkill } from "./skill-sources.ts";
 import { parseToolArguments } from "./tool-args.ts";
 import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export const SKILL_TOOL = "skill";
 
-const SkillArgsSchema = lazySchema(() => z.object({ name: z.string().min(1), offset: z.number().int().min(0).optional() }));
+const SkillArgsSchema = lazySchema(() =>
+  z.object({ name: z.string().min(1), offset: z.number().int().min(0).optional() }),
+);
 
 export const SKILL_TOOL_SPEC: ToolSpec = {
   name: SKILL_TOOL,
@@ -27,7 +29,10 @@ export const SKILL_TOOL_SPEC: ToolSpec = {
     type: "object",
     properties: {
       name: { type: "string", description: "the skill's name" },
-      offset: { type: "number", description: "byte offset into the instructions, from a previous call's note (default 0)" },
+      offset: {
+        type: "number",
+        description: "byte offset into the instructions, from a previous call's note (default 0)",
+      },
     },
     required: ["name"],
     additionalProperties: false,
@@ -44,7 +49,10 @@ function where(s: SelectedSkill): string {
 
 /** The text the model gets: the body in a `<skill>` element, and how to read on when it was cut. */
 export function skillText(s: SelectedSkill, b: SkillBody, offset: number): string {
-  const origin = s.source.kind === "local" ? `source="local"` : `environment="${attr(s.source.environmentId)}" root="${attr(s.source.rootId)}"`;
+  const origin =
+    s.source.kind === "local"
+      ? `source="local"`
+      : `environment="${attr(s.source.environmentId)}" root="${attr(s.source.rootId)}"`;
   const range = offset > 0 ? ` offset="${offset}"` : "";
   let note = "";
   if (b.next_offset !== undefined) {
@@ -72,15 +80,29 @@ export class SkillReader {
   async call(rawArguments: string): Promise<ToolCallOutcome> {
     const raw = parseToolArguments(rawArguments);
     const parsed = "ok" in raw ? SkillArgsSchema.safeParse(raw.ok) : undefined;
-    if (!parsed?.success) return { output: `The ${SKILL_TOOL} tool takes {"name": "<skill name>", "offset"?: <bytes>}${parsed ? `: ${z.prettifyError(parsed.error)}` : ""}`, success: false, display: SKILL_TOOL };
+    if (!parsed?.success)
+      return {
+        output: `The ${SKILL_TOOL} tool takes {"name": "<skill name>", "offset"?: <bytes>}${parsed ? `: ${z.prettifyError(parsed.error)}` : ""}`,
+        success: false,
+        display: SKILL_TOOL,
+      };
     const { name, offset = 0 } = parsed.data;
     const skill = this.find(name);
     if (!skill) {
       const names = this.skills.map((s) => s.name);
-      return { output: `unknown skill ${JSON.stringify(name)}; the skills are: ${names.slice(0, 50).join(", ")}${names.length > 50 ? `, … (${names.length - 50} more)` : ""}`, success: false, display: `${SKILL_TOOL} ${name}` };
+      return {
+        output: `unknown skill ${JSON.stringify(name)}; the skills are: ${names.slice(0, 50).join(", ")}${names.length > 50 ? `, … (${names.length - 50} more)` : ""}`,
+        success: false,
+        display: `${SKILL_TOOL} ${name}`,
+      };
     }
     const body = await readSkillBody(skill, this.environments, offset);
-    if ("error" in body) return { output: `skill ${name} could not be read ${where(skill)}: ${body.error.message}`, success: false, display: `${SKILL_TOOL} ${name}` };
+    if ("error" in body)
+      return {
+        output: `skill ${name} could not be read ${where(skill)}: ${body.error.message}`,
+        success: false,
+        display: `${SKILL_TOOL} ${name}`,
+      };
     return { output: skillText(skill, body.ok, offset), success: true, display: `${SKILL_TOOL} ${name}` };
   }
 

@@ -7,10 +7,10 @@
  */
 import type { ResponseItem } from "../model/items.ts";
 import { findRollout } from "../rollout/find.ts";
-import { forkRollout, type ForkSource } from "../rollout/fork.ts";
+import { type ForkSource, forkRollout } from "../rollout/fork.ts";
 import { readRollout } from "../rollout/reader.ts";
 import { INFTY_SOURCE, isRoleSession, roleSessionRefusal } from "../rollout/schema.ts";
-import { RELAY_ORIGINATOR, RolloutWriter, type NewSessionMeta } from "../rollout/writer.ts";
+import { type NewSessionMeta, RELAY_ORIGINATOR, RolloutWriter } from "../rollout/writer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { pendingWorkIn } from "./agent.ts";
 import type { EmitEvent } from "./events.ts";
@@ -39,7 +39,11 @@ export interface SourceOptions {
 export const LIST_HINT = "`relay sessions list`";
 
 export async function findSource(o: SourceOptions): Promise<Result<Resumed | undefined>> {
-  if (o.resume !== undefined && o.fork !== undefined) return err("usage", "--resume and --fork cannot be combined: resume continues a session in place, fork starts a new one from it");
+  if (o.resume !== undefined && o.fork !== undefined)
+    return err(
+      "usage",
+      "--resume and --fork cannot be combined: resume continues a session in place, fork starts a new one from it",
+    );
   const id = o.resume ?? o.fork;
   if (id === undefined) return ok(undefined);
   const found = await findRollout(o.home, id, { listHint: LIST_HINT });
@@ -47,7 +51,8 @@ export async function findSource(o: SourceOptions): Promise<Result<Resumed | und
   const r = await readRollout(found.ok.path);
   if ("error" in r) return r;
   // An infty role's session is driven by its run; continuing it here would write into the run.
-  if (isRoleSession(r.ok.meta) && o.source !== INFTY_SOURCE) return err("session_of_infty_run", roleSessionRefusal({ id: r.ok.meta.id, infty: r.ok.meta.infty }));
+  if (isRoleSession(r.ok.meta) && o.source !== INFTY_SOURCE)
+    return err("session_of_infty_run", roleSessionRefusal({ id: r.ok.meta.id, infty: r.ok.meta.infty }));
   for (const w of r.ok.warnings) o.emit({ type: "warning", message: w });
   const resumed: Resumed = { path: found.ok.path, items: r.ok.items, cwd: String(r.ok.meta.cwd) };
   const foreign = r.ok.meta.originator !== RELAY_ORIGINATOR;
@@ -55,16 +60,29 @@ export async function findSource(o: SourceOptions): Promise<Result<Resumed | und
   // Checked before the fork's file exists, so that a fork with nothing to do leaves none.
   if (o.firstPrompt === undefined && pendingWorkIn(r.ok.items) === "none") {
     const flag = o.fork === undefined ? "--resume" : "--fork";
-    return err("nothing_to_resume", `session ${r.ok.meta.id} has no unfinished turn; give the ${o.fork === undefined ? "session" : "fork"} a prompt: relay run ${flag} ${r.ok.meta.id} "next request"`);
+    return err(
+      "nothing_to_resume",
+      `session ${r.ok.meta.id} has no unfinished turn; give the ${o.fork === undefined ? "session" : "fork"} a prompt: relay run ${flag} ${r.ok.meta.id} "next request"`,
+    );
   }
   if (o.fork === undefined) {
-    o.emit({ type: "warning", message: `${found.ok.path} was written by ${r.ok.meta.originator}, not Relay: it stays as it is (so ${r.ok.meta.originator} can still resume it), and Relay continues the conversation in a new session forked from it` });
+    o.emit({
+      type: "warning",
+      message: `${found.ok.path} was written by ${r.ok.meta.originator}, not Relay: it stays as it is (so ${r.ok.meta.originator} can still resume it), and Relay continues the conversation in a new session forked from it`,
+    });
   }
-  return ok({ ...resumed, fork: { id: r.ok.meta.id, path: found.ok.path, lines: r.ok.lines, lineCount: r.ok.lineCount } });
+  return ok({
+    ...resumed,
+    fork: { id: r.ok.meta.id, path: found.ok.path, lines: r.ok.lines, lineCount: r.ok.lineCount },
+  });
 }
 
 /** The session's rollout: a new one, the resumed one reopened, or a fork of the source. */
-export function openSourceRollout(home: string, resumed: Resumed | undefined, meta: NewSessionMeta): Promise<Result<RolloutWriter>> {
+export function openSourceRollout(
+  home: string,
+  resumed: Resumed | undefined,
+  meta: NewSessionMeta,
+): Promise<Result<RolloutWriter>> {
   if (resumed?.fork) return forkRollout({ home, source: resumed.fork, meta });
   if (resumed) return RolloutWriter.resume(resumed.path);
   return RolloutWriter.create({ home, meta });

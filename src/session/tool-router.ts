@@ -3,26 +3,27 @@
  * (`tools/list`); this side turns a call into the final wire request: shell and argv, cwd,
  * environment, approval, sandbox attempt and output budget.
  */
-import type { ToolCallOutcome } from "./tool-outcome.ts";
+
 import path from "node:path";
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
-import { fastParse } from "../util/fast-parse.ts";
-import { ExecutorMethods, type ExecApprovalRequirement, type ExecResult, type ToolSpec } from "../executor/protocol.ts";
+import { type ExecApprovalRequirement, type ExecResult, ExecutorMethods, type ToolSpec } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import type { ModelTool } from "../model/client.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
-import { err, ok, type Result } from "../util/result.ts";
 import { loadBashGrammar } from "../util/bash-grammar.ts";
-import { ApprovalCache, evaluateExec, evaluateMcpTool, evaluatePatch, type ApprovalNeed } from "./approval.ts";
-import { codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL, type CodeModeTools } from "./code-mode.ts";
-import type { ApprovalPolicy } from "./config.ts";
+import { fastParse } from "../util/fast-parse.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { ApprovalCache, type ApprovalNeed, evaluateExec, evaluateMcpTool, evaluatePatch } from "./approval.ts";
 import type { UserApprovalRule } from "./approval-rules.ts";
+import { type CodeModeTools, codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL } from "./code-mode.ts";
+import type { ApprovalPolicy } from "./config.ts";
 import { formatExecResult } from "./exec-format.ts";
+import type { McpToolSource } from "./mcp/servers.ts";
 import { fetchFullOutput, fullOutputNote, type OutputSpill } from "./output-spill.ts";
 import { commandArgv, pickShell } from "./shell.ts";
 import { parseToolArguments } from "./tool-args.ts";
-import type { McpToolSource } from "./mcp/servers.ts";
+import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export interface RouterSettings {
   cwd: string;
@@ -41,7 +42,6 @@ export interface RouterSettings {
   /** Where the full text of an exec output cut for the model is saved; unset: it is not kept. */
   outputs?: OutputSpill;
 }
-
 
 /** `apply_patch <<'EOF' ... EOF` written as a shell command is applied as a patch. */
 const HEREDOC_PATCH = /^\s*apply_patch\s+<<\s*['"]?([A-Za-z_]+)['"]?\s*\n([\s\S]*?)\n\1\s*$/;
@@ -75,12 +75,18 @@ export class ToolRouter {
    * A router over the executor's tools; `listing` is the answer to a tools/list the caller may
    * have sent early (the session asks as soon as the executor is up), else it is asked now.
    */
-  static async connect(executor: RpcPeer, settings: RouterSettings, approvals: ApprovalCache, listing = listExecutorTools(executor)): Promise<Result<ToolRouter>> {
+  static async connect(
+    executor: RpcPeer,
+    settings: RouterSettings,
+    approvals: ApprovalCache,
+    listing = listExecutorTools(executor),
+  ): Promise<Result<ToolRouter>> {
     // Approval reads commands with the bash grammar: load it while the model thinks (a failure
     // is reported by the first check, which asks).
     if (settings.approvalPolicy === "untrusted") loadBashGrammar().catch(() => {});
     const listed = await listing;
-    if ("error" in listed) return err(listed.error.code, `could not list the executor's tools: ${listed.error.message}`);
+    if ("error" in listed)
+      return err(listed.error.code, `could not list the executor's tools: ${listed.error.message}`);
     return ok(new ToolRouter(executor, listed.ok, settings, approvals));
   }
 
@@ -103,7 +109,12 @@ export class ToolRouter {
   }
 
   modelTools(): ModelTool[] {
-    const tools: ModelTool[] = this.ownSpecs.map((s) => ({ kind: "function", name: s.name, description: s.description, parameters: s.input_schema }));
+    const tools: ModelTool[] = this.ownSpecs.map((s) => ({
+      kind: "function",
+      name: s.name,
+      description: s.description,
+      parameters: s.input_schema,
+    }));
     if (this.mcp) tools.push(...this.mcp.modelTools());
     return this.codeMode ? [...tools, ...codeModeModelTools()] : tools;
   }
@@ -136,7 +147,12 @@ export class ToolRouter {
     if (own) return own.call(rawArguments, signal);
     if (this.mcp?.has(name)) return this.callMcp(this.mcp, name, rawArguments, signal);
     const spec = this.executorSpecs.find((s) => s.name === name);
-    if (!spec) return { output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`, success: false, display: name };
+    if (!spec)
+      return {
+        output: `unknown tool ${JSON.stringify(name)}; available tools: ${this.specs.map((s) => s.name).join(", ")}`,
+        success: false,
+        display: name,
+      };
     const parsed = parseToolArguments(rawArguments);
     if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };
     const args = parsed.ok;
@@ -146,13 +162,32 @@ export class ToolRouter {
   }
 
   /** An MCP tool: the same approval policy as the executor's tools (read-only ones may skip asking). */
-  private async callMcp(mcp: McpToolSource, name: string, rawArguments: string, signal?: AbortSignal): Promise<ToolCallOutcome> {
+  private async callMcp(
+    mcp: McpToolSource,
+    name: string,
+    rawArguments: string,
+    signal?: AbortSignal,
+  ): Promise<ToolCallOutcome> {
     const parsed = parseToolArguments(rawArguments);
     if ("error" in parsed) return { output: parsed.error.message, success: false, display: name };
     const args = parsed.ok;
-    if (args === null || typeof args !== "object" || Array.isArray(args)) return { output: `${name} takes a JSON object of arguments (got ${JSON.stringify(args)?.slice(0, 100)})`, success: false, display: name };
-    const approval = await this.approve(evaluateMcpTool(this.settings.approvalPolicy, name, mcp.isReadOnly(name), JSON.stringify(args), this.settings.cwd));
-    if ("error" in approval) return { output: `${name} was not called: ${approval.error.message}`, success: false, display: name };
+    if (args === null || typeof args !== "object" || Array.isArray(args))
+      return {
+        output: `${name} takes a JSON object of arguments (got ${JSON.stringify(args)?.slice(0, 100)})`,
+        success: false,
+        display: name,
+      };
+    const approval = await this.approve(
+      evaluateMcpTool(
+        this.settings.approvalPolicy,
+        name,
+        mcp.isReadOnly(name),
+        JSON.stringify(args),
+        this.settings.cwd,
+      ),
+    );
+    if ("error" in approval)
+      return { output: `${name} was not called: ${approval.error.message}`, success: false, display: name };
     return mcp.call(name, args as Record<string, unknown>, signal);
   }
 
@@ -185,9 +220,23 @@ export class ToolRouter {
     if (heredoc) return this.callTool("apply_patch", { input: heredoc[2] }, signal, a.workdir);
     const cwd = this.resolveDir(a.workdir);
     const escalate = a.sandbox_permissions === "require_escalated";
-    const approval = await this.approve(await evaluateExec(this.settings.approvalPolicy, a.cmd, cwd, escalate, a.justification, this.settings.approvalRules));
-    if ("error" in approval) return { output: `exec_command was not run: ${approval.error.message}`, success: false, display: a.cmd };
-    const shell = pickShell({ requested: a.shell, configured: this.settings.shellPath, login: a.login ?? this.settings.loginShell });
+    const approval = await this.approve(
+      await evaluateExec(
+        this.settings.approvalPolicy,
+        a.cmd,
+        cwd,
+        escalate,
+        a.justification,
+        this.settings.approvalRules,
+      ),
+    );
+    if ("error" in approval)
+      return { output: `exec_command was not run: ${approval.error.message}`, success: false, display: a.cmd };
+    const shell = pickShell({
+      requested: a.shell,
+      configured: this.settings.shellPath,
+      login: a.login ?? this.settings.loginShell,
+    });
     const r = await this.executor.call(
       ExecutorMethods.exec,
       {
@@ -196,22 +245,36 @@ export class ToolRouter {
         env: this.settings.env,
         tty: a.tty ?? false,
         yield_time_ms: a.yield_time_ms ?? this.settings.defaultYieldMs,
-        max_output_tokens: Math.min(a.max_output_tokens ?? this.settings.maxOutputTokens, this.settings.maxOutputTokens),
+        max_output_tokens: Math.min(
+          a.max_output_tokens ?? this.settings.maxOutputTokens,
+          this.settings.maxOutputTokens,
+        ),
         sandbox_permissions: escalate ? "require_escalated" : "use_default",
         additional_permissions_preapproved: false,
         justification: a.justification,
         exec_approval_requirement: approval.ok,
-        sandbox: this.settings.pinWritableRoots ? this.settings.sandbox : { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, cwd])] },
+        sandbox: this.settings.pinWritableRoots
+          ? this.settings.sandbox
+          : { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, cwd])] },
         keep_full_output: this.settings.outputs !== undefined,
       },
       { signal },
     );
-    if ("error" in r) return { output: `exec_command failed for \`${a.cmd}\`: ${r.error.message}`, success: false, display: a.cmd };
-    return this.execOutcome(r.ok, { display: a.cmd, success: r.ok.exit_code === undefined || r.ok.exit_code === 0, callId, signal });
+    if ("error" in r)
+      return { output: `exec_command failed for \`${a.cmd}\`: ${r.error.message}`, success: false, display: a.cmd };
+    return this.execOutcome(r.ok, {
+      display: a.cmd,
+      success: r.ok.exit_code === undefined || r.ok.exit_code === 0,
+      callId,
+      signal,
+    });
   }
 
   /** An exec_command / write_stdin result for the model; a cut output's full text is saved first. */
-  private async execOutcome(r: ExecResult, o: { display: string; success: boolean; callId?: string; signal?: AbortSignal }): Promise<ToolCallOutcome> {
+  private async execOutcome(
+    r: ExecResult,
+    o: { display: string; success: boolean; callId?: string; signal?: AbortSignal },
+  ): Promise<ToolCallOutcome> {
     const kept = await this.keepFullOutput(r, o.callId ?? `exec-${r.chunk_id}`, o.signal);
     const json = execResultJson(r);
     return {
@@ -224,7 +287,11 @@ export class ToolRouter {
   }
 
   /** Fetches a cut result's full text from the executor and saves it next to the rollout. */
-  private async keepFullOutput(r: ExecResult, callId: string, signal?: AbortSignal): Promise<{ note: string; path?: string } | undefined> {
+  private async keepFullOutput(
+    r: ExecResult,
+    callId: string,
+    signal?: AbortSignal,
+  ): Promise<{ note: string; path?: string } | undefined> {
     const spill = this.settings.outputs;
     if (!spill || !r.full_output) return undefined;
     const data = await fetchFullOutput(this.executor, r.full_output, signal);
@@ -243,7 +310,10 @@ export class ToolRouter {
         process_id: a.session_id,
         input: a.chars ?? "",
         yield_time_ms: a.yield_time_ms,
-        max_output_tokens: Math.min(a.max_output_tokens ?? this.settings.maxOutputTokens, this.settings.maxOutputTokens),
+        max_output_tokens: Math.min(
+          a.max_output_tokens ?? this.settings.maxOutputTokens,
+          this.settings.maxOutputTokens,
+        ),
       },
       { signal },
     );
@@ -252,17 +322,35 @@ export class ToolRouter {
     return this.execOutcome(r.ok, { display, success: true, callId, signal });
   }
 
-  private async callTool(name: string, args: unknown, signal?: AbortSignal, workdir?: string): Promise<ToolCallOutcome> {
+  private async callTool(
+    name: string,
+    args: unknown,
+    signal?: AbortSignal,
+    workdir?: string,
+  ): Promise<ToolCallOutcome> {
     const cwd = this.resolveDir(workdir);
     const display = `${name} ${summarizeArgs(args)}`;
     if (name === "apply_patch") {
       const input = (args as { input?: unknown })?.input;
-      const approval = await this.approve(evaluatePatch(this.settings.approvalPolicy, typeof input === "string" ? input : "", cwd));
-      if ("error" in approval) return { output: `apply_patch was not applied: ${approval.error.message}`, success: false, display };
+      const approval = await this.approve(
+        evaluatePatch(this.settings.approvalPolicy, typeof input === "string" ? input : "", cwd),
+      );
+      if ("error" in approval)
+        return { output: `apply_patch was not applied: ${approval.error.message}`, success: false, display };
     }
     const r = await this.executor.call(
       ExecutorMethods.toolsCall,
-      { name, arguments: args, cwd, sandbox: this.settings.pinWritableRoots ? this.settings.sandbox : { ...this.settings.sandbox, writable_roots: [...new Set([...this.settings.sandbox.writable_roots, this.settings.cwd])] } },
+      {
+        name,
+        arguments: args,
+        cwd,
+        sandbox: this.settings.pinWritableRoots
+          ? this.settings.sandbox
+          : {
+              ...this.settings.sandbox,
+              writable_roots: [...new Set([...this.settings.sandbox.writable_roots, this.settings.cwd])],
+            },
+      },
       { signal },
     );
     if ("error" in r) return { output: r.error.message, success: false, display };
@@ -271,7 +359,11 @@ export class ToolRouter {
 }
 
 function invalid(tool: string, e: z.ZodError): ToolCallOutcome {
-  return { output: `The ${tool} tool was called with invalid arguments: ${z.prettifyError(e)}`, success: false, display: tool };
+  return {
+    output: `The ${tool} tool was called with invalid arguments: ${z.prettifyError(e)}`,
+    success: false,
+    display: tool,
+  };
 }
 
 function summarizeArgs(args: unknown): string {

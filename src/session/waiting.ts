@@ -38,15 +38,22 @@ export class WaitingClock {
   }
 
   private schedule(ms: number): void {
-    this.timer = setTimeout(() => {
-      this.emit({ type: "waiting", seconds: Math.floor((Date.now() - this.since) / 1000) });
-      this.schedule(this.settings.everyMs);
-    }, Math.max(0, ms));
+    this.timer = setTimeout(
+      () => {
+        this.emit({ type: "waiting", seconds: Math.floor((Date.now() - this.since) / 1000) });
+        this.schedule(this.settings.everyMs);
+      },
+      Math.max(0, ms),
+    );
   }
 }
 
 /** `model` whose streams emit `waiting` heartbeats while they are silent. */
-export function withHeartbeat(model: ModelClient, emit: EmitEvent, settings: HeartbeatSettings = DEFAULT_HEARTBEAT): ModelClient {
+export function withHeartbeat(
+  model: ModelClient,
+  emit: EmitEvent,
+  settings: HeartbeatSettings = DEFAULT_HEARTBEAT,
+): ModelClient {
   return {
     provider: model.provider,
     async *stream(request: ModelRequest, signal?: AbortSignal): AsyncGenerator<ModelEvent> {

@@ -20,7 +20,9 @@ export function loadBashGrammar(): Promise<Parser> {
     (parser) => (loaded = parser),
     (e: unknown) => {
       loading = undefined;
-      throw new Error(`cannot load the bash grammar approval parses commands with: ${e instanceof Error ? e.message : String(e)}`);
+      throw new Error(
+        `cannot load the bash grammar approval parses commands with: ${e instanceof Error ? e.message : String(e)}`,
+      );
     },
   );
   return loading;

@@ -26,15 +26,21 @@ const FORM = /^(\d+(?:\.\d+)?)([smhd]?)$/;
 export function parseDuration(text: string, name: string, o: DurationOptions = {}): Result<number> {
   const minMs = o.minMs ?? 1_000;
   const maxMs = o.maxMs ?? MAX_TIMER_MS;
-  const example = o.defaultUnit ? `a number of ${unitName(o.defaultUnit)}s or a duration like 90s, 5m, 2h, 1d` : "a duration like 90s, 5m, 2h, 1d";
+  const example = o.defaultUnit
+    ? `a number of ${unitName(o.defaultUnit)}s or a duration like 90s, 5m, 2h, 1d`
+    : "a duration like 90s, 5m, 2h, 1d";
   const m = FORM.exec(text.trim().toLowerCase());
   if (!m) return err("invalid_duration", `${name} must be ${example} (got ${JSON.stringify(text)})`);
   const unit = (m[2] || o.defaultUnit) as DurationUnit | undefined;
-  if (Number(m[1]) === 0) return err("invalid_duration", `${name} must be at least ${formatDuration(minMs)} (got ${JSON.stringify(text)})`);
-  if (!unit) return err("invalid_duration", `${name} needs a unit: s, m, h or d, e.g. ${m[1]}m (got ${JSON.stringify(text)})`);
+  if (Number(m[1]) === 0)
+    return err("invalid_duration", `${name} must be at least ${formatDuration(minMs)} (got ${JSON.stringify(text)})`);
+  if (!unit)
+    return err("invalid_duration", `${name} needs a unit: s, m, h or d, e.g. ${m[1]}m (got ${JSON.stringify(text)})`);
   const ms = Math.round(Number(m[1]) * DURATION_UNITS[unit]);
-  if (!Number.isFinite(ms) || ms > maxMs) return err("invalid_duration", `${name} must be at most ${formatDuration(maxMs)} (got ${JSON.stringify(text)})`);
-  if (ms < minMs) return err("invalid_duration", `${name} must be at least ${formatDuration(minMs)} (got ${JSON.stringify(text)})`);
+  if (!Number.isFinite(ms) || ms > maxMs)
+    return err("invalid_duration", `${name} must be at most ${formatDuration(maxMs)} (got ${JSON.stringify(text)})`);
+  if (ms < minMs)
+    return err("invalid_duration", `${name} must be at least ${formatDuration(minMs)} (got ${JSON.stringify(text)})`);
   return ok(ms);
 }
 

@@ -42,7 +42,11 @@ export function isEmbeddedAsset(name: string, asset: string): boolean {
   const dot = asset.lastIndexOf(".");
   const stem = asset.slice(0, dot);
   const ext = asset.slice(dot);
-  return base.startsWith(`${stem}-`) && base.endsWith(ext) && /^[0-9a-z]+$/.test(base.slice(stem.length + 1, base.length - ext.length));
+  return (
+    base.startsWith(`${stem}-`) &&
+    base.endsWith(ext) &&
+    /^[0-9a-z]+$/.test(base.slice(stem.length + 1, base.length - ext.length))
+  );
 }
 
 /** The embedded file that was `asset` at build time, if this binary carries one. */
@@ -57,7 +61,10 @@ export function embeddedFile(asset: string): EmbeddedFile | undefined {
  */
 export function pickEmbedded<F extends { name: string }>(files: readonly F[], asset: string): F | undefined {
   const others = WASM_ASSETS.map((a) => a.asset).filter((a) => a !== asset);
-  return files.find((f) => baseName(f.name) === asset) ?? files.find((f) => isEmbeddedAsset(f.name, asset) && !others.includes(baseName(f.name)));
+  return (
+    files.find((f) => baseName(f.name) === asset) ??
+    files.find((f) => isEmbeddedAsset(f.name, asset) && !others.includes(baseName(f.name)))
+  );
 }
 
 const compiled = new Map<string, Promise<WebAssembly.Module> | null>();

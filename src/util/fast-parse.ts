@@ -136,7 +136,8 @@ class Emitter {
   private nodeOnce(schema: z.ZodType, input: string): string {
     const zod = internals(schema);
     const predicates = (zod.def.checks ?? []).map((c) => predicateSource(c._zod.def, this));
-    if (zod.traits.has("$ZodCheck") || zod.def.coerce || predicates.some((p) => p === undefined)) return this.call(viaZod(schema), input);
+    if (zod.traits.has("$ZodCheck") || zod.def.coerce || predicates.some((p) => p === undefined))
+      return this.call(viaZod(schema), input);
     const out = emitType(this, schema, zod, input);
     if (out === undefined) return this.call(viaZod(schema), input);
     for (const p of predicates) this.line(`if (!(${p!(out)})) ${this.fail};`);
@@ -200,11 +201,16 @@ function emitType(e: Emitter, schema: z.ZodType, zod: ZodInternals, x: string): 
  */
 function emitRecord(e: Emitter, def: ZodInternals["def"], x: string): string | undefined {
   const key = internals(def.keyType);
-  if (key.def.type !== "string" || key.def.coerce || (key.def.checks?.length ?? 0) > 0 || key.traits.has("$ZodCheck")) return undefined;
+  if (key.def.type !== "string" || key.def.coerce || (key.def.checks?.length ?? 0) > 0 || key.traits.has("$ZodCheck"))
+    return undefined;
   const [out, proto, k, item] = [e.fresh(), e.fresh(), e.fresh(), e.fresh()];
   e.line(`if (${OBJECT_TEST(x)}) ${e.fail}; const ${proto} = Object.getPrototypeOf(${x});`);
-  e.line(`if ((${proto} !== Object.prototype && ${proto} !== null) || Object.hasOwn(${x}, "constructor") || Object.getOwnPropertySymbols(${x}).length > 0) ${e.fail};`);
-  e.line(`const ${out} = {}; for (const ${k} of Object.keys(${x})) { if (${k} === "__proto__") continue; const ${item} = ${x}[${k}];`);
+  e.line(
+    `if ((${proto} !== Object.prototype && ${proto} !== null) || Object.hasOwn(${x}, "constructor") || Object.getOwnPropertySymbols(${x}).length > 0) ${e.fail};`,
+  );
+  e.line(
+    `const ${out} = {}; for (const ${k} of Object.keys(${x})) { if (${k} === "__proto__") continue; const ${item} = ${x}[${k}];`,
+  );
   e.line(`${out}[${k}] = ${e.node(def.valueType as z.ZodType, item)}; }`);
   return out;
 }
@@ -233,7 +239,8 @@ function emitWrapper(e: Emitter, zod: ZodInternals, x: string): string | undefin
 function defaultSource(e: Emitter, value: unknown): string {
   if (Array.isArray(value)) return value.length === 0 ? "[]" : `[...${e.ref(value)}]`;
   const proto: unknown = typeof value === "object" && value !== null ? Object.getPrototypeOf(value) : undefined;
-  if (proto === Object.prototype || (proto === null && value !== null && typeof value === "object")) return `{ ...${e.ref(value)} }`;
+  if (proto === Object.prototype || (proto === null && value !== null && typeof value === "object"))
+    return `{ ...${e.ref(value)} }`;
   return e.ref(value);
 }
 
@@ -260,7 +267,8 @@ function emitObject(e: Emitter, def: ZodInternals["def"], x: string): string | u
   for (const key of Object.keys(shape)) if (key !== "__proto__") emitField(e, shape[key]!, key, x, out);
   const known = e.ref(new Set(Object.keys(shape)));
   if (catchall === "never") e.line(`for (const k in ${x}) if (!${known}.has(k)) ${e.fail};`);
-  else if (catchall !== undefined) e.line(`for (const k in ${x}) if (!${known}.has(k) && k !== "__proto__") ${out}[k] = ${x}[k];`);
+  else if (catchall !== undefined)
+    e.line(`for (const k in ${x}) if (!${known}.has(k) && k !== "__proto__") ${out}[k] = ${x}[k];`);
   return out;
 }
 
@@ -317,7 +325,9 @@ function emitUnion(e: Emitter, zod: ZodInternals, x: string): string | undefined
   const discriminated = zod.traits.has("$ZodDiscriminatedUnion");
   if (zod.traits.has("$ZodXor") || (def.inclusive === false && !discriminated) || def.unionFallback) return undefined;
   const options = def.options as z.ZodType[];
-  const guards = discriminated ? tagGuards(e, options, def.discriminator as string, x) : options.map((o) => requiredKeysGuard(o, x));
+  const guards = discriminated
+    ? tagGuards(e, options, def.discriminator as string, x)
+    : options.map((o) => requiredKeysGuard(o, x));
   if (guards === undefined) return undefined;
   const out = e.fresh();
   e.line(`let ${out} = F;`);
@@ -377,7 +387,8 @@ function predicateSource(def: Record<string, unknown>, e: Emitter): ((x: string)
     // for the strings and arrays these are attached to.
     case "min_length": {
       const min = def.minimum as number;
-      return (x) => `${x}.length >= ${2 * min + 1} || (${x}.length >= ${min} && ${e.ref(lengthOf)}(${x}, ${min}) >= ${min})`;
+      return (x) =>
+        `${x}.length >= ${2 * min + 1} || (${x}.length >= ${min} && ${e.ref(lengthOf)}(${x}, ${min}) >= ${min})`;
     }
     case "max_length": {
       const max = def.maximum as number;

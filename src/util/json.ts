@@ -18,7 +18,12 @@ export interface ParseJsonOptions {
  * `where` names the text in messages: "<where> is not valid JSON: …" or "<where> <invalid>:"
  * followed by one problem per field (`max_turns must be at least 1 (got 0)`) and the fix.
  */
-export function parseJsonWith<S extends z.ZodType>(schema: S, text: string, where: string, o: ParseJsonOptions): Result<z.output<S>> {
+export function parseJsonWith<S extends z.ZodType>(
+  schema: S,
+  text: string,
+  where: string,
+  o: ParseJsonOptions,
+): Result<z.output<S>> {
   const tail = o.note ? `; ${o.note}` : "";
   let raw: unknown;
   try {

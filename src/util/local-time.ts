@@ -18,7 +18,20 @@ export interface LocalFields {
 }
 
 /** Zone names that are UTC (TZ values, and /etc/localtime's target by its last parts). */
-const UTC_NAMES = new Set(["UTC", "UTC0", "Etc/UTC", "UCT", "Etc/UCT", "GMT", "GMT0", "Etc/GMT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu"]);
+const UTC_NAMES = new Set([
+  "UTC",
+  "UTC0",
+  "Etc/UTC",
+  "UCT",
+  "Etc/UCT",
+  "GMT",
+  "GMT0",
+  "Etc/GMT",
+  "Universal",
+  "Etc/Universal",
+  "Zulu",
+  "Etc/Zulu",
+]);
 
 let zoneIsUtc: boolean | undefined;
 
@@ -39,7 +52,21 @@ export function localZoneIsUtc(env: NodeJS.ProcessEnv = process.env, localtime =
 /** `at`'s local fields; `utc` is whether the local zone is UTC (this process's, found once, by default). */
 export function localFields(at: Date, utc: boolean = (zoneIsUtc ??= localZoneIsUtc())): LocalFields {
   if (utc) {
-    return { year: at.getUTCFullYear(), month: at.getUTCMonth() + 1, day: at.getUTCDate(), hours: at.getUTCHours(), minutes: at.getUTCMinutes(), seconds: at.getUTCSeconds() };
+    return {
+      year: at.getUTCFullYear(),
+      month: at.getUTCMonth() + 1,
+      day: at.getUTCDate(),
+      hours: at.getUTCHours(),
+      minutes: at.getUTCMinutes(),
+      seconds: at.getUTCSeconds(),
+    };
   }
-  return { year: at.getFullYear(), month: at.getMonth() + 1, day: at.getDate(), hours: at.getHours(), minutes: at.getMinutes(), seconds: at.getSeconds() };
+  return {
+    year: at.getFullYear(),
+    month: at.getMonth() + 1,
+    day: at.getDate(),
+    hours: at.getHours(),
+    minutes: at.getMinutes(),
+    seconds: at.getSeconds(),
+  };
 }

@@ -1,6 +1,17 @@
 /** relay.log for one process: O_APPEND single-write lines, size rotation under a lock file. */
 import { Buffer } from "node:buffer";
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 
 /** Rotated files kept: relay.log.1 (newest) to relay.log.3. */
@@ -62,7 +73,12 @@ export class LogFile {
     }
     if (written >= buf.length) return;
     takeBack(fd, buf, before);
-    throw Object.assign(new Error(`ENOSPC: a log line was cut short after ${written} of ${buf.length} bytes (no space left on the device?)`), { code: "ENOSPC" });
+    throw Object.assign(
+      new Error(
+        `ENOSPC: a log line was cut short after ${written} of ${buf.length} bytes (no space left on the device?)`,
+      ),
+      { code: "ENOSPC" },
+    );
   }
 
   close(): void {

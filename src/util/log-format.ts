@@ -6,8 +6,20 @@ const MAX_STRING = 4000;
 const MAX_STACK = 16_000;
 const MAX_LINE = 64 * 1024;
 
-export function jsonLine(time: Date, level: LogLevel, service: string, msg: string, fields: LogFields | undefined): string {
-  const record: Record<string, unknown> = { time: time.toISOString(), level, pid: process.pid, service, msg: cut(msg, MAX_STRING) };
+export function jsonLine(
+  time: Date,
+  level: LogLevel,
+  service: string,
+  msg: string,
+  fields: LogFields | undefined,
+): string {
+  const record: Record<string, unknown> = {
+    time: time.toISOString(),
+    level,
+    pid: process.pid,
+    service,
+    msg: cut(msg, MAX_STRING),
+  };
   if (fields && Object.keys(fields).length > 0) record.fields = fields;
   let line = JSON.stringify(record);
   if (line.length > MAX_LINE) {
@@ -18,7 +30,13 @@ export function jsonLine(time: Date, level: LogLevel, service: string, msg: stri
 }
 
 /** `relay[PID] HH:MM:SS.mmm LEVEL service: msg k=v ...`, one line (stacks stay in the file). */
-export function humanLine(time: Date, level: LogLevel, service: string, msg: string, fields: LogFields | undefined): string {
+export function humanLine(
+  time: Date,
+  level: LogLevel,
+  service: string,
+  msg: string,
+  fields: LogFields | undefined,
+): string {
   const hms = time.toTimeString().slice(0, 8) + "." + String(time.getMilliseconds()).padStart(3, "0");
   let line = `relay[${process.pid}] ${hms} ${level.toUpperCase()} ${service}: ${msg.replace(/\n/g, " ")}`;
   for (const [k, v] of Object.entries(fields ?? {})) {
@@ -82,11 +100,11 @@ function cleanValue(v: unknown, depth: number): unknown {
   if (depth >= 4) return "[nested]";
   if (Array.isArray(v)) return v.slice(0, 50).map((x) => cleanValue(x, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v).slice(0, 50)) out[k] = SECRET_KEY.test(k) ? "[redacted]" : cleanValue(x, depth + 1);
+  for (const [k, x] of Object.entries(v).slice(0, 50))
+    out[k] = SECRET_KEY.test(k) ? "[redacted]" : cleanValue(x, depth + 1);
   return out;
 }
 
 function cut(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max)}…[${s.length - max} more characters]`;
 }
-

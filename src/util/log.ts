@@ -18,9 +18,8 @@ import { LogFile } from "./log-file.ts";
 import { cleanFields, humanLine, jsonLine, type LogFields, type LogLevel } from "./log-format.ts";
 
 export { LOG_FILES_KEPT, LogFile } from "./log-file.ts";
-export { humanLine, splitMirroredLines } from "./log-format.ts";
-
 export type { LogFields, LogLevel } from "./log-format.ts";
+export { humanLine, splitMirroredLines } from "./log-format.ts";
 
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -52,7 +51,10 @@ export interface Logger {
  * stderr (children started by relay inherit it); unset, the file gets info and stderr nothing.
  * RELAY_LOG_MAX_BYTES sets the rotation size. Bad values fall back, with a note to print.
  */
-export function logSettingsFromEnv(env: Record<string, string | undefined>, dir: string | undefined): { settings: LogSettings; problems: string[] } {
+export function logSettingsFromEnv(
+  env: Record<string, string | undefined>,
+  dir: string | undefined,
+): { settings: LogSettings; problems: string[] } {
   const problems: string[] = [];
   const raw = env.RELAY_LOG?.trim().toLowerCase();
   let level: LogLevel = "info";
@@ -61,7 +63,10 @@ export function logSettingsFromEnv(env: Record<string, string | undefined>, dir:
     if ((LOG_LEVELS as readonly string[]).includes(raw)) {
       level = raw as LogLevel;
       stderr = true;
-    } else problems.push(`RELAY_LOG=${env.RELAY_LOG} is not one of ${LOG_LEVELS.join(", ")}; logging at info to the file only`);
+    } else
+      problems.push(
+        `RELAY_LOG=${env.RELAY_LOG} is not one of ${LOG_LEVELS.join(", ")}; logging at info to the file only`,
+      );
   }
   let maxBytes = DEFAULT_LOG_MAX_BYTES;
   const size = env.RELAY_LOG_MAX_BYTES?.trim();
@@ -136,7 +141,9 @@ export const Log = {
   fileStatus(): { path: string; writing: boolean; problem?: string } | undefined {
     const f = state.file;
     if (!f) return undefined;
-    return f.usable() ? { path: f.path, writing: true } : { path: f.path, writing: false, problem: f.problem ?? "not written" };
+    return f.usable()
+      ? { path: f.path, writing: true }
+      : { path: f.path, writing: false, problem: f.problem ?? "not written" };
   },
 
   /** Back to the unconfigured state (tests). */
@@ -149,5 +156,6 @@ export const Log = {
 
 function noteNoFile(reason: string): void {
   const s = state.settings;
-  if (s?.stderr && s.level === "debug") process.stderr.write(humanLine(new Date(), "debug", "log", "no log file", { reason }));
+  if (s?.stderr && s.level === "debug")
+    process.stderr.write(humanLine(new Date(), "debug", "log", "no log file", { reason }));
 }

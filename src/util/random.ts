@@ -6,7 +6,9 @@
 
 /** `bytes` random bytes as lowercase hex. */
 export function randomHex(bytes: number): string {
-  return Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) =>
+    b.toString(16).padStart(2, "0"),
+  ).join("");
 }
 
 /** Fills `buf` with random bytes. */
@@ -21,7 +23,8 @@ export function randomUUID(): string {
 /** A uniform integer in [min, max). */
 export function randomInt(min: number, max: number): number {
   const span = max - min;
-  if (!Number.isInteger(min) || !Number.isInteger(max) || span <= 0 || span > 2 ** 32) throw new RangeError(`randomInt: bad range [${min}, ${max})`);
+  if (!Number.isInteger(min) || !Number.isInteger(max) || span <= 0 || span > 2 ** 32)
+    throw new RangeError(`randomInt: bad range [${min}, ${max})`);
   // Rejection sampling: drop the top values that would make some results likelier than others.
   const limit = 2 ** 32 - (2 ** 32 % span);
   const word = new Uint32Array(1);

@@ -7,8 +7,9 @@
  * JSON-escaped) kept inside words. Options spelled `--name value` with a secret-ish name are the
  * generic rules' (redact.ts); this table holds the options whose name says nothing.
  */
-import { isPlaceholderValue, looksLikePath, looksRandom, nameKind } from "./secret-shape.ts";
+
 import { replaceSpans, type Span } from "./redact-rules.ts";
+import { isPlaceholderValue, looksLikePath, looksRandom, nameKind } from "./secret-shape.ts";
 
 interface ClientRule {
   programs: string[];
@@ -35,13 +36,47 @@ interface ClientRule {
 /** The index of the `n`th (1-based) word that is not an option and not a `key=value`. */
 function nthArgument(args: string[], n: number): number | undefined {
   let seen = 0;
-  for (let i = 0; i < args.length; i++) if (!args[i]!.startsWith("-") && !args[i]!.includes("=") && ++seen === n) return i;
+  for (let i = 0; i < args.length; i++)
+    if (!args[i]!.startsWith("-") && !args[i]!.includes("=") && ++seen === n) return i;
   return undefined;
 }
 
-const MYSQL = ["mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlcheck", "mysqlshow", "mysqlslap", "mysqlpump", "mysqlsh", "mariadb", "mariadb-dump", "mariadb-admin"];
-const MONGO = ["mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "mongofiles"];
-const LDAP = ["ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd", "ldapcompare", "ldapmodrdn", "ldapexop"];
+const MYSQL = [
+  "mysql",
+  "mysqldump",
+  "mysqladmin",
+  "mysqlimport",
+  "mysqlcheck",
+  "mysqlshow",
+  "mysqlslap",
+  "mysqlpump",
+  "mysqlsh",
+  "mariadb",
+  "mariadb-dump",
+  "mariadb-admin",
+];
+const MONGO = [
+  "mongo",
+  "mongosh",
+  "mongodump",
+  "mongorestore",
+  "mongoexport",
+  "mongoimport",
+  "mongostat",
+  "mongotop",
+  "mongofiles",
+];
+const LDAP = [
+  "ldapsearch",
+  "ldapmodify",
+  "ldapadd",
+  "ldapdelete",
+  "ldapwhoami",
+  "ldappasswd",
+  "ldapcompare",
+  "ldapmodrdn",
+  "ldapexop",
+];
 const SNMP = ["snmpwalk", "snmpbulkwalk", "snmpget", "snmpgetnext", "snmpset", "snmptable", "snmptrap"];
 /** Registry and cluster logins whose `login` takes `-p PASSWORD`. */
 const LOGINS = ["docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras", "crane", "az", "oc", "cf"];
@@ -57,7 +92,10 @@ const RULES: ClientRule[] = [
   { programs: ["openssl"], flags: ["-passin", "-passout", "-pass", "-password"], after: /^pass:/ },
   { programs: ["sqlcmd", "bcp", "osql", "ipmitool", "zip", "unzip", "zipcloak"], flags: ["-P"] },
   { programs: ["7z", "7za", "7zr", "7zz", "rar", "unrar"], flags: ["-p"], separate: "no" },
-  { programs: ["keytool"], flags: ["-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass", "-destkeypass", "-new"] },
+  {
+    programs: ["keytool"],
+    flags: ["-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass", "-destkeypass", "-new"],
+  },
   { programs: ["lftp"], flags: ["-u"], after: /,/ },
   { programs: ["skopeo"], flags: ["--creds", "--src-creds", "--dest-creds"], after: /:/ },
   { programs: ["curl"], flags: ["-u", "--user", "-U", "--proxy-user"], after: /:/ },
@@ -74,14 +112,21 @@ const RULES: ClientRule[] = [
   { programs: ["vault"], sub: ["login"], positional: (args) => nthArgument(args, 1), check: (v) => looksRandom(v) },
   { programs: ["rabbitmqctl"], sub: ["add_user", "change_password"], positional: (args) => nthArgument(args, 2) },
   // npm config set //registry/:_authToken VALUE (the `KEY=VALUE` form is an assignment).
-  { programs: ["npm", "pnpm", "yarn"], sub: ["set"], positional: (args) => (args[0] !== undefined && nameKind(args[0]) !== "none" ? 1 : undefined) },
+  {
+    programs: ["npm", "pnpm", "yarn"],
+    sub: ["set"],
+    positional: (args) => (args[0] !== undefined && nameKind(args[0]) !== "none" ? 1 : undefined),
+  },
 ];
 
 const BY_PROGRAM = new Map<string, ClientRule[]>();
 for (const rule of RULES) for (const p of rule.programs) BY_PROGRAM.set(p, [...(BY_PROGRAM.get(p) ?? []), rule]);
 
 /** A program's name, not inside a word (the lookbehind first: it makes the scan several times faster). */
-const PROGRAM_RE = new RegExp(String.raw`(?:(?<![\w-])|(?<=\\[nrt]))(?:${[...BY_PROGRAM.keys()].join("|")})(?=[ \t])`, "g");
+const PROGRAM_RE = new RegExp(
+  String.raw`(?:(?<![\w-])|(?<=\\[nrt]))(?:${[...BY_PROGRAM.keys()].join("|")})(?=[ \t])`,
+  "g",
+);
 
 /** The program's name starts a word: after a blank, a separator, a quote, a path's `/` or a JSON escape. */
 function startsWord(text: string, at: number): boolean {
@@ -109,7 +154,8 @@ function wordEnd(text: string, i: number, limit: number): number {
     else if (c === "\\") {
       const quote = /^\\+["']/.exec(text.slice(j, j + 8))?.[0];
       if (quote) j = quotedEnd(text, j, quote, limit);
-      else if (/[nrt]/.test(text[j + 1] ?? "")) break; // a JSON escape: the line (or word) ends
+      else if (/[nrt]/.test(text[j + 1] ?? ""))
+        break; // a JSON escape: the line (or word) ends
       else j += 2;
     } else j++;
   }
@@ -166,7 +212,12 @@ function passwordIn(text: string, s: Span, rule: ClientRule, separate: boolean):
   }
   const value = text.slice(start, end);
   if (value.length < 2 || looksLikePath(value) || !(rule.check ?? notPlaceholder)(value)) return undefined;
-  if (separate && !inner.quoted && (/^[a-z]{1,4}$/.test(value) || (rule.separate === "if-password-like" && !looksLikePassword(value)))) return undefined;
+  if (
+    separate &&
+    !inner.quoted &&
+    (/^[a-z]{1,4}$/.test(value) || (rule.separate === "if-password-like" && !looksLikePassword(value)))
+  )
+    return undefined;
   return { start, end };
 }
 

@@ -105,21 +105,28 @@ const BR = String.raw`(?:\r?\n|\\r\\n|\\n)`;
 export const EARLY_RULES: Rule[] = [
   {
     name: "private_key_block",
-    re: new RegExp(String.raw`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|${PEM_BODY})`, "g"),
+    re: new RegExp(
+      String.raw`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|${PEM_BODY})`,
+      "g",
+    ),
     replace: REDACTED,
   },
   // A PuTTY key file (.ppk): the lines after `Private-Lines: N` go, the header and public lines stay
   // (its `Private-MAC` goes as a random value next to a `private` name).
   {
     name: "putty_private_lines",
-    re: new RegExp(String.raw`(Private-Lines:[ \t]*\d+)(${BR})[A-Za-z0-9+/=]+(?=[\s"'\\]|$)(?:${BR}[A-Za-z0-9+/=]+(?=[\s"'\\]|$))*`, "g"),
+    re: new RegExp(
+      String.raw`(Private-Lines:[ \t]*\d+)(${BR})[A-Za-z0-9+/=]+(?=[\s"'\\]|$)(?:${BR}[A-Za-z0-9+/=]+(?=[\s"'\\]|$))*`,
+      "g",
+    ),
     replace: (_m: string, head: string, br: string) => `${head}${br}${REDACTED}`,
   },
   // scheme://user:password@host: the user stays. The password may hold an unencoded `@` (greedy).
   {
     name: "url_password",
     re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/)([^\s:/?#@'"]*):([^\s/'"]+)@/gi,
-    replace: (m: string, scheme: string, user: string, pw: string) => (isPlaceholderValue(pw) ? m : `${scheme}${user}:${REDACTED}@`),
+    replace: (m: string, scheme: string, user: string, pw: string) =>
+      isPlaceholderValue(pw) ? m : `${scheme}${user}:${REDACTED}@`,
   },
   // scheme://TOKEN@host (a token used as the user name).
   {
@@ -127,18 +134,28 @@ export const EARLY_RULES: Rule[] = [
     re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/)([^\s:/?#@'"]+)@/gi,
     replace: (m: string, scheme: string, user: string) => (looksRandom(user) ? `${scheme}${REDACTED}@` : m),
   },
-  { name: "slack_webhook", re: /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9/_-]+/g, replace: REDACTED },
-  { name: "discord_webhook", re: /https:\/\/(?:ptb\.|canary\.)?discord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]+/g, replace: REDACTED },
+  {
+    name: "slack_webhook",
+    re: /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9/_-]+/g,
+    replace: REDACTED,
+  },
+  {
+    name: "discord_webhook",
+    re: /https:\/\/(?:ptb\.|canary\.)?discord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]+/g,
+    replace: REDACTED,
+  },
   ...TOKEN_RULES,
   {
     name: "authorization_header",
     re: /\b((?:proxy-)?authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey|sso-key)[ \t]+)?)([^\s"'\\,]+)/gi,
-    replace: (m: string, head: string, cred: string) => (cred.length < 4 || isPlaceholderValue(cred) ? m : `${head}${REDACTED}`),
+    replace: (m: string, head: string, cred: string) =>
+      cred.length < 4 || isPlaceholderValue(cred) ? m : `${head}${REDACTED}`,
   },
   {
     name: "bearer_token",
     re: /\b(bearer[ \t]+)([A-Za-z0-9._~+/-]+=*)/gi,
-    replace: (m: string, head: string, tok: string) => (looksRandom(tok) || tok.startsWith("eyJ") ? `${head}${REDACTED}` : m),
+    replace: (m: string, head: string, tok: string) =>
+      looksRandom(tok) || tok.startsWith("eyJ") ? `${head}${REDACTED}` : m,
   },
   // .netrc: machine HOST login USER password PASS
   {
@@ -149,7 +166,8 @@ export const EARLY_RULES: Rule[] = [
   {
     name: "xml_element",
     re: /<([A-Za-z_][\w.-]*)>([^<\n]{1,200})<\/\1>/g,
-    replace: (m: string, tag: string, v: string) => (isSecretValue(nameKind(tag), v.trim()) ? `<${tag}>${REDACTED}</${tag}>` : m),
+    replace: (m: string, tag: string, v: string) =>
+      isSecretValue(nameKind(tag), v.trim()) ? `<${tag}>${REDACTED}</${tag}>` : m,
   },
 ];
 
@@ -158,7 +176,10 @@ export const EARLY_RULES: Rule[] = [
  * comparisons (`expect(h).toBe("…")`, `isValid(…)`), hashing, UUIDs.
  */
 function takesDigest(callee: string): boolean {
-  return /^(?:to|is)[A-Z]|^is$|^eq$/.test(callee) || /assert|expect|equal|hash|digest|md5|sha\d|checksum|uuid|guid|hex|verify|compare|match/.test(callee.toLowerCase());
+  return (
+    /^(?:to|is)[A-Z]|^is$|^eq$/.test(callee) ||
+    /assert|expect|equal|hash|digest|md5|sha\d|checksum|uuid|guid|hex|verify|compare|match/.test(callee.toLowerCase())
+  );
 }
 
 /** Where the argument whose opening quote is at `at` starts (its escapes and blanks skipped), if after `(` or `,`. */
@@ -196,7 +217,9 @@ export const LATE_RULES: Rule[] = [
     name: "cli_user_password",
     re: /(^|[\s"'])(-u|--user)([ \t]+|=)(\\?["']?)([^\s:"'\\]+):([^\s"'\\]+)/g,
     replace: (m: string, pre: string, flag: string, sp: string, q: string, user: string, pw: string) =>
-      isPlaceholderValue(pw) || (/^\d+$/.test(user) && /^\d+$/.test(pw)) ? m : `${pre}${flag}${sp}${q}${user}:${REDACTED}`,
+      isPlaceholderValue(pw) || (/^\d+$/.test(user) && /^\d+$/.test(pw))
+        ? m
+        : `${pre}${flag}${sp}${q}${user}:${REDACTED}`,
   },
   {
     name: "aws_secret_access_key",

@@ -4,7 +4,7 @@
  * are joined, the token rules run on the join, and every part of a match is redacted where it
  * stands, so the text keeps its lines.
  */
-import { replaceSpans, TOKEN_PREFIX, TOKEN_RULES, type Span, type TokenRule } from "./redact-rules.ts";
+import { replaceSpans, type Span, TOKEN_PREFIX, TOKEN_RULES, type TokenRule } from "./redact-rules.ts";
 
 /** Characters a token is made of (JWTs have dots, some keys base64's `+/=`). */
 const TOKEN_CHAR = /[A-Za-z0-9_.+/=-]/;

@@ -38,7 +38,8 @@ export function scanValue(text: string, at: number): ValueSpan | undefined {
   if (quote) {
     const start = at + quote.length;
     let end = start;
-    while (end < text.length && text[end] !== "\n" && !text.startsWith(quote, end)) end += quote.length === 1 && text[end] === "\\" ? 2 : 1;
+    while (end < text.length && text[end] !== "\n" && !text.startsWith(quote, end))
+      end += quote.length === 1 && text[end] === "\\" ? 2 : 1;
     end = Math.min(end, text.length);
     return { start, end, value: text.slice(start, end) };
   }
@@ -68,7 +69,8 @@ function redactValuesAfter(text: string, re: RegExp): string {
     const kind = nameKind(name);
     if (kind === "none" && !name.startsWith(".")) continue;
     const span = scanValue(text, at + m[0].length);
-    if (!span || !(kind === "none" ? looksLikeEncodedFile(span.value) : isSecretValue(kind, span.value, name))) continue;
+    if (!span || !(kind === "none" ? looksLikeEncodedFile(span.value) : isSecretValue(kind, span.value, name)))
+      continue;
     out += text.slice(last, span.start) + REDACTED;
     last = span.end;
   }
@@ -107,7 +109,8 @@ export function redactDeep<T>(value: T): T {
 function deep(v: unknown, key: string | undefined): unknown {
   if (typeof v === "string") return key === "arguments" ? redactJsonText(v) : redactShort(v);
   if (Array.isArray(v)) return v.map((x) => deep(x, undefined));
-  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactShort(k), deep(x, k)]));
+  if (v !== null && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactShort(k), deep(x, k)]));
   return v;
 }
 

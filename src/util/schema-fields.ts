@@ -3,14 +3,18 @@ import { z } from "zod";
 import { lazySchema } from "./lazy-schema.ts";
 
 /** An absolute http:// or https:// URL. */
-export const httpUrl = lazySchema(() => z.string().refine((s) => {
-  try {
-    const u = new URL(s);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
-}, "must be an http:// or https:// URL"));
+export const httpUrl = lazySchema(() =>
+  z.string().refine((s) => {
+    try {
+      const u = new URL(s);
+      return u.protocol === "http:" || u.protocol === "https:";
+    } catch {
+      return false;
+    }
+  }, "must be an http:// or https:// URL"),
+);
 
 /** The name of an environment variable (never its value). */
-export const envVarName = lazySchema(() => z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"));
+export const envVarName = lazySchema(() =>
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+);

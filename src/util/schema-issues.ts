@@ -48,7 +48,9 @@ function requirement(issue: z.core.$ZodIssue, objectName: string): string {
     case "invalid_type":
       return `must be ${issue.expected === "object" ? objectName : (TYPE_NAMES[issue.expected] ?? issue.expected)}`;
     case "too_small":
-      return issue.origin === "string" ? "must not be empty" : `must be ${issue.inclusive ? "at least" : "greater than"} ${String(issue.minimum)}`;
+      return issue.origin === "string"
+        ? "must not be empty"
+        : `must be ${issue.inclusive ? "at least" : "greater than"} ${String(issue.minimum)}`;
     case "too_big":
       return `must be ${issue.inclusive ? "at most" : "less than"} ${String(issue.maximum)}`;
     default:
@@ -56,10 +58,17 @@ function requirement(issue: z.core.$ZodIssue, objectName: string): string {
   }
 }
 
-export function describeIssues(issues: readonly z.core.$ZodIssue[], raw: unknown, o: DescribeOptions = {}): SchemaIssue[] {
+export function describeIssues(
+  issues: readonly z.core.$ZodIssue[],
+  raw: unknown,
+  o: DescribeOptions = {},
+): SchemaIssue[] {
   const objectName = o.objectName ?? "a table";
   return issues.map((issue) => {
     const key = issue.path.map(String).join(".") || "(top level)";
-    return { key, message: `${key} ${requirement(issue, objectName)} (got ${describeValue(valueAt(raw, issue.path), objectName)})` };
+    return {
+      key,
+      message: `${key} ${requirement(issue, objectName)} (got ${describeValue(valueAt(raw, issue.path), objectName)})`,
+    };
   });
 }

@@ -105,8 +105,9 @@ export class WordBuilder {
   }
 
   finish(raw: string): Word {
-    const mayBeOption = this.fixed ? this.value.startsWith("-") : this.splits || this.prefix === "" || this.prefix.startsWith("-");
+    const mayBeOption = this.fixed
+      ? this.value.startsWith("-")
+      : this.splits || this.prefix === "" || this.prefix.startsWith("-");
     return { raw, value: this.value, fixed: this.fixed, mayBeOption, splits: this.splits, scripts: this.scripts };
   }
 }
-

@@ -6,17 +6,57 @@
  * ShellParseError, so a caller that must be safe treats the command as unknown.
  */
 
-import { ShellParseError, SIMPLE_BRACED, WordBuilder, type Command, type ForCommand, type GroupCommand, type Redirect, type Script, type SimpleCommand, type Word } from "./shell-ast.ts";
+import {
+  type Command,
+  type ForCommand,
+  type GroupCommand,
+  type Redirect,
+  type Script,
+  ShellParseError,
+  SIMPLE_BRACED,
+  type SimpleCommand,
+  type Word,
+  WordBuilder,
+} from "./shell-ast.ts";
 import { decodeAnsiC, unescapeBackticks } from "./shell-quoting.ts";
 
+export type {
+  Assignment,
+  Command,
+  ForCommand,
+  GroupCommand,
+  Redirect,
+  Script,
+  SimpleCommand,
+  Word,
+} from "./shell-ast.ts";
 export { ShellParseError } from "./shell-ast.ts";
-export type { Assignment, Command, ForCommand, GroupCommand, Redirect, Script, SimpleCommand, Word } from "./shell-ast.ts";
 
 const MAX_DEPTH = 16;
 const BLANK = new Set([" ", "\t"]);
 /** Characters that end an unquoted word. */
 const META = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">"]);
-const KEYWORDS = new Set(["{", "}", "!", "if", "then", "elif", "else", "fi", "while", "until", "do", "done", "for", "in", "case", "esac", "select", "function", "coproc"]);
+const KEYWORDS = new Set([
+  "{",
+  "}",
+  "!",
+  "if",
+  "then",
+  "elif",
+  "else",
+  "fi",
+  "while",
+  "until",
+  "do",
+  "done",
+  "for",
+  "in",
+  "case",
+  "esac",
+  "select",
+  "function",
+  "coproc",
+]);
 const NOT_MODELLED = new Set(["case", "select", "function", "coproc"]);
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -173,7 +213,9 @@ class Parser {
         return this.group(this.parseIf());
       case "while":
       case "until":
-        return this.group(this.concat(this.parseList(new Set(["do"]), false).script, this.parseList(new Set(["done"]), false).script));
+        return this.group(
+          this.concat(this.parseList(new Set(["do"]), false).script, this.parseList(new Set(["done"]), false).script),
+        );
       case "for":
         return this.parseFor();
       default:
@@ -286,12 +328,15 @@ class Parser {
   private parseRedirect(): Redirect {
     const digits = /^[0-9]*/.exec(this.src.slice(this.pos))?.[0] ?? "";
     this.pos += digits.length;
-    const op = ["&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">"].find((o) => this.src.startsWith(o, this.pos));
+    const op = ["&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">"].find((o) =>
+      this.src.startsWith(o, this.pos),
+    );
     if (op === undefined) return this.fail("expected a redirection");
     this.pos += op.length;
     this.skipBlanks();
     const c = this.peek();
-    if (c === "" || (META.has(c) && !((c === "<" || c === ">") && this.peek(1) === "("))) this.fail(`${op} needs a target`);
+    if (c === "" || (META.has(c) && !((c === "<" || c === ">") && this.peek(1) === "(")))
+      this.fail(`${op} needs a target`);
     const target = this.parseWord();
     const redirect: Redirect = { op, target, ...(digits ? { fd: Number(digits) } : {}) };
     if (op === "<<" || op === "<<-") {
@@ -370,7 +415,8 @@ class Parser {
     else if (c === "`") this.readBacktick(b, false);
     else {
       this.pos++;
-      if (c === "*" || c === "?" || (c === "[" && this.closes("[", "]")) || (c === "{" && this.closes("{", "}"))) b.dyn(c, false);
+      if (c === "*" || c === "?" || (c === "[" && this.closes("[", "]")) || (c === "{" && this.closes("{", "}")))
+        b.dyn(c, false);
       else b.lit(c);
     }
   }

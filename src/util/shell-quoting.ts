@@ -1,7 +1,21 @@
 /** Quoting rules both shell parsers share: `$'...'` escapes and the body of a backtick substitution. */
 import { ShellParseError } from "./shell-ast.ts";
 
-const SIMPLE_ESCAPES: Readonly<Record<string, string>> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
+const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
+  a: "\x07",
+  b: "\b",
+  e: "\x1b",
+  E: "\x1b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+  v: "\v",
+  "\\": "\\",
+  "'": "'",
+  '"': '"',
+  "?": "?",
+};
 
 /** The text of `$'...'` (between the quotes) with its backslash escapes decoded. */
 export function decodeAnsiC(body: string): string {

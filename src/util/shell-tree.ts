@@ -7,7 +7,18 @@
  * between the nodes is checked too, so a substitution never hides in what looks like a literal.
  */
 import type { BashParser, SyntaxNode } from "./bash-grammar.ts";
-import { ShellParseError, SIMPLE_BRACED, WordBuilder, type Assignment, type Command, type GroupCommand, type Redirect, type Script, type SimpleCommand, type Word } from "./shell-ast.ts";
+import {
+  type Assignment,
+  type Command,
+  type GroupCommand,
+  type Redirect,
+  type Script,
+  ShellParseError,
+  SIMPLE_BRACED,
+  type SimpleCommand,
+  type Word,
+  WordBuilder,
+} from "./shell-ast.ts";
 import { decodeAnsiC, unescapeBackticks } from "./shell-quoting.ts";
 
 const MAX_DEPTH = 16;
@@ -15,7 +26,13 @@ const MAX_DEPTH = 16;
 /** Statements that only hold other statements (the keywords around them are tokens). */
 const CONTAINERS = new Set(["pipeline", "list", "negated_command", "do_group", "elif_clause", "else_clause"]);
 /** Arithmetic that names no variable and runs nothing: numbers and operators. */
-const ARITHMETIC = new Set(["number", "binary_expression", "unary_expression", "parenthesized_expression", "ternary_expression"]);
+const ARITHMETIC = new Set([
+  "number",
+  "binary_expression",
+  "unary_expression",
+  "parenthesized_expression",
+  "ternary_expression",
+]);
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ASSIGNING = /^([+\-*/%&^|]|<<|>>)?=$|^(\+\+|--)$/;
 /** Where an unquoted or double-quoted literal would start a substitution bash runs. */
@@ -39,10 +56,14 @@ function syntaxError(root: SyntaxNode, src: string): string {
   const bad = firstError(root);
   if (!bad) return "a syntax error";
   const at = bad.startIndex;
-  if (bad.isMissing) return bad.type === '"' || bad.type === "'" || bad.type === "`" ? `unterminated ${bad.type}` : `${bad.type === "word" ? "a word" : `\`${bad.type}\``} is missing at offset ${at}`;
+  if (bad.isMissing)
+    return bad.type === '"' || bad.type === "'" || bad.type === "`"
+      ? `unterminated ${bad.type}`
+      : `${bad.type === "word" ? "a word" : `\`${bad.type}\``} is missing at offset ${at}`;
   const text = src.slice(at, bad.endIndex);
   const quote = text.charAt(0);
-  if ((quote === '"' || quote === "'" || quote === "`") && !src.slice(at + 1).includes(quote)) return `unterminated ${quote}`;
+  if ((quote === '"' || quote === "'" || quote === "`") && !src.slice(at + 1).includes(quote))
+    return `unterminated ${quote}`;
   return `a syntax error at offset ${at} near ${JSON.stringify(text.slice(0, 24))}`;
 }
 
@@ -139,7 +160,16 @@ class TreeReader {
       case "variable_assignment":
         return [{ type: "simple", assigns: [this.assignment(n)], words: [], redirects: [] }];
       case "variable_assignments":
-        return [{ type: "simple", assigns: named(n).map((c) => (c.type === "variable_assignment" ? this.assignment(c) : notAnalysed(c, " in assignments"))), words: [], redirects: [] }];
+        return [
+          {
+            type: "simple",
+            assigns: named(n).map((c) =>
+              c.type === "variable_assignment" ? this.assignment(c) : notAnalysed(c, " in assignments"),
+            ),
+            words: [],
+            redirects: [],
+          },
+        ];
       case "declaration_command":
       case "unset_command":
         return [this.declaration(n)];
@@ -209,8 +239,12 @@ class TreeReader {
     const [first, ...rest] = body;
     let cmd: Command;
     if (!first) cmd = { type: "simple", assigns: [], words: parts.words, redirects: parts.redirects };
-    else if (first.type === "simple" && rest.length === 0) cmd = { ...first, words: [...first.words, ...parts.words], redirects: [...first.redirects, ...parts.redirects] };
-    else if (parts.words.length > 0) throw new ShellParseError(`words after a redirection of a compound command are not analysed (at offset ${n.startIndex})`);
+    else if (first.type === "simple" && rest.length === 0)
+      cmd = { ...first, words: [...first.words, ...parts.words], redirects: [...first.redirects, ...parts.redirects] };
+    else if (parts.words.length > 0)
+      throw new ShellParseError(
+        `words after a redirection of a compound command are not analysed (at offset ${n.startIndex})`,
+      );
     else cmd = { ...this.group(body), redirects: parts.redirects };
     return [cmd, ...parts.commands];
   }
@@ -220,7 +254,11 @@ class TreeReader {
       case "file_redirect":
         return this.fileRedirect(n);
       case "herestring_redirect":
-        return { redirects: [{ op: "<<<", target: this.word(named(n).length === 1 ? named(n)[0]! : notAnalysed(n)) }], words: [], commands: [] };
+        return {
+          redirects: [{ op: "<<<", target: this.word(named(n).length === 1 ? named(n)[0]! : notAnalysed(n)) }],
+          words: [],
+          commands: [],
+        };
       case "heredoc_redirect":
         return this.heredoc(n);
       default:
@@ -243,7 +281,11 @@ class TreeReader {
     if ((op === ">&-" || op === "<&-") && targets.length === 0) targets.push(fixedWord("-"));
     const [target, ...words] = targets;
     if (!target) throw new ShellParseError(`${op} needs a target (at offset ${n.startIndex})`);
-    return { redirects: [{ op: op.replace(/-$/, ""), target, ...(fd === undefined ? {} : { fd }) }], words, commands: [] };
+    return {
+      redirects: [{ op: op.replace(/-$/, ""), target, ...(fd === undefined ? {} : { fd }) }],
+      words,
+      commands: [],
+    };
   }
 
   /** `<<DELIM` with its body, and what the grammar hangs on it: more redirections, `| cmd`, `&& cmd`. */
@@ -270,16 +312,27 @@ class TreeReader {
     const quoted = /['"\\]/.test(start.text);
     const delimiter = start.text.replace(/['"\\]/g, "");
     this.checkHeredocEnd(op, delimiter, body, end);
-    const redirect: Redirect = { op, target: fixedWord(delimiter, start.text), heredocScripts: quoted || !body ? [] : this.heredocScripts(body) };
+    const redirect: Redirect = {
+      op,
+      target: fixedWord(delimiter, start.text),
+      heredocScripts: quoted || !body ? [] : this.heredocScripts(body),
+    };
     return { ...parts, redirects: [redirect, ...parts.redirects] };
   }
 
   /** bash ends a here-document at the first line that is its delimiter: the grammar must agree. */
-  private checkHeredocEnd(op: string, delimiter: string, body: SyntaxNode | undefined, end: SyntaxNode | undefined): void {
-    if (!end || end.text !== delimiter) throw new ShellParseError(`the here-document ${delimiter} does not end where relay can see`);
+  private checkHeredocEnd(
+    op: string,
+    delimiter: string,
+    body: SyntaxNode | undefined,
+    end: SyntaxNode | undefined,
+  ): void {
+    if (!end || end.text !== delimiter)
+      throw new ShellParseError(`the here-document ${delimiter} does not end where relay can see`);
     const lines = body ? body.text.split("\n") : [];
     const strip = (line: string) => (op === "<<-" ? line.replace(/^\t+/, "") : line);
-    if (lines.some((line) => strip(line) === delimiter)) throw new ShellParseError(`the here-document ${delimiter} ends earlier than the grammar read it`);
+    if (lines.some((line) => strip(line) === delimiter))
+      throw new ShellParseError(`the here-document ${delimiter} ends earlier than the grammar read it`);
   }
 
   /** The substitutions an unquoted here-document's body runs. */
@@ -297,7 +350,8 @@ class TreeReader {
     const name = n.childForFieldName("name");
     if (name?.type !== "variable_name") return notAnalysed(name ?? n, " as a variable name (arrays are not analysed)");
     // The grammar takes `--x=y` for an assignment; bash runs it as a command.
-    if (!NAME.test(name.text)) throw new ShellParseError(`${name.text} is not a variable name bash assigns (at offset ${n.startIndex})`);
+    if (!NAME.test(name.text))
+      throw new ShellParseError(`${name.text} is not a variable name bash assigns (at offset ${n.startIndex})`);
     return { name: name.text, word: this.assignmentWord(n) };
   }
 
@@ -363,8 +417,7 @@ class TreeReader {
         const r = this.redirect(c);
         if (r.words.length > 0 || r.commands.length > 0) notAnalysed(c, " on a function definition");
         parts.redirects.push(...r.redirects);
-      }
-      else if (c.isNamed && field !== "name") notAnalysed(c, " in a function definition");
+      } else if (c.isNamed && field !== "name") notAnalysed(c, " in a function definition");
     }
     return { ...this.group(body), redirects: parts.redirects };
   }
@@ -375,7 +428,10 @@ class TreeReader {
     const flat = (c: SyntaxNode): void => {
       if (!c.isNamed) words.push(fixedWord(c.type));
       else if (c.type === "test_operator") words.push(fixedWord(c.text));
-      else if (["binary_expression", "unary_expression", "parenthesized_expression", "negated_expression"].includes(c.type)) kids(c).forEach(flat);
+      else if (
+        ["binary_expression", "unary_expression", "parenthesized_expression", "negated_expression"].includes(c.type)
+      )
+        kids(c).forEach(flat);
       else words.push(this.word(c));
     };
     kids(n).forEach(flat);
@@ -385,10 +441,14 @@ class TreeReader {
   /** Arithmetic bash evaluates: numbers and operators only, since a variable's value is itself evaluated (and `a[$(cmd)]` in it runs cmd). */
   private arithmetic(n: SyntaxNode): void {
     for (const c of named(n)) {
-      if (!ARITHMETIC.has(c.type)) throw new ShellParseError(`arithmetic on ${c.type.replaceAll("_", " ")}s is not analysed: bash evaluates a variable's value as an expression, which can run commands`);
+      if (!ARITHMETIC.has(c.type))
+        throw new ShellParseError(
+          `arithmetic on ${c.type.replaceAll("_", " ")}s is not analysed: bash evaluates a variable's value as an expression, which can run commands`,
+        );
       this.arithmetic(c);
     }
-    for (const c of kids(n)) if (!c.isNamed && ASSIGNING.test(c.type)) throw new ShellParseError("arithmetic that assigns is not analysed");
+    for (const c of kids(n))
+      if (!c.isNamed && ASSIGNING.test(c.type)) throw new ShellParseError("arithmetic that assigns is not analysed");
   }
 
   word(n: SyntaxNode): Word {
@@ -420,7 +480,8 @@ class TreeReader {
         return b.dyn(text, !quoted || text === "$@");
       case "expansion": {
         const inner = text.slice(2, -1);
-        if (!SIMPLE_BRACED.test(inner)) throw new ShellParseError(`this \${...} parameter expansion is not analysed: ${text}`);
+        if (!SIMPLE_BRACED.test(inner))
+          throw new ShellParseError(`this \${...} parameter expansion is not analysed: ${text}`);
         return b.dyn(text, !quoted || inner === "@");
       }
       case "command_substitution":
@@ -463,11 +524,13 @@ class TreeReader {
     for (let i = 0; i < text.length; i++) {
       const c = text.charAt(i);
       // The grammar reads `[ }` as one word; bash splits it at the blank.
-      if (c === " " || c === "\t" || c === "\n") throw new ShellParseError(`a word the grammar read across a blank is not analysed (at offset ${at + i})`);
+      if (c === " " || c === "\t" || c === "\n")
+        throw new ShellParseError(`a word the grammar read across a blank is not analysed (at offset ${at + i})`);
       if (c === "\\") {
         const next = text.charAt(++i);
         if (next !== "\n") b.lit(next === "" ? "\\" : next);
-      } else if (c === "*" || c === "?" || ((c === "[" || c === "{") && this.closes(c, at + i + 1, wordEnd))) b.dyn(c, false);
+      } else if (c === "*" || c === "?" || ((c === "[" || c === "{") && this.closes(c, at + i + 1, wordEnd)))
+        b.dyn(c, false);
       else b.lit(c);
     }
   }
@@ -489,7 +552,9 @@ class TreeReader {
     for (let i = 0; i < text.length; i++) {
       if (text.charAt(i) === "\\") i++;
       else if (SUBSTITUTION_START.test(text.slice(i, i + 2)) && !(text.charAt(i) === "$" && i + 1 === text.length)) {
-        throw new ShellParseError(`${text.charAt(i) === "`" ? "a backtick" : `\`${text.slice(i, i + 2)}\``} in ${where} is not analysed (at offset ${at + i})`);
+        throw new ShellParseError(
+          `${text.charAt(i) === "`" ? "a backtick" : `\`${text.slice(i, i + 2)}\``} in ${where} is not analysed (at offset ${at + i})`,
+        );
       }
     }
   }

@@ -38,7 +38,10 @@ export function truncateMiddle(text: string, maxTokens: number): Truncated {
     truncated: true,
     originalTokens,
     totalLines,
-    cutLines: { from: newlinesBefore(bytes, headEnd) + 1, to: newlinesBefore(bytes, Math.max(headEnd, tailStart - 1)) + 1 },
+    cutLines: {
+      from: newlinesBefore(bytes, headEnd) + 1,
+      to: newlinesBefore(bytes, Math.max(headEnd, tailStart - 1)) + 1,
+    },
   };
 }
 

@@ -17,7 +17,11 @@ export function isExecutableFile(p: string): boolean {
  * The first `name` (with each of `exts`) in the directories of `pathVar`. An empty entry is
  * the cwd where `cwd` is given (as execvp reads it), else skipped.
  */
-export function findOnPath(name: string, pathVar: string | undefined, o: { cwd?: string; exts?: readonly string[] } = {}): string | undefined {
+export function findOnPath(
+  name: string,
+  pathVar: string | undefined,
+  o: { cwd?: string; exts?: readonly string[] } = {},
+): string | undefined {
   const exts = o.exts ?? (process.platform === "win32" ? [".exe", ".cmd", ""] : [""]);
   for (const dir of (pathVar ?? "").split(path.delimiter)) {
     if (!dir && o.cwd === undefined) continue;

@@ -13,10 +13,10 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { startServe, type ServeHandle } from "../../src/infty/serve/server.ts";
 import { serveActions } from "../../src/infty/serve/actions.ts";
+import { type ServeHandle, startServe } from "../../src/infty/serve/server.ts";
 import { launchChromium, noChromium } from "../support/chromium.ts";
-import { FINISHED, STALE, HOSTILE, RUNNING, serveRuns } from "../support/serve-runs.ts";
+import { FINISHED, HOSTILE, RUNNING, STALE, serveRuns } from "../support/serve-runs.ts";
 import { skipBecause } from "../support/skip.ts";
 
 const skip = skipBecause("the browser tests of relay infty serve", noChromium());
@@ -33,17 +33,33 @@ describe("relay infty serve in Chromium", { skip }, () => {
 
   before(async () => {
     runs = await serveRuns();
-    writeFileSync(path.join(runs.runningDir, "artifacts", "evil.md"), `# Notes ${HOSTILE}\n\n[click](javascript:window.__pwned=4) [data](data:text/html,<script>x</script>)\n\n![img](x" onerror="window.__pwned=5)\n`);
+    writeFileSync(
+      path.join(runs.runningDir, "artifacts", "evil.md"),
+      `# Notes ${HOSTILE}\n\n[click](javascript:window.__pwned=4) [data](data:text/html,<script>x</script>)\n\n![img](x" onerror="window.__pwned=5)\n`,
+    );
     await bigRun(runs.home);
     // The finished run's driver still holds its lease (as while it exits): the API says live, the page must not.
     const at = new Date().toISOString();
-    writeFileSync(path.join(runs.finishedDir, "lease.json"), JSON.stringify({ version: 1, epoch: 9, holder: { pid: process.pid, start_time: null, host: os.hostname() }, acquired_at: at, heartbeat_at: at, released_at: null }));
-    s = (await startServe({ root: runs.root, host: "127.0.0.1", port: 0 }).then((r) => ("ok" in r ? r.ok : Promise.reject(new Error(r.error.message)))));
+    writeFileSync(
+      path.join(runs.finishedDir, "lease.json"),
+      JSON.stringify({
+        version: 1,
+        epoch: 9,
+        holder: { pid: process.pid, start_time: null, host: os.hostname() },
+        acquired_at: at,
+        heartbeat_at: at,
+        released_at: null,
+      }),
+    );
+    s = await startServe({ root: runs.root, host: "127.0.0.1", port: 0 }).then((r) =>
+      "ok" in r ? r.ok : Promise.reject(new Error(r.error.message)),
+    );
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
     page.on("console", (m) => {
-      if (m.type() === "error" && !/Failed to load resource.*40[34]/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === "error" && !/Failed to load resource.*40[34]/.test(m.text()))
+        problems.push(`console: ${m.text()}`);
     });
     page.on("dialog", (d) => {
       problems.push(`a dialog opened: ${d.message()}`);
@@ -63,18 +79,29 @@ describe("relay infty serve in Chromium", { skip }, () => {
     await page.locator(`tr[data-run="${FINISHED}"]`).waitFor();
     await page.locator(`tr[data-run="${RUNNING}"] .live`).waitFor();
     assert.match((await page.locator(`tr[data-run="${FINISHED}"]`).textContent()) ?? "", /complete.*yes/s);
-    assert.equal((await (await fetch(`${s.url}/api/runs/${FINISHED}`)).json()).liveness.live, true, "the fixture's lease is held");
+    assert.equal(
+      (await (await fetch(`${s.url}/api/runs/${FINISHED}`)).json()).liveness.live,
+      true,
+      "the fixture's lease is held",
+    );
     assert.equal(await page.locator(`tr[data-run="${FINISHED}"] .live`).count(), 0, "a finished run is not live");
     const stale = page.locator(`tr[data-run="${STALE}"] [data-testid="stale"]`);
     await stale.waitFor();
-    assert.equal(await stale.getAttribute("title"), `stale: driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}`);
+    assert.equal(
+      await stale.getAttribute("title"),
+      `stale: driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}`,
+    );
     assert.equal(await page.locator(`tr[data-run="${STALE}"] .live`).count(), 0);
     assert.equal(await pwned(), undefined, "the hostile objective did not run");
   });
 
   test("a stale run's page says why and how to resume; the header's label is about the page's updates", async () => {
     await page.goto(`${s.url}/#/run/${STALE}`);
-    await page.locator(".stale-line", { hasText: `driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}` }).waitFor();
+    await page
+      .locator(".stale-line", {
+        hasText: `driver pid ${runs.staleDriverPid} gone; resume with: relay infty resume ${STALE}`,
+      })
+      .waitFor();
     await page.locator("#conn", { hasText: "updates: connected" }).waitFor();
   });
 
@@ -99,9 +126,18 @@ describe("relay infty serve in Chromium", { skip }, () => {
     await page.goto(`${s.url}/#/run/${RUNNING}`);
     await page.locator('.row[data-type="heartbeat"]').waitFor();
     await page.locator("text=● live").first().waitFor();
-    runs.append({ type: "verdict", role: "verifier-1", verdict: "fail", reasons: [`live reason ${HOSTILE}`], claim_path: "memory/claims/x.json" });
+    runs.append({
+      type: "verdict",
+      role: "verifier-1",
+      verdict: "fail",
+      reasons: [`live reason ${HOSTILE}`],
+      claim_path: "memory/claims/x.json",
+    });
     await page.locator('.row[data-type="verdict"]', { hasText: "live reason" }).waitFor();
-    runs.append({ type: "checkpoint", name: "ckpt-0001", trigger: "handoff", summary: "live checkpoint" }, { type: "role", role: "solver", event: { kind: "tool_call", name: "exec_command", text: "npm test" } });
+    runs.append(
+      { type: "checkpoint", name: "ckpt-0001", trigger: "handoff", summary: "live checkpoint" },
+      { type: "role", role: "solver", event: { kind: "tool_call", name: "exec_command", text: "npm test" } },
+    );
     await page.locator('.row[data-type="role"]', { hasText: "npm test" }).waitFor();
     await page.locator('.row[data-type="verdict"]').click();
     await page.locator('[data-testid="event-json"]', { hasText: "<script>" }).waitFor();
@@ -173,10 +209,25 @@ describe("relay infty serve --allow-actions in Chromium", { skip }, () => {
 
 /** A run whose log holds BIG_EVENTS lines. */
 async function bigRun(home: string): Promise<void> {
-  const r = await RunStore.create(home, { run_id: BIG, objective: "a long one", verifiers: 1, consensus: "all", max_turns: 10, max_wall_ms: 60_000 });
+  const r = await RunStore.create(home, {
+    run_id: BIG,
+    objective: "a long one",
+    verifiers: 1,
+    consensus: "all",
+    max_turns: 10,
+    max_wall_ms: 60_000,
+  });
   if ("error" in r) throw new Error(r.error.message);
   const at = new Date().toISOString();
   const lines: string[] = [];
-  for (let i = 0; i < BIG_EVENTS; i++) lines.push(JSON.stringify({ at, type: "role", role: i % 2 ? "solver" : "verifier-1", event: { kind: "message", text: `event ${i}` } }));
+  for (let i = 0; i < BIG_EVENTS; i++)
+    lines.push(
+      JSON.stringify({
+        at,
+        type: "role",
+        role: i % 2 ? "solver" : "verifier-1",
+        event: { kind: "message", text: `event ${i}` },
+      }),
+    );
   writeFileSync(path.join(r.ok.dir, "events.jsonl"), lines.join("\n") + "\n");
 }

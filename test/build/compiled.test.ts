@@ -1,20 +1,32 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { buildBinary } from "../../scripts/build.ts";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
-import { spawnPeer } from "../../src/protocol/child.ts";
 import { sha256File } from "../../src/package/manifest.ts";
-import { VERSION } from "../../src/version.ts";
-import { buildBinary } from "../../scripts/build.ts";
+import { spawnPeer } from "../../src/protocol/child.ts";
 import { SkillsListOutputSchema } from "../../src/session/skill-sources.ts";
-import { envDir, ENV_ROOT, executorIn, writeSkill } from "../support/skills.ts";
-import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
+import { VERSION } from "../../src/version.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
+import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 import { REPO_ROOT } from "../support/paths.ts";
+import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";
 
 /**
  * `relay run -a untrusted` with a scripted model in a new `dir`: a command only the bash grammar
@@ -25,14 +37,44 @@ function assertGrammarApproval(relay: string, dir: string, env: Record<string, s
   mkdirSync(ws, { recursive: true });
   writeFileSync(path.join(ws, "keep.txt"), "keep\n");
   const call = (cmd: string) => ({ name: "exec_command", arguments: { cmd } });
-  const script = { turns: [{ tool_calls: [call("[[ 3 -gt 2 ]] && case x in x) echo grammar-ok;; esac")] }, { tool_calls: [call("rm -f keep.txt")] }, { text: "done" }] };
+  const script = {
+    turns: [
+      { tool_calls: [call("[[ 3 -gt 2 ]] && case x in x) echo grammar-ok;; esac")] },
+      { tool_calls: [call("rm -f keep.txt")] },
+      { text: "done" },
+    ],
+  };
   writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
-  const r = spawnSync(relay, ["run", "--script", path.join(dir, "script.json"), "-a", "untrusted", "-s", "danger-full-access", "-C", ws, "--json", "go"], { cwd: ws, encoding: "utf8", env });
+  const r = spawnSync(
+    relay,
+    [
+      "run",
+      "--script",
+      path.join(dir, "script.json"),
+      "-a",
+      "untrusted",
+      "-s",
+      "danger-full-access",
+      "-C",
+      ws,
+      "--json",
+      "go",
+    ],
+    { cwd: ws, encoding: "utf8", env },
+  );
   assert.equal(r.status, 0, r.stderr);
-  const outputs = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; output?: string }).filter((e) => e.type === "tool_result").map((e) => e.output ?? "");
+  const outputs = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string; output?: string })
+    .filter((e) => e.type === "tool_result")
+    .map((e) => e.output ?? "");
   assert.equal(outputs.length, 2, r.stdout);
   assert.match(outputs[0]!, /grammar-ok/);
-  assert.match(outputs[1]!, /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal/);
+  assert.match(
+    outputs[1]!,
+    /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal/,
+  );
   assert.ok(existsSync(path.join(ws, "keep.txt")), "the command that asks did not run");
 }
 
@@ -72,10 +114,16 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.match(bad.stderr, /unknown command 'frobnicate'/);
   });
 
-  test("README's \"Install the binary\" block, run as written in an env -i shell with an empty home: install, --version, doctor, completion", () => {
+  test('README\'s "Install the binary" block, run as written in an env -i shell with an empty home: install, --version, doctor, completion', () => {
     const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("## Install the binary"), readme.indexOf("\n## ", readme.indexOf("## Install the binary") + 3));
-    assert.ok(readme.indexOf("## Install the binary") < readme.indexOf("## Quick start"), "installing comes before the quick start");
+    const section = readme.slice(
+      readme.indexOf("## Install the binary"),
+      readme.indexOf("\n## ", readme.indexOf("## Install the binary") + 3),
+    );
+    assert.ok(
+      readme.indexOf("## Install the binary") < readme.indexOf("## Quick start"),
+      "installing comes before the quick start",
+    );
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
     assert.ok(block, "the section has a shell block");
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-readme-install-"));
@@ -84,15 +132,25 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       mkdirSync(path.join(home, ".local", "bin"), { recursive: true });
       mkdirSync(path.join(machine, "dist"));
       copyFileSync(bin, path.join(machine, "dist", "relay"));
-      const lines = block.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter(Boolean);
+      const lines = block
+        .split("\n")
+        .map((l) => l.replace(/\s+#.*$/, "").trim())
+        .filter(Boolean);
       assert.equal(lines[1], "relay --version", "the version is checked first");
       for (const line of lines) {
         // As a new user's shell: nothing but the basic PATH and ~/.local/bin, in the folder the binary was built in.
-        const r = spawnSync("env", ["-i", `HOME=${home}`, `PATH=${home}/.local/bin:/usr/bin:/bin`, "bash", "-c", line], { cwd: machine, encoding: "utf8" });
+        const r = spawnSync(
+          "env",
+          ["-i", `HOME=${home}`, `PATH=${home}/.local/bin:/usr/bin:/bin`, "bash", "-c", line],
+          { cwd: machine, encoding: "utf8" },
+        );
         if (line === "relay doctor") {
           // No API key on this machine: that check alone may fail, and says what to do.
           const failed = /(\d+) required check\(s\) failed: (.*)/.exec(r.stdout);
-          assert.ok(r.status === 0 || (r.status === 1 && failed?.[2]?.trim() === "model credentials"), `${line}: ${r.stdout}${r.stderr}`);
+          assert.ok(
+            r.status === 0 || (r.status === 1 && failed?.[2]?.trim() === "model credentials"),
+            `${line}: ${r.stdout}${r.stderr}`,
+          );
         } else {
           assert.equal(r.status, 0, `${line}: ${r.stdout}${r.stderr}`);
         }
@@ -103,7 +161,9 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     }
   });
 
-  test("a lone copy with an empty home: the sandbox works with nothing installed", { skip: process.platform !== "linux" && "the built-in sandbox is Linux only" }, () => {
+  test("a lone copy with an empty home: the sandbox works with nothing installed", {
+    skip: process.platform !== "linux" && "the built-in sandbox is Linux only",
+  }, () => {
     const started = Date.now();
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-"));
     try {
@@ -119,7 +179,13 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       assert.notEqual(refused.status, 0);
       assert.match(refused.stderr, /Permission denied/);
       assert.ok(!existsSync(outside));
-      const inside = run(["sandbox", "--", "sh", "-c", "echo y > made.txt && cat made.txt && (echo z > .git/hook) 2>/dev/null || echo git-read-only"]);
+      const inside = run([
+        "sandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo y > made.txt && cat made.txt && (echo z > .git/hook) 2>/dev/null || echo git-read-only",
+      ]);
       assert.equal(inside.status, 0, inside.stderr);
       assert.equal(inside.stdout, "y\ngit-read-only\n");
       const check = run(["executor", "--check", "--json"]);
@@ -133,9 +199,16 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       // TinyCC's source is kept in one private directory per user, not one per compiling process.
       const own = `relay-cc-${process.getuid?.() ?? 0}`;
       const cc = readdirSync(os.tmpdir()).filter((f) => f.startsWith("relay-cc-"));
-      assert.deepEqual(cc.filter((f) => f !== own && statSync(path.join(os.tmpdir(), f)).mtimeMs >= started), [], "no per-process compile leftovers in the temp dir");
+      assert.deepEqual(
+        cc.filter((f) => f !== own && statSync(path.join(os.tmpdir(), f)).mtimeMs >= started),
+        [],
+        "no per-process compile leftovers in the temp dir",
+      );
       assert.equal(statSync(path.join(os.tmpdir(), own)).mode & 0o777, 0o700);
-      assert.ok(readdirSync(path.join(os.tmpdir(), own)).every((f) => /^confine-[0-9a-f]{16}\.c$/.test(f)), "only the hashed source, no temp file");
+      assert.ok(
+        readdirSync(path.join(os.tmpdir(), own)).every((f) => /^confine-[0-9a-f]{16}\.c$/.test(f)),
+        "only the hashed source, no temp file",
+      );
       // It packages itself for its own target, with no source tree or bun to compile with.
       const built = run(["package", "build", "--package-dir", path.join(machine, "pkg")]);
       assert.equal(built.status, 0, built.stderr);
@@ -146,17 +219,38 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       assert.equal(packaged.stdout.trim(), VERSION);
       // Another target, offline and with nothing cached: refused, naming the file to place.
       const offline = { ...env, RELAY_NPM_REGISTRY: "http://127.0.0.1:1" };
-      const refusedCross = spawnSync(lone, ["package", "build", "--target", "linux-arm64", "--package-dir", path.join(machine, "pkg-arm64")], { cwd: ws, encoding: "utf8", env: offline });
+      const refusedCross = spawnSync(
+        lone,
+        ["package", "build", "--target", "linux-arm64", "--package-dir", path.join(machine, "pkg-arm64")],
+        { cwd: ws, encoding: "utf8", env: offline },
+      );
       assert.equal(refusedCross.status, 1, refusedCross.stderr);
-      const placed = path.join(home, ".relay", "cache", "bun", process.versions.bun!, "linux-arm64", `bun-linux-aarch64-${process.versions.bun}.tgz`);
-      assert.ok(refusedCross.stderr.includes(`Put http://127.0.0.1:1/@oven/bun-linux-aarch64/-/bun-linux-aarch64-${process.versions.bun}.tgz at ${placed}`), refusedCross.stderr);
+      const placed = path.join(
+        home,
+        ".relay",
+        "cache",
+        "bun",
+        process.versions.bun!,
+        "linux-arm64",
+        `bun-linux-aarch64-${process.versions.bun}.tgz`,
+      );
+      assert.ok(
+        refusedCross.stderr.includes(
+          `Put http://127.0.0.1:1/@oven/bun-linux-aarch64/-/bun-linux-aarch64-${process.versions.bun}.tgz at ${placed}`,
+        ),
+        refusedCross.stderr,
+      );
       assert.ok(!existsSync(path.join(machine, "pkg-arm64")), "nothing was left behind");
     } finally {
       rmSync(machine, { recursive: true, force: true });
     }
   });
 
-  test("a lone copy recompiles itself for another target from a seeded cache, and the result does too", { skip: (process.platform !== "linux" || process.arch !== "x64") && "seeds linux-x64-baseline with this host's bun (x64 Linux only)" }, async () => {
+  test("a lone copy recompiles itself for another target from a seeded cache, and the result does too", {
+    skip:
+      (process.platform !== "linux" || process.arch !== "x64") &&
+      "seeds linux-x64-baseline with this host's bun (x64 Linux only)",
+  }, async () => {
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-cross-"));
     try {
       const lone = loneCopy(bin, path.join(machine, "empty"));
@@ -168,13 +262,28 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       mkdirSync(cacheDir, { recursive: true });
       copyFileSync(realpathSync(process.execPath), path.join(cacheDir, "bun"));
       chmodSync(path.join(cacheDir, "bun"), 0o755);
-      const meta = { package: "@oven/bun-linux-x64-baseline", version, target: "linux-x64-baseline", file: "bun", size: statSync(path.join(cacheDir, "bun")).size, sha256: await sha256File(path.join(cacheDir, "bun")), fetchedAt: new Date().toISOString() };
+      const meta = {
+        package: "@oven/bun-linux-x64-baseline",
+        version,
+        target: "linux-x64-baseline",
+        file: "bun",
+        size: statSync(path.join(cacheDir, "bun")).size,
+        sha256: await sha256File(path.join(cacheDir, "bun")),
+        fetchedAt: new Date().toISOString(),
+      };
       writeFileSync(path.join(cacheDir, "meta.json"), JSON.stringify(meta));
       // No bun, no npm, no source tree: PATH has only the system, cwd is an empty directory.
       const env = { PATH: "/usr/bin:/bin", HOME: home, RELAY_NPM_REGISTRY: "http://127.0.0.1:1" };
-      const cross = spawnSync(lone, ["package", "build", "--target", "linux-x64-baseline", "--json"], { cwd: path.dirname(lone), encoding: "utf8", env });
+      const cross = spawnSync(lone, ["package", "build", "--target", "linux-x64-baseline", "--json"], {
+        cwd: path.dirname(lone),
+        encoding: "utf8",
+        env,
+      });
       assert.equal(cross.status, 0, cross.stderr);
-      const report = JSON.parse(cross.stdout) as { packageDir: string; compiled?: { from: string; fetched?: boolean; compileExecutablePath?: string } };
+      const report = JSON.parse(cross.stdout) as {
+        packageDir: string;
+        compiled?: { from: string; fetched?: boolean; compileExecutablePath?: string };
+      };
       assert.match(report.compiled?.from ?? "", /this binary's own bundle/);
       assert.equal(report.compiled?.fetched, false);
       assert.equal(report.compiled?.compileExecutablePath, path.join(cacheDir, "bun"));
@@ -184,9 +293,17 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       // It carries the wasm files too: the bash grammar approval reads commands with.
       assertGrammarApproval(built, path.join(machine, "approval"), env);
       // The recompiled binary carries its bundle too: it packages itself again.
-      const again = spawnSync(built, ["package", "build", "--target", "linux-x64-baseline", "--package-dir", path.join(machine, "again"), "--json"], { cwd: machine, encoding: "utf8", env });
+      const again = spawnSync(
+        built,
+        ["package", "build", "--target", "linux-x64-baseline", "--package-dir", path.join(machine, "again"), "--json"],
+        { cwd: machine, encoding: "utf8", env },
+      );
       assert.equal(again.status, 0, again.stderr);
-      const sandboxed = spawnSync(path.join(machine, "again", "bin", "relay"), ["sandbox", "--", "sh", "-c", "echo inside"], { cwd: machine, encoding: "utf8", env });
+      const sandboxed = spawnSync(
+        path.join(machine, "again", "bin", "relay"),
+        ["sandbox", "--", "sh", "-c", "echo inside"],
+        { cwd: machine, encoding: "utf8", env },
+      );
       assert.equal(sandboxed.stdout, "inside\n", sandboxed.stderr);
     } finally {
       rmSync(machine, { recursive: true, force: true });
@@ -211,7 +328,11 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       const lone = loneCopy(bin, path.join(machine, "bin"));
       const env = { PATH: "/usr/bin:/bin", HOME: path.join(machine, "home") };
       assertGrammarApproval(lone, path.join(machine, "one"), env);
-      const built = spawnSync(lone, ["package", "build", "--package-dir", path.join(machine, "pkg")], { cwd: machine, encoding: "utf8", env });
+      const built = spawnSync(lone, ["package", "build", "--package-dir", path.join(machine, "pkg")], {
+        cwd: machine,
+        encoding: "utf8",
+        env,
+      });
       assert.equal(built.status, 0, built.stderr);
       assertGrammarApproval(path.join(machine, "pkg", "bin", "relay"), path.join(machine, "two"), env);
     } finally {
@@ -229,15 +350,49 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       mkdirSync(path.join(root, "bin"), { recursive: true });
       const fixture = mcpFixtureCommand();
       writeFileSync(path.join(home, ".relay", "config.toml"), fixtureToml("srv"));
-      writeFileSync(path.join(root, "bin", "fx"), `#!/bin/sh\nexec ${JSON.stringify(fixture.command)} ${fixture.args.map((a) => JSON.stringify(a)).join(" ")} "$@"\n`);
+      writeFileSync(
+        path.join(root, "bin", "fx"),
+        `#!/bin/sh\nexec ${JSON.stringify(fixture.command)} ${fixture.args.map((a) => JSON.stringify(a)).join(" ")} "$@"\n`,
+      );
       chmodSync(path.join(root, "bin", "fx"), 0o755);
-      writeFileSync(path.join(root, ".mcp.json"), JSON.stringify({ mcpServers: { tools: { command: "bin/fx", args: ["--name", "tools"], env: { FIXTURE_MODE: "lone" } } } }));
+      writeFileSync(
+        path.join(root, ".mcp.json"),
+        JSON.stringify({
+          mcpServers: { tools: { command: "bin/fx", args: ["--name", "tools"], env: { FIXTURE_MODE: "lone" } } },
+        }),
+      );
       const call = (name: string, args: Record<string, unknown> = {}) => ({ name, arguments: args });
-      const script = { turns: [{ tool_calls: [call("srv__echo", { text: "lone" }), call("tools__where"), call("srv__crash")] }, { tool_calls: [call("srv__echo", { text: "again" })] }, { text: "done" }] };
+      const script = {
+        turns: [
+          { tool_calls: [call("srv__echo", { text: "lone" }), call("tools__where"), call("srv__crash")] },
+          { tool_calls: [call("srv__echo", { text: "again" })] },
+          { text: "done" },
+        ],
+      };
       writeFileSync(path.join(machine, "script.json"), JSON.stringify(script));
-      const r = spawnSync(lone, ["run", "--script", path.join(machine, "script.json"), "-a", "never", "-s", "danger-full-access", "--capability-root", `local:${root}`, "--json", "go"], { cwd: machine, encoding: "utf8", env: { PATH: "/usr/bin:/bin", HOME: home } });
+      const r = spawnSync(
+        lone,
+        [
+          "run",
+          "--script",
+          path.join(machine, "script.json"),
+          "-a",
+          "never",
+          "-s",
+          "danger-full-access",
+          "--capability-root",
+          `local:${root}`,
+          "--json",
+          "go",
+        ],
+        { cwd: machine, encoding: "utf8", env: { PATH: "/usr/bin:/bin", HOME: home } },
+      );
       assert.equal(r.status, 0, r.stderr);
-      const results = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; name?: string; output?: string }).filter((e) => e.type === "tool_result");
+      const results = r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { type: string; name?: string; output?: string })
+        .filter((e) => e.type === "tool_result");
       // Read-only calls of one turn run together: their results come in either order.
       assert.deepEqual(results.map((e) => [e.name, e.output?.split("\n")[0]]).sort(), [
         ["srv__crash", "MCP server srv exited (code 3): fixture srv ready"],
@@ -254,7 +409,11 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     const home = path.join(dir, "serve-home");
     mkdirSync(home);
     const lone = loneCopy(bin, path.join(dir, "serve-lone"));
-    const child = spawn(lone, ["infty", "serve", "--port", "0"], { cwd: "/", env: { PATH: "/usr/bin:/bin", HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(lone, ["infty", "serve", "--port", "0"], {
+      cwd: "/",
+      env: { PATH: "/usr/bin:/bin", HOME: home },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     let stderr = "";
     const url = await new Promise<string>((resolve, reject) => {
@@ -276,7 +435,9 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     assert.equal(await exited, 0);
   });
 
-  test("a lone copy with an empty home fixes a repository's failing test with relay infty run -C, under the default sandbox", { skip: process.platform !== "linux" && "the default sandbox is Linux only" }, async () => {
+  test("a lone copy with an empty home fixes a repository's failing test with relay infty run -C, under the default sandbox", {
+    skip: process.platform !== "linux" && "the default sandbox is Linux only",
+  }, async () => {
     const home = path.join(dir, "repo-run-home");
     mkdirSync(home);
     const lone = loneCopy(bin, path.join(dir, "repo-run-lone"));
@@ -289,11 +450,17 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       mkdirSync(path.join(ws, ".git"));
       mkdirSync(path.join(ws, "src", "gen"), { recursive: true });
       writeFileSync(path.join(ws, ".gitignore"), "gen/\n");
-      for (const f of ["src/a.ts", "src/b.tsx", "src/c.js", "src/gen/d.ts"]) writeFileSync(path.join(ws, f), "needle\n");
+      for (const f of ["src/a.ts", "src/b.tsx", "src/c.js", "src/gen/d.ts"])
+        writeFileSync(path.join(ws, f), "needle\n");
       const ex = spawnPeer([bin, "executor"], { cwd: ws, env: cleanEnv(), name: "compiled-files" });
       assert.ok("ok" in ex);
       try {
-        const call = (args: Record<string, unknown>) => ex.ok.peer.call(ExecutorMethods.toolsCall, { name: "grep_files", arguments: { pattern: "needle", ...args }, cwd: ws });
+        const call = (args: Record<string, unknown>) =>
+          ex.ok.peer.call(ExecutorMethods.toolsCall, {
+            name: "grep_files",
+            arguments: { pattern: "needle", ...args },
+            cwd: ws,
+          });
         const r = await call({ include: "src/**/*.{ts,tsx}" });
         assert.ok("ok" in r, JSON.stringify(r));
         assert.deepEqual(r.ok.text.split("\n").sort(), [path.join(ws, "src", "a.ts"), path.join(ws, "src", "b.tsx")]);
@@ -307,18 +474,28 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     }
   });
 
-  test("a packaged executor's commands find this relay first on PATH, then the package's relay-path tools", { skip: process.platform !== "linux" && "Linux packages only" }, async () => {
+  test("a packaged executor's commands find this relay first on PATH, then the package's relay-path tools", {
+    skip: process.platform !== "linux" && "Linux packages only",
+  }, async () => {
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-path-"));
     try {
       const pkg = path.join(machine, "pkg");
       const env = { PATH: "/usr/bin:/bin", HOME: machine };
       // Any executable of the host's format stands in for ripgrep.
-      const built = spawnSync(bin, ["package", "build", "--package-dir", pkg, "--rg-bin", realpathSync("/bin/true")], { cwd: machine, encoding: "utf8", env });
+      const built = spawnSync(bin, ["package", "build", "--package-dir", pkg, "--rg-bin", realpathSync("/bin/true")], {
+        cwd: machine,
+        encoding: "utf8",
+        env,
+      });
       assert.equal(built.status, 0, built.stderr);
       const ex = spawnPeer([path.join(pkg, "bin", "relay"), "executor"], { cwd: machine, env, name: "packaged" });
       assert.ok("ok" in ex);
       try {
-        const r = await ex.ok.peer.call(ExecutorMethods.exec, { command: ["sh", "-c", "command -v relay; command -v rg; relay --version"], cwd: machine, env: { PATH: "/usr/bin:/bin" } });
+        const r = await ex.ok.peer.call(ExecutorMethods.exec, {
+          command: ["sh", "-c", "command -v relay; command -v rg; relay --version"],
+          cwd: machine,
+          env: { PATH: "/usr/bin:/bin" },
+        });
         assert.ok("ok" in r, JSON.stringify(r));
         const [relayAt, rgAt, version] = r.ok.output.trim().split("\n");
         assert.equal(realpathSync(relayAt!), realpathSync(path.join(pkg, "bin", "relay")));
@@ -332,7 +509,9 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
     }
   });
 
-  test("skills on an extra environment: the binary started over a pipe as ssh would, from an empty home", { skip: process.platform !== "linux" && "a root at /proc/self/cwd needs Linux's /proc" }, async () => {
+  test("skills on an extra environment: the binary started over a pipe as ssh would, from an empty home", {
+    skip: process.platform !== "linux" && "a root at /proc/self/cwd needs Linux's /proc",
+  }, async () => {
     const machine = mkdtempSync(path.join(os.tmpdir(), "relay-skills-compiled-"));
     const env = envDir();
     try {
@@ -342,15 +521,48 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       const clean = { PATH: "/usr/bin:/bin", HOME: home };
       const build = `build=${executorIn(env.dir, [bin])}`;
       const root = `id=deploy@1,env=build,path=${ENV_ROOT}`;
-      const list = spawnSync(bin, ["skills", "list", "--json", "--environment", build, "--capability-root", root], { cwd: machine, encoding: "utf8", env: clean });
+      const list = spawnSync(bin, ["skills", "list", "--json", "--environment", build, "--capability-root", root], {
+        cwd: machine,
+        encoding: "utf8",
+        env: clean,
+      });
       assert.equal(list.status, 0, list.stderr);
       const out = SkillsListOutputSchema.parse(JSON.parse(list.stdout));
-      assert.deepEqual(out.skills.map((k) => [k.name, k.source]), [["deploy", { kind: "environment", environmentId: "build", rootId: "deploy@1" }]]);
+      assert.deepEqual(
+        out.skills.map((k) => [k.name, k.source]),
+        [["deploy", { kind: "environment", environmentId: "build", rootId: "deploy@1" }]],
+      );
       const script = path.join(machine, "script.json");
-      writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: "skill", arguments: { name: "deploy" } }] }, { text: "done" }] }));
-      const run = spawnSync(bin, ["run", "--json", "--script", script, "--sandbox", "danger-full-access", "--no-memories", "--environment", build, "--capability-root", root, "go"], { cwd: machine, encoding: "utf8", env: clean });
+      writeFileSync(
+        script,
+        JSON.stringify({
+          turns: [{ tool_calls: [{ name: "skill", arguments: { name: "deploy" } }] }, { text: "done" }],
+        }),
+      );
+      const run = spawnSync(
+        bin,
+        [
+          "run",
+          "--json",
+          "--script",
+          script,
+          "--sandbox",
+          "danger-full-access",
+          "--no-memories",
+          "--environment",
+          build,
+          "--capability-root",
+          root,
+          "go",
+        ],
+        { cwd: machine, encoding: "utf8", env: clean },
+      );
       assert.equal(run.status, 0, run.stderr);
-      const results = run.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; name?: string; output?: string; success?: boolean }).filter((e) => e.type === "tool_result");
+      const results = run.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { type: string; name?: string; output?: string; success?: boolean })
+        .filter((e) => e.type === "tool_result");
       assert.equal(results.length, 1);
       assert.equal(results[0]!.name, "skill");
       assert.ok(results[0]!.success, results[0]!.output);

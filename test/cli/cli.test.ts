@@ -7,14 +7,31 @@ import { relayArgv } from "../support/self.ts";
 
 function relay(args: string[], env: Record<string, string> = {}) {
   const [cmd, ...pre] = relayArgv();
-  return spawnSync(cmd!, [...pre, ...args], { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, ...env }, timeout: 60_000 });
+  return spawnSync(cmd!, [...pre, ...args], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    timeout: 60_000,
+  });
 }
 
 describe("relay CLI", () => {
   test("--help lists every subcommand and exits 0", () => {
     const r = relay(["--help"]);
     assert.equal(r.status, 0);
-    for (const sub of ["run", "sessions", "skills", "executor", "code-mode-host", "infty", "memories", "package", "sandbox", "doctor"]) assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
+    for (const sub of [
+      "run",
+      "sessions",
+      "skills",
+      "executor",
+      "code-mode-host",
+      "infty",
+      "memories",
+      "package",
+      "sandbox",
+      "doctor",
+    ])
+      assert.match(r.stdout, new RegExp(`\\n  ${sub}\\b`));
     assert.doesNotMatch(r.stdout, /rpc-echo|__sandbox-exec/, "internal commands stay hidden");
   });
 
@@ -30,20 +47,32 @@ describe("relay CLI", () => {
   test("executor --check reports a working executor as JSON", () => {
     const r = relay(["executor", "--check", "--json"]);
     assert.equal(r.status, 0, r.stderr);
-    const report = JSON.parse(r.stdout) as { info: { pty: boolean }; tools: string[]; test_command: { output: string; exit_code: number } };
+    const report = JSON.parse(r.stdout) as {
+      info: { pty: boolean };
+      tools: string[];
+      test_command: { output: string; exit_code: number };
+    };
     assert.ok(report.tools.includes("exec_command"));
     assert.match(report.test_command.output, /^ok from /);
     assert.equal(report.test_command.exit_code, 0);
-    const confined = (report as unknown as { sandboxed_command: { output?: string; exit_code?: number; error?: string } }).sandboxed_command;
+    const confined = (
+      report as unknown as { sandboxed_command: { output?: string; exit_code?: number; error?: string } }
+    ).sandboxed_command;
     assert.deepEqual([confined.output, confined.exit_code], ["ok", 0], JSON.stringify(confined));
   });
 
   test("executor --check fails, with the reason, when no sandbox can run here", () => {
     const r = relay(["executor", "--check", "--json"], { RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" });
     assert.equal(r.status, 1);
-    const report = JSON.parse(r.stdout) as { test_command: { exit_code: number }; sandboxed_command: { error?: string } };
+    const report = JSON.parse(r.stdout) as {
+      test_command: { exit_code: number };
+      sandboxed_command: { error?: string };
+    };
     assert.equal(report.test_command.exit_code, 0, "the executor itself works");
-    assert.match(report.sandboxed_command.error ?? "", /read-only sandbox cannot be applied on this host: .*Landlock.*danger-full-access/);
+    assert.match(
+      report.sandboxed_command.error ?? "",
+      /read-only sandbox cannot be applied on this host: .*Landlock.*danger-full-access/,
+    );
   });
 
   test("the hidden sandbox helper refuses a malformed plan with exit 2 and runs nothing", () => {
@@ -60,7 +89,12 @@ describe("relay CLI", () => {
   });
 
   test("executor --check through a command line, and a broken one", () => {
-    const good = relay(["executor", "--check", "--executor", joinCommandLine(["sh", "-c", `exec ${joinCommandLine(relayArgv())} executor`])]);
+    const good = relay([
+      "executor",
+      "--check",
+      "--executor",
+      joinCommandLine(["sh", "-c", `exec ${joinCommandLine(relayArgv())} executor`]),
+    ]);
     assert.equal(good.status, 0, good.stderr);
     assert.match(good.stdout, /tools: exec_command, write_stdin/);
     const bad = relay(["executor", "--check", "--executor", "/nonexistent/relay executor"]);

@@ -20,14 +20,16 @@ const argv = (...args: string[]) => ["/usr/bin/relay", "/usr/bin/relay", ...args
 /** A --preload script reporting on stderr any look-up of process.stdin/stdout/stderr (under Bun, the first builds its stream). */
 function stdioTrap(dir: string): string {
   const trap = path.join(dir, "trap.ts");
-  writeFileSync(trap, `for (const name of ["stdin", "stdout", "stderr"]) {
+  writeFileSync(
+    trap,
+    `for (const name of ["stdin", "stdout", "stderr"]) {
   const real = Object.getOwnPropertyDescriptor(process, name)!;
   Object.defineProperty(process, name, { configurable: true, get() { require("node:fs").writeSync(2, "touched process." + name + "\\n"); return real.get ? real.get.call(process) : real.value; } });
 }
-`);
+`,
+  );
   return trap;
 }
-
 
 describe("servers started without the command tree", () => {
   test("exactly `relay executor` and `relay code-mode-host` go direct", () => {
@@ -79,14 +81,22 @@ describe("servers started without the command tree", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "relay-stdio-trap-"));
     try {
       const trap = stdioTrap(dir);
-      const run = (args: string[]) => spawnSync(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), ...args], { encoding: "utf8" });
+      const run = (args: string[]) =>
+        spawnSync(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), ...args], {
+          encoding: "utf8",
+        });
       const version = run(["--version"]);
       assert.equal(version.status, 0, version.stderr);
       assert.match(version.stdout, /^\d+\.\d+\.\d+\S*\n$/);
       assert.equal(version.stderr, "");
       // A server answers its first request, then sees EOF (importing node:process used to build all three).
-      for (const [server, method] of [["executor", "executor/info"], ["code-mode-host", "codemode/hello"]] as const) {
-        const child = spawn(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), server], { stdio: ["pipe", "pipe", "pipe"] });
+      for (const [server, method] of [
+        ["executor", "executor/info"],
+        ["code-mode-host", "codemode/hello"],
+      ] as const) {
+        const child = spawn(process.execPath, ["--preload", trap, path.join(REPO_ROOT, "src/main.ts"), server], {
+          stdio: ["pipe", "pipe", "pipe"],
+        });
         let stderr = "";
         child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
         child.stdin.write(rawFrame(JSON.stringify({ type: "request", id: 1, method, params: {} })));

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { DoctorReportSchema, type DoctorCheck, type DoctorReport } from "../../src/session/doctor.ts";
+import { type DoctorCheck, type DoctorReport, DoctorReportSchema } from "../../src/session/doctor.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv } from "../support/self.ts";
 
@@ -53,13 +53,28 @@ function find(rep: DoctorReport, name: string): DoctorCheck {
   return c;
 }
 
-const failedRequired = (rep: DoctorReport) => rep.checks.filter((c) => c.required && c.status !== "ok").map((c) => c.name);
+const failedRequired = (rep: DoctorReport) =>
+  rep.checks.filter((c) => c.required && c.status !== "ok").map((c) => c.name);
 
 const SECRET = "sk-test-SECRETVALUE";
 const noLandlock = { RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" };
 
 describe("relay doctor", () => {
-  const runs: Record<"simulated" | "fullAccess" | "keyHuman" | "keyJson" | "noKey" | "broken" | "normal" | "gitNoUserns" | "gitBestEffort" | "localFlags" | "privateNet" | "badUrl", Run> = {} as never;
+  const runs: Record<
+    | "simulated"
+    | "fullAccess"
+    | "keyHuman"
+    | "keyJson"
+    | "noKey"
+    | "broken"
+    | "normal"
+    | "gitNoUserns"
+    | "gitBestEffort"
+    | "localFlags"
+    | "privateNet"
+    | "badUrl",
+    Run
+  > = {} as never;
   // A git workspace: keeping its .git read-only needs user namespaces (or bubblewrap).
   const gitWorkspace = path.join(root, "git-ws");
   mkdirSync(path.join(gitWorkspace, ".git"), { recursive: true });
@@ -69,17 +84,58 @@ describe("relay doctor", () => {
   before(async () => {
     const cases: Array<[keyof typeof runs, Promise<Run>]> = [
       ["simulated", doctor(["--json"], relayHomeWith("simulated", 'model_provider = "scripted"\n'), noLandlock)],
-      ["fullAccess", doctor(["--json"], relayHomeWith("full", 'sandbox_mode = "danger-full-access"\nmodel_provider = "scripted"\n'), noLandlock)],
+      [
+        "fullAccess",
+        doctor(
+          ["--json"],
+          relayHomeWith("full", 'sandbox_mode = "danger-full-access"\nmodel_provider = "scripted"\n'),
+          noLandlock,
+        ),
+      ],
       ["keyHuman", doctor([], relayHomeWith("key-human"), { OPENAI_API_KEY: SECRET })],
       ["keyJson", doctor(["--json"], relayHomeWith("key-json"), { OPENAI_API_KEY: SECRET })],
       ["noKey", doctor(["--json"], relayHomeWith("no-key"))],
-      ["localFlags", doctor(["--json", "--provider", "openai-chat", "--base-url", "http://localhost:11434/v1", "-m", "llama3.2"], relayHomeWith("local-flags"))],
-      ["privateNet", doctor(["--json", "--provider", "openai-chat", "--base-url", "http://192.168.1.20:8000/v1", "--api-key-env", "LAN_KEY"], relayHomeWith("private-net"))],
+      [
+        "localFlags",
+        doctor(
+          ["--json", "--provider", "openai-chat", "--base-url", "http://localhost:11434/v1", "-m", "llama3.2"],
+          relayHomeWith("local-flags"),
+        ),
+      ],
+      [
+        "privateNet",
+        doctor(
+          [
+            "--json",
+            "--provider",
+            "openai-chat",
+            "--base-url",
+            "http://192.168.1.20:8000/v1",
+            "--api-key-env",
+            "LAN_KEY",
+          ],
+          relayHomeWith("private-net"),
+        ),
+      ],
       ["badUrl", doctor(["--json", "--base-url", "not a url"], relayHomeWith("bad-url"))],
       ["broken", doctor(["--json"], relayHomeWith("broken", "model = \n"))],
       ["normal", doctor(["--json"], relayHomeWith("normal", 'model_provider = "scripted"\n'))],
-      ["gitNoUserns", doctor(["--json", "-C", gitWorkspace], relayHomeWith("git-no-userns", 'model_provider = "scripted"\n'), noUserns)],
-      ["gitBestEffort", doctor(["--json", "-C", gitWorkspace], relayHomeWith("git-best-effort", 'model_provider = "scripted"\n[sandbox]\nbest_effort = true\n'), noUserns)],
+      [
+        "gitNoUserns",
+        doctor(
+          ["--json", "-C", gitWorkspace],
+          relayHomeWith("git-no-userns", 'model_provider = "scripted"\n'),
+          noUserns,
+        ),
+      ],
+      [
+        "gitBestEffort",
+        doctor(
+          ["--json", "-C", gitWorkspace],
+          relayHomeWith("git-best-effort", 'model_provider = "scripted"\n[sandbox]\nbest_effort = true\n'),
+          noUserns,
+        ),
+      ],
     ];
     const done = await Promise.all(cases.map(([, p]) => p));
     cases.forEach(([name], i) => (runs[name] = done[i]!));
@@ -90,15 +146,37 @@ describe("relay doctor", () => {
     const rep = report(runs.normal);
     assert.deepEqual(
       rep.checks.map((c) => c.name),
-      ["sandbox", "landlock", "seccomp", "user namespaces", "bubblewrap", "pty", "relay home", "disk space", "config", "model credentials", "executor", "containment", "code-mode host", "git", "logs"],
+      [
+        "sandbox",
+        "landlock",
+        "seccomp",
+        "user namespaces",
+        "bubblewrap",
+        "pty",
+        "relay home",
+        "disk space",
+        "config",
+        "model credentials",
+        "executor",
+        "containment",
+        "code-mode host",
+        "git",
+        "logs",
+      ],
     );
     assert.equal(find(rep, "bubblewrap").required, false);
   });
 
   test("names the log file, in the home it checked (created now if it was missing)", () => {
     const logs = find(report(runs.noKey), "logs");
-    assert.deepEqual([logs.status, logs.required, logs.detail], ["ok", false, path.join(root, "no-key", "logs", "relay.log")]);
-    assert.match(runs.keyHuman.stdout, new RegExp(`^ok +logs +${path.join(root, "key-human", "logs", "relay.log").replace(/[.]/g, "\\.")}$`, "m"));
+    assert.deepEqual(
+      [logs.status, logs.required, logs.detail],
+      ["ok", false, path.join(root, "no-key", "logs", "relay.log")],
+    );
+    assert.match(
+      runs.keyHuman.stdout,
+      new RegExp(`^ok +logs +${path.join(root, "key-human", "logs", "relay.log").replace(/[.]/g, "\\.")}$`, "m"),
+    );
   });
 
   test("a kernel without Landlock and no bubblewrap: the sandbox is missing and required", () => {
@@ -118,7 +196,9 @@ describe("relay doctor", () => {
     assert.equal(r.status, 1);
   });
 
-  test("a git workspace without user namespaces: the sandbox is what the executor decides (refused, or best effort with the gap named)", { skip: process.platform !== "linux" && "the built-in sandbox is Linux only" }, () => {
+  test("a git workspace without user namespaces: the sandbox is what the executor decides (refused, or best effort with the gap named)", {
+    skip: process.platform !== "linux" && "the built-in sandbox is Linux only",
+  }, () => {
     const refused = report(runs.gitNoUserns);
     const sandbox = find(refused, "sandbox");
     assert.equal(sandbox.status, "missing", sandbox.detail);
@@ -156,7 +236,10 @@ describe("relay doctor", () => {
     }
     const creds = find(report(json), "model credentials");
     assert.equal(creds.status, "ok");
-    assert.match(creds.detail, /^a session would use OPENAI_API_KEY \(set\) for provider openai-responses, model [^,]+, at https:\/\/api\.openai\.com\/v1$/);
+    assert.match(
+      creds.detail,
+      /^a session would use OPENAI_API_KEY \(set\) for provider openai-responses, model [^,]+, at https:\/\/api\.openai\.com\/v1$/,
+    );
     assert.match(human.stdout, /^ok +model credentials +a session would use OPENAI_API_KEY \(set\)/m);
     // Human mode: aligned columns and a summary line.
     assert.match(human.stdout, /^ok {7}pty {16}a test command ran on a PTY/m);
@@ -164,10 +247,18 @@ describe("relay doctor", () => {
   });
 
   test("run's model flags: a local or private-network server needs no key, as for run, and the line names what a session would use", () => {
-    for (const [r, model, url] of [[runs.localFlags, "llama3.2", "http://localhost:11434/v1"], [runs.privateNet, "[^,]+", "http://192.168.1.20:8000/v1"]] as const) {
+    for (const [r, model, url] of [
+      [runs.localFlags, "llama3.2", "http://localhost:11434/v1"],
+      [runs.privateNet, "[^,]+", "http://192.168.1.20:8000/v1"],
+    ] as const) {
       const creds = find(report(r), "model credentials");
       assert.equal(creds.status, "ok", creds.detail);
-      assert.match(creds.detail, new RegExp(`^no key needed for provider openai-chat, model ${model}, at ${url.replace(/[./]/g, "\\$&")} \\(a local or private server; (OPENAI_API_KEY|LAN_KEY) is not set, so none is sent\\)$`));
+      assert.match(
+        creds.detail,
+        new RegExp(
+          `^no key needed for provider openai-chat, model ${model}, at ${url.replace(/[./]/g, "\\$&")} \\(a local or private server; (OPENAI_API_KEY|LAN_KEY) is not set, so none is sent\\)$`,
+        ),
+      );
     }
     assert.equal(runs.badUrl.status, 2);
     assert.match(runs.badUrl.stderr, /^relay: .*base_url/);
@@ -211,7 +302,11 @@ describe("relay doctor", () => {
     assert.match(find(rep, "code-mode host").detail, /pid \d+/);
     // What the executor reported: its container where the built-in sandbox runs, else what holds instead.
     const containment = find(rep, "containment");
-    if (find(rep, "sandbox").detail.startsWith("landlock (built-in)")) assert.deepEqual([containment.status, containment.detail], ["ok", "sandboxed commands run in the executor's pid namespace and end with it"]);
+    if (find(rep, "sandbox").detail.startsWith("landlock (built-in)"))
+      assert.deepEqual(
+        [containment.status, containment.detail],
+        ["ok", "sandboxed commands run in the executor's pid namespace and end with it"],
+      );
     else assert.equal(containment.status, "warn");
     assert.match(find(rep, "config").detail, /config\.toml$/, "the config that was read");
     // Only the host's sandbox can fail here; on a host that has one, everything passes.

@@ -17,7 +17,11 @@ let n = 0;
 /** An environment whose RELAY_HOME and HOME do not exist yet. */
 function fresh(): { env: NodeJS.ProcessEnv; home: string } {
   const dir = path.join(base, `m${++n}`);
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: path.join(dir, "user"), RELAY_HOME: path.join(dir, "relay-home") };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: path.join(dir, "user"),
+    RELAY_HOME: path.join(dir, "relay-home"),
+  };
   delete env.OPENAI_API_KEY;
   return { env, home: env.RELAY_HOME! };
 }
@@ -53,7 +57,21 @@ describe("a fresh RELAY_HOME", () => {
     const { env, home } = fresh();
     const ws = path.join(base, `ws${n}`);
     mkdirSync(ws);
-    const r = await runRelayAsync(["run", "--script", "examples/demo-script.json", "--approval", "never", "--sandbox", "danger-full-access", "-C", ws, "go"], env);
+    const r = await runRelayAsync(
+      [
+        "run",
+        "--script",
+        "examples/demo-script.json",
+        "--approval",
+        "never",
+        "--sandbox",
+        "danger-full-access",
+        "-C",
+        ws,
+        "go",
+      ],
+      env,
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.ok(existsSync(path.join(home, "sessions")));
   });
@@ -67,11 +85,17 @@ describe("a fresh RELAY_HOME", () => {
     mkdirSync(bin, { recursive: true });
     // The documented binary and home, put where this machine has them.
     const shim = path.join(bin, "relay");
-    spawnSync("sh", ["-c", `printf '#!/bin/sh\\nexec %s "$@"\\n' ${JSON.stringify(joinCommandLine(relayArgv()))} > ${shim} && chmod +x ${shim}`]);
+    spawnSync("sh", [
+      "-c",
+      `printf '#!/bin/sh\\nexec %s "$@"\\n' ${JSON.stringify(joinCommandLine(relayArgv()))} > ${shim} && chmod +x ${shim}`,
+    ]);
     const home = path.join(dir, "home", ".relay");
     const here = line.replaceAll("/usr/local/bin/relay", shim).replaceAll("/home/you/.relay", home);
     const r = spawnSync("env", ["-i", "PATH=/usr/bin:/bin", "sh", "-c", here], { encoding: "utf8" });
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
-    assert.match(readFileSync(path.join(home, "logs", "memories.log"), "utf8"), /^\d{4}-\d\d-\d\dT\S+Z relay memories: phase1 scanned=0/);
+    assert.match(
+      readFileSync(path.join(home, "logs", "memories.log"), "utf8"),
+      /^\d{4}-\d\d-\d\dT\S+Z relay memories: phase1 scanned=0/,
+    );
   });
 });

@@ -6,7 +6,16 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -64,13 +73,22 @@ describe("relay's log", () => {
     assert.equal(statSync(logFile(home)).mode & 0o777, 0o600);
     const [first, ...rest] = lines(logFile(home));
     assert.ok(first, "a line");
-    assert.deepEqual([first.level, first.service, first.msg, first.fields?.command], ["info", "cli", "start", "memories status"]);
+    assert.deepEqual(
+      [first.level, first.service, first.msg, first.fields?.command],
+      ["info", "cli", "start", "memories status"],
+    );
     assert.ok(Number.isInteger(first.pid) && !Number.isNaN(Date.parse(first.time)));
-    assert.ok([first, ...rest].every((l) => l.level !== "debug"), "info is the default level");
+    assert.ok(
+      [first, ...rest].every((l) => l.level !== "debug"),
+      "info is the default level",
+    );
   });
 
   test("--verbose, before or after the subcommand, mirrors the lines to stderr in human form and logs debug too", async () => {
-    for (const args of [["--verbose", "memories", "status"], ["memories", "status", "--verbose"]]) {
+    for (const args of [
+      ["--verbose", "memories", "status"],
+      ["memories", "status", "--verbose"],
+    ]) {
       const { home, env } = freshHome();
       const r = await runRelayAsync(args, env);
       assert.equal(r.status, 0, r.stderr);
@@ -78,7 +96,10 @@ describe("relay's log", () => {
       assert.ok(mirrored.length >= 2 && mirrored.every((l) => HUMAN.test(l)), r.stderr);
       assert.match(r.stderr, /INFO cli: start command="memories status" /);
       assert.match(r.stderr, /DEBUG cli: exit command="memories status" code=0 /);
-      assert.ok(lines(logFile(home)).some((l) => l.level === "debug" && l.msg === "exit"), "debug lines reach the file");
+      assert.ok(
+        lines(logFile(home)).some((l) => l.level === "debug" && l.msg === "exit"),
+        "debug lines reach the file",
+      );
     }
   });
 
@@ -93,9 +114,18 @@ describe("relay's log", () => {
     const childPid = spawned.fields?.pid as number;
     assert.notEqual(childPid, parent.pid);
     const fromChild = all.filter((l) => l.pid === childPid);
-    assert.ok(fromChild.some((l) => l.msg === "start" && l.fields?.command === "executor"), "the child logs its start");
-    assert.ok(fromChild.some((l) => l.level === "debug"), "at the inherited level");
-    assert.ok(all.some((l) => l.pid === parent.pid && l.msg === "exited" && l.fields?.pid === childPid), "and the parent its exit");
+    assert.ok(
+      fromChild.some((l) => l.msg === "start" && l.fields?.command === "executor"),
+      "the child logs its start",
+    );
+    assert.ok(
+      fromChild.some((l) => l.level === "debug"),
+      "at the inherited level",
+    );
+    assert.ok(
+      all.some((l) => l.pid === parent.pid && l.msg === "exited" && l.fields?.pid === childPid),
+      "and the parent its exit",
+    );
     const childOnStderr = r.stderr.split("\n").filter((l) => HUMAN.exec(l)?.[1] === String(childPid));
     assert.ok(childOnStderr.length > 0, `the child's lines come through our stderr:\n${r.stderr}`);
   });
@@ -105,7 +135,10 @@ describe("relay's log", () => {
     for (let i = 0; i < 3; i++) assert.equal((await runRelayAsync(["memories", "status"], env)).status, 0);
     const files = readdirSync(path.join(home, "logs")).sort();
     assert.ok(files.includes("relay.log.1"), `rotated: ${files.join(", ")}`);
-    assert.ok(files.every((f) => /^relay\.log(\.[1-3])?$/.test(f)), `only relay.log and at most 3 rotated files: ${files.join(", ")}`);
+    assert.ok(
+      files.every((f) => /^relay\.log(\.[1-3])?$/.test(f)),
+      `only relay.log and at most 3 rotated files: ${files.join(", ")}`,
+    );
     for (const f of files) lines(path.join(home, "logs", f));
     const starts = files.flatMap((f) => lines(path.join(home, "logs", f))).filter((l) => l.msg === "start");
     assert.equal(starts.length, 3, "no line lost");
@@ -118,7 +151,15 @@ describe("relay's log", () => {
     const perWriter = 5000;
     const pad = "x".repeat(100);
     // About 2.6 files of lines in all: several rotations, and nothing old enough to be dropped.
-    const lineBytes = JSON.stringify({ time: new Date().toISOString(), level: "info", pid: 1234567, service: "writer", msg: "line", fields: { writer: 0, seq: 1000, pad } }).length + 1;
+    const lineBytes =
+      JSON.stringify({
+        time: new Date().toISOString(),
+        level: "info",
+        pid: 1234567,
+        service: "writer",
+        msg: "line",
+        fields: { writer: 0, seq: 1000, pad },
+      }).length + 1;
     const maxBytes = Math.floor((writers * perWriter * lineBytes) / 2.6);
     const script = path.join(base, "writer.ts");
     writeFileSync(
@@ -134,7 +175,9 @@ process.stdin.once("data", () => {
 });
 `,
     );
-    const children = Array.from({ length: writers }, (_, w) => spawn(process.execPath, [script, String(w)], { stdio: ["pipe", "pipe", "inherit"] }));
+    const children = Array.from({ length: writers }, (_, w) =>
+      spawn(process.execPath, [script, String(w)], { stdio: ["pipe", "pipe", "inherit"] }),
+    );
     // Start them together: each says it is ready, then all are told to go at once.
     await Promise.all(children.map((c) => new Promise((resolve) => c.stdout.once("data", resolve))));
     const exits = children.map((c) => new Promise<number | null>((resolve) => c.once("exit", resolve)));
@@ -143,14 +186,21 @@ process.stdin.once("data", () => {
 
     const files = readdirSync(dir).sort();
     assert.ok(files.includes("relay.log.1"), `rotated: ${files.join(", ")}`);
-    assert.ok(files.every((f) => /^relay\.log(\.[1-3])?$/.test(f)), `no lock or stray file left: ${files.join(", ")}`);
+    assert.ok(
+      files.every((f) => /^relay\.log(\.[1-3])?$/.test(f)),
+      `no lock or stray file left: ${files.join(", ")}`,
+    );
     const seen = new Map<string, number>();
-    for (const f of files) for (const l of lines(path.join(dir, f))) {
-      const key = `${l.fields?.writer}:${l.fields?.seq}`;
-      seen.set(key, (seen.get(key) ?? 0) + 1);
-    }
+    for (const f of files)
+      for (const l of lines(path.join(dir, f))) {
+        const key = `${l.fields?.writer}:${l.fields?.seq}`;
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+      }
     assert.equal(seen.size, writers * perWriter, "every line is in one of the files");
-    assert.ok([...seen.values()].every((c) => c === 1), "none twice");
+    assert.ok(
+      [...seen.values()].every((c) => c === 1),
+      "none twice",
+    );
   });
 
   test("a logs directory that cannot be written changes nothing, and --verbose says so once", async () => {
@@ -170,7 +220,10 @@ process.stdin.once("data", () => {
     const { home, env } = freshHome({ RELAY_LOG: "loud" });
     const r = await runRelayAsync(["memories", "status"], env);
     assert.equal(r.status, 0);
-    assert.equal(r.stderr, "relay: RELAY_LOG=loud is not one of debug, info, warn, error; logging at info to the file only\n");
+    assert.equal(
+      r.stderr,
+      "relay: RELAY_LOG=loud is not one of debug, info, warn, error; logging at info to the file only\n",
+    );
     assert.ok(existsSync(logFile(home)));
   });
 
@@ -189,7 +242,10 @@ void runCli(async () => {
 });
 `,
     );
-    for (const [cmd, message] of [["reject", "kaboom in an action"], ["throw-later", "kaboom in a timer"]] as const) {
+    for (const [cmd, message] of [
+      ["reject", "kaboom in an action"],
+      ["throw-later", "kaboom in a timer"],
+    ] as const) {
       const { home, env } = freshHome();
       const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
         const c = spawn(process.execPath, [driver, cmd], { env, stdio: ["ignore", "ignore", "pipe"] });

@@ -8,8 +8,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { buildProgram } from "../../src/cli/program.ts";
-import { RelayConfigSchema } from "../../src/session/config.ts";
 import { MemorySettingsSchema } from "../../src/memories/settings.ts";
+import { RelayConfigSchema } from "../../src/session/config.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 
 interface CommandLike {
@@ -92,23 +92,40 @@ describe("messages name real flags and config keys", async () => {
   for (const k of keyPaths(MemorySettingsSchema)) keys.add(`memories.${k}`);
 
   test("the scanners catch a wrong flag and a wrong key", () => {
-    assert.deepEqual(unknownFlags("set it with relay run --api-key-envx NAME, or relay infty run --max-turn 3", flags), ["relay run --api-key-envx", "relay infty run --max-turn"]);
+    assert.deepEqual(
+      unknownFlags("set it with relay run --api-key-envx NAME, or relay infty run --max-turn 3", flags),
+      ["relay run --api-key-envx", "relay infty run --max-turn"],
+    );
     assert.deepEqual(unknownFlags("relay sandbox -- sh -c 'x'; relay run -m gpt --resume last", flags), []);
-    assert.deepEqual(unknownKeys("(config: apiKeyEnv) (config: api_key_env) (config: [memories] min_rollout_idle_hours) (config: [memories] nope)", keys), ["apiKeyEnv", "memories.nope"]);
+    assert.deepEqual(
+      unknownKeys(
+        "(config: apiKeyEnv) (config: api_key_env) (config: [memories] min_rollout_idle_hours) (config: [memories] nope)",
+        keys,
+      ),
+      ["apiKeyEnv", "memories.nope"],
+    );
   });
 
   test("every relay command line and config key written in the source exists", () => {
     const bad: string[] = [];
     for (const file of sourceFiles(path.join(REPO_ROOT, "src"))) {
       const text = readFileSync(file, "utf8");
-      for (const b of [...unknownFlags(text, flags), ...unknownKeys(text, keys)]) bad.push(`${path.relative(REPO_ROOT, file)}: ${b}`);
+      for (const b of [...unknownFlags(text, flags), ...unknownKeys(text, keys)])
+        bad.push(`${path.relative(REPO_ROOT, file)}: ${b}`);
     }
     assert.deepEqual(bad, []);
   });
 
   test("so does every relay command line in the README and docs/", () => {
-    const docs = ["README.md", ...readdirSync(path.join(REPO_ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => path.join("docs", f))];
-    const bad = docs.flatMap((doc) => unknownFlags(readFileSync(path.join(REPO_ROOT, doc), "utf8"), flags).map((b) => `${doc}: ${b}`));
+    const docs = [
+      "README.md",
+      ...readdirSync(path.join(REPO_ROOT, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => path.join("docs", f)),
+    ];
+    const bad = docs.flatMap((doc) =>
+      unknownFlags(readFileSync(path.join(REPO_ROOT, doc), "utf8"), flags).map((b) => `${doc}: ${b}`),
+    );
     assert.deepEqual(bad, []);
   });
 });

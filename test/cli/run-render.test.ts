@@ -43,17 +43,37 @@ describe("relay run rendering", () => {
     const render = humanRenderer({ stdout, stderr, color: false });
     render({ type: "waiting", seconds: 3 });
     assert.equal(stderr.text, "");
-    render({ type: "retrying", attempt: 2, max_retries: 5, delay_ms: 500, reason: "model stream idle for 60 s: no data from http://h/v1/responses" });
-    assert.equal(stderr.text, "  model stream idle for 60 s: no data from http://h/v1/responses; retrying (2/5) in 500 ms\n");
+    render({
+      type: "retrying",
+      attempt: 2,
+      max_retries: 5,
+      delay_ms: 500,
+      reason: "model stream idle for 60 s: no data from http://h/v1/responses",
+    });
+    assert.equal(
+      stderr.text,
+      "  model stream idle for 60 s: no data from http://h/v1/responses; retrying (2/5) in 500 ms\n",
+    );
   });
 
   test("an interrupted turn prints the exact command that continues the session", () => {
     const stdout = capture(false);
     const stderr = capture(false);
     const render = humanRenderer({ stdout, stderr, color: false });
-    render({ type: "session_started", session_id: "019a-abc", rollout_path: "/h/s.jsonl", resumed: false, provider: "openai-responses", model: "m", cwd: "/w" });
+    render({
+      type: "session_started",
+      session_id: "019a-abc",
+      rollout_path: "/h/s.jsonl",
+      resumed: false,
+      provider: "openai-responses",
+      model: "m",
+      cwd: "/w",
+    });
     render({ type: "turn_aborted", reason: "interrupted" });
-    assert.match(stderr.text, /relay: interrupted; the session is saved\. Continue it with: relay run --resume 019a-abc "<what next>"\n$/);
+    assert.match(
+      stderr.text,
+      /relay: interrupted; the session is saved\. Continue it with: relay run --resume 019a-abc "<what next>"\n$/,
+    );
   });
 
   test("--json prints the heartbeat as an event of the schema", () => {

@@ -10,7 +10,12 @@ import { runRelayAsync } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 
 const support = await probeSandbox();
-const builtin = skipBecause("relay sandbox", support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`);
+const builtin = skipBecause(
+  "relay sandbox",
+  support.landlock && support.landlock.abi >= 3
+    ? false
+    : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`,
+);
 
 describe("relay sandbox", { skip: builtin }, () => {
   let base = "";
@@ -84,7 +89,10 @@ describe("relay sandbox", { skip: builtin }, () => {
 
   test("a kernel without Landlock and no bubblewrap: refused with 126, the missing feature and the choices", async () => {
     const target = path.join(ws, "never.txt");
-    const r = await sandbox(["-C", ws, "--", "touch", target], { ...process.env, RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap" });
+    const r = await sandbox(["-C", ws, "--", "touch", target], {
+      ...process.env,
+      RELAY_SANDBOX_SIMULATE: "landlock-abi=0,no-bwrap",
+    });
     assert.equal(r.status, 126);
     assert.match(r.stderr, /cannot be applied on this host: .*Landlock.*simulated/);
     assert.match(r.stderr, /danger-full-access/);
@@ -93,7 +101,10 @@ describe("relay sandbox", { skip: builtin }, () => {
   });
 
   test("best effort on an old Landlock ABI runs and says what it does not enforce", async () => {
-    const r = await sandbox(["--sandbox-best-effort", "-C", ws, "--", "sh", "-c", "echo ran"], { ...process.env, RELAY_SANDBOX_SIMULATE: "landlock-abi=2,no-bwrap" });
+    const r = await sandbox(["--sandbox-best-effort", "-C", ws, "--", "sh", "-c", "echo ran"], {
+      ...process.env,
+      RELAY_SANDBOX_SIMULATE: "landlock-abi=2,no-bwrap",
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, "ran\n");
     assert.match(r.stderr, /relay sandbox: not enforced: Landlock ABI 3 for truncate control/);
@@ -114,7 +125,11 @@ describe("relay sandbox", { skip: builtin }, () => {
   test("--explain prints the rules without running the command", async () => {
     const r = await sandbox(["--explain", "-C", ws, "--", "touch", path.join(ws, "explained")]);
     assert.equal(r.status, 0, r.stderr);
-    const plan = JSON.parse(r.stdout) as { mechanism: string; rules: Array<{ path: string; allowed: string[] }>; network: string };
+    const plan = JSON.parse(r.stdout) as {
+      mechanism: string;
+      rules: Array<{ path: string; allowed: string[] }>;
+      network: string;
+    };
     assert.equal(plan.mechanism, "landlock");
     const root = plan.rules.find((x) => x.path === ws);
     assert.ok(root?.allowed.includes("make_reg") && !root.allowed.includes("make_char"), JSON.stringify(plan.rules));
@@ -133,7 +148,10 @@ describe("relay sandbox", { skip: builtin }, () => {
     await new Promise<void>((r) => unix.listen(sock, r));
     try {
       const explained = await sandbox(["--explain", "-C", ws, "--", "true"]);
-      assert.ok((JSON.parse(explained.stdout) as { hidden_sockets: string[] }).hidden_sockets.includes(sock), explained.stdout);
+      assert.ok(
+        (JSON.parse(explained.stdout) as { hidden_sockets: string[] }).hidden_sockets.includes(sock),
+        explained.stdout,
+      );
       const networked = await sandbox(["--explain", "--network", "-C", ws, "--", "true"]);
       assert.deepEqual((JSON.parse(networked.stdout) as { hidden_sockets: string[] }).hidden_sockets, []);
       const probe = `require('net').connect(process.argv[1]).on('connect',()=>{console.log('connected');process.exit()}).on('error',e=>console.log(e.code))`;
@@ -155,8 +173,15 @@ describe("relay sandbox", { skip: builtin }, () => {
   });
 
   test("run's spellings are the primary flags; the old ones are kept as aliases and out of --help", async () => {
-    const explained = async (args: string[]) => JSON.parse((await sandbox([...args, "--explain", "-C", ws, "--", "true"])).stdout) as { rules: Array<{ path: string; allowed: string[] }>; network: string };
-    for (const args of [["--sandbox", "read-only"], ["--mode", "read-only"]]) {
+    const explained = async (args: string[]) =>
+      JSON.parse((await sandbox([...args, "--explain", "-C", ws, "--", "true"])).stdout) as {
+        rules: Array<{ path: string; allowed: string[] }>;
+        network: string;
+      };
+    for (const args of [
+      ["--sandbox", "read-only"],
+      ["--mode", "read-only"],
+    ]) {
       const plan = await explained(args);
       assert.ok(!plan.rules.some((r) => r.path === ws), `${args.join(" ")}: the workspace is not writable`);
     }
@@ -164,6 +189,10 @@ describe("relay sandbox", { skip: builtin }, () => {
     assert.match(help.stdout, /-s, --sandbox <mode>/);
     assert.match(help.stdout, /--sandbox-mechanism <mechanism>/);
     assert.match(help.stdout, /--sandbox-best-effort/);
-    assert.doesNotMatch(help.stdout, /^ +(--mode <mode>|--mechanism <mechanism>|--best-effort )/m, "not listed as options");
+    assert.doesNotMatch(
+      help.stdout,
+      /^ +(--mode <mode>|--mechanism <mechanism>|--best-effort )/m,
+      "not listed as options",
+    );
   });
 });

@@ -14,12 +14,12 @@ import { listRollouts } from "../../src/rollout/find.ts";
 import { readSessionMeta } from "../../src/rollout/reader.ts";
 import { SessionListSchema } from "../../src/rollout/summary.ts";
 import { SessionTranscriptSchema } from "../../src/rollout/transcript.ts";
+import { type Harness, harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 import { until } from "../support/wait.ts";
-import { harness, inputOf, type Harness } from "../session/run-support.ts";
 
 const env = (home: string) => ({ ...process.env, RELAY_HOME: home, NO_COLOR: "1" });
 const relay = (h: Harness, args: string[]) => runRelayAsync(args, env(h.home));
@@ -28,7 +28,19 @@ const sha256 = (file: string) => createHash("sha256").update(readFileSync(file))
 /** One `relay run` against the fake server, which answers with `replies`. */
 async function run(h: Harness, prompt: string, extra: string[] = [], ...replies: ReturnType<typeof reply>[]) {
   h.server.enqueue(...(replies.length ? replies : [reply().text(`answer to ${prompt}`)]));
-  const r = await relay(h, ["run", "--base-url", h.server.baseUrl, "-m", "model-a", "-s", "danger-full-access", "-C", h.workspace, ...extra, prompt]);
+  const r = await relay(h, [
+    "run",
+    "--base-url",
+    h.server.baseUrl,
+    "-m",
+    "model-a",
+    "-s",
+    "danger-full-access",
+    "-C",
+    h.workspace,
+    ...extra,
+    prompt,
+  ]);
   assert.equal(r.status, 0, r.stderr);
   return r;
 }
@@ -55,7 +67,11 @@ describe("relay sessions", () => {
     const ids = (await listRollouts(h.home)).map((f) => f.id);
     const j = listJson((await relay(h, ["sessions", "list", "--json"])).stdout);
     assert.equal(j.total, 2);
-    assert.deepEqual(j.sessions.map((s) => s.id), ids, "newest first, like the files");
+    assert.deepEqual(
+      j.sessions.map((s) => s.id),
+      ids,
+      "newest first, like the files",
+    );
     const [second, first] = j.sessions;
     assert.equal(second!.first_prompt, "second task with a second line", "one line");
     assert.equal(first!.first_prompt, "first task");
@@ -70,7 +86,10 @@ describe("relay sessions", () => {
     const [header, ...lines] = text.stdout.trimEnd().split("\n");
     assert.match(header!, /^SESSION +STARTED +TURNS +MODEL +CWD +PROMPT$/);
     assert.equal(lines.length, 2);
-    assert.match(lines[0]!, new RegExp(`^${second!.id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  1 +model-a  .*  second task with a second line$`));
+    assert.match(
+      lines[0]!,
+      new RegExp(`^${second!.id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  1 +model-a  .*  second task with a second line$`),
+    );
     const limited = await relay(h, ["sessions", "list", "--limit", "1"]);
     assert.match(limited.stdout, /second task/);
     assert.doesNotMatch(limited.stdout, /first task/);
@@ -83,7 +102,8 @@ describe("relay sessions", () => {
     await run(h, "a good one");
     const dir = path.join(sessionsDir(h.home), "2020", "01", "02");
     mkdirSync(dir, { recursive: true });
-    const name = (n: number) => path.join(dir, `rollout-2020-01-02T03-04-0${n}-0190aaaa-bbbb-7ccc-8ddd-00000000000${n}.jsonl`);
+    const name = (n: number) =>
+      path.join(dir, `rollout-2020-01-02T03-04-0${n}-0190aaaa-bbbb-7ccc-8ddd-00000000000${n}.jsonl`);
     writeFileSync(name(1), "this is not json\n");
     writeFileSync(name(2), '{"hello":"from another tool"}\n');
     writeFileSync(name(3), "");
@@ -96,12 +116,21 @@ describe("relay sessions", () => {
     assert.equal(listJson(r.stdout).sessions.filter((s) => s.error === null).length, 1);
     const text = await relay(h, ["sessions", "list"]);
     assert.equal(text.status, 0, text.stderr);
-    assert.match(text.stdout, /0190aaaa-bbbb-7ccc-8ddd-000000000001 .* unreadable: not a rollout: line 1: not valid JSON/);
+    assert.match(
+      text.stdout,
+      /0190aaaa-bbbb-7ccc-8ddd-000000000001 .* unreadable: not a rollout: line 1: not valid JSON/,
+    );
   });
 
   test("show by id prefix: meta, the prompt, the answer and the tool call with its output; --json has the schema", async () => {
     await using h = await harness();
-    await run(h, "list the files", [], reply().text("looking").toolCall("exec_command", { cmd: "echo SHOWN-OUTPUT" }), reply().text("all listed"));
+    await run(
+      h,
+      "list the files",
+      [],
+      reply().text("looking").toolCall("exec_command", { cmd: "echo SHOWN-OUTPUT" }),
+      reply().text("all listed"),
+    );
     await run(h, "another session");
     const [, target] = await listRollouts(h.home);
     const prefix = target!.id.slice(0, 13);
@@ -114,19 +143,33 @@ describe("relay sessions", () => {
     assert.match(r.stdout, /^→ exec_command: echo SHOWN-OUTPUT\n {2}│ \[exit 0 · [\d.]+ s\]\n {2}│ SHOWN-OUTPUT$/m);
     assert.match(r.stdout, /^assistant: all listed$/m);
     assert.doesNotMatch(r.stdout, /another session/);
-    const j = SessionTranscriptSchema.parse(JSON.parse((await relay(h, ["sessions", "show", prefix, "--json"])).stdout));
+    const j = SessionTranscriptSchema.parse(
+      JSON.parse((await relay(h, ["sessions", "show", prefix, "--json"])).stdout),
+    );
     assert.equal(j.meta.id, target!.id);
-    assert.deepEqual(j.entries.map((e) => e.kind), ["turn", "user", "assistant", "tool", "assistant"]);
+    assert.deepEqual(
+      j.entries.map((e) => e.kind),
+      ["turn", "user", "assistant", "tool", "assistant"],
+    );
     const missing = await relay(h, ["sessions", "show", "ffffffff-ffff"]);
     assert.equal(missing.status, 2);
-    assert.match(missing.stderr, /no session id starts with "ffffffff-ffff" \(list sessions with `relay sessions list`\)/);
+    assert.match(
+      missing.stderr,
+      /no session id starts with "ffffffff-ffff" \(list sessions with `relay sessions list`\)/,
+    );
   });
 });
 
 describe("relay run --fork", () => {
   test("a new session carries the history and the settings; the source file stays byte for byte the same", async () => {
     await using h = await harness();
-    await run(h, "remember the word PLUM", [], reply().toolCall("exec_command", { cmd: "echo FROM-THE-SOURCE" }), reply().text("noted"));
+    await run(
+      h,
+      "remember the word PLUM",
+      [],
+      reply().toolCall("exec_command", { cmd: "echo FROM-THE-SOURCE" }),
+      reply().text("noted"),
+    );
     const [source] = await listRollouts(h.home);
     const before = sha256(source!.path);
     h.server.enqueue(reply().text("the word was PLUM"));
@@ -146,7 +189,8 @@ describe("relay run --fork", () => {
     const request = h.server.requests.at(-1)!;
     assert.equal(request.body.model, "model-a", "the recorded model");
     const input = JSON.stringify(inputOf(request.body));
-    for (const earlier of ["remember the word PLUM", "FROM-THE-SOURCE", "noted", "which word?"]) assert.ok(input.includes(earlier), `the request holds ${earlier}`);
+    for (const earlier of ["remember the word PLUM", "FROM-THE-SOURCE", "noted", "which word?"])
+      assert.ok(input.includes(earlier), `the request holds ${earlier}`);
     const j = listJson((await relay(h, ["sessions", "list", "--json"])).stdout);
     assert.equal(j.sessions[0]!.forked_from_id, source!.id);
     assert.equal(j.sessions[0]!.turns, 2, "the copied turn and its own");
@@ -157,7 +201,10 @@ describe("relay run --fork", () => {
     await run(h, "done already");
     const r = await relay(h, ["run", "--fork", "last"]);
     assert.equal(r.status, 2);
-    assert.match(r.stderr, /has no unfinished turn; give the fork a prompt: relay run --fork [0-9a-f-]{36} "next request"/);
+    assert.match(
+      r.stderr,
+      /has no unfinished turn; give the fork a prompt: relay run --fork [0-9a-f-]{36} "next request"/,
+    );
     assert.equal((await listRollouts(h.home)).length, 1);
     const both = await relay(h, ["run", "--fork", "last", "--resume", "last", "x"]);
     assert.equal(both.status, 2);
@@ -187,7 +234,13 @@ describe("relay run --resume without an id", () => {
     await run(h, "the NEWER session");
     h.server.enqueue(reply().text("resumed"));
     const [cmd, ...pre] = relayArgv();
-    const pty = spawnBunPty({ argv: [cmd!, ...pre, "run", "follow up", "--resume"], cwd: REPO_ROOT, env: env(h.home) as Record<string, string>, tty: true, cols: 200 });
+    const pty = spawnBunPty({
+      argv: [cmd!, ...pre, "run", "follow up", "--resume"],
+      cwd: REPO_ROOT,
+      env: env(h.home) as Record<string, string>,
+      tty: true,
+      cols: 200,
+    });
     assert.ok("ok" in pty, JSON.stringify(pty));
     let screen = "";
     let asked!: () => void;

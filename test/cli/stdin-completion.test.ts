@@ -5,11 +5,11 @@ import { describe, test } from "node:test";
 import { commandNodes } from "../../src/cli/completion.ts";
 import { buildProgram } from "../../src/cli/program.ts";
 import { findOnPath } from "../../src/util/which.ts";
-import { reply } from "../support/fake-model-server.ts";
-import { relayArgv, runRelayAsync } from "../support/self.ts";
-import { REPO_ROOT } from "../support/paths.ts";
-import { skipBecause } from "../support/skip.ts";
 import { harness, inputOf } from "../session/run-support.ts";
+import { reply } from "../support/fake-model-server.ts";
+import { REPO_ROOT } from "../support/paths.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
+import { skipBecause } from "../support/skip.ts";
 
 const relayWithStdin = (args: string[], stdin: string, env: NodeJS.ProcessEnv) => runRelayAsync(args, env, stdin);
 
@@ -17,7 +17,17 @@ describe("the prompt from stdin", () => {
   test("`relay run -` and a piped prompt without an argument both reach the model; an argument wins over stdin", async () => {
     await using h = await harness();
     const env = { ...process.env, RELAY_HOME: h.home, NO_COLOR: "1" };
-    const args = ["run", "--base-url", h.server.baseUrl, "-m", "test-model", "--sandbox", "danger-full-access", "-C", h.workspace];
+    const args = [
+      "run",
+      "--base-url",
+      h.server.baseUrl,
+      "-m",
+      "test-model",
+      "--sandbox",
+      "danger-full-access",
+      "-C",
+      h.workspace,
+    ];
     h.server.enqueue(reply().text("one"), reply().text("two"), reply().text("three"));
     const dash = await relayWithStdin([...args, "-"], "STDIN-PROMPT-ONE\nsecond line\n", env);
     assert.equal(dash.status, 0, dash.stderr);
@@ -25,7 +35,13 @@ describe("the prompt from stdin", () => {
     assert.equal(piped.status, 0, piped.stderr);
     const both = await relayWithStdin([...args, "ARGUMENT-PROMPT"], "NOT-READ", env);
     assert.equal(both.status, 0, both.stderr);
-    const prompts = h.server.requests.map((r) => JSON.stringify(inputOf(r.body).filter((i) => i.role === "user").at(-1)));
+    const prompts = h.server.requests.map((r) =>
+      JSON.stringify(
+        inputOf(r.body)
+          .filter((i) => i.role === "user")
+          .at(-1),
+      ),
+    );
     assert.match(prompts[0]!, /STDIN-PROMPT-ONE\\nsecond line"/);
     assert.match(prompts[1]!, /STDIN-PROMPT-TWO/);
     assert.match(prompts[2]!, /ARGUMENT-PROMPT/);
@@ -48,7 +64,15 @@ describe("the prompt from stdin", () => {
 /** COMPREPLY of the generated bash completion for the words typed so far (the last is the current one). */
 function complete(script: string, words: string[]): string[] {
   const quoted = words.map((w) => `'${w}'`).join(" ");
-  const r = spawnSync("bash", ["--norc", "-c", `${script}\nCOMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _relay; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: "utf8" });
+  const r = spawnSync(
+    "bash",
+    [
+      "--norc",
+      "-c",
+      `${script}\nCOMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _relay; printf '%s\\n' "\${COMPREPLY[@]}"`,
+    ],
+    { encoding: "utf8" },
+  );
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.split("\n").filter(Boolean);
 }
@@ -80,12 +104,24 @@ describe("relay completion", () => {
     const script = generate("bash");
     assert.ok(complete(script, ["relay", ""]).includes("infty"));
     assert.deepEqual(complete(script, ["relay", "infty", "re"]).sort(), ["restore", "resume"]);
-    assert.deepEqual(complete(script, ["relay", "memories", "consolidate", "--extr"]), ["--extractor", "--extract-script"]);
-    assert.deepEqual(complete(script, ["relay", "run", "--provider", "openai-"]).sort(), ["openai-chat", "openai-responses"]);
-    assert.deepEqual(complete(script, ["relay", "package", "build", "--variant", ""]).sort(), ["relay", "relay-executor"]);
+    assert.deepEqual(complete(script, ["relay", "memories", "consolidate", "--extr"]), [
+      "--extractor",
+      "--extract-script",
+    ]);
+    assert.deepEqual(complete(script, ["relay", "run", "--provider", "openai-"]).sort(), [
+      "openai-chat",
+      "openai-responses",
+    ]);
+    assert.deepEqual(complete(script, ["relay", "package", "build", "--variant", ""]).sort(), [
+      "relay",
+      "relay-executor",
+    ]);
     // `-m run`: "run" is the model's name here, so the path stays `run` and its flags are offered.
     assert.ok(complete(script, ["relay", "run", "-m", "run", "--sandbox-b"]).includes("--sandbox-best-effort"));
-    assert.ok(complete(script, ["relay", "run", "--script", "READ"]).includes("README.md"), "a free value completes file names");
+    assert.ok(
+      complete(script, ["relay", "run", "--script", "READ"]).includes("README.md"),
+      "a free value completes file names",
+    );
     assert.deepEqual(complete(script, ["relay", "completion", "--he"]), ["--help"]);
   });
 
@@ -96,7 +132,11 @@ describe("relay completion", () => {
       const script = generate(shell);
       for (const n of nodes) {
         for (const s of n.subcommands) assert.ok(script.includes(s.name), `${shell}: ${n.path} ${s.name}`);
-        for (const f of n.flags) assert.ok(script.includes(shell === "fish" && f.long ? `-l ${f.long.slice(2)}` : f.long ?? f.short!), `${shell}: ${n.path} ${f.long}`);
+        for (const f of n.flags)
+          assert.ok(
+            script.includes(shell === "fish" && f.long ? `-l ${f.long.slice(2)}` : (f.long ?? f.short!)),
+            `${shell}: ${n.path} ${f.long}`,
+          );
       }
       const bin = findOnPath(shell, process.env.PATH);
       // The content checks above ran; only the parse check needs the shell.

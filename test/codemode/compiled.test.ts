@@ -39,10 +39,12 @@ describe("code mode in the compiled binary", { skip: !process.versions.bun && "n
       const r = await s.ok.execute({
         tool_call_id: "c",
         enabled_tools: [{ name: "echo", description: "", kind: "function" }],
-        source: 'const r = await tools.echo({n: 1}); text(JSON.stringify(r))',
+        source: "const r = await tools.echo({n: 1}); text(JSON.stringify(r))",
       });
       assert.ok("ok" in r, JSON.stringify(r));
-      assert.deepEqual(r.ok, { Result: { cell_id: "1", content_items: [{ type: "input_text", text: '{"echoed":{"n":1}}' }], error_text: null } });
+      assert.deepEqual(r.ok, {
+        Result: { cell_id: "1", content_items: [{ type: "input_text", text: '{"echoed":{"n":1}}' }], error_text: null },
+      });
     } finally {
       process.chdir(cwd);
       await provider.close();

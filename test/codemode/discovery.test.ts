@@ -19,12 +19,17 @@ describe("code-mode host discovery", () => {
       mkdirSync(onPath);
       const exe = path.join(bin, "relay");
       const env = { PATH: ["/nonexistent", onPath].join(path.delimiter) };
-      assert.deepEqual(resolveHostProgram({ ...env, RELAY_CODE_MODE_HOST_PATH: "/opt/host" }, exe), { kind: "path", path: "/opt/host", source: "env" });
+      assert.deepEqual(resolveHostProgram({ ...env, RELAY_CODE_MODE_HOST_PATH: "/opt/host" }, exe), {
+        kind: "path",
+        path: "/opt/host",
+        source: "env",
+      });
       assert.deepEqual(resolveHostProgram(env, exe), { kind: "self" });
 
       const pathHost = path.join(onPath, HOST_BINARY_NAME);
       writeFileSync(pathHost, "");
-      if (process.platform !== "win32") assert.deepEqual(resolveHostProgram(env, exe), { kind: "self" }, "a file that cannot be executed is skipped");
+      if (process.platform !== "win32")
+        assert.deepEqual(resolveHostProgram(env, exe), { kind: "self" }, "a file that cannot be executed is skipped");
       chmodSync(pathHost, 0o755);
       assert.deepEqual(resolveHostProgram(env, exe), { kind: "path", path: pathHost, source: "path" });
 
@@ -32,25 +37,36 @@ describe("code-mode host discovery", () => {
       writeFileSync(sibling, "");
       chmodSync(sibling, 0o755);
       assert.deepEqual(resolveHostProgram(env, exe), { kind: "path", path: sibling, source: "sibling" });
-      assert.deepEqual(resolveHostProgram({ ...env, RELAY_CODE_MODE_HOST_PATH: "/opt/host" }, exe), { kind: "path", path: "/opt/host", source: "env" });
+      assert.deepEqual(resolveHostProgram({ ...env, RELAY_CODE_MODE_HOST_PATH: "/opt/host" }, exe), {
+        kind: "path",
+        path: "/opt/host",
+        source: "env",
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
   test("a host that cannot start fails the session with a clear error", async () => {
-    const provider = new HostProvider({ program: { kind: "path", path: "/nonexistent/relay-code-mode-host", source: "env" } });
+    const provider = new HostProvider({
+      program: { kind: "path", path: "/nonexistent/relay-code-mode-host", source: "env" },
+    });
     try {
       const s = await provider.openSession({ invokeTool: async () => ok(null) });
       assert.ok("error" in s, JSON.stringify(s));
       assert.equal(s.error.code, "code_mode_host_died");
-      assert.match(s.error.message, /code-mode host did not start: .*could not start "\/nonexistent\/relay-code-mode-host"/);
+      assert.match(
+        s.error.message,
+        /code-mode host did not start: .*could not start "\/nonexistent\/relay-code-mode-host"/,
+      );
     } finally {
       await provider.close();
     }
   });
 
-  test("a host path is spawned as is; sessions are multiplexed over one host process", { skip: process.platform === "win32" }, async () => {
+  test("a host path is spawned as is; sessions are multiplexed over one host process", {
+    skip: process.platform === "win32",
+  }, async () => {
     useSourceRelay();
     const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cm-host-"));
     const script = path.join(dir, HOST_BINARY_NAME);

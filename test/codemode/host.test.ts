@@ -2,14 +2,17 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { HostProvider } from "../../src/codemode/host-provider.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
-import type { CodeModeCallbacks, CodeModeProvider } from "../../src/codemode/provider.ts";
 import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/codemode/protocol.ts";
-import { spawnSelf, type ChildPeer } from "../../src/protocol/child.ts";
+import type { CodeModeCallbacks, CodeModeProvider } from "../../src/codemode/provider.ts";
+import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { ok } from "../../src/util/result.ts";
 import { useSourceRelay } from "../support/self.ts";
 import { deferred, Inbox, until } from "../support/wait.ts";
 
-const texts = (r: RuntimeResponse) => ("Yielded" in r ? r.Yielded : "Terminated" in r ? r.Terminated : r.Result).content_items.map((i) => (i.type === "input_text" ? i.text : i.image_url));
+const texts = (r: RuntimeResponse) =>
+  ("Yielded" in r ? r.Yielded : "Terminated" in r ? r.Terminated : r.Result).content_items.map((i) =>
+    i.type === "input_text" ? i.text : i.image_url,
+  );
 const echoTools = [
   { name: "echo", description: "echo", kind: "function" as const },
   { name: "fail-tool", description: "fails", kind: "function" as const },
@@ -45,44 +48,94 @@ describe("code-mode host: raw protocol", () => {
     const sid = created.ok.session_id;
     const started = await host.peer.call(CodeModeMethods.execute, {
       session_id: sid,
-      request: { tool_call_id: "call-1", enabled_tools: [{ name: "echo", description: "", kind: "function" }], source: 'text("hello"); yield_control(); const r = await tools.echo({a: 1}); text(r.id); await new Promise((res) => setTimeout(res, 50)); text("world")' },
+      request: {
+        tool_call_id: "call-1",
+        enabled_tools: [{ name: "echo", description: "", kind: "function" }],
+        source:
+          'text("hello"); yield_control(); const r = await tools.echo({a: 1}); text(r.id); await new Promise((res) => setTimeout(res, 50)); text("world")',
+      },
     });
     assert.ok("ok" in started, JSON.stringify(started));
     assert.equal(started.ok.cell_id, "1");
     // The script yielded before the answer left, so the answer carries that first response.
-    assert.deepEqual(started.ok.initial, { Yielded: { cell_id: "1", content_items: [{ type: "input_text", text: "hello" }] } });
+    assert.deepEqual(started.ok.initial, {
+      Yielded: { cell_id: "1", content_items: [{ type: "input_text", text: "hello" }] },
+    });
     assert.equal(started.ok.closed, undefined);
-    const waited = await host.peer.call(CodeModeMethods.wait, { session_id: sid, request: { cell_id: "1", yield_time_ms: 5000 } });
+    const waited = await host.peer.call(CodeModeMethods.wait, {
+      session_id: sid,
+      request: { cell_id: "1", yield_time_ms: 5000 },
+    });
     assert.ok("ok" in waited);
-    assert.deepEqual(waited.ok.outcome, { LiveCell: { Result: { cell_id: "1", content_items: [{ type: "input_text", text: "tool-1" }, { type: "input_text", text: "world" }], error_text: null } } });
-    const gone = await host.peer.call(CodeModeMethods.wait, { session_id: sid, request: { cell_id: "1", yield_time_ms: 10 } });
+    assert.deepEqual(waited.ok.outcome, {
+      LiveCell: {
+        Result: {
+          cell_id: "1",
+          content_items: [
+            { type: "input_text", text: "tool-1" },
+            { type: "input_text", text: "world" },
+          ],
+          error_text: null,
+        },
+      },
+    });
+    const gone = await host.peer.call(CodeModeMethods.wait, {
+      session_id: sid,
+      request: { cell_id: "1", yield_time_ms: 10 },
+    });
     assert.ok("ok" in gone);
-    assert.deepEqual(gone.ok.outcome, { MissingCell: { Result: { cell_id: "1", content_items: [], error_text: "exec cell 1 not found" } } });
+    assert.deepEqual(gone.ok.outcome, {
+      MissingCell: { Result: { cell_id: "1", content_items: [], error_text: "exec cell 1 not found" } },
+    });
 
-    const loop = await host.peer.call(CodeModeMethods.execute, { session_id: sid, request: { tool_call_id: "call-2", source: 'text("spin"); await new Promise(() => setTimeout(() => {}, 60000))', yield_time_ms: 20 } });
+    const loop = await host.peer.call(CodeModeMethods.execute, {
+      session_id: sid,
+      request: {
+        tool_call_id: "call-2",
+        source: 'text("spin"); await new Promise(() => setTimeout(() => {}, 60000))',
+        yield_time_ms: 20,
+      },
+    });
     assert.ok("ok" in loop);
     assert.equal(loop.ok.initial, undefined, "still running when answered");
     // Its first response comes later, as a notification carrying the execute request's id.
-    const first = (await until(initial.next(), "the cell's initial_response notification")) as { id: number; response: { ok: RuntimeResponse } };
+    const first = (await until(initial.next(), "the cell's initial_response notification")) as {
+      id: number;
+      response: { ok: RuntimeResponse };
+    };
     assert.equal(first.id, loop.ok.execute_id);
-    assert.deepEqual(first.response.ok, { Yielded: { cell_id: "2", content_items: [{ type: "input_text", text: "spin" }] } });
+    assert.deepEqual(first.response.ok, {
+      Yielded: { cell_id: "2", content_items: [{ type: "input_text", text: "spin" }] },
+    });
     const term = await host.peer.call(CodeModeMethods.terminate, { session_id: sid, cell_id: loop.ok.cell_id });
     assert.ok("ok" in term);
-    assert.ok("LiveCell" in term.ok.outcome && "Terminated" in term.ok.outcome.LiveCell, JSON.stringify(term.ok.outcome));
+    assert.ok(
+      "LiveCell" in term.ok.outcome && "Terminated" in term.ok.outcome.LiveCell,
+      JSON.stringify(term.ok.outcome),
+    );
 
     const shut = await host.peer.call(CodeModeMethods.shutdownSession, { session_id: sid });
     assert.deepEqual(shut, { ok: { shutdown: true } });
-    const after = await host.peer.call(CodeModeMethods.execute, { session_id: sid, request: { tool_call_id: "x", source: "1" } });
+    const after = await host.peer.call(CodeModeMethods.execute, {
+      session_id: sid,
+      request: { tool_call_id: "x", source: "1" },
+    });
     assert.ok("error" in after);
     assert.equal(after.error.code, "unknown_session");
     assert.equal(after.error.message, `unknown code-mode session ${sid}`);
   });
 
   test("unknown op and bad params are answered with errors, the host keeps serving", async () => {
-    const unknown = await host.peer.call({ name: "codemode/frobnicate", params: CodeModeMethods.hello.params, result: CodeModeMethods.hello.result }, {});
+    const unknown = await host.peer.call(
+      { name: "codemode/frobnicate", params: CodeModeMethods.hello.params, result: CodeModeMethods.hello.result },
+      {},
+    );
     assert.ok("error" in unknown);
     assert.equal(unknown.error.code, "method_not_found");
-    const bad = await host.peer.call({ ...CodeModeMethods.execute, params: CodeModeMethods.hello.params } as never, { session_id: "one" } as never);
+    const bad = await host.peer.call(
+      { ...CodeModeMethods.execute, params: CodeModeMethods.hello.params } as never,
+      { session_id: "one" } as never,
+    );
     assert.ok("error" in bad);
     assert.equal((bad as { error: { code: string } }).error.code, "invalid_params");
     const hello = await host.peer.call(CodeModeMethods.hello, {});
@@ -111,13 +164,21 @@ for (const kind of ["host", "in-process"] as const) {
       const r = await s.execute({
         tool_call_id: "call-7",
         enabled_tools: echoTools,
-        source: 'const a = await tools.echo({value: "persisted"}); text(a.value); try { await tools.fail_tool({}) } catch (e) { text("caught " + typeof e + ": " + e) } await tools.fail_tool()',
+        source:
+          'const a = await tools.echo({value: "persisted"}); text(a.value); try { await tools.fail_tool({}) } catch (e) { text("caught " + typeof e + ": " + e) } await tools.fail_tool()',
       });
       assert.ok("ok" in r, JSON.stringify(r));
       assert.deepEqual(texts(r.ok), ["output", "caught string: the tool broke"]);
       assert.ok("Result" in r.ok);
       assert.equal(r.ok.Result.error_text, "the tool broke");
-      assert.deepEqual(log[0], { cell_id: "1", call_id: "call-7", runtime_tool_call_id: "tool-1", tool_name: "echo", tool_kind: "function", input: { value: "persisted" } });
+      assert.deepEqual(log[0], {
+        cell_id: "1",
+        call_id: "call-7",
+        runtime_tool_call_id: "tool-1",
+        tool_name: "echo",
+        tool_kind: "function",
+        input: { value: "persisted" },
+      });
       assert.equal((log[2] as { runtime_tool_call_id: string }).runtime_tool_call_id, "tool-3");
       const bad = await s.execute({ tool_call_id: "c", enabled_tools: echoTools, source: "await tools.echo(5)" });
       assert.ok("ok" in bad && "Result" in bad.ok);
@@ -139,9 +200,15 @@ for (const kind of ["host", "in-process"] as const) {
       assert.deepEqual(texts(other.ok), ["undefined"]);
       const bad = await a.execute({ tool_call_id: "4", source: 'store("f", () => 1)' });
       assert.ok("ok" in bad && "Result" in bad.ok);
-      assert.match(bad.ok.Result.error_text ?? "", /Unable to store "f"\. Only plain serializable objects can be stored\./);
+      assert.match(
+        bad.ok.Result.error_text ?? "",
+        /Unable to store "f"\. Only plain serializable objects can be stored\./,
+      );
 
-      const t = await a.execute({ tool_call_id: "5", source: 'store("k", {n: 2}); yield_control(); await new Promise((r) => setTimeout(r, 60000))' });
+      const t = await a.execute({
+        tool_call_id: "5",
+        source: 'store("k", {n: 2}); yield_control(); await new Promise((r) => setTimeout(r, 60000))',
+      });
       assert.ok("ok" in t && "Yielded" in t.ok, JSON.stringify(t));
       const cell = t.ok.Yielded.cell_id;
       const term = await a.terminate(cell);
@@ -164,7 +231,12 @@ for (const kind of ["host", "in-process"] as const) {
             });
           }),
       });
-      const r = await s.execute({ tool_call_id: "1", enabled_tools: echoTools, source: "text('a'); await tools.echo({})", yield_time_ms: 50 });
+      const r = await s.execute({
+        tool_call_id: "1",
+        enabled_tools: echoTools,
+        source: "text('a'); await tools.echo({})",
+        yield_time_ms: 50,
+      });
       assert.ok("ok" in r && "Yielded" in r.ok, JSON.stringify(r));
       const t = await s.terminate(r.ok.Yielded.cell_id);
       assert.ok("ok" in t);
@@ -177,7 +249,14 @@ for (const kind of ["host", "in-process"] as const) {
       const ctrl = new AbortController();
       // The user aborts while the cell runs; not a wait: any delay ends the same way (terminated, "x" kept).
       setTimeout(() => ctrl.abort(), 100);
-      const r = await s.execute({ tool_call_id: "1", source: 'text("x"); await new Promise((res) => setTimeout(res, 60000))', yield_time_ms: 60000 }, ctrl.signal);
+      const r = await s.execute(
+        {
+          tool_call_id: "1",
+          source: 'text("x"); await new Promise((res) => setTimeout(res, 60000))',
+          yield_time_ms: 60000,
+        },
+        ctrl.signal,
+      );
       assert.ok("ok" in r && "Terminated" in r.ok, JSON.stringify(r));
       assert.deepEqual(texts(r.ok), ["x"]);
       await s.shutdown();
@@ -195,7 +274,8 @@ for (const kind of ["host", "in-process"] as const) {
       });
       const r = await s.execute({
         tool_call_id: "1",
-        source: 'text("before"); notify("notice"); setTimeout(() => text("never"), 60000); text(typeof console + " " + typeof fetch + " " + typeof require); exit(); text("after")',
+        source:
+          'text("before"); notify("notice"); setTimeout(() => text("never"), 60000); text(typeof console + " " + typeof fetch + " " + typeof require); exit(); text("after")',
       });
       assert.ok("ok" in r && "Result" in r.ok);
       assert.deepEqual(texts(r.ok), ["before", "undefined undefined undefined"]);
@@ -211,7 +291,11 @@ for (const kind of ["host", "in-process"] as const) {
     test("globals behave like plain JS: rendering, error types, rejections, frozen tools, tamper-proof built-ins", async () => {
       const log: unknown[] = [];
       const s = await open(callbacks(log));
-      const tools = [...echoTools, { name: "raw patch", description: "freeform", kind: "freeform" as const }, { name: "9lives", description: "", kind: "function" as const }];
+      const tools = [
+        ...echoTools,
+        { name: "raw patch", description: "freeform", kind: "freeform" as const },
+        { name: "9lives", description: "", kind: "function" as const },
+      ];
       const source = `
         const cyclic = {}; cyclic.self = cyclic;
         text({a: [1, "x"]}); text(undefined); text(cyclic); text(Symbol("s")); text(() => 1); text(42);
@@ -247,7 +331,14 @@ for (const kind of ["host", "in-process"] as const) {
       assert.equal(all.filter((t) => t === "fired").length, 1, "the NaN-delay timer fired once, the cleared one never");
       assert.ok(!all.includes("cleared"));
       const out = all.filter((t) => t !== "fired");
-      assert.deepEqual(out.slice(0, 6), ['{"a":[1,"x"]}', "undefined", "[object Object]", "Symbol(s)", "() => 1", "42"]);
+      assert.deepEqual(out.slice(0, 6), [
+        '{"a":[1,"x"]}',
+        "undefined",
+        "[object Object]",
+        "Symbol(s)",
+        "() => 1",
+        "42",
+      ]);
       assert.deepEqual(out.slice(6, 11), [
         "TypeError: notify expects non-empty text",
         'TypeError: Unable to store "k". Only plain serializable objects can be stored.',
@@ -274,7 +365,11 @@ for (const kind of ["host", "in-process"] as const) {
       const calls = log as Array<{ tool_name: string; tool_kind: string; input: unknown }>;
       assert.deepEqual(
         calls.map((c) => [c.tool_name, c.tool_kind, c.input]),
-        [["echo", "function", {}], ["raw patch", "freeform", "*** Begin"], ["9lives", "function", { q: 1 }]],
+        [
+          ["echo", "function", {}],
+          ["raw patch", "freeform", "*** Begin"],
+          ["9lives", "function", { q: 1 }],
+        ],
         "only well-formed calls reached the client",
       );
       await s.shutdown();
@@ -291,20 +386,36 @@ for (const kind of ["host", "in-process"] as const) {
         },
       });
       // 24 MiB of output would not fit a 16 MiB frame: the cell keeps 1 MiB and says what it dropped.
-      const out = await s.execute({ tool_call_id: "1", source: 'const mb = "x".repeat(1 << 20); for (let i = 0; i < 24; i++) text(mb); text("end")' });
+      const out = await s.execute({
+        tool_call_id: "1",
+        source: 'const mb = "x".repeat(1 << 20); for (let i = 0; i < 24; i++) text(mb); text("end")',
+      });
       assert.ok("ok" in out && "Result" in out.ok, JSON.stringify(out).slice(0, 300));
       assert.equal(out.ok.Result.error_text, null);
       const items = texts(out.ok);
       assert.ok(items.join("").length < (1 << 20) + 200, `kept ${items.join("").length} characters`);
-      assert.match(items.at(-1)!, /^\[\d+ more characters of output were dropped: a cell keeps at most 1048576 between yields\]$/);
+      assert.match(
+        items.at(-1)!,
+        /^\[\d+ more characters of output were dropped: a cell keeps at most 1048576 between yields\]$/,
+      );
 
-      const timers = await s.execute({ tool_call_id: "2", source: "for (let i = 0; i < 20000; i++) setTimeout(() => {}, 1e9)" });
+      const timers = await s.execute({
+        tool_call_id: "2",
+        source: "for (let i = 0; i < 20000; i++) setTimeout(() => {}, 1e9)",
+      });
       assert.ok("ok" in timers && "Result" in timers.ok);
       assert.match(timers.ok.Result.error_text ?? "", /RangeError: too many pending timers \(at most 10000\)/);
 
-      const big = await s.execute({ tool_call_id: "3", source: 'const v = "y".repeat(1 << 20); let n = 0; try { for (; n < 20; n++) store("k" + n, v) } catch (e) { text(n + " " + e.message) }' });
+      const big = await s.execute({
+        tool_call_id: "3",
+        source:
+          'const v = "y".repeat(1 << 20); let n = 0; try { for (; n < 20; n++) store("k" + n, v) } catch (e) { text(n + " " + e.message) }',
+      });
       assert.ok("ok" in big && "Result" in big.ok);
-      assert.match(texts(big.ok)[0] ?? "", /^7 Unable to store "k7": this session's stored values would exceed 16777216 bytes\.$/);
+      assert.match(
+        texts(big.ok)[0] ?? "",
+        /^7 Unable to store "k7": this session's stored values would exceed 16777216 bytes\.$/,
+      );
       const kept = await s.execute({ tool_call_id: "4", source: 'text(String(load("k6").length))' });
       assert.ok("ok" in kept);
       assert.deepEqual(texts(kept.ok), ["1048576"], "the writes before the failure were committed");
@@ -319,15 +430,29 @@ for (const kind of ["host", "in-process"] as const) {
       const loop = await s.execute({ tool_call_id: "1", source: "while (true) {}" });
       assert.ok("ok" in loop && "Result" in loop.ok, JSON.stringify(loop));
       assert.match(loop.ok.Result.error_text ?? "", /exceeded its CPU time limit of 300 ms/);
-      const mem = await s.execute({ tool_call_id: "2", source: "const keep = new Uint8Array(8 << 20); const huge = new Uint8Array(1 << 30); text(String(keep.length + huge.length))" });
+      const mem = await s.execute({
+        tool_call_id: "2",
+        source:
+          "const keep = new Uint8Array(8 << 20); const huge = new Uint8Array(1 << 30); text(String(keep.length + huge.length))",
+      });
       assert.ok("ok" in mem && "Result" in mem.ok, JSON.stringify(mem));
       assert.match(mem.ok.Result.error_text ?? "", /out of memory/);
-      const proto = await s.execute({ tool_call_id: "3", source: 'Object.defineProperty(Object.prototype, "then", {get() { throw 1 }}); JSON.stringify = null; text("still")' });
+      const proto = await s.execute({
+        tool_call_id: "3",
+        source:
+          'Object.defineProperty(Object.prototype, "then", {get() { throw 1 }}); JSON.stringify = null; text("still")',
+      });
       assert.ok("ok" in proto, JSON.stringify(proto));
-      const fine = await s.execute({ tool_call_id: "4", source: "function f() { return f() } try { f() } catch (e) { text(String(e)) }" });
+      const fine = await s.execute({
+        tool_call_id: "4",
+        source: "function f() { return f() } try { f() } catch (e) { text(String(e)) }",
+      });
       assert.ok("ok" in fine);
       assert.match(texts(fine.ok)[0] ?? "", /stack overflow/);
-      const deep = await s.execute({ tool_call_id: "5", source: "const o = {}; o.toString = () => String(o); String(o)" });
+      const deep = await s.execute({
+        tool_call_id: "5",
+        source: "const o = {}; o.toString = () => String(o); String(o)",
+      });
       assert.ok("ok" in deep && "Result" in deep.ok && deep.ok.Result.error_text !== null, JSON.stringify(deep));
       const after = await s.execute({ tool_call_id: "6", source: 'text("after")' });
       assert.ok("ok" in after);
@@ -343,9 +468,16 @@ describe("code-mode host: terminate a CPU-bound cell", () => {
     const provider = new HostProvider();
     try {
       const spinning = deferred();
-      const s = await provider.openSession({ ...callbacks(), notify: () => spinning.resolve() }, { cpu_limit_ms: 60_000 });
+      const s = await provider.openSession(
+        { ...callbacks(), notify: () => spinning.resolve() },
+        { cpu_limit_ms: 60_000 },
+      );
       assert.ok("ok" in s);
-      const running = s.ok.execute({ tool_call_id: "1", source: 'store("k", 1); text("spinning"); notify("spinning"); while (true) {}', yield_time_ms: 50 });
+      const running = s.ok.execute({
+        tool_call_id: "1",
+        source: 'store("k", 1); text("spinning"); notify("spinning"); while (true) {}',
+        yield_time_ms: 50,
+      });
       await until(spinning.promise, "the busy loop to start");
       const term = await s.ok.terminate("1");
       const first = await running;
@@ -367,9 +499,16 @@ describe("code-mode host: shutdown with a CPU-bound cell", () => {
     const provider = new HostProvider();
     try {
       const spinning = deferred();
-      const s = await provider.openSession({ ...callbacks(), notify: () => spinning.resolve() }, { cpu_limit_ms: 60_000 });
+      const s = await provider.openSession(
+        { ...callbacks(), notify: () => spinning.resolve() },
+        { cpu_limit_ms: 60_000 },
+      );
       assert.ok("ok" in s);
-      const running = s.ok.execute({ tool_call_id: "1", source: 'notify("spinning"); while (true) {}', yield_time_ms: 60_000 });
+      const running = s.ok.execute({
+        tool_call_id: "1",
+        source: 'notify("spinning"); while (true) {}',
+        yield_time_ms: 60_000,
+      });
       // The host sends the ExecutionStarted answer before the notification, so the client already
       // counts the cell as running (and shutdown knows to stop it out of band).
       await until(spinning.promise, "the busy loop to start");
@@ -408,7 +547,12 @@ describe("code-mode host crash", () => {
       assert.ok("ok" in s1);
       const pid = provider.hostPid;
       assert.ok(pid);
-      const pending = s1.ok.execute({ tool_call_id: "1", enabled_tools: echoTools, source: "await tools.echo({})", yield_time_ms: 60000 });
+      const pending = s1.ok.execute({
+        tool_call_id: "1",
+        enabled_tools: echoTools,
+        source: "await tools.echo({})",
+        yield_time_ms: 60000,
+      });
       await until(toolCalled.promise, "the script's tool call to reach the client");
       process.kill(pid, "SIGKILL");
       const r = await pending;

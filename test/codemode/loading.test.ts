@@ -4,15 +4,19 @@
  * fails answers them with its reason.
  */
 import assert from "node:assert/strict";
-import { setImmediate } from "node:timers/promises";
 import { describe, test } from "node:test";
+import { setImmediate } from "node:timers/promises";
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
 import { serveCodeMode } from "../../src/codemode/host.ts";
 import { CodeModeMethods } from "../../src/codemode/protocol.ts";
 import { peerPair } from "../support/streams.ts";
 
 /** A promise for the engine that the test settles itself. */
-function pendingEngine(): { loading: Promise<CodeModeEngine>; resolve(e: CodeModeEngine): void; reject(e: Error): void } {
+function pendingEngine(): {
+  loading: Promise<CodeModeEngine>;
+  resolve(e: CodeModeEngine): void;
+  reject(e: Error): void;
+} {
   let resolve!: (e: CodeModeEngine) => void;
   let reject!: (e: Error) => void;
   const loading = new Promise<CodeModeEngine>((res, rej) => ((resolve = res), (reject = rej)));
@@ -28,7 +32,9 @@ describe("code-mode host: requests before QuickJS has loaded", () => {
     const counted = <T>(p: Promise<T>) => p.then((r) => (answers++, r));
     const hello = counted(left.call(CodeModeMethods.hello, {}));
     const created = counted(left.call(CodeModeMethods.createSession, {}));
-    const executed = counted(left.call(CodeModeMethods.execute, { session_id: 1, request: { tool_call_id: "c1", source: 'text("ran")' } }));
+    const executed = counted(
+      left.call(CodeModeMethods.execute, { session_id: 1, request: { tool_call_id: "c1", source: 'text("ran")' } }),
+    );
     // The frames are read and handed to their handlers in these turns; nothing can answer yet.
     for (let i = 0; i < 20; i++) await setImmediate();
     assert.equal(answers, 0);
@@ -41,7 +47,9 @@ describe("code-mode host: requests before QuickJS has loaded", () => {
     assert.deepEqual(await created, { ok: { session_id: 1 } });
     const e = await executed;
     assert.ok("ok" in e, JSON.stringify(e));
-    assert.deepEqual(e.ok.initial, { Result: { cell_id: "1", content_items: [{ type: "input_text", text: "ran" }], error_text: null } });
+    assert.deepEqual(e.ok.initial, {
+      Result: { cell_id: "1", content_items: [{ type: "input_text", text: "ran" }], error_text: null },
+    });
     shutdown();
     left.close();
     right.close();

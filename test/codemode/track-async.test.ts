@@ -1,15 +1,27 @@
 /** The source rewrite that hands async functions' and import()'s promises to the rejection tracker. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { trackAsync } from "../../src/codemode/track-async.ts";
 import { tokenize } from "../../src/codemode/js-tokens.ts";
+import { trackAsync } from "../../src/codemode/track-async.ts";
 
 describe("trackAsync", () => {
   test("each kind of async function and import() is rewritten; the rest of the text is untouched", () => {
-    assert.equal(trackAsync("async function f(a) { return a }"), "function f(a) { return __relayTrack((async () => { return a })()); }");
-    assert.equal(trackAsync("const g = async (a, b) => a + b;"), "const g = (a, b) => __relayTrack((async () => a + b)());");
-    assert.equal(trackAsync("const h = async x => { await x };"), "const h = x => { return __relayTrack((async () => { await x })()); };");
-    assert.equal(trackAsync("({ async m() { return 1 } })"), "({ m() { return __relayTrack((async () => { return 1 })()); } })");
+    assert.equal(
+      trackAsync("async function f(a) { return a }"),
+      "function f(a) { return __relayTrack((async () => { return a })()); }",
+    );
+    assert.equal(
+      trackAsync("const g = async (a, b) => a + b;"),
+      "const g = (a, b) => __relayTrack((async () => a + b)());",
+    );
+    assert.equal(
+      trackAsync("const h = async x => { await x };"),
+      "const h = x => { return __relayTrack((async () => { await x })()); };",
+    );
+    assert.equal(
+      trackAsync("({ async m() { return 1 } })"),
+      "({ m() { return __relayTrack((async () => { return 1 })()); } })",
+    );
     assert.equal(trackAsync("await import('./x.js')"), "await __relayTrack(import('./x.js'))");
   });
 
@@ -29,7 +41,10 @@ describe("trackAsync", () => {
 
   test("a source the tokenizer cannot read comes back as it was", () => {
     assert.equal(tokenize("const s = 'unterminated"), undefined);
-    assert.equal(trackAsync("async function f() { const s = 'unterminated }"), "async function f() { const s = 'unterminated }");
+    assert.equal(
+      trackAsync("async function f() { const s = 'unterminated }"),
+      "async function f() { const s = 'unterminated }",
+    );
     assert.equal(trackAsync("async function f() { /* open"), "async function f() { /* open");
   });
 

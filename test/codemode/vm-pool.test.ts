@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { loadQuickJS } from "../../src/codemode/engine.ts";
-import { MAX_USED_VMS, SPARE_VMS, VmPool } from "../../src/codemode/vm-pool.ts";
 import { PreparedVm } from "../../src/codemode/vm.ts";
+import { MAX_USED_VMS, SPARE_VMS, VmPool } from "../../src/codemode/vm-pool.ts";
 
 const LIMIT = 16 * 1024 * 1024;
 /** One turn of the timer queue (not a duration): timers set before this one have run. */
@@ -42,7 +42,10 @@ describe("VM pool", () => {
     const { p } = await pool();
     const vms = Array.from({ length: MAX_USED_VMS + 3 }, () => p.take());
     for (const vm of vms) p.release(vm, []);
-    assert.ok(vms.every((vm) => vm.rt.alive), "nothing is freed on the release path itself");
+    assert.ok(
+      vms.every((vm) => vm.rt.alive),
+      "nothing is freed on the release path itself",
+    );
     const oldest = vms.slice(0, 3);
     // The overflow is freed by a timer set during release; the one set here runs after it.
     await nextTimerTurn();

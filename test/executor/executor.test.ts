@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { readFileSync, mkdtempSync, rmSync, existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -8,12 +8,15 @@ import { ExecutorMethods, ProcessExitedNotification } from "../../src/executor/p
 import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import type { ChildPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
-import { skipBecause } from "../support/skip.ts";
 import { exec, isAlive, startExecutor, write } from "../support/executor.ts";
+import { skipBecause } from "../support/skip.ts";
 import { Inbox, until, waitFor } from "../support/wait.ts";
 
 const hasPty = Boolean(process.versions.bun);
-const hasPython = existsSync("/usr/bin/python3") || existsSync("/usr/local/bin/python3") || Boolean(process.env.PATH?.split(":").some((d) => existsSync(`${d}/python3`)));
+const hasPython =
+  existsSync("/usr/bin/python3") ||
+  existsSync("/usr/local/bin/python3") ||
+  Boolean(process.env.PATH?.split(":").some((d) => existsSync(`${d}/python3`)));
 
 describe("relay executor", () => {
   let ex: ChildPeer;
@@ -28,7 +31,14 @@ describe("relay executor", () => {
     const r = await ex.peer.call(ExecutorMethods.toolsList, {});
     assert.ok("ok" in r);
     const names = r.ok.tools.map((t) => t.name);
-    assert.deepEqual(names.sort(), ["apply_patch", "exec_command", "grep_files", "list_dir", "read_file", "write_stdin"]);
+    assert.deepEqual(names.sort(), [
+      "apply_patch",
+      "exec_command",
+      "grep_files",
+      "list_dir",
+      "read_file",
+      "write_stdin",
+    ]);
     const execSpec = r.ok.tools.find((t) => t.name === "exec_command")!;
     assert.equal(execSpec.route, "exec");
     assert.deepEqual((execSpec.input_schema as { required: string[] }).required, ["cmd"]);
@@ -45,7 +55,9 @@ describe("relay executor", () => {
   });
 
   // The test's own timeout is below the 30 s yield: waiting for the yield instead of the exit fails it.
-  test("a process that exits before the first poll returns early, without a process id", { timeout: 20_000 }, async () => {
+  test("a process that exits before the first poll returns early, without a process id", {
+    timeout: 20_000,
+  }, async () => {
     const r = await exec(ex, { command: ["sleep", "0.05"], yield_time_ms: 30_000 });
     assert.equal(r.exit_code, 0);
     assert.equal(r.process_id, undefined);
@@ -55,7 +67,10 @@ describe("relay executor", () => {
     const decoy = mkdtempSync(path.join(os.tmpdir(), "relay-decoy-"));
     try {
       writeFileSync(path.join(decoy, "relay"), "#!/bin/sh\necho decoy\n", { mode: 0o755 });
-      const r = await exec(ex, { command: ["sh", "-c", "command -v relay; relay --version"], env: { PATH: `${decoy}:/usr/bin:/bin` } });
+      const r = await exec(ex, {
+        command: ["sh", "-c", "command -v relay; relay --version"],
+        env: { PATH: `${decoy}:/usr/bin:/bin` },
+      });
       assert.equal(r.exit_code, 0, r.output);
       const [where, version] = r.output.trim().split("\n");
       assert.match(where ?? "", /relay-path-[^/]+\/relay$/);
@@ -73,8 +88,13 @@ describe("relay executor", () => {
     assert.equal(typeof long.process_id, "number");
     const w = await ex.peer.call(ExecutorMethods.write, { process_id: long.process_id!, input: "x\n" });
     assert.ok("error" in w);
-    assert.equal(w.error.message, "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open");
-    assert.deepEqual(await ex.peer.call(ExecutorMethods.terminate, { process_id: long.process_id! }), { ok: { running: true } });
+    assert.equal(
+      w.error.message,
+      "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open",
+    );
+    assert.deepEqual(await ex.peer.call(ExecutorMethods.terminate, { process_id: long.process_id! }), {
+      ok: { running: true },
+    });
   });
 
   test("forced environment wins over what the orchestrator sent; PATH is kept, after relay's own directory", async () => {
@@ -82,7 +102,12 @@ describe("relay executor", () => {
       command: ["env"],
       env: { PATH: process.env.PATH!, NO_COLOR: "0", TERM: "xterm-256color", MY_VAR: "kept" },
     });
-    const env = Object.fromEntries(r.output.trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = Object.fromEntries(
+      r.output
+        .trim()
+        .split("\n")
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
     assert.equal(env.NO_COLOR, "1");
     assert.equal(env.TERM, "dumb");
     assert.equal(env.LANG, "C.UTF-8");
@@ -92,13 +117,19 @@ describe("relay executor", () => {
     assert.equal(env.MY_VAR, "kept");
     const [first, ...rest] = env.PATH!.split(":");
     assert.match(first!, /relay-path-[^/]+$/);
-    assert.deepEqual(rest, process.env.PATH!.split(":").filter((d) => d !== ""));
+    assert.deepEqual(
+      rest,
+      process.env.PATH!.split(":").filter((d) => d !== ""),
+    );
     assert.equal(env.GIT_TERMINAL_PROMPT, "0", "pipe mode asks tools not to prompt");
     assert.equal(env.HOME, undefined, "nothing is inherited from the executor's own environment");
   });
 
   test("output over the token budget is cut in the middle with the original count", async () => {
-    const r = await exec(ex, { command: ["sh", "-c", "for i in $(seq 1 200); do echo line $i; done"], max_output_tokens: 6 });
+    const r = await exec(ex, {
+      command: ["sh", "-c", "for i in $(seq 1 200); do echo line $i; done"],
+      max_output_tokens: 6,
+    });
     assert.equal(r.truncated, true);
     assert.match(r.output, /^Total output lines: 200\n\nline 1\n.*…\d+ tokens truncated….*line 200\n$/s);
     assert.ok(r.original_token_count > 6);
@@ -106,7 +137,8 @@ describe("relay executor", () => {
 
   test("a long-running server is polled several times; each poll returns only new output", async () => {
     // The server runs on this test's own runtime, so the test needs no other tool.
-    const script = "const s=require('http').createServer((q,r)=>{console.log('GET',q.url);r.end('ok')});s.listen(0,'127.0.0.1',()=>console.log('port',s.address().port))";
+    const script =
+      "const s=require('http').createServer((q,r)=>{console.log('GET',q.url);r.end('ok')});s.listen(0,'127.0.0.1',()=>console.log('port',s.address().port))";
     const started = await exec(ex, { command: [process.execPath, "-e", script], yield_time_ms: 1500 });
     const id = started.process_id!;
     assert.equal(typeof id, "number");
@@ -186,7 +218,9 @@ describe("relay executor", () => {
 
   test("bad requests get clear errors and the executor keeps serving", async () => {
     const empty = await ex.peer.call(ExecutorMethods.exec, { command: [], cwd: "/", env: {} });
-    assert.ok("error" in empty && empty.error.code === "invalid_params" && /argv\) must not be empty/.test(empty.error.message));
+    assert.ok(
+      "error" in empty && empty.error.code === "invalid_params" && /argv\) must not be empty/.test(empty.error.message),
+    );
     const relative = await ex.peer.call(ExecutorMethods.exec, { command: ["true"], cwd: "relative/dir", env: {} });
     assert.ok("error" in relative && /cwd must be an absolute path/.test(relative.error.message));
     const missing = await ex.peer.call(ExecutorMethods.exec, { command: ["/no/such/binary"], cwd: "/", env: {} });
@@ -195,14 +229,25 @@ describe("relay executor", () => {
     const unknown = await ex.peer.call(ExecutorMethods.write, { process_id: 4242, input: "" });
     assert.ok("error" in unknown && unknown.error.message === "Unknown process id 4242");
     const forbidden = await ex.peer.call(ExecutorMethods.exec, {
-      command: ["true"], cwd: "/", env: {}, exec_approval_requirement: { type: "forbidden", reason: "rm -rf is blocked" },
+      command: ["true"],
+      cwd: "/",
+      env: {},
+      exec_approval_requirement: { type: "forbidden", reason: "rm -rf is blocked" },
     });
     assert.ok("error" in forbidden && forbidden.error.code === "forbidden");
     const denied = await ex.peer.call(ExecutorMethods.exec, {
-      command: ["true"], cwd: "/", env: {}, exec_approval_requirement: { type: "needs_approval", approved: false },
+      command: ["true"],
+      cwd: "/",
+      env: {},
+      exec_approval_requirement: { type: "needs_approval", approved: false },
     });
     assert.ok("error" in denied && denied.error.code === "approval_required");
-    const escalate = await ex.peer.call(ExecutorMethods.exec, { command: ["true"], cwd: "/", env: {}, sandbox_permissions: "require_escalated" });
+    const escalate = await ex.peer.call(ExecutorMethods.exec, {
+      command: ["true"],
+      cwd: "/",
+      env: {},
+      sandbox_permissions: "require_escalated",
+    });
     assert.ok("error" in escalate && escalate.error.code === "escalation_not_approved");
     const tool = await ex.peer.call(ExecutorMethods.toolsCall, { name: "nope", arguments: {}, cwd: "/" });
     assert.ok("error" in tool && /unknown tool "nope"/.test(tool.error.message));
@@ -213,7 +258,11 @@ describe("relay executor", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "relay-ft-"));
     try {
       writeFileSync(path.join(dir, "a.txt"), "one\ntwo\n");
-      const r = await ex.peer.call(ExecutorMethods.toolsCall, { name: "read_file", arguments: { file_path: "a.txt" }, cwd: dir });
+      const r = await ex.peer.call(ExecutorMethods.toolsCall, {
+        name: "read_file",
+        arguments: { file_path: "a.txt" },
+        cwd: dir,
+      });
       assert.ok("ok" in r, JSON.stringify(r));
       assert.match(r.ok.text, /L1: one\nL2: two/);
     } finally {
@@ -232,7 +281,12 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
   });
 
   test("interactive bash keeps state across writes", async () => {
-    const s = await exec(ex, { command: ["bash", "--norc", "--noprofile", "-i"], tty: true, yield_time_ms: 500, env: { PATH: process.env.PATH!, PS1: "$ " } });
+    const s = await exec(ex, {
+      command: ["bash", "--norc", "--noprofile", "-i"],
+      tty: true,
+      yield_time_ms: 500,
+      env: { PATH: process.env.PATH!, PS1: "$ " },
+    });
     const id = s.process_id!;
     assert.equal(typeof id, "number");
     await write(ex, id, "export RELAY_T=persisted\n");
@@ -245,7 +299,9 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     assert.equal(bye.process_id, undefined);
   });
 
-  test("interactive python over a PTY", { skip: skipBecause("interactive python over a PTY", !hasPython && "python3 is not installed") }, async () => {
+  test("interactive python over a PTY", {
+    skip: skipBecause("interactive python over a PTY", !hasPython && "python3 is not installed"),
+  }, async () => {
     const s = await exec(ex, { command: ["python3", "-i", "-q"], tty: true, yield_time_ms: 1500 });
     assert.match(s.output, />>>/);
     const r = await write(ex, s.process_id!, "print(6*7)\n", { yield_time_ms: 1000 });
@@ -271,7 +327,10 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
   });
 
   test("a spinner's carriage returns collapse to what the terminal shows", async () => {
-    const r = await exec(ex, { command: ["sh", "-c", "printf 'progress 10%%\\rprogress 50%%\\rprogress 100%%\\ndone\\n'"], tty: true });
+    const r = await exec(ex, {
+      command: ["sh", "-c", "printf 'progress 10%%\\rprogress 50%%\\rprogress 100%%\\ndone\\n'"],
+      tty: true,
+    });
     assert.equal(r.output, "progress 100%\ndone\n");
   });
 
@@ -285,8 +344,13 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     // Other stored processes may exit meanwhile: their announcements are skipped.
     while ((await until(exits.next(), "the short-lived process to exit")) !== shortLived.process_id) continue;
     const l = await ex.peer.call(ExecutorMethods.list, {}); // a listing does not count as use
-    assert.ok("ok" in l && l.ok.processes.some((p) => p.process_id === shortLived.process_id && !p.running), "the short-lived process exited");
-    const rest = await Promise.all(Array.from({ length: 61 }, () => exec(ex, { command: ["sleep", "60"], yield_time_ms: 250 })));
+    assert.ok(
+      "ok" in l && l.ok.processes.some((p) => p.process_id === shortLived.process_id && !p.running),
+      "the short-lived process exited",
+    );
+    const rest = await Promise.all(
+      Array.from({ length: 61 }, () => exec(ex, { command: ["sleep", "60"], yield_time_ms: 250 })),
+    );
     assert.ok(rest.every((r) => r.process_id));
     await write(ex, first.process_id!, "still here\n"); // touch: now among the most recent
     const listed = await ex.peer.call(ExecutorMethods.list, {});

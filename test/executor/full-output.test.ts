@@ -61,7 +61,12 @@ describe("full output (keep_full_output)", () => {
   });
 
   test("bytes held back from the last poll come first; an incomplete character at the end is left for the next", () => {
-    const pieces = spooledPieces(Buffer.from("xy"), { bytes: Buffer.from([0x61, 0x62, 0x63, 0xe2]), dropped: 0 }, new Uint8Array(0), 1);
+    const pieces = spooledPieces(
+      Buffer.from("xy"),
+      { bytes: Buffer.from([0x61, 0x62, 0x63, 0xe2]), dropped: 0 },
+      new Uint8Array(0),
+      1,
+    );
     assert.equal(Buffer.from(pieces.head).toString("latin1"), "xyabc");
     assert.equal(pieces.gapBytes, 0);
   });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
+import { describe, test } from "node:test";
 import { HeadTailBuffer } from "../../src/executor/head-tail-buffer.ts";
 import { truncateMiddle } from "../../src/util/truncate.ts";
 
@@ -80,7 +80,10 @@ describe("middle truncation", () => {
     const input = Array.from({ length: 5000 }, (_, i) => `token token ${i}\n`).join("");
     const r = truncateMiddle(input, 100);
     assert.ok(r.truncated);
-    assert.match(r.text, /^Total output lines: 5000\n\n(token token \d+\n){5,}.*…\d+ tokens truncated….*(token token \d+\n){5,}$/s);
+    assert.match(
+      r.text,
+      /^Total output lines: 5000\n\n(token token \d+\n){5,}.*…\d+ tokens truncated….*(token token \d+\n){5,}$/s,
+    );
     assert.ok(r.text.includes("token token 0\n"));
     assert.ok(r.text.endsWith("token token 4999\n"));
     assert.equal(r.originalTokens, Math.ceil(Buffer.byteLength(input) / 4));
@@ -93,9 +96,15 @@ describe("middle truncation", () => {
     const { from, to } = r.cutLines;
     assert.ok(1 < from && from < to && to < 5000, JSON.stringify(r.cutLines));
     const [head, tail] = r.text.split(/…\d+ tokens truncated…/);
-    assert.ok(head!.includes(`\nline ${from - 1}\n`) && !head!.includes(`\nline ${from}\n`), "the head has line from-1 whole, not line from");
+    assert.ok(
+      head!.includes(`\nline ${from - 1}\n`) && !head!.includes(`\nline ${from}\n`),
+      "the head has line from-1 whole, not line from",
+    );
     assert.ok(tail!.includes(`\nline ${to + 1}\n`) || tail!.startsWith(`line ${to + 1}\n`));
-    assert.ok(!tail!.includes(`\nline ${to}\n`) && !tail!.startsWith(`line ${to}\n`), "the tail has line to+1 whole, not line to");
+    assert.ok(
+      !tail!.includes(`\nline ${to}\n`) && !tail!.startsWith(`line ${to}\n`),
+      "the tail has line to+1 whole, not line to",
+    );
     assert.equal(truncateMiddle("short\n", 100).cutLines, undefined);
   });
 

@@ -1,6 +1,6 @@
 /** executor/spawn/kill-tree.ts: several trees killed with one read of /proc, by group, parent chain and marker. */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { killTreesNow, MARKER_VAR } from "../../src/executor/spawn/kill-tree.ts";
@@ -33,7 +33,11 @@ function running(pid: number): boolean {
 /** A shell with the marker whose child leaves its group and session (setsid): found by parent chain, then by marker alone. */
 function tree(marker: string): { shell: ChildProcess; sleeper: string[] } {
   const sleeper = ["sleep", `3000.${process.pid}${Math.floor(Math.random() * 1e6)}`];
-  const shell = spawn("sh", ["-c", `setsid ${sleeper.join(" ")} & wait`], { env: { ...process.env, [MARKER_VAR]: marker }, stdio: "ignore", detached: true });
+  const shell = spawn("sh", ["-c", `setsid ${sleeper.join(" ")} & wait`], {
+    env: { ...process.env, [MARKER_VAR]: marker },
+    stdio: "ignore",
+    detached: true,
+  });
   return { shell, sleeper };
 }
 

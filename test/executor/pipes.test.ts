@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { spawnPipesNode, type ControlledProcess } from "../../src/executor/spawn/pipes.ts";
+import { type ControlledProcess, spawnPipesNode } from "../../src/executor/spawn/pipes.ts";
 import { spawnPipesBun } from "../../src/executor/spawn/pipes-bun.ts";
-import { bunSpawn } from "../../src/util/bun-spawn.ts";
 import type { SpawnRequest } from "../../src/executor/spawn/types.ts";
+import { bunSpawn } from "../../src/util/bun-spawn.ts";
 import type { Result } from "../../src/util/result.ts";
 
 type Backend = (req: SpawnRequest, control: boolean) => Result<ControlledProcess>;
@@ -18,7 +18,12 @@ const backends: Array<[string, Backend | undefined]> = [
   ["Bun.spawn", bun && ((req, control) => spawnPipesBun(bun, req, control))],
 ];
 
-const request = (argv: string[]): SpawnRequest => ({ argv, cwd: process.cwd(), env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, tty: false });
+const request = (argv: string[]): SpawnRequest => ({
+  argv,
+  cwd: process.cwd(),
+  env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  tty: false,
+});
 
 async function outputOf(p: ControlledProcess): Promise<string> {
   const chunks: Uint8Array[] = [];

@@ -9,8 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { ownerOf, selfOwner } from "../../src/executor/relay-path-owner.ts";
-import { skipBecause } from "../support/skip.ts";
 import { exec, startExecutor } from "../support/executor.ts";
+import { skipBecause } from "../support/skip.ts";
 import { waitFor } from "../support/wait.ts";
 
 const skip = skipBecause("relay-path sweep", process.platform !== "linux" && "owner records need Linux's /proc");
@@ -26,7 +26,11 @@ describe("relay-path directories of gone executors", { skip }, () => {
     const started = async () => {
       const ex = await startExecutor(env);
       await exec(ex, { command: ["true"] });
-      assert.equal(dirOf(ex.pid).length, 1, `one relay-path directory of executor ${ex.pid}: ${readdirSync(tmp).join(" ")}`);
+      assert.equal(
+        dirOf(ex.pid).length,
+        1,
+        `one relay-path directory of executor ${ex.pid}: ${readdirSync(tmp).join(" ")}`,
+      );
       return { ex, dir: dirOf(ex.pid)[0]! };
     };
     const live = await started();
@@ -37,7 +41,11 @@ describe("relay-path directories of gone executors", { skip }, () => {
         await k.ex.exited;
       }
       const killed = doomed.map((k) => k.dir);
-      assert.deepEqual(killed.filter((d) => !existsSync(path.join(tmp, d))), [], "a SIGKILLed executor leaves its directory");
+      assert.deepEqual(
+        killed.filter((d) => !existsSync(path.join(tmp, d))),
+        [],
+        "a SIGKILLed executor leaves its directory",
+      );
       const me = selfOwner()!;
       const dead = ownerOf(killed[0]!)!;
       const reusedPid = `relay-path-${me.pid}-${Number(me.start) + 1}-${me.pidns}-Reused`;
@@ -48,9 +56,20 @@ describe("relay-path directories of gone executors", { skip }, () => {
       const fresh = await started();
       try {
         const log = path.join(home, "logs", "relay.log");
-        const swept = () => existsSync(log) && readFileSync(log, "utf8").split("\n").some((l) => l.includes(`"pid":${fresh.ex.pid},`) && l.includes("relay-path directories of gone executors"));
+        const swept = () =>
+          existsSync(log) &&
+          readFileSync(log, "utf8")
+            .split("\n")
+            .some(
+              (l) => l.includes(`"pid":${fresh.ex.pid},`) && l.includes("relay-path directories of gone executors"),
+            );
         await waitFor(swept, "the new executor's sweep to be logged");
-        assert.deepEqual(readdirSync(tmp).filter((n) => n.startsWith("relay-path-")).sort(), [live.dir, fresh.dir, otherNamespace, noOwner].sort());
+        assert.deepEqual(
+          readdirSync(tmp)
+            .filter((n) => n.startsWith("relay-path-"))
+            .sort(),
+          [live.dir, fresh.dir, otherNamespace, noOwner].sort(),
+        );
       } finally {
         await fresh.ex.shutdown();
       }

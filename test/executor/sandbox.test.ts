@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../src/executor/protocol.ts";
 import { probeSandbox } from "../../src/executor/sandbox/index.ts";
-import { spawnCommandLine, type ChildPeer } from "../../src/protocol/child.ts";
+import { type ChildPeer, spawnCommandLine } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { exec, startExecutor } from "../support/executor.ts";
 import { relayArgv } from "../support/self.ts";
@@ -15,7 +15,9 @@ import { skipBecause } from "../support/skip.ts";
 const sandbox = await probeSandbox();
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
-describe("sandbox attempts", { skip: skipBecause("sandbox attempts", !sandbox.available && `no sandbox mechanism works here: ${sandbox.detail}`) }, () => {
+describe("sandbox attempts", {
+  skip: skipBecause("sandbox attempts", !sandbox.available && `no sandbox mechanism works here: ${sandbox.detail}`),
+}, () => {
   let ex: ChildPeer;
   let root = "";
   let outside = "";
@@ -44,10 +46,16 @@ describe("sandbox attempts", { skip: skipBecause("sandbox attempts", !sandbox.av
         sandbox: { mode: "read-only", writable_roots: [], network: false },
       });
     try {
-      const r = await probe(`cat in.txt; touch new.txt 2>/dev/null && echo wrote || echo write-denied; (echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo net-ok || echo net-denied`);
+      const r = await probe(
+        `cat in.txt; touch new.txt 2>/dev/null && echo wrote || echo write-denied; (echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo net-ok || echo net-denied`,
+      );
       assert.equal(r.output, "readable\nwrite-denied\nnet-denied\n");
       assert.ok(!existsSync(path.join(root, "new.txt")));
-      const open = await exec(ex, { command: ["bash", "-c", `(echo > /dev/tcp/127.0.0.1/${port}) && echo net-ok`], cwd: root, env });
+      const open = await exec(ex, {
+        command: ["bash", "-c", `(echo > /dev/tcp/127.0.0.1/${port}) && echo net-ok`],
+        cwd: root,
+        env,
+      });
       assert.equal(open.output, "net-ok\n", "the same probe reaches the server without a sandbox");
     } finally {
       server.close();
@@ -56,7 +64,11 @@ describe("sandbox attempts", { skip: skipBecause("sandbox attempts", !sandbox.av
 
   test("workspace-write: writes inside the roots work, outside and in .git they fail", async () => {
     const r = await exec(ex, {
-      command: ["sh", "-c", `touch inside.txt && echo in-ok; touch ${outside}/x 2>/dev/null && echo out-ok || echo out-denied; touch .git/hook 2>/dev/null && echo git-ok || echo git-denied`],
+      command: [
+        "sh",
+        "-c",
+        `touch inside.txt && echo in-ok; touch ${outside}/x 2>/dev/null && echo out-ok || echo out-denied; touch .git/hook 2>/dev/null && echo git-ok || echo git-denied`,
+      ],
       cwd: root,
       env,
       sandbox: { mode: "workspace-write", writable_roots: [root], network: false },
@@ -67,7 +79,12 @@ describe("sandbox attempts", { skip: skipBecause("sandbox attempts", !sandbox.av
   });
 
   test("danger-full-access runs without a sandbox", async () => {
-    const r = await exec(ex, { command: ["sh", "-c", `touch ${outside}/free && echo ok`], cwd: root, env, sandbox: { mode: "danger-full-access", writable_roots: [], network: true } });
+    const r = await exec(ex, {
+      command: ["sh", "-c", `touch ${outside}/free && echo ok`],
+      cwd: root,
+      env,
+      sandbox: { mode: "danger-full-access", writable_roots: [], network: true },
+    });
     assert.equal(r.output, "ok\n");
   });
 });
@@ -85,7 +102,10 @@ describe("sandbox fails closed", () => {
       });
       assert.ok("error" in r);
       assert.equal(r.error.code, "sandbox_unavailable");
-      assert.match(r.error.message, /the workspace-write sandbox cannot be applied on this host: disabled by RELAY_SANDBOX_DISABLE=1\. The command was not run\..*danger-full-access/);
+      assert.match(
+        r.error.message,
+        /the workspace-write sandbox cannot be applied on this host: disabled by RELAY_SANDBOX_DISABLE=1\. The command was not run\..*danger-full-access/,
+      );
       assert.ok(!existsSync(path.join(dir, "should-not-exist")));
       const info = await ex.peer.call(ExecutorMethods.info, {});
       assert.ok("ok" in info && info.ok.sandbox.available === false);

@@ -15,8 +15,14 @@ describe("executor skills", () => {
       writeSkill(root, "b", { frontMatter: "---\nname: b\n---\n" });
       writeSkill(root, "c", { frontMatter: `---\nname: c\ndescription: ${"x".repeat(FRONT_MATTER_MAX_BYTES)}\n---\n` });
       const r = await discoverSkills([root, path.join(root, "missing"), "relative/path"]);
-      assert.deepEqual(r.skills.map((s) => [s.name, s.hidden]), [["a", true]]);
-      assert.deepEqual(r.warnings.map((w) => w.reason), ["bad_front_matter", "too_large", "unavailable_root", "unavailable_root"]);
+      assert.deepEqual(
+        r.skills.map((s) => [s.name, s.hidden]),
+        [["a", true]],
+      );
+      assert.deepEqual(
+        r.warnings.map((w) => w.reason),
+        ["bad_front_matter", "too_large", "unavailable_root", "unavailable_root"],
+      );
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
@@ -25,11 +31,20 @@ describe("executor skills", () => {
   test("front matter is YAML: block scalars, quoting rules and escapes, any scalar as a string", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
     try {
-      writeSkill(root, "folded", { frontMatter: "---\nname: folded\ndescription: >-\n  Deploys the service\n  after the tests pass.\n---\n" });
-      writeSkill(root, "literal", { frontMatter: "---\nname: literal\ndescription: |\n  line one\n    indented two\nhidden: yes\n---\n" });
+      writeSkill(root, "folded", {
+        frontMatter: "---\nname: folded\ndescription: >-\n  Deploys the service\n  after the tests pass.\n---\n",
+      });
+      writeSkill(root, "literal", {
+        frontMatter: "---\nname: literal\ndescription: |\n  line one\n    indented two\nhidden: yes\n---\n",
+      });
       writeSkill(root, "single", { frontMatter: "---\nname: 'it''s'\ndescription: 'it''s fine: really'\n---\n" });
-      writeSkill(root, "double", { frontMatter: '---\nname: "double"\ndescription: "tab\\there, \\"quoted\\", caf\\u00e9 # not a comment"\nhidden: "false"\n---\n' });
-      writeSkill(root, "plain", { frontMatter: "---\nname: 2024\ndescription: plain text # a comment\nmetadata:\n  owner: ops\n---\n" });
+      writeSkill(root, "double", {
+        frontMatter:
+          '---\nname: "double"\ndescription: "tab\\there, \\"quoted\\", caf\\u00e9 # not a comment"\nhidden: "false"\n---\n',
+      });
+      writeSkill(root, "plain", {
+        frontMatter: "---\nname: 2024\ndescription: plain text # a comment\nmetadata:\n  owner: ops\n---\n",
+      });
       const r = await discoverSkills([root]);
       assert.deepEqual(r.warnings, []);
       assert.deepEqual(
@@ -50,16 +65,37 @@ describe("executor skills", () => {
   test("front matter that is not YAML is skipped with the file, its line and the parser's reason", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "relay-exec-skills-"));
     try {
-      const colon = writeSkill(root, "colon", { frontMatter: "---\nname: colon\ndescription: Use when: deploying\n---\n" });
-      const unclosed = writeSkill(root, "unclosed", { frontMatter: "---\nname: unclosed\n\ndescription: [a, b\n---\n" });
+      const colon = writeSkill(root, "colon", {
+        frontMatter: "---\nname: colon\ndescription: Use when: deploying\n---\n",
+      });
+      const unclosed = writeSkill(root, "unclosed", {
+        frontMatter: "---\nname: unclosed\n\ndescription: [a, b\n---\n",
+      });
       writeSkill(root, "fine");
       const r = await discoverSkills([root]);
-      assert.deepEqual(r.skills.map((s) => s.name), ["fine"]);
-      assert.deepEqual(r.warnings.map((w) => [w.path, w.reason]), [[colon, "bad_front_matter"], [unclosed, "bad_front_matter"]]);
-      assert.match(r.warnings[0]!.message, new RegExp(`^${colon}:3: front matter is not valid YAML: Nested mappings are not allowed in compact mappings; fix it`));
+      assert.deepEqual(
+        r.skills.map((s) => s.name),
+        ["fine"],
+      );
+      assert.deepEqual(
+        r.warnings.map((w) => [w.path, w.reason]),
+        [
+          [colon, "bad_front_matter"],
+          [unclosed, "bad_front_matter"],
+        ],
+      );
+      assert.match(
+        r.warnings[0]!.message,
+        new RegExp(
+          `^${colon}:3: front matter is not valid YAML: Nested mappings are not allowed in compact mappings; fix it`,
+        ),
+      );
       assert.match(r.warnings[1]!.message, new RegExp(`^${unclosed}:4: front matter is not valid YAML: .*; skipped$`));
       const body = await readSkill(colon);
-      assert.ok("ok" in body && body.ok.body === "colon body\n", "the body of a skill with bad front matter still starts after it");
+      assert.ok(
+        "ok" in body && body.ok.body === "colon body\n",
+        "the body of a skill with bad front matter still starts after it",
+      );
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
@@ -71,7 +107,10 @@ describe("executor skills", () => {
       for (const name of ["beta", "alpha", "Zeta", "émile", "eve"]) writeSkill(root, name);
       const r = await discoverSkills([root]);
       // A locale's collation would put alpha first and Zeta last, and émile next to eve.
-      assert.deepEqual(r.skills.map((s) => s.name), ["Zeta", "alpha", "beta", "eve", "émile"]);
+      assert.deepEqual(
+        r.skills.map((s) => s.name),
+        ["Zeta", "alpha", "beta", "eve", "émile"],
+      );
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

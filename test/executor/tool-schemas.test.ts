@@ -6,12 +6,16 @@ import { ExecCommandArgsSchema } from "../../src/executor/exec-tools.ts";
 import { fileTools } from "../../src/executor/files/index.ts";
 import { toolSpecs } from "../../src/executor/server.ts";
 import { defineTool } from "../../src/executor/tool.ts";
-import { argumentsJsonSchema, convertBuiltinToolSchemas } from "../../src/executor/tool-schemas.ts";
 import { BUILTIN_TOOL_SCHEMAS } from "../../src/executor/tool-schemas.generated.ts";
+import { argumentsJsonSchema, convertBuiltinToolSchemas } from "../../src/executor/tool-schemas.ts";
 
 describe("built-in tool schemas", () => {
   test("tool-schemas.generated.ts is up to date (else: npm run build:tool-schemas)", () => {
-    assert.deepEqual(BUILTIN_TOOL_SCHEMAS, convertBuiltinToolSchemas(), "src/executor/tool-schemas.generated.ts is stale: run npm run build:tool-schemas and commit it");
+    assert.deepEqual(
+      BUILTIN_TOOL_SCHEMAS,
+      convertBuiltinToolSchemas(),
+      "src/executor/tool-schemas.generated.ts is stale: run npm run build:tool-schemas and commit it",
+    );
   });
 
   test("tools/list advertises every built-in tool with its converted schema", () => {
@@ -21,7 +25,8 @@ describe("built-in tool schemas", () => {
       ["exec_command", "write_stdin", ...fileTools.map((t) => t.name)],
     );
     assert.deepEqual(specs[0]!.input_schema, argumentsJsonSchema(ExecCommandArgsSchema));
-    for (const t of fileTools) assert.deepEqual(specs.find((s) => s.name === t.name)!.input_schema, argumentsJsonSchema(t.parameters), t.name);
+    for (const t of fileTools)
+      assert.deepEqual(specs.find((s) => s.name === t.name)!.input_schema, argumentsJsonSchema(t.parameters), t.name);
   });
 
   test("a tool that is not the built-in one is converted, even under a built-in's name; callers cannot change the generated schemas", () => {

@@ -19,8 +19,14 @@ describe("the checkpoint list", () => {
     assert.equal(lines.length, run.captured.length);
     const listed = await listCheckpoints(run.runDir);
     assert.ok("ok" in listed);
-    assert.deepEqual(listed.ok.map((c) => c.id), run.captured.map((c) => c.id));
-    assert.deepEqual(lines.map((l) => JSON.parse(l) as unknown), listed.ok);
+    assert.deepEqual(
+      listed.ok.map((c) => c.id),
+      run.captured.map((c) => c.id),
+    );
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l) as unknown),
+      listed.ok,
+    );
     // As a crash between the branch's move and the append leaves it, and with a line lost in between:
     for (const broken of [lines.slice(0, -1), [...lines.slice(0, 2), ...lines.slice(3)]]) {
       writeFileSync(file, broken.join("\n") + "\n");

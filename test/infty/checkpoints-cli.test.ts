@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { RunStore } from "../../src/infty/run-store.ts";
 import { FileLease } from "../../src/infty/lease-file.ts";
+import { RunStore } from "../../src/infty/run-store.ts";
 import { runFirstTimeline, setup } from "../support/infty-timeline.ts";
 import { runRelayAsync } from "../support/self.ts";
 
@@ -22,8 +22,18 @@ describe("relay infty checkpoints / restore (CLI)", () => {
     assert.match(rows[0]!, /^ckpt-0001 +\S+Z +1 +handoff +solver → verifiers: memory\/claims\/answer.json$/);
     assert.match(rows[3]!, /^ckpt-0004 +.* +verification pass +verifiers → solver: pass \(1\/1 passed\)$/);
     const json = await relay("infty", "checkpoints", "r", "--json");
-    const list = JSON.parse(json.stdout) as Array<{ id: string; trigger: string; turn: number; commit: string; at: string; summary: string }>;
-    assert.deepEqual(list.map((c) => [c.id, c.trigger]), run.captured.map((c) => [c.id, c.trigger]));
+    const list = JSON.parse(json.stdout) as Array<{
+      id: string;
+      trigger: string;
+      turn: number;
+      commit: string;
+      at: string;
+      summary: string;
+    }>;
+    assert.deepEqual(
+      list.map((c) => [c.id, c.trigger]),
+      run.captured.map((c) => [c.id, c.trigger]),
+    );
     assert.ok(list.every((c) => /^[0-9a-f]{40}$/.test(c.commit) && !Number.isNaN(Date.parse(c.at))));
 
     const unknownRun = await relay("infty", "checkpoints", "nope");
@@ -34,7 +44,10 @@ describe("relay infty checkpoints / restore (CLI)", () => {
     assert.match(unknownRunRestore.stderr, /no run nope/);
     const unknownCkpt = await relay("infty", "restore", "r", "ckpt-0099");
     assert.equal(unknownCkpt.status, 2);
-    assert.match(unknownCkpt.stderr, /run r has no checkpoint "ckpt-0099"; it has 6 \(ckpt-0001 … ckpt-0006\); list them with: relay infty checkpoints r/);
+    assert.match(
+      unknownCkpt.stderr,
+      /run r has no checkpoint "ckpt-0099"; it has 6 \(ckpt-0001 … ckpt-0006\); list them with: relay infty checkpoints r/,
+    );
 
     // A live run: running, and its lease held by a process that is alive (this one).
     const store = await RunStore.load(t.home, "r");
@@ -44,18 +57,32 @@ describe("relay infty checkpoints / restore (CLI)", () => {
     assert.ok("ok" in held, JSON.stringify(held));
     const live = await relay("infty", "restore", "r", "ckpt-0002");
     assert.equal(live.status, 1);
-    assert.match(live.stderr, new RegExp(`run r is live \\(pid ${process.pid}, .*kill ${process.pid}; it stays resumable\\), then: relay infty restore r ckpt-0002`));
+    assert.match(
+      live.stderr,
+      new RegExp(
+        `run r is live \\(pid ${process.pid}, .*kill ${process.pid}; it stays resumable\\), then: relay infty restore r ckpt-0002`,
+      ),
+    );
     assert.equal(answer(), "42\n", "a refused restore changes nothing");
 
     // The same run after its driver's machine went away: still "running", the lease's heartbeat old.
     const lease = JSON.parse(readFileSync(path.join(run.runDir, "lease.json"), "utf8")) as Record<string, unknown>;
     const old = new Date(Date.now() - 10 * 60_000).toISOString();
-    writeFileSync(path.join(run.runDir, "lease.json"), JSON.stringify({ ...lease, holder: { pid: 4242, start_time: null, host: "gone.example" }, heartbeat_at: old }));
+    writeFileSync(
+      path.join(run.runDir, "lease.json"),
+      JSON.stringify({ ...lease, holder: { pid: 4242, start_time: null, host: "gone.example" }, heartbeat_at: old }),
+    );
     await store.ok.update({ heartbeat_at: old });
     const restored = await relay("infty", "restore", "r", "2");
     assert.equal(restored.status, 0, restored.stderr);
-    assert.match(restored.stdout, /^restored run r to ckpt-0002 \(.*turn 1, handoff: verifiers → solver: fail \(0\/1 passed\)\)\n/);
-    assert.match(restored.stdout, /solver: rollout cut from \d+ to \d+ bytes; the rest is in .*\.after-ckpt-0002\.jsonl/);
+    assert.match(
+      restored.stdout,
+      /^restored run r to ckpt-0002 \(.*turn 1, handoff: verifiers → solver: fail \(0\/1 passed\)\)\n/,
+    );
+    assert.match(
+      restored.stdout,
+      /solver: rollout cut from \d+ to \d+ bytes; the rest is in .*\.after-ckpt-0002\.jsonl/,
+    );
     assert.match(restored.stdout, /continue with: relay infty resume r\n$/);
     assert.equal(answer(), "41\n");
     const status = await relay("infty", "status", "r");
@@ -71,7 +98,20 @@ describe("relay infty checkpoints / restore (CLI)", () => {
     assert.match(help.stdout, /restore \[options\] <run-id> <checkpoint>/);
     const restoreHelp = await relay("infty", "restore", "--help");
     assert.match(restoreHelp.stdout, /<rollout>\.after-<checkpoint>\.jsonl/);
-    const old = await relay("infty", "run", "--no-repo", "--run-id", "old", "--checkpoint-every", "3", "--sandbox", "danger-full-access", "--script", "examples/infty-demo.json", "x");
+    const old = await relay(
+      "infty",
+      "run",
+      "--no-repo",
+      "--run-id",
+      "old",
+      "--checkpoint-every",
+      "3",
+      "--sandbox",
+      "danger-full-access",
+      "--script",
+      "examples/infty-demo.json",
+      "x",
+    );
     assert.equal(old.status, 0, old.stderr);
     assert.match(old.stderr, /--checkpoint-every is ignored: a checkpoint is now taken at every handoff/);
     const list = await relay("infty", "checkpoints", "old", "--json");

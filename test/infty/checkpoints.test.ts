@@ -1,20 +1,28 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { createHash } from "node:crypto";
 import { RESTORE_INTENT_FILE, type RestoreIntent } from "../../src/infty/checkpoint-format.ts";
-import { findCheckpoint, gitdirOf, listCheckpoints, readCheckpoint, takeCheckpoint } from "../../src/infty/checkpoints.ts";
+import {
+  findCheckpoint,
+  gitdirOf,
+  listCheckpoints,
+  readCheckpoint,
+  takeCheckpoint,
+} from "../../src/infty/checkpoints.ts";
 import { readArtifactsIndex, readClaimsIndex } from "../../src/infty/index-files.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { restoreRun } from "../../src/infty/restore.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { reply, type FakeModelServer } from "../support/fake-model-server.ts";
-import { CLAIM, DELIVER, folderFiles, runFirstTimeline, setup, sig, type Captured } from "../support/infty-timeline.ts";
+import { type FakeModelServer, reply } from "../support/fake-model-server.ts";
+import { type Captured, CLAIM, DELIVER, folderFiles, runFirstTimeline, setup, sig } from "../support/infty-timeline.ts";
 
 function objectCount(gitdir: string): number {
   const objects = path.join(gitdir, "objects");
-  return readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d)).reduce((n, d) => n + readdirSync(path.join(objects, d)).length, 0);
+  return readdirSync(objects)
+    .filter((d) => /^[0-9a-f]{2}$/.test(d))
+    .reduce((n, d) => n + readdirSync(path.join(objects, d)).length, 0);
 }
 
 async function load(home: string, runId: string): Promise<RunStore> {
@@ -24,7 +32,10 @@ async function load(home: string, runId: string): Promise<RunStore> {
 }
 
 /** Every session rollout under a home. */
-const sessionFiles = (home: string) => (readdirSync(path.join(home, "sessions"), { recursive: true }) as string[]).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(home, "sessions", f));
+const sessionFiles = (home: string) =>
+  (readdirSync(path.join(home, "sessions"), { recursive: true }) as string[])
+    .filter((f) => f.endsWith(".jsonl"))
+    .map((f) => path.join(home, "sessions", f));
 
 const rolloutsOf = (store: RunStore) => new Map(store.state.roles.map((r) => [r.role, r.rollout_path!]));
 
@@ -54,7 +65,14 @@ function afterFailure(captured: Captured[]): Captured {
 describe("relay infty checkpoints", () => {
   test("a checkpoint after every handoff; an unchanged store adds only a record, a tree and a commit", async () => {
     await using t = await setup();
-    const created = await RunStore.create(t.home, { run_id: "c", objective: "o", verifiers: 1, consensus: "all", max_turns: 5, max_wall_ms: 60_000 });
+    const created = await RunStore.create(t.home, {
+      run_id: "c",
+      objective: "o",
+      verifiers: 1,
+      consensus: "all",
+      max_turns: 5,
+      max_wall_ms: 60_000,
+    });
     assert.ok("ok" in created);
     const store = created.ok;
     writeFileSync(path.join(store.dir, "artifacts", "a.txt"), "a");
@@ -65,17 +83,32 @@ describe("relay infty checkpoints", () => {
     const before = objectCount(gitdirOf(store.dir));
     const second = await takeCheckpoint(store, "verification_pass", "two");
     assert.ok("ok" in second);
-    assert.equal(objectCount(gitdirOf(store.dir)) - before, 3, "nothing changed: only checkpoint.json, the root tree and the commit are new");
+    assert.equal(
+      objectCount(gitdirOf(store.dir)) - before,
+      3,
+      "nothing changed: only checkpoint.json, the root tree and the commit are new",
+    );
     writeFileSync(path.join(store.dir, "artifacts", "sub", "b.txt"), "changed");
     const third = await takeCheckpoint(store, "handoff", "three");
     assert.ok("ok" in third);
-    const trees = await Promise.all([first.ok, second.ok, third.ok].map(async (c) => (await readCheckpoint(store.dir, c)) as { ok: { trees: Map<string, string> } }));
+    const trees = await Promise.all(
+      [first.ok, second.ok, third.ok].map(
+        async (c) => (await readCheckpoint(store.dir, c)) as { ok: { trees: Map<string, string> } },
+      ),
+    );
     assert.equal(trees[0]!.ok.trees.get("artifacts"), trees[1]!.ok.trees.get("artifacts"));
     assert.notEqual(trees[1]!.ok.trees.get("artifacts"), trees[2]!.ok.trees.get("artifacts"), "a changed file is seen");
     assert.equal(trees[1]!.ok.trees.get("memory"), trees[2]!.ok.trees.get("memory"));
     const list = await listCheckpoints(store.dir);
     assert.ok("ok" in list);
-    assert.deepEqual(list.ok.map((c) => [c.id, c.trigger, c.summary]), [["ckpt-0001", "handoff", "one"], ["ckpt-0002", "verification_pass", "two"], ["ckpt-0003", "handoff", "three"]]);
+    assert.deepEqual(
+      list.ok.map((c) => [c.id, c.trigger, c.summary]),
+      [
+        ["ckpt-0001", "handoff", "one"],
+        ["ckpt-0002", "verification_pass", "two"],
+        ["ckpt-0003", "handoff", "three"],
+      ],
+    );
     assert.equal((await load(t.home, "c")).state.last_checkpoint, "ckpt-0003");
     const bad = await findCheckpoint(store.dir, "c", "ckpt-0042");
     assert.ok("error" in bad && bad.error.code === "unknown_checkpoint");
@@ -87,7 +120,10 @@ describe("relay infty checkpoints", () => {
     await using t = await setup();
     const first = await runFirstTimeline(t, "r");
     assert.equal(first.status, "complete");
-    assert.deepEqual(first.captured.map((c) => c.trigger), ["handoff", "handoff", "handoff", "verification_pass", "handoff", "delivery"]);
+    assert.deepEqual(
+      first.captured.map((c) => c.trigger),
+      ["handoff", "handoff", "handoff", "verification_pass", "handoff", "delivery"],
+    );
     const target = afterFailure(first.captured);
     const store = await load(t.home, "r");
     // Every rollout file, by path: a Verifier that passed has had a fresh session since.
@@ -99,15 +135,26 @@ describe("relay infty checkpoints", () => {
     assert.deepEqual(folderFiles(first.runDir), target.files, "the four folders hold what they held at the checkpoint");
     assert.equal(readFileSync(path.join(first.runDir, "artifacts/answer.txt"), "utf8"), "41\n");
     const back = rolloutsOf(await load(t.home, "r"));
-    assert.notEqual(back.get("verifier-1"), latest.get("verifier-1"), "the Verifier went back to the session it had at the checkpoint");
+    assert.notEqual(
+      back.get("verifier-1"),
+      latest.get("verifier-1"),
+      "the Verifier went back to the session it had at the checkpoint",
+    );
     for (const [role, file] of back) {
       const cut = target.rollouts.get(role)!;
-      assert.deepEqual(readFileSync(file), full.get(file)!.subarray(0, cut), `${role}'s rollout is cut to its size at ${target.id}`);
+      assert.deepEqual(
+        readFileSync(file),
+        full.get(file)!.subarray(0, cut),
+        `${role}'s rollout is cut to its size at ${target.id}`,
+      );
       const side: string | undefined = restored.ok.rollouts.find((r) => r.role === role)!.side_file;
-      if (full.get(file)!.length > cut) assert.deepEqual(readFileSync(side!), full.get(file)!.subarray(cut), `${role}'s cut-off rest is in ${side}`);
+      if (full.get(file)!.length > cut)
+        assert.deepEqual(readFileSync(side!), full.get(file)!.subarray(cut), `${role}'s cut-off rest is in ${side}`);
       else assert.equal(side, undefined, `nothing of the ${role}'s rollout was cut`);
     }
-    assert.ok(restored.ok.rollouts.some((r) => r.role === "solver" && r.side_file?.endsWith(`.after-${target.id}.jsonl`)));
+    assert.ok(
+      restored.ok.rollouts.some((r) => r.role === "solver" && r.side_file?.endsWith(`.after-${target.id}.jsonl`)),
+    );
     const st = (await load(t.home, "r")).state;
     assert.equal(st.status, "interrupted");
     assert.match(st.status_detail, /relay infty resume r/);
@@ -120,14 +167,25 @@ describe("relay infty checkpoints", () => {
 
     const sent = t.server.requests.length;
     enqueueSecondTimeline(t.server);
-    const r = await runInfty({ home: t.home, config: t.config, runId: "r", resume: true, report: () => {}, signal: new AbortController().signal });
+    const r = await runInfty({
+      home: t.home,
+      config: t.config,
+      runId: "r",
+      resume: true,
+      report: () => {},
+      signal: new AbortController().signal,
+    });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(r.ok.status, "complete", r.ok.detail);
     assert.equal(readFileSync(path.join(r.ok.deliverable!, "answer.txt"), "utf8"), "42\n");
     assert.equal(r.ok.summary, "42, second timeline");
     // The roles' conversations went on from the checkpoint: nothing of the first timeline's later turns.
     const before = Array.from({ length: sent }, (_, i) => inputText(t.server, i));
-    assert.ok(before.some((x) => /echo 42 > artifacts\/answer.txt/.test(x)) && before.some((x) => /\\"notes\\": \\"fixed\\"/.test(x)), "the patterns below find the first timeline's turns");
+    assert.ok(
+      before.some((x) => /echo 42 > artifacts\/answer.txt/.test(x)) &&
+        before.some((x) => /\\"notes\\": \\"fixed\\"/.test(x)),
+      "the patterns below find the first timeline's turns",
+    );
     const solverAfter = inputText(t.server, sent);
     assert.match(solverAfter, /answer.txt says 41, not 42/);
     assert.doesNotMatch(solverAfter, /echo 42 > artifacts\/answer.txt/);
@@ -136,20 +194,32 @@ describe("relay infty checkpoints", () => {
     assert.doesNotMatch(verifierAfter, /\\"notes\\": \\"fixed\\"/);
 
     const claims = (await readClaimsIndex(first.runDir))!;
-    assert.deepEqual(claims.claims.map((c) => [c.path, c.status, c.claim, c.rounds.map((x) => x.overall), c.artifacts]), [[CLAIM, "passed", "the answer is 42", ["fail", "pass"], ["artifacts/answer.txt"]]]);
+    assert.deepEqual(
+      claims.claims.map((c) => [c.path, c.status, c.claim, c.rounds.map((x) => x.overall), c.artifacts]),
+      [[CLAIM, "passed", "the answer is 42", ["fail", "pass"], ["artifacts/answer.txt"]]],
+    );
     const artifacts = (await readArtifactsIndex(first.runDir))!;
-    assert.deepEqual(artifacts.files.map((f) => [f.path, f.bytes, f.sha256, f.claims]), [["artifacts/answer.txt", 3, createHash("sha256").update("42\n").digest("hex"), [CLAIM]]]);
+    assert.deepEqual(
+      artifacts.files.map((f) => [f.path, f.bytes, f.sha256, f.claims]),
+      [["artifacts/answer.txt", 3, createHash("sha256").update("42\n").digest("hex"), [CLAIM]]],
+    );
     const list = await listCheckpoints(first.runDir);
     assert.ok("ok" in list);
-    assert.deepEqual(list.ok.slice(first.captured.length).map((c) => c.trigger), ["resume", "handoff", "verification_pass", "handoff", "delivery"], "the second timeline's checkpoints follow the first's");
+    assert.deepEqual(
+      list.ok.slice(first.captured.length).map((c) => c.trigger),
+      ["resume", "handoff", "verification_pass", "handoff", "delivery"],
+      "the second timeline's checkpoints follow the first's",
+    );
     // Resume marks where the second timeline starts: the restored step, the same files (the index is rewritten: its time).
-    const [was, now] = await Promise.all([target.id, list.ok[first.captured.length]!.id].map(async (id) => {
-      const c = await findCheckpoint(first.runDir, "r", id);
-      assert.ok("ok" in c);
-      const read = await readCheckpoint(first.runDir, c.ok);
-      assert.ok("ok" in read);
-      return { handoff: read.ok.record.handoff, trees: [...read.ok.trees].filter(([d]) => d !== "index") };
-    }));
+    const [was, now] = await Promise.all(
+      [target.id, list.ok[first.captured.length]!.id].map(async (id) => {
+        const c = await findCheckpoint(first.runDir, "r", id);
+        assert.ok("ok" in c);
+        const read = await readCheckpoint(first.runDir, c.ok);
+        assert.ok("ok" in read);
+        return { handoff: read.ok.record.handoff, trees: [...read.ok.trees].filter(([d]) => d !== "index") };
+      }),
+    );
     assert.deepEqual(now, was);
   });
 
@@ -163,7 +233,13 @@ describe("relay infty checkpoints", () => {
     const rec = await readCheckpoint(store.dir, c.ok);
     assert.ok("ok" in rec);
     // What restore writes first, then the first of its steps, then the "crash".
-    const intent: RestoreIntent = { version: 1, checkpoint: c.ok.id, commit: c.ok.commit, started_at: new Date().toISOString(), rollouts: rec.ok.record.rollouts.map((r) => ({ ...r, side_file: `${r.path}.after-test.jsonl` })) };
+    const intent: RestoreIntent = {
+      version: 1,
+      checkpoint: c.ok.id,
+      commit: c.ok.commit,
+      started_at: new Date().toISOString(),
+      rollouts: rec.ok.record.rollouts.map((r) => ({ ...r, side_file: `${r.path}.after-test.jsonl` })),
+    };
     writeFileSync(path.join(store.dir, RESTORE_INTENT_FILE), JSON.stringify(intent));
     const solver = intent.rollouts.find((r) => r.role === "solver")!;
     const whole = readFileSync(solver.path);
@@ -172,11 +248,25 @@ describe("relay infty checkpoints", () => {
 
     const events: string[] = [];
     enqueueSecondTimeline(t.server);
-    const r = await runInfty({ home: t.home, config: t.config, runId: "x", resume: true, report: (e) => e.type === "warning" && events.push(e.message), signal: new AbortController().signal });
+    const r = await runInfty({
+      home: t.home,
+      config: t.config,
+      runId: "x",
+      resume: true,
+      report: (e) => e.type === "warning" && events.push(e.message),
+      signal: new AbortController().signal,
+    });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(r.ok.status, "complete", r.ok.detail);
-    assert.ok(events.some((m) => m.includes(`finished the interrupted restore to ${target.id}`)), events.join("\n"));
-    assert.deepEqual(readFileSync(solver.side_file), whole.subarray(solver.bytes), "the rest written before the crash is kept once");
+    assert.ok(
+      events.some((m) => m.includes(`finished the interrupted restore to ${target.id}`)),
+      events.join("\n"),
+    );
+    assert.deepEqual(
+      readFileSync(solver.side_file),
+      whole.subarray(solver.bytes),
+      "the rest written before the crash is kept once",
+    );
     const verifier = intent.rollouts.find((x) => x.role === "verifier-1")!;
     assert.ok(existsSync(verifier.side_file), "the step the crash skipped was done on resume");
     assert.ok(!existsSync(path.join(store.dir, RESTORE_INTENT_FILE)));

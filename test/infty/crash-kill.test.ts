@@ -16,17 +16,18 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, w
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { listCheckpoints, readCheckpoint } from "../../src/infty/checkpoints.ts";
+import { checkDeliverable } from "../../src/infty/deliverable.ts";
 import { objectiveMessage } from "../../src/infty/prompts.ts";
 import { NoteSchema, RUN_DIRS, RunMetaSchema, RunStore } from "../../src/infty/run-store.ts";
 import { REPO_ROOT } from "../support/paths.ts";
+import { prng } from "../support/prng.ts";
 import { relayArgv } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
-import { prng } from "../support/prng.ts";
 
 const SCRIPT = path.join(REPO_ROOT, "examples/infty-demo.json");
-const OBJECTIVE = "Build a small word-count CLI (words by default, --lines for lines) with tests, verified, as a deliverable.";
+const OBJECTIVE =
+  "Build a small word-count CLI (words by default, --lines for lines) with tests, verified, as a deliverable.";
 const RUN_ID = "crash";
 const KILLS_BY_EVENT = 25;
 const KILLS_BY_TIME = 25;
@@ -34,8 +35,10 @@ const KILLS_BY_TIME = 25;
 const PARALLEL = 3;
 const DELIVERABLE_FILES = ["README.md", "wc.mjs", "wc.test.mjs"];
 
-const longSkip = process.env.RELAY_LONG_TESTS === "1" ? noSandboxHere() : "a long suite (2-3 minutes on 2 cores), run by .ci/run as its own step; set RELAY_LONG_TESTS=1 to run it here";
-
+const longSkip =
+  process.env.RELAY_LONG_TESTS === "1"
+    ? noSandboxHere()
+    : "a long suite (2-3 minutes on 2 cores), run by .ci/run as its own step; set RELAY_LONG_TESTS=1 to run it here";
 
 type Trigger = { kind: "event"; line: number } | { kind: "time"; ms: number };
 
@@ -52,7 +55,11 @@ interface Exit {
 function relay(home: string, args: string[], trigger?: Trigger): Promise<Exit> {
   const [cmd, ...pre] = relayArgv();
   const t0 = Date.now();
-  const child = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(cmd!, [...pre, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, RELAY_HOME: home },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const kill = () => {
     if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGKILL");
   };
@@ -93,9 +100,16 @@ async function checkComplete(home: string, what: string): Promise<Record<string,
   const check = await checkDeliverable(meta.deliverable.path);
   assert.ok("ok" in check, `${what}: ${JSON.stringify(check)}`);
   // A replayed transition must not add a note twice.
-  const notes = readFileSync(path.join(dir, "memory/notes.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => NoteSchema.parse(JSON.parse(l)));
+  const notes = readFileSync(path.join(dir, "memory/notes.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => NoteSchema.parse(JSON.parse(l)));
   assert.equal(new Set(notes.map((n) => n.id)).size, notes.length, `${what}: duplicate note ids`);
-  assert.deepEqual(notes.map((n) => n.kind), ["directive", "verdict", "verdict", "final_delivery"], `${what}: notes`);
+  assert.deepEqual(
+    notes.map((n) => n.kind),
+    ["directive", "verdict", "verdict", "final_delivery"],
+    `${what}: notes`,
+  );
   await checkCheckpoints(dir, meta.handoffs, what);
   return files(meta.deliverable.path);
 }
@@ -107,7 +121,8 @@ async function checkCheckpoints(dir: string, handoffs: number, what: string): Pr
   for (const c of list.ok) assert.ok("ok" in (await readCheckpoint(dir, c)), `${what}: ${c.id} cannot be read`);
   const steps = new Set(list.ok.map((c) => c.handoff));
   // The last step is the accepted delivery: a kill before its checkpoint leaves a complete run, which resume does not drive again.
-  for (let h = 1; h < handoffs; h++) assert.ok(steps.has(h), `${what}: no checkpoint of step ${h} (have ${[...steps].join(", ")})`);
+  for (let h = 1; h < handoffs; h++)
+    assert.ok(steps.has(h), `${what}: no checkpoint of step ${h} (have ${[...steps].join(", ")})`);
 }
 
 interface Outcome {
@@ -127,7 +142,11 @@ async function killAndResume(trigger: Trigger, reference: Record<string, string>
     if (resumed.code === 2) {
       // Killed before the run store existed: the message says so and how to start over.
       assert.match(resumed.stderr, /run crash was never created|no run crash under/, `${what}: ${resumed.stderr}`);
-      assert.match(resumed.stderr, /relay infty run --run-id crash /, `${what}: no command to start over: ${resumed.stderr}`);
+      assert.match(
+        resumed.stderr,
+        /relay infty run --run-id crash /,
+        `${what}: no command to start over: ${resumed.stderr}`,
+      );
       const again = await relay(home, runArgs);
       assert.equal(again.code, 0, `${what}: starting over failed: ${again.stderr}`);
       landed = "before_create";
@@ -136,7 +155,11 @@ async function killAndResume(trigger: Trigger, reference: Record<string, string>
       const finished = JSON.parse(resumed.stdout.trim().split("\n").at(-1)!) as { type: string; status: string };
       assert.deepEqual([finished.type, finished.status], ["run_finished", "complete"], what);
     }
-    assert.deepEqual(await checkComplete(home, what), reference, `${what}: the deliverable differs from an uninterrupted run's`);
+    assert.deepEqual(
+      await checkComplete(home, what),
+      reference,
+      `${what}: the deliverable differs from an uninterrupted run's`,
+    );
     return { trigger, landed };
   } finally {
     rmSync(home, { recursive: true, force: true });
@@ -158,8 +181,12 @@ async function pool<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): 
   return out;
 }
 
-describe("relay infty: SIGKILL at any point, then one resume", { skip: skipBecause("the infty crash-kill suite", longSkip) }, () => {
-  test(`${KILLS_BY_EVENT + KILLS_BY_TIME} kills, each resumed to a complete run with a verified deliverable`, { timeout: 15 * 60_000 }, async () => {
+describe("relay infty: SIGKILL at any point, then one resume", {
+  skip: skipBecause("the infty crash-kill suite", longSkip),
+}, () => {
+  test(`${KILLS_BY_EVENT + KILLS_BY_TIME} kills, each resumed to a complete run with a verified deliverable`, {
+    timeout: 15 * 60_000,
+  }, async () => {
     const t0 = Date.now();
     const refHome = mkdtempSync(path.join(os.tmpdir(), "relay-crash-ref-"));
     let reference: Record<string, string>;
@@ -172,10 +199,15 @@ describe("relay infty: SIGKILL at any point, then one resume", { skip: skipBecau
       rmSync(refHome, { recursive: true, force: true });
     }
     const seed = Number(process.env.RELAY_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 32));
-    process.stderr.write(`crash-kill: a whole run takes ${full.ms} ms and prints ${full.lines} event lines; seed ${seed} (replay: RELAY_CRASH_SEED=${seed})\n`);
+    process.stderr.write(
+      `crash-kill: a whole run takes ${full.ms} ms and prints ${full.lines} event lines; seed ${seed} (replay: RELAY_CRASH_SEED=${seed})\n`,
+    );
     const random = prng(seed);
     const triggers: Trigger[] = [
-      ...Array.from({ length: KILLS_BY_EVENT }, (_, i): Trigger => ({ kind: "event", line: 1 + Math.round((i * (full.lines - 1)) / (KILLS_BY_EVENT - 1)) })),
+      ...Array.from(
+        { length: KILLS_BY_EVENT },
+        (_, i): Trigger => ({ kind: "event", line: 1 + Math.round((i * (full.lines - 1)) / (KILLS_BY_EVENT - 1)) }),
+      ),
       // Under load (PARALLEL runs at once) a run takes longer than alone, so the delays still fall inside it.
       ...Array.from({ length: KILLS_BY_TIME }, (): Trigger => ({ kind: "time", ms: Math.round(random() * full.ms) })),
     ];
@@ -192,15 +224,31 @@ describe("relay infty: SIGKILL at any point, then one resume", { skip: skipBecau
 /** The same run id in a fresh RELAY_HOME; removed afterwards. */
 function tempHome(): { home: string; runDir: string } & Disposable {
   const home = mkdtempSync(path.join(os.tmpdir(), "relay-crash-"));
-  return { home, runDir: path.join(home, "infty", RUN_ID), [Symbol.dispose]: () => rmSync(home, { recursive: true, force: true }) };
+  return {
+    home,
+    runDir: path.join(home, "infty", RUN_ID),
+    [Symbol.dispose]: () => rmSync(home, { recursive: true, force: true }),
+  };
 }
 
-const init = { run_id: RUN_ID, objective: OBJECTIVE, verifiers: 1, consensus: "all" as const, max_turns: 50, max_wall_ms: 3_600_000 };
+const init = {
+  run_id: RUN_ID,
+  objective: OBJECTIVE,
+  verifiers: 1,
+  consensus: "all" as const,
+  max_turns: 50,
+  max_wall_ms: 3_600_000,
+};
 
-describe("relay infty: the crash windows, one by one", { skip: skipBecause("the infty crash windows", noSandboxHere()) }, () => {
+describe("relay infty: the crash windows, one by one", {
+  skip: skipBecause("the infty crash windows", noSandboxHere()),
+}, () => {
   test("killed after run.json was written but before the run was in place: resume finishes creating it and runs it", async () => {
     using t = tempHome();
-    const created = await RunStore.create(t.home, init, { type: "solver_message", message: objectiveMessage(OBJECTIVE) });
+    const created = await RunStore.create(t.home, init, {
+      type: "solver_message",
+      message: objectiveMessage(OBJECTIVE),
+    });
     assert.ok("ok" in created);
     // What a kill inside RunStore.create leaves: the staging folder with run.json only.
     const staging = path.join(t.home, "infty", `.creating-${RUN_ID}`);
@@ -221,11 +269,17 @@ describe("relay infty: the crash windows, one by one", { skip: skipBecause("the 
     mkdirSync(path.join(t.home, "infty", `.creating-${RUN_ID}`), { recursive: true });
     const r = await relay(t.home, resumeArgs);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /run crash was never created: relay stopped before it saved the run's state, so nothing of it ran.*Start over with: relay infty run --run-id crash "<objective>"/);
+    assert.match(
+      r.stderr,
+      /run crash was never created: relay stopped before it saved the run's state, so nothing of it ran.*Start over with: relay infty run --run-id crash "<objective>"/,
+    );
     assert.ok(!existsSync(path.join(t.home, "infty", `.creating-${RUN_ID}`)), "the empty leftover is removed");
     const none = await relay(t.home, resumeArgs);
     assert.equal(none.code, 2);
-    assert.match(none.stderr, /no run crash under .*start it with relay infty run --run-id crash "<objective>".*relay infty list/);
+    assert.match(
+      none.stderr,
+      /no run crash under .*start it with relay infty run --run-id crash "<objective>".*relay infty list/,
+    );
   });
 
   test("killed between accepting the deliverable and marking the run complete: resume completes it without running a role", async () => {
@@ -237,8 +291,15 @@ describe("relay infty: the crash windows, one by one", { skip: skipBecause("the 
     writeFileSync(file, JSON.stringify({ ...meta, status: "running", status_detail: "" }));
     const resumed = await relay(t.home, resumeArgs);
     assert.equal(resumed.code, 0, resumed.stderr);
-    const events = resumed.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; detail?: string });
-    assert.deepEqual(events.map((e) => e.type), ["run_started", "run_finished"], "no role was asked anything");
+    const events = resumed.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; detail?: string });
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["run_started", "run_finished"],
+      "no role was asked anything",
+    );
     assert.match(events[1]!.detail!, /marked complete on resume/);
     await checkComplete(t.home, "completed on resume");
     const again = await relay(t.home, resumeArgs);
@@ -260,7 +321,10 @@ describe("relay infty: the crash windows, one by one", { skip: skipBecause("the 
     assert.equal(replayed.id, a.id);
     const next = await reloaded.ok.note("verifier-1", "verdict", "pass");
     assert.equal(next.id, "note-0002");
-    assert.deepEqual((await reloaded.ok.notes()).map((n) => n.id), ["note-0001", "note-0002"]);
+    assert.deepEqual(
+      (await reloaded.ok.notes()).map((n) => n.id),
+      ["note-0001", "note-0002"],
+    );
     writeFileSync(path.join(t.runDir, "events.jsonl"), '{"type":"torn');
     await reloaded.ok.log({ type: "warning", message: "after" });
     const lines = readFileSync(path.join(t.runDir, "events.jsonl"), "utf8").split("\n");

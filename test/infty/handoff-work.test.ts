@@ -17,14 +17,28 @@ import { loadGit } from "../../src/infty/git-store.ts";
 import { recordHandoff } from "../../src/infty/handoff-record.ts";
 import { recordRound } from "../../src/infty/index-files.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
-import { workBetween, workSoFar, type Work } from "../../src/infty/work-count.ts";
+import { type Work, workBetween, workSoFar } from "../../src/infty/work-count.ts";
 import { skipBecause } from "../support/skip.ts";
 
 /** The work of one handoff after `change` in a store of `files` artifacts (and a claim per 20). */
 async function handoffWork(files: number): Promise<{ unchanged: Work; oneNew: Work }> {
   const home = mkdtempSync(path.join(os.tmpdir(), "relay-handoff-work-"));
   try {
-    const created = await RunStore.create(home, { run_id: "w", objective: "o", verifiers: 1, consensus: "all", max_turns: 10, max_wall_ms: 60_000, settings: undefined, role_timeout_ms: undefined, repo: undefined }, null);
+    const created = await RunStore.create(
+      home,
+      {
+        run_id: "w",
+        objective: "o",
+        verifiers: 1,
+        consensus: "all",
+        max_turns: 10,
+        max_wall_ms: 60_000,
+        settings: undefined,
+        role_timeout_ms: undefined,
+        repo: undefined,
+      },
+      null,
+    );
     assert.ok("ok" in created);
     const store = created.ok;
     mkdirSync(path.join(store.dir, "memory", "claims"), { recursive: true });
@@ -33,13 +47,20 @@ async function handoffWork(files: number): Promise<{ unchanged: Work; oneNew: Wo
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, `f-${i}.txt`), `artifact ${i}\n`);
       if (i % 20 === 0) {
-        writeFileSync(path.join(store.dir, "memory", "claims", `c-${i}.json`), JSON.stringify({ claim: `f-${i}`, evidence: [`artifacts/part-${i % 10}/f-${i}.txt`] }));
+        writeFileSync(
+          path.join(store.dir, "memory", "claims", `c-${i}.json`),
+          JSON.stringify({ claim: `f-${i}`, evidence: [`artifacts/part-${i % 10}/f-${i}.txt`] }),
+        );
       }
     }
     await initCheckpoints(store.dir);
-    const kept = { feed: await ChangeFeed.start(store.dir, CHECKPOINT_DIRS), snapshotter: await Snapshotter.open(await loadGit(), gitdirOf(store.dir)) };
+    const kept = {
+      feed: await ChangeFeed.start(store.dir, CHECKPOINT_DIRS),
+      snapshotter: await Snapshotter.open(await loadGit(), gitdirOf(store.dir)),
+    };
     try {
-      for (let i = 0; i < files; i += 20) await recordRound(store, { claim_path: `memory/claims/c-${i}.json`, overall: "pass", verdicts: [] });
+      for (let i = 0; i < files; i += 20)
+        await recordRound(store, { claim_path: `memory/claims/c-${i}.json`, overall: "pass", verdicts: [] });
       // The first handoff looks at everything; the second takes in what the first wrote.
       await recordHandoff(store, "handoff", "first", kept);
       await recordHandoff(store, "handoff", "settle", kept);
@@ -59,8 +80,13 @@ async function handoffWork(files: number): Promise<{ unchanged: Work; oneNew: Wo
 
 describe("a handoff's work does not grow with the store", () => {
   // Only Bun's recursive watcher is trusted to report changes; elsewhere every handoff looks at everything.
-  const skip = skipBecause("the handoff work count", !process.versions.bun && "it needs Bun's recursive file watcher (the runtime relay's binary runs)");
-  test("an unchanged handoff, and one with a new artifact, cost the same with 40 files and with 2,000", { skip }, async () => {
+  const skip = skipBecause(
+    "the handoff work count",
+    !process.versions.bun && "it needs Bun's recursive file watcher (the runtime relay's binary runs)",
+  );
+  test("an unchanged handoff, and one with a new artifact, cost the same with 40 files and with 2,000", {
+    skip,
+  }, async () => {
     const small = await handoffWork(40);
     const large = await handoffWork(2000);
     assert.deepEqual(large.unchanged, small.unchanged, "an unchanged handoff");

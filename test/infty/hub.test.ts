@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { CrossSessionHub } from "../../src/session/hub.ts";
 import { nonInteractiveApprover } from "../../src/session/approval.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import type { SessionEvent } from "../../src/session/events.ts";
+import { CrossSessionHub } from "../../src/session/hub.ts";
 import { openSession } from "../../src/session/runtime.ts";
 import { hang, reply, startFakeModelServer } from "../support/fake-model-server.ts";
 import { useSourceRelay } from "../support/self.ts";
@@ -17,10 +17,21 @@ describe("cross-session hub", () => {
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-hub-"));
     await using server = await startFakeModelServer();
     const hub = new CrossSessionHub();
-    const config = { ...defaultConfig(), model: "m", base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const };
+    const config = {
+      ...defaultConfig(),
+      model: "m",
+      base_url: server.baseUrl,
+      sandbox_mode: "danger-full-access" as const,
+    };
     try {
       let id: string | undefined;
-      const opened = await openSession({ home, config, cwd: home, approver: nonInteractiveApprover, emit: hub.emitterFor(() => id) });
+      const opened = await openSession({
+        home,
+        config,
+        cwd: home,
+        approver: nonInteractiveApprover,
+        emit: hub.emitterFor(() => id),
+      });
       assert.ok("ok" in opened);
       id = opened.ok.id;
       hub.register("run-1", "solver", opened.ok);
@@ -37,8 +48,18 @@ describe("cross-session hub", () => {
       off();
 
       server.enqueue(hang());
-      const slow = await hub.awaitFirstAssistant("run-1", "solver", "are you there?", 300, new AbortController().signal);
-      assert.ok("error" in slow && slow.error.code === "timeout" && /solver gave no answer within 300 ms/.test(slow.error.message));
+      const slow = await hub.awaitFirstAssistant(
+        "run-1",
+        "solver",
+        "are you there?",
+        300,
+        new AbortController().signal,
+      );
+      assert.ok(
+        "error" in slow &&
+          slow.error.code === "timeout" &&
+          /solver gave no answer within 300 ms/.test(slow.error.message),
+      );
 
       await opened.ok.close();
       hub.unregister("run-1", "solver");

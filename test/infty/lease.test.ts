@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { LEASE_STALE_MS, type LeaseRecord, selfHolder } from "../../src/infty/lease.ts";
 import { FileLease, LEASE_FILE } from "../../src/infty/lease-file.ts";
-import { LEASE_STALE_MS, selfHolder, type LeaseRecord } from "../../src/infty/lease.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { later, type Reply } from "../support/fake-model-server.ts";
 import { setup, sig } from "../support/infty-timeline.ts";
@@ -33,7 +33,15 @@ function deadPid(): number {
 
 const record = (over: Partial<LeaseRecord>): LeaseRecord => {
   const now = new Date().toISOString();
-  return { version: 1, epoch: 3, holder: selfHolder(), acquired_at: now, heartbeat_at: now, released_at: null, ...over };
+  return {
+    version: 1,
+    epoch: 3,
+    holder: selfHolder(),
+    acquired_at: now,
+    heartbeat_at: now,
+    released_at: null,
+    ...over,
+  };
 };
 
 describe("the run lease", () => {
@@ -48,7 +56,12 @@ describe("the run lease", () => {
     const again = await lease.acquire("relay infty restore r ckpt-0001");
     assert.ok("error" in again);
     assert.equal(again.error.code, "run_live");
-    assert.match(again.error.message, new RegExp(`run r is driven by pid ${process.pid} \\(since .*last heartbeat \\d+ s ago\\).*relay infty logs r --follow.*relay infty stop r.*then: relay infty restore r ckpt-0001$`));
+    assert.match(
+      again.error.message,
+      new RegExp(
+        `run r is driven by pid ${process.pid} \\(since .*last heartbeat \\d+ s ago\\).*relay infty logs r --follow.*relay infty stop r.*then: relay infty restore r ckpt-0001$`,
+      ),
+    );
     assert.deepEqual(await lease.view().then((v) => v?.state), "held");
     await g.ok.release();
     assert.ok(read(d.dir).released_at);
@@ -60,9 +73,21 @@ describe("the run lease", () => {
   test("a holder that is gone is taken over, saying why: a dead pid here, a reused pid, no heartbeat from another host", async () => {
     const dead = deadPid();
     const cases: Array<[Partial<LeaseRecord>, RegExp]> = [
-      [{ holder: { ...selfHolder(), pid: dead } }, new RegExp(`took the run over from pid ${dead} \\(driver pid ${dead} gone\\)`)],
-      [{ holder: { ...selfHolder(), start_time: "1" } }, new RegExp(`driver pid ${process.pid} gone \\(the pid now belongs to another process\\)`)],
-      [{ holder: { pid: 7, start_time: null, host: "elsewhere.example" }, heartbeat_at: new Date(Date.now() - LEASE_STALE_MS - 1000).toISOString() }, /took the run over from pid 7 on host elsewhere\.example \(no heartbeat since /],
+      [
+        { holder: { ...selfHolder(), pid: dead } },
+        new RegExp(`took the run over from pid ${dead} \\(driver pid ${dead} gone\\)`),
+      ],
+      [
+        { holder: { ...selfHolder(), start_time: "1" } },
+        new RegExp(`driver pid ${process.pid} gone \\(the pid now belongs to another process\\)`),
+      ],
+      [
+        {
+          holder: { pid: 7, start_time: null, host: "elsewhere.example" },
+          heartbeat_at: new Date(Date.now() - LEASE_STALE_MS - 1000).toISOString(),
+        },
+        /took the run over from pid 7 on host elsewhere\.example \(no heartbeat since /,
+      ],
     ];
     for (const [over, why] of cases) {
       using d = runDir();
@@ -93,7 +118,10 @@ describe("the run lease", () => {
     for (const r of [await g.ok.check(), await g.ok.beat()]) {
       assert.ok("error" in r);
       assert.equal(r.error.code, "lease_lost");
-      assert.match(r.error.message, /no longer drives the run: pid 7 on host elsewhere\.example holds it now \(epoch 2\)/);
+      assert.match(
+        r.error.message,
+        /no longer drives the run: pid 7 on host elsewhere\.example holds it now \(epoch 2\)/,
+      );
     }
     await g.ok.release();
     assert.deepEqual(read(d.dir), theirs);
@@ -119,7 +147,15 @@ describe("a driver whose run is taken over", () => {
     await using t = await setup();
     let answer!: (r: Reply) => void;
     t.server.enqueue(later(new Promise<Reply>((r) => (answer = r))));
-    const running = runInfty({ home: t.home, config: t.config, objective: "o", runId: "fenced", verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal });
+    const running = runInfty({
+      home: t.home,
+      config: t.config,
+      objective: "o",
+      runId: "fenced",
+      verifiers: 1,
+      report: (e) => t.events.push(e),
+      signal: new AbortController().signal,
+    });
     await until(t.server.whenHolding(), "the Solver's first request");
     const dir = path.join(t.home, "infty", "fenced");
     // Another process takes the run over (as a resume after a stale heartbeat would).
@@ -130,7 +166,10 @@ describe("a driver whose run is taken over", () => {
     const r = await running;
     assert.ok("error" in r, JSON.stringify(r));
     assert.equal(r.error.code, "lease_lost");
-    assert.match(r.error.message, /run fenced: this process no longer drives the run: pid 7 on host elsewhere\.example holds it now/);
+    assert.match(
+      r.error.message,
+      /run fenced: this process no longer drives the run: pid 7 on host elsewhere\.example holds it now/,
+    );
     assert.equal(readFileSync(path.join(dir, "run.json"), "utf8"), runJson, "run.json is as the new holder found it");
     assert.equal(read(dir).holder.host, "elsewhere.example", "the new holder's lease stands");
     assert.equal(t.server.requests.length, 1, "no role was asked anything more");

@@ -14,8 +14,12 @@ describe("run liveness", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "relay-liveness-"));
     try {
       const line = (o: object) => JSON.stringify({ at: "t", ...o });
-      const lines = [line({ type: "run_started", pid: 1 }), line({ type: "run_started", pid: process.pid, note: "x".repeat(200_000) })];
-      for (let i = 0; i < 5000; i++) lines.push(line({ type: "role", role: "solver", event: { kind: "message", text: `m ${i}` } }));
+      const lines = [
+        line({ type: "run_started", pid: 1 }),
+        line({ type: "run_started", pid: process.pid, note: "x".repeat(200_000) }),
+      ];
+      for (let i = 0; i < 5000; i++)
+        lines.push(line({ type: "role", role: "solver", event: { kind: "message", text: `m ${i}` } }));
       writeFileSync(path.join(dir, "events.jsonl"), lines.join("\n") + "\n");
       const l = await runLiveness(dir, state("running"));
       assert.equal(l.pid, process.pid);

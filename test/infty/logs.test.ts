@@ -1,5 +1,6 @@
 /** `relay infty logs`: the last N events read from the end, and --follow until the run finishes. */
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { spawn } from "node:child_process";
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -7,7 +8,6 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { FileLease } from "../../src/infty/lease-file.ts";
 import { followLines, linesFromEnd, tailLines } from "../../src/infty/log-tail.ts";
-import { Buffer } from "node:buffer";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { until } from "../support/wait.ts";
@@ -21,7 +21,9 @@ describe("the end of a run's log", () => {
   test("the last N whole lines, across read chunks and long lines; a line still being written is left out", async () => {
     using d = tempDir();
     const file = path.join(d.dir, "events.jsonl");
-    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ i, pad: i % 500 === 0 ? "x".repeat(100_000) : "" }));
+    const lines = Array.from({ length: 3000 }, (_, i) =>
+      JSON.stringify({ i, pad: i % 500 === 0 ? "x".repeat(100_000) : "" }),
+    );
     writeFileSync(file, lines.join("\n") + "\n" + '{"torn":');
     for (const n of [1, 3, 17, 1000, 5000]) {
       const r = await tailLines(file, n);
@@ -55,7 +57,10 @@ describe("following a log", () => {
     appendFileSync(file, Buffer.from('{"message":"h\u00e9', "utf8").subarray(0, -1));
     await until(partSeen, "the follower to read the first part");
     assert.deepEqual(got, [], "nothing given out for a line without its newline");
-    appendFileSync(file, Buffer.concat([Buffer.from("\u00e9", "utf8").subarray(1), Buffer.from('llo"}\n{"message":"end"}\n')]));
+    appendFileSync(
+      file,
+      Buffer.concat([Buffer.from("\u00e9", "utf8").subarray(1), Buffer.from('llo"}\n{"message":"end"}\n')]),
+    );
     assert.equal(await following, "the run finished");
     assert.deepEqual(got, ['{"message":"h\u00e9llo"}', '{"message":"end"}']);
   });
@@ -64,7 +69,21 @@ describe("following a log", () => {
 describe("relay infty logs --follow", () => {
   test("prints what is there, then each new event (a torn line only once whole), and ends with the run", async () => {
     using d = tempDir();
-    const created = await RunStore.create(d.dir, { run_id: "f", objective: "o", verifiers: 1, consensus: "all", max_turns: 1, max_wall_ms: 60_000, settings: undefined, role_timeout_ms: undefined, repo: undefined }, null);
+    const created = await RunStore.create(
+      d.dir,
+      {
+        run_id: "f",
+        objective: "o",
+        verifiers: 1,
+        consensus: "all",
+        max_turns: 1,
+        max_wall_ms: 60_000,
+        settings: undefined,
+        role_timeout_ms: undefined,
+        repo: undefined,
+      },
+      null,
+    );
     assert.ok("ok" in created);
     const store = created.ok;
     // This process drives the run, as far as the lease says.
@@ -72,14 +91,21 @@ describe("relay infty logs --follow", () => {
     assert.ok("ok" in lease);
     await store.log({ type: "warning", message: "before the follow" });
     const [cmd, ...pre] = relayArgv();
-    const child = spawn(cmd!, [...pre, "infty", "logs", "f", "--follow", "--json"], { env: { ...process.env, RELAY_HOME: d.dir }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd!, [...pre, "infty", "logs", "f", "--follow", "--json"], {
+      env: { ...process.env, RELAY_HOME: d.dir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
-    const seen = (re: RegExp) => until(new Promise<void>((resolve) => {
-      const check = () => re.test(out) && resolve();
-      child.stdout.on("data", check);
-      check();
-    }), `${re}`);
+    const seen = (re: RegExp) =>
+      until(
+        new Promise<void>((resolve) => {
+          const check = () => re.test(out) && resolve();
+          child.stdout.on("data", check);
+          check();
+        }),
+        `${re}`,
+      );
     child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
     child.stderr.setEncoding("utf8").on("data", (s: string) => (err += s));
     const exited = new Promise<number | null>((r) => child.once("exit", r));
@@ -88,14 +114,34 @@ describe("relay infty logs --follow", () => {
     await seen(/while following/);
     await store.log({ type: "run_finished", status: "complete", detail: "done" });
     assert.equal(await exited, 0, err);
-    assert.deepEqual(out.trim().split("\n").map((l) => (JSON.parse(l) as { message?: string; type: string }).message ?? l.includes("run_finished")), ["before the follow", "while following", true]);
+    assert.deepEqual(
+      out
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { message?: string; type: string }).message ?? l.includes("run_finished")),
+      ["before the follow", "while following", true],
+    );
     assert.match(err, /the run finished; no more events to follow/);
     await lease.ok.release();
   });
 
   test("a run nobody drives: its events, then a word that there is nothing to follow", async () => {
     using d = tempDir();
-    const created = await RunStore.create(d.dir, { run_id: "done", objective: "o", verifiers: 1, consensus: "all", max_turns: 1, max_wall_ms: 60_000, settings: undefined, role_timeout_ms: undefined, repo: undefined }, null);
+    const created = await RunStore.create(
+      d.dir,
+      {
+        run_id: "done",
+        objective: "o",
+        verifiers: 1,
+        consensus: "all",
+        max_turns: 1,
+        max_wall_ms: 60_000,
+        settings: undefined,
+        role_timeout_ms: undefined,
+        repo: undefined,
+      },
+      null,
+    );
     assert.ok("ok" in created);
     await created.ok.update({ status: "complete" });
     await created.ok.log({ type: "run_finished", status: "complete", detail: "done" });

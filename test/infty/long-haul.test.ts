@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { activityLines } from "../../src/infty/activity.ts";
-import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
+import { type InftyEvent, runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { later, reply } from "../support/fake-model-server.ts";
 import { setup } from "../support/infty-timeline.ts";
@@ -24,16 +24,34 @@ describe("infty runs built for days", () => {
   test("a token budget stops the run cleanly; resume with a larger one finishes it", async () => {
     await using t = await setup();
     const usage = { input: 400, output: 100 };
-    t.server.enqueue(reply().toolCall("exec_command", { cmd: CLAIM }).usage(usage), json({ type: "verification_request", claim_path: "memory/claims/a.json" }).usage(usage), json({ verdict: "pass", reasons: ["ok"] }).usage(usage));
-    const base = { home: t.home, config: t.config, runId: "tok", verifiers: 1, report: (e: InftyEvent) => t.events.push(e), signal: new AbortController().signal };
+    t.server.enqueue(
+      reply().toolCall("exec_command", { cmd: CLAIM }).usage(usage),
+      json({ type: "verification_request", claim_path: "memory/claims/a.json" }).usage(usage),
+      json({ verdict: "pass", reasons: ["ok"] }).usage(usage),
+    );
+    const base = {
+      home: t.home,
+      config: t.config,
+      runId: "tok",
+      verifiers: 1,
+      report: (e: InftyEvent) => t.events.push(e),
+      signal: new AbortController().signal,
+    };
     const first = await runInfty({ ...base, objective: "o", maxTokens: 1200 });
     assert.ok("ok" in first);
     assert.equal(first.ok.status, "budget_exhausted");
-    assert.match(first.ok.detail, /the token budget \(1200 tokens\) is used up \(1500 used\); raise it with: relay infty resume tok --max-tokens N/);
+    assert.match(
+      first.ok.detail,
+      /the token budget \(1200 tokens\) is used up \(1500 used\); raise it with: relay infty resume tok --max-tokens N/,
+    );
     const stopped = await RunStore.load(t.home, "tok");
     assert.ok("ok" in stopped);
     assert.equal(stopped.ok.state.tokens_used, 1500);
-    t.server.enqueue(reply().toolCall("exec_command", { cmd: DELIVER }).usage(usage), json({ type: "final_delivery", deliverable_path: "deliverable", summary: "42" }), json({ verdict: "pass", reasons: ["ok"] }));
+    t.server.enqueue(
+      reply().toolCall("exec_command", { cmd: DELIVER }).usage(usage),
+      json({ type: "final_delivery", deliverable_path: "deliverable", summary: "42" }),
+      json({ verdict: "pass", reasons: ["ok"] }),
+    );
     const second = await runInfty({ ...base, resume: true, maxTokens: 10_000 });
     assert.ok("ok" in second);
     assert.equal(second.ok.status, "complete", second.ok.detail);
@@ -69,10 +87,22 @@ describe("infty runs built for days", () => {
         release();
       });
     };
-    const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: "act", verifiers: 1, heartbeatMs: 20, report, signal: new AbortController().signal });
+    const r = await runInfty({
+      home: t.home,
+      config: t.config,
+      objective: "o",
+      runId: "act",
+      verifiers: 1,
+      heartbeatMs: 20,
+      report,
+      signal: new AbortController().signal,
+    });
     assert.ok("ok" in r && r.ok.status === "complete", JSON.stringify(r));
     assert.ok(seen, "a heartbeat saved the Solver's state");
-    assert.match(seen.find((l) => l.startsWith("solver"))!, /^solver {6}turn 1: waiting for model \(\d+ s\), 100 tokens$/);
+    assert.match(
+      seen.find((l) => l.startsWith("solver"))!,
+      /^solver {6}turn 1: waiting for model \(\d+ s\), 100 tokens$/,
+    );
     assert.match(seen.find((l) => l.startsWith("director"))!, /^director {4}turn 0: idle/);
   });
 
@@ -88,13 +118,24 @@ describe("infty runs built for days", () => {
       json({ type: "final_delivery", deliverable_path: "deliverable", summary: "42" }),
       json({ verdict: "pass", reasons: ["ok"] }),
     );
-    const r = await runInfty({ home: t.home, config: t.config, objective: "o", runId: "cmp", verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal });
+    const r = await runInfty({
+      home: t.home,
+      config: t.config,
+      objective: "o",
+      runId: "cmp",
+      verifiers: 1,
+      report: (e) => t.events.push(e),
+      signal: new AbortController().signal,
+    });
     assert.ok("ok" in r && r.ok.status === "complete", JSON.stringify(r));
     const dir = path.join(r.ok.dir, "memory", "handoffs");
     assert.ok(existsSync(dir));
     const files = readdirSync(dir);
     assert.equal(files.length, 1);
     assert.match(files[0]!, /-solver\.md$/);
-    assert.match(readFileSync(path.join(dir, files[0]!), "utf8"), /^# Handoff summary of the solver\n\nSUMMARY: the claim is in memory\/claims\/a\.json/);
+    assert.match(
+      readFileSync(path.join(dir, files[0]!), "utf8"),
+      /^# Handoff summary of the solver\n\nSUMMARY: the claim is in memory\/claims\/a\.json/,
+    );
   });
 });

@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { createScriptedClient } from "../../src/model/scripted.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
+import { createScriptedClient } from "../../src/model/scripted.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -19,8 +19,16 @@ describe("infty long-run hygiene", () => {
     useSourceRelay();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-long-"));
     try {
-      const solver = createScriptedClient({ script: { turns: Array.from({ length: 1200 }, () => ({ text: "still working on it" })) } });
-      const config = { ...defaultConfig(), model: "scripted", model_context_window: 4000, auto_compact_fraction: 0.5, sandbox_mode: "danger-full-access" as const };
+      const solver = createScriptedClient({
+        script: { turns: Array.from({ length: 1200 }, () => ({ text: "still working on it" })) },
+      });
+      const config = {
+        ...defaultConfig(),
+        model: "scripted",
+        model_context_window: 4000,
+        auto_compact_fraction: 0.5,
+        sandbox_mode: "danger-full-access" as const,
+      };
       const r = await runInfty({
         home,
         config,
@@ -55,8 +63,22 @@ describe("infty long-run hygiene", () => {
       const [cmd, ...pre] = relayArgv();
       const script = path.join(home, "s.json");
       const fs = await import("node:fs");
-      fs.writeFileSync(script, JSON.stringify({ solver: { turns: [{ tool_calls: [{ name: "exec_command", arguments: { cmd: "sleep 20", yield_time_ms: 30000 } }] }, { text: "ok" }] } }));
-      const child = spawn(cmd!, [...pre, "infty", "run", "--no-repo", "--run-id", "int", "--script", script, "-s", "danger-full-access", "x"], { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+      fs.writeFileSync(
+        script,
+        JSON.stringify({
+          solver: {
+            turns: [
+              { tool_calls: [{ name: "exec_command", arguments: { cmd: "sleep 20", yield_time_ms: 30000 } }] },
+              { text: "ok" },
+            ],
+          },
+        }),
+      );
+      const child = spawn(
+        cmd!,
+        [...pre, "infty", "run", "--no-repo", "--run-id", "int", "--script", script, "-s", "danger-full-access", "x"],
+        { cwd: REPO_ROOT, env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] },
+      );
       let stderr = "";
       // True once the run reports the command, false if relay exits first.
       const started = new Promise<boolean>((resolve) => {
@@ -72,10 +94,21 @@ describe("infty long-run hygiene", () => {
       const code = await new Promise((r) => child.once("exit", (c) => r(c)));
       assert.equal(code, 130, stderr);
       assert.match(stderr, /stays resumable/);
-      assert.match(stderr, /\[infty int\] interrupted: stopped after the current step; resume with: relay infty resume int\n/);
-      assert.equal(stderr.match(/relay infty resume int/g)?.length, 1, "the resume is named once; the summary adds none");
+      assert.match(
+        stderr,
+        /\[infty int\] interrupted: stopped after the current step; resume with: relay infty resume int\n/,
+      );
+      assert.equal(
+        stderr.match(/relay infty resume int/g)?.length,
+        1,
+        "the resume is named once; the summary adds none",
+      );
       assert.match(stderr, /\nrun int: interrupted\n {2}wall time/);
-      const meta = JSON.parse(readFileSync(path.join(home, "infty", "int", "run.json"), "utf8")) as { status: string; status_detail: string; pending: unknown };
+      const meta = JSON.parse(readFileSync(path.join(home, "infty", "int", "run.json"), "utf8")) as {
+        status: string;
+        status_detail: string;
+        pending: unknown;
+      };
       assert.equal(meta.status, "interrupted");
       assert.match(meta.status_detail, /relay infty resume int/);
       assert.ok(meta.pending, "the next action is kept for the resume");

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { gitdirOf, listCheckpoints } from "../../src/infty/checkpoints.ts";
 import { PACK_LOOSE } from "../../src/infty/checkpoint-pack.ts";
+import { gitdirOf, listCheckpoints } from "../../src/infty/checkpoints.ts";
 import { looseObjects, packs } from "../../src/infty/git-pack.ts";
 import { runInfty } from "../../src/infty/orchestrator.ts";
 import { restoreRun } from "../../src/infty/restore.ts";
@@ -20,10 +20,27 @@ describe("a long run's checkpoints, packed by its driver", () => {
   test("packed in a child process as the run goes; every checkpoint still restores", async () => {
     await using t = await setup();
     const turns = 120;
-    const solver = createScriptedClient({ script: { turns: Array.from({ length: turns * 2 }, (_, i) => ({ text: `still working (${i})` })) } });
-    const r = await runInfty({ home: t.home, config: { ...t.config, model: "scripted" }, objective: "o", runId: "long", verifiers: 0, maxTurns: turns, maxNudges: Number.MAX_SAFE_INTEGER, modelFor: (role) => (role === "solver" ? solver : undefined), report: (e) => t.events.push(e), signal: new AbortController().signal });
+    const solver = createScriptedClient({
+      script: { turns: Array.from({ length: turns * 2 }, (_, i) => ({ text: `still working (${i})` })) },
+    });
+    const r = await runInfty({
+      home: t.home,
+      config: { ...t.config, model: "scripted" },
+      objective: "o",
+      runId: "long",
+      verifiers: 0,
+      maxTurns: turns,
+      maxNudges: Number.MAX_SAFE_INTEGER,
+      modelFor: (role) => (role === "solver" ? solver : undefined),
+      report: (e) => t.events.push(e),
+      signal: new AbortController().signal,
+    });
     assert.ok("ok" in r && r.ok.status === "budget_exhausted", JSON.stringify(r));
-    assert.deepEqual(t.events.filter((e) => e.type === "warning"), [], "no packing failed");
+    assert.deepEqual(
+      t.events.filter((e) => e.type === "warning"),
+      [],
+      "no packing failed",
+    );
     const dir = path.join(t.home, "infty", "long");
     const gitdir = gitdirOf(dir);
     assert.ok((await packs(gitdir)).length >= 1, "the driver packed");

@@ -9,8 +9,13 @@ import { skipBecause } from "../support/skip.ts";
 const support = await probeSandbox();
 
 describe("relay infty run on a repository", () => {
-  const skip = skipBecause("relay infty run on a repository", support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}`);
-  test("a failing test is fixed on the run's branch, verified in a clean checkout of the commit; the user's checkout is untouched until apply; roles cannot write the orchestrator's files", { skip }, async () => {
+  const skip = skipBecause(
+    "relay infty run on a repository",
+    support.mechanism !== "landlock" && `the built-in sandbox cannot run here: ${support.detail}`,
+  );
+  test("a failing test is fixed on the run's branch, verified in a clean checkout of the commit; the user's checkout is untouched until apply; roles cannot write the orchestrator's files", {
+    skip,
+  }, async () => {
     useSourceRelay();
     await repoRunFixesTheTest(relayArgv(), { ...process.env, RELAY_SANDBOX_SIMULATE: "no-bwrap" });
   });

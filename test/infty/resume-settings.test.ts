@@ -17,10 +17,35 @@ describe("relay infty resume", () => {
     delete env.OPENAI_BASE_URL;
     try {
       server.enqueue(reply().text("I am still working on it."));
-      const first = await runRelayAsync(["infty", "run", "--no-repo", "--provider", "openai-chat", "--base-url", server.baseUrl, "-m", "chat-model", "--sandbox", "danger-full-access", "--sandbox-best-effort", "--run-id", "r1", "--max-turns", "1", "an objective"], env);
+      const first = await runRelayAsync(
+        [
+          "infty",
+          "run",
+          "--no-repo",
+          "--provider",
+          "openai-chat",
+          "--base-url",
+          server.baseUrl,
+          "-m",
+          "chat-model",
+          "--sandbox",
+          "danger-full-access",
+          "--sandbox-best-effort",
+          "--run-id",
+          "r1",
+          "--max-turns",
+          "1",
+          "an objective",
+        ],
+        env,
+      );
       assert.equal(first.status, 1, first.stderr);
       assert.equal(server.requests[0]?.path, "/v1/chat/completions");
-      const meta = () => JSON.parse(readFileSync(path.join(home, "infty", "r1", "run.json"), "utf8")) as { status: string; settings: Record<string, unknown> };
+      const meta = () =>
+        JSON.parse(readFileSync(path.join(home, "infty", "r1", "run.json"), "utf8")) as {
+          status: string;
+          settings: Record<string, unknown>;
+        };
       assert.equal(meta().status, "budget_exhausted");
       const recorded = {
         model: "chat-model",
@@ -32,8 +57,17 @@ describe("relay infty resume", () => {
         approval_policy: "on-request",
         base_url: server.baseUrl,
       };
-      const roleModel = (model: string) => ({ model, model_provider: "openai-chat", api_key_env: "OPENAI_API_KEY", base_url: server.baseUrl });
-      const withRoles = (model: string) => ({ ...recorded, model, roles: { solver: roleModel(model), director: roleModel(model), "verifier-1": roleModel(model) } });
+      const roleModel = (model: string) => ({
+        model,
+        model_provider: "openai-chat",
+        api_key_env: "OPENAI_API_KEY",
+        base_url: server.baseUrl,
+      });
+      const withRoles = (model: string) => ({
+        ...recorded,
+        model,
+        roles: { solver: roleModel(model), director: roleModel(model), "verifier-1": roleModel(model) },
+      });
       assert.deepEqual(meta().settings, withRoles("chat-model"));
 
       server.enqueue(reply().text("Still going."));
@@ -42,7 +76,11 @@ describe("relay infty resume", () => {
       const second = server.requests[1]!;
       assert.equal(second.path, "/v1/chat/completions", "the same provider and base URL");
       assert.equal((second.body as { model?: unknown }).model, "chat-model", "the same model");
-      assert.deepEqual(meta().settings, withRoles("chat-model"), "best effort and the rest are kept without their flags");
+      assert.deepEqual(
+        meta().settings,
+        withRoles("chat-model"),
+        "best effort and the rest are kept without their flags",
+      );
 
       server.enqueue(reply().text("And again."));
       const overridden = await runRelayAsync(["infty", "resume", "r1", "--max-turns", "3", "-m", "other-model"], env);

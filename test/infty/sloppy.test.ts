@@ -9,25 +9,50 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, wr
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
-import { RunStore } from "../../src/infty/run-store.ts";
 import { checkDeliverable } from "../../src/infty/deliverable.ts";
-import { hang, httpError, later, reply, type FakeModelServer, type RecordedRequest } from "../support/fake-model-server.ts";
-import { DELIVER, setup as inftySetup } from "../support/infty-timeline.ts";
 import { readClaimsIndex } from "../../src/infty/index-files.ts";
+import { type InftyEvent, runInfty } from "../../src/infty/orchestrator.ts";
+import { RunStore } from "../../src/infty/run-store.ts";
+import {
+  type FakeModelServer,
+  hang,
+  httpError,
+  later,
+  type RecordedRequest,
+  reply,
+} from "../support/fake-model-server.ts";
+import { DELIVER, setup as inftySetup } from "../support/infty-timeline.ts";
 
 const patch = (files: Record<string, string>) => ({
   input: `*** Begin Patch\n${Object.entries(files)
-    .map(([f, text]) => `*** Add File: ${f}\n${text.split("\n").map((l) => `+${l}`).join("\n")}`)
+    .map(
+      ([f, text]) =>
+        `*** Add File: ${f}\n${text
+          .split("\n")
+          .map((l) => `+${l}`)
+          .join("\n")}`,
+    )
     .join("\n")}\n*** End Patch\n`,
 });
-const CLAIM = { "artifacts/answer.txt": "42", "memory/claims/answer.json": '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt"]}' };
+const CLAIM = {
+  "artifacts/answer.txt": "42",
+  "memory/claims/answer.json": '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt"]}',
+};
 
 /** The shared fixture, plus a run of the objective this file's scenarios work on. */
 async function setup(api: "openai-responses" | "openai-chat" = "openai-responses") {
   const t = await inftySetup(api);
   const run = (runId: string, extra: Partial<Parameters<typeof runInfty>[0]> = {}) =>
-    runInfty({ home: t.home, config: t.config, objective: "Write 42 to artifacts/answer.txt and deliver it.", runId, verifiers: 1, report: (e) => t.events.push(e), signal: new AbortController().signal, ...extra });
+    runInfty({
+      home: t.home,
+      config: t.config,
+      objective: "Write 42 to artifacts/answer.txt and deliver it.",
+      runId,
+      verifiers: 1,
+      report: (e) => t.events.push(e),
+      signal: new AbortController().signal,
+      ...extra,
+    });
   return Object.assign(t, { run });
 }
 
@@ -43,19 +68,28 @@ function roleOf(r: RecordedRequest): string {
 const roleName = (r: RecordedRequest) => /You are the (\S+) of run/.exec(JSON.stringify(r.body))?.[1];
 
 /** How many verification requests a request's history holds: 1 for a fresh Verifier. */
-const requestsSeen = (r: RecordedRequest) => (JSON.stringify(r.body.input).match(/\\"type\\": \\"verification_request\\"/g) ?? []).length;
+const requestsSeen = (r: RecordedRequest) =>
+  (JSON.stringify(r.body.input).match(/\\"type\\": \\"verification_request\\"/g) ?? []).length;
 
 function lastUser(server: FakeModelServer, i: number): string {
   const body = server.requests[i]!.body;
-  const input = (body.input ?? body.messages ?? []) as Array<{ type?: string; role?: string; content?: string | Array<{ text?: string }> }>;
+  const input = (body.input ?? body.messages ?? []) as Array<{
+    type?: string;
+    role?: string;
+    content?: string | Array<{ text?: string }>;
+  }>;
   const u = input.filter((x) => x.role === "user").at(-1);
   return typeof u?.content === "string" ? u.content : (u?.content ?? []).map((c) => c.text ?? "").join("");
 }
 
 /** The rollout of each role (solver, verifier-1, verifier-2), as run.json records them now. */
 function readRollouts(home: string, runId: string): string[] {
-  const meta = JSON.parse(readFileSync(path.join(home, "infty", runId, "run.json"), "utf8")) as { roles: Array<{ role: string; rollout_path: string }> };
-  return ["solver", "verifier-1", "verifier-2"].map((role) => meta.roles.find((x) => x.role === role)?.rollout_path ?? "");
+  const meta = JSON.parse(readFileSync(path.join(home, "infty", runId, "run.json"), "utf8")) as {
+    roles: Array<{ role: string; rollout_path: string }>;
+  };
+  return ["solver", "verifier-1", "verifier-2"].map(
+    (role) => meta.roles.find((x) => x.role === role)?.rollout_path ?? "",
+  );
 }
 
 /** A well-behaved run: claim, verification, pass, deliverable, its verification. */
@@ -84,10 +118,18 @@ describe("infty with sloppy models", () => {
       reply().toolCall("apply_patch", patch(CLAIM)),
       reply().text("Before I go on: which format should the answer have, plain text or JSON?"),
       reply().text('Sure! {"directive": "Plain text.", "rationale": null, "confidence": 0.8}'),
-      reply().message("I wrote the answer and a claim; here is my request.").message('```json\n{"type": "Verification_Request", "claim_path": "memory/claims/answer.json", "notes": null, "prompt": null, "deliverable_path": null, "summary": null}\n```'),
-      reply().text('I checked it myself.\n{"verdict": "PASS", "reasons": "answer.txt holds 42", "suggestions": null, "score": 10}'),
+      reply()
+        .message("I wrote the answer and a claim; here is my request.")
+        .message(
+          '```json\n{"type": "Verification_Request", "claim_path": "memory/claims/answer.json", "notes": null, "prompt": null, "deliverable_path": null, "summary": null}\n```',
+        ),
+      reply().text(
+        'I checked it myself.\n{"verdict": "PASS", "reasons": "answer.txt holds 42", "suggestions": null, "score": 10}',
+      ),
       reply().toolCall("exec_command", { cmd: DELIVER }),
-      reply().text('All done. Here is the delivery:\n```JSON\n{"type": "FINAL_DELIVERY", "deliverable_path": "deliverable", "summary": "42", "prompt": null, "claim_path": null, "notes": null}\n```'),
+      reply().text(
+        'All done. Here is the delivery:\n```JSON\n{"type": "FINAL_DELIVERY", "deliverable_path": "deliverable", "summary": "42", "prompt": null, "claim_path": null, "notes": null}\n```',
+      ),
       reply().text('{"verdict": "Pass", "reasons": ["README\'s check run: 42"], "suggestions": []}'),
     );
     const r = await t.run("s-prose");
@@ -103,12 +145,21 @@ describe("infty with sloppy models", () => {
       assert.equal(format?.name, names[roleOf(req)], `request for the ${roleOf(req)}`);
       assert.equal(format?.schema?.additionalProperties, false);
     }
-    assert.ok(!t.events.some((e) => e.type === "warning"), JSON.stringify(t.events.filter((e) => e.type === "warning")));
+    assert.ok(
+      !t.events.some((e) => e.type === "warning"),
+      JSON.stringify(t.events.filter((e) => e.type === "warning")),
+    );
   });
 
   test("a server that refuses structured output (Chat Completions): each role falls back once, says so, and the run ends verified", async () => {
     await using t = await setup("openai-chat");
-    const error = httpError(400, { error: { message: "Unrecognized request argument supplied: response_format", type: "invalid_request_error", code: null } });
+    const error = httpError(400, {
+      error: {
+        message: "Unrecognized request argument supplied: response_format",
+        type: "invalid_request_error",
+        code: null,
+      },
+    });
     t.server.refuse((r) => r.body.response_format !== undefined, error);
     t.server.enqueue(
       reply().toolCall("apply_patch", patch(CLAIM)),
@@ -122,8 +173,15 @@ describe("infty with sloppy models", () => {
     );
     const r = await t.run("s-refuse");
     await assertVerified(t, r);
-    const warnings = t.events.filter((e): e is Extract<InftyEvent, { type: "warning" }> => e.type === "warning" && /refused structured output/.test(e.message));
-    assert.deepEqual(warnings.map((w) => /for the (\S+)/.exec(w.message)![1]).sort(), ["director", "solver", "verifier-1"], "said once per role");
+    const warnings = t.events.filter(
+      (e): e is Extract<InftyEvent, { type: "warning" }> =>
+        e.type === "warning" && /refused structured output/.test(e.message),
+    );
+    assert.deepEqual(
+      warnings.map((w) => /for the (\S+)/.exec(w.message)![1]).sort(),
+      ["director", "solver", "verifier-1"],
+      "said once per role",
+    );
     assert.match(warnings[0]!.message, /Unrecognized request argument supplied: response_format/);
     const refused = t.server.requests.filter((q) => q.body.response_format !== undefined);
     assert.equal(refused.length, 3, "one refused request per role, none after the fallback");
@@ -136,21 +194,37 @@ describe("infty with sloppy models", () => {
 
   test("a Solver that never sends a signal is told what is missing, and the run's end says so, not only 'raise --max-turns'", async () => {
     await using t = await setup();
-    t.server.enqueue(reply().text("Working on it."), reply().text("Still working on it."), reply().text('Nearly there: {"progress": 90}'));
+    t.server.enqueue(
+      reply().text("Working on it."),
+      reply().text("Still working on it."),
+      reply().text('Nearly there: {"progress": 90}'),
+    );
     const r = await t.run("s-silent", { maxTurns: 3, maxNudges: 5 });
     assert.ok("ok" in r);
     assert.equal(r.ok.status, "budget_exhausted");
-    assert.match(r.ok.detail, /the Solver sent no usable signal in its last 3 turns \(last problem: your JSON object does not match the contract \(type: .*\)\)/);
-    assert.match(lastUser(t.server, 1), /Your last reply could not be used: your reply had no JSON object\. .*ONE JSON object and nothing else, matching: \{"type": "direction_request"/);
+    assert.match(
+      r.ok.detail,
+      /the Solver sent no usable signal in its last 3 turns \(last problem: your JSON object does not match the contract \(type: .*\)\)/,
+    );
+    assert.match(
+      lastUser(t.server, 1),
+      /Your last reply could not be used: your reply had no JSON object\. .*ONE JSON object and nothing else, matching: \{"type": "direction_request"/,
+    );
   });
 
   test("a claim that is a symlink to /etc/passwd, or cites evidence outside the store, never reaches a Verifier; the Solver is told and recovers", async () => {
     await using t = await setup();
-    const good = '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt", "cat artifacts/answer.txt"]}';
+    const good =
+      '{"claim": "artifacts/answer.txt holds 42", "evidence": ["artifacts/answer.txt", "cat artifacts/answer.txt"]}';
     t.server.enqueue(
-      reply().toolCall("exec_command", { cmd: "mkdir -p memory/claims artifacts && echo 42 > artifacts/answer.txt && ln -s /etc/passwd memory/claims/evil.json" }),
+      reply().toolCall("exec_command", {
+        cmd: "mkdir -p memory/claims artifacts && echo 42 > artifacts/answer.txt && ln -s /etc/passwd memory/claims/evil.json",
+      }),
       reply().text('{"type": "verification_request", "claim_path": "memory/claims/evil.json"}'),
-      reply().toolCall("apply_patch", patch({ "memory/claims/cites.json": '{"claim": "x", "evidence": ["artifacts/answer.txt", "/etc/passwd"]}' })),
+      reply().toolCall(
+        "apply_patch",
+        patch({ "memory/claims/cites.json": '{"claim": "x", "evidence": ["artifacts/answer.txt", "/etc/passwd"]}' }),
+      ),
       reply().text('{"type": "verification_request", "claim_path": "memory/claims/cites.json"}'),
       reply().toolCall("apply_patch", patch({ "memory/claims/good.json": good })),
       reply().text('{"type": "verification_request", "claim_path": "memory/claims/good.json"}'),
@@ -161,12 +235,20 @@ describe("infty with sloppy models", () => {
     );
     const r = await t.run("s-escape");
     await assertVerified(t, r);
-    assert.match(lastUser(t.server, 2), /"overall":"fail".*memory\/claims\/evil\.json leads outside the run store through a symlink \(to \/etc\/passwd\)/);
+    assert.match(
+      lastUser(t.server, 2),
+      /"overall":"fail".*memory\/claims\/evil\.json leads outside the run store through a symlink \(to \/etc\/passwd\)/,
+    );
     assert.match(lastUser(t.server, 4), /"overall":"fail".*evidence \/etc\/passwd is outside the run store/);
     const claimsIndex = JSON.stringify(await readClaimsIndex(path.join(t.home, "infty", "s-escape")));
     assert.match(claimsIndex, /memory\/claims\/evil\.json/, "the refused claim is in the index");
-    assert.ok(!claimsIndex.includes(readFileSync("/etc/passwd", "utf8").slice(0, 20)), "but nothing of the file it links to");
-    const verifierRequests = t.server.requests.filter((q) => roleOf(q) === "verifier").map((q) => JSON.stringify(q.body));
+    assert.ok(
+      !claimsIndex.includes(readFileSync("/etc/passwd", "utf8").slice(0, 20)),
+      "but nothing of the file it links to",
+    );
+    const verifierRequests = t.server.requests
+      .filter((q) => roleOf(q) === "verifier")
+      .map((q) => JSON.stringify(q.body));
     assert.equal(verifierRequests.length, 2, "the good claim and the deliverable were verified, nothing else");
     assert.ok(verifierRequests.every((b) => !/evil\.json|cites\.json/.test(b)));
     assert.match(verifierRequests[0]!, /good\.json/);
@@ -180,12 +262,18 @@ describe("infty with sloppy models", () => {
       const readme = (files: string) => `# x\n## Manifest\n${files}\n## How to verify\nread\n## Limitations\nnone\n`;
       writeFileSync(path.join(dir, "README.md"), readme(`- passwd (${statSync("/etc/passwd").size} bytes)`));
       const listed = await checkDeliverable(dir);
-      assert.ok("error" in listed && /passwd leads outside the deliverable through a symlink/.test(listed.error.message), JSON.stringify(listed));
+      assert.ok(
+        "error" in listed && /passwd leads outside the deliverable through a symlink/.test(listed.error.message),
+        JSON.stringify(listed),
+      );
       mkdirSync(path.join(dir, "a"));
       writeFileSync(path.join(dir, "a", "x.txt"), "x");
       writeFileSync(path.join(dir, "README.md"), readme("- a/x.txt (1 bytes)"));
       const unlisted = await checkDeliverable(dir);
-      assert.ok("error" in unlisted && /passwd is in the deliverable but not in the manifest/.test(unlisted.error.message), JSON.stringify(unlisted));
+      assert.ok(
+        "error" in unlisted && /passwd is in the deliverable but not in the manifest/.test(unlisted.error.message),
+        JSON.stringify(unlisted),
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -195,15 +283,30 @@ describe("infty with sloppy models", () => {
     await using t = await setup();
     let secondAsked!: () => void;
     const bothAsked = new Promise<void>((r) => (secondAsked = r));
-    const verdict = (v: string, why: string) => reply().text(JSON.stringify({ verdict: v, reasons: [why], suggestions: [] }));
+    const verdict = (v: string, why: string) =>
+      reply().text(JSON.stringify({ verdict: v, reasons: [why], suggestions: [] }));
     t.server
-      .route((r) => roleName(r) === "verifier-1", later(bothAsked.then(() => verdict("pass", "looks right"))), verdict("pass", "still right"), verdict("fail", "README lies"), verdict("pass", "README fixed"))
-      .route((r) => roleName(r) === "verifier-2" && (secondAsked(), true), verdict("fail", "no test"), verdict("pass", "test added"), verdict("pass", "deliverable ok"), verdict("pass", "still ok"))
+      .route(
+        (r) => roleName(r) === "verifier-1",
+        later(bothAsked.then(() => verdict("pass", "looks right"))),
+        verdict("pass", "still right"),
+        verdict("fail", "README lies"),
+        verdict("pass", "README fixed"),
+      )
+      .route(
+        (r) => roleName(r) === "verifier-2" && (secondAsked(), true),
+        verdict("fail", "no test"),
+        verdict("pass", "test added"),
+        verdict("pass", "deliverable ok"),
+        verdict("pass", "still ok"),
+      )
       .route(
         (r) => roleName(r) === "solver",
         reply().toolCall("apply_patch", patch(CLAIM)),
         reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json"}'),
-        reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json", "notes": "test added"}'),
+        reply().text(
+          '{"type": "verification_request", "claim_path": "memory/claims/answer.json", "notes": "test added"}',
+        ),
         reply().toolCall("exec_command", { cmd: DELIVER }),
         reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42"}'),
         reply().text('{"type": "final_delivery", "deliverable_path": "deliverable", "summary": "42, README fixed"}'),
@@ -218,13 +321,21 @@ describe("infty with sloppy models", () => {
     });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(r.ok.status, "complete", r.ok.detail);
-    assert.deepEqual(t.events.filter((e) => e.type === "verification_summary").map((e) => e.type === "verification_summary" && `${e.overall} ${e.passes}/${e.total}`), ["fail 1/2", "pass 2/2", "fail 1/2", "pass 2/2"]);
+    assert.deepEqual(
+      t.events
+        .filter((e) => e.type === "verification_summary")
+        .map((e) => e.type === "verification_summary" && `${e.overall} ${e.passes}/${e.total}`),
+      ["fail 1/2", "pass 2/2", "fail 1/2", "pass 2/2"],
+    );
     const asked = (role: string) => t.server.requests.filter((q) => roleName(q) === role);
     // A pass gives a fresh session next round (one request seen), a fail keeps the session (two seen):
     // verifier-1 passes, passes, fails the deliverable, then re-checks it in the same session.
     assert.deepEqual(asked("verifier-1").map(requestsSeen), [1, 1, 1, 2]);
     assert.deepEqual(asked("verifier-2").map(requestsSeen), [1, 2, 1, 1]);
-    assert.match(lastUser(t.server, t.server.requests.indexOf(asked("solver")[5]!)), /did not accept the deliverable[\s\S]*final_delivery/);
+    assert.match(
+      lastUser(t.server, t.server.requests.indexOf(asked("solver")[5]!)),
+      /did not accept the deliverable[\s\S]*final_delivery/,
+    );
     assert.match(JSON.stringify(asked("verifier-1")[2]!.body), /This is the final deliverable/);
     assert.notEqual(rollouts[0]![1], rollouts[1]![1], "verifier-1 got a new session after passing");
     assert.equal(rollouts[0]![2], rollouts[1]![2], "verifier-2 kept its session after failing");
@@ -236,16 +347,36 @@ describe("infty with sloppy models", () => {
     t.server.enqueue(reply().text("This answer stalls half way").hangAfter(3), ...happyPath());
     const r = await t.run("s-stall");
     await assertVerified(t, r);
-    assert.deepEqual(t.server.requests[1]!.body.input, t.server.requests[0]!.body.input, "the stalled request was sent again as it was");
+    assert.deepEqual(
+      t.server.requests[1]!.body.input,
+      t.server.requests[0]!.body.input,
+      "the stalled request was sent again as it was",
+    );
   });
 
   test("a Verifier that never answers counts as a fail at its timeout; the Solver is told and the Verifier is asked again", async () => {
     await using t = await setup();
     const [work, ask, pass, ...rest] = happyPath();
-    t.server.enqueue(work!, ask!, hang(), reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json", "notes": "again"}'), pass!, ...rest);
+    t.server.enqueue(
+      work!,
+      ask!,
+      hang(),
+      reply().text('{"type": "verification_request", "claim_path": "memory/claims/answer.json", "notes": "again"}'),
+      pass!,
+      ...rest,
+    );
     const r = await t.run("s-slow", { roleTimeoutMs: 1500 });
     await assertVerified(t, r);
-    assert.ok(t.events.some((e) => e.type === "warning" && /the verifier-1 gave no usable verdict: verifier-1 gave no answer within 1500 ms; counted as a fail/.test(e.message)), JSON.stringify(t.events.filter((e) => e.type === "warning")));
+    assert.ok(
+      t.events.some(
+        (e) =>
+          e.type === "warning" &&
+          /the verifier-1 gave no usable verdict: verifier-1 gave no answer within 1500 ms; counted as a fail/.test(
+            e.message,
+          ),
+      ),
+      JSON.stringify(t.events.filter((e) => e.type === "warning")),
+    );
     assert.match(lastUser(t.server, 3), /"overall": "fail"[\s\S]*gave no answer within 1500 ms/);
   });
 
@@ -254,7 +385,10 @@ describe("infty with sloppy models", () => {
     t.server.enqueue(...happyPath());
     const r = await t.run("s-off", { structuredOutput: false });
     await assertVerified(t, r);
-    assert.ok(t.server.requests.every((q) => q.body.text === undefined), "no request carried text.format");
+    assert.ok(
+      t.server.requests.every((q) => q.body.text === undefined),
+      "no request carried text.format",
+    );
     const store = await RunStore.load(t.home, "s-off");
     assert.ok("ok" in store);
     assert.deepEqual(store.ok.state.prompt_only_roles, ["solver", "director", "verifier-1"]);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -30,7 +30,9 @@ describe("run store", () => {
     }
   });
 
-  test("a run store is owner-only (0700 folders, 0600 files, as rollouts are); an older, open one is tightened when loaded", { skip: process.platform === "win32" && "no POSIX modes" }, async () => {
+  test("a run store is owner-only (0700 folders, 0600 files, as rollouts are); an older, open one is tightened when loaded", {
+    skip: process.platform === "win32" && "no POSIX modes",
+  }, async () => {
     const home = tmp();
     const mode = (p: string) => statSync(p).mode & 0o777;
     try {
@@ -58,8 +60,19 @@ describe("run store", () => {
       assert.ok("ok" in r);
       const key = "sk-proj-4fJ8xQ2mZ9tL0vB7nR3kW6yH1cD5";
       const commit = "9f1c2ab3d4e5f60718293a4b5c6d7e8f90a1b2c3";
-      await r.ok.log({ type: "role", role: "solver", event: { kind: "tool_call", name: "exec_command", text: `export OPENAI_API_KEY=${key} && make` } });
-      await r.ok.log({ type: "verdict", role: "verifier-1", verdict: "fail", reasons: [`the token ${key} is in the README`], claim_path: "memory/claims/c.json", final: false });
+      await r.ok.log({
+        type: "role",
+        role: "solver",
+        event: { kind: "tool_call", name: "exec_command", text: `export OPENAI_API_KEY=${key} && make` },
+      });
+      await r.ok.log({
+        type: "verdict",
+        role: "verifier-1",
+        verdict: "fail",
+        reasons: [`the token ${key} is in the README`],
+        claim_path: "memory/claims/c.json",
+        final: false,
+      });
       await r.ok.log({ type: "restored", checkpoint: "ckpt-0002", commit, side_files: [] });
       const log = readFileSync(path.join(r.ok.dir, "events.jsonl"), "utf8");
       assert.ok(!log.includes(key), log);
@@ -109,7 +122,9 @@ describe("run store", () => {
       const a = await s.note("solver", "k", "first");
       const b = await s.note("director", "k", "second");
       assert.deepEqual([a.id, b.id], ["note-0001", "note-0002"]);
-      const lines = readFileSync(path.join(s.dir, "memory", "notes.jsonl"), "utf8").trim().split("\n");
+      const lines = readFileSync(path.join(s.dir, "memory", "notes.jsonl"), "utf8")
+        .trim()
+        .split("\n");
       assert.equal(lines.length, 2);
       const esc = await s.resolveInside("../../etc");
       assert.ok("error" in esc && esc.error.code === "escapes_run_store");
@@ -141,10 +156,14 @@ describe("deliverable check", () => {
     writeFileSync(path.join(dir, "README.md"), readme);
     return dir;
   }
-  const readme = (manifest: string) => `# X\n\n## Manifest\n${manifest}\n## How to verify\nrun it\n## Limitations\nnone\n`;
+  const readme = (manifest: string) =>
+    `# X\n\n## Manifest\n${manifest}\n## How to verify\nrun it\n## Limitations\nnone\n`;
 
   test("a manifest that matches the files passes", async () => {
-    const dir = deliverable(readme("- a.txt (3 bytes)\n- sub/b.txt (2 bytes)\n"), { "a.txt": "abc", "sub/b.txt": "hi" });
+    const dir = deliverable(readme("- a.txt (3 bytes)\n- sub/b.txt (2 bytes)\n"), {
+      "a.txt": "abc",
+      "sub/b.txt": "hi",
+    });
     const r = await checkDeliverable(dir);
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(r.ok.totalBytes, 5);
@@ -158,6 +177,9 @@ describe("deliverable check", () => {
     assert.match(r.error.message, /gone\.txt is listed but missing/);
     assert.match(r.error.message, /extra\.txt is in the deliverable but not in the manifest/);
     const noSections = await checkDeliverable(deliverable("# only a title\n", {}));
-    assert.ok("error" in noSections && /lacks the sections: ## Manifest, ## How to verify, ## Limitations/.test(noSections.error.message));
+    assert.ok(
+      "error" in noSections &&
+        /lacks the sections: ## Manifest, ## How to verify, ## Limitations/.test(noSections.error.message),
+    );
   });
 });

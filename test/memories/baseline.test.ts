@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { baselineProblem, prepareWorkspace, resetBaseline, workspaceDiff } from "../../src/memories/workspace.ts";
@@ -25,13 +34,19 @@ async function folderWithBaseline(root: string): Promise<string> {
 }
 
 function allFiles(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name));
 }
 
 /** The folder's repository is whole: ours reads it, and so does git's fsck where git is installed. */
 async function assertSound(root: string): Promise<void> {
   assert.equal(await baselineProblem(root), undefined);
-  assert.deepEqual(readdirSync(root).filter((n) => n.startsWith(".git.")), [], "no staging folder is left");
+  assert.deepEqual(
+    readdirSync(root).filter((n) => n.startsWith(".git.")),
+    [],
+    "no staging folder is left",
+  );
   if (hasGit) {
     const fsck = spawnSync("git", ["-C", root, "fsck", "--strict"], { encoding: "utf8" });
     assert.equal(fsck.status, 0, fsck.stderr);
@@ -40,22 +55,43 @@ async function assertSound(root: string): Promise<void> {
 
 describe("memory baseline: damage", () => {
   const damages: Array<[string, (root: string, head: string) => void, RegExp]> = [
-    ["HEAD names a commit that is not there", (root) => writeFileSync(path.join(root, ".git", "refs", "heads", "main"), "0123456789abcdef0123456789abcdef01234567\n"), /HEAD names no commit|cannot be read/],
-    ["every object file is empty", (root) => allFiles(path.join(root, ".git", "objects")).forEach((f) => truncateSync(f, 0)), /cannot be read/],
-    ["a repository with no commit", (root) => {
-      rmSync(path.join(root, ".git"), { recursive: true });
-      mkdirSync(path.join(root, ".git", "objects"), { recursive: true });
-      mkdirSync(path.join(root, ".git", "refs", "heads"), { recursive: true });
-      writeFileSync(path.join(root, ".git", "HEAD"), "ref: refs/heads/main\n");
-    }, /HEAD names no commit/],
-    ["a blob of the tree is missing", (root, head) => {
-      const objects = allFiles(path.join(root, ".git", "objects")).filter((f) => !f.includes(head.slice(2)));
-      rmSync(objects[0]!);
-    }, /cannot be read/],
-    [".git is a file", (root) => {
-      rmSync(path.join(root, ".git"), { recursive: true });
-      writeFileSync(path.join(root, ".git"), "gitdir: /nowhere\n");
-    }, /not a folder/],
+    [
+      "HEAD names a commit that is not there",
+      (root) =>
+        writeFileSync(path.join(root, ".git", "refs", "heads", "main"), "0123456789abcdef0123456789abcdef01234567\n"),
+      /HEAD names no commit|cannot be read/,
+    ],
+    [
+      "every object file is empty",
+      (root) => allFiles(path.join(root, ".git", "objects")).forEach((f) => truncateSync(f, 0)),
+      /cannot be read/,
+    ],
+    [
+      "a repository with no commit",
+      (root) => {
+        rmSync(path.join(root, ".git"), { recursive: true });
+        mkdirSync(path.join(root, ".git", "objects"), { recursive: true });
+        mkdirSync(path.join(root, ".git", "refs", "heads"), { recursive: true });
+        writeFileSync(path.join(root, ".git", "HEAD"), "ref: refs/heads/main\n");
+      },
+      /HEAD names no commit/,
+    ],
+    [
+      "a blob of the tree is missing",
+      (root, head) => {
+        const objects = allFiles(path.join(root, ".git", "objects")).filter((f) => !f.includes(head.slice(2)));
+        rmSync(objects[0]!);
+      },
+      /cannot be read/,
+    ],
+    [
+      ".git is a file",
+      (root) => {
+        rmSync(path.join(root, ".git"), { recursive: true });
+        writeFileSync(path.join(root, ".git"), "gitdir: /nowhere\n");
+      },
+      /not a folder/,
+    ],
   ];
   for (const [name, damage, why] of damages) {
     test(`${name}: made again from the folder's files, and said why once`, async () => {
@@ -95,7 +131,16 @@ describe("memory baseline: damage", () => {
 });
 
 /** Every place RELAY_TEST_CRASH_AT can stop phase 2 of a consolidation that has work to do. */
-const CRASH_POINTS = ["phase2:synced", "phase2:diff-written", "phase2:consolidated", "baseline:redacted", "baseline:added", "baseline:committed", "baseline:moved-old", "baseline:moved-new"];
+const CRASH_POINTS = [
+  "phase2:synced",
+  "phase2:diff-written",
+  "phase2:consolidated",
+  "baseline:redacted",
+  "baseline:added",
+  "baseline:committed",
+  "baseline:moved-old",
+  "baseline:moved-new",
+];
 
 describe("memory baseline: SIGKILL at every step of phase 2", { skip: sqliteSkip }, () => {
   for (const point of CRASH_POINTS) {
@@ -124,7 +169,10 @@ describe("memory baseline: SIGKILL at every step of phase 2", { skip: sqliteSkip
     allFiles(path.join(h.memories, ".git", "objects")).forEach((f) => truncateSync(f, 0));
     const r = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /; the memory baseline was unreadable \(the baseline commit [0-9a-f]{12} cannot be read \([^)]*\)\): made it again from the folder's files/);
+    assert.match(
+      r.stdout,
+      /; the memory baseline was unreadable \(the baseline commit [0-9a-f]{12} cannot be read \([^)]*\)\): made it again from the folder's files/,
+    );
     const next = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
     assert.doesNotMatch(next.stdout, /unreadable/);
     await assertSound(h.memories);
@@ -133,7 +181,9 @@ describe("memory baseline: SIGKILL at every step of phase 2", { skip: sqliteSkip
   test("the first baseline killed half built: the rerun makes it", async () => {
     await using h = tempHome();
     writeRollout(h.home, { mtimeMs: Date.now() - 8 * HOUR, user: ["set up the CI pipeline"] });
-    const killed = await relay(h.home, ["memories", "consolidate", ...OFFLINE], { RELAY_TEST_CRASH_AT: "baseline:added" });
+    const killed = await relay(h.home, ["memories", "consolidate", ...OFFLINE], {
+      RELAY_TEST_CRASH_AT: "baseline:added",
+    });
     assert.equal(killed.code, null, killed.stderr);
     const rerun = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
     assert.equal(rerun.code, 0, rerun.stderr);

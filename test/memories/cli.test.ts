@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { newWorkerId } from "../../src/memories/holder.ts";
 import { tryClaimStage1 } from "../../src/memories/store-stage1.ts";
-import { HOUR, ok, openDb, tempHome, writeRollout, sqliteSkip, relay, OFFLINE } from "./support.ts";
-
+import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { noSandboxHere, skipBecause } from "../support/skip.ts";
+import { HOUR, OFFLINE, ok, openDb, relay, sqliteSkip, tempHome, writeRollout } from "./support.ts";
 
 describe("relay memories CLI", { skip: sqliteSkip }, () => {
   test("the report reads as sentences: an empty baseline, and how to take sessions that are too recent", async () => {
@@ -16,7 +15,10 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     writeRollout(h.home, { mtimeMs: Date.now() - 1 * HOUR, user: ["fix the flaky test"] });
     const r = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /phase2 nothing new to consolidate; wrote the empty baseline; 1 session is too recent to extract yet; to take it now: relay memories consolidate --min-idle-hours 0\n$/);
+    assert.match(
+      r.stdout,
+      /phase2 nothing new to consolidate; wrote the empty baseline; 1 session is too recent to extract yet; to take it now: relay memories consolidate --min-idle-hours 0\n$/,
+    );
     const now = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--min-idle-hours", "0"]);
     assert.match(now.stdout, /claimed=1 ok=1 /);
     assert.doesNotMatch(now.stdout, /too recent/);
@@ -27,7 +29,10 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     const a = writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["set up the CI pipeline"] });
     const r1 = await relay(h.home, ["memories", "consolidate", ...OFFLINE]);
     assert.equal(r1.code, 0, r1.stderr);
-    assert.match(r1.stdout, /^\d{4}-\d\d-\d\dT\S+Z relay memories: phase1 scanned=1 claimed=1 ok=1 no_output=0 failed=0; phase2 consolidated 1 memory, \d+ files? changed\n$/);
+    assert.match(
+      r1.stdout,
+      /^\d{4}-\d\d-\d\dT\S+Z relay memories: phase1 scanned=1 claimed=1 ok=1 no_output=0 failed=0; phase2 consolidated 1 memory, \d+ files? changed\n$/,
+    );
     assert.ok(existsSync(path.join(h.memories, "MEMORY.md")));
     const r2 = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
     assert.equal(r2.code, 0, r2.stderr);
@@ -37,7 +42,10 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     const st = await relay(h.home, ["memories", "status", "--json"]);
     assert.equal(JSON.parse(st.stdout).outputs, 1);
     const ls = await relay(h.home, ["memories", "list"]);
-    assert.match(ls.stdout, new RegExp(`^SESSION +UPDATED +USED +IN MEMORY\\.md +SUMMARY\n${a.id} .*set up the CI pipeline`));
+    assert.match(
+      ls.stdout,
+      new RegExp(`^SESSION +UPDATED +USED +IN MEMORY\\.md +SUMMARY\n${a.id} .*set up the CI pipeline`),
+    );
     const show = await relay(h.home, ["memories", "show", a.id]);
     assert.match(show.stdout, /## Rollout summary\n# set up the CI pipeline/);
     for (const ref of ["last", a.id.slice(0, 8)]) {
@@ -59,28 +67,77 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
   test("a lone run over the claim cap says so: the cap, not another worker; --max-rollouts above it is noted", async () => {
     await using h = tempHome();
     writeFileSync(path.join(h.home, "config.toml"), "[memories]\nmax_running_jobs = 3\n");
-    const ids = Array.from({ length: 6 }, (_, i) => writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR - i * 60_000 }).id);
+    const ids = Array.from(
+      { length: 6 },
+      (_, i) => writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR - i * 60_000 }).id,
+    );
     // A live worker (this test process) holds one of them.
     const db = await openDb(h.dbFile);
     try {
-      assert.equal(ok(await tryClaimStage1(db, { threadId: ids[2]!, sourceUpdatedAt: 1, workerId: newWorkerId(), leaseSeconds: 3600, maxRunningJobs: 3, now: Math.floor(Date.now() / 1000) })).kind, "claimed");
+      assert.equal(
+        ok(
+          await tryClaimStage1(db, {
+            threadId: ids[2]!,
+            sourceUpdatedAt: 1,
+            workerId: newWorkerId(),
+            leaseSeconds: 3600,
+            maxRunningJobs: 3,
+            now: Math.floor(Date.now() / 1000),
+          }),
+        ).kind,
+        "claimed",
+      );
     } finally {
       await db.close();
     }
     const r = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--skip-phase2", "--max-rollouts", "10"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /phase1 scanned=6 claimed=2 ok=2 no_output=0 failed=0 skipped=4 \(held by another worker 1, claim cap 3 reached \(max_running_jobs\) 3\);/);
-    const notice = /^\d{4}-\d\d-\d\dT\S+Z relay memories: --max-rollouts 10 is above the claim cap \(max_running_jobs 3\): this run claims at most 3 rollouts; raise \[memories\] max_running_jobs in config\.toml to claim more\n/;
+    assert.match(
+      r.stdout,
+      /phase1 scanned=6 claimed=2 ok=2 no_output=0 failed=0 skipped=4 \(held by another worker 1, claim cap 3 reached \(max_running_jobs\) 3\);/,
+    );
+    const notice =
+      /^\d{4}-\d\d-\d\dT\S+Z relay memories: --max-rollouts 10 is above the claim cap \(max_running_jobs 3\): this run claims at most 3 rollouts; raise \[memories\] max_running_jobs in config\.toml to claim more\n/;
     assert.match(r.stderr, notice);
-    assert.match(r.stderr, /^\d{4}-\d\d-\d\dT\S+Z relay memories: left 1 rollout to pid \d+ on .*, which is still extracting it$/m);
+    assert.match(
+      r.stderr,
+      /^\d{4}-\d\d-\d\dT\S+Z relay memories: left 1 rollout to pid \d+ on .*, which is still extracting it$/m,
+    );
 
-    const j = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--skip-phase2", "--json", "--max-rollouts", "4"]);
+    const j = await relay(h.home, [
+      "memories",
+      "consolidate",
+      ...OFFLINE,
+      "--skip-phase2",
+      "--json",
+      "--max-rollouts",
+      "4",
+    ]);
     assert.equal(j.code, 0, j.stderr);
     const rep = JSON.parse(j.stdout);
-    assert.deepEqual([rep.phase1.claimed, rep.phase1.skipped.by_reason.running, rep.phase1.skipped.by_reason.running_cap, rep.phase1.skipped.max_running_jobs], [2, 1, 1, 3]);
+    assert.deepEqual(
+      [
+        rep.phase1.claimed,
+        rep.phase1.skipped.by_reason.running,
+        rep.phase1.skipped.by_reason.running_cap,
+        rep.phase1.skipped.max_running_jobs,
+      ],
+      [2, 1, 1, 3],
+    );
     assert.deepEqual(rep.max_rollouts_capped, { max_rollouts: 4, max_running_jobs: 3 });
-    assert.match(j.stderr, /^\d{4}-\d\d-\d\dT\S+Z relay memories: --max-rollouts 4 is above the claim cap \(max_running_jobs 3\)/);
-    const within = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--skip-phase2", "--json", "--max-rollouts", "3"]);
+    assert.match(
+      j.stderr,
+      /^\d{4}-\d\d-\d\dT\S+Z relay memories: --max-rollouts 4 is above the claim cap \(max_running_jobs 3\)/,
+    );
+    const within = await relay(h.home, [
+      "memories",
+      "consolidate",
+      ...OFFLINE,
+      "--skip-phase2",
+      "--json",
+      "--max-rollouts",
+      "3",
+    ]);
     assert.doesNotMatch(within.stderr, /claim cap/);
     assert.equal(JSON.parse(within.stdout).max_rollouts_capped, undefined);
   });
@@ -118,17 +175,35 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
   });
 
   // The consolidation agent always runs in the workspace-write sandbox.
-  test("a consolidate killed mid-phase-2 (SIGKILL) leaves a live lease; the rerun takes over and completes", { skip: skipBecause("memories SIGKILL mid-phase-2", noSandboxHere()) }, async () => {
+  test("a consolidate killed mid-phase-2 (SIGKILL) leaves a live lease; the rerun takes over and completes", {
+    skip: skipBecause("memories SIGKILL mid-phase-2", noSandboxHere()),
+  }, async () => {
     useSourceRelay();
     await using h = tempHome();
     writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["migrate the build to bun"] });
     const script = path.join(h.home, "agent-script.json");
-    writeFileSync(script, JSON.stringify({ turns: [{ tool_calls: [{ name: "exec_command", arguments: { cmd: "touch agent-started && sleep 60", yield_time_ms: 60000 } }] }, { text: "never reached" }] }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        turns: [
+          {
+            tool_calls: [
+              { name: "exec_command", arguments: { cmd: "touch agent-started && sleep 60", yield_time_ms: 60000 } },
+            ],
+          },
+          { text: "never reached" },
+        ],
+      }),
+    );
     const [cmd, ...pre] = relayArgv();
-    const child = spawn(cmd!, [...pre, "memories", "consolidate", "--extractor", "heuristic", "--consolidator", "agent", "--script", script], {
-      env: { ...process.env, RELAY_HOME: h.home },
-      stdio: "ignore",
-    });
+    const child = spawn(
+      cmd!,
+      [...pre, "memories", "consolidate", "--extractor", "heuristic", "--consolidator", "agent", "--script", script],
+      {
+        env: { ...process.env, RELAY_HOME: h.home },
+        stdio: "ignore",
+      },
+    );
     const exited = new Promise((r) => child.on("exit", r));
     const started = path.join(h.memories, "agent-started");
     for (let i = 0; i < 300 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 100));
@@ -142,7 +217,10 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
     const rep = JSON.parse(rerun.stdout);
     assert.equal(rep.phase2.status, "succeeded");
-    assert.ok(rep.phase2.changes.some((c: { path: string }) => c.path === "raw_memories.md"), "the killed run's inputs are still pending");
+    assert.ok(
+      rep.phase2.changes.some((c: { path: string }) => c.path === "raw_memories.md"),
+      "the killed run's inputs are still pending",
+    );
     assert.match(readFileSync(path.join(h.memories, "MEMORY.md"), "utf8"), /migrate the build to bun/);
     assert.ok(!existsSync(path.join(h.memories, "phase2_workspace_diff.md")));
   });
@@ -154,7 +232,7 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /state DB/);
     await using h2 = tempHome();
-    writeFileSync(path.join(h2.home, "config.toml"), "[memories]\nmax_unused_days = \"soon\"\n");
+    writeFileSync(path.join(h2.home, "config.toml"), '[memories]\nmax_unused_days = "soon"\n');
     const c = await relay(h2.home, ["memories", "consolidate", ...OFFLINE]);
     assert.equal(c.code, 2);
     assert.match(c.stderr, /\[memories\]/);

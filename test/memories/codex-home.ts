@@ -1,6 +1,16 @@
 /** A writable copy of test/support/fixtures/codex-home with chosen mtimes, and a fingerprint of a folder. */
 import { createHash } from "node:crypto";
-import { copyFileSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -37,13 +47,24 @@ export function codexHomeCopy(now = Date.now()): CodexHome {
   const dir = mkdtempSync(path.join(os.tmpdir(), "codex-home-"));
   cpSync(path.join(FIXTURES, "codex-home", "sessions"), path.join(dir, "sessions"), { recursive: true });
   const day = path.join(dir, DAY_DIR);
-  copyFileSync(path.join(FIXTURES, "codex-rollout.jsonl"), path.join(day, `rollout-2025-09-24T08-15-02-${CODEX.cli}.jsonl`));
+  copyFileSync(
+    path.join(FIXTURES, "codex-rollout.jsonl"),
+    path.join(day, `rollout-2025-09-24T08-15-02-${CODEX.cli}.jsonl`),
+  );
   for (const f of readdirSync(day)) utimesSync(path.join(day, f), new Date(now - 9 * HOUR), new Date(now - 9 * HOUR));
   const tooRecent = writeRollout(dir, { mtimeMs: now - 1 * HOUR }).id;
   const tooOld = writeRollout(dir, { mtimeMs: now - 20 * DAY }).id;
   const unreadable = path.join(day, "rollout-2025-09-24T11-00-00-01997a40-0000-7000-8000-0000000d1e00.jsonl");
   mkdirSync(unreadable);
-  return { dir, tooRecent, tooOld, unreadable, async [Symbol.asyncDispose]() { rmSync(dir, { recursive: true, force: true }); } };
+  return {
+    dir,
+    tooRecent,
+    tooOld,
+    unreadable,
+    async [Symbol.asyncDispose]() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Every entry under `dir`: type, mode, size, mtime (ns) and, for files, the SHA-256 of the bytes. */
@@ -52,7 +73,11 @@ export function fingerprint(dir: string): Record<string, string> {
   for (const rel of (readdirSync(dir, { recursive: true }) as string[]).sort()) {
     const p = path.join(dir, rel);
     const st = lstatSync(p, { bigint: true });
-    const hash = st.isFile() ? createHash("sha256").update(readFileSync(p)).digest("hex") : st.isDirectory() ? "dir" : "other";
+    const hash = st.isFile()
+      ? createHash("sha256").update(readFileSync(p)).digest("hex")
+      : st.isDirectory()
+        ? "dir"
+        : "other";
     out[rel] = `${hash} mode=${st.mode.toString(8)} size=${st.size} mtime=${st.mtimeNs}`;
   }
   return out;

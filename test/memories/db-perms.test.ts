@@ -17,7 +17,8 @@ describe("state DB file mode", { skip }, () => {
       const file = path.join(dir, "fresh", "state.sqlite");
       const db = await openStateDb(file);
       assert.ok("ok" in db, JSON.stringify(db));
-      for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) assert.equal(statSync(f).mode & 0o777, 0o600, f);
+      for (const f of [file, `${file}-wal`, `${file}-shm`])
+        if (existsSync(f)) assert.equal(statSync(f).mode & 0o777, 0o600, f);
       await db.ok.close();
       const loose = path.join(dir, "loose.sqlite");
       writeFileSync(loose, "");

@@ -3,19 +3,28 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { heuristicExtractor, modelExtractor, type Extractor } from "../../src/memories/extract.ts";
+import { type Extractor, heuristicExtractor, modelExtractor } from "../../src/memories/extract.ts";
 import { memoryItems } from "../../src/memories/filter.ts";
-import { runPhase1, type Phase1Options } from "../../src/memories/phase1.ts";
+import { type Phase1Options, runPhase1 } from "../../src/memories/phase1.ts";
 import { getOutput, listOutputs } from "../../src/memories/store-outputs.ts";
 import { readStage1Job } from "../../src/memories/store-stage1.ts";
 import type { ModelClient, ModelRequest } from "../../src/model/client.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
-import { DAY, HOUR, openDb, tempHome, writeRollout, sqliteSkip, ok } from "./support.ts";
 import { deferred, until } from "../support/wait.ts";
+import { DAY, HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.ts";
 
 function opts(o: Partial<Phase1Options> & Pick<Phase1Options, "state" | "relayHome" | "extractor">): Phase1Options {
-  return { workerId: "test", now: Date.now, maxAgeDays: 10, minIdleHours: 6, maxClaims: 16, maxRunningJobs: 16, concurrency: 4, ...o };
+  return {
+    workerId: "test",
+    now: Date.now,
+    maxAgeDays: 10,
+    minIdleHours: 6,
+    maxClaims: 16,
+    maxRunningJobs: 16,
+    concurrency: 4,
+    ...o,
+  };
 }
 
 describe("phase 1", { skip: sqliteSkip }, () => {
@@ -23,8 +32,15 @@ describe("phase 1", { skip: sqliteSkip }, () => {
     await using h = tempHome();
     const r = writeRollout(h.home, {
       mtimeMs: Date.now() - 7 * HOUR,
-      user: ["# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nbe nice\n</INSTRUCTIONS>", "<environment_context>cwd=/w</environment_context>", "real request"],
-      extraItems: [{ type: "reasoning", summary: [] }, { type: "web_search_call", action: {} }],
+      user: [
+        "# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nbe nice\n</INSTRUCTIONS>",
+        "<environment_context>cwd=/w</environment_context>",
+        "real request",
+      ],
+      extraItems: [
+        { type: "reasoning", summary: [] },
+        { type: "web_search_call", action: {} },
+      ],
     });
     const lines = ok(await readRollout(r.path)).lines;
     const items = memoryItems(lines);
@@ -40,7 +56,11 @@ describe("phase 1", { skip: sqliteSkip }, () => {
   test("heuristic extractor: claims only eligible rollouts and stores memories; no-signal rollouts have no output", async () => {
     await using h = tempHome();
     const now = Date.now();
-    const good = writeRollout(h.home, { mtimeMs: now - 7 * HOUR, cwd: "/w/app", commands: ["bun test", "git diff src/app.ts"] });
+    const good = writeRollout(h.home, {
+      mtimeMs: now - 7 * HOUR,
+      cwd: "/w/app",
+      commands: ["bun test", "git diff src/app.ts"],
+    });
     const chat = writeRollout(h.home, { mtimeMs: now - 8 * HOUR, user: ["hi"], commands: [], final: "hello" });
     writeRollout(h.home, { mtimeMs: now - 1 * HOUR });
     writeRollout(h.home, { mtimeMs: now - 8 * HOUR, source: "exec" });
@@ -71,8 +91,13 @@ describe("phase 1", { skip: sqliteSkip }, () => {
       const c = writeRollout(codex, { mtimeMs: Date.now() - 9 * HOUR, source: "vscode" });
       const db = await openDb(h.dbFile);
       try {
-        const rep = ok(await runPhase1(opts({ state: db, relayHome: h.home, codexHome: codex, extractor: heuristicExtractor })));
-        assert.deepEqual(rep.outcomes.map((o) => [o.threadId, o.status]), [[c.id, "succeeded"]]);
+        const rep = ok(
+          await runPhase1(opts({ state: db, relayHome: h.home, codexHome: codex, extractor: heuristicExtractor })),
+        );
+        assert.deepEqual(
+          rep.outcomes.map((o) => [o.threadId, o.status]),
+          [[c.id, "succeeded"]],
+        );
       } finally {
         await db.close();
       }
@@ -91,7 +116,13 @@ describe("phase 1", { skip: sqliteSkip }, () => {
     const scripted = createScriptedClient({
       script: {
         turns: [
-          { text: JSON.stringify({ rollout_summary: `# Fixed parser\nkey ${secret}`, rollout_slug: "fixed-parser", raw_memory: "---\ndescription: parser\n---\n- run bun test" }) },
+          {
+            text: JSON.stringify({
+              rollout_summary: `# Fixed parser\nkey ${secret}`,
+              rollout_slug: "fixed-parser",
+              raw_memory: "---\ndescription: parser\n---\n- run bun test",
+            }),
+          },
           { text: "this is not json" },
         ],
       },
@@ -105,7 +136,17 @@ describe("phase 1", { skip: sqliteSkip }, () => {
     };
     const db = await openDb(h.dbFile);
     try {
-      const rep = ok(await runPhase1(opts({ state: db, relayHome: h.home, extractor: modelExtractor(spy, "m"), concurrency: 1, retryDelaySeconds: 3600 })));
+      const rep = ok(
+        await runPhase1(
+          opts({
+            state: db,
+            relayHome: h.home,
+            extractor: modelExtractor(spy, "m"),
+            concurrency: 1,
+            retryDelaySeconds: 3600,
+          }),
+        ),
+      );
       assert.equal(requests.length, 2);
       for (const r of requests) assert.ok(!JSON.stringify(r).includes(secret), "the secret reached the model");
       assert.ok(JSON.stringify(requests[0]).includes("[REDACTED_SECRET]"));
@@ -149,7 +190,9 @@ describe("phase 1", { skip: sqliteSkip }, () => {
     };
     const db = await openDb(h.dbFile);
     try {
-      const rep = ok(await runPhase1(opts({ state: db, relayHome: h.home, extractor: slow, maxClaims: 10, concurrency: 3 })));
+      const rep = ok(
+        await runPhase1(opts({ state: db, relayHome: h.home, extractor: slow, maxClaims: 10, concurrency: 3 })),
+      );
       assert.equal(rep.claimed, 10);
       assert.equal(peak, 3);
       assert.equal(ok(await listOutputs(db)).length, 10);
@@ -166,10 +209,20 @@ describe("phase 1", { skip: sqliteSkip }, () => {
     const rb = writeRollout(b.home, { mtimeMs: now - 8 * HOUR });
     const db = await openDb(a.dbFile);
     try {
-      const first = ok(await runPhase1(opts({ state: db, relayHome: a.home, extractor: heuristicExtractor, host: "host-a" })));
-      const second = ok(await runPhase1(opts({ state: db, relayHome: b.home, extractor: heuristicExtractor, host: "host-b" })));
-      assert.deepEqual(first.outcomes.map((o) => [o.threadId, o.status]), [[ra.id, "succeeded"]]);
-      assert.deepEqual(second.outcomes.map((o) => [o.threadId, o.status]), [[rb.id, "succeeded"]]);
+      const first = ok(
+        await runPhase1(opts({ state: db, relayHome: a.home, extractor: heuristicExtractor, host: "host-a" })),
+      );
+      const second = ok(
+        await runPhase1(opts({ state: db, relayHome: b.home, extractor: heuristicExtractor, host: "host-b" })),
+      );
+      assert.deepEqual(
+        first.outcomes.map((o) => [o.threadId, o.status]),
+        [[ra.id, "succeeded"]],
+      );
+      assert.deepEqual(
+        second.outcomes.map((o) => [o.threadId, o.status]),
+        [[rb.id, "succeeded"]],
+      );
       // A's thread is in the shared DB, but host-b never tries to read its file.
       assert.equal(ok(await listOutputs(db)).length, 2);
     } finally {

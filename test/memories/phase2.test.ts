@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { agentConsolidator, heuristicConsolidator, type Consolidator } from "../../src/memories/consolidate.ts";
+import { agentConsolidator, type Consolidator, heuristicConsolidator } from "../../src/memories/consolidate.ts";
+import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
-import { consolidateMemories } from "../../src/memories/pipeline.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
-import { runPhase2, type Phase2Options } from "../../src/memories/phase2.ts";
+import { type Phase2Options, runPhase2 } from "../../src/memories/phase2.ts";
+import { consolidateMemories } from "../../src/memories/pipeline.ts";
 import { defaultMemorySettings } from "../../src/memories/settings.ts";
 import { summaryStem } from "../../src/memories/storage.ts";
 import { forgetThread } from "../../src/memories/store-outputs.ts";
@@ -16,28 +17,58 @@ import { workspaceDiff } from "../../src/memories/workspace.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { defaultConfig } from "../../src/session/config.ts";
 import { useSourceRelay } from "../support/self.ts";
-import type { StateDb } from "../../src/memories/db.ts";
-import { HOUR, openDb, tempHome, writeRollout, sqliteSkip, ok } from "./support.ts";
+import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.ts";
 
 async function phase1(db: StateDb, home: string) {
-  return ok(await runPhase1({ state: db, relayHome: home, extractor: heuristicExtractor, workerId: "p1", now: Date.now, maxAgeDays: 10, minIdleHours: 6, maxClaims: 50, maxRunningJobs: 50, concurrency: 4 }));
+  return ok(
+    await runPhase1({
+      state: db,
+      relayHome: home,
+      extractor: heuristicExtractor,
+      workerId: "p1",
+      now: Date.now,
+      maxAgeDays: 10,
+      minIdleHours: 6,
+      maxClaims: 50,
+      maxRunningJobs: 50,
+      concurrency: 4,
+    }),
+  );
 }
 
 function p2(db: StateDb, root: string, over: Partial<Phase2Options> = {}): Phase2Options {
-  return { state: db, root, consolidator: heuristicConsolidator, workerId: "p2", now: Date.now, maxRawMemories: 256, maxUnusedDays: 30, cooldownSeconds: 0, ...over };
+  return {
+    state: db,
+    root,
+    consolidator: heuristicConsolidator,
+    workerId: "p2",
+    now: Date.now,
+    maxRawMemories: 256,
+    maxUnusedDays: 30,
+    cooldownSeconds: 0,
+    ...over,
+  };
 }
 
 describe("phase 2", { skip: sqliteSkip }, () => {
   test("summary file stems follow the UUIDv7 time + base-62 hash + slug rule", () => {
     assert.equal(summaryStem("0194f5a6-89ab-7cde-8123-456789abcdef", 0, null), "2025-02-11T15-35-19-jqmb");
-    assert.equal(summaryStem("0194f5a6-89ab-7cde-8123-456789abcdef", 0, " Fix Parser!"), "2025-02-11T15-35-19-jqmb-fix_parser_");
+    assert.equal(
+      summaryStem("0194f5a6-89ab-7cde-8123-456789abcdef", 0, " Fix Parser!"),
+      "2025-02-11T15-35-19-jqmb-fix_parser_",
+    );
     assert.match(summaryStem("not-a-uuid", 1_700_000_000, "x"), /^2023-11-14T22-13-20-[0-9a-zA-Z]{4}-x$/);
   });
 
   test("writes inputs, diffs against the baseline, consolidates, then resets the baseline", async () => {
     await using h = tempHome();
     const now = Date.now();
-    const a = writeRollout(h.home, { mtimeMs: now - 7 * HOUR, cwd: "/w/a", branch: "branch-a", user: ["add a login page"] });
+    const a = writeRollout(h.home, {
+      mtimeMs: now - 7 * HOUR,
+      cwd: "/w/a",
+      branch: "branch-a",
+      user: ["add a login page"],
+    });
     const db = await openDb(h.dbFile);
     try {
       await phase1(db, h.home);
@@ -56,7 +87,10 @@ describe("phase 2", { skip: sqliteSkip }, () => {
       assert.ok(seen[0]!.some((c) => /^A rollout_summaries\/.*-add_a_login_page\.md$/.test(c)));
       const summaries = readdirSync(path.join(h.memories, "rollout_summaries"));
       assert.equal(summaries.length, 1);
-      assert.match(readFileSync(path.join(h.memories, "rollout_summaries", summaries[0]!), "utf8"), /git_branch: branch-a/);
+      assert.match(
+        readFileSync(path.join(h.memories, "rollout_summaries", summaries[0]!), "utf8"),
+        /git_branch: branch-a/,
+      );
       assert.equal(readFileSync(path.join(h.memories, "memory_summary.md"), "utf8").split("\n")[0], "v1");
       assert.ok(!existsSync(path.join(h.memories, "phase2_workspace_diff.md")), "the diff file never stays");
       assert.deepEqual(ok(await workspaceDiff(h.memories)).changes, [], "the baseline was reset");
@@ -67,7 +101,10 @@ describe("phase 2", { skip: sqliteSkip }, () => {
       assert.equal(seen.length, 1);
 
       // A user edit plus a new rollout show up as M and A; a forgotten one as D.
-      writeFileSync(path.join(h.memories, "MEMORY.md"), readFileSync(path.join(h.memories, "MEMORY.md"), "utf8") + "\n- user note\n");
+      writeFileSync(
+        path.join(h.memories, "MEMORY.md"),
+        readFileSync(path.join(h.memories, "MEMORY.md"), "utf8") + "\n- user note\n",
+      );
       const b = writeRollout(h.home, { mtimeMs: now - 8 * HOUR, cwd: "/w/b", user: ["tune the database"] });
       await phase1(db, h.home);
       ok(await forgetThread(db, a.id, Math.floor(now / 1000)));
@@ -127,7 +164,11 @@ describe("phase 2", { skip: sqliteSkip }, () => {
   test("raw_memories.md is in stable thread-id order", async () => {
     await using h = tempHome();
     const now = Date.now();
-    const ids = ["00000000-0000-7000-8000-00000000000c", "00000000-0000-7000-8000-00000000000a", "00000000-0000-7000-8000-00000000000b"];
+    const ids = [
+      "00000000-0000-7000-8000-00000000000c",
+      "00000000-0000-7000-8000-00000000000a",
+      "00000000-0000-7000-8000-00000000000b",
+    ];
     ids.forEach((id, i) => writeRollout(h.home, { id, mtimeMs: now - 7 * HOUR - i * HOUR }));
     const db = await openDb(h.dbFile);
     try {
@@ -161,14 +202,24 @@ describe("phase 2", { skip: sqliteSkip }, () => {
       // Simulate a hard kill instead: reclaim as the dead worker and stop before finishing.
       const os = await import("node:os");
       const { tryClaimPhase2 } = await import("../../src/memories/store-phase2.ts");
-      const killed = ok(await tryClaimPhase2(db, { workerId: `relay-memories:${os.hostname()}:999999:dead`, leaseSeconds: 3600, cooldownSeconds: 0, now: Math.floor(Date.now() / 1000) + 7200 }));
+      const killed = ok(
+        await tryClaimPhase2(db, {
+          workerId: `relay-memories:${os.hostname()}:999999:dead`,
+          leaseSeconds: 3600,
+          cooldownSeconds: 0,
+          now: Math.floor(Date.now() / 1000) + 7200,
+        }),
+      );
       assert.equal(killed.kind, "claimed");
       writeFileSync(path.join(h.memories, "phase2_workspace_diff.md"), "stale");
       writeFileSync(path.join(h.memories, "MEMORY.md"), "half written");
       // The lease is live, but its holder is dead on this host: the rerun takes over.
       const rerun = ok(await runPhase2(p2(db, h.memories, { now: () => Date.now() + 7300_000 })));
       assert.equal(rerun.status, "succeeded");
-      assert.ok(rerun.changes.some((c) => c.path === "raw_memories.md"), "inputs from the failed run are still pending");
+      assert.ok(
+        rerun.changes.some((c) => c.path === "raw_memories.md"),
+        "inputs from the failed run are still pending",
+      );
       assert.notEqual(readFileSync(path.join(h.memories, "MEMORY.md"), "utf8"), "half written");
       assert.deepEqual(ok(await workspaceDiff(h.memories)).changes, []);
     } finally {
@@ -194,7 +245,15 @@ describe("phase 2", { skip: sqliteSkip }, () => {
       };
       const settings = { ...defaultMemorySettings(), phase2_cooldown_seconds: 0 };
       const run = (state: StateDb, w: string) =>
-        consolidateMemories({ state, relayHome: h.home, memoriesRoot: h.memories, settings, extractor: heuristicExtractor, consolidator: slow, workerId: w });
+        consolidateMemories({
+          state,
+          relayHome: h.home,
+          memoriesRoot: h.memories,
+          settings,
+          extractor: heuristicExtractor,
+          consolidator: slow,
+          workerId: w,
+        });
       const [x, y] = await Promise.all([run(db1, "A"), run(db2, "B")]);
       const statuses = [ok(x).phase2!.status, ok(y).phase2!.status].sort();
       assert.deepEqual(statuses, ["skipped_running", "succeeded"]);
@@ -215,10 +274,23 @@ describe("phase 2", { skip: sqliteSkip }, () => {
     const db = await openDb(h.dbFile);
     try {
       await phase1(db, h.home);
-      const patch = "*** Begin Patch\n*** Add File: MEMORY.md\n+# Task Group: proj\n+- parser fixes\n*** Add File: memory_summary.md\n+v1\n+\n+## User Profile\n+- fixes parsers\n*** End Patch";
-      const model = createScriptedClient({ script: { turns: [{ tool_calls: [{ name: "apply_patch", arguments: { input: patch } }] }, { text: "added one task group" }] } });
+      const patch =
+        "*** Begin Patch\n*** Add File: MEMORY.md\n+# Task Group: proj\n+- parser fixes\n*** Add File: memory_summary.md\n+v1\n+\n+## User Profile\n+- fixes parsers\n*** End Patch";
+      const model = createScriptedClient({
+        script: {
+          turns: [
+            { tool_calls: [{ name: "apply_patch", arguments: { input: patch } }] },
+            { text: "added one task group" },
+          ],
+        },
+      });
       const events: string[] = [];
-      const consolidator = agentConsolidator({ home: h.home, config: { ...defaultConfig(), model: "scripted" }, model, emit: (e) => events.push(e.type) });
+      const consolidator = agentConsolidator({
+        home: h.home,
+        config: { ...defaultConfig(), model: "scripted" },
+        model,
+        emit: (e) => events.push(e.type),
+      });
       const r = ok(await runPhase2(p2(db, h.memories, { consolidator })));
       assert.equal(r.status, "succeeded", r.detail);
       assert.equal(r.detail, "added one task group");
@@ -240,24 +312,43 @@ describe("phase 2", { skip: sqliteSkip }, () => {
     const db = await openDb(h.dbFile);
     try {
       await phase1(db, h.home);
-      const good = "*** Begin Patch\n*** Add File: MEMORY.md\n+# Task Group: proj\n*** Add File: memory_summary.md\n+v1\n+\n+## User Profile\n*** End Patch";
+      const good =
+        "*** Begin Patch\n*** Add File: MEMORY.md\n+# Task Group: proj\n*** Add File: memory_summary.md\n+v1\n+\n+## User Profile\n*** End Patch";
       const model = createScriptedClient({
         script: {
           turns: [
             { tool_calls: [{ name: "exec_command", arguments: { cmd: `echo x > ${out.home}/from-cwd.txt` } }] },
-            { tool_calls: [{ name: "exec_command", arguments: { cmd: "echo x > from-workdir.txt", workdir: out.home } }] },
-            { tool_calls: [{ name: "apply_patch", arguments: { input: `*** Begin Patch\n*** Add File: ${out.home}/from-patch.txt\n+x\n*** End Patch` } }] },
+            {
+              tool_calls: [
+                { name: "exec_command", arguments: { cmd: "echo x > from-workdir.txt", workdir: out.home } },
+              ],
+            },
+            {
+              tool_calls: [
+                {
+                  name: "apply_patch",
+                  arguments: { input: `*** Begin Patch\n*** Add File: ${out.home}/from-patch.txt\n+x\n*** End Patch` },
+                },
+              ],
+            },
             { tool_calls: [{ name: "exec_command", arguments: { cmd: "echo x > .git/planted" } }] },
             { tool_calls: [{ name: "apply_patch", arguments: { input: good } }] },
             { text: "done" },
           ],
         },
       });
-      const consolidator = agentConsolidator({ home: h.home, config: { ...defaultConfig(), model: "scripted" }, model });
+      const consolidator = agentConsolidator({
+        home: h.home,
+        config: { ...defaultConfig(), model: "scripted" },
+        model,
+      });
       const r = ok(await runPhase2(p2(db, h.memories, { consolidator })));
       assert.equal(r.status, "succeeded", r.detail);
       assert.deepEqual(readdirSync(out.home), [], "nothing was written outside the memory folder");
-      assert.ok(!existsSync(path.join(h.memories, ".git", "planted")), "the baseline repository is read-only to the agent");
+      assert.ok(
+        !existsSync(path.join(h.memories, ".git", "planted")),
+        "the baseline repository is read-only to the agent",
+      );
       assert.match(readFileSync(path.join(h.memories, "MEMORY.md"), "utf8"), /Task Group: proj/);
     } finally {
       await db.close();

@@ -2,21 +2,44 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { memoryInstructions, parseCitations, recordCitationUsage, sessionMemories, sessionMemoryBlock, sessionMemoryRead, stripCitations } from "../../src/memories/read.ts";
+import {
+  memoryInstructions,
+  parseCitations,
+  recordCitationUsage,
+  sessionMemories,
+  sessionMemoryBlock,
+  sessionMemoryRead,
+  stripCitations,
+} from "../../src/memories/read.ts";
 import { getOutput } from "../../src/memories/store-outputs.ts";
 import { markStage1Succeeded, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
-import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "../session/run-support.ts";
-import { openDb, tempHome, sqliteSkip } from "./support.ts";
+import { reply } from "../support/fake-model-server.ts";
+import { openDb, sqliteSkip, tempHome } from "./support.ts";
 
-const CITED = (ids: string[]) => `Done.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:10-12|note=[parser fix]\nrollout_summaries/x.md:1-3|note=[has | pipes]\nbroken line\n</citation_entries>\n<rollout_ids>\n${ids.join("\n")}\n</rollout_ids>\n</oai-mem-citation>`;
+const CITED = (ids: string[]) =>
+  `Done.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:10-12|note=[parser fix]\nrollout_summaries/x.md:1-3|note=[has | pipes]\nbroken line\n</citation_entries>\n<rollout_ids>\n${ids.join("\n")}\n</rollout_ids>\n</oai-mem-citation>`;
 
 async function seed(dbFile: string, id: string) {
   const db = await openDb(dbFile);
   try {
-    const c = await tryClaimStage1(db, { threadId: id, sourceUpdatedAt: 100, workerId: "w", leaseSeconds: 60, maxRunningJobs: 8, now: 1000 });
+    const c = await tryClaimStage1(db, {
+      threadId: id,
+      sourceUpdatedAt: 100,
+      workerId: "w",
+      leaseSeconds: 60,
+      maxRunningJobs: 8,
+      now: 1000,
+    });
     assert.ok("ok" in c && c.ok.kind === "claimed");
-    await markStage1Succeeded(db, id, c.ok.token, 100, { rawMemory: "r", rolloutSummary: "s", rolloutSlug: null }, 1000);
+    await markStage1Succeeded(
+      db,
+      id,
+      c.ok.token,
+      100,
+      { rawMemory: "r", rolloutSummary: "s", rolloutSlug: null },
+      1000,
+    );
   } finally {
     await db.close();
   }
@@ -27,7 +50,10 @@ describe("read path", { skip: sqliteSkip }, () => {
     await using h = tempHome();
     assert.equal(await memoryInstructions(h.home), undefined);
     mkdirSync(h.memories, { recursive: true });
-    writeFileSync(path.join(h.memories, "memory_summary.md"), `v1\n\n## User Profile\nHEAD ${"x".repeat(50_000)} TAIL\n`);
+    writeFileSync(
+      path.join(h.memories, "memory_summary.md"),
+      `v1\n\n## User Profile\nHEAD ${"x".repeat(50_000)} TAIL\n`,
+    );
     const block = (await memoryInstructions(h.home, 1000))!;
     assert.ok(block.includes("HEAD") && block.includes("TAIL") && block.includes("tokens truncated"));
     assert.ok(block.length < 6000);
@@ -43,9 +69,15 @@ describe("read path", { skip: sqliteSkip }, () => {
     mkdirSync(path.join(h.memories, "memory_summary.md"), { recursive: true });
     const unreadable = await sessionMemoryRead(h.home, {});
     assert.equal(unreadable.text, undefined);
-    assert.match(unreadable.warning ?? "", /^memories were not injected: .*memory_summary\.md could not be read \(.*EISDIR/);
+    assert.match(
+      unreadable.warning ?? "",
+      /^memories were not injected: .*memory_summary\.md could not be read \(.*EISDIR/,
+    );
     writeFileSync(path.join(h.home, "config.toml"), "[memories]\nuse_memories = 3\n");
-    assert.match((await sessionMemoryRead(h.home, {})).warning ?? "", /^memories were not injected: .*config\.toml.*use_memories/s);
+    assert.match(
+      (await sessionMemoryRead(h.home, {})).warning ?? "",
+      /^memories were not injected: .*config\.toml.*use_memories/s,
+    );
   });
 
   test("parseCitations: entries split at the last note marker, ids de-duplicated, blocks stripped", () => {
@@ -76,7 +108,10 @@ describe("read path", { skip: sqliteSkip }, () => {
   test("a session gets the summary as developer instructions, and its citations count", async () => {
     await using h = await harness();
     mkdirSync(path.join(h.home, "memories"), { recursive: true });
-    writeFileSync(path.join(h.home, "memories", "memory_summary.md"), "v1\n\n## User Profile\n- prefers bun MEMORY-MARKER\n");
+    writeFileSync(
+      path.join(h.home, "memories", "memory_summary.md"),
+      "v1\n\n## User Profile\n- prefers bun MEMORY-MARKER\n",
+    );
     await seed(path.join(h.home, "state.sqlite"), "t9");
     h.server.enqueue(reply().text(CITED(["t9"])));
     // The store the CLI wires into every session it opens.

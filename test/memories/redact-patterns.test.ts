@@ -1,11 +1,11 @@
 /** Redaction rules against the generated secret corpus, its JSON forms, and ordinary text that must stay. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { REDACTED, redactDeep, redactSecrets, safeSlug } from "../../src/util/redact.ts";
 import { safeRelativePath } from "../../src/memories/redact-files.ts";
+import { REDACTED, redactDeep, redactSecrets, safeSlug } from "../../src/util/redact.ts";
 import { looksLikeAwsSecret, looksRandom, nameKind } from "../../src/util/secret-shape.ts";
-import { clientSecretCases } from "./secret-corpus-clients.ts";
 import { findLeaks, rand, secretCorpus } from "./secret-corpus.ts";
+import { clientSecretCases } from "./secret-corpus-clients.ts";
 
 const ROUNDS = 10;
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -15,7 +15,8 @@ function leaksIn(transform: (text: string) => string): string[] {
   for (let r = 0; r < ROUNDS; r++) {
     for (const c of secretCorpus()) {
       const red = transform(c.text);
-      for (const l of findLeaks([c], [{ where: "out", text: red }])) out.push(`${l.kind}: ${JSON.stringify(red).slice(0, 200)}`);
+      for (const l of findLeaks([c], [{ where: "out", text: red }]))
+        out.push(`${l.kind}: ${JSON.stringify(red).slice(0, 200)}`);
     }
   }
   return [...new Set(out)];
@@ -29,13 +30,18 @@ describe("redaction: the secret corpus", () => {
   test("client passwords, wrapped tokens and the other late kinds each come with a look-alike that must stay", () => {
     const cases = clientSecretCases();
     assert.ok(cases.length >= 45, `only ${cases.length}`);
-    assert.deepEqual(cases.filter((c) => !c.keep?.length).map((c) => c.kind), []);
+    assert.deepEqual(
+      cases.filter((c) => !c.keep?.length).map((c) => c.kind),
+      [],
+    );
   });
 
   test(`every look-alike, ${ROUNDS} fresh draws each, comes out unchanged`, () => {
     const changed: string[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      for (const c of secretCorpus()) for (const k of c.keep ?? []) if (redactSecrets(k) !== k) changed.push(`${c.kind}: ${JSON.stringify(redactSecrets(k)).slice(0, 200)}`);
+      for (const c of secretCorpus())
+        for (const k of c.keep ?? [])
+          if (redactSecrets(k) !== k) changed.push(`${c.kind}: ${JSON.stringify(redactSecrets(k)).slice(0, 200)}`);
     }
     assert.deepEqual([...new Set(changed)], []);
   });
@@ -45,14 +51,21 @@ describe("redaction: the secret corpus", () => {
   });
 
   test("inside JSON strings (tool output that prints JSON, escaped quotes and newlines)", () => {
-    assert.deepEqual(leaksIn((t) => redactSecrets(JSON.stringify({ output: t }))), []);
+    assert.deepEqual(
+      leaksIn((t) => redactSecrets(JSON.stringify({ output: t }))),
+      [],
+    );
   });
 
   test("all cases in one document, and as tool-call arguments through redactDeep", () => {
     const cases = secretCorpus();
     const doc = cases.map((c, i) => `step ${i}: ${c.text}`).join("\n\n");
     assert.deepEqual(findLeaks(cases, [{ where: "doc", text: redactSecrets(doc) }]), []);
-    const item = { type: "function_call", name: "exec_command", arguments: JSON.stringify({ cmd: doc, env: { NOTE: doc } }) };
+    const item = {
+      type: "function_call",
+      name: "exec_command",
+      arguments: JSON.stringify({ cmd: doc, env: { NOTE: doc } }),
+    };
     const red = redactDeep(item);
     assert.deepEqual(findLeaks(cases, [{ where: "arguments", text: red.arguments }]), []);
     assert.equal(JSON.parse(red.arguments).cmd, redactSecrets(doc), "arguments stay valid JSON, redacted leaf by leaf");
@@ -142,7 +155,12 @@ describe("redaction: ordinary text stays", () => {
     let caught = 0;
     for (let i = 0; i < 2000; i++) if (looksLikeAwsSecret(rand(B64, 40))) caught++;
     assert.ok(caught >= 1990, `random base64-40 caught ${caught}/2000`);
-    for (const s of ["4b825dc642cb6eb9a060e54bf8d69288fbee4904", "AbstractSingletonProxyFactoryBean1234567", "src/session/rollout/writer/SomeThing1234", "src/Memories/Rollout/Writer/Phase2Test12"]) {
+    for (const s of [
+      "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+      "AbstractSingletonProxyFactoryBean1234567",
+      "src/session/rollout/writer/SomeThing1234",
+      "src/Memories/Rollout/Writer/Phase2Test12",
+    ]) {
       assert.equal(s.length, 40, s);
       assert.equal(looksLikeAwsSecret(s), false, s);
     }
@@ -176,7 +194,8 @@ describe("redaction helpers", () => {
   });
 
   test("looksRandom: digests and tokens yes; words, dates, versions no", () => {
-    for (const s of ["9f86d081884c7d659a2feaa0c55ad015", "550e8400-e29b-41d4-a716-446655440000", rand(B64, 24)]) assert.ok(looksRandom(s), s);
+    for (const s of ["9f86d081884c7d659a2feaa0c55ad015", "550e8400-e29b-41d4-a716-446655440000", rand(B64, 24)])
+      assert.ok(looksRandom(s), s);
     for (const s of ["my-config-value-name", "v1.2.3", "responsibilities", "2024-01-15"]) assert.ok(!looksRandom(s), s);
   });
 
@@ -189,6 +208,9 @@ describe("redaction helpers", () => {
     assert.equal(safeSlug("fixed-parser"), "fixed-parser");
     assert.equal(safeSlug(REDACTED), null);
     assert.equal(safeRelativePath(`notes/${tok}.md`), "notes/REDACTED.md");
-    assert.equal(safeRelativePath("rollout_summaries/2025-01-01T00-00-00-abcd-fix.md"), "rollout_summaries/2025-01-01T00-00-00-abcd-fix.md");
+    assert.equal(
+      safeRelativePath("rollout_summaries/2025-01-01T00-00-00-abcd-fix.md"),
+      "rollout_summaries/2025-01-01T00-00-00-abcd-fix.md",
+    );
   });
 });

@@ -61,7 +61,10 @@ const CASES: Array<[string, string]> = [
   ["-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----", R],
   ["-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQ\n-----END PGP PRIVATE KEY BLOCK-----", R],
   // things that must stay
-  ["-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----"],
+  [
+    "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+    "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+  ],
   ["the token budget is 150000", "the token budget is 150000"],
   ["https://example.com/path?q=1", "https://example.com/path?q=1"],
   ["git@github.com:org/repo.git", "git@github.com:org/repo.git"],
@@ -94,7 +97,10 @@ const LATE_CASES: Array<[string, string]> = [
   ["docker login -u bob --password-stdin reg", "docker login -u bob --password-stdin reg"],
   ['sshpass -p "secretpw1" ssh host', `sshpass -p "${R}" ssh host`],
   ["ssh -p 2222 host && scp -P 2222 f host:", "ssh -p 2222 host && scp -P 2222 f host:"],
-  ["mongosh -u admin -p s3cretPw --authenticationDatabase admin", `mongosh -u admin -p ${R} --authenticationDatabase admin`],
+  [
+    "mongosh -u admin -p s3cretPw --authenticationDatabase admin",
+    `mongosh -u admin -p ${R} --authenticationDatabase admin`,
+  ],
   ["redis-cli -a myRedisPass123", `redis-cli -a ${R}`],
   ['redis-cli -p 6379 -a "$REDIS_PASS" ping', 'redis-cli -p 6379 -a "$REDIS_PASS" ping'],
   ["curl -u user:pw https://x", `curl -u user:${R} https://x`],
@@ -108,15 +114,24 @@ const LATE_CASES: Array<[string, string]> = [
   [`${GHP}ABCDEFGHIJKLMNOPQR\nSTUVWXYZ0123456789ab`, `${R}\n${R}`],
   [`"${GHP}ABCDEFGHIJKLMNOPQR\\nSTUVWXYZ0123456789ab"`, `"${R}\\n${R}"`],
   [`${GHP}ABCDEFGHIJKLMNOPQR\r\nSTUVWXYZ0123456789ab ok`, `${R}\r\n${R} ok`],
-  [`key ${SKP}Ab3dEf6hIj9kLm2nOp5q\nRs8tUv1wXy4zAb3dEf6hIj9kLm2nOp5qRs8tUv1w\nXy4zAb3d done`, `key ${R}\n${R}\n${R} done`],
+  [
+    `key ${SKP}Ab3dEf6hIj9kLm2nOp5q\nRs8tUv1wXy4zAb3dEf6hIj9kLm2nOp5qRs8tUv1w\nXy4zAb3d done`,
+    `key ${R}\n${R}\n${R} done`,
+  ],
   // a whole token at a line's end: the next line's word is not part of it
   [`${GHP}ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\nDone`, `${R}\nDone`],
-  [`the token starts with ${GHP} and\nis 40 characters long`, `the token starts with ${GHP} and\nis 40 characters long`],
+  [
+    `the token starts with ${GHP} and\nis 40 characters long`,
+    `the token starts with ${GHP} and\nis 40 characters long`,
+  ],
   // an unnamed 32-hex secret passed to a call; digests elsewhere stay
   [`client = Client("${SID}", "${HEX32}")`, `client = Client("${SID}", "${R}")`],
   [`assert.equal(md5(buf), "${HEX32}")`, `assert.equal(md5(buf), "${HEX32}")`],
   [`${HEX32}  dist/relay.tar.gz`, `${HEX32}  dist/relay.tar.gz`],
-  [`ids = ["${HEX32}", "${HEX32}"]; u = uuid.UUID("${HEX32}")`, `ids = ["${HEX32}", "${HEX32}"]; u = uuid.UUID("${HEX32}")`],
+  [
+    `ids = ["${HEX32}", "${HEX32}"]; u = uuid.UUID("${HEX32}")`,
+    `ids = ["${HEX32}", "${HEX32}"]; u = uuid.UUID("${HEX32}")`,
+  ],
   // PuTTY key: the header and public lines stay
   [
     "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1NTE5AAAAIGx1\nPrivate-Lines: 2\nAAAAIQCq9z3Lk0TfW2n8Xr\nYb7Q1mK4pZs=\nPrivate-MAC: 5f2b8e0c9a7d4e1f3b6a8c0d2e4f6a8b",

@@ -10,7 +10,7 @@ import type { KyselyPlugin } from "kysely";
 import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { readMemoryRollout } from "../../src/memories/filter.ts";
-import { CLAIM_BATCH, runPhase1, type Phase1Options } from "../../src/memories/phase1.ts";
+import { CLAIM_BATCH, type Phase1Options, runPhase1 } from "../../src/memories/phase1.ts";
 import { SCAN_PAGE } from "../../src/memories/scan.ts";
 import { tryClaimStage1, tryClaimStage1Batch } from "../../src/memories/store-stage1.ts";
 import type { MessageItem } from "../../src/model/items.ts";
@@ -20,7 +20,11 @@ import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.
 const MB = 1024 * 1024;
 const CHUNK = 64 * 1024;
 const ts = "2026-01-01T00:00:00.000Z";
-const META = JSON.stringify({ timestamp: ts, type: "session_meta", payload: { id: "s", timestamp: ts, cwd: "/w", originator: "relay", cli_version: "0", source: "cli" } });
+const META = JSON.stringify({
+  timestamp: ts,
+  type: "session_meta",
+  payload: { id: "s", timestamp: ts, cwd: "/w", originator: "relay", cli_version: "0", source: "cli" },
+});
 
 /** Line k of a huge rollout: mostly reasoning (dropped by phase 1), every 1000th a user request. */
 function hugeLine(k: number): string {
@@ -102,19 +106,39 @@ function counting(state: StateDb) {
       return a.result;
     },
   };
-  const counted: StateDb = { ...state, db: state.db.withPlugin(plugin), exclusive: (fn) => state.exclusive((t) => fn(t.withPlugin(plugin))) };
+  const counted: StateDb = {
+    ...state,
+    db: state.db.withPlugin(plugin),
+    exclusive: (fn) => state.exclusive((t) => fn(t.withPlugin(plugin))),
+  };
   return { state: counted, n };
 }
 
 async function phase1Cost(rollouts: number): Promise<{ statements: number; rows: number }> {
   await using h = tempHome();
   const now = Date.now();
-  for (let i = 0; i < rollouts; i++) writeRollout(h.home, { mtimeMs: now - 7 * HOUR - i * 60_000, user: [`task ${i}`], commands: [`bun test t${i}.ts`] });
+  for (let i = 0; i < rollouts; i++)
+    writeRollout(h.home, {
+      mtimeMs: now - 7 * HOUR - i * 60_000,
+      user: [`task ${i}`],
+      commands: [`bun test t${i}.ts`],
+    });
   const db = await openDb(h.dbFile);
   try {
     const c = counting(db);
     const rep = ok(
-      await runPhase1({ state: c.state, relayHome: h.home, extractor: heuristicExtractor, workerId: "w", now: () => now, maxAgeDays: 10, minIdleHours: 6, maxClaims: rollouts, maxRunningJobs: rollouts, concurrency: 4 }),
+      await runPhase1({
+        state: c.state,
+        relayHome: h.home,
+        extractor: heuristicExtractor,
+        workerId: "w",
+        now: () => now,
+        maxAgeDays: 10,
+        minIdleHours: 6,
+        maxClaims: rollouts,
+        maxRunningJobs: rollouts,
+        concurrency: 4,
+      }),
     );
     assert.equal(rep.outcomes.filter((o) => o.status === "succeeded").length, rollouts);
     return { statements: c.n.statements, rows: c.n.rows };
@@ -129,7 +153,10 @@ describe("claiming at scale", { skip: sqliteSkip }, () => {
     const large = await phase1Cost(100);
     // Quadratic claiming (every running job re-read per claim) read ~n²/2 rows: 16x here.
     assert.ok(large.rows <= 4.5 * small.rows, `rows read: ${small.rows} for 25 rollouts, ${large.rows} for 100`);
-    assert.ok(large.statements <= 4.5 * small.statements, `statements: ${small.statements} for 25 rollouts, ${large.statements} for 100`);
+    assert.ok(
+      large.statements <= 4.5 * small.statements,
+      `statements: ${small.statements} for 25 rollouts, ${large.statements} for 100`,
+    );
     // Claims are batched: about one statement per claim, plus one transaction per stored result.
     assert.ok(large.statements / 100 <= 12, `${large.statements} statements for 100 rollouts`);
   });
@@ -140,17 +167,43 @@ describe("claiming at scale", { skip: sqliteSkip }, () => {
     try {
       const takeOver = (j: { worker_id: string | null }) => (j.worker_id === "dead" ? "the holder is gone" : undefined);
       const base = { workerId: "w1", leaseSeconds: 3600, maxRunningJobs: 6, now: 1000, takeOver };
-      for (const [id, w] of [["o1", "w2"], ["o2", "w2"], ["o3", "dead"]] as const) {
-        assert.equal(ok(await tryClaimStage1(db, { ...base, workerId: w, threadId: id, sourceUpdatedAt: 100 })).kind, "claimed");
+      for (const [id, w] of [
+        ["o1", "w2"],
+        ["o2", "w2"],
+        ["o3", "dead"],
+      ] as const) {
+        assert.equal(
+          ok(await tryClaimStage1(db, { ...base, workerId: w, threadId: id, sourceUpdatedAt: 100 })).kind,
+          "claimed",
+        );
       }
       const threads = Array.from({ length: 6 }, (_, i) => ({ threadId: `t${i}`, sourceUpdatedAt: 100 }));
       const kinds = ok(await tryClaimStage1Batch(db, { ...base, threads })).map((c) => c.kind);
       assert.deepEqual(kinds, ["claimed", "claimed", "claimed", "claimed", "skipped_cap", "skipped_cap"]);
       const more = [...threads, { threadId: "t6", sourceUpdatedAt: 100 }, { threadId: "t7", sourceUpdatedAt: 100 }];
-      const again = ok(await tryClaimStage1Batch(db, { ...base, maxRunningJobs: 100, threads: more, limit: 2 })).map((c) => c.kind);
-      assert.deepEqual(again, ["skipped_running", "skipped_running", "skipped_running", "skipped_running", "claimed", "claimed"], "stops after `limit` claims");
-      const third = ok(await tryClaimStage1Batch(db, { ...base, maxRunningJobs: 100, threads: [{ threadId: "o3", sourceUpdatedAt: 100 }, { threadId: "o1", sourceUpdatedAt: 100 }] }));
-      assert.deepEqual(third.map((c) => c.kind), ["claimed", "skipped_running"], "the dead holder's claim is taken over, the live one respected");
+      const again = ok(await tryClaimStage1Batch(db, { ...base, maxRunningJobs: 100, threads: more, limit: 2 })).map(
+        (c) => c.kind,
+      );
+      assert.deepEqual(
+        again,
+        ["skipped_running", "skipped_running", "skipped_running", "skipped_running", "claimed", "claimed"],
+        "stops after `limit` claims",
+      );
+      const third = ok(
+        await tryClaimStage1Batch(db, {
+          ...base,
+          maxRunningJobs: 100,
+          threads: [
+            { threadId: "o3", sourceUpdatedAt: 100 },
+            { threadId: "o1", sourceUpdatedAt: 100 },
+          ],
+        }),
+      );
+      assert.deepEqual(
+        third.map((c) => c.kind),
+        ["claimed", "skipped_running"],
+        "the dead holder's claim is taken over, the live one respected",
+      );
     } finally {
       await db.close();
     }
@@ -159,7 +212,8 @@ describe("claiming at scale", { skip: sqliteSkip }, () => {
 
 /** `rollouts` claimable rollouts, newest first one minute apart; `now` is when phase 1 runs. */
 function writeMany(home: string, rollouts: number, now: number): void {
-  for (let i = 0; i < rollouts; i++) writeRollout(home, { mtimeMs: now - 7 * HOUR - i * 60_000, user: [`task ${i}`], commands: [`bun test t${i}.ts`] });
+  for (let i = 0; i < rollouts; i++)
+    writeRollout(home, { mtimeMs: now - 7 * HOUR - i * 60_000, user: [`task ${i}`], commands: [`bun test t${i}.ts`] });
 }
 
 const phase1Options = (state: StateDb, home: string, now: number, over: Partial<Phase1Options>): Phase1Options => ({
@@ -189,13 +243,23 @@ describe("paging", { skip: sqliteSkip }, () => {
       // Claimed but not yet extracted: the jobs this run holds as running when each extraction starts.
       let maxRunning = 0;
       const extractor: Phase1Options["extractor"] = async (input, signal) => {
-        const r = await db.db.selectFrom("jobs").select((eb) => eb.fn.countAll().as("n")).where("status", "=", "running").executeTakeFirst();
+        const r = await db.db
+          .selectFrom("jobs")
+          .select((eb) => eb.fn.countAll().as("n"))
+          .where("status", "=", "running")
+          .executeTakeFirst();
         maxRunning = Math.max(maxRunning, Number(r?.n ?? 0));
         return heuristicExtractor(input, signal);
       };
-      const first = ok(await runPhase1(phase1Options(c.state, h.home, now, { extractor, onPage: (p) => pages.push(p) })));
+      const first = ok(
+        await runPhase1(phase1Options(c.state, h.home, now, { extractor, onPage: (p) => pages.push(p) })),
+      );
       assert.equal(first.outcomes.filter((o) => o.status === "succeeded").length, n);
-      assert.deepEqual(pages, [{ rows: CLAIM_BATCH, claims: CLAIM_BATCH }, { rows: CLAIM_BATCH, claims: CLAIM_BATCH }, { rows: 50, claims: 50 }]);
+      assert.deepEqual(pages, [
+        { rows: CLAIM_BATCH, claims: CLAIM_BATCH },
+        { rows: CLAIM_BATCH, claims: CLAIM_BATCH },
+        { rows: 50, claims: 50 },
+      ]);
       assert.ok(maxRunning <= CLAIM_BATCH, `${maxRunning} claims were running at once`);
       // A rerun reads the catalog back: a page of rows per query, never the whole table.
       const again = ok(await runPhase1(phase1Options(c.state, h.home, now, {})));

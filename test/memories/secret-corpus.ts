@@ -2,8 +2,9 @@
  * Realistic FAKE secrets, generated at run time. Every vendor prefix is built by concatenation so
  * that no file in the repository matches a credential pattern (push protection, scanners).
  */
-import { ALNUM, B64, DIGITS, HEX, LOWER, p, password, rand, UPPER, URLSAFE } from "./secret-rand.ts";
+
 import { clientSecretCases } from "./secret-corpus-clients.ts";
+import { ALNUM, B64, DIGITS, HEX, LOWER, p, password, rand, UPPER, URLSAFE } from "./secret-rand.ts";
 
 export { rand };
 
@@ -34,7 +35,11 @@ export function secretCorpus(): SecretCase[] {
   const akia = p("AK", "IA", rand(UPPER + DIGITS, 16));
   add("aws access key id (AKIA)", akia, `aws configure set aws_access_key_id ${akia}`);
   const asia = p("AS", "IA", rand(UPPER + DIGITS, 16));
-  add("aws session key id (ASIA) in JSON", asia, `{"Credentials": {"AccessKeyId": "${asia}", "Expiration": "2030-01-01T00:00:00Z"}}`);
+  add(
+    "aws session key id (ASIA) in JSON",
+    asia,
+    `{"Credentials": {"AccessKeyId": "${asia}", "Expiration": "2030-01-01T00:00:00Z"}}`,
+  );
   const s1 = rand(B64, 40);
   add("aws secret in credentials file", s1, `[default]\naws_secret_access_key = ${s1}`);
   const s2 = rand(B64, 40);
@@ -59,7 +64,11 @@ export function secretCorpus(): SecretCase[] {
   const pat = p("github", "_pat_", rand(ALNUM, 22), "_", rand(ALNUM, 59));
   add("github fine-grained PAT", pat, `echo ${pat} | gh auth login --with-token`);
   const glpat = p("gl", "pat-", rand(URLSAFE, 20));
-  add("gitlab PAT in a header", glpat, `curl --header "PRIVATE-TOKEN: ${glpat}" https://gitlab.example.com/api/v4/projects`);
+  add(
+    "gitlab PAT in a header",
+    glpat,
+    `curl --header "PRIVATE-TOKEN: ${glpat}" https://gitlab.example.com/api/v4/projects`,
+  );
 
   const xoxb = p("xo", "xb-", rand(DIGITS, 12), "-", rand(DIGITS, 13), "-", rand(ALNUM, 24));
   add("slack bot token", xoxb, `SLACK_BOT=${xoxb}`);
@@ -67,7 +76,15 @@ export function secretCorpus(): SecretCase[] {
   add("slack user token in prose", xoxp, `use ${xoxp} for the export`);
   const xapp = p("xa", "pp-1-", rand(UPPER + DIGITS, 11), "-", rand(DIGITS, 13), "-", rand(HEX, 64));
   add("slack app token", xapp, `app token ${xapp}`);
-  const hook = p("https://hooks", ".slack.com/services/T", rand(UPPER + DIGITS, 8), "/B", rand(UPPER + DIGITS, 8), "/", rand(ALNUM, 24));
+  const hook = p(
+    "https://hooks",
+    ".slack.com/services/T",
+    rand(UPPER + DIGITS, 8),
+    "/B",
+    rand(UPPER + DIGITS, 8),
+    "/",
+    rand(ALNUM, 24),
+  );
   add("slack webhook URL", hook, `curl -X POST -d '{"text":"hi"}' ${hook}`);
 
   const sk = p("s", "k-", rand(ALNUM, 48));
@@ -94,9 +111,17 @@ export function secretCorpus(): SecretCase[] {
   add("stripe webhook secret", whsec, `STRIPE_WEBHOOK=${whsec}`);
 
   const b64url = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");
-  const jwt = [b64url({ alg: "HS256", typ: "JWT" }), b64url({ sub: rand(DIGITS, 10), name: "x", iat: 1700000000 }), rand(URLSAFE, 43)].join(".");
+  const jwt = [
+    b64url({ alg: "HS256", typ: "JWT" }),
+    b64url({ sub: rand(DIGITS, 10), name: "x", iat: 1700000000 }),
+    rand(URLSAFE, 43),
+  ].join(".");
   add("JWT in prose", jwt, `session jwt ${jwt}`);
-  const jwt2 = [b64url({ alg: "RS256", kid: rand(HEX, 8) }), b64url({ sub: rand(DIGITS, 8), scope: "admin" }), rand(URLSAFE, 86)].join(".");
+  const jwt2 = [
+    b64url({ alg: "RS256", kid: rand(HEX, 8) }),
+    b64url({ sub: rand(DIGITS, 8), scope: "admin" }),
+    rand(URLSAFE, 86),
+  ].join(".");
   add("JWT as a bearer token", jwt2, `curl -H "Authorization: Bearer ${jwt2}" https://api.example.com/v1/me`);
 
   const rsa = pem("RSA", 6);
@@ -106,7 +131,11 @@ export function secretCorpus(): SecretCase[] {
   const trunc = pem("EC", 3, false);
   add("PEM EC private key cut off (no END line)", trunc.secret, `${trunc.text}\n[output truncated]`);
   const gcp = pem("", 4);
-  add("PEM inside JSON (escaped newlines)", gcp.secret.split("\n").join("\\n"), `{"type": "service_account", "private_key": "${gcp.text.split("\n").join("\\n")}\\n"}`);
+  add(
+    "PEM inside JSON (escaped newlines)",
+    gcp.secret.split("\n").join("\\n"),
+    `{"type": "service_account", "private_key": "${gcp.text.split("\n").join("\\n")}\\n"}`,
+  );
 
   const pw1 = password();
   add("env password", pw1, `DB_PASSWORD=${pw1}`);
@@ -158,7 +187,11 @@ export function secretCorpus(): SecretCase[] {
   const cs = rand(URLSAFE, 30);
   add("client_secret in JSON", cs, `{"client_id": "app-1", "client_secret": "${cs}"}`);
   const acct = rand(B64, 86) + "==";
-  add("Azure connection string AccountKey", acct, `DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${acct};EndpointSuffix=core.windows.net`);
+  add(
+    "Azure connection string AccountKey",
+    acct,
+    `DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${acct};EndpointSuffix=core.windows.net`,
+  );
   const npmTok = p("np", "m_", rand(ALNUM, 36));
   add("npm token in .npmrc", npmTok, `//registry.npmjs.org/:_authToken=${npmTok}`);
   const hf = p("h", "f_", rand(UPPER + LOWER, 34));

@@ -1,27 +1,57 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { sql } from "kysely";
-import { pruneStage1, recordUsage, selectPhase2Inputs, listOutputs } from "../../src/memories/store-outputs.ts";
-import { markPhase2Failed, markPhase2Succeeded, readPhase2Job, tryClaimPhase2 } from "../../src/memories/store-phase2.ts";
-import { markStage1Failed, markStage1NoOutput, markStage1Succeeded, readStage1Job, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
-import { listThreads, upsertThreads } from "../../src/memories/store-threads.ts";
-import { selectCandidates, type EligibilityRules } from "../../src/memories/eligibility.ts";
-import { emptySkips } from "../../src/memories/skips.ts";
-import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store-tx.ts";
-import type { ThreadRow } from "../../src/memories/rows.ts";
 import type { StateDb } from "../../src/memories/db.ts";
-import { assertUpsertsInOrder, DAY, HOUR, openDb, tempHome, sqliteSkip, ok } from "./support.ts";
+import { type EligibilityRules, selectCandidates } from "../../src/memories/eligibility.ts";
+import type { ThreadRow } from "../../src/memories/rows.ts";
+import { emptySkips } from "../../src/memories/skips.ts";
+import { listOutputs, pruneStage1, recordUsage, selectPhase2Inputs } from "../../src/memories/store-outputs.ts";
+import {
+  markPhase2Failed,
+  markPhase2Succeeded,
+  readPhase2Job,
+  tryClaimPhase2,
+} from "../../src/memories/store-phase2.ts";
+import {
+  markStage1Failed,
+  markStage1NoOutput,
+  markStage1Succeeded,
+  readStage1Job,
+  tryClaimStage1,
+} from "../../src/memories/store-stage1.ts";
+import { listThreads, upsertThreads } from "../../src/memories/store-threads.ts";
+import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store-tx.ts";
+import { assertUpsertsInOrder, DAY, HOUR, ok, openDb, sqliteSkip, tempHome } from "./support.ts";
 
 const NOW = 1_800_000_000; // seconds
 const res = (s: string) => ({ rawMemory: `raw ${s}`, rolloutSummary: `summary ${s}`, rolloutSlug: s });
 
 function thread(id: string, updatedMs: number, over: Partial<ThreadRow> = {}): ThreadRow {
-  return { id, origin: "relay", rollout_path: `/r/${id}.jsonl`, source: "cli", cwd: "/w", git_branch: null, created_at_ms: updatedMs - HOUR, updated_at_ms: updatedMs, memory_mode: "enabled", host: "h1", ...over };
+  return {
+    id,
+    origin: "relay",
+    rollout_path: `/r/${id}.jsonl`,
+    source: "cli",
+    cwd: "/w",
+    git_branch: null,
+    created_at_ms: updatedMs - HOUR,
+    updated_at_ms: updatedMs,
+    memory_mode: "enabled",
+    host: "h1",
+    ...over,
+  };
 }
 
 const claim = (db: StateDb, threadId: string, src: number, over: Partial<Parameters<typeof tryClaimStage1>[1]> = {}) =>
-  tryClaimStage1(db, { threadId, sourceUpdatedAt: src, workerId: "w1", leaseSeconds: 3600, maxRunningJobs: 8, now: NOW, ...over });
-
+  tryClaimStage1(db, {
+    threadId,
+    sourceUpdatedAt: src,
+    workerId: "w1",
+    leaseSeconds: 3600,
+    maxRunningJobs: 8,
+    now: NOW,
+    ...over,
+  });
 
 /** What phase 1 may claim of the catalog's rows (the rule phase 1 applies to its scan). */
 async function candidates(db: StateDb, rules: EligibilityRules, limit: number): Promise<ThreadRow[]> {
@@ -53,7 +83,11 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
       const b = ok(await claim(db, "t1", 100, { workerId: "B", now: NOW + 61 }));
       assert.equal(b.kind, "claimed");
       assert.ok(a.kind === "claimed");
-      assert.equal(ok(await markStage1Succeeded(db, "t1", a.token, 100, res("stale"), NOW + 62)), false, "the stolen claim must not write");
+      assert.equal(
+        ok(await markStage1Succeeded(db, "t1", a.token, 100, res("stale"), NOW + 62)),
+        false,
+        "the stolen claim must not write",
+      );
       assert.ok(b.kind === "claimed" && ok(await markStage1Succeeded(db, "t1", b.token, 100, res("fresh"), NOW + 63)));
       const rows = ok(await listOutputs(db));
       assert.equal(rows.length, 1);
@@ -68,7 +102,10 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
     const db1 = await openDb(h.dbFile);
     const db2 = await openDb(h.dbFile);
     try {
-      const [x, y] = await Promise.all([claim(db1, "t1", 100, { workerId: "A" }), claim(db2, "t1", 100, { workerId: "B" })]);
+      const [x, y] = await Promise.all([
+        claim(db1, "t1", 100, { workerId: "A" }),
+        claim(db2, "t1", 100, { workerId: "B" }),
+      ]);
       const kinds = [ok(x).kind, ok(y).kind].sort();
       assert.deepEqual(kinds, ["claimed", "skipped_running"]);
     } finally {
@@ -97,7 +134,10 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
         const c = ok(await claim(db, "t1", 100, { now }));
         assert.equal(c.kind, "claimed", `attempt ${i + 1}`);
         assert.ok(c.kind === "claimed" && ok(await markStage1Failed(db, "t1", c.token, "boom", 3600, now)));
-        assert.equal(ok(await claim(db, "t1", 100, { now: now + 10 })).kind, i < DEFAULT_RETRY_BUDGET - 1 ? "skipped_retry_backoff" : "skipped_retry_exhausted");
+        assert.equal(
+          ok(await claim(db, "t1", 100, { now: now + 10 })).kind,
+          i < DEFAULT_RETRY_BUDGET - 1 ? "skipped_retry_backoff" : "skipped_retry_exhausted",
+        );
         now += 3601;
       }
       assert.equal(ok(await claim(db, "t1", 100, { now })).kind, "skipped_retry_exhausted");
@@ -145,9 +185,21 @@ describe("stage 1 claims", { skip: sqliteSkip }, () => {
           thread("vscode", nowMs - 9 * HOUR, { source: "vscode" }),
         ]),
       );
-      const c = await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"], excludeThreadId: "me" }, 100);
-      assert.deepEqual(c.map((t) => t.id), ["idle", "vscode"]);
-      assert.deepEqual((await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"] }, 1)).map((t) => t.id), ["idle"]);
+      const c = await candidates(
+        db,
+        { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"], excludeThreadId: "me" },
+        100,
+      );
+      assert.deepEqual(
+        c.map((t) => t.id),
+        ["idle", "vscode"],
+      );
+      assert.deepEqual(
+        (await candidates(db, { nowMs, maxAgeDays: 10, minIdleHours: 6, sources: ["cli", "vscode"] }, 1)).map(
+          (t) => t.id,
+        ),
+        ["idle"],
+      );
     } finally {
       await db.close();
     }
@@ -209,10 +261,17 @@ describe("phase 2 lock and selection", { skip: sqliteSkip }, () => {
     const db = await openDb(h.dbFile);
     try {
       const ids = ["a", "b", "c", "d", "e"];
-      ok(await upsertThreads(db, ids.map((id) => thread(id, NOW * 1000))));
+      ok(
+        await upsertThreads(
+          db,
+          ids.map((id) => thread(id, NOW * 1000)),
+        ),
+      );
       for (const id of ids) {
         const c = ok(await claim(db, id, NOW - 2 * 86_400));
-        assert.ok(c.kind === "claimed" && ok(await markStage1Succeeded(db, id, c.token, NOW - 2 * 86_400, res(id), NOW)));
+        assert.ok(
+          c.kind === "claimed" && ok(await markStage1Succeeded(db, id, c.token, NOW - 2 * 86_400, res(id), NOW)),
+        );
       }
       // a: 5 uses 1 day ago; b: 5 uses 10 days ago; c: 1 use 1 h ago; d: used 31 days ago; e: never used.
       for (let i = 0; i < 5; i++) ok(await recordUsage(db, ["a"], NOW - 86_400));
@@ -220,16 +279,42 @@ describe("phase 2 lock and selection", { skip: sqliteSkip }, () => {
       ok(await recordUsage(db, ["c"], NOW - 3600));
       assert.equal(ok(await recordUsage(db, ["d", "d", "missing"], NOW - 31 * 86_400)), 2);
       const top3 = ok(await selectPhase2Inputs(db, 3, 30, NOW));
-      assert.deepEqual(top3.map((r) => r.thread_id), ["a", "b", "c"], "returned in thread id order");
+      assert.deepEqual(
+        top3.map((r) => r.thread_id),
+        ["a", "b", "c"],
+        "returned in thread id order",
+      );
       const all = ok(await selectPhase2Inputs(db, 10, 30, NOW));
-      assert.deepEqual(all.map((r) => r.thread_id), ["a", "b", "c", "e"]);
+      assert.deepEqual(
+        all.map((r) => r.thread_id),
+        ["a", "b", "c", "e"],
+      );
       const top1 = ok(await selectPhase2Inputs(db, 1, 30, NOW));
-      assert.deepEqual(top1.map((r) => r.thread_id), ["a"]);
+      assert.deepEqual(
+        top1.map((r) => r.thread_id),
+        ["a"],
+      );
       // d is stale and unselected → pruned; a selected row is kept even when stale.
       const p = ok(await tryClaimPhase2(db, { workerId: "A", leaseSeconds: 60, cooldownSeconds: 0, now: NOW }));
-      assert.ok(p.kind === "claimed" && ok(await markPhase2Succeeded(db, p.token, NOW, all.map((r) => ({ threadId: r.thread_id, sourceUpdatedAt: r.source_updated_at })), NOW)));
+      assert.ok(
+        p.kind === "claimed" &&
+          ok(
+            await markPhase2Succeeded(
+              db,
+              p.token,
+              NOW,
+              all.map((r) => ({ threadId: r.thread_id, sourceUpdatedAt: r.source_updated_at })),
+              NOW,
+            ),
+          ),
+      );
       assert.equal(ok(await pruneStage1(db, 30, 200, NOW)), 1);
-      assert.deepEqual(ok(await listOutputs(db)).map((r) => r.thread_id).sort(), ["a", "b", "c", "e"]);
+      assert.deepEqual(
+        ok(await listOutputs(db))
+          .map((r) => r.thread_id)
+          .sort(),
+        ["a", "b", "c", "e"],
+      );
       assert.equal(ok(await pruneStage1(db, 0, 200, NOW + 400 * 86_400)), 0, "selected rows are never pruned");
     } finally {
       await db.close();
@@ -240,20 +325,32 @@ describe("phase 2 lock and selection", { skip: sqliteSkip }, () => {
     await using h = tempHome();
     const db = await openDb(h.dbFile);
     try {
-      await sql`insert into jobs (kind, job_key, status, retry_remaining) values ('memory_stage1', 'bad', 'exploded', 3)`.execute(db.db);
+      await sql`insert into jobs (kind, job_key, status, retry_remaining) values ('memory_stage1', 'bad', 'exploded', 3)`.execute(
+        db.db,
+      );
       const r = await claim(db, "bad", 100);
       assert.ok("error" in r);
       assert.equal(r.error.code, "db_corrupt");
       assert.match(r.error.message, /damaged jobs row \(memory_stage1\/bad\).*status/);
-      await sql`insert into stage1_outputs (thread_id, source_updated_at, raw_memory, rollout_summary, generated_at, selected_for_phase2) values ('x', 'not-a-number', 'r', 's', 1, 0)`.execute(db.db);
+      await sql`insert into stage1_outputs (thread_id, source_updated_at, raw_memory, rollout_summary, generated_at, selected_for_phase2) values ('x', 'not-a-number', 'r', 's', 1, 0)`.execute(
+        db.db,
+      );
       const l = await listOutputs(db);
       assert.ok("error" in l);
       assert.match(l.error.message, /stage1_outputs row \(x\).*source_updated_at/);
       // Nothing was lost: the damaged rows are still there, untouched, for a repair.
       const kept = await sql<{ status: string }>`select status from jobs where job_key = 'bad'`.execute(db.db);
-      assert.deepEqual(kept.rows.map((r) => r.status), ["exploded"]);
-      const outs = await sql<{ source_updated_at: unknown }>`select source_updated_at from stage1_outputs where thread_id = 'x'`.execute(db.db);
-      assert.deepEqual(outs.rows.map((r) => r.source_updated_at), ["not-a-number"]);
+      assert.deepEqual(
+        kept.rows.map((r) => r.status),
+        ["exploded"],
+      );
+      const outs = await sql<{
+        source_updated_at: unknown;
+      }>`select source_updated_at from stage1_outputs where thread_id = 'x'`.execute(db.db);
+      assert.deepEqual(
+        outs.rows.map((r) => r.source_updated_at),
+        ["not-a-number"],
+      );
       assert.match(l.error.message, /relay memories forget x/);
       // ...and forget is the repair.
       const { forgetThread } = await import("../../src/memories/store-outputs.ts");
@@ -276,7 +373,10 @@ describe("forget", { skip: sqliteSkip }, () => {
       ok(await forgetThread(db, "t-later", NOW));
       ok(await upsertThreads(db, [thread("t-later", NOW * 1000 - 7 * HOUR, { memory_mode: "enabled" })]));
       const c = await candidates(db, { nowMs: NOW * 1000, maxAgeDays: 10, minIdleHours: 6, sources: ["cli"] }, 10);
-      assert.deepEqual(c.map((t) => t.id), []);
+      assert.deepEqual(
+        c.map((t) => t.id),
+        [],
+      );
     } finally {
       await db.close();
     }

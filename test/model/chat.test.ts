@@ -3,18 +3,42 @@ import { describe, test } from "node:test";
 import { chatMessages, createChatClient, ToolCallAssembler } from "../../src/model/chat.ts";
 import { ModelError, type ModelEvent, type ModelRequest } from "../../src/model/client.ts";
 import type { TransportOptions } from "../../src/model/http.ts";
-import { assistantMessage, developerMessage, userMessage, type ResponseItem } from "../../src/model/items.ts";
-import { drain, errorMidStream, raw, reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import { assistantMessage, developerMessage, type ResponseItem, userMessage } from "../../src/model/items.ts";
+import {
+  drain,
+  errorMidStream,
+  type FakeModelServer,
+  raw,
+  reply,
+  startFakeModelServer,
+} from "../support/fake-model-server.ts";
 
 function client(server: FakeModelServer, extra: Partial<TransportOptions> = {}) {
-  return createChatClient({ baseUrl: server.baseUrl, model: "llama-test", retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...extra });
+  return createChatClient({
+    baseUrl: server.baseUrl,
+    model: "llama-test",
+    retry: { baseDelayMs: 1, maxDelayMs: 5 },
+    ...extra,
+  });
 }
 
-const EXEC = { kind: "function" as const, name: "exec_command", description: "Run a command", parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] } };
+const EXEC = {
+  kind: "function" as const,
+  name: "exec_command",
+  description: "Run a command",
+  parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] },
+};
 const PATCH = { kind: "custom" as const, name: "apply_patch", description: "Apply a patch" };
 
 function request(over: Partial<ModelRequest> = {}): ModelRequest {
-  return { model: "llama-test", instructions: "Be brief.", input: [userMessage("hello")], tools: [EXEC, PATCH], parallelToolCalls: true, ...over };
+  return {
+    model: "llama-test",
+    instructions: "Be brief.",
+    input: [userMessage("hello")],
+    tools: [EXEC, PATCH],
+    parallelToolCalls: true,
+    ...over,
+  };
 }
 
 const items = (events: ModelEvent[]) => events.flatMap((e) => (e.type === "item" ? [e.item] : []));
@@ -67,20 +91,38 @@ describe("Chat Completions client", () => {
         },
         { role: "tool", tool_call_id: "call_1", content: "a.txt\nb.txt" },
         { role: "tool", tool_call_id: "call_2", content: "/work" },
-        { role: "assistant", content: null, tool_calls: [{ id: "call_3", type: "function", function: { name: "apply_patch", arguments: '{"input":"*** Begin Patch"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            {
+              id: "call_3",
+              type: "function",
+              function: { name: "apply_patch", arguments: '{"input":"*** Begin Patch"}' },
+            },
+          ],
+        },
         { role: "tool", tool_call_id: "call_3", content: "Done!" },
         { role: "assistant", content: "All done." },
         { role: "system", content: "Approval mode changed." },
         { role: "user", content: "thanks" },
       ],
       tools: [
-        { type: "function", function: { name: "exec_command", description: "Run a command", parameters: EXEC.parameters } },
+        {
+          type: "function",
+          function: { name: "exec_command", description: "Run a command", parameters: EXEC.parameters },
+        },
         {
           type: "function",
           function: {
             name: "apply_patch",
             description: "Apply a patch",
-            parameters: { type: "object", properties: { input: { type: "string", description: "The raw text input for this tool." } }, required: ["input"], additionalProperties: false },
+            parameters: {
+              type: "object",
+              properties: { input: { type: "string", description: "The raw text input for this tool." } },
+              required: ["input"],
+              additionalProperties: false,
+            },
           },
         },
       ],
@@ -100,9 +142,24 @@ describe("Chat Completions client", () => {
 
   test("images become image_url parts", () => {
     const msgs = chatMessages("", [
-      { type: "message", role: "user", content: [{ type: "input_text", text: "what is this?" }, { type: "input_image", image_url: "data:image/png;base64,AAA" }] },
+      {
+        type: "message",
+        role: "user",
+        content: [
+          { type: "input_text", text: "what is this?" },
+          { type: "input_image", image_url: "data:image/png;base64,AAA" },
+        ],
+      },
     ]);
-    assert.deepEqual(msgs, [{ role: "user", content: [{ type: "text", text: "what is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAA" } }] }]);
+    assert.deepEqual(msgs, [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "what is this?" },
+          { type: "image_url", image_url: { url: "data:image/png;base64,AAA" } },
+        ],
+      },
+    ]);
   });
 
   test("streams text, then the message item, then completed with usage", async () => {
@@ -113,10 +170,17 @@ describe("Chat Completions client", () => {
     assert.equal(server.requests[0]!.body.tools, undefined);
     assert.ok(events.filter((e) => e.type === "text_delta").length > 1);
     assert.equal(text(events), "Hello from a local model.");
-    assert.deepEqual(items(events), [{ type: "message", role: "assistant", content: [{ type: "output_text", text: "Hello from a local model." }] }]);
+    assert.deepEqual(items(events), [
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "Hello from a local model." }] },
+    ]);
     const last = events.at(-1)!;
     assert.equal(last.type, "completed");
-    assert.deepEqual((last as { usage?: unknown }).usage, { input_tokens: 50, output_tokens: 6, total_tokens: 56, cached_input_tokens: 32 });
+    assert.deepEqual((last as { usage?: unknown }).usage, {
+      input_tokens: 50,
+      output_tokens: 6,
+      total_tokens: 56,
+      cached_input_tokens: 32,
+    });
     assert.match((last as { responseId?: string }).responseId ?? "", /^chatcmpl_/);
   });
 
@@ -126,7 +190,7 @@ describe("Chat Completions client", () => {
       server.enqueue(
         reply()
           .text("Running two commands.")
-          .toolCall("exec_command", { cmd: "ls -la /tmp && echo \"quoted\"" }, { callId: "call_x" })
+          .toolCall("exec_command", { cmd: 'ls -la /tmp && echo "quoted"' }, { callId: "call_x" })
           .toolCall("exec_command", { cmd: "pwd" }, { callId: "call_y" })
           .chatStyle({ toolCalls: style }),
       );
@@ -136,7 +200,9 @@ describe("Chat Completions client", () => {
         { name: "exec_command", args: { cmd: 'ls -la /tmp && echo "quoted"' }, call_id: "call_x" },
         { name: "exec_command", args: { cmd: "pwd" }, call_id: "call_y" },
       ]);
-      const kinds = events.filter((e) => e.type !== "text_delta").map((e) => (e.type === "item" ? e.item.type : e.type));
+      const kinds = events
+        .filter((e) => e.type !== "text_delta")
+        .map((e) => (e.type === "item" ? e.item.type : e.type));
       assert.deepEqual(kinds, ["message", "function_call", "function_call", "completed"]);
     });
   }
@@ -146,7 +212,9 @@ describe("Chat Completions client", () => {
     server.enqueue(reply().customToolCall("apply_patch", "*** Begin Patch\n+x\n*** End Patch", { callId: "call_p" }));
     const { events, error } = await drain(client(server).stream(request()));
     assert.equal(error, undefined);
-    assert.deepEqual(items(events), [{ type: "custom_tool_call", name: "apply_patch", input: "*** Begin Patch\n+x\n*** End Patch", call_id: "call_p" }]);
+    assert.deepEqual(items(events), [
+      { type: "custom_tool_call", name: "apply_patch", input: "*** Begin Patch\n+x\n*** End Patch", call_id: "call_p" },
+    ]);
   });
 
   test("reasoning_content and reasoning deltas become reasoning deltas and a reasoning item", async () => {
@@ -155,8 +223,17 @@ describe("Chat Completions client", () => {
       server.enqueue(reply().reasoning("Let me think.").text("Answer.").chatStyle({ reasoningField: field }));
       const { events, error } = await drain(client(server).stream(request()));
       assert.equal(error, undefined);
-      assert.equal(events.filter((e) => e.type === "reasoning_delta").map((e) => (e as { delta: string }).delta).join(""), "Let me think.");
-      assert.deepEqual(items(events).map((i) => i.type), ["reasoning", "message"]);
+      assert.equal(
+        events
+          .filter((e) => e.type === "reasoning_delta")
+          .map((e) => (e as { delta: string }).delta)
+          .join(""),
+        "Let me think.",
+      );
+      assert.deepEqual(
+        items(events).map((i) => i.type),
+        ["reasoning", "message"],
+      );
       assert.equal(text(events), "Answer.");
     }
   });
@@ -175,7 +252,10 @@ describe("Chat Completions client", () => {
     const retried = await drain(client(server).stream(request()));
     assert.equal(retried.error, undefined);
     const retry = retried.events.find((e) => e.type === "retrying");
-    assert.ok(retry && retry.type === "retrying" && retry.discardPartial && /CUDA out of memory/.test(retry.reason), JSON.stringify(retry));
+    assert.ok(
+      retry && retry.type === "retrying" && retry.discardPartial && /CUDA out of memory/.test(retry.reason),
+      JSON.stringify(retry),
+    );
     assert.equal(text(retried.events.slice(retried.events.indexOf(retry) + 1)), "recovered");
     server.enqueue(errorMidStream({ message: "CUDA out of memory" }));
     const { events, error } = await drain(client(server, { retry: { maxRetries: 0 } }).stream(request()));
@@ -187,7 +267,8 @@ describe("Chat Completions client", () => {
 
   test("tolerates single-newline framing and whole calls without index or id", async () => {
     await using server = await startFakeModelServer();
-    const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: "c1", choices: [{ index: 0, delta, finish_reason: finish }] })}\n`;
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c1", choices: [{ index: 0, delta, finish_reason: finish }] })}\n`;
     server.enqueue(
       raw([
         chunk({ role: "assistant", content: "" }),

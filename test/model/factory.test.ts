@@ -5,7 +5,13 @@ import { createModelClient, ModelConfigSchema } from "../../src/model/factory.ts
 import { userMessage } from "../../src/model/items.ts";
 import { drain, reply, startFakeModelServer } from "../support/fake-model-server.ts";
 
-const REQUEST: ModelRequest = { model: "m", instructions: "", input: [userMessage("hi")], tools: [], parallelToolCalls: false };
+const REQUEST: ModelRequest = {
+  model: "m",
+  instructions: "",
+  input: [userMessage("hi")],
+  tools: [],
+  parallelToolCalls: false,
+};
 
 describe("createModelClient", () => {
   test("a missing key for api.openai.com is an auth error at first use, naming OPENAI_API_KEY", async () => {
@@ -19,7 +25,10 @@ describe("createModelClient", () => {
   });
 
   test("apiKeyEnv names the variable, in the key lookup and the error", async () => {
-    const model = createModelClient({ provider: "openai-chat", model: "gpt-5", apiKeyEnv: "MY_KEY" }, { OPENAI_API_KEY: "ignored" });
+    const model = createModelClient(
+      { provider: "openai-chat", model: "gpt-5", apiKeyEnv: "MY_KEY" },
+      { OPENAI_API_KEY: "ignored" },
+    );
     const { error } = await drain(model.stream(REQUEST));
     assert.ok(error instanceof ModelError);
     assert.match(error.message, /MY_KEY/);
@@ -28,7 +37,10 @@ describe("createModelClient", () => {
   test("OPENAI_BASE_URL and the key variable are used; local servers work without a key", async () => {
     await using server = await startFakeModelServer();
     server.enqueue(reply().text("one"), reply().text("two"));
-    const withKey = createModelClient({ provider: "openai-responses", model: "m", headers: { "x-h": "v" } }, { OPENAI_BASE_URL: server.baseUrl, OPENAI_API_KEY: "sk-env" });
+    const withKey = createModelClient(
+      { provider: "openai-responses", model: "m", headers: { "x-h": "v" } },
+      { OPENAI_BASE_URL: server.baseUrl, OPENAI_API_KEY: "sk-env" },
+    );
     assert.equal((await drain(withKey.stream(REQUEST))).error, undefined);
     const noKey = createModelClient({ provider: "openai-chat", model: "m", baseUrl: server.baseUrl }, {});
     assert.equal((await drain(noKey.stream(REQUEST))).error, undefined);
@@ -43,7 +55,10 @@ describe("createModelClient", () => {
 
   test("maxRetries is honoured", async () => {
     await using server = await startFakeModelServer();
-    const model = createModelClient({ provider: "openai-chat", model: "m", baseUrl: server.baseUrl, maxRetries: 1, retry: { baseDelayMs: 1 } }, {});
+    const model = createModelClient(
+      { provider: "openai-chat", model: "m", baseUrl: server.baseUrl, maxRetries: 1, retry: { baseDelayMs: 1 } },
+      {},
+    );
     const { error } = await drain(model.stream(REQUEST));
     assert.ok(error instanceof ModelError);
     assert.equal(server.requests.length, 2);
@@ -53,7 +68,13 @@ describe("createModelClient", () => {
     const r = ModelConfigSchema.safeParse({ provider: "scripted", model: "demo" });
     assert.equal(r.success, false);
     assert.match(JSON.stringify(r.error?.issues), /scriptPath/);
-    assert.equal(createModelClient({ provider: "scripted", model: "demo", scriptPath: "/nonexistent.json" }).provider, "scripted");
-    assert.equal(ModelConfigSchema.safeParse({ provider: "openai-chat", model: "m", baseUrl: "not a url" }).success, false);
+    assert.equal(
+      createModelClient({ provider: "scripted", model: "demo", scriptPath: "/nonexistent.json" }).provider,
+      "scripted",
+    );
+    assert.equal(
+      ModelConfigSchema.safeParse({ provider: "openai-chat", model: "m", baseUrl: "not a url" }).success,
+      false,
+    );
   });
 });

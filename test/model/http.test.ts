@@ -3,17 +3,43 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { describe, test } from "node:test";
 import { createChatClient } from "../../src/model/chat.ts";
-import { ModelError, type ModelClient, type ModelEvent, type ModelRequest } from "../../src/model/client.ts";
-import { backoffDelay, DEFAULT_RETRY_POLICY, parseRetryAfter, parseServerError, type TransportOptions } from "../../src/model/http.ts";
+import { type ModelClient, ModelError, type ModelEvent, type ModelRequest } from "../../src/model/client.ts";
+import {
+  backoffDelay,
+  DEFAULT_RETRY_POLICY,
+  parseRetryAfter,
+  parseServerError,
+  type TransportOptions,
+} from "../../src/model/http.ts";
 import { userMessage } from "../../src/model/items.ts";
 import { createResponsesClient } from "../../src/model/responses.ts";
-import { drain, dropConnection, hang, httpError, rateLimited, reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import {
+  drain,
+  dropConnection,
+  type FakeModelServer,
+  hang,
+  httpError,
+  rateLimited,
+  reply,
+  startFakeModelServer,
+} from "../support/fake-model-server.ts";
 
-const REQUEST: ModelRequest = { model: "m-test", instructions: "", input: [userMessage("hi")], tools: [], parallelToolCalls: false };
+const REQUEST: ModelRequest = {
+  model: "m-test",
+  instructions: "",
+  input: [userMessage("hi")],
+  tools: [],
+  parallelToolCalls: false,
+};
 
 const APIS = [
   // SSE events sent before the first text delta: created, in_progress, item added, part added
-  { name: "responses", make: (o: TransportOptions) => createResponsesClient(o), eventsBeforeText: 4, path: "responses" },
+  {
+    name: "responses",
+    make: (o: TransportOptions) => createResponsesClient(o),
+    eventsBeforeText: 4,
+    path: "responses",
+  },
   // the role chunk
   { name: "chat", make: (o: TransportOptions) => createChatClient(o), eventsBeforeText: 1, path: "chat/completions" },
 ];
@@ -35,7 +61,14 @@ async function expectAbort(p: Promise<{ events: ModelEvent[]; error?: unknown }>
 
 for (const api of APIS) {
   const client = (server: FakeModelServer, extra: Partial<TransportOptions> = {}): ModelClient =>
-    api.make({ baseUrl: server.baseUrl, model: "m-test", apiKey: "sk-test", apiKeyEnv: "RELAY_TEST_KEY", retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...extra });
+    api.make({
+      baseUrl: server.baseUrl,
+      model: "m-test",
+      apiKey: "sk-test",
+      apiKeyEnv: "RELAY_TEST_KEY",
+      retry: { baseDelayMs: 1, maxDelayMs: 5 },
+      ...extra,
+    });
 
   describe(`transport (${api.name})`, () => {
     test("429 with Retry-After is retried after the server's delay, then succeeds", async () => {
@@ -59,7 +92,10 @@ for (const api of APIS) {
       server.enqueue(httpError(500, { error: { message: "boom" } }), httpError(503, "overloaded"), reply().text("ok"));
       const { events, error } = await drain(client(server).stream(REQUEST));
       assert.equal(error, undefined);
-      assert.deepEqual(retries(events).map((r) => r.attempt), [1, 2]);
+      assert.deepEqual(
+        retries(events).map((r) => r.attempt),
+        [1, 2],
+      );
       assert.ok(retries(events).every((r) => r.delayMs <= 5));
       assert.equal(events.at(-1)!.type, "completed");
     });
@@ -67,13 +103,19 @@ for (const api of APIS) {
     test("gives up after maxRetries with a server error naming the cause", async () => {
       await using server = await startFakeModelServer();
       // nothing queued: the fake server answers 500 "queued no reply"
-      const { events, error } = await drain(client(server, { retry: { maxRetries: 2, baseDelayMs: 1 } }).stream(REQUEST));
+      const { events, error } = await drain(
+        client(server, { retry: { maxRetries: 2, baseDelayMs: 1 } }).stream(REQUEST),
+      );
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "server");
       assert.equal(error.status, 500);
       assert.match(error.message, /queued no reply/);
       assert.match(error.message, /gave up after 2 retries/);
-      assert.deepEqual(retries(events).map((r) => `${r.attempt}/${r.maxRetries}`), ["1/2", "2/2"], "each retry says how many may follow");
+      assert.deepEqual(
+        retries(events).map((r) => `${r.attempt}/${r.maxRetries}`),
+        ["1/2", "2/2"],
+        "each retry says how many may follow",
+      );
       assert.equal(server.requests.length, 3);
     });
 
@@ -89,7 +131,12 @@ for (const api of APIS) {
 
     test("a stream dropped after text deltas (no whole item yet) is retried, and the partial text is to be dropped", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(reply().text("partial words that never finish").hangAfter(api.eventsBeforeText + 2), reply().text("the whole answer"));
+      server.enqueue(
+        reply()
+          .text("partial words that never finish")
+          .hangAfter(api.eventsBeforeText + 2),
+        reply().text("the whole answer"),
+      );
       // The connection drops once the consumer has seen text, whatever the machine's load.
       const events: ModelEvent[] = [];
       for await (const ev of client(server).stream(REQUEST)) {
@@ -101,7 +148,10 @@ for (const api of APIS) {
       assert.equal(retry[0]!.discardPartial, true);
       const after = events.slice(events.indexOf(retry[0]!) + 1);
       assert.equal(text(after), "the whole answer", "the retry streams the answer anew");
-      assert.ok(text(events.slice(0, events.indexOf(retry[0]!))).startsWith("partial"), "the dropped attempt had streamed text");
+      assert.ok(
+        text(events.slice(0, events.indexOf(retry[0]!))).startsWith("partial"),
+        "the dropped attempt had streamed text",
+      );
       assert.equal(server.requests.length, 2);
     });
 
@@ -109,7 +159,10 @@ for (const api of APIS) {
       test("a stream dropped after a whole item is ModelError('stream'), not retried: that item may have been acted on", async () => {
         await using server = await startFakeModelServer();
         // created, in_progress, item.added, part.added, delta, text.done, part.done, item.done: then silence.
-        server.enqueue(reply().text("done").toolCall("exec_command", { cmd: "true" }).hangAfter(8), reply().text("unused"));
+        server.enqueue(
+          reply().text("done").toolCall("exec_command", { cmd: "true" }).hangAfter(8),
+          reply().text("unused"),
+        );
         const events: ModelEvent[] = [];
         let error: unknown;
         try {
@@ -120,7 +173,10 @@ for (const api of APIS) {
         } catch (e) {
           error = e;
         }
-        assert.ok(events.some((e) => e.type === "item"), "a whole item arrived");
+        assert.ok(
+          events.some((e) => e.type === "item"),
+          "a whole item arrived",
+        );
         assert.ok(error instanceof ModelError, String(error));
         assert.equal(error.code, "stream");
         assert.match(error.message, /after part of the answer had arrived whole, so not retried/);
@@ -142,7 +198,11 @@ for (const api of APIS) {
 
     test("abort mid-stream stops reading at once", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(reply().text("first words and then silence").hangAfter(api.eventsBeforeText + 1));
+      server.enqueue(
+        reply()
+          .text("first words and then silence")
+          .hangAfter(api.eventsBeforeText + 1),
+      );
       const ac = new AbortController();
       const stream = client(server).stream(REQUEST, ac.signal);
       const events = await expectAbort(
@@ -184,14 +244,22 @@ for (const api of APIS) {
       assert.equal(error, undefined);
       assert.deepEqual(
         retries(events).map((r) => r.reason.replace(/\d+/g, "N")),
-        [`model request idle for N ms: no response from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path}`, `model stream idle for N ms: no data from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path}`],
+        [
+          `model request idle for N ms: no response from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path}`,
+          `model stream idle for N ms: no data from ${server.baseUrl.replace(/\d+/g, "N")}/${api.path}`,
+        ],
       );
       assert.equal(text(events), "awake now");
     });
 
     test("server silence after text deltas is retried like silence before them", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(reply().text("some words then nothing").hangAfter(api.eventsBeforeText + 1), reply().text("second try"));
+      server.enqueue(
+        reply()
+          .text("some words then nothing")
+          .hangAfter(api.eventsBeforeText + 1),
+        reply().text("second try"),
+      );
       const { events, error } = await drain(client(server, { idleTimeoutMs: 60 }).stream(REQUEST));
       assert.equal(error, undefined);
       const [retry] = retries(events);
@@ -225,7 +293,15 @@ for (const api of APIS) {
 
     test("401 is an auth error that says which variable sets the key", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(httpError(401, { error: { message: "Incorrect API key provided: sk-test.", type: "invalid_request_error", code: "invalid_api_key" } }));
+      server.enqueue(
+        httpError(401, {
+          error: {
+            message: "Incorrect API key provided: sk-test.",
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        }),
+      );
       const { error } = await drain(client(server).stream(REQUEST));
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "auth");
@@ -237,7 +313,15 @@ for (const api of APIS) {
 
     test("404 is model_not_found, naming the model and the base URL", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(httpError(404, { error: { message: "The model `m-test` does not exist or you do not have access to it.", type: "invalid_request_error", code: "model_not_found" } }));
+      server.enqueue(
+        httpError(404, {
+          error: {
+            message: "The model `m-test` does not exist or you do not have access to it.",
+            type: "invalid_request_error",
+            code: "model_not_found",
+          },
+        }),
+      );
       const { error } = await drain(client(server).stream(REQUEST));
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "model_not_found");
@@ -256,7 +340,16 @@ for (const api of APIS) {
 
     test("other 4xx are bad_request with the server's message, not retried", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(httpError(422, { error: { message: "Invalid value for 'tools[0].name'.", type: "invalid_request_error", param: "tools[0].name", code: "invalid_value" } }));
+      server.enqueue(
+        httpError(422, {
+          error: {
+            message: "Invalid value for 'tools[0].name'.",
+            type: "invalid_request_error",
+            param: "tools[0].name",
+            code: "invalid_value",
+          },
+        }),
+      );
       const { error } = await drain(client(server).stream(REQUEST));
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "bad_request");
@@ -266,7 +359,15 @@ for (const api of APIS) {
 
     test("insufficient_quota 429 is not retried", async () => {
       await using server = await startFakeModelServer();
-      server.enqueue(httpError(429, { error: { message: "You exceeded your current quota.", type: "insufficient_quota", code: "insufficient_quota" } }));
+      server.enqueue(
+        httpError(429, {
+          error: {
+            message: "You exceeded your current quota.",
+            type: "insufficient_quota",
+            code: "insufficient_quota",
+          },
+        }),
+      );
       const { error } = await drain(client(server).stream(REQUEST));
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "rate_limited");
@@ -279,7 +380,11 @@ for (const api of APIS) {
       await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
       const port = (probe.address() as { port: number }).port;
       await new Promise<void>((r) => probe.close(() => r()));
-      const c = api.make({ baseUrl: `http://127.0.0.1:${port}/v1`, model: "m", retry: { maxRetries: 1, baseDelayMs: 1 } });
+      const c = api.make({
+        baseUrl: `http://127.0.0.1:${port}/v1`,
+        model: "m",
+        retry: { maxRetries: 1, baseDelayMs: 1 },
+      });
       const { events, error } = await drain(c.stream(REQUEST));
       assert.ok(error instanceof ModelError);
       assert.equal(error.code, "network");
@@ -292,10 +397,23 @@ for (const api of APIS) {
 describe("retry helpers", () => {
   test("backoff doubles from the base, stays under the cap, and jitters within bounds", () => {
     const p = { ...DEFAULT_RETRY_POLICY };
-    assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelay(p, n, () => 0.5)), [250, 500, 1000, 2000, 4000, 8000, 8000]);
-    assert.equal(backoffDelay(p, 1, () => 0), 200);
-    assert.equal(backoffDelay(p, 1, () => 1), 300);
-    assert.equal(backoffDelay(p, 10, () => 1), 8000, "jitter never exceeds the cap");
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelay(p, n, () => 0.5)),
+      [250, 500, 1000, 2000, 4000, 8000, 8000],
+    );
+    assert.equal(
+      backoffDelay(p, 1, () => 0),
+      200,
+    );
+    assert.equal(
+      backoffDelay(p, 1, () => 1),
+      300,
+    );
+    assert.equal(
+      backoffDelay(p, 10, () => 1),
+      8000,
+      "jitter never exceeds the cap",
+    );
   });
 
   test("Retry-After: seconds, decimals, HTTP dates and retry-after-ms", () => {
@@ -309,7 +427,11 @@ describe("retry helpers", () => {
   });
 
   test("server error bodies in their common shapes", () => {
-    assert.deepEqual(parseServerError('{"error":{"message":"m","type":"t","code":"c"}}'), { message: "m", code: "c", type: "t" });
+    assert.deepEqual(parseServerError('{"error":{"message":"m","type":"t","code":"c"}}'), {
+      message: "m",
+      code: "c",
+      type: "t",
+    });
     assert.deepEqual(parseServerError('{"error":"plain"}'), { message: "plain" });
     assert.deepEqual(parseServerError('{"message":"top","code":429}'), { message: "top", code: "429" });
     assert.deepEqual(parseServerError("Bad Gateway\n"), { message: "Bad Gateway" });

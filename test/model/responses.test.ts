@@ -1,14 +1,28 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ModelError, type ModelEvent, type ModelRequest } from "../../src/model/client.ts";
-import { assistantMessage, userMessage, type ResponseItem } from "../../src/model/items.ts";
+import { assistantMessage, type ResponseItem, userMessage } from "../../src/model/items.ts";
 import { createResponsesClient, type ResponsesClientOptions } from "../../src/model/responses.ts";
-import { contextWindowExceeded, drain, errorMidStream, raw, reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import {
+  contextWindowExceeded,
+  drain,
+  errorMidStream,
+  type FakeModelServer,
+  raw,
+  reply,
+  startFakeModelServer,
+} from "../support/fake-model-server.ts";
 
 const TINY_BACKOFF = { baseDelayMs: 1, maxDelayMs: 5 };
 
 function client(server: FakeModelServer, extra: Partial<ResponsesClientOptions> = {}) {
-  return createResponsesClient({ baseUrl: server.baseUrl, model: "gpt-test", apiKey: "sk-test", retry: TINY_BACKOFF, ...extra });
+  return createResponsesClient({
+    baseUrl: server.baseUrl,
+    model: "gpt-test",
+    apiKey: "sk-test",
+    retry: TINY_BACKOFF,
+    ...extra,
+  });
 }
 
 function request(over: Partial<ModelRequest> = {}): ModelRequest {
@@ -17,7 +31,12 @@ function request(over: Partial<ModelRequest> = {}): ModelRequest {
     instructions: "You are a test.",
     input: [userMessage("hello")],
     tools: [
-      { kind: "function", name: "exec_command", description: "Run a command", parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] } },
+      {
+        kind: "function",
+        name: "exec_command",
+        description: "Run a command",
+        parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] },
+      },
       { kind: "custom", name: "apply_patch", description: "Apply a patch" },
     ],
     parallelToolCalls: true,
@@ -58,7 +77,13 @@ describe("Responses client", () => {
         { type: "function_call_output", call_id: "call_1", output: "a.txt" },
       ],
       tools: [
-        { type: "function", name: "exec_command", description: "Run a command", parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] }, strict: false },
+        {
+          type: "function",
+          name: "exec_command",
+          description: "Run a command",
+          parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] },
+          strict: false,
+        },
         { type: "custom", name: "apply_patch", description: "Apply a patch" },
       ],
       tool_choice: "auto",
@@ -87,11 +112,18 @@ describe("Responses client", () => {
     const its = items(events);
     assert.equal(its.length, 1);
     assert.equal(its[0]!.type, "message");
-    assert.deepEqual((its[0] as { content: unknown }).content, [{ type: "output_text", text: "Hello there, world!", annotations: [] }]);
+    assert.deepEqual((its[0] as { content: unknown }).content, [
+      { type: "output_text", text: "Hello there, world!", annotations: [] },
+    ]);
     const last = events.at(-1)!;
     assert.equal(last.type, "completed");
     assert.match((last as { responseId?: string }).responseId ?? "", /^resp_/);
-    assert.deepEqual((last as { usage?: unknown }).usage, { input_tokens: 120, output_tokens: 7, total_tokens: 127, cached_input_tokens: 100 });
+    assert.deepEqual((last as { usage?: unknown }).usage, {
+      input_tokens: 120,
+      output_tokens: 7,
+      total_tokens: 127,
+      cached_input_tokens: 100,
+    });
     // items come after the deltas of their text
     assert.ok(events.findIndex((e) => e.type === "item") > events.findLastIndex((e) => e.type === "text_delta"));
   });
@@ -108,7 +140,13 @@ describe("Responses client", () => {
     );
     const { events, error } = await drain(client(server).stream(request()));
     assert.equal(error, undefined);
-    assert.equal(events.filter((e) => e.type === "reasoning_delta").map((e) => (e as { delta: string }).delta).join(""), "Thinking about ls.");
+    assert.equal(
+      events
+        .filter((e) => e.type === "reasoning_delta")
+        .map((e) => (e as { delta: string }).delta)
+        .join(""),
+      "Thinking about ls.",
+    );
     const its = items(events);
     assert.deepEqual(
       its.map((i) => i.type),
@@ -138,7 +176,10 @@ describe("Responses client", () => {
   test("an `error` event before any output is retried; rate-limit codes are retryable", async () => {
     await using server = await startFakeModelServer();
     server.enqueue(
-      reply().failWith({ code: "rate_limit_exceeded", message: "Rate limit reached. Please try again in 20ms." }, "error"),
+      reply().failWith(
+        { code: "rate_limit_exceeded", message: "Rate limit reached. Please try again in 20ms." },
+        "error",
+      ),
       reply().text("second try"),
     );
     const { events, error } = await drain(client(server).stream(request()));
@@ -164,7 +205,12 @@ describe("Responses client", () => {
   test("response.incomplete is an error naming the reason", async () => {
     await using server = await startFakeModelServer();
     const ev = (type: string, extra: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...extra })}\n\n`;
-    server.enqueue(raw([ev("response.created", { response: { id: "resp_1" } }), ev("response.incomplete", { response: { id: "resp_1", incomplete_details: { reason: "max_output_tokens" } } })]));
+    server.enqueue(
+      raw([
+        ev("response.created", { response: { id: "resp_1" } }),
+        ev("response.incomplete", { response: { id: "resp_1", incomplete_details: { reason: "max_output_tokens" } } }),
+      ]),
+    );
     const { error } = await drain(client(server).stream(request()));
     assert.ok(error instanceof ModelError);
     assert.match(error.message, /max_output_tokens/);
@@ -174,9 +220,9 @@ describe("Responses client", () => {
     await using server = await startFakeModelServer();
     server.enqueue(
       raw([
-        "event: response.output_text.delta\r\ndata: {\"delta\":\"Hi\"}\r\n\r\n",
-        "event: response.output_item.done\r\ndata: {\"item\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hi\"}]}}\r\n\r\n",
-        "event: response.completed\r\ndata: {\"response\":{\"id\":\"resp_9\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1,\"total_tokens\":4}}}",
+        'event: response.output_text.delta\r\ndata: {"delta":"Hi"}\r\n\r\n',
+        'event: response.output_item.done\r\ndata: {"item":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}\r\n\r\n',
+        'event: response.completed\r\ndata: {"response":{"id":"resp_9","usage":{"input_tokens":3,"output_tokens":1,"total_tokens":4}}}',
       ]),
     );
     const { events, error } = await drain(client(server).stream(request()));

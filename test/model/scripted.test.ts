@@ -8,7 +8,13 @@ import { userMessage } from "../../src/model/items.ts";
 import { createScriptedClient, estimateUsage, LAST_SESSION_ID, scriptDeltas } from "../../src/model/scripted.ts";
 import { drain } from "../support/fake-model-server.ts";
 
-const REQUEST: ModelRequest = { model: "scripted", instructions: "Be a demo.", input: [userMessage("make hello.py")], tools: [], parallelToolCalls: true };
+const REQUEST: ModelRequest = {
+  model: "scripted",
+  instructions: "Be a demo.",
+  input: [userMessage("make hello.py")],
+  tools: [],
+  parallelToolCalls: true,
+};
 
 async function scriptFile(content: string): Promise<{ file: string; [Symbol.asyncDispose](): Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), "relay-script-"));
@@ -35,7 +41,12 @@ describe("scripted provider", () => {
   test("$last_session_id stands for the newest running process the request's tool outputs name", async () => {
     const write = { name: "write_stdin", arguments: { session_id: LAST_SESSION_ID, chars: "y\n" } };
     const model = createScriptedClient({ script: { turns: [{ tool_calls: [write] }, { tool_calls: [write] }] } });
-    const outputs = (ids: number[]) => ids.map((id, i) => ({ type: "function_call_output" as const, call_id: `c${i}`, output: `Chunk ID: ab12cd\nProcess running with session ID ${id}\nOutput:\n` }));
+    const outputs = (ids: number[]) =>
+      ids.map((id, i) => ({
+        type: "function_call_output" as const,
+        call_id: `c${i}`,
+        output: `Chunk ID: ab12cd\nProcess running with session ID ${id}\nOutput:\n`,
+      }));
     const args = async (input: ModelRequest["input"]) => {
       const { events } = await drain(model.stream({ ...REQUEST, input }));
       const call = events.find((e) => e.type === "item" && e.item.type === "function_call");
@@ -66,7 +77,11 @@ describe("scripted provider", () => {
     assert.deepEqual(JSON.parse(call.arguments), { cmd: "printf 'print(1)' > hello.py" });
     assert.equal(call.call_id, "call_scripted_1_1");
     assert.equal((items[2] as { input: string }).input, "*** Begin Patch\n*** End Patch\n");
-    assert.deepEqual(first.events.at(-1), { type: "completed", responseId: "resp_scripted_1", usage: { input_tokens: 100, output_tokens: 20, total_tokens: 120 } });
+    assert.deepEqual(first.events.at(-1), {
+      type: "completed",
+      responseId: "resp_scripted_1",
+      usage: { input_tokens: 100, output_tokens: 20, total_tokens: 120 },
+    });
 
     const second = await drain(model.stream(REQUEST));
     assert.equal(second.error, undefined);
@@ -76,7 +91,9 @@ describe("scripted provider", () => {
     );
     const done = second.events.at(-1) as Extract<ModelEvent, { type: "completed" }>;
     assert.deepEqual(done.usage, estimateUsage(REQUEST, SCRIPT.turns[1]!));
-    const inputBytes = new TextEncoder().encode(REQUEST.instructions + JSON.stringify(REQUEST.input) + JSON.stringify(REQUEST.tools)).length;
+    const inputBytes = new TextEncoder().encode(
+      REQUEST.instructions + JSON.stringify(REQUEST.input) + JSON.stringify(REQUEST.tools),
+    ).length;
     assert.equal(done.usage!.input_tokens, Math.ceil(inputBytes / 4));
     assert.equal(model.turnsUsed, 2);
   });

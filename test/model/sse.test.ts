@@ -31,7 +31,11 @@ async function everySplit(text: string): Promise<SseEvent[]> {
 
 describe("SSE parser", () => {
   test("named events, multi-line data, comments and ids", async () => {
-    const events = await all([": keep-alive\n", "event: response.created\nid: 7\ndata: {\"a\":1}\n\n", "data: line one\ndata: line two\n\n"]);
+    const events = await all([
+      ": keep-alive\n",
+      'event: response.created\nid: 7\ndata: {"a":1}\n\n',
+      "data: line one\ndata: line two\n\n",
+    ]);
     assert.deepEqual(events, [
       { event: "response.created", data: '{"a":1}', id: "7" },
       { data: "line one\nline two", id: "7" },
@@ -47,7 +51,7 @@ describe("SSE parser", () => {
   });
 
   test("an event split at every byte position (CRLF pair and UTF-8 included) parses the same", async () => {
-    const text = "event: delta\r\ndata: {\"t\":\"héllo ✓ 😀\"}\r\n\r\ndata: [DONE]\r\n\r\n";
+    const text = 'event: delta\r\ndata: {"t":"héllo ✓ 😀"}\r\n\r\ndata: [DONE]\r\n\r\n';
     const events = await everySplit(text);
     assert.deepEqual(events, [{ event: "delta", data: '{"t":"héllo ✓ 😀"}' }, { data: "[DONE]" }]);
   });
@@ -72,7 +76,11 @@ describe("SSE parser", () => {
   });
 
   test("space after the colon is optional and only one is removed; events without data are dropped", async () => {
-    assert.deepEqual(await all(["data:a\n\ndata:  b\n\nevent: nothing\n\ndata\n\n"]), [{ data: "a" }, { data: " b" }, { data: "" }]);
+    assert.deepEqual(await all(["data:a\n\ndata:  b\n\nevent: nothing\n\ndata\n\n"]), [
+      { data: "a" },
+      { data: " b" },
+      { data: "" },
+    ]);
   });
 
   test("an async iterable of chunks works too", async () => {

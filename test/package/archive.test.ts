@@ -1,18 +1,35 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  appendFileSync,
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Readable, type Transform, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { after, before, describe, test } from "node:test";
-import { skipBecause } from "../support/skip.ts";
-import { ARCHIVE_FORMATS, parseArchiveFormats, readArchive, writeArchive, type ArchiveFormat } from "../../src/package/archive.ts";
+import {
+  ARCHIVE_FORMATS,
+  type ArchiveFormat,
+  parseArchiveFormats,
+  readArchive,
+  writeArchive,
+} from "../../src/package/archive.ts";
 import { walkTree } from "../../src/package/manifest.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
 import { zstdBackend, zstdCompressStream, zstdDecompressStream } from "../../src/package/zstd.ts";
-import { Readable, Writable, type Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { skipBecause } from "../support/skip.ts";
 import { copyTreeWithLinks, fakePackage, noise, writeExec } from "./fixtures.ts";
-import { createHash } from "node:crypto";
 
 const has = (cmd: string, args: string[] = ["--version"]) => {
   const r = spawnSync(cmd, args, { stdio: "ignore" });
@@ -28,7 +45,13 @@ const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("
 function snapshot(dir: string) {
   const t = walkTree(dir);
   if ("error" in t) throw new Error(t.error.message);
-  return t.ok.map((e) => ({ path: e.path, type: e.type, mode: e.mode, size: e.size, sha256: e.type === "file" ? sha(e.abs) : "" }));
+  return t.ok.map((e) => ({
+    path: e.path,
+    type: e.type,
+    mode: e.mode,
+    size: e.size,
+    sha256: e.type === "file" ? sha(e.abs) : "",
+  }));
 }
 
 describe("package archives", () => {
@@ -58,12 +81,21 @@ describe("package archives", () => {
       assert.ok("ok" in entries, JSON.stringify(entries));
       const want = snapshot(pkg).map((e) => ({ ...e, mode: e.type === "dir" || e.mode & 0o100 ? 0o755 : 0o644 }));
       assert.deepEqual(
-        entries.ok.map((e) => ({ path: e.path, type: e.type, mode: e.mode, size: e.size, sha256: e.type === "file" ? e.sha256 : "" })),
+        entries.ok.map((e) => ({
+          path: e.path,
+          type: e.type,
+          mode: e.mode,
+          size: e.size,
+          sha256: e.type === "file" ? e.sha256 : "",
+        })),
         want,
       );
       const paths = entries.ok.map((e) => e.path);
       assert.deepEqual(paths, [...paths].sort());
-      assert.ok(entries.ok.every((e) => e.mtime === 315532800), "fixed 1980-01-01 mtime");
+      assert.ok(
+        entries.ok.every((e) => e.mtime === 315532800),
+        "fixed 1980-01-01 mtime",
+      );
       // tar keeps the hard link (one stored copy); zip stores the bytes under both names.
       const host = entries.ok.find((e) => e.path === "bin/relay-code-mode-host");
       assert.equal(host?.linkTo, f === "zip" ? undefined : "bin/relay");
@@ -74,20 +106,45 @@ describe("package archives", () => {
   }
 
   // One test per format and tool, each skipped with its reason where the tool is missing.
-  const systemTools: Array<{ f: ArchiveFormat; tool: string; present: boolean; extract: (out: string) => string[]; check?: string[] }> = [
+  const systemTools: Array<{
+    f: ArchiveFormat;
+    tool: string;
+    present: boolean;
+    extract: (out: string) => string[];
+    check?: string[];
+  }> = [
     { f: "tar.gz", tool: "tar", present: hasTar, extract: (out) => ["tar", "-xzf", archive("tar.gz"), "-C", out] },
-    { f: "tar.zst", tool: "zstd and tar", present: hasZstd && hasTar, extract: (out) => ["sh", "-c", `zstd -dc '${archive("tar.zst")}' | tar -xf - -C '${out}'`], check: ["zstd", "-tq"] },
-    { f: "zip", tool: "unzip", present: hasUnzip, extract: (out) => ["unzip", "-q", archive("zip"), "-d", out], check: ["unzip", "-tq"] },
+    {
+      f: "tar.zst",
+      tool: "zstd and tar",
+      present: hasZstd && hasTar,
+      extract: (out) => ["sh", "-c", `zstd -dc '${archive("tar.zst")}' | tar -xf - -C '${out}'`],
+      check: ["zstd", "-tq"],
+    },
+    {
+      f: "zip",
+      tool: "unzip",
+      present: hasUnzip,
+      extract: (out) => ["unzip", "-q", archive("zip"), "-d", out],
+      check: ["unzip", "-tq"],
+    },
   ];
   for (const t of systemTools) {
-    test(`${t.tool} extracts the ${t.f} archive to the same bytes and modes`, { skip: skipBecause(`${t.f} by ${t.tool}`, !t.present && `${t.tool} is not installed`) }, () => {
+    test(`${t.tool} extracts the ${t.f} archive to the same bytes and modes`, {
+      skip: skipBecause(`${t.f} by ${t.tool}`, !t.present && `${t.tool} is not installed`),
+    }, () => {
       const out = path.join(root, `sys-${t.f}`);
       mkdirSync(out);
       const argv = t.extract(out);
       const r = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8" });
       assert.equal(r.status, 0, `${argv.join(" ")}: ${r.stderr}`);
       assert.deepEqual(snapshot(out), snapshot(pkg), `${t.f} extracted by ${t.tool}`);
-      if (t.check) assert.equal(spawnSync(t.check[0]!, [...t.check.slice(1), archive(t.f)]).status, 0, `${t.check.join(" ")} accepts it`);
+      if (t.check)
+        assert.equal(
+          spawnSync(t.check[0]!, [...t.check.slice(1), archive(t.f)]).status,
+          0,
+          `${t.check.join(" ")} accepts it`,
+        );
     });
   }
 
@@ -118,7 +175,9 @@ describe("package archives", () => {
     assert.deepEqual(v.ok.problems, []);
   });
 
-  test("zstd: the wasm and native backends read each other's output", { skip: zstdBackend() !== "native" && "no native zstd in this runtime (the wasm path is the only one)" }, async () => {
+  test("zstd: the wasm and native backends read each other's output", {
+    skip: zstdBackend() !== "native" && "no native zstd in this runtime (the wasm path is the only one)",
+  }, async () => {
     // Compresses ~60x, so the wasm decoder's first output-size guess is too small (it retries).
     const data = Buffer.concat([noise(64 << 10, 7), Buffer.from("relay ".repeat(1_000_000))]);
     const run = async (t: Transform, input: Buffer) => {

@@ -1,26 +1,34 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
+import { ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ARCHIVE_FORMATS, type ArchiveFormat, readArchive, writeArchive } from "../../src/package/archive.ts";
 import { readBinaryHeader } from "../../src/package/binary-header.ts";
-import { parseManifest, type PackageManifest } from "../../src/package/manifest.ts";
-import { hostTarget } from "../../src/package/targets.ts";
+import { ensureTargetBun, registryFetcher } from "../../src/package/bun-cache.ts";
+import { type PackageManifest, parseManifest, walkTree } from "../../src/package/manifest.ts";
+import { hostTarget, TARGETS } from "../../src/package/targets.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { defineMethod } from "../../src/protocol/method.ts";
-import { z } from "zod";
 import { VERSION } from "../../src/version.ts";
-import { ExecutorMethods } from "../../src/executor/protocol.ts";
-import { ARCHIVE_FORMATS, readArchive, writeArchive, type ArchiveFormat } from "../../src/package/archive.ts";
-import { ensureTargetBun, registryFetcher } from "../../src/package/bun-cache.ts";
-import { walkTree } from "../../src/package/manifest.ts";
-import { TARGETS } from "../../src/package/targets.ts";
 import { fakeElf, fakePackage, writeExec } from "./fixtures.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -44,7 +52,13 @@ function snapshot(dir: string) {
   const t = walkTree(dir);
   if ("error" in t) throw new Error(t.error.message);
   const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
-  return t.ok.map((e) => ({ path: e.path, type: e.type, mode: e.mode, size: e.size, sha256: e.type === "file" ? sha(e.abs) : "" }));
+  return t.ok.map((e) => ({
+    path: e.path,
+    type: e.type,
+    mode: e.mode,
+    size: e.size,
+    sha256: e.type === "file" ? sha(e.abs) : "",
+  }));
 }
 
 /** Newest mtime (ms) under src/ and of package.json: other people may edit the tree during a run. */
@@ -68,7 +82,12 @@ function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.Proces
 
 /** `relay package ...` from source, under the bun running the tests. */
 function relay(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT) {
-  return spawnSync(process.execPath, [path.join(ROOT, "src/main.ts"), "package", ...args], { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 });
+  return spawnSync(process.execPath, [path.join(ROOT, "src/main.ts"), "package", ...args], {
+    cwd,
+    env,
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+  });
 }
 
 interface BuildJson {
@@ -111,10 +130,17 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     assert.equal(m.ok.variant, "relay");
     assert.equal(m.ok.bunVersion, process.versions.bun);
     assert.deepEqual(m.ok.entrypoints, { main: "bin/relay", codeModeHost: "bin/relay-code-mode-host" });
-    assert.deepEqual(m.ok.files.map((f) => f.path), ["bin/relay", "bin/relay-code-mode-host"]);
+    assert.deepEqual(
+      m.ok.files.map((f) => f.path),
+      ["bin/relay", "bin/relay-code-mode-host"],
+    );
     assert.ok(m.ok.files.every((f) => f.executable && f.size > 1_000_000));
     assert.equal(m.ok.files[0]!.sha256, m.ok.files[1]!.sha256, "the code-mode host is the entrypoint's binary");
-    assert.equal(statSync(path.join(pkgDir, "bin/relay-code-mode-host")).ino, statSync(path.join(pkgDir, "bin/relay")).ino, "a hard link, not a second copy");
+    assert.equal(
+      statSync(path.join(pkgDir, "bin/relay-code-mode-host")).ino,
+      statSync(path.join(pkgDir, "bin/relay")).ino,
+      "a hard link, not a second copy",
+    );
     assert.ok(existsSync(path.join(pkgDir, "relay-path")));
     const v = await verifyPackage(pkgDir);
     assert.ok("ok" in v);
@@ -126,7 +152,11 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
 
   test("the packaged binary prints its version from any directory", () => {
     for (const bin of ["relay", "relay-code-mode-host"]) {
-      const v = spawnSync(path.join(pkgDir, "bin", bin), ["--version"], { cwd: "/", encoding: "utf8", env: cleanEnv() });
+      const v = spawnSync(path.join(pkgDir, "bin", bin), ["--version"], {
+        cwd: "/",
+        encoding: "utf8",
+        env: cleanEnv(),
+      });
       assert.equal(v.status, 0, v.stderr);
       assert.equal(v.stdout.trim(), VERSION);
     }
@@ -134,7 +164,11 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
 
   test("the packaged binary re-execs itself (relay_echo through a grandchild)", async () => {
     for (const bin of ["relay", "relay-code-mode-host"]) {
-      const c = spawnPeer([path.join(pkgDir, "bin", bin), "rpc-echo"], { cwd: "/", env: cleanEnv(), name: `packaged ${bin}` });
+      const c = spawnPeer([path.join(pkgDir, "bin", bin), "rpc-echo"], {
+        cwd: "/",
+        env: cleanEnv(),
+        name: `packaged ${bin}`,
+      });
       assert.ok("ok" in c, JSON.stringify(c));
       assert.deepEqual(await c.ok.peer.call(EchoMethod, "hi"), { ok: "hi" });
       const r = await c.ok.peer.call(RelayEchoMethod, { through: bin });
@@ -147,8 +181,16 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
   });
 
   test("bin/relay-code-mode-host started without arguments serves code mode (the client runs it that way)", async () => {
-    const Hello = defineMethod("codemode/hello", z.object({}).passthrough(), z.object({ pid: z.number() }).passthrough());
-    const c = spawnPeer([path.join(pkgDir, "bin/relay-code-mode-host")], { cwd: "/", env: cleanEnv(), name: "packaged code-mode host" });
+    const Hello = defineMethod(
+      "codemode/hello",
+      z.object({}).passthrough(),
+      z.object({ pid: z.number() }).passthrough(),
+    );
+    const c = spawnPeer([path.join(pkgDir, "bin/relay-code-mode-host")], {
+      cwd: "/",
+      env: cleanEnv(),
+      name: "packaged code-mode host",
+    });
     assert.ok("ok" in c, JSON.stringify(c));
     const r = await c.ok.peer.call(Hello, {});
     assert.ok("ok" in r, `${JSON.stringify(r)} ${c.ok.stderr}`);
@@ -170,7 +212,13 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
       const entries = await readArchive(file);
       assert.ok("ok" in entries, JSON.stringify(entries));
       assert.deepEqual(
-        entries.ok.map((e) => ({ path: e.path, type: e.type, mode: e.mode, size: e.size, sha256: e.type === "file" ? e.sha256 : "" })),
+        entries.ok.map((e) => ({
+          path: e.path,
+          type: e.type,
+          mode: e.mode,
+          size: e.size,
+          sha256: e.type === "file" ? e.sha256 : "",
+        })),
         want,
         `${format} read back by relay`,
       );
@@ -189,12 +237,16 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
         rmSync(dest, { recursive: true, force: true });
         sysNote = `checked with ${sys[0] === "sh" ? "zstd | tar" : sys[0]}`;
       }
-      process.stderr.write(`# real ${format}: ${statSync(file).size} bytes, written in ${writeMs} ms, read in ${readMs} ms, ${sysNote}\n`);
+      process.stderr.write(
+        `# real ${format}: ${statSync(file).size} bytes, written in ${writeMs} ms, read in ${readMs} ms, ${sysNote}\n`,
+      );
       rmSync(file, { force: true });
     });
   }
 
-  test("prebuilt binaries are used as they are (never rebuilt); variant, rg and a real tar.zst archive", { skip: !hostIsX64Linux && "uses an x64 ELF fake rg" }, async () => {
+  test("prebuilt binaries are used as they are (never rebuilt); variant, rg and a real tar.zst archive", {
+    skip: !hostIsX64Linux && "uses an x64 ELF fake rg",
+  }, async () => {
     const prebuilt = path.join(tmp, "prebuilt-relay");
     copyFileSync(path.join(pkgDir, "bin/relay"), prebuilt);
     chmodSync(prebuilt, 0o755);
@@ -202,11 +254,32 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     const out = path.join(tmp, "exec-pkg");
     const started = Date.now();
     const b = parseBuild(
-      relay(["build", "--variant", "relay-executor", "--package-dir", out, "--entrypoint-bin", prebuilt, "--rg-bin", rg, "--archive", "tar.zst", "--json"], cleanEnv({ RELAY_HOME: home })),
+      relay(
+        [
+          "build",
+          "--variant",
+          "relay-executor",
+          "--package-dir",
+          out,
+          "--entrypoint-bin",
+          prebuilt,
+          "--rg-bin",
+          rg,
+          "--archive",
+          "tar.zst",
+          "--json",
+        ],
+        cleanEnv({ RELAY_HOME: home }),
+      ),
     );
-    process.stderr.write(`# prebuilt package + tar.zst: ${Date.now() - started} ms, archive ${b.archives[0]?.bytes} bytes in ${b.archives[0]?.ms} ms\n`);
+    process.stderr.write(
+      `# prebuilt package + tar.zst: ${Date.now() - started} ms, archive ${b.archives[0]?.bytes} bytes in ${b.archives[0]?.ms} ms\n`,
+    );
     assert.equal(b.compiled, null);
-    assert.deepEqual(b.manifest.files.map((f) => f.path), ["bin/relay-code-mode-host", "bin/relay-executor", "relay-path/rg"]);
+    assert.deepEqual(
+      b.manifest.files.map((f) => f.path),
+      ["bin/relay-code-mode-host", "bin/relay-executor", "relay-path/rg"],
+    );
     assert.equal(b.manifest.entrypoints.main, "bin/relay-executor");
     assert.deepEqual(readFileSync(path.join(out, "bin/relay-executor")), readFileSync(prebuilt));
     assert.deepEqual(readFileSync(path.join(out, "relay-path/rg")), readFileSync(rg));
@@ -216,7 +289,11 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     assert.ok("ok" in v);
     assert.deepEqual(v.ok.problems, []);
     // Run bare, bin/relay-executor serves the executor protocol (`ssh host relay-executor`).
-    const ex = spawnPeer([path.join(out, "bin/relay-executor")], { cwd: "/", env: cleanEnv(), name: "packaged relay-executor" });
+    const ex = spawnPeer([path.join(out, "bin/relay-executor")], {
+      cwd: "/",
+      env: cleanEnv(),
+      name: "packaged relay-executor",
+    });
     assert.ok("ok" in ex, JSON.stringify(ex));
     const info = await ex.ok.peer.call(ExecutorMethods.info, {}, { timeoutMs: 30_000 });
     assert.ok("ok" in info, `${JSON.stringify(info)} ${ex.ok.stderr}`);
@@ -226,7 +303,10 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     const again = relay(["build", "--package-dir", out, "--entrypoint-bin", prebuilt], cleanEnv({ RELAY_HOME: home }));
     assert.equal(again.status, 2);
     assert.match(again.stderr, /is not empty \(pass --force/);
-    const forced = relay(["build", "--package-dir", out, "--entrypoint-bin", prebuilt, "--force"], cleanEnv({ RELAY_HOME: home }));
+    const forced = relay(
+      ["build", "--package-dir", out, "--entrypoint-bin", prebuilt, "--force"],
+      cleanEnv({ RELAY_HOME: home }),
+    );
     assert.equal(forced.status, 0, forced.stderr);
     // ... while the default directory (dist/package/<variant>-<target> under cwd) is build output, replaced on every run.
     const cwd = path.join(tmp, "cwd");
@@ -234,7 +314,10 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     for (let i = 0; i < 2; i++) {
       const d = relay(["build", "--entrypoint-bin", prebuilt], cleanEnv({ RELAY_HOME: home }), cwd);
       assert.equal(d.status, 0, d.stderr);
-      assert.match(d.stdout, new RegExp(`Built relay package directory at ${path.join(cwd, "dist/package", `relay-${hostName}`)} `));
+      assert.match(
+        d.stdout,
+        new RegExp(`Built relay package directory at ${path.join(cwd, "dist/package", `relay-${hostName}`)} `),
+      );
     }
   });
 
@@ -247,8 +330,14 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
       [["--archive", "tar.gz,7z"], /unknown archive format '7z'/],
       [["--entrypoint-bin", path.join(tmp, "nope")], /--entrypoint-bin .*nope: no such file/],
       [["--rg-bin", path.join(tmp, "nope-rg")], /--rg-bin .*: no such file/],
-      [["--target", "linux-arm64", "--entrypoint-bin", path.join(pkgDir, "bin/relay")], /--entrypoint-bin: .* is ELF 64-bit x64.*, not a linux-arm64 executable/],
-      [["--target", "windows-x64", "--compile-executable-path", path.join(pkgDir, "bin/relay")], /--compile-executable-path: .*not a windows-x64 executable \(format elf/],
+      [
+        ["--target", "linux-arm64", "--entrypoint-bin", path.join(pkgDir, "bin/relay")],
+        /--entrypoint-bin: .* is ELF 64-bit x64.*, not a linux-arm64 executable/,
+      ],
+      [
+        ["--target", "windows-x64", "--compile-executable-path", path.join(pkgDir, "bin/relay")],
+        /--compile-executable-path: .*not a windows-x64 executable \(format elf/,
+      ],
     ];
     if (hostIsX64Linux) {
       const script = writeExec(path.join(tmp, "script.sh"), "#!/bin/sh\necho hi\n");
@@ -277,12 +366,22 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     await fakePackage(dir);
     const good = relay(["verify", dir, "--json"], cleanEnv());
     assert.equal(good.status, 0, good.stderr);
-    assert.deepEqual(JSON.parse(good.stdout), { ok: true, source: dir, kind: "dir", files: 5, target: "linux-x64", problems: [] });
+    assert.deepEqual(JSON.parse(good.stdout), {
+      ok: true,
+      source: dir,
+      kind: "dir",
+      files: 5,
+      target: "linux-x64",
+      problems: [],
+    });
     writeFileSync(path.join(dir, "relay-path/README.txt"), "changed!!\n");
     writeFileSync(path.join(dir, "stray"), "x");
     const bad = relay(["verify", dir], cleanEnv());
     assert.equal(bad.status, 1);
-    assert.match(bad.stdout, /^FAILED .*: 2 problem\(s\)\n  size mismatch: relay-path\/README.txt .*\n  extra file: stray\n$/);
+    assert.match(
+      bad.stdout,
+      /^FAILED .*: 2 problem\(s\)\n  size mismatch: relay-path\/README.txt .*\n  extra file: stray\n$/,
+    );
   });
 
   test("from the compiled binary: packages itself without a source tree, a clear error without bun, and a real build with RELAY_SOURCE_DIR", () => {
@@ -290,10 +389,17 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     const out = path.join(tmp, "from-compiled");
     // Without a source tree the host target packages the running binary itself.
     const selfOut = path.join(tmp, "from-compiled-self");
-    const noSrc = spawnSync(bin, ["package", "build", "--package-dir", selfOut], { cwd: "/", encoding: "utf8", env: cleanEnv({ RELAY_HOME: home }) });
+    const noSrc = spawnSync(bin, ["package", "build", "--package-dir", selfOut], {
+      cwd: "/",
+      encoding: "utf8",
+      env: cleanEnv({ RELAY_HOME: home }),
+    });
     assert.equal(noSrc.status, 0, noSrc.stderr);
     assert.match(noSrc.stderr, /no source tree: packaged the running binary itself/);
-    assert.equal(spawnSync(path.join(selfOut, "bin/relay"), ["--version"], { encoding: "utf8", env: cleanEnv() }).stdout.trim(), VERSION);
+    assert.equal(
+      spawnSync(path.join(selfOut, "bin/relay"), ["--version"], { encoding: "utf8", env: cleanEnv() }).stdout.trim(),
+      VERSION,
+    );
     const noBun = spawnSync(bin, ["package", "build", "--package-dir", out], {
       cwd: "/",
       encoding: "utf8",
@@ -313,7 +419,8 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     assert.equal(v.stdout.trim(), VERSION);
     // Same source tree, same bun: the same bytes (bun's output depends only on them and the output name).
     const second = JSON.parse(okBuild.stdout.trim()) as BuildJson;
-    if (newestSourceMtime() < builtAt) assert.deepEqual(second.manifest.files, built.manifest.files, "a second build is byte-identical");
+    if (newestSourceMtime() < builtAt)
+      assert.deepEqual(second.manifest.files, built.manifest.files, "a second build is byte-identical");
     else process.stderr.write("# sources changed since the first build: byte-identity not checked\n");
   });
 });
@@ -338,7 +445,10 @@ describe("relay package build --target linux-arm64 (cross)", { skip: !hasBun && 
     tmp = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-arm-"));
     mkdirSync(CROSS_HOME, { recursive: true });
     const started = Date.now();
-    result = relay(["build", "--target", "linux-arm64", "--package-dir", path.join(tmp, "arm64"), "--json"], cleanEnv({ RELAY_HOME: CROSS_HOME }));
+    result = relay(
+      ["build", "--target", "linux-arm64", "--package-dir", path.join(tmp, "arm64"), "--json"],
+      cleanEnv({ RELAY_HOME: CROSS_HOME }),
+    );
     process.stderr.write(`# linux-arm64 cross build: ${Date.now() - started} ms (exit ${result.status})\n`);
   });
   after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -362,14 +472,28 @@ describe("relay package build --target linux-arm64 (cross)", { skip: !hasBun && 
     const meta = JSON.parse(readFileSync(metaPath, "utf8")) as { size: number; sha256: string; package: string };
     assert.equal(meta.package, "@oven/bun-linux-aarch64");
     assert.equal(statSync(cachedRuntime()).size, meta.size);
-    process.stderr.write(`# arm64 runtime ${b.compiled?.fetched ? "fetched" : "reused from cache"}; packaged binary ${b.compiled?.bytes} bytes\n`);
+    process.stderr.write(
+      `# arm64 runtime ${b.compiled?.fetched ? "fetched" : "reused from cache"}; packaged binary ${b.compiled?.bytes} bytes\n`,
+    );
   });
 
   test("offline with --compile-executable-path: nothing is fetched or cached", (t) => {
     if (!existsSync(cachedRuntime())) return void t.skip("no cached linux-arm64 runtime (the fetch above was skipped)");
     const home = path.join(tmp, "fresh-home");
     const b = parseBuild(
-      relay(["build", "--target", "linux-arm64", "--package-dir", path.join(tmp, "offline"), "--compile-executable-path", cachedRuntime(), "--json"], cleanEnv({ RELAY_HOME: home })),
+      relay(
+        [
+          "build",
+          "--target",
+          "linux-arm64",
+          "--package-dir",
+          path.join(tmp, "offline"),
+          "--compile-executable-path",
+          cachedRuntime(),
+          "--json",
+        ],
+        cleanEnv({ RELAY_HOME: home }),
+      ),
     );
     assert.equal(b.compiled?.compileExecutablePath, cachedRuntime());
     assert.equal(b.compiled?.fetched, undefined);
@@ -386,26 +510,47 @@ describe("relay package build --target linux-arm64 (cross)", { skip: !hasBun && 
     bytes[bytes.length >> 1] = bytes[bytes.length >> 1]! ^ 0xff; // same size, different sha256
     writeFileSync(bin, bytes);
     const started = Date.now();
-    const r = await ensureTargetBun({ home: CROSS_HOME, version: process.versions.bun!, target: TARGETS["linux-arm64"], fetcher: registryFetcher });
-    if ("error" in r && FETCH_FAILED.test(r.error.message)) return void t.skip(`cannot refetch (offline?): ${r.error.message}`);
+    const r = await ensureTargetBun({
+      home: CROSS_HOME,
+      version: process.versions.bun!,
+      target: TARGETS["linux-arm64"],
+      fetcher: registryFetcher,
+    });
+    if ("error" in r && FETCH_FAILED.test(r.error.message))
+      return void t.skip(`cannot refetch (offline?): ${r.error.message}`);
     assert.ok("ok" in r, JSON.stringify(r));
     process.stderr.write(`# corrupted arm64 runtime refetched in ${Date.now() - started} ms\n`);
     assert.equal(r.ok.fetched, true);
     assert.match(r.ok.notes.join("\n"), /is unusable \(sha256 .* != recorded .*\); refetching/);
-    const meta = JSON.parse(readFileSync(path.join(path.dirname(bin), "meta.json"), "utf8")) as { sha256: string; size: number };
+    const meta = JSON.parse(readFileSync(path.join(path.dirname(bin), "meta.json"), "utf8")) as {
+      sha256: string;
+      size: number;
+    };
     assert.equal(meta.sha256, (JSON.parse(before) as { sha256: string }).sha256, "the same runtime came back");
-    const again = await ensureTargetBun({ home: CROSS_HOME, version: process.versions.bun!, target: TARGETS["linux-arm64"], fetcher: registryFetcher });
+    const again = await ensureTargetBun({
+      home: CROSS_HOME,
+      version: process.versions.bun!,
+      target: TARGETS["linux-arm64"],
+      fetcher: registryFetcher,
+    });
     assert.ok("ok" in again && !again.ok.fetched);
   });
 
   test("runs under qemu-aarch64 when installed", (t) => {
     const qemu = which("qemu-aarch64-static") ?? which("qemu-aarch64");
     const sysroot = "/usr/aarch64-linux-gnu";
-    if (!qemu) return void t.skip("qemu-aarch64(-static) not installed (apt-get install qemu-user-static libc6-arm64-cross)");
-    if (!existsSync(path.join(sysroot, "lib"))) return void t.skip("no aarch64 sysroot at /usr/aarch64-linux-gnu (apt-get install libc6-arm64-cross)");
+    if (!qemu)
+      return void t.skip("qemu-aarch64(-static) not installed (apt-get install qemu-user-static libc6-arm64-cross)");
+    if (!existsSync(path.join(sysroot, "lib")))
+      return void t.skip("no aarch64 sysroot at /usr/aarch64-linux-gnu (apt-get install libc6-arm64-cross)");
     if (result?.status !== 0) return void t.skip("the cross build did not run");
     const bin = path.join(tmp, "arm64", "bin/relay");
-    const r = spawnSync(qemu, ["-L", sysroot, bin, "--version"], { cwd: "/", encoding: "utf8", env: cleanEnv(), timeout: 120_000 });
+    const r = spawnSync(qemu, ["-L", sysroot, bin, "--version"], {
+      cwd: "/",
+      encoding: "utf8",
+      env: cleanEnv(),
+      timeout: 120_000,
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), VERSION);
   });
@@ -413,12 +558,17 @@ describe("relay package build --target linux-arm64 (cross)", { skip: !hasBun && 
   test("under qemu, the arm64 binary serves the protocol and starts a second copy of itself", async (t) => {
     const qemu = which("qemu-aarch64-static") ?? which("qemu-aarch64");
     const sysroot = "/usr/aarch64-linux-gnu";
-    if (!qemu || !existsSync(path.join(sysroot, "lib"))) return void t.skip("needs qemu-user-static and libc6-arm64-cross");
+    if (!qemu || !existsSync(path.join(sysroot, "lib")))
+      return void t.skip("needs qemu-user-static and libc6-arm64-cross");
     if (result?.status !== 0) return void t.skip("the cross build did not run");
     // Without binfmt_misc the kernel cannot exec an aarch64 file directly, so the re-exec goes
     // through RELAY_SELF_COMMAND = qemu + the same binary.
     const self = [qemu, "-L", sysroot, path.join(tmp, "arm64", "bin/relay")];
-    const c = spawnPeer([...self, "rpc-echo"], { cwd: "/", env: cleanEnv({ RELAY_SELF_COMMAND: joinCommandLine(self) }), name: "arm64 under qemu" });
+    const c = spawnPeer([...self, "rpc-echo"], {
+      cwd: "/",
+      env: cleanEnv({ RELAY_SELF_COMMAND: joinCommandLine(self) }),
+      name: "arm64 under qemu",
+    });
     assert.ok("ok" in c, JSON.stringify(c));
     const r = await c.ok.peer.call(RelayEchoMethod, { arch: "arm64" }, { timeoutMs: 60_000 });
     assert.ok("ok" in r, `${JSON.stringify(r)} ${c.ok.stderr}`);
@@ -427,7 +577,9 @@ describe("relay package build --target linux-arm64 (cross)", { skip: !hasBun && 
   });
 });
 
-describe("relay package build: windows-x64 and darwin-arm64 (cross, headers only)", { skip: !hasBun && "needs Bun to compile" }, () => {
+describe("relay package build: windows-x64 and darwin-arm64 (cross, headers only)", {
+  skip: !hasBun && "needs Bun to compile",
+}, () => {
   let tmp = "";
   before(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-x-"));
@@ -440,12 +592,24 @@ describe("relay package build: windows-x64 and darwin-arm64 (cross, headers only
   for (const c of cases) {
     test(`${c.target}: ${c.format} ${c.arch} binaries named ${c.files.join(", ")}`, (t) => {
       const started = Date.now();
-      const r = relay(["build", "--target", c.target, "--package-dir", path.join(tmp, c.target), "--json"], cleanEnv({ RELAY_HOME: CROSS_HOME }));
-      if (r.status !== 0 && FETCH_FAILED.test(r.stderr)) return void t.skip(`cannot fetch the ${c.target} runtime (offline?)`);
+      const r = relay(
+        ["build", "--target", c.target, "--package-dir", path.join(tmp, c.target), "--json"],
+        cleanEnv({ RELAY_HOME: CROSS_HOME }),
+      );
+      if (r.status !== 0 && FETCH_FAILED.test(r.stderr))
+        return void t.skip(`cannot fetch the ${c.target} runtime (offline?)`);
       const b = parseBuild(r);
-      process.stderr.write(`# ${c.target} cross build: ${Date.now() - started} ms, binary ${b.compiled?.bytes} bytes\n`);
-      assert.deepEqual(b.manifest.files.map((f) => f.path), c.files);
-      assert.equal(b.manifest.entrypoints.main, c.files.find((f) => f.startsWith("bin/relay.") || f === "bin/relay"));
+      process.stderr.write(
+        `# ${c.target} cross build: ${Date.now() - started} ms, binary ${b.compiled?.bytes} bytes\n`,
+      );
+      assert.deepEqual(
+        b.manifest.files.map((f) => f.path),
+        c.files,
+      );
+      assert.equal(
+        b.manifest.entrypoints.main,
+        c.files.find((f) => f.startsWith("bin/relay.") || f === "bin/relay"),
+      );
       for (const f of c.files) {
         const h = readBinaryHeader(path.join(b.packageDir, f));
         assert.ok("ok" in h);

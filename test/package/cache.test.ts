@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { gzipSync } from "node:zlib";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
 import * as tar from "tar-stream";
-import { bunCacheDir, ensureTargetBun, type BunFetcher } from "../../src/package/bun-cache.ts";
+import { type BunFetcher, bunCacheDir, ensureTargetBun } from "../../src/package/bun-cache.ts";
 import { TARGETS } from "../../src/package/targets.ts";
 import { ok } from "../../src/util/result.ts";
 import { fakeElf } from "./fixtures.ts";
@@ -58,7 +58,18 @@ describe("bun runtime cache", () => {
   test("a fake small cached file with a made-up meta, or a missing meta, is refetched", async () => {
     const dir = bunCacheDir(home, "9.9.9", target);
     writeFileSync(path.join(dir, "bun"), "tiny");
-    writeFileSync(path.join(dir, "meta.json"), JSON.stringify({ package: target.ovenPackage, version: "9.9.9", target: target.name, file: "bun", size: 4, sha256: "0".repeat(64), fetchedAt: "x" }));
+    writeFileSync(
+      path.join(dir, "meta.json"),
+      JSON.stringify({
+        package: target.ovenPackage,
+        version: "9.9.9",
+        target: target.name,
+        file: "bun",
+        size: 4,
+        sha256: "0".repeat(64),
+        fetchedAt: "x",
+      }),
+    );
     const r = await ensureTargetBun({ home, version: "9.9.9", target, fetcher });
     assert.ok("ok" in r && r.ok.fetched && /sha256/.test(r.ok.notes.join("")));
     rmSync(path.join(dir, "meta.json"));
@@ -69,7 +80,10 @@ describe("bun runtime cache", () => {
 
   test("a meta.json that is not JSON, or not the cache's shape, is said and the runtime refetched", async () => {
     const dir = bunCacheDir(home, "9.9.9", target);
-    for (const [text, why] of [["{not json", /meta\.json is not valid JSON/], ['{"size": "big"}', /meta\.json is invalid/]] as const) {
+    for (const [text, why] of [
+      ["{not json", /meta\.json is not valid JSON/],
+      ['{"size": "big"}', /meta\.json is invalid/],
+    ] as const) {
       writeFileSync(path.join(dir, "meta.json"), text);
       const before = calls;
       const r = await ensureTargetBun({ home, version: "9.9.9", target, fetcher });
@@ -89,7 +103,11 @@ describe("bun runtime cache", () => {
       target,
       fetcher: async ({ dest }) => (writeFileSync(dest, fakeElf(62)), ok(null)),
     });
-    assert.ok("error" in wrong && wrong.error.code === "fetch_failed" && /not a linux-arm64 executable/.test(wrong.error.message));
+    assert.ok(
+      "error" in wrong &&
+        wrong.error.code === "fetch_failed" &&
+        /not a linux-arm64 executable/.test(wrong.error.message),
+    );
     assert.equal(existsSync(path.join(bunCacheDir(otherHome, "9.9.9", target), "bun")), false);
     const failed = await ensureTargetBun({
       home: otherHome,
@@ -127,7 +145,13 @@ describe("bun runtime from an npm registry over HTTP (loopback)", () => {
       requests.push(req.url ?? "");
       if (req.url === "/@oven/bun-linux-aarch64/9.9.9") {
         res.setHeader("content-type", "application/json");
-        res.end(JSON.stringify({ name: "@oven/bun-linux-aarch64", version: "9.9.9", dist: { tarball: `${registry}/t/bun.tgz`, integrity } }));
+        res.end(
+          JSON.stringify({
+            name: "@oven/bun-linux-aarch64",
+            version: "9.9.9",
+            dist: { tarball: `${registry}/t/bun.tgz`, integrity },
+          }),
+        );
       } else if (req.url === "/t/bun.tgz") res.end(tgz);
       else (res.statusCode = 404), res.end("{}");
     });
@@ -153,7 +177,10 @@ describe("bun runtime from an npm registry over HTTP (loopback)", () => {
     tgz = await npmTarball(fakeElf(183, 999));
     try {
       const r = await ensureTargetBun({ home: other, version: "9.9.9", target, env: { RELAY_NPM_REGISTRY: registry } });
-      assert.ok("error" in r && /failed its integrity check \(sha512 .* != registry's/.test(r.error.message), JSON.stringify(r));
+      assert.ok(
+        "error" in r && /failed its integrity check \(sha512 .* != registry's/.test(r.error.message),
+        JSON.stringify(r),
+      );
       assert.equal(existsSync(path.join(bunCacheDir(other, "9.9.9", target), "bun")), false);
     } finally {
       tgz = good;
@@ -164,14 +191,24 @@ describe("bun runtime from an npm registry over HTTP (loopback)", () => {
     const r = await ensureTargetBun({ home, version: "0.0.1", target, env: { RELAY_NPM_REGISTRY: registry } });
     assert.ok("error" in r);
     assert.match(r.error.message, /HTTP 404 \(no @oven\/bun-linux-aarch64@0.0.1 on this registry\)/);
-    assert.ok(r.error.message.includes(`Put ${registry}/@oven/bun-linux-aarch64/-/bun-linux-aarch64-0.0.1.tgz at ${path.join(bunCacheDir(home, "0.0.1", target), "bun-linux-aarch64-0.0.1.tgz")}`), r.error.message);
+    assert.ok(
+      r.error.message.includes(
+        `Put ${registry}/@oven/bun-linux-aarch64/-/bun-linux-aarch64-0.0.1.tgz at ${path.join(bunCacheDir(home, "0.0.1", target), "bun-linux-aarch64-0.0.1.tgz")}`,
+      ),
+      r.error.message,
+    );
   });
 
   test("offline, a tarball placed where the message said is extracted and used", async () => {
     const dir = bunCacheDir(home, "0.0.2", target);
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, "bun-linux-aarch64-0.0.2.tgz"), await npmTarball(fakeElf(183, 512)));
-    const r = await ensureTargetBun({ home, version: "0.0.2", target, env: { RELAY_NPM_REGISTRY: "http://127.0.0.1:1" } });
+    const r = await ensureTargetBun({
+      home,
+      version: "0.0.2",
+      target,
+      env: { RELAY_NPM_REGISTRY: "http://127.0.0.1:1" },
+    });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.match(r.ok.notes.join("\n"), /used the tarball placed at/);
     assert.deepEqual(readFileSync(r.ok.path), fakeElf(183, 512));
@@ -181,7 +218,12 @@ describe("bun runtime from an npm registry over HTTP (loopback)", () => {
     const dir = bunCacheDir(home, "0.0.3", target);
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, "bun-linux-aarch64-0.0.3.tgz"), "not gzip");
-    const r = await ensureTargetBun({ home, version: "0.0.3", target, env: { RELAY_NPM_REGISTRY: "http://127.0.0.1:1" } });
+    const r = await ensureTargetBun({
+      home,
+      version: "0.0.3",
+      target,
+      env: { RELAY_NPM_REGISTRY: "http://127.0.0.1:1" },
+    });
     assert.ok("error" in r && /cannot read the tarball/.test(r.error.message), JSON.stringify(r));
   });
 });

@@ -1,7 +1,13 @@
 /** Helpers for the package tests: tiny fake executables and package directories. */
 import { chmodSync, copyFileSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { describeFiles, MANIFEST_NAME, serializeManifest, walkTree, type PackageManifest } from "../../src/package/manifest.ts";
+import {
+  describeFiles,
+  MANIFEST_NAME,
+  type PackageManifest,
+  serializeManifest,
+  walkTree,
+} from "../../src/package/manifest.ts";
 
 /** A minimal 64-bit little-endian ELF header for a CPU (62 = x86-64, 183 = aarch64), plus padding. */
 export function fakeElf(machine: 62 | 183, pad = 256): Buffer {
@@ -62,7 +68,11 @@ export async function fakePackage(dir: string): Promise<PackageManifest> {
   linkSync(path.join(dir, "bin/relay"), path.join(dir, "bin/relay-code-mode-host"));
   writeExec(path.join(dir, "relay-path/rg"), fakeElf(62, 1000));
   writeExec(path.join(dir, "relay-path/README.txt"), "data file, not executable\n", 0o644);
-  writeExec(path.join(dir, "relay-path/big.bin"), Buffer.concat([noise(2 << 20), Buffer.from("tail ".repeat(100_000))]), 0o644);
+  writeExec(
+    path.join(dir, "relay-path/big.bin"),
+    Buffer.concat([noise(2 << 20), Buffer.from("tail ".repeat(100_000))]),
+    0o644,
+  );
   const files = await describeFiles(dir);
   if ("error" in files) throw new Error(files.error.message);
   const m: PackageManifest = {

@@ -13,7 +13,7 @@ import type { RequestId } from "../../src/protocol/envelope.ts";
 import { defineMethod } from "../../src/protocol/method.ts";
 import { RpcPeer } from "../../src/protocol/peer.ts";
 import { err, ok } from "../../src/util/result.ts";
-import { header, rawFrame, RawReader, requestFrame, type RawMessage } from "../support/raw-frames.ts";
+import { header, type RawMessage, RawReader, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { Inbox } from "../support/wait.ts";
 
 const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }));
@@ -38,11 +38,15 @@ function rawPeer(frameLimit = 4096) {
     return ok(o);
   });
   peer.handle(NotAResult, () => ({ value: 1 }) as never);
-  peer.handle(Hold, (_p, ctx) => new Promise((resolve) => {
-    running++;
-    held.push({ id: ctx.requestId, release: () => resolve(ok({ released: true })) });
-    ctx.signal.addEventListener("abort", () => resolve(err("cancelled", "released by a cancel")));
-  }));
+  peer.handle(
+    Hold,
+    (_p, ctx) =>
+      new Promise((resolve) => {
+        running++;
+        held.push({ id: ctx.requestId, release: () => resolve(ok({ released: true })) });
+        ctx.signal.addEventListener("abort", () => resolve(err("cancelled", "released by a cancel")));
+      }),
+  );
   const reader = new RawReader();
   const messages: RawMessage[] = [];
   const waiters: Array<() => void> = [];
@@ -66,7 +70,9 @@ describe("rpc peer: bad payloads", () => {
   test("a zero-length frame at the end of a read, and empty, non-UTF-8, non-JSON payloads are reported and skipped", async () => {
     const s = rawPeer();
     s.toPeer.write(header(0)); // alone: the frame ends where the chunk does
-    s.toPeer.write(Buffer.concat([rawFrame(""), rawFrame(Buffer.from([0xc3, 0x28])), rawFrame("{nope"), rawFrame("null")]));
+    s.toPeer.write(
+      Buffer.concat([rawFrame(""), rawFrame(Buffer.from([0xc3, 0x28])), rawFrame("{nope"), rawFrame("null")]),
+    );
     s.toPeer.write(requestFrame(1, "add", { a: 1, b: 2 }));
     assert.deepEqual((await s.answer("1")).value.result, { ok: { sum: 3 } });
     assert.equal(s.reports.length, 5, s.reports.join("\n"));
@@ -74,22 +80,39 @@ describe("rpc peer: bad payloads", () => {
     assert.match(s.reports[2]!, /skipped a 2-byte frame: the frame payload is not valid UTF-8/);
     assert.match(s.reports[3]!, /skipped a 5-byte frame: the frame payload is not JSON/);
     assert.match(s.reports[4]!, /not a valid message/);
-    assert.ok(s.reports.every((r) => !r.includes("\n")), "one line per report");
+    assert.ok(
+      s.reports.every((r) => !r.includes("\n")),
+      "one line per report",
+    );
     assert.ok(!s.peer.isClosed);
   });
 
   test("a request whose payload is broken is still answered when its type and id can be read", async () => {
     const s = rawPeer();
-    const badUtf8 = Buffer.concat([Buffer.from('{"type":"request","id":5,"method":"add","params":{"a":"'), Buffer.from([0xff]), Buffer.from('"}}')]);
-    s.toPeer.write(Buffer.concat([rawFrame(badUtf8), rawFrame('{"type":"request","id":6,"method":"add","params":{"a":1,'), rawFrame('{"type":"request","id":7,"params":{}}'), requestFrame(8, "add", { a: 0, b: 0 })]));
+    const badUtf8 = Buffer.concat([
+      Buffer.from('{"type":"request","id":5,"method":"add","params":{"a":"'),
+      Buffer.from([0xff]),
+      Buffer.from('"}}'),
+    ]);
+    s.toPeer.write(
+      Buffer.concat([
+        rawFrame(badUtf8),
+        rawFrame('{"type":"request","id":6,"method":"add","params":{"a":1,'),
+        rawFrame('{"type":"request","id":7,"params":{}}'),
+        requestFrame(8, "add", { a: 0, b: 0 }),
+      ]),
+    );
     await s.answer("8");
-    for (const id of ["5", "6", "7"]) assert.equal(s.answers(id)[0]?.value.result?.error?.code, "invalid_message", `request ${id}`);
+    for (const id of ["5", "6", "7"])
+      assert.equal(s.answers(id)[0]?.value.result?.error?.code, "invalid_message", `request ${id}`);
     assert.deepEqual(s.reports, [], "answered, so not reported");
   });
 
   test("a wrongly shaped message is answered in one line and the peer goes on", async () => {
     const s = rawPeer();
-    s.toPeer.write(Buffer.concat([rawFrame('{"type":"request","id":3,"method":""}'), requestFrame(4, "add", { a: 2, b: 2 })]));
+    s.toPeer.write(
+      Buffer.concat([rawFrame('{"type":"request","id":3,"method":""}'), requestFrame(4, "add", { a: 2, b: 2 })]),
+    );
     const bad = await s.answer("3");
     assert.equal(bad.value.result?.error?.code, "invalid_message");
     assert.deepEqual((await s.answer("4")).value.result, { ok: { sum: 4 } });
@@ -141,12 +164,21 @@ describe("rpc peer: answers always fit", () => {
     const e = (await s.answer("1")).value.result?.error;
     assert.equal(e?.code, "frame_too_large");
     const size = JSON.stringify({ type: "response", id: 1, result: { ok: "b".repeat(10_000) } }).length;
-    assert.match(e!.message, new RegExp(`^the response to big was too large: ${size} bytes > the 4096-byte frame limit`));
+    assert.match(
+      e!.message,
+      new RegExp(`^the response to big was too large: ${size} bytes > the 4096-byte frame limit`),
+    );
   });
 
   test("an answer that cannot be encoded, or is not a Result value, becomes an internal error instead of silence", async () => {
     const s = rawPeer();
-    s.toPeer.write(Buffer.concat([requestFrame(1, "cyclic"), requestFrame(2, "not_a_result"), requestFrame(3, "add", { a: 0, b: 0 })]));
+    s.toPeer.write(
+      Buffer.concat([
+        requestFrame(1, "cyclic"),
+        requestFrame(2, "not_a_result"),
+        requestFrame(3, "add", { a: 0, b: 0 }),
+      ]),
+    );
     await s.answer("3");
     const cyclic = s.answers("1")[0]?.value.result?.error;
     assert.equal(cyclic?.code, "internal", "cyclic: no answer");
@@ -173,7 +205,17 @@ describe("rpc peer: malformed responses to our calls", () => {
     ["an error without a message", (id) => rawFrame(`{"type":"response","id":${id},"result":{"error":{"code":"x"}}}`)],
     ["a result that is no Result value", (id) => rawFrame(`{"type":"response","id":${id},"result":{"value":1}}`)],
     ["no result at all", (id) => rawFrame(`{"type":"response","id":${id}}`)],
-    ["invalid UTF-8", (id) => rawFrame(Buffer.concat([Buffer.from(`{"type":"response","id":${id},"result":{"ok":{"sum":"`), Buffer.from([0xfe]), Buffer.from('"}}}')]))],
+    [
+      "invalid UTF-8",
+      (id) =>
+        rawFrame(
+          Buffer.concat([
+            Buffer.from(`{"type":"response","id":${id},"result":{"ok":{"sum":"`),
+            Buffer.from([0xfe]),
+            Buffer.from('"}}}'),
+          ]),
+        ),
+    ],
     ["JSON cut short", (id) => rawFrame(`{"type":"response","id":${id},"result":{"ok":{"sum":`)],
   ];
 
@@ -202,7 +244,13 @@ describe("rpc peer: u64 ids", () => {
     const s = rawPeer();
     const big = ["9007199254740993", "18446744073709551615", "12345678901234567890"];
     const invalid = ["18446744073709551616", "-1", "1.5", "1e400", '"7"', "null"];
-    s.toPeer.write(Buffer.concat([...big.map((id) => requestFrame(id, "add", { a: 1, b: 1 })), ...invalid.map((id) => requestFrame(id, "add", { a: 1, b: 1 })), requestFrame(9, "add", { a: 0, b: 0 })]));
+    s.toPeer.write(
+      Buffer.concat([
+        ...big.map((id) => requestFrame(id, "add", { a: 1, b: 1 })),
+        ...invalid.map((id) => requestFrame(id, "add", { a: 1, b: 1 })),
+        requestFrame(9, "add", { a: 0, b: 0 }),
+      ]),
+    );
     await s.answer("9");
     for (const id of big) {
       const a = s.answers(id);
@@ -221,7 +269,9 @@ describe("rpc peer: u64 ids", () => {
 
   test("a request reusing the id of one still in progress is answered duplicate_id and not run", async () => {
     const s = rawPeer();
-    s.toPeer.write(Buffer.concat([requestFrame(5, "hold"), requestFrame(5, "hold"), requestFrame(6, "add", { a: 0, b: 0 })]));
+    s.toPeer.write(
+      Buffer.concat([requestFrame(5, "hold"), requestFrame(5, "hold"), requestFrame(6, "add", { a: 0, b: 0 })]),
+    );
     await s.answer("6");
     assert.equal(s.running(), 1, "the duplicate did not run");
     const dup = s.answers("5");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
+import { EchoMethod, RelayEchoMethod, SleepMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnCommandLine, spawnPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { joinCommandLine, splitCommandLine } from "../../src/protocol/command-line.ts";
-import { EchoMethod, RelayEchoMethod, SleepMethod } from "../../src/cli/rpc-echo.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 
 useSourceRelay();
@@ -39,7 +39,10 @@ describe("child peers", () => {
     const r = await pending;
     assert.ok("error" in r);
     assert.equal(r.error.code, "peer_closed");
-    assert.match(r.error.message, /sleep failed: rpc-echo closed the connection \(its output stream ended; process killed by SIGKILL\)/);
+    assert.match(
+      r.error.message,
+      /sleep failed: rpc-echo closed the connection \(its output stream ended; process killed by SIGKILL\)/,
+    );
   });
 
   test("a child that prints text instead of frames is diagnosed", async () => {
@@ -106,7 +109,10 @@ describe("command lines", () => {
     // What only a shell would do is refused with the fix, never run half-understood.
     for (const line of ["ssh host; rm -rf x", "ssh host | tee log", "A=1 ssh host", "ssh host > log"]) {
       const r = splitCommandLine(line);
-      assert.ok("error" in r && /is not one program and its arguments: relay runs it without a shell/.test(r.error.message), line);
+      assert.ok(
+        "error" in r && /is not one program and its arguments: relay runs it without a shell/.test(r.error.message),
+        line,
+      );
     }
     for (const line of ["ssh $HOST relay executor", "ssh host $(which relay)", "ssh host*"]) {
       const r = splitCommandLine(line);

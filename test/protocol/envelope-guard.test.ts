@@ -21,16 +21,57 @@ function assertSameVerdict(text: string): boolean {
   const value = fromText(text);
   const schema = EnvelopeSchema.safeParse(value);
   const guard = checkEnvelope(value);
-  assert.equal(guard !== undefined, schema.success, `verdicts differ for ${text}: guard ${guard ? "accepts" : "refuses"}`);
+  assert.equal(
+    guard !== undefined,
+    schema.success,
+    `verdicts differ for ${text}: guard ${guard ? "accepts" : "refuses"}`,
+  );
   if (schema.success) assert.deepStrictEqual(guard, schema.data, `outputs differ for ${text}`);
   return schema.success;
 }
 
-const IDS = ["0", "1", "-1", "1.5", "1e3", "9007199254740991", "9007199254740992", "18446744073709551615", "18446744073709551616", '"1"', "null", "true", "[]", "{}"];
+const IDS = [
+  "0",
+  "1",
+  "-1",
+  "1.5",
+  "1e3",
+  "9007199254740991",
+  "9007199254740992",
+  "18446744073709551615",
+  "18446744073709551616",
+  '"1"',
+  "null",
+  "true",
+  "[]",
+  "{}",
+];
 const STRINGS = ['""', '"m"', '"tools/call"', "1", "null", '["m"]', "{}"];
 const ANY = ["null", "1", '"x"', "[]", "{}", '{"a":[1,{"b":null}]}', "false"];
-const ERRORS = ['{"code":"c","message":"m"}', '{"code":"c","message":"m","data":{"x":1}}', '{"code":"c","message":"m","extra":1}', '{"code":1,"message":"m"}', '{"code":"c"}', '{"message":"m","code":"c","data":null}', "[]", "null", '"e"'];
-const RESULTS = ['{"ok":1}', '{"ok":null}', '{"ok":{"a":1}}', "{}", '{"ok":1,"extra":2}', '{"ok":1,"error":{"code":"c","message":"m"}}', "[]", "null", '"ok"', ...ERRORS.map((e) => `{"error":${e}}`), ...ERRORS.map((e) => `{"error":${e},"x":0}`)];
+const ERRORS = [
+  '{"code":"c","message":"m"}',
+  '{"code":"c","message":"m","data":{"x":1}}',
+  '{"code":"c","message":"m","extra":1}',
+  '{"code":1,"message":"m"}',
+  '{"code":"c"}',
+  '{"message":"m","code":"c","data":null}',
+  "[]",
+  "null",
+  '"e"',
+];
+const RESULTS = [
+  '{"ok":1}',
+  '{"ok":null}',
+  '{"ok":{"a":1}}',
+  "{}",
+  '{"ok":1,"extra":2}',
+  '{"ok":1,"error":{"code":"c","message":"m"}}',
+  "[]",
+  "null",
+  '"ok"',
+  ...ERRORS.map((e) => `{"error":${e}}`),
+  ...ERRORS.map((e) => `{"error":${e},"x":0}`),
+];
 const TYPES = ['"request"', '"response"', '"notification"', '"cancel"', '"Request"', '""', "1", "null"];
 const FIELDS: Array<[string, string[]]> = [
   ["type", TYPES],
@@ -44,7 +85,9 @@ const FIELDS: Array<[string, string[]]> = [
 
 function generated(next: () => number): string {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
-  const fields = FIELDS.filter(([name]) => next() < (name === "type" ? 0.95 : name === "extra" || name === "__proto__" ? 0.15 : 0.6));
+  const fields = FIELDS.filter(
+    ([name]) => next() < (name === "type" ? 0.95 : name === "extra" || name === "__proto__" ? 0.15 : 0.6),
+  );
   // Shuffled, so that key order is no part of either verdict.
   fields.sort(() => next() - 0.5);
   return `{${fields.map(([name, values]) => `"${name}":${pick(values)}`).join(",")}}`;

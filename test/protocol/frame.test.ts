@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
+import { describe, test } from "node:test";
 import { encodeFrame, FrameDecoder, MAX_NESTING } from "../../src/protocol/frame.ts";
 
 function frame(value: unknown, limit?: number): Buffer {
@@ -30,7 +30,9 @@ describe("frame codec", () => {
     const buf = frame(value);
     const dec = new FrameDecoder();
     for (let i = 0; i < buf.length - 1; i++) assert.deepEqual(dec.push(buf.subarray(i, i + 1)), []);
-    assert.deepEqual(dec.push(buf.subarray(buf.length - 1)), [{ kind: "frame", value, text: JSON.stringify(value), bytes: buf.length - 4 }]);
+    assert.deepEqual(dec.push(buf.subarray(buf.length - 1)), [
+      { kind: "frame", value, text: JSON.stringify(value), bytes: buf.length - 4 },
+    ]);
     assert.equal(dec.pendingBytes, 0);
   });
 
@@ -41,9 +43,15 @@ describe("frame codec", () => {
     // plus half of another frame, which must wait
     const extra = frame({ tail: true });
     const out = dec.push(Buffer.concat([all, extra.subarray(0, 6)]));
-    assert.deepEqual(out.map((f) => (f.kind === "frame" ? f.value : f)), values);
+    assert.deepEqual(
+      out.map((f) => (f.kind === "frame" ? f.value : f)),
+      values,
+    );
     assert.equal(dec.pendingBytes, 6);
-    assert.deepEqual(dec.push(extra.subarray(6)).map((f) => (f.kind === "frame" ? f.value : f)), [{ tail: true }]);
+    assert.deepEqual(
+      dec.push(extra.subarray(6)).map((f) => (f.kind === "frame" ? f.value : f)),
+      [{ tail: true }],
+    );
   });
 
   test("a payload exactly at the limit passes; one byte over is refused before anything is written", () => {
@@ -52,7 +60,12 @@ describe("frame codec", () => {
     const atLimit = { s: "x".repeat(limit - exact) };
     const buf = frame(atLimit, limit);
     assert.equal(buf.length, 4 + limit);
-    assert.deepEqual(new FrameDecoder(limit).push(buf)[0], { kind: "frame", value: atLimit, text: JSON.stringify(atLimit), bytes: limit });
+    assert.deepEqual(new FrameDecoder(limit).push(buf)[0], {
+      kind: "frame",
+      value: atLimit,
+      text: JSON.stringify(atLimit),
+      bytes: limit,
+    });
     const over = encodeFrame({ s: "x".repeat(limit - exact + 1) }, limit);
     assert.ok("error" in over);
     assert.equal(over.error.code, "frame_too_large");
@@ -108,7 +121,10 @@ describe("frame codec", () => {
     assert.match((empty[0] as { message: string }).message, /the frame payload is empty/);
     // and inside a read, between two frames
     const out = dec.push(Buffer.concat([frame({ a: 1 }), Buffer.alloc(4), frame({ b: 2 })]));
-    assert.deepEqual(out.map((f) => f.kind), ["frame", "invalid_json", "frame"]);
+    assert.deepEqual(
+      out.map((f) => f.kind),
+      ["frame", "invalid_json", "frame"],
+    );
     assert.equal(dec.pendingBytes, 0);
     assert.equal(dec.finish(), undefined);
   });
@@ -116,7 +132,13 @@ describe("frame codec", () => {
   test("nesting up to MAX_NESTING decodes; deeper is an unreadable payload, brackets inside strings do not count", () => {
     const nest = (n: number) => "[".repeat(n) + "]".repeat(n);
     const dec = new FrameDecoder();
-    const [within, beyond, inString] = dec.push(Buffer.concat([rawFrame(nest(MAX_NESTING)), rawFrame(nest(MAX_NESTING + 1)), rawFrame(JSON.stringify({ s: "[".repeat(5000) }))]));
+    const [within, beyond, inString] = dec.push(
+      Buffer.concat([
+        rawFrame(nest(MAX_NESTING)),
+        rawFrame(nest(MAX_NESTING + 1)),
+        rawFrame(JSON.stringify({ s: "[".repeat(5000) })),
+      ]),
+    );
     assert.equal(within!.kind, "frame");
     assert.equal(beyond!.kind, "invalid_json");
     assert.match((beyond as { message: string }).message, /nests arrays and objects deeper than 1000 levels/);
@@ -129,7 +151,10 @@ describe("frame codec", () => {
     const tagLike = "\u0000u64:abc:1";
     const buf = frame({ type: "response", id: 18446744073709551615n, result: { ok: { n: [1n, -2n], s: tagLike } } });
     const text = buf.subarray(4).toString("utf8");
-    assert.equal(text, `{"type":"response","id":18446744073709551615,"result":{"ok":{"n":[1,-2],"s":${JSON.stringify(tagLike)}}}}`);
+    assert.equal(
+      text,
+      `{"type":"response","id":18446744073709551615,"result":{"ok":{"n":[1,-2],"s":${JSON.stringify(tagLike)}}}}`,
+    );
     assert.equal(buf.readUInt32BE(0), Buffer.byteLength(text));
   });
 

@@ -22,7 +22,7 @@ import { CodeModeMethods } from "../../src/codemode/protocol.ts";
 import { defineMethod } from "../../src/protocol/method.ts";
 import { RpcPeer } from "../../src/protocol/peer.ts";
 import { ok, type Result } from "../../src/util/result.ts";
-import { header, rawFrame, RawChild, RawReader, requestFrame, type RawMessage } from "../support/raw-frames.ts";
+import { header, RawChild, type RawMessage, RawReader, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { useSourceRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
@@ -33,7 +33,9 @@ const BATCHES = Number(process.env.RELAY_FUZZ_BATCHES ?? 30);
 const FRAMES_PER_BATCH = 80;
 /** A batch ending in a fatal frame error, then a fresh peer, every this many batches. */
 const FATAL_EVERY = 7;
-process.stderr.write(`protocol fuzz: seed ${SEED} (RELAY_FUZZ_SEED=${SEED} replays it), ${BATCHES} batches of ${FRAMES_PER_BATCH} frames per peer\n`);
+process.stderr.write(
+  `protocol fuzz: seed ${SEED} (RELAY_FUZZ_SEED=${SEED} replays it), ${BATCHES} batches of ${FRAMES_PER_BATCH} frames per peer\n`,
+);
 
 // ---- seeded randomness --------------------------------------------------------------------
 
@@ -94,7 +96,18 @@ const deepArray = "[".repeat(DEEP) + "]".repeat(DEEP);
 const deepObject = '{"a":'.repeat(DEEP) + "1" + "}".repeat(DEEP);
 
 const BIG_IDS = ["9007199254740992", "9007199254740993", "18446744073709551615", "12345678901234567890"];
-const BAD_IDS = ["18446744073709551616", "-1", "1.5", "1e400", '"5"', "null", "true", "[]", "{}", "99999999999999999999999"];
+const BAD_IDS = [
+  "18446744073709551616",
+  "-1",
+  "1.5",
+  "1e400",
+  '"5"',
+  "null",
+  "true",
+  "[]",
+  "{}",
+  "99999999999999999999999",
+];
 /** Wrong as a type (no "request": a readable request is answered) and as a method name. */
 const WRONG_TYPES = ["5", "null", "[1]", '{"a":1}', '"x"', '"Request"'];
 
@@ -131,13 +144,25 @@ class Planner {
       case 4:
         return this.request(r.pick(BIG_IDS), m.method, JSON.stringify(m.params(r)));
       case 5: // duplicate id (of a request of this batch, possibly still in flight)
-        return this.request(this.recent.length ? r.pick(this.recent) : this.freshId(), m.method, JSON.stringify(m.params(r)));
+        return this.request(
+          this.recent.length ? r.pick(this.recent) : this.freshId(),
+          m.method,
+          JSON.stringify(m.params(r)),
+        );
       case 6: // an id outside u64, or not a number: nothing can be answered
-        return { bytes: rawFrame(`{"type":"request","id":${r.pick(BAD_IDS)},"method":"${m.method}","params":{}}`), answers: [] };
+        return {
+          bytes: rawFrame(`{"type":"request","id":${r.pick(BAD_IDS)},"method":"${m.method}","params":{}}`),
+          answers: [],
+        };
       case 7: {
         // readable type and id, wrong shape: answered invalid_message
         const id = this.freshId();
-        const body = r.pick([`"method":${r.pick(WRONG_TYPES)}`, '"params":{}', `"method":"${m.method}","extra":${r.pick(WRONG_TYPES)},"method":5`, '"method":"request","params":5']);
+        const body = r.pick([
+          `"method":${r.pick(WRONG_TYPES)}`,
+          '"params":{}',
+          `"method":"${m.method}","extra":${r.pick(WRONG_TYPES)},"method":5`,
+          '"method":"request","params":5',
+        ]);
         return { bytes: rawFrame(`{"type":"request","id":${id},${body}}`), answers: [id] };
       }
       case 8: {
@@ -150,15 +175,37 @@ class Planner {
       case 9: {
         // invalid UTF-8 inside a request
         const id = this.freshId();
-        const bad = Buffer.concat([Buffer.from(`{"type":"request","id":${id},"method":"${m.method}","params":{"s":"`), r.pick([Buffer.from([0xff]), Buffer.from([0xc3, 0x28]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xf0, 0x9f])]), Buffer.from('"}}')]);
+        const bad = Buffer.concat([
+          Buffer.from(`{"type":"request","id":${id},"method":"${m.method}","params":{"s":"`),
+          r.pick([
+            Buffer.from([0xff]),
+            Buffer.from([0xc3, 0x28]),
+            Buffer.from([0xed, 0xa0, 0x80]),
+            Buffer.from([0xf0, 0x9f]),
+          ]),
+          Buffer.from('"}}'),
+        ]);
         return { bytes: rawFrame(bad), answers: [id] };
       }
       case 10:
-        return { bytes: rawFrame(`{"type":"notification","method":${r.pick([`"${m.method}"`, '"x"', "5"])},"params":${JSON.stringify(m.params(r))}}`), answers: [] };
+        return {
+          bytes: rawFrame(
+            `{"type":"notification","method":${r.pick([`"${m.method}"`, '"x"', "5"])},"params":${JSON.stringify(m.params(r))}}`,
+          ),
+          answers: [],
+        };
       case 11:
-        return { bytes: rawFrame(`{"type":"cancel","id":${r.pick([...this.recent, "0", r.pick(BIG_IDS), r.pick(BAD_IDS)])}}`), answers: [] };
+        return {
+          bytes: rawFrame(`{"type":"cancel","id":${r.pick([...this.recent, "0", r.pick(BIG_IDS), r.pick(BAD_IDS)])}}`),
+          answers: [],
+        };
       case 12: // a response nobody asked for (above any id a peer under test has minted)
-        return { bytes: rawFrame(`{"type":"response","id":${r.int(1e6, 2e6)},"result":${r.pick(['{"ok":1}', '{"error":{"code":"x","message":"y"}}', '{"bad":1}', "5"])}}`), answers: [] };
+        return {
+          bytes: rawFrame(
+            `{"type":"response","id":${r.int(1e6, 2e6)},"result":${r.pick(['{"ok":1}', '{"error":{"code":"x","message":"y"}}', '{"bad":1}', "5"])}}`,
+          ),
+          answers: [],
+        };
       case 13:
         return { bytes: header(0), answers: [] };
       case 14: // random bytes of a random length
@@ -195,7 +242,13 @@ class Planner {
     const r = this.r;
     if (r.chance(0.5)) {
       const n = r.pick([this.limit + 1, r.int(this.limit + 1, 0xffff_ffff), 0xffff_ffff]);
-      return { bytes: Buffer.concat([header(n), r.bytes(r.int(0, 64))]), endStream: false, expect: new RegExp(`protocol error: frame header announces ${n} bytes, over the ${this.limit}-byte limit; the connection is closed\\.`) };
+      return {
+        bytes: Buffer.concat([header(n), r.bytes(r.int(0, 64))]),
+        endStream: false,
+        expect: new RegExp(
+          `protocol error: frame header announces ${n} bytes, over the ${this.limit}-byte limit; the connection is closed\\.`,
+        ),
+      };
     }
     const n = r.int(1, 2000);
     const cutHeader = r.chance(0.3);
@@ -205,7 +258,10 @@ class Planner {
 
   private request(id: string, method: string, paramsJson: string): Planned {
     this.recent.push(id);
-    return { bytes: rawFrame(`{"type":"request","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`), answers: [id] };
+    return {
+      bytes: rawFrame(`{"type":"request","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`),
+      answers: [id],
+    };
   }
 }
 
@@ -240,7 +296,10 @@ interface Target {
 class ChildConn implements Conn {
   private readonly c: RawChild;
   private answered = new Set<string>();
-  constructor(args: string[], private readonly name: string) {
+  constructor(
+    args: string[],
+    private readonly name: string,
+  ) {
     this.c = new RawChild(args);
   }
   get messages(): RawMessage[] {
@@ -264,17 +323,26 @@ class ChildConn implements Conn {
     return this.c.stderr.split("\n").filter((l) => l !== "" && !l.startsWith(`relay: ${this.name}`));
   }
   async answerPeer(r: Rng): Promise<void> {
-    const asks = this.c.messages.filter((m) => m.value.type === "request" && m.id !== undefined && !this.answered.has(m.id));
+    const asks = this.c.messages.filter(
+      (m) => m.value.type === "request" && m.id !== undefined && !this.answered.has(m.id),
+    );
     const replies: Buffer[] = [];
     for (const m of asks) {
       this.answered.add(m.id!);
-      const okReply = m.value.method === "codemode/notify" ? '{"ok":{"delivered":true}}' : '{"ok":{"result":{"fuzz":1}}}';
+      const okReply =
+        m.value.method === "codemode/notify" ? '{"ok":{"delivered":true}}' : '{"ok":{"result":{"fuzz":1}}}';
       replies.push(
         r.pick([
           rawFrame(`{"type":"response","id":${m.id},"result":${okReply}}`),
           rawFrame(`{"type":"response","id":${m.id},"result":{"error":{"code":"x"}}}`),
           rawFrame(`{"type":"response","id":${m.id},"result":{"ok":`),
-          rawFrame(Buffer.concat([Buffer.from(`{"type":"response","id":${m.id},"result":{"ok":"`), Buffer.from([0xff]), Buffer.from('"}}')])),
+          rawFrame(
+            Buffer.concat([
+              Buffer.from(`{"type":"response","id":${m.id},"result":{"ok":"`),
+              Buffer.from([0xff]),
+              Buffer.from('"}}'),
+            ]),
+          ),
           rawFrame(`{"type":"response","id":${m.id},"result":{"ok":{"result":${deepArray}}}}`),
         ]),
       );
@@ -303,7 +371,11 @@ class ParentConn implements Conn {
   static uncaught: unknown[] = [];
 
   constructor(limit: number) {
-    this.peer = new RpcPeer(this.input, this.output, { name: "child", frameLimit: limit, onProtocolError: (m) => this.reports.push(m) });
+    this.peer = new RpcPeer(this.input, this.output, {
+      name: "child",
+      frameLimit: limit,
+      onProtocolError: (m) => this.reports.push(m),
+    });
     // What a parent serves to a child: the code-mode delegate requests, and a plain echo.
     this.peer.handle(CodeModeMethods.invokeTool, async (call) => ok({ result: call.input }));
     this.peer.handle(CodeModeMethods.notify, () => ok({ delivered: true as const }));
@@ -343,7 +415,10 @@ class ParentConn implements Conn {
     return { code: this.peer.failed ? 1 : 0, lastLine: reason };
   }
   foreign(): string[] {
-    return [...this.reports.filter((m) => !m.startsWith("child: ") || m.includes("\n")), ...ParentConn.uncaught.map(String)];
+    return [
+      ...this.reports.filter((m) => !m.startsWith("child: ") || m.includes("\n")),
+      ...ParentConn.uncaught.map(String),
+    ];
   }
 
   /** The parent calls the child; the fuzz answers each call somewhere in the batch, well or badly. */
@@ -363,12 +438,18 @@ class ParentConn implements Conn {
         `{"type":"response","id":${id},"result":{"ok":${deepArray}}}`,
       ][choice]!;
       // Nesting beyond the protocol's limit makes the frame unreadable: a malformed reply.
-      const expectCode = [undefined, "fuzz", "invalid_result", "invalid_message", "invalid_message", "invalid_message"][choice];
+      const expectCode = [undefined, "fuzz", "invalid_result", "invalid_message", "invalid_message", "invalid_message"][
+        choice
+      ];
       this.calls.push({
         promise,
         expect: (res) => {
           if (expectCode === undefined) assert.deepEqual(res, { ok: { n: value } });
-          else assert.ok("error" in res && res.error.code === expectCode, `call ${id} (reply ${choice}): ${JSON.stringify(res).slice(0, 300)}`);
+          else
+            assert.ok(
+              "error" in res && res.error.code === expectCode,
+              `call ${id} (reply ${choice}): ${JSON.stringify(res).slice(0, 300)}`,
+            );
         },
       });
       // and sometimes a second answer right after the first, which must change nothing
@@ -399,9 +480,25 @@ class ParentConn implements Conn {
 const executorMethods: MethodGen[] = [
   { method: "process/list", params: () => ({}) },
   { method: "tools/list", params: (r) => r.pick([{}, undefined, [], "x"]) },
-  { method: "process/write", params: (r) => r.pick([{ process_id: r.int(1, 1000), input: "x", yield_time_ms: 0, max_output_tokens: 10 }, { process_id: "x" }, {}]) },
+  {
+    method: "process/write",
+    params: (r) =>
+      r.pick([
+        { process_id: r.int(1, 1000), input: "x", yield_time_ms: 0, max_output_tokens: 10 },
+        { process_id: "x" },
+        {},
+      ]),
+  },
   { method: "process/terminate", params: (r) => r.pick([{ process_id: r.int(1, 1000) }, { process_id: -1.5 }]) },
-  { method: "tools/call", params: (r) => r.pick([{ name: "no_such_tool", arguments: {}, cwd: "/nonexistent" }, { name: "read_file", arguments: { path: "/nonexistent/fuzz" }, cwd: "/nonexistent" }, { name: 5 }]) },
+  {
+    method: "tools/call",
+    params: (r) =>
+      r.pick([
+        { name: "no_such_tool", arguments: {}, cwd: "/nonexistent" },
+        { name: "read_file", arguments: { path: "/nonexistent/fuzz" }, cwd: "/nonexistent" },
+        { name: 5 },
+      ]),
+  },
   { method: "skills/list", params: (r) => r.pick([{ roots: [] }, { roots: ["/nonexistent/fuzz"] }, { roots: "x" }]) },
   { method: "skills/read", params: () => ({ path: "/nonexistent/fuzz/SKILL.md" }) },
   // Never valid: nothing is run.
@@ -410,39 +507,88 @@ const executorMethods: MethodGen[] = [
 
 const scripts = [
   'text("hi")',
-  "await new Promise((r) => setTimeout(r, 3)); text(\"t\")",
+  'await new Promise((r) => setTimeout(r, 3)); text("t")',
   'throw new Error("fuzz")',
-  'text(JSON.stringify(await tools.probe({ a: 1 })))',
+  "text(JSON.stringify(await tools.probe({ a: 1 })))",
   'notify("n"); text("x")',
-  "yield_control(); text(\"after\")",
+  'yield_control(); text("after")',
   "const x = ",
 ];
 
 const codeModeMethods: MethodGen[] = [
   { method: "codemode/hello", params: () => ({}) },
-  { method: "codemode/create_session", params: (r) => r.pick([{}, { limits: { cpu_limit_ms: 1000 } }, { limits: "x" }]) },
+  {
+    method: "codemode/create_session",
+    params: (r) => r.pick([{}, { limits: { cpu_limit_ms: 1000 } }, { limits: "x" }]),
+  },
   {
     method: "codemode/execute",
     params: (r) => ({
       session_id: r.int(1, 4),
-      request: r.chance(0.9) ? { tool_call_id: "f", enabled_tools: [{ name: "probe" }], source: r.pick(scripts), yield_time_ms: r.int(0, 20) } : { source: 5 },
+      request: r.chance(0.9)
+        ? {
+            tool_call_id: "f",
+            enabled_tools: [{ name: "probe" }],
+            source: r.pick(scripts),
+            yield_time_ms: r.int(0, 20),
+          }
+        : { source: 5 },
     }),
   },
-  { method: "codemode/wait", params: (r) => ({ session_id: r.int(1, 4), request: { cell_id: String(r.int(1, 30)), yield_time_ms: r.int(0, 10) } }) },
+  {
+    method: "codemode/wait",
+    params: (r) => ({
+      session_id: r.int(1, 4),
+      request: { cell_id: String(r.int(1, 30)), yield_time_ms: r.int(0, 10) },
+    }),
+  },
   { method: "codemode/terminate", params: (r) => ({ session_id: r.int(1, 4), cell_id: String(r.int(1, 30)) }) },
   { method: "codemode/shutdown_session", params: (r) => r.pick([{ session_id: r.int(5, 9) }, { session_id: "x" }]) },
 ];
 
 const parentMethods: MethodGen[] = [
   { method: "echo", params: (r) => r.pick([{ a: 1 }, "x", null, []]) },
-  { method: "codemode/invoke_tool", params: (r) => r.pick([{ session_id: 1, cell_id: "1", call_id: "c", runtime_tool_call_id: "t", tool_name: "x", tool_kind: "function", input: {} }, { session_id: "x" }]) },
+  {
+    method: "codemode/invoke_tool",
+    params: (r) =>
+      r.pick([
+        {
+          session_id: 1,
+          cell_id: "1",
+          call_id: "c",
+          runtime_tool_call_id: "t",
+          tool_name: "x",
+          tool_kind: "function",
+          input: {},
+        },
+        { session_id: "x" },
+      ]),
+  },
   { method: "codemode/notify", params: (r) => r.pick([{ session_id: 1, call_id: "c", cell_id: "1", text: "n" }, {}]) },
 ];
 
 const targets: Target[] = [
-  { name: "executor", limit: 1 << 20, methods: executorMethods, probe: "process/list", start: () => new ChildConn(["executor", "--frame-limit", String(1 << 20)], "executor") },
-  { name: "code-mode-host", limit: 16 * 1024 * 1024, methods: codeModeMethods, probe: "codemode/hello", start: () => new ChildConn(["code-mode-host"], "code-mode-host") },
-  { name: "parent reader", limit: 1 << 20, methods: parentMethods, probe: "echo", start: () => new ParentConn(1 << 20) },
+  {
+    name: "executor",
+    limit: 1 << 20,
+    methods: executorMethods,
+    probe: "process/list",
+    start: () => new ChildConn(["executor", "--frame-limit", String(1 << 20)], "executor"),
+  },
+  {
+    name: "code-mode-host",
+    limit: 16 * 1024 * 1024,
+    methods: codeModeMethods,
+    probe: "codemode/hello",
+    start: () => new ChildConn(["code-mode-host"], "code-mode-host"),
+  },
+  {
+    name: "parent reader",
+    limit: 1 << 20,
+    methods: parentMethods,
+    probe: "echo",
+    start: () => new ParentConn(1 << 20),
+  },
 ];
 
 // ---- the run --------------------------------------------------------------------------------
@@ -486,13 +632,21 @@ function checkShapes(conn: Conn, limit: number, from: number): void {
     if (m.value.type !== "response") continue;
     const res = m.value.result;
     const isOk = res !== undefined && Object.keys(res).length === 1 && "ok" in res;
-    const isErr = res?.error !== undefined && typeof res.error.code === "string" && typeof res.error.message === "string";
+    const isErr =
+      res?.error !== undefined && typeof res.error.code === "string" && typeof res.error.message === "string";
     assert.ok(isOk || isErr, `an answer that is not a Result value: ${m.text.slice(0, 300)}`);
   }
 }
 
 /** A batch ending in a fatal frame error: the peer must stop with exit 1 and one clear line. */
-async function fatalBatch(conn: Conn, t: Target, r: Rng, planner: Planner, batch: Planned[], where: string): Promise<void> {
+async function fatalBatch(
+  conn: Conn,
+  t: Target,
+  r: Rng,
+  planner: Planner,
+  batch: Planned[],
+  where: string,
+): Promise<void> {
   const from = conn.messages.length;
   const f = planner.fatal();
   await send(conn, r, [...batch, { bytes: f.bytes, answers: [] }]);
@@ -503,13 +657,21 @@ async function fatalBatch(conn: Conn, t: Target, r: Rng, planner: Planner, batch
   assert.deepEqual(conn.foreign(), [], `${where}: output that is not relay's own`);
   // Answers to what came before the fatal frame may or may not have left; none is extra or wrong.
   const expected = plannedAnswers(batch);
-  for (const [id, n] of countAnswers(conn, from)) assert.ok(n <= (expected.get(id) ?? 0), `${where}: ${n} answers to request ${id}`);
+  for (const [id, n] of countAnswers(conn, from))
+    assert.ok(n <= (expected.get(id) ?? 0), `${where}: ${n} answers to request ${id}`);
   checkShapes(conn, t.limit, from);
   if (conn instanceof ParentConn) await conn.settleAfterClose();
 }
 
 /** A batch the peer must survive: every readable request answered exactly once, then the good one. */
-async function survivableBatch(conn: Conn, t: Target, r: Rng, planner: Planner, batch: Planned[], where: string): Promise<void> {
+async function survivableBatch(
+  conn: Conn,
+  t: Target,
+  r: Rng,
+  planner: Planner,
+  batch: Planned[],
+  where: string,
+): Promise<void> {
   const from = conn.messages.length;
   const probe = planner.freshId();
   batch.push({ bytes: requestFrame(probe, t.probe), answers: [probe] });
@@ -523,9 +685,13 @@ async function survivableBatch(conn: Conn, t: Target, r: Rng, planner: Planner, 
   const alive = await until(conn.when(complete), `${where}: the answers to every request with a readable id`);
   assert.ok(alive, `${where}: the peer stopped before answering; ${conn.foreign().join("\n")}`);
   // Earlier batches were complete, so whatever came since answers this one: exactly as planned.
-  for (const [id, n] of countAnswers(conn, from)) assert.equal(n, expected.get(id) ?? 0, `${where}: answers to request ${id}`);
+  for (const [id, n] of countAnswers(conn, from))
+    assert.equal(n, expected.get(id) ?? 0, `${where}: answers to request ${id}`);
   const probeAnswer = conn.messages.find((m) => m.value.type === "response" && m.id === probe);
-  assert.ok(probeAnswer?.value.result && "ok" in probeAnswer.value.result, `${where}: the good request was not answered ok: ${probeAnswer?.text}`);
+  assert.ok(
+    probeAnswer?.value.result && "ok" in probeAnswer.value.result,
+    `${where}: the good request was not answered ok: ${probeAnswer?.text}`,
+  );
   checkShapes(conn, t.limit, from);
   assert.deepEqual(conn.foreign(), [], `${where}: output that is not relay's own`);
   await conn.checkOwnCalls?.();
@@ -577,7 +743,12 @@ async function lastBatchThenEnd(conn: Conn, t: Target, r: Rng, planner: Planner)
   assert.deepEqual(conn.foreign(), []);
   if (conn instanceof ParentConn) return batch.length;
   const expected = plannedAnswers(batch);
-  for (const [id, n] of expected) assert.equal(countAnswers(conn, from).get(id) ?? 0, n, `${t.name}: request ${id} sent right before end of input: answers`);
+  for (const [id, n] of expected)
+    assert.equal(
+      countAnswers(conn, from).get(id) ?? 0,
+      n,
+      `${t.name}: request ${id} sent right before end of input: answers`,
+    );
   checkShapes(conn, t.limit, from);
   return batch.length;
 }
@@ -595,7 +766,9 @@ describe("protocol fuzz", () => {
     test(`${t.name}: ${BATCHES} batches of random frames; answers exact, no crash, no hang`, async () => {
       const seed = (SEED + i * 0x9e3779b9) >>> 0;
       const { frames, ms, restarts } = await fuzzTarget(t, seed);
-      process.stderr.write(`protocol fuzz: ${t.name}: ${frames} frames in ${(ms / 1000).toFixed(1)} s (${restarts} fatal frames, each followed by a fresh peer; seed ${seed})\n`);
+      process.stderr.write(
+        `protocol fuzz: ${t.name}: ${frames} frames in ${(ms / 1000).toFixed(1)} s (${restarts} fatal frames, each followed by a fresh peer; seed ${seed})\n`,
+      );
       assert.ok(frames >= 2000 || BATCHES < 30, `only ${frames} frames`);
       assert.deepEqual(ParentConn.uncaught, [], "uncaught exceptions in this process");
     });

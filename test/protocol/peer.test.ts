@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import { Buffer } from "node:buffer";
+import { PassThrough } from "node:stream";
+import { describe, test } from "node:test";
 import { setImmediate } from "node:timers";
 import { z } from "zod";
 import type { RequestId } from "../../src/protocol/envelope.ts";
-import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
 import { encodeFrame, FrameDecoder } from "../../src/protocol/frame.ts";
-import { err, ok } from "../../src/util/result.ts";
+import { defineMethod, defineNotification } from "../../src/protocol/method.ts";
 import { RpcPeer } from "../../src/protocol/peer.ts";
-import { PassThrough } from "node:stream";
+import { err, ok } from "../../src/util/result.ts";
 import { peerPair } from "../support/streams.ts";
 
 const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }));
@@ -28,16 +28,18 @@ function setup() {
   const cancelled: RequestId[] = [];
   const started: RequestId[] = [];
   pair.right.handle(Add, (p) => ok({ sum: p.a + p.b }));
-  pair.right.handle(Wait, (p, ctx) =>
-    new Promise((resolve) => {
-      started.push(ctx.requestId);
-      const t = setTimeout(() => resolve(ok({ waited: true })), p.ms);
-      ctx.signal.addEventListener("abort", () => {
-        clearTimeout(t);
-        cancelled.push(ctx.requestId);
-        resolve(err("cancelled", "stopped"));
-      });
-    }),
+  pair.right.handle(
+    Wait,
+    (p, ctx) =>
+      new Promise((resolve) => {
+        started.push(ctx.requestId);
+        const t = setTimeout(() => resolve(ok({ waited: true })), p.ms);
+        ctx.signal.addEventListener("abort", () => {
+          clearTimeout(t);
+          cancelled.push(ctx.requestId);
+          resolve(err("cancelled", "stopped"));
+        });
+      }),
   );
   pair.right.handle(Boom, () => {
     throw new Error("kaboom");
@@ -112,7 +114,8 @@ describe("rpc peer", () => {
     const seen: number[] = [];
     const protocolErrors: string[] = [];
     right.onNotification(Progress, (p) => seen.push(p.pct));
-    (right as unknown as { options: { onProtocolError: (m: string) => void } }).options.onProtocolError = (m) => protocolErrors.push(m);
+    (right as unknown as { options: { onProtocolError: (m: string) => void } }).options.onProtocolError = (m) =>
+      protocolErrors.push(m);
     left.notify(Progress, { pct: 10 });
     left.notify(Progress, { pct: "x" } as never);
     left.notify(Progress, { pct: 90 });
@@ -199,7 +202,9 @@ describe("rpc peer", () => {
     assert.deepEqual(notes, [100]);
     assert.equal(chunks.length, 1, "the early answer and the notification were written together");
     // Exactly one response frame went out.
-    const frames = new FrameDecoder().push(Buffer.concat(chunks)).map((f) => (f.kind === "frame" ? (f.value as { type: string }).type : f.kind));
+    const frames = new FrameDecoder()
+      .push(Buffer.concat(chunks))
+      .map((f) => (f.kind === "frame" ? (f.value as { type: string }).type : f.kind));
     assert.deepEqual(frames, ["response", "notification"]);
   });
 
@@ -237,16 +242,28 @@ describe("rpc peer", () => {
 
   test("a write that throws (the other side is gone) fails the call with the reason describeEnd adds, and a later call too", async () => {
     const input = new PassThrough();
-    const broken = { write: () => { throw new Error("EPIPE: broken pipe, write"); }, end: () => undefined, on: () => broken };
+    const broken = {
+      write: () => {
+        throw new Error("EPIPE: broken pipe, write");
+      },
+      end: () => undefined,
+      on: () => broken,
+    };
     let gone!: () => void;
     const exited = new Promise<void>((r) => (gone = r));
-    const peer = new RpcPeer(input, broken, { name: "child", describeEnd: async () => (await exited, "process exited with code 4; last stderr: fatal") });
+    const peer = new RpcPeer(input, broken, {
+      name: "child",
+      describeEnd: async () => (await exited, "process exited with code 4; last stderr: fatal"),
+    });
     const first = peer.call(Add, { a: 1, b: 2 });
     const second = peer.call(Add, { a: 3, b: 4 });
     gone();
     for (const r of [await first, await second]) {
       assert.ok("error" in r);
-      assert.match(r.error.message, /writing to it failed: EPIPE: broken pipe, write; process exited with code 4; last stderr: fatal/);
+      assert.match(
+        r.error.message,
+        /writing to it failed: EPIPE: broken pipe, write; process exited with code 4; last stderr: fatal/,
+      );
     }
     assert.equal(peer.failed, true);
   });

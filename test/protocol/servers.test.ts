@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import { EchoMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
-import { header, rawFrame, RawChild, requestFrame } from "../support/raw-frames.ts";
+import { header, RawChild, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 
 useSourceRelay();
@@ -35,10 +35,15 @@ describe("framed servers: bad frames", () => {
       await c.write(header(0));
       await c.write(requestFrame(2, s.probe));
       const answer = await c.response("2");
-      assert.ok(answer?.value.result && "ok" in answer.value.result, `no answer after a zero-length frame; stderr: ${c.stderr}`);
+      assert.ok(
+        answer?.value.result && "ok" in answer.value.result,
+        `no answer after a zero-length frame; stderr: ${c.stderr}`,
+      );
       c.end();
       assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
-      assert.deepEqual(stderrLines(c), [`relay: ${s.name}: skipped a 0-byte frame: the frame payload is empty (a frame carries one JSON message)`]);
+      assert.deepEqual(stderrLines(c), [
+        `relay: ${s.name}: skipped a 0-byte frame: the frame payload is empty (a frame carries one JSON message)`,
+      ]);
     });
   }
 
@@ -60,7 +65,9 @@ describe("framed servers: bad frames", () => {
     await c.write(header(0));
     c.end();
     assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
-    assert.deepEqual(stderrLines(c), ["relay: executor: skipped a 0-byte frame: the frame payload is empty (a frame carries one JSON message)"]);
+    assert.deepEqual(stderrLines(c), [
+      "relay: executor: skipped a 0-byte frame: the frame payload is empty (a frame carries one JSON message)",
+    ]);
   });
 
   test("executor: empty, invalid UTF-8, non-JSON and wrongly shaped payloads are answered when they name a request, else reported", async () => {
@@ -72,7 +79,13 @@ describe("framed servers: bad frames", () => {
       rawFrame("[1,2,3]"),
       rawFrame('{"type":"notification"}'),
       // These name a request: answered with invalid_message.
-      rawFrame(Buffer.concat([Buffer.from('{"type":"request","id":11,"method":"process/list","params":{"s":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')])),
+      rawFrame(
+        Buffer.concat([
+          Buffer.from('{"type":"request","id":11,"method":"process/list","params":{"s":"'),
+          Buffer.from([0xc3, 0x28]),
+          Buffer.from('"}}'),
+        ]),
+      ),
       rawFrame('{"type":"request","id":12,"method":"process/list","params":{'),
       rawFrame('{"type":"request","id":13,"method":42}'),
     ];
@@ -86,7 +99,10 @@ describe("framed servers: bad frames", () => {
     assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
     const lines = stderrLines(c);
     assert.equal(lines.length, 5, c.stderr);
-    assert.ok(lines.every((l) => l.startsWith("relay: executor: ")), c.stderr);
+    assert.ok(
+      lines.every((l) => l.startsWith("relay: executor: ")),
+      c.stderr,
+    );
     assert.match(lines[1]!, /not valid UTF-8/);
     assert.match(lines[2]!, /not JSON/);
     assert.match(lines[3]!, /not a valid message/);
@@ -95,10 +111,22 @@ describe("framed servers: bad frames", () => {
   test("executor: request ids above 2^53-1 are answered with the same id; ids outside u64 are not answered", async () => {
     const c = new RawChild(["executor"]);
     const ids = ["9007199254740993", "18446744073709551615"];
-    await c.write(Buffer.concat([...ids.map((id) => requestFrame(id, "process/list")), requestFrame("18446744073709551616", "process/list"), requestFrame(-1, "process/list"), requestFrame(1.5, "process/list"), requestFrame(7, "process/list")]));
+    await c.write(
+      Buffer.concat([
+        ...ids.map((id) => requestFrame(id, "process/list")),
+        requestFrame("18446744073709551616", "process/list"),
+        requestFrame(-1, "process/list"),
+        requestFrame(1.5, "process/list"),
+        requestFrame(7, "process/list"),
+      ]),
+    );
     await c.response("7");
     // Answered in order: by the answer to 7, the others have theirs or never will.
-    for (const id of ids) assert.ok(c.messages.find((m) => m.id === id)?.value.result?.ok, `no answer with id ${id}: ${c.messages.map((m) => m.text).join("\n")}`);
+    for (const id of ids)
+      assert.ok(
+        c.messages.find((m) => m.id === id)?.value.result?.ok,
+        `no answer with id ${id}: ${c.messages.map((m) => m.text).join("\n")}`,
+      );
     assert.equal(c.messages.length, 3, "2^64, -1 and 1.5 are not ids: nothing to answer");
     c.end();
     await c.exited;
@@ -108,9 +136,17 @@ describe("framed servers: bad frames", () => {
   test("code-mode-host: a u64 request id comes back exactly, also where the answer repeats it (execute_id)", async () => {
     const c = new RawChild(["code-mode-host"]);
     const id = "18446744073709551615";
-    await c.write(Buffer.concat([requestFrame(1, "codemode/create_session"), requestFrame(id, "codemode/execute", { session_id: 1, request: { tool_call_id: "t", source: 'text("x")' } })]));
+    await c.write(
+      Buffer.concat([
+        requestFrame(1, "codemode/create_session"),
+        requestFrame(id, "codemode/execute", { session_id: 1, request: { tool_call_id: "t", source: 'text("x")' } }),
+      ]),
+    );
     const a = await c.response(id);
-    assert.ok(a?.text.startsWith(`{"type":"response","id":${id},"result":{"ok":{"cell_id":"1","execute_id":${id},`), a?.text ?? c.stderr);
+    assert.ok(
+      a?.text.startsWith(`{"type":"response","id":${id},"result":{"ok":{"cell_id":"1","execute_id":${id},`),
+      a?.text ?? c.stderr,
+    );
     c.end();
     assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
   });
@@ -119,8 +155,13 @@ describe("framed servers: bad frames", () => {
     const c = new RawChild(["executor", "--frame-limit", "1024"]);
     await c.write(Buffer.concat([requestFrame(1, "process/list"), header(1025), Buffer.from("x".repeat(1025))]));
     assert.deepEqual(await c.exited, { code: 1, signal: null });
-    assert.ok(c.messages.find((m) => m.id === "1"), "the request before the bad header was answered");
-    assert.deepEqual(stderrLines(c), ["relay: executor stopped: protocol error: frame header announces 1025 bytes, over the 1024-byte limit; the connection is closed."]);
+    assert.ok(
+      c.messages.find((m) => m.id === "1"),
+      "the request before the bad header was answered",
+    );
+    assert.deepEqual(stderrLines(c), [
+      "relay: executor stopped: protocol error: frame header announces 1025 bytes, over the 1024-byte limit; the connection is closed.",
+    ]);
   });
 
   test("code-mode-host: a stream that ends inside a frame ends it with exit 1 and one line on stderr", async () => {
@@ -128,7 +169,9 @@ describe("framed servers: bad frames", () => {
     await c.write(Buffer.concat([header(100), Buffer.from('{"type":"req')]));
     c.end();
     assert.deepEqual(await c.exited, { code: 1, signal: null });
-    assert.deepEqual(stderrLines(c), ["relay: code-mode-host stopped: its output stream ended; stream ended inside a frame (12 of 100 payload bytes)"]);
+    assert.deepEqual(stderrLines(c), [
+      "relay: code-mode-host stopped: its output stream ended; stream ended inside a frame (12 of 100 payload bytes)",
+    ]);
   });
 });
 
@@ -139,14 +182,25 @@ describe("framed servers: a request, then end of input", () => {
     await c.write(Buffer.concat([requestFrame(1, "executor/info", {}), requestFrame(2, "process/exec", exec)]));
     c.end();
     assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
-    assert.ok(c.messages.find((m) => m.id === "1")?.value.result?.ok, `executor/info unanswered: ${c.messages.map((m) => m.text).join("\n")}`);
+    assert.ok(
+      c.messages.find((m) => m.id === "1")?.value.result?.ok,
+      `executor/info unanswered: ${c.messages.map((m) => m.text).join("\n")}`,
+    );
     const ran = c.messages.find((m) => m.id === "2")?.value.result?.ok as { output?: string } | undefined;
     assert.match(ran?.output ?? "", /answered/, `process/exec unanswered: ${c.messages.map((m) => m.text).join("\n")}`);
   });
 
   test("code-mode-host: a cell sent right before EOF runs and is answered before it exits 0", async () => {
     const c = new RawChild(["code-mode-host"]);
-    await c.write(Buffer.concat([requestFrame(1, "codemode/create_session"), requestFrame(2, "codemode/execute", { session_id: 1, request: { tool_call_id: "t", source: 'await null; text("after eof")' } })]));
+    await c.write(
+      Buffer.concat([
+        requestFrame(1, "codemode/create_session"),
+        requestFrame(2, "codemode/execute", {
+          session_id: 1,
+          request: { tool_call_id: "t", source: 'await null; text("after eof")' },
+        }),
+      ]),
+    );
     c.end();
     assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr);
     assert.match(c.messages.find((m) => m.id === "2")?.text ?? c.stderr, /after eof/);
@@ -160,7 +214,9 @@ describe("the parent reading a child", () => {
     const c = spawnPeer(["sh", "-c", line], { name: "echo-child", onProtocolError: (m) => errors.push(m) });
     assert.ok("ok" in c, JSON.stringify(c));
     assert.deepEqual(await c.ok.peer.call(EchoMethod, { after: "empty frame" }), { ok: { after: "empty frame" } });
-    assert.deepEqual(errors, ["echo-child: skipped a 0-byte frame: the frame payload is empty (a frame carries one JSON message)"]);
+    assert.deepEqual(errors, [
+      "echo-child: skipped a 0-byte frame: the frame payload is empty (a frame carries one JSON message)",
+    ]);
     assert.equal((await c.ok.shutdown()).code, 0);
   });
 
@@ -179,4 +235,3 @@ describe("the parent reading a child", () => {
     await c.ok.shutdown();
   });
 });
-

@@ -4,8 +4,14 @@ import { idFromToken, scanEnvelopeHead } from "../../src/protocol/wire-id.ts";
 
 describe("exact request ids from the raw text", () => {
   test("the top-level type and id token are found, whatever the key order, spacing or escapes", () => {
-    assert.deepEqual(scanEnvelopeHead('{"type":"request","id":18446744073709551615,"method":"m"}'), { type: "request", idToken: "18446744073709551615" });
-    assert.deepEqual(scanEnvelopeHead(' {\n "params" : {"id": 1, "type": "x", "s": "}\\"{"} , "id" : 42 , "\\u0074ype":"response" }'), { type: "response", idToken: "42" });
+    assert.deepEqual(scanEnvelopeHead('{"type":"request","id":18446744073709551615,"method":"m"}'), {
+      type: "request",
+      idToken: "18446744073709551615",
+    });
+    assert.deepEqual(
+      scanEnvelopeHead(' {\n "params" : {"id": 1, "type": "x", "s": "}\\"{"} , "id" : 42 , "\\u0074ype":"response" }'),
+      { type: "response", idToken: "42" },
+    );
   });
 
   test("nested ids do not count, and the last top-level id wins as in JSON.parse", () => {
@@ -30,6 +36,7 @@ describe("exact request ids from the raw text", () => {
     assert.equal(idFromToken("9007199254740991"), 9007199254740991);
     assert.equal(idFromToken("9007199254740992"), 9007199254740992n);
     assert.equal(idFromToken("18446744073709551615"), 18446744073709551615n);
-    for (const bad of ["18446744073709551616", "-1", "1.5", "1e3", "01", "", "99999999999999999999999"]) assert.equal(idFromToken(bad), undefined, bad);
+    for (const bad of ["18446744073709551616", "-1", "1.5", "1e3", "01", "", "99999999999999999999999"])
+      assert.equal(idFromToken(bad), undefined, bad);
   });
 });

@@ -3,8 +3,8 @@ import { PassThrough } from "node:stream";
 import { describe, test } from "node:test";
 import { evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
 import { commandSafety } from "../../src/session/command-safety.ts";
-import { parseShell, ShellParseError } from "../../src/util/shell-parse.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
+import { parseShell, ShellParseError } from "../../src/util/shell-parse.ts";
 
 // command-safety.ts reads commands with the bash grammar, loaded once per process.
 await loadBashGrammar();
@@ -39,7 +39,7 @@ const SAFE: readonly string[] = [
   "env foo=1 ls",
   "env -i LANG=C sort f",
   "LC_ALL=C sort f",
-  "f=src/a.ts; cat \"$f\"",
+  'f=src/a.ts; cat "$f"',
   "GIT_PAGER=cat git log",
   "xargs grep foo",
   "find . -name '*.ts' | xargs grep -n foo",
@@ -55,9 +55,9 @@ const SAFE: readonly string[] = [
   "time ls",
   "( cd src && ls ) | sort",
   "{ ls; pwd; } 2>/dev/null",
-  "for f in *.ts; do wc -l \"$f\"; done",
+  'for f in *.ts; do wc -l "$f"; done',
   "if test -f x; then cat x; else echo no; fi",
-  "while read -r l; do echo \"$l\"; done < f",
+  'while read -r l; do echo "$l"; done < f',
   "! grep -q x f",
   "[ -f x ] && cat x",
   "[[ -n x ]] && echo yes",
@@ -186,14 +186,14 @@ const ASK: ReadonlyArray<readonly [string, RegExp]> = [
   ["ls >&out", /writes a file/],
   ["cat <> f", /could not analyse/],
   ["{ ls; } > out", /writes a file/],
-  ["ls > \"$f\"", /writes a file/],
+  ['ls > "$f"', /writes a file/],
   [">out", /writes a file/],
   ["bash -lc 'rm -rf x'", /in bash -c: rm is not on the read-only list/],
   ["sh -c 'ls > out'", /in sh -c: the redirection > out writes a file/],
   ["bash script.sh", /bash without -c runs a script/],
-  ["bash -c \"$cmd\"", /computed/],
+  ['bash -c "$cmd"', /computed/],
   ["eval rm x", /in eval: rm is not on the read-only list/],
-  ["eval \"$x\"", /computed/],
+  ['eval "$x"', /computed/],
   ["env PATH=/tmp ls", /setting PATH/],
   ["env FOO=1 ls", /setting FOO can change what a command runs/],
   ["PATH=. ls", /setting PATH/],
@@ -217,11 +217,11 @@ const ASK: ReadonlyArray<readonly [string, RegExp]> = [
   ["rg --pre cat foo", /rg --pre runs another program/],
   ["rg -z foo", /rg -z runs decompression programs/],
   ["uniq a b", /uniq writes its output to b/],
-  ["sort \"$x\"", /cannot check the computed argument "\$x" of sort/],
+  ['sort "$x"', /cannot check the computed argument "\$x" of sort/],
   ["sort $x f", /computed argument/],
   ["sort *.txt", /computed argument/],
   ["sort {-o,x} f", /computed argument/],
-  ["find \"$d\" -name x", /computed argument/],
+  ['find "$d" -name x', /computed argument/],
   ["printf -v PATH x", /printf -v sets a shell variable/],
   ["read PATH", /setting PATH/],
   ["for PATH in /tmp; do ls; done", /setting PATH/],
@@ -336,7 +336,12 @@ describe("the decision reaches the prompt", () => {
     const output = new PassThrough();
     let shown = "";
     output.on("data", (d: Buffer) => (shown += d.toString()));
-    const answer = terminalApprover(input, output).ask({ kind: "exec", summary: "git branch -D x", reason: "git branch -D changes branches", cwd: "/w" });
+    const answer = terminalApprover(input, output).ask({
+      kind: "exec",
+      summary: "git branch -D x",
+      reason: "git branch -D changes branches",
+      cwd: "/w",
+    });
     input.write("n\n");
     assert.equal(await answer, "denied");
     assert.match(shown, /git branch -D x\nasking because git branch -D changes branches\napprove\?/);
@@ -354,7 +359,11 @@ describe("the shell parser", () => {
 
   test("finds every command of lists, pipelines, groups and loops", () => {
     const names = (src: string): string[] =>
-      parseShell(src).commands.flatMap((c) => (c.type === "simple" ? [c.words[0]?.value ?? ""] : c.body.commands.map((d) => (d.type === "simple" ? (d.words[0]?.value ?? "") : "?"))));
+      parseShell(src).commands.flatMap((c) =>
+        c.type === "simple"
+          ? [c.words[0]?.value ?? ""]
+          : c.body.commands.map((d) => (d.type === "simple" ? (d.words[0]?.value ?? "") : "?")),
+      );
     assert.deepEqual(names("a | b && c || d; e & f\ng"), ["a", "b", "c", "d", "e", "f", "g"]);
     assert.deepEqual(names("( a; b ) | { c; }"), ["a", "b", "c"]);
     assert.deepEqual(names("for x in 1 2; do a; b; done"), ["a", "b"]);
@@ -365,7 +374,11 @@ describe("the shell parser", () => {
     assert.ok(c?.type === "simple");
     assert.deepEqual(
       c.redirects.map((r) => [r.fd, r.op, r.target.value]),
-      [[2, ">&", "1"], [undefined, ">", "/dev/null"], [undefined, "<<", "E"]],
+      [
+        [2, ">&", "1"],
+        [undefined, ">", "/dev/null"],
+        [undefined, "<<", "E"],
+      ],
     );
     assert.equal(c.redirects[2]?.heredocScripts?.length, 1);
   });
@@ -375,12 +388,27 @@ describe("the shell parser", () => {
     assert.ok(c?.type === "simple");
     assert.deepEqual(
       c.words.slice(1).map((w) => [w.fixed, w.mayBeOption]),
-      [[false, true], [false, true], [false, false], [false, true], [false, true], [false, false], [true, true]],
+      [
+        [false, true],
+        [false, true],
+        [false, false],
+        [false, true],
+        [false, true],
+        [false, false],
+        [true, true],
+      ],
     );
   });
 
   test("refuses what it does not model instead of guessing", () => {
-    for (const src of ["echo $((1))", "case a in a) ;; esac", "f() { :; }", "echo ${a/b/c}", "select x in a; do :; done", "echo $[1]"]) {
+    for (const src of [
+      "echo $((1))",
+      "case a in a) ;; esac",
+      "f() { :; }",
+      "echo ${a/b/c}",
+      "select x in a; do :; done",
+      "echo $[1]",
+    ]) {
       assert.throws(() => parseShell(src), ShellParseError, src);
     }
   });

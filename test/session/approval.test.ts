@@ -2,16 +2,26 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { describe, test } from "node:test";
 import { ApprovalCache, evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
-import { deferred, until } from "../support/wait.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
+import { deferred, until } from "../support/wait.ts";
 
 // command-safety.ts reads commands with the bash grammar, loaded once per process.
 await loadBashGrammar();
 
 describe("approvals", () => {
   test("known-safe commands are read-only pipelines without redirection", async () => {
-    for (const c of ["ls -la", "git status", "cat a | grep b", "rg foo src && wc -l x"]) assert.ok(await isKnownSafe(c), c);
-    for (const c of ["rm -rf x", "echo hi > f", "git push", "sed -i s/a/b/ f", "find . -delete", "cat $(rm -f x)", "npm test"]) assert.ok(!await isKnownSafe(c), c);
+    for (const c of ["ls -la", "git status", "cat a | grep b", "rg foo src && wc -l x"])
+      assert.ok(await isKnownSafe(c), c);
+    for (const c of [
+      "rm -rf x",
+      "echo hi > f",
+      "git push",
+      "sed -i s/a/b/ f",
+      "find . -delete",
+      "cat $(rm -f x)",
+      "npm test",
+    ])
+      assert.ok(!(await isKnownSafe(c)), c);
   });
 
   test("policies decide skip, ask or refuse", async () => {
@@ -42,7 +52,11 @@ describe("approvals", () => {
     assert.equal(await first, "approved_for_session");
     assert.match(shown, /relay wants to run this command in \/srv:\n  make deploy\nreason: ship it/);
     assert.equal(prompts(), 2, "asked again after an unclear answer");
-    assert.equal(await cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv" }), "approved", "remembered without asking");
+    assert.equal(
+      await cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv" }),
+      "approved",
+      "remembered without asking",
+    );
     const other = cache.decide({ kind: "escalation", summary: "rm -rf /tmp/x", cwd: "/" });
     input.write("n\n");
     assert.equal(await other, "denied");

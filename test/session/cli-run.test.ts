@@ -1,29 +1,40 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync, type Dirent } from "node:fs";
+import { appendFileSync, type Dirent, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { findTree } from "../../src/executor/spawn/kill-tree.ts";
 import { listRollouts } from "../../src/rollout/find.ts";
 import { SessionEventSchema } from "../../src/session/events.ts";
+import { isAlive } from "../support/executor.ts";
+import { reply } from "../support/fake-model-server.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
-import { isAlive } from "../support/executor.ts";
 import { waitFor } from "../support/wait.ts";
-import { findTree } from "../../src/executor/spawn/kill-tree.ts";
-import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "./run-support.ts";
 
 function relayEnv(home: string, extra: Record<string, string> = {}) {
   return { ...process.env, RELAY_HOME: home, NO_COLOR: "1", ...extra };
 }
 
-
 describe("relay run CLI", () => {
   test("the CLI wires the memory store into its session: the summary is injected, and --no-memories leaves it out", async () => {
     await using h = await harness();
     mkdirSync(path.join(h.home, "memories"), { recursive: true });
-    writeFileSync(path.join(h.home, "memories", "memory_summary.md"), "v1\n\n## User Profile\n- prefers bun CLI-MEMORY-MARKER\n");
-    const args = ["--base-url", h.server.baseUrl, "-m", "test-model", "--sandbox", "danger-full-access", "-C", h.workspace];
+    writeFileSync(
+      path.join(h.home, "memories", "memory_summary.md"),
+      "v1\n\n## User Profile\n- prefers bun CLI-MEMORY-MARKER\n",
+    );
+    const args = [
+      "--base-url",
+      h.server.baseUrl,
+      "-m",
+      "test-model",
+      "--sandbox",
+      "danger-full-access",
+      "-C",
+      h.workspace,
+    ];
     h.server.enqueue(reply().text("ok"));
     const withMemories = await runRelay([...args, "hello"], relayEnv(h.home));
     assert.equal(withMemories.status, 0, withMemories.stderr);
@@ -36,19 +47,41 @@ describe("relay run CLI", () => {
 
   test("SIGKILL mid-tool-call, a torn last line, then --resume last continues the turn", async () => {
     await using h = await harness();
-    h.server.enqueue(reply().text("starting the long job").toolCall("exec_command", { cmd: "sleep 30; echo never", yield_time_ms: 30000 }, { callId: "call_long" }));
+    h.server.enqueue(
+      reply()
+        .text("starting the long job")
+        .toolCall("exec_command", { cmd: "sleep 30; echo never", yield_time_ms: 30000 }, { callId: "call_long" }),
+    );
     const [cmd, ...pre] = relayArgv();
-    const child = spawn(cmd!, [...pre, "run", "--base-url", h.server.baseUrl, "-m", "test-model", "--sandbox", "danger-full-access", "-C", h.workspace, "run the long job"], {
-      cwd: REPO_ROOT,
-      env: relayEnv(h.home),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      cmd!,
+      [
+        ...pre,
+        "run",
+        "--base-url",
+        h.server.baseUrl,
+        "-m",
+        "test-model",
+        "--sandbox",
+        "danger-full-access",
+        "-C",
+        h.workspace,
+        "run the long job",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: relayEnv(h.home),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let rolloutPath = "";
     // Wait until the call is on disk and its process is running.
     await waitFor(() => {
       const files = findSync(h.home);
       rolloutPath = files[0] ?? "";
-      return rolloutPath !== "" && readFileSync(rolloutPath, "utf8").includes('"call_long"') && findSleep() !== undefined;
+      return (
+        rolloutPath !== "" && readFileSync(rolloutPath, "utf8").includes('"call_long"') && findSleep() !== undefined
+      );
     }, "the tool call to start");
     const sleeper = findSleep()!;
     child.kill("SIGKILL");
@@ -57,7 +90,10 @@ describe("relay run CLI", () => {
     appendFileSync(rolloutPath, '{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_it');
 
     h.server.enqueue(reply().text("The job was interrupted; I checked and it is safe to rerun."));
-    const r = await runRelay(["--base-url", h.server.baseUrl, "-m", "test-model", "--resume", "last"], relayEnv(h.home));
+    const r = await runRelay(
+      ["--base-url", h.server.baseUrl, "-m", "test-model", "--resume", "last"],
+      relayEnv(h.home),
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /torn last line/);
     assert.match(r.stderr, /1 tool call\(s\) were cut off/);
@@ -86,9 +122,15 @@ describe("relay run CLI", () => {
   test("--json prints one schema-valid event per line; exit 0", async () => {
     await using h = await harness();
     h.server.enqueue(reply().toolCall("exec_command", { cmd: "echo json-mode" }), reply().text("ok"));
-    const r = await runRelay(["--json", "--base-url", h.server.baseUrl, "-m", "m", "-s", "danger-full-access", "-C", h.workspace, "go"], relayEnv(h.home));
+    const r = await runRelay(
+      ["--json", "--base-url", h.server.baseUrl, "-m", "m", "-s", "danger-full-access", "-C", h.workspace, "go"],
+      relayEnv(h.home),
+    );
     assert.equal(r.status, 0, r.stderr);
-    const events = r.stdout.trim().split("\n").map((l) => SessionEventSchema.parse(JSON.parse(l)));
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => SessionEventSchema.parse(JSON.parse(l)));
     assert.equal(events[0]!.type, "session_started");
     assert.ok(events.some((e) => e.type === "tool_result" && e.output.includes("json-mode")));
     assert.equal(events.at(-1)!.type, "turn_completed");
@@ -102,7 +144,10 @@ describe("relay run CLI", () => {
     writeFileSync(path.join(h.home, "config.toml"), 'approval_policy = "sometimes"\n');
     const badConfig = await runRelay(["x"], relayEnv(h.home));
     assert.equal(badConfig.status, 2);
-    assert.match(badConfig.stderr, /config\.toml.*approval_policy must be one of untrusted, on-request, never \(got "sometimes"\)/s);
+    assert.match(
+      badConfig.stderr,
+      /config\.toml.*approval_policy must be one of untrusted, on-request, never \(got "sometimes"\)/s,
+    );
     writeFileSync(path.join(h.home, "config.toml"), "model = \n");
     const syntax = await runRelay(["x"], relayEnv(h.home));
     assert.equal(syntax.status, 2);

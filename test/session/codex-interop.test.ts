@@ -9,8 +9,8 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { readRollout } from "../../src/rollout/reader.ts";
-import { REPO_ROOT } from "../support/paths.ts";
 import { reply } from "../support/fake-model-server.ts";
+import { REPO_ROOT } from "../support/paths.ts";
 import { harness } from "./run-support.ts";
 
 const FIXTURE = path.join(REPO_ROOT, "test/support/fixtures/codex-rollout.jsonl");
@@ -20,8 +20,20 @@ function codexSession(dir: string): string {
   const at = "2025-09-24T08:20:00.000Z";
   const line = (payload: unknown) => JSON.stringify({ timestamp: at, type: "response_item", payload });
   const extra = [
-    line({ type: "message", role: "assistant", content: [{ type: "output_text", text: "Checked.", annotations: [] }], end_turn: true, internal_chat_message_metadata_passthrough: { turn: 3 } }),
-    line({ type: "local_shell_call", id: "lsh_1", call_id: "call_shell_1", status: "completed", action: { type: "exec", command: ["bash", "-lc", "ls"] } }),
+    line({
+      type: "message",
+      role: "assistant",
+      content: [{ type: "output_text", text: "Checked.", annotations: [] }],
+      end_turn: true,
+      internal_chat_message_metadata_passthrough: { turn: 3 },
+    }),
+    line({
+      type: "local_shell_call",
+      id: "lsh_1",
+      call_id: "call_shell_1",
+      status: "completed",
+      action: { type: "exec", command: ["bash", "-lc", "ls"] },
+    }),
     line({ type: "function_call_output", call_id: "call_shell_1", output: "src\n" }),
     line({ type: "web_search_call", id: "ws_1", status: "completed", action: { type: "search", query: "tally" } }),
   ];
@@ -37,7 +49,11 @@ describe("resuming a Codex session", () => {
     test(`forks it, leaves the Codex file as it was, and sends only what ${api} takes`, async () => {
       await using h = await harness();
       const source = codexSession(h.workspace);
-      const before = { sha: sha(source), size: statSync(source).size, lines: readFileSync(source, "utf8").trim().split("\n").length };
+      const before = {
+        sha: sha(source),
+        size: statSync(source).size,
+        lines: readFileSync(source, "utf8").trim().split("\n").length,
+      };
       h.server.enqueue(reply().text("Continuing."));
       const r = await h.run({ resume: source, prompt: "Go on.", config: h.config({ model_provider: api }) });
       assert.ok("ok" in r, JSON.stringify(r));
@@ -50,19 +66,46 @@ describe("resuming a Codex session", () => {
       assert.equal(fork.ok.meta.forked_from_id, "01997a3c-5e21-7c4b-9f0e-2b8d4a6c1e90");
       assert.equal(fork.ok.meta.forked_from_path, source);
       assert.equal(fork.ok.meta.forked_from_lines, before.lines);
-      assert.ok(h.events.some((e) => e.type === "warning" && /was written by codex_cli_rs, not Relay: it stays as it is/.test(e.message)));
-      assert.ok(h.events.some((e) => e.type === "session_started" && e.forked_from === "01997a3c-5e21-7c4b-9f0e-2b8d4a6c1e90"));
+      assert.ok(
+        h.events.some(
+          (e) => e.type === "warning" && /was written by codex_cli_rs, not Relay: it stays as it is/.test(e.message),
+        ),
+      );
+      assert.ok(
+        h.events.some((e) => e.type === "session_started" && e.forked_from === "01997a3c-5e21-7c4b-9f0e-2b8d4a6c1e90"),
+      );
 
       const body = JSON.stringify(h.server.requests[0]!.body);
-      for (const codexOnly of ["internal_chat_message_metadata_passthrough", "end_turn", "web_search_call", "local_shell_call", "lsh_1"]) assert.ok(!body.includes(codexOnly), `${codexOnly} is not sent`);
+      for (const codexOnly of [
+        "internal_chat_message_metadata_passthrough",
+        "end_turn",
+        "web_search_call",
+        "local_shell_call",
+        "lsh_1",
+      ])
+        assert.ok(!body.includes(codexOnly), `${codexOnly} is not sent`);
       if (api === "openai-responses") {
         const input = h.server.requests[0]!.body.input as Array<Record<string, unknown>>;
         const shell = input.find((i) => i.call_id === "call_shell_1" && i.type === "function_call");
-        assert.deepEqual(shell, { type: "function_call", name: "shell", arguments: JSON.stringify({ type: "exec", command: ["bash", "-lc", "ls"] }), call_id: "call_shell_1" });
-        assert.ok(input.some((i) => i.type === "function_call_output" && i.call_id === "call_shell_1"), "its output still follows it");
+        assert.deepEqual(shell, {
+          type: "function_call",
+          name: "shell",
+          arguments: JSON.stringify({ type: "exec", command: ["bash", "-lc", "ls"] }),
+          call_id: "call_shell_1",
+        });
+        assert.ok(
+          input.some((i) => i.type === "function_call_output" && i.call_id === "call_shell_1"),
+          "its output still follows it",
+        );
       } else {
-        const messages = h.server.requests[0]!.body.messages as Array<{ role: string; tool_calls?: Array<{ id: string; function: { name: string } }>; tool_call_id?: string }>;
-        const at = messages.findIndex((m) => m.tool_calls?.some((c) => c.id === "call_shell_1" && c.function.name === "shell"));
+        const messages = h.server.requests[0]!.body.messages as Array<{
+          role: string;
+          tool_calls?: Array<{ id: string; function: { name: string } }>;
+          tool_call_id?: string;
+        }>;
+        const at = messages.findIndex((m) =>
+          m.tool_calls?.some((c) => c.id === "call_shell_1" && c.function.name === "shell"),
+        );
         assert.ok(at >= 0, "the shell call is an assistant tool call");
         assert.equal(messages[at + 1]?.tool_call_id, "call_shell_1", "and its output the tool message after it");
       }

@@ -26,7 +26,9 @@ describe("Relay rollouts in the line format Codex reads", () => {
     const problems = codexProblems(relayBefore).join("\n");
     assert.match(problems, /session_meta: model_provider/);
     assert.match(problems, /turn_context: sandbox_policy\.type/);
-    const torn = fixture("codex-0.171-paginated.jsonl").trimEnd() + '\n{"timestamp":"2026-12-03T11:26:37.000Z","type":"event_msg","payload":{"type":"agent_message","message":"x"}}\n';
+    const torn =
+      fixture("codex-0.171-paginated.jsonl").trimEnd() +
+      '\n{"timestamp":"2026-12-03T11:26:37.000Z","type":"event_msg","payload":{"type":"agent_message","message":"x"}}\n';
     assert.match(codexProblems(torn).join("\n"), /line 7: a paginated file needs ordinal 6, has undefined/);
   });
 
@@ -42,8 +44,14 @@ describe("Relay rollouts in the line format Codex reads", () => {
     const r = await readRollout(first.ok.rolloutPath);
     assert.ok("ok" in r);
     assert.equal(r.ok.meta.model_provider, "openai");
-    assert.equal((r.ok.meta as { wire_api?: string }).wire_api, "responses", "the API Relay spoke, in a field of its own");
-    const contexts = r.ok.lines.filter((l) => l.type === "turn_context").map((l) => l.payload as { turn_id: string; model_provider: string });
+    assert.equal(
+      (r.ok.meta as { wire_api?: string }).wire_api,
+      "responses",
+      "the API Relay spoke, in a field of its own",
+    );
+    const contexts = r.ok.lines
+      .filter((l) => l.type === "turn_context")
+      .map((l) => l.payload as { turn_id: string; model_provider: string });
     assert.equal(contexts.length, 2);
     assert.notEqual(contexts[0]!.turn_id, contexts[1]!.turn_id, "each turn has its own id");
     assert.equal(contexts[1]!.model_provider, "openai-responses", "Relay's own resume setting is still there");
@@ -59,7 +67,11 @@ describe("Relay rollouts in the line format Codex reads", () => {
     assert.equal(r.ok.meta.model_provider, "azure");
     const text = readFileSync(run.ok.rolloutPath, "utf8");
     assert.deepEqual(codexProblems(text, ["openai", "azure"]), [], "a Codex with [model_providers.azure] takes it");
-    assert.match(codexProblems(text).join("\n"), /model_provider "azure" is not a provider Codex has configured/, "a Codex without it refuses it");
+    assert.match(
+      codexProblems(text).join("\n"),
+      /model_provider "azure" is not a provider Codex has configured/,
+      "a Codex without it refuses it",
+    );
   });
 
   test("provider ids, wire APIs and sandbox policies as Codex names them", () => {
@@ -70,7 +82,10 @@ describe("Relay rollouts in the line format Codex reads", () => {
     assert.equal(codexProviderId("not a url"), "openai");
     assert.equal(wireApiOf("openai-chat"), "chat");
     assert.equal(wireApiOf("openai-responses"), "responses");
-    assert.deepEqual(codexSandboxPolicy("read-only", { mechanism: "landlock" }), { type: "read-only", mechanism: "landlock" });
+    assert.deepEqual(codexSandboxPolicy("read-only", { mechanism: "landlock" }), {
+      type: "read-only",
+      mechanism: "landlock",
+    });
     assert.deepEqual(codexSandboxPolicy("workspace-write"), { type: "workspace-write", network_access: false });
   });
 });

@@ -12,25 +12,42 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { readRollout } from "../../src/rollout/reader.ts";
-import { reply, startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import { type FakeModelServer, reply, startFakeModelServer } from "../support/fake-model-server.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 
 /** The codex binary to drive and its version, or why there is none. */
 function findCodex(): { bin: string; version: string } | { missing: string } {
-  const candidates = [process.env.RELAY_TEST_CODEX, ...(process.env.PATH ?? "").split(":").filter(Boolean).map((d) => path.join(d, "codex"))];
+  const candidates = [
+    process.env.RELAY_TEST_CODEX,
+    ...(process.env.PATH ?? "")
+      .split(":")
+      .filter(Boolean)
+      .map((d) => path.join(d, "codex")),
+  ];
   for (const bin of candidates) {
     if (!bin || !existsSync(bin)) continue;
     const v = spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 });
     const version = /codex-cli (\S+)/.exec(v.stdout ?? "")?.[1];
     if (v.status === 0 && version) return { bin, version };
   }
-  return { missing: "no codex CLI (set RELAY_TEST_CODEX to a codex binary, or `npm install -g @openai/codex@0.171.0`)" };
+  return {
+    missing: "no codex CLI (set RELAY_TEST_CODEX to a codex binary, or `npm install -g @openai/codex@0.171.0`)",
+  };
 }
 
 const codex = findCodex();
@@ -59,17 +76,36 @@ async function homes(): Promise<Homes> {
   writeFileSync(path.join(relayHome, "config.toml"), `codex_provider_id = "fake"\n`);
   writeFileSync(
     path.join(codexHome, "config.toml"),
-    [`model_provider = "fake"`, `model = "test-model"`, `[model_providers.fake]`, `name = "Fake"`, `base_url = "${server.baseUrl}"`, `wire_api = "responses"`, `env_key = "FAKE_KEY"`, ``].join("\n"),
+    [
+      `model_provider = "fake"`,
+      `model = "test-model"`,
+      `[model_providers.fake]`,
+      `name = "Fake"`,
+      `base_url = "${server.baseUrl}"`,
+      `wire_api = "responses"`,
+      `env_key = "FAKE_KEY"`,
+      ``,
+    ].join("\n"),
   );
   // Nothing from the developer's own homes: HOME is the temp root, network only to loopback.
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: root, RELAY_HOME: relayHome, CODEX_HOME: codexHome, FAKE_KEY: "x", NO_COLOR: "1", RELAY_SELF_COMMAND: process.env.RELAY_SELF_COMMAND ?? "" };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: root,
+    RELAY_HOME: relayHome,
+    CODEX_HOME: codexHome,
+    FAKE_KEY: "x",
+    NO_COLOR: "1",
+    RELAY_SELF_COMMAND: process.env.RELAY_SELF_COMMAND ?? "",
+  };
   const run = (bin: string, args: string[]) => {
     const child = spawn(bin, args, { cwd: workspace, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
+    return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+      child.once("close", (status) => resolve({ status, stdout, stderr })),
+    );
   };
   return {
     root,
@@ -101,13 +137,23 @@ function sentTexts(body: Record<string, unknown>): string[] {
   return input.filter((i) => i.type === "message").flatMap((i) => (i.content ?? []).map((c) => c.text ?? ""));
 }
 
-const codexRequests = (server: FakeModelServer) => server.requests.filter((r) => r.method === "POST" && r.path.endsWith("/responses"));
+const codexRequests = (server: FakeModelServer) =>
+  server.requests.filter((r) => r.method === "POST" && r.path.endsWith("/responses"));
 
 describe("with a real Codex CLI", { skip }, () => {
   test("Codex resumes a session Relay wrote, with its history", async () => {
     await using h = await homes();
     h.server.enqueue(reply().text("Relay remembers the word PELICAN."));
-    const first = await h.relay(["run", "-m", "test-model", "--base-url", h.server.baseUrl, "--sandbox", "read-only", "Remember the word PELICAN."]);
+    const first = await h.relay([
+      "run",
+      "-m",
+      "test-model",
+      "--base-url",
+      h.server.baseUrl,
+      "--sandbox",
+      "read-only",
+      "Remember the word PELICAN.",
+    ]);
     assert.equal(first.status, 0, first.stderr);
     const [relayFile] = rollouts(h.relayHome);
     assert.ok(relayFile, "relay wrote a rollout");
@@ -127,8 +173,14 @@ describe("with a real Codex CLI", { skip }, () => {
     const sent = codexRequests(h.server).at(-1);
     assert.ok(sent, "Codex sent a request to the fake server");
     const texts = sentTexts(sent.body);
-    assert.ok(texts.some((t) => t.includes("Remember the word PELICAN.")), `Relay's user turn reached the model: ${JSON.stringify(texts)}`);
-    assert.ok(texts.some((t) => t.includes("Relay remembers the word PELICAN.")), "Relay's assistant turn reached the model");
+    assert.ok(
+      texts.some((t) => t.includes("Remember the word PELICAN.")),
+      `Relay's user turn reached the model: ${JSON.stringify(texts)}`,
+    );
+    assert.ok(
+      texts.some((t) => t.includes("Relay remembers the word PELICAN.")),
+      "Relay's assistant turn reached the model",
+    );
     assert.ok(texts.some((t) => t.includes("Which word?")));
     assert.match(resumed.stdout + resumed.stderr, /The word was PELICAN\./);
     const after = readFileSync(placed, "utf8");
@@ -138,16 +190,35 @@ describe("with a real Codex CLI", { skip }, () => {
 
     // Back and forth: Relay continues the same file (it wrote it) over Codex's lines, then Codex again.
     h.server.enqueue(reply().text("Relay again: PELICAN."));
-    const relayAgain = await h.relay(["run", "-m", "test-model", "--base-url", h.server.baseUrl, "--sandbox", "read-only", "--resume", placed, "Once more?"]);
+    const relayAgain = await h.relay([
+      "run",
+      "-m",
+      "test-model",
+      "--base-url",
+      h.server.baseUrl,
+      "--sandbox",
+      "read-only",
+      "--resume",
+      placed,
+      "Once more?",
+    ]);
     assert.equal(relayAgain.status, 0, relayAgain.stderr);
     assert.doesNotMatch(relayAgain.stderr, /warning|skipped|corrupt/i, "Codex's lines read cleanly");
     const relayTexts = sentTexts(h.server.requests.at(-1)!.body);
-    for (const t of ["Remember the word PELICAN.", "Which word?", "The word was PELICAN.", "Once more?"]) assert.ok(relayTexts.some((s) => s.includes(t)), `${t} reached the model through Relay: ${JSON.stringify(relayTexts)}`);
+    for (const t of ["Remember the word PELICAN.", "Which word?", "The word was PELICAN.", "Once more?"])
+      assert.ok(
+        relayTexts.some((s) => s.includes(t)),
+        `${t} reached the model through Relay: ${JSON.stringify(relayTexts)}`,
+      );
     h.server.enqueue(reply().text("Codex again: PELICAN."));
     const codexAgain = await h.codex(["exec", "--skip-git-repo-check", "resume", meta.ok.meta.id, "Last time?"]);
     assert.equal(codexAgain.status, 0, codexAgain.stderr);
     const lastTexts = sentTexts(codexRequests(h.server).at(-1)!.body);
-    for (const t of ["Remember the word PELICAN.", "Once more?", "Relay again: PELICAN.", "Last time?"]) assert.ok(lastTexts.some((s) => s.includes(t)), `${t} reached the model through Codex`);
+    for (const t of ["Remember the word PELICAN.", "Once more?", "Relay again: PELICAN.", "Last time?"])
+      assert.ok(
+        lastTexts.some((s) => s.includes(t)),
+        `${t} reached the model through Codex`,
+      );
   });
 
   test("Relay resumes a session Codex wrote, and Codex can still resume it", async () => {
@@ -161,13 +232,30 @@ describe("with a real Codex CLI", { skip }, () => {
     const before = sha(codexFile);
 
     h.server.enqueue(reply().text("Relay sees TEAL."));
-    const viaRelay = await h.relay(["run", "-m", "test-model", "--base-url", h.server.baseUrl, "--sandbox", "read-only", "--resume", codexFile, "Which colour?"]);
+    const viaRelay = await h.relay([
+      "run",
+      "-m",
+      "test-model",
+      "--base-url",
+      h.server.baseUrl,
+      "--sandbox",
+      "read-only",
+      "--resume",
+      codexFile,
+      "Which colour?",
+    ]);
     assert.equal(viaRelay.status, 0, viaRelay.stderr);
     assert.equal(sha(codexFile), before, "Relay left the Codex file byte-for-byte unchanged");
     const relaySent = h.server.requests.at(-1)!;
     const relayTexts = sentTexts(relaySent.body);
-    assert.ok(relayTexts.some((t) => t.includes("Note the colour TEAL.")), `Codex's history reached the model through Relay: ${JSON.stringify(relayTexts)}`);
-    assert.ok(!relaySent.rawBody.includes("internal_chat_message_metadata_passthrough"), "no Codex-only field goes on the wire");
+    assert.ok(
+      relayTexts.some((t) => t.includes("Note the colour TEAL.")),
+      `Codex's history reached the model through Relay: ${JSON.stringify(relayTexts)}`,
+    );
+    assert.ok(
+      !relaySent.rawBody.includes("internal_chat_message_metadata_passthrough"),
+      "no Codex-only field goes on the wire",
+    );
     const [fork] = rollouts(h.relayHome);
     const forkMeta = await readRollout(fork!);
     assert.ok("ok" in forkMeta);

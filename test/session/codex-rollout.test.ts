@@ -25,11 +25,17 @@ describe("a Codex-written rollout", () => {
     assert.equal(r.meta.instructions, null);
 
     assert.equal(r.lines.length, 17);
-    assert.deepEqual(
-      [...new Set(r.lines.map((l) => l.type))].sort(),
-      ["compacted", "event_msg", "response_item", "session_meta", "turn_context", "world_state"],
+    assert.deepEqual([...new Set(r.lines.map((l) => l.type))].sort(), [
+      "compacted",
+      "event_msg",
+      "response_item",
+      "session_meta",
+      "turn_context",
+      "world_state",
+    ]);
+    const tokenCount = r.lines.find(
+      (l) => l.type === "event_msg" && (l.payload as { type: string }).type === "token_count",
     );
-    const tokenCount = r.lines.find((l) => l.type === "event_msg" && (l.payload as { type: string }).type === "token_count");
     assert.equal((tokenCount?.payload as { info: { model_context_window: number } }).info.model_context_window, 272000);
 
     assert.equal(r.lastTurnContext?.turn_id, "turn-2");
@@ -39,7 +45,11 @@ describe("a Codex-written rollout", () => {
     // The compaction's replacement history (minus the legacy ghost snapshot), then the new turn.
     assert.deepEqual(
       r.items.map((i) => [i.type, (i as { role?: string }).role]),
-      [["message", "user"], ["message", "user"], ["message", "user"]],
+      [
+        ["message", "user"],
+        ["message", "user"],
+        ["message", "user"],
+      ],
     );
     assert.match(JSON.stringify(r.items[1]), /Handoff summary/);
     assert.deepEqual(r.items[2], userMessage("Now add a docstring."));

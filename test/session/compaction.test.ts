@@ -1,7 +1,19 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { buildCompactedHistory, isSummaryMessage, keptUserMessages, pruneToolOutputs, SUMMARY_PREFIX } from "../../src/session/compaction.ts";
-import { assistantMessage, messageText, userMessage, type MessageItem, type ResponseItem } from "../../src/model/items.ts";
+import {
+  assistantMessage,
+  type MessageItem,
+  messageText,
+  type ResponseItem,
+  userMessage,
+} from "../../src/model/items.ts";
+import {
+  buildCompactedHistory,
+  isSummaryMessage,
+  keptUserMessages,
+  pruneToolOutputs,
+  SUMMARY_PREFIX,
+} from "../../src/session/compaction.ts";
 
 const text = (i: ResponseItem) => messageText(i as MessageItem);
 
@@ -17,10 +29,18 @@ describe("compaction", () => {
   });
 
   test("older user messages are kept newest first within the budget; the first that does not fit is truncated", () => {
-    const history = [userMessage("a".repeat(80)), userMessage("b".repeat(40)), userMessage("c".repeat(40)), userMessage("latest")];
+    const history = [
+      userMessage("a".repeat(80)),
+      userMessage("b".repeat(40)),
+      userMessage("c".repeat(40)),
+      userMessage("latest"),
+    ];
     const { earlier, latest } = keptUserMessages(history, 2 + 10 + 10 + 5);
     assert.equal(text(latest!), "latest");
-    assert.deepEqual(earlier.map((m) => text(m)[0]), ["a", "b", "c"]);
+    assert.deepEqual(
+      earlier.map((m) => text(m)[0]),
+      ["a", "b", "c"],
+    );
     assert.match(text(earlier[0]!), /^a{20}\n\[… message truncated by compaction …\]$/);
   });
 
@@ -34,7 +54,11 @@ describe("compaction", () => {
   test("an empty summary still leaves a marker, and the fallback keeps every item", () => {
     const out = buildCompactedHistory([userMessage("x")], "   ");
     assert.match(text(out[0]!), /\(no summary available\)/);
-    const calls: ResponseItem[] = Array.from({ length: 6 }, (_, i) => ({ type: "function_call_output", call_id: `c${i}`, output: `out ${i}` }));
+    const calls: ResponseItem[] = Array.from({ length: 6 }, (_, i) => ({
+      type: "function_call_output",
+      call_id: `c${i}`,
+      output: `out ${i}`,
+    }));
     const pruned = pruneToolOutputs([userMessage("keep"), ...calls], 4);
     assert.equal(pruned.length, 7);
     assert.match((pruned[1] as { output: string }).output, /removed by compaction/);

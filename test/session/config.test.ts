@@ -3,8 +3,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { applyOverrides, defaultConfig, loadConfig } from "../../src/session/config.ts";
 import { configPath, relayHome, relayPaths } from "../../src/home/home.ts";
+import { applyOverrides, defaultConfig, loadConfig } from "../../src/session/config.ts";
 import { must, mustErr, withHome } from "./support.ts";
 
 async function writeConfig(home: string, text: string): Promise<string> {
@@ -118,7 +118,10 @@ describe("config.toml", () => {
       assert.ok("ok" in loaded);
       assert.equal(loaded.ok.config.codex_provider_id, "azure");
       await writeConfig(home, 'codex_provider_id = "my provider"\n');
-      assert.match(mustErr(await loadConfig(home)).message, /codex_provider_id must be a Codex provider id such as openai/);
+      assert.match(
+        mustErr(await loadConfig(home)).message,
+        /codex_provider_id must be a Codex provider id such as openai/,
+      );
     });
   });
 
@@ -167,6 +170,9 @@ describe("config.toml", () => {
     assert.equal(base.model, defaultConfig().model, "the input config is not mutated");
 
     const e = mustErr(applyOverrides(base, { provider: "anthropic" }));
-    assert.equal(e.message, 'command-line override: model_provider must be one of openai-responses, openai-chat, scripted (got "anthropic")');
+    assert.equal(
+      e.message,
+      'command-line override: model_provider must be one of openai-responses, openai-chat, scripted (got "anthropic")',
+    );
   });
 });

@@ -36,10 +36,16 @@ describe("finding rollouts", () => {
       await mkdir(path.join(sessionsDir(home), "2025", "06", "02"), { recursive: true });
       await writeFile(path.join(sessionsDir(home), "2025", "06", "02", "notes.txt"), "not a rollout");
       const all = await listRollouts(home);
-      assert.deepEqual(all.map((f) => f.path), [paths.newest, paths.twinB, paths.twinA, paths.old]);
+      assert.deepEqual(
+        all.map((f) => f.path),
+        [paths.newest, paths.twinB, paths.twinA, paths.old],
+      );
       assert.deepEqual(all[0]!.createdAt, new Date(2025, 5, 2, 8, 0, 0));
       assert.equal(all[0]!.id, IDS.newest);
-      assert.deepEqual((await listRollouts(home, { limit: 2 })).map((f) => f.id), [IDS.newest, IDS.twinB]);
+      assert.deepEqual(
+        (await listRollouts(home, { limit: 2 })).map((f) => f.id),
+        [IDS.newest, IDS.twinB],
+      );
     });
   });
 

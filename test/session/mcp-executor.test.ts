@@ -9,18 +9,20 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { capabilityRoot } from "../../src/session/capability-root.ts";
 import { parseConfig } from "../../src/session/config.ts";
-import { reply } from "../support/fake-model-server.ts";
 import { isAlive } from "../support/executor.ts";
+import { reply } from "../support/fake-model-server.ts";
 import { bunPath, fixtureToml, MCP_FIXTURE } from "../support/mcp.ts";
 import { relayArgv } from "../support/self.ts";
 import { waitFor } from "../support/wait.ts";
-import { harness, inputOf, type Harness } from "./run-support.ts";
-import { capabilityRoot } from "../../src/session/capability-root.ts";
+import { type Harness, harness, inputOf } from "./run-support.ts";
 
 function outputFor(h: Harness, callId: string): string {
   for (const r of h.server.requests) {
-    for (const i of inputOf(r.body)) if ((i.type === "function_call_output" || i.type === "custom_tool_call_output") && i.call_id === callId) return i.output as string;
+    for (const i of inputOf(r.body))
+      if ((i.type === "function_call_output" || i.type === "custom_tool_call_output") && i.call_id === callId)
+        return i.output as string;
   }
   assert.fail(`no output for ${callId} reached the model`);
 }
@@ -35,7 +37,12 @@ function rootWithManifest(): { root: string; [Symbol.dispose](): void } {
   chmodSync(script, 0o755);
   const manifest = {
     mcpServers: {
-      tools: { command: "bin/start-fixture", args: ["--name", "tools"], env: { FIXTURE_MODE: "from-manifest" }, cwd: "work" },
+      tools: {
+        command: "bin/start-fixture",
+        args: ["--name", "tools"],
+        env: { FIXTURE_MODE: "from-manifest" },
+        cwd: "work",
+      },
       web: { type: "http", url: "http://127.0.0.1:1/mcp" },
     },
   };
@@ -52,23 +59,40 @@ describe("MCP servers on the executor host", () => {
     using r = rootWithManifest();
     h.server.enqueue(
       reply().toolCall("tools__where", {}, { callId: "where" }).toolCall("tools__pid", {}, { callId: "p1" }),
-      reply().toolCall("tools__garbage", {}, { callId: "g" }).toolCall("tools__big", { n: 2_000_000 }, { callId: "big" }),
+      reply()
+        .toolCall("tools__garbage", {}, { callId: "g" })
+        .toolCall("tools__big", { n: 2_000_000 }, { callId: "big" }),
       reply().toolCall("tools__big", { n: 5_000_000 }, { callId: "huge" }),
       reply().toolCall("tools__crash", {}, { callId: "crash" }),
-      reply().toolCall("tools__echo", { text: "via executor" }, { callId: "echo" }).toolCall("tools__pid", {}, { callId: "p2" }),
+      reply()
+        .toolCall("tools__echo", { text: "via executor" }, { callId: "echo" })
+        .toolCall("tools__pid", {}, { callId: "p2" }),
       reply().text("done"),
     );
-    const result = await h.run({ prompt: "p", executorCommand: executorCommand(), capabilityRoots: [capabilityRoot("remote", r.root)] });
+    const result = await h.run({
+      prompt: "p",
+      executorCommand: executorCommand(),
+      capabilityRoots: [capabilityRoot("remote", r.root)],
+    });
     assert.ok("ok" in result, JSON.stringify(result));
     assert.deepEqual(JSON.parse(outputFor(h, "where")), { cwd: path.join(r.root, "work"), mode: "from-manifest" });
     assert.equal(outputFor(h, "g"), "still here");
     assert.match(outputFor(h, "big"), /tokens truncated…x*tail$/);
     // Over the executor's 4 MiB per message: that answer fails at once, the server stays up.
-    assert.match(outputFor(h, "huge"), /^MCP server tools could not run big: MCP error -32603: the server's answer was dropped: a 5000\d{3}-byte message is over the executor's 4194304-byte limit for one MCP message; dropped$/);
-    assert.match(outputFor(h, "crash"), /^MCP server tools exited \(code 3\): fixture tools ready\nfixture: crashing on purpose; restarting$/);
+    assert.match(
+      outputFor(h, "huge"),
+      /^MCP server tools could not run big: MCP error -32603: the server's answer was dropped: a 5000\d{3}-byte message is over the executor's 4194304-byte limit for one MCP message; dropped$/,
+    );
+    assert.match(
+      outputFor(h, "crash"),
+      /^MCP server tools exited \(code 3\): fixture tools ready\nfixture: crashing on purpose; restarting$/,
+    );
     assert.equal(outputFor(h, "echo"), "echo: via executor");
     const warnings = h.events.filter((e) => e.type === "warning").map((e) => (e as { message: string }).message);
-    assert.ok(warnings.some((w) => w.includes('server "web" skipped: only stdio servers')), warnings.join("\n"));
+    assert.ok(
+      warnings.some((w) => w.includes('server "web" skipped: only stdio servers')),
+      warnings.join("\n"),
+    );
     for (const id of ["p1", "p2"]) {
       const pid = Number(outputFor(h, id));
       assert.ok(pid > 0);
@@ -82,7 +106,10 @@ describe("MCP servers on the executor host", () => {
     const empty = realpathSync(mkdtempSync(path.join(os.tmpdir(), "relay-mcp-empty-")));
     try {
       h.server.enqueue(reply().text("ok"));
-      const result = await h.run({ prompt: "p", capabilityRoots: [capabilityRoot("elsewhere", r.root), capabilityRoot("local", empty)] });
+      const result = await h.run({
+        prompt: "p",
+        capabilityRoots: [capabilityRoot("elsewhere", r.root), capabilityRoot("local", empty)],
+      });
       assert.ok("ok" in result, JSON.stringify(result));
       const names = (h.server.requests[0]!.body.tools as Array<{ name: string }>).map((t) => t.name);
       assert.ok(!names.some((n) => n.includes("__")), names.join(", "));
@@ -97,10 +124,18 @@ describe("MCP servers on the executor host", () => {
     const parsed = parseConfig(fixtureToml("srv"), "config.toml");
     assert.ok("ok" in parsed);
     h.server.enqueue(
-      reply().customToolCall("exec", 'text(ALL_TOOLS.map((t) => t.name).filter((n) => n.startsWith("srv__")).join(",")); text(await tools.srv__echo({ text: "from js" }));', { callId: "js" }),
+      reply().customToolCall(
+        "exec",
+        'text(ALL_TOOLS.map((t) => t.name).filter((n) => n.startsWith("srv__")).join(",")); text(await tools.srv__echo({ text: "from js" }));',
+        { callId: "js" },
+      ),
       reply().text("ok"),
     );
-    const result = await h.run({ prompt: "p", codeMode: true, config: h.config({ mcp_servers: parsed.ok.config.mcp_servers }) });
+    const result = await h.run({
+      prompt: "p",
+      codeMode: true,
+      config: h.config({ mcp_servers: parsed.ok.config.mcp_servers }),
+    });
     assert.ok("ok" in result, JSON.stringify(result));
     const out = outputFor(h, "js");
     assert.match(out, /Script completed/);

@@ -12,7 +12,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { z } from "zod";
 import { parseConfig } from "../../src/session/config.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { harness, inputOf, type Harness } from "./run-support.ts";
+import { type Harness, harness, inputOf } from "./run-support.ts";
 
 const TOKEN = "s3cret-token";
 
@@ -31,7 +31,11 @@ async function startHttpMcp(): Promise<HttpMcp> {
       return;
     }
     const mcp = new McpServer({ name: "http-fixture", version: "1.0.0" });
-    mcp.registerTool("lookup", { description: "Looks a key up.", inputSchema: { key: z.string() }, annotations: { readOnlyHint: true } }, async ({ key }) => ({ content: [{ type: "text", text: `value of ${key}` }] }));
+    mcp.registerTool(
+      "lookup",
+      { description: "Looks a key up.", inputSchema: { key: z.string() }, annotations: { readOnlyHint: true } },
+      async ({ key }) => ({ content: [{ type: "text", text: `value of ${key}` }] }),
+    );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on("close", () => {
       void transport.close();
@@ -68,9 +72,14 @@ describe("streamable HTTP MCP servers", () => {
       h.server.enqueue(reply().toolCall("kb__lookup", { key: "answer" }, { callId: "c" }), reply().text("ok"));
       const r = await h.run({ prompt: "p", config: config(h, mcp.url, "RELAY_TEST_MCP_TOKEN") });
       assert.ok("ok" in r, JSON.stringify(r));
-      const out = inputOf(h.server.requests[1]!.body).find((i) => i.type === "function_call_output" && i.call_id === "c");
+      const out = inputOf(h.server.requests[1]!.body).find(
+        (i) => i.type === "function_call_output" && i.call_id === "c",
+      );
       assert.equal(out?.output, "value of answer");
-      assert.ok(mcp.seen.length > 0 && mcp.seen.every((s) => s.auth === `Bearer ${TOKEN}` && s.team === "core"), JSON.stringify(mcp.seen));
+      assert.ok(
+        mcp.seen.length > 0 && mcp.seen.every((s) => s.auth === `Bearer ${TOKEN}` && s.team === "core"),
+        JSON.stringify(mcp.seen),
+      );
     } finally {
       delete process.env.RELAY_TEST_MCP_TOKEN;
     }
@@ -90,7 +99,13 @@ describe("streamable HTTP MCP servers", () => {
       delete process.env.RELAY_TEST_MCP_TOKEN;
     }
     const warnings = h.events.filter((e) => e.type === "warning").map((e) => (e as { message: string }).message);
-    assert.match(warnings[0] ?? "", /^MCP server kb refused the connection as unauthorized \(HTTP 401\): check the token in RELAY_TEST_MCP_TOKEN \(bearer_token_env_var of \[mcp_servers.kb\]\)/);
-    assert.match(warnings[1] ?? "", /^MCP server kb: bearer_token_env_var of \[mcp_servers\.kb\] names RELAY_TEST_MCP_UNSET_TOKEN, which is not set; export RELAY_TEST_MCP_UNSET_TOKEN=<token>/);
+    assert.match(
+      warnings[0] ?? "",
+      /^MCP server kb refused the connection as unauthorized \(HTTP 401\): check the token in RELAY_TEST_MCP_TOKEN \(bearer_token_env_var of \[mcp_servers.kb\]\)/,
+    );
+    assert.match(
+      warnings[1] ?? "",
+      /^MCP server kb: bearer_token_env_var of \[mcp_servers\.kb\] names RELAY_TEST_MCP_UNSET_TOKEN, which is not set; export RELAY_TEST_MCP_UNSET_TOKEN=<token>/,
+    );
   });
 });

@@ -7,8 +7,8 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { readMcpManifest } from "../../src/executor/mcp-manifest.ts";
 import { LineSplitter } from "../../src/executor/mcp-stdio.ts";
-import { httpHeaders, stdioEnv } from "../../src/session/mcp/config-links.ts";
 import { parseMcpServers } from "../../src/session/mcp/config.ts";
+import { httpHeaders, stdioEnv } from "../../src/session/mcp/config-links.ts";
 import { ToolNamer } from "../../src/session/mcp/tool-names.ts";
 import { mcpResultText } from "../../src/session/mcp/tool-result.ts";
 import { toolParameters } from "../../src/session/mcp/tool-schema.ts";
@@ -22,16 +22,37 @@ describe("MCP parts", () => {
       d: { command: "x", url: "https://h.example/mcp" },
       e: "not a table",
     });
-    assert.deepEqual(c.servers.map((s) => [s.name, s.startupTimeoutMs, s.toolTimeoutMs, s.launch.type]), [["a", 10_000, 60_000, "stdio"], ["b", 2500, 1500, "stdio"], ["c", 10_000, 60_000, "http"]]);
+    assert.deepEqual(
+      c.servers.map((s) => [s.name, s.startupTimeoutMs, s.toolTimeoutMs, s.launch.type]),
+      [
+        ["a", 10_000, 60_000, "stdio"],
+        ["b", 2500, 1500, "stdio"],
+        ["c", 10_000, 60_000, "http"],
+      ],
+    );
     assert.deepEqual(c.warnings, ['config.toml [mcp_servers.b]: "http_headers" is for HTTP servers (url); ignored']);
-    assert.deepEqual(c.invalid.map((i) => i.name), ["d", "e"]);
+    assert.deepEqual(
+      c.invalid.map((i) => i.name),
+      ["d", "e"],
+    );
     assert.match(c.invalid[0]!.message, /\[mcp_servers\.d\]: url cannot be given with "command"/);
   });
 
   test("environment and headers: env_vars pass through, env wins; a bearer token from its variable; a missing one says what to export", () => {
-    assert.deepEqual(stdioEnv({ env: { A: "1" }, envVars: ["A", "B", "UNSET"] }, { A: "from-env", B: "b" }), { A: "1", B: "b" });
-    const launch = { type: "http" as const, url: "http://h/mcp", headers: { X: "1" }, envHeaders: { "X-Key": "KEY", "X-No": "UNSET" }, bearerTokenEnvVar: "TOK" };
-    assert.deepEqual(httpHeaders("s", launch, { KEY: "k", TOK: "t" }), { ok: { X: "1", "X-Key": "k", Authorization: "Bearer t" } });
+    assert.deepEqual(stdioEnv({ env: { A: "1" }, envVars: ["A", "B", "UNSET"] }, { A: "from-env", B: "b" }), {
+      A: "1",
+      B: "b",
+    });
+    const launch = {
+      type: "http" as const,
+      url: "http://h/mcp",
+      headers: { X: "1" },
+      envHeaders: { "X-Key": "KEY", "X-No": "UNSET" },
+      bearerTokenEnvVar: "TOK",
+    };
+    assert.deepEqual(httpHeaders("s", launch, { KEY: "k", TOK: "t" }), {
+      ok: { X: "1", "X-Key": "k", Authorization: "Bearer t" },
+    });
     const missing = httpHeaders("s", launch, {});
     assert.ok("error" in missing && /names TOK, which is not set; export TOK=<token>/.test(missing.error.message));
   });
@@ -48,19 +69,50 @@ describe("MCP parts", () => {
   });
 
   test("schemas: $schema dropped, types told where they can be, boolean sub-schemas made objects; non-object or huge schemas become an open object with a note", () => {
-    const p = toolParameters({ $schema: "x", type: "object", properties: { a: { enum: ["x", "y"] }, b: { items: { type: "string" } }, c: true, d: { properties: {} } } });
-    assert.deepEqual(p.parameters, { type: "object", properties: { a: { enum: ["x", "y"], type: "string" }, b: { items: { type: "string" }, type: "array" }, c: {}, d: { properties: {}, type: "object" } } });
+    const p = toolParameters({
+      $schema: "x",
+      type: "object",
+      properties: { a: { enum: ["x", "y"] }, b: { items: { type: "string" } }, c: true, d: { properties: {} } },
+    });
+    assert.deepEqual(p.parameters, {
+      type: "object",
+      properties: {
+        a: { enum: ["x", "y"], type: "string" },
+        b: { items: { type: "string" }, type: "array" },
+        c: {},
+        d: { properties: {}, type: "object" },
+      },
+    });
     assert.deepEqual(toolParameters({ type: "object" }).parameters, { type: "object", properties: {} });
     assert.match(toolParameters({ type: "string" }).note ?? "", /not an object schema/);
     assert.match(toolParameters(undefined).note ?? "", /no input schema/);
-    const huge = toolParameters({ type: "object", properties: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`p${i}`, { type: "string", description: "d".repeat(20) }])) });
+    const huge = toolParameters({
+      type: "object",
+      properties: Object.fromEntries(
+        Array.from({ length: 5000 }, (_, i) => [`p${i}`, { type: "string", description: "d".repeat(20) }]),
+      ),
+    });
     assert.match(huge.note ?? "", /too large/);
     assert.deepEqual(huge.parameters.properties, {});
   });
 
   test("results: text joined, media and resources summarised, structuredContent when there is no content, isError kept, output bounded", () => {
-    const r = mcpResultText({ content: [{ type: "text", text: "a" }, { type: "audio", data: "AAAA", mimeType: "audio/wav" }, { type: "resource_link", uri: "file:///x", name: "x" }, { type: "resource", resource: { uri: "mem://r", mimeType: "text/plain", text: "hello" } }], isError: true }, 1000);
-    assert.equal(r.text, "a\n[audio audio/wav, 3 bytes; not shown]\n[resource link file:///x (x)]\n[resource mem://r (text/plain): 5 characters of text]");
+    const r = mcpResultText(
+      {
+        content: [
+          { type: "text", text: "a" },
+          { type: "audio", data: "AAAA", mimeType: "audio/wav" },
+          { type: "resource_link", uri: "file:///x", name: "x" },
+          { type: "resource", resource: { uri: "mem://r", mimeType: "text/plain", text: "hello" } },
+        ],
+        isError: true,
+      },
+      1000,
+    );
+    assert.equal(
+      r.text,
+      "a\n[audio audio/wav, 3 bytes; not shown]\n[resource link file:///x (x)]\n[resource mem://r (text/plain): 5 characters of text]",
+    );
     assert.equal(r.isError, true);
     assert.equal(mcpResultText({ content: [], structuredContent: { n: 1 } }, 1000).text, '{"n":1}');
     const cut = mcpResultText({ content: [{ type: "text", text: "y".repeat(100_000) }] }, 100);
@@ -70,9 +122,13 @@ describe("MCP parts", () => {
   test("the executor's line splitter: lines across chunks, \\r\\n, a last line without newline; a line over the limit is dropped with its edges", () => {
     const lines: string[] = [];
     const dropped: Array<[number, string]> = [];
-    const s = new LineSplitter(10, (l) => lines.push(l), (bytes, edges) => dropped.push([bytes, edges]));
+    const s = new LineSplitter(
+      10,
+      (l) => lines.push(l),
+      (bytes, edges) => dropped.push([bytes, edges]),
+    );
     s.push(Buffer.from('{"a":1}\r\n{"b"'));
-    s.push(Buffer.from(':2}\n\n0123456789ABCDEF\nlast'));
+    s.push(Buffer.from(":2}\n\n0123456789ABCDEF\nlast"));
     s.end();
     assert.deepEqual(lines, ['{"a":1}', '{"b":2}', "last"]);
     assert.equal(dropped.length, 1);
@@ -83,9 +139,24 @@ describe("MCP parts", () => {
   test("manifest: relative command paths and cwd resolve against the root; bare commands stay; broken and HTTP entries are skipped by name", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "relay-manifest-"));
     try {
-      assert.deepEqual(await readMcpManifest(root), { found: false, path: path.join(root, ".mcp.json"), servers: [], warnings: [] });
+      assert.deepEqual(await readMcpManifest(root), {
+        found: false,
+        path: path.join(root, ".mcp.json"),
+        servers: [],
+        warnings: [],
+      });
       mkdirSync(path.join(root, "sub"));
-      writeFileSync(path.join(root, ".mcp.json"), JSON.stringify({ mcpServers: { a: { command: "./bin/a", cwd: "sub" }, b: { command: "node", args: ["s.js"], env: { K: "v" } }, c: { command: 3 }, d: { type: "http", url: "http://x" } } }));
+      writeFileSync(
+        path.join(root, ".mcp.json"),
+        JSON.stringify({
+          mcpServers: {
+            a: { command: "./bin/a", cwd: "sub" },
+            b: { command: "node", args: ["s.js"], env: { K: "v" } },
+            c: { command: 3 },
+            d: { type: "http", url: "http://x" },
+          },
+        }),
+      );
       const m = await readMcpManifest(root);
       assert.deepEqual(m.servers, [
         { name: "a", command: path.join(root, "bin/a"), args: [], env: {}, cwd: path.join(root, "sub") },

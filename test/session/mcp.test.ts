@@ -8,11 +8,11 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { parseConfig } from "../../src/session/config.ts";
 import type { SessionEvent } from "../../src/session/events.ts";
-import { reply } from "../support/fake-model-server.ts";
 import { isAlive } from "../support/executor.ts";
+import { reply } from "../support/fake-model-server.ts";
 import { fixtureToml } from "../support/mcp.ts";
 import { waitFor } from "../support/wait.ts";
-import { approverSaying, harness, inputOf, type Harness } from "./run-support.ts";
+import { approverSaying, type Harness, harness, inputOf } from "./run-support.ts";
 
 /** config.toml text as a user would have it, parsed as relay parses it. */
 function mcpConfig(h: Harness, toml: string, over: Record<string, unknown> = {}) {
@@ -30,7 +30,8 @@ function outputFor(h: Harness, callId: string): string {
   assert.fail(`no output for ${callId} reached the model`);
 }
 
-const warnings = (events: SessionEvent[]) => events.filter((e) => e.type === "warning").map((e) => (e as { message: string }).message);
+const warnings = (events: SessionEvent[]) =>
+  events.filter((e) => e.type === "warning").map((e) => (e as { message: string }).message);
 
 describe("MCP servers in a session", () => {
   test("relay run calls srv__echo and the model receives the output; servers are stopped at the end", async () => {
@@ -43,7 +44,11 @@ describe("MCP servers in a session", () => {
     const r = await h.run({ prompt: "use the tools", config: mcpConfig(h, fixtureToml("srv")) });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(r.ok.outcome.finalMessage, "done");
-    const tools = h.server.requests[0]!.body.tools as Array<{ name: string; parameters: Record<string, unknown>; description: string }>;
+    const tools = h.server.requests[0]!.body.tools as Array<{
+      name: string;
+      parameters: Record<string, unknown>;
+      description: string;
+    }>;
     const echo = tools.find((t) => t.name === "srv__echo");
     assert.ok(echo, tools.map((t) => t.name).join(", "));
     assert.equal(echo.parameters.type, "object");
@@ -75,11 +80,19 @@ describe("MCP servers in a session", () => {
   test("untrusted: a read-only MCP tool runs without asking, a write-capable one asks (refused without a terminal)", async () => {
     await using h = await harness();
     const note = path.join(h.workspace, "note.txt");
-    h.server.enqueue(reply().toolCall("srv__echo", { text: "ro" }, { callId: "ro" }).toolCall("srv__write_note", { path: note, note: "hi" }, { callId: "w" }), reply().text("ok"));
+    h.server.enqueue(
+      reply()
+        .toolCall("srv__echo", { text: "ro" }, { callId: "ro" })
+        .toolCall("srv__write_note", { path: note, note: "hi" }, { callId: "w" }),
+      reply().text("ok"),
+    );
     const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv"), { approval_policy: "untrusted" }) });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(outputFor(h, "ro"), "echo: ro");
-    assert.match(outputFor(h, "w"), /^srv__write_note was not called: this needs the user's approval \(approval policy untrusted\).*annotations\.readOnlyHint/s);
+    assert.match(
+      outputFor(h, "w"),
+      /^srv__write_note was not called: this needs the user's approval \(approval policy untrusted\).*annotations\.readOnlyHint/s,
+    );
     assert.ok(!existsSync(note), "the write-capable tool did not run");
   });
 
@@ -87,8 +100,17 @@ describe("MCP servers in a session", () => {
     await using h = await harness();
     const note = path.join(h.workspace, "note.txt");
     const asked: string[] = [];
-    h.server.enqueue(reply().toolCall("srv__echo", { text: "ro" }, { callId: "ro" }).toolCall("srv__write_note", { path: note, note: "hi" }, { callId: "w" }), reply().text("ok"));
-    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv"), { approval_policy: "untrusted" }), approver: approverSaying("approved", asked) });
+    h.server.enqueue(
+      reply()
+        .toolCall("srv__echo", { text: "ro" }, { callId: "ro" })
+        .toolCall("srv__write_note", { path: note, note: "hi" }, { callId: "w" }),
+      reply().text("ok"),
+    );
+    const r = await h.run({
+      prompt: "p",
+      config: mcpConfig(h, fixtureToml("srv"), { approval_policy: "untrusted" }),
+      approver: approverSaying("approved", asked),
+    });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.deepEqual(asked, ["mcp:srv__write_note"]);
     assert.match(outputFor(h, "w"), /^wrote 2 characters/);
@@ -105,7 +127,10 @@ describe("MCP servers in a session", () => {
     );
     const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv")) });
     assert.ok("ok" in r, JSON.stringify(r));
-    assert.match(outputFor(h, "crash"), /^MCP server srv exited \(code 3\): fixture srv ready\nfixture: crashing on purpose; restarting$/);
+    assert.match(
+      outputFor(h, "crash"),
+      /^MCP server srv exited \(code 3\): fixture srv ready\nfixture: crashing on purpose; restarting$/,
+    );
     assert.equal(outputFor(h, "after"), "echo: back");
     assert.notEqual(outputFor(h, "p1"), outputFor(h, "p2"), "a new process answers");
     const states = h.events.filter((e) => e.type === "mcp_server").map((e) => (e as { state: string }).state);
@@ -120,11 +145,17 @@ describe("MCP servers in a session", () => {
   test("a server that cannot start gives a warning with its stderr tail; the session goes on with the others", async () => {
     await using h = await harness();
     h.server.enqueue(reply().toolCall("good__echo", { text: "x" }, { callId: "c" }), reply().text("ok"));
-    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("bad", ["--fail-at-start"]) + fixtureToml("good")) });
+    const r = await h.run({
+      prompt: "p",
+      config: mcpConfig(h, fixtureToml("bad", ["--fail-at-start"]) + fixtureToml("good")),
+    });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(outputFor(h, "c"), "echo: x");
     const w = warnings(h.events).find((m) => m.includes("MCP server bad"));
-    assert.match(w ?? "", /MCP server bad exited during start-up \(code 4\): fixture: cannot open its database: no such file \/nonexistent\/db; the session goes on without it/);
+    assert.match(
+      w ?? "",
+      /MCP server bad exited during start-up \(code 4\): fixture: cannot open its database: no such file \/nonexistent\/db; the session goes on without it/,
+    );
     const names = (h.server.requests[0]!.body.tools as Array<{ name: string }>).map((t) => t.name);
     assert.ok(!names.some((n) => n.startsWith("bad__")) && names.includes("good__echo"));
   });
@@ -134,7 +165,19 @@ describe("MCP servers in a session", () => {
     const toml = [
       'model = "gpt-5-codex"',
       "",
-      fixtureToml("docs", [], ["startup_timeout_sec = 20", "tool_timeout_sec = 30.5", 'env = { "FIXTURE_MODE" = "codex" }', 'env_vars = ["HOME"]', 'enabled_tools = ["echo", "pid"]', 'disabled_tools = ["pid"]', "experimental_new_key = true"]),
+      fixtureToml(
+        "docs",
+        [],
+        [
+          "startup_timeout_sec = 20",
+          "tool_timeout_sec = 30.5",
+          'env = { "FIXTURE_MODE" = "codex" }',
+          'env_vars = ["HOME"]',
+          'enabled_tools = ["echo", "pid"]',
+          'disabled_tools = ["pid"]',
+          "experimental_new_key = true",
+        ],
+      ),
       "[mcp_servers.off]",
       'command = "does-not-exist"',
       "enabled = false",
@@ -144,21 +187,37 @@ describe("MCP servers in a session", () => {
     const r = await h.run({ prompt: "p", config: mcpConfig(h, toml) });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(outputFor(h, "c"), "echo: codex");
-    const names = (h.server.requests[0]!.body.tools as Array<{ name: string }>).map((t) => t.name).filter((n) => n.includes("__"));
+    const names = (h.server.requests[0]!.body.tools as Array<{ name: string }>)
+      .map((t) => t.name)
+      .filter((n) => n.includes("__"));
     assert.deepEqual(names, ["docs__echo"], "enabled_tools then disabled_tools");
-    assert.deepEqual(warnings(h.events), ['config.toml [mcp_servers.docs]: unknown key "experimental_new_key" ignored']);
+    assert.deepEqual(warnings(h.events), [
+      'config.toml [mcp_servers.docs]: unknown key "experimental_new_key" ignored',
+    ]);
   });
 
   test("a broken server entry is a clear error naming the server and key; the other servers still start", async () => {
     await using h = await harness();
-    const toml = fixtureToml("good") + '[mcp_servers.broken]\ncommand = "x"\nargs = "not-a-list"\n\n[mcp_servers.neither]\nenv = { A = "b" }\n';
+    const toml =
+      fixtureToml("good") +
+      '[mcp_servers.broken]\ncommand = "x"\nargs = "not-a-list"\n\n[mcp_servers.neither]\nenv = { A = "b" }\n';
     h.server.enqueue(reply().toolCall("good__echo", { text: "still" }, { callId: "c" }), reply().text("ok"));
     const r = await h.run({ prompt: "p", config: mcpConfig(h, toml) });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(outputFor(h, "c"), "echo: still");
     const w = warnings(h.events);
-    assert.ok(w.includes('config.toml [mcp_servers.broken]: args must be an array (got "not-a-list"); this server is skipped, the others start'), w.join("\n"));
-    assert.ok(w.some((m) => m.startsWith("config.toml [mcp_servers.neither]: command needs \"command\" (a stdio server) or \"url\"")), w.join("\n"));
+    assert.ok(
+      w.includes(
+        'config.toml [mcp_servers.broken]: args must be an array (got "not-a-list"); this server is skipped, the others start',
+      ),
+      w.join("\n"),
+    );
+    assert.ok(
+      w.some((m) =>
+        m.startsWith('config.toml [mcp_servers.neither]: command needs "command" (a stdio server) or "url"'),
+      ),
+      w.join("\n"),
+    );
   });
 
   test("hostile server output: malformed stdout lines and a huge result do not break the session", async () => {
@@ -169,7 +228,10 @@ describe("MCP servers in a session", () => {
       reply().toolCall("srv__echo", { text: "alive" }, { callId: "e" }),
       reply().text("ok"),
     );
-    const r = await h.run({ prompt: "p", config: mcpConfig(h, fixtureToml("srv"), { exec: { max_output_tokens: 1000, yield_time_ms: 10_000 } }) });
+    const r = await h.run({
+      prompt: "p",
+      config: mcpConfig(h, fixtureToml("srv"), { exec: { max_output_tokens: 1000, yield_time_ms: 10_000 } }),
+    });
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(outputFor(h, "g"), "still here");
     const big = outputFor(h, "big");
@@ -180,12 +242,26 @@ describe("MCP servers in a session", () => {
 
   test("time limits: a server stuck in start-up is left out (startup_timeout_sec); a call that never ends fails (tool_timeout_sec) and the server goes on", async () => {
     await using h = await harness();
-    h.server.enqueue(reply().toolCall("srv__hang", {}, { callId: "hang" }), reply().toolCall("srv__echo", { text: "next" }, { callId: "next" }), reply().text("ok"));
-    const toml = fixtureToml("stuck", ["--hang-at-start"], ["startup_timeout_sec = 0.3"]) + fixtureToml("srv", [], ["tool_timeout_sec = 0.3"]);
+    h.server.enqueue(
+      reply().toolCall("srv__hang", {}, { callId: "hang" }),
+      reply().toolCall("srv__echo", { text: "next" }, { callId: "next" }),
+      reply().text("ok"),
+    );
+    const toml =
+      fixtureToml("stuck", ["--hang-at-start"], ["startup_timeout_sec = 0.3"]) +
+      fixtureToml("srv", [], ["tool_timeout_sec = 0.3"]);
     const r = await h.run({ prompt: "p", config: mcpConfig(h, toml) });
     assert.ok("ok" in r, JSON.stringify(r));
-    assert.ok(warnings(h.events).includes("MCP server stuck did not finish starting within 0.3 s (startup_timeout_sec); raise it in [mcp_servers.stuck] if the server is slow to start; the session goes on without it"), warnings(h.events).join("\n"));
-    assert.equal(outputFor(h, "hang"), "MCP tool hang of server srv did not answer within 0.3 s (tool_timeout_sec); the server may still be working on it");
+    assert.ok(
+      warnings(h.events).includes(
+        "MCP server stuck did not finish starting within 0.3 s (startup_timeout_sec); raise it in [mcp_servers.stuck] if the server is slow to start; the session goes on without it",
+      ),
+      warnings(h.events).join("\n"),
+    );
+    assert.equal(
+      outputFor(h, "hang"),
+      "MCP tool hang of server srv did not answer within 0.3 s (tool_timeout_sec); the server may still be working on it",
+    );
     assert.equal(outputFor(h, "next"), "echo: next");
   });
 });

@@ -5,9 +5,9 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { readProjectDocs } from "../../src/executor/project-docs.ts";
 import { isContextMessage, projectDocMessage } from "../../src/model/context-fragments.ts";
+import { userMessage } from "../../src/model/items.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { buildCompactedHistory } from "../../src/session/compaction.ts";
-import { userMessage } from "../../src/model/items.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "./run-support.ts";
 
@@ -57,7 +57,10 @@ describe("project instructions (AGENTS.md)", () => {
       assert.deepEqual(got.docs, []);
       rmSync(path.join(cwd, "AGENTS.override.md"));
       const again = await readProjectDocs(cwd, NAMES, 32_768);
-      assert.deepEqual(again.docs.map((d) => d.text), ["linked rules\n"]);
+      assert.deepEqual(
+        again.docs.map((d) => d.text),
+        ["linked rules\n"],
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -90,15 +93,23 @@ describe("project instructions (AGENTS.md)", () => {
     const texts = input.filter((i) => i.role === "user").map((i) => JSON.stringify(i.content));
     assert.equal(texts.length, 2);
     assert.match(texts[0]!, new RegExp(`# AGENTS.md instructions for ${h.workspace.replace(/[/.]/g, "\\$&")}`));
-    assert.match(texts[0]!, /GLOBAL: answer in English\\n\\n--- project-doc ---\\n\\nPROJECT: run npm test before finishing\\n<\/INSTRUCTIONS>/);
+    assert.match(
+      texts[0]!,
+      /GLOBAL: answer in English\\n\\n--- project-doc ---\\n\\nPROJECT: run npm test before finishing\\n<\/INSTRUCTIONS>/,
+    );
     assert.match(texts[1]!, /hello/);
     const header = h.events.find((e) => e.type === "project_docs");
-    assert.deepEqual(header && "files" in header ? header.files.map((f) => f.path) : [], [path.join(h.home, "AGENTS.md"), path.join(h.workspace, "AGENTS.md")]);
+    assert.deepEqual(header && "files" in header ? header.files.map((f) => f.path) : [], [
+      path.join(h.home, "AGENTS.md"),
+      path.join(h.workspace, "AGENTS.md"),
+    ]);
 
     // Resumed: the instructions are in history already and are not added again.
     const resumed = await h.run({ prompt: "again", resume: r.ok.sessionId });
     assert.ok("ok" in resumed, JSON.stringify(resumed));
-    const second = inputOf(h.server.requests[1]!.body).filter((i) => i.role === "user").map((i) => JSON.stringify(i.content));
+    const second = inputOf(h.server.requests[1]!.body)
+      .filter((i) => i.role === "user")
+      .map((i) => JSON.stringify(i.content));
     assert.equal(second.filter((t) => t.includes("# AGENTS.md instructions for")).length, 1);
     const saved = await readRollout(r.ok.rolloutPath);
     assert.ok("ok" in saved);

@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { defaultConfig } from "../../src/session/config.ts";
 import { listRollouts } from "../../src/rollout/find.ts";
+import { defaultConfig } from "../../src/session/config.ts";
 import { recordedOverrides } from "../../src/session/resume-settings.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { runRelayAsync } from "../support/self.ts";
 import { turnContexts } from "../support/rollout-lines.ts";
+import { runRelayAsync } from "../support/self.ts";
 import { harness } from "./run-support.ts";
 
 describe("resume restores the session's settings", () => {
@@ -23,7 +23,25 @@ describe("resume restores the session's settings", () => {
     delete env.OPENAI_API_KEY;
     delete env.OPENAI_BASE_URL;
     h.server.enqueue(reply().text("first answer"));
-    const first = await runRelayAsync(["run", "--provider", "openai-chat", "--base-url", h.server.baseUrl, "-m", "chat-model", "--approval", "never", "--sandbox", "danger-full-access", "-C", h.workspace, "hello"], env);
+    const first = await runRelayAsync(
+      [
+        "run",
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        h.server.baseUrl,
+        "-m",
+        "chat-model",
+        "--approval",
+        "never",
+        "--sandbox",
+        "danger-full-access",
+        "-C",
+        h.workspace,
+        "hello",
+      ],
+      env,
+    );
     assert.equal(first.status, 0, first.stderr);
 
     h.server.enqueue(reply().text("second answer"));
@@ -50,7 +68,10 @@ describe("resume restores the session's settings", () => {
       assert.equal(c.approval_policy, "never");
       assert.equal((c.sandbox_policy as { type: string }).type, "danger-full-access", "Codex's tagged shape");
     }
-    assert.deepEqual(ctx.map((c) => c.model), ["chat-model", "chat-model", "other-model"]);
+    assert.deepEqual(
+      ctx.map((c) => c.model),
+      ["chat-model", "chat-model", "other-model"],
+    );
   });
 
   test("reasoning, code mode and capability roots come back on resume; --no-code-mode turns code mode off", async () => {
@@ -59,10 +80,30 @@ describe("resume restores the session's settings", () => {
     delete env.OPENAI_BASE_URL;
     const skills = mkdtempSync(path.join(os.tmpdir(), "relay-skills-"));
     try {
-      const toolNames = (i: number) => ((h.server.requests[i]!.body as { tools?: Array<{ name?: string }> }).tools ?? []).map((t) => t.name);
+      const toolNames = (i: number) =>
+        ((h.server.requests[i]!.body as { tools?: Array<{ name?: string }> }).tools ?? []).map((t) => t.name);
       const reasoning = (i: number) => (h.server.requests[i]!.body as { reasoning?: unknown }).reasoning;
       h.server.enqueue(reply().text("first"));
-      const first = await runRelayAsync(["run", "--base-url", h.server.baseUrl, "--reasoning-effort", "high", "--reasoning-summary", "concise", "--code-mode", "--capability-root", `local:${skills}`, "--sandbox", "danger-full-access", "-C", h.workspace, "hello"], env);
+      const first = await runRelayAsync(
+        [
+          "run",
+          "--base-url",
+          h.server.baseUrl,
+          "--reasoning-effort",
+          "high",
+          "--reasoning-summary",
+          "concise",
+          "--code-mode",
+          "--capability-root",
+          `local:${skills}`,
+          "--sandbox",
+          "danger-full-access",
+          "-C",
+          h.workspace,
+          "hello",
+        ],
+        env,
+      );
       assert.equal(first.status, 0, first.stderr);
       h.server.enqueue(reply().text("second"));
       const resumed = await runRelayAsync(["run", "--resume", "last", "again"], env);
@@ -70,16 +111,27 @@ describe("resume restores the session's settings", () => {
       assert.deepEqual(reasoning(1), { effort: "high", summary: "concise" });
       assert.ok(toolNames(1).includes("exec"), `code mode is back: ${toolNames(1).join(", ")}`);
       h.server.enqueue(reply().text("third"));
-      const off = await runRelayAsync(["run", "--resume", "last", "--no-code-mode", "--reasoning-effort", "low", "once more"], env);
+      const off = await runRelayAsync(
+        ["run", "--resume", "last", "--no-code-mode", "--reasoning-effort", "low", "once more"],
+        env,
+      );
       assert.equal(off.status, 0, off.stderr);
       assert.ok(!toolNames(2).includes("exec"), "--no-code-mode wins over the recorded code mode");
       assert.deepEqual(reasoning(2), { effort: "low", summary: "concise" });
       const [file] = await listRollouts(h.home);
       const ctx = turnContexts(file!.path);
-      assert.deepEqual(ctx.map((c) => c.code_mode), [true, true, false]);
-      assert.deepEqual(ctx.map((c) => c.effort), ["high", "high", "low"]);
+      assert.deepEqual(
+        ctx.map((c) => c.code_mode),
+        [true, true, false],
+      );
+      assert.deepEqual(
+        ctx.map((c) => c.effort),
+        ["high", "high", "low"],
+      );
       for (const c of ctx) {
-        assert.deepEqual(c.capability_roots, [{ id: `local:${skills}`, location: { type: "environment", environmentId: "local", path: skills } }]);
+        assert.deepEqual(c.capability_roots, [
+          { id: `local:${skills}`, location: { type: "environment", environmentId: "local", path: skills } },
+        ]);
         assert.equal(c.executor_name, "local");
       }
     } finally {
@@ -89,9 +141,25 @@ describe("resume restores the session's settings", () => {
 
   test("recorded values relay cannot use fall back to the configuration", () => {
     const base = defaultConfig();
-    const codex = { cwd: "/w", approval_policy: "on-request", sandbox_policy: { type: "workspace-write" }, model: "gpt-5", model_provider: "openai" };
-    assert.deepEqual(recordedOverrides(codex as never, base), { model: "gpt-5", approval_policy: "on-request", sandbox_mode: "workspace-write" });
-    assert.deepEqual(recordedOverrides({ cwd: "/w", approval_policy: "sometimes", sandbox_policy: "read-only", base_url: "ftp://x" } as never, base), { sandbox_mode: "read-only" });
+    const codex = {
+      cwd: "/w",
+      approval_policy: "on-request",
+      sandbox_policy: { type: "workspace-write" },
+      model: "gpt-5",
+      model_provider: "openai",
+    };
+    assert.deepEqual(recordedOverrides(codex as never, base), {
+      model: "gpt-5",
+      approval_policy: "on-request",
+      sandbox_mode: "workspace-write",
+    });
+    assert.deepEqual(
+      recordedOverrides(
+        { cwd: "/w", approval_policy: "sometimes", sandbox_policy: "read-only", base_url: "ftp://x" } as never,
+        base,
+      ),
+      { sandbox_mode: "read-only" },
+    );
     assert.deepEqual(recordedOverrides(undefined, base), {});
   });
 });

@@ -28,14 +28,20 @@ function create(home: string, now = new Date(2025, 4, 6, 7, 8, 9)) {
   return RolloutWriter.create({ home, meta: { cwd: "/w", source: "cli" }, now });
 }
 
-describe("rollout permissions", { skip: skipBecause("rollout permissions", process.platform === "win32" && "Windows has no POSIX modes") }, () => {
+describe("rollout permissions", {
+  skip: skipBecause("rollout permissions", process.platform === "win32" && "Windows has no POSIX modes"),
+}, () => {
   test("a new rollout is 0600 and sessions/YYYY/MM/DD are 0700, even with umask 000", async () => {
     using h = tempHome();
     const old = process.umask(0o000);
     let file: string;
     try {
       const w = must(await create(h.home));
-      must(await w.appendItems([{ type: "message", role: "user", content: [{ type: "input_text", text: "export TOKEN=x" }] }]));
+      must(
+        await w.appendItems([
+          { type: "message", role: "user", content: [{ type: "input_text", text: "export TOKEN=x" }] },
+        ]),
+      );
       must(await w.close());
       file = w.path;
     } finally {

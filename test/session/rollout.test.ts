@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { appendFile, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { assistantMessage, userMessage, type ResponseItem } from "../../src/model/items.ts";
 import { sessionsDir } from "../../src/home/home.ts";
+import { assistantMessage, type ResponseItem, userMessage } from "../../src/model/items.ts";
 import { isUuid, uuidv7, uuidv7Time } from "../../src/rollout/ids.ts";
 import { readRollout, readSessionMeta } from "../../src/rollout/reader.ts";
 import { RolloutWriter, shouldPersistEvent, shouldPersistItem } from "../../src/rollout/writer.ts";
@@ -23,7 +23,13 @@ const call: ResponseItem = { type: "function_call", name: "exec_command", argume
 const output: ResponseItem = { type: "function_call_output", call_id: "c1", output: "a.txt\n" };
 
 async function newWriter(home: string, now?: Date): Promise<RolloutWriter> {
-  return must(await RolloutWriter.create({ home, meta: { cwd: "/work/project", source: "cli", model_provider: "scripted" }, ...(now ? { now } : {}) }));
+  return must(
+    await RolloutWriter.create({
+      home,
+      meta: { cwd: "/work/project", source: "cli", model_provider: "scripted" },
+      ...(now ? { now } : {}),
+    }),
+  );
 }
 
 describe("uuidv7", () => {
@@ -56,9 +62,18 @@ describe("rollout files", () => {
 
       must(await w.append([{ type: "turn_context", payload: turnContext }]));
       must(await w.appendItems([userMessage("list files"), call, output, assistantMessage("a.txt")]));
-      must(await w.appendEvents([{ type: "agent_message_delta", delta: "a" }, { type: "agent_message", message: "a.txt" }]));
+      must(
+        await w.appendEvents([
+          { type: "agent_message_delta", delta: "a" },
+          { type: "agent_message", message: "a.txt" },
+        ]),
+      );
       const replacement = [userMessage("list files"), assistantMessage("summary: there is a.txt")];
-      must(await w.append([{ type: "compacted", payload: { message: "summary: there is a.txt", replacement_history: replacement } }]));
+      must(
+        await w.append([
+          { type: "compacted", payload: { message: "summary: there is a.txt", replacement_history: replacement } },
+        ]),
+      );
       must(await w.appendItems([userMessage("next")]));
       must(await w.close());
 
@@ -73,7 +88,17 @@ describe("rollout files", () => {
       assert.deepEqual(r.lastTurnContext, turnContext);
       assert.deepEqual(
         r.lines.map((l) => l.type),
-        ["session_meta", "turn_context", "response_item", "response_item", "response_item", "response_item", "event_msg", "compacted", "response_item"],
+        [
+          "session_meta",
+          "turn_context",
+          "response_item",
+          "response_item",
+          "response_item",
+          "response_item",
+          "event_msg",
+          "compacted",
+          "response_item",
+        ],
       );
       for (const l of r.lines) assert.match(l.timestamp, ISO_MS_Z);
       assert.deepEqual(r.items, [...replacement, userMessage("next")]);
@@ -87,9 +112,22 @@ describe("rollout files", () => {
   test("without a compaction the history is every response item in order", async () => {
     await withHome(async (home) => {
       const w = await newWriter(home);
-      must(await w.appendItems([userMessage("hi"), call, output, { type: "compaction_trigger" }, assistantMessage("done")]));
+      must(
+        await w.appendItems([
+          userMessage("hi"),
+          call,
+          output,
+          { type: "compaction_trigger" },
+          assistantMessage("done"),
+        ]),
+      );
       must(await w.close());
-      assert.deepEqual(must(await readRollout(w.path)).items, [userMessage("hi"), call, output, assistantMessage("done")]);
+      assert.deepEqual(must(await readRollout(w.path)).items, [
+        userMessage("hi"),
+        call,
+        output,
+        assistantMessage("done"),
+      ]);
     });
   });
 
@@ -109,7 +147,10 @@ describe("rollout files", () => {
       const w = await newWriter(home);
       must(await w.appendItems([userMessage("first")]));
       must(await w.close());
-      assert.equal(mustErr(await w.append([{ type: "response_item", payload: userMessage("late") }])).code, "rollout_closed");
+      assert.equal(
+        mustErr(await w.append([{ type: "response_item", payload: userMessage("late") }])).code,
+        "rollout_closed",
+      );
 
       const again = must(await RolloutWriter.resume(w.path));
       assert.equal(again.path, w.path);
@@ -143,7 +184,11 @@ describe("rollout files", () => {
       must(await again.appendItems([userMessage("after crash")]));
       must(await again.close());
       const r2 = must(await readRollout(w.path));
-      assert.deepEqual(r2.items, [userMessage("kept"), userMessage("after crash")], "the new line is not glued to the torn one");
+      assert.deepEqual(
+        r2.items,
+        [userMessage("kept"), userMessage("after crash")],
+        "the new line is not glued to the torn one",
+      );
       assert.deepEqual(r2.warnings, [`skipped line 3 of ${w.path}: not valid JSON`]);
     });
   });
@@ -152,7 +197,14 @@ describe("rollout files", () => {
     await withHome(async (home) => {
       const w = await newWriter(home);
       must(await w.close());
-      await appendFile(w.path, JSON.stringify({ timestamp: new Date().toISOString(), type: "response_item", payload: userMessage("no newline") }));
+      await appendFile(
+        w.path,
+        JSON.stringify({
+          timestamp: new Date().toISOString(),
+          type: "response_item",
+          payload: userMessage("no newline"),
+        }),
+      );
       const r = must(await readRollout(w.path));
       assert.deepEqual(r.warnings, []);
       assert.deepEqual(r.items, [userMessage("no newline")]);
@@ -175,7 +227,12 @@ describe("rollout files", () => {
       assert.deepEqual(r.items, [userMessage("one"), userMessage("two")]);
       assert.equal(r.warnings.length, 2);
       assert.equal(r.warnings[0], `skipped line 3 of ${w.path}: not valid JSON`);
-      assert.match(r.warnings[1]!, new RegExp(`^skipped line 4 of .*: invalid turn_context line \\(payload\\.cwd: .*; payload\\.approval_policy is missing; payload\\.sandbox_policy is missing; 1 more\\)$`));
+      assert.match(
+        r.warnings[1]!,
+        new RegExp(
+          `^skipped line 4 of .*: invalid turn_context line \\(payload\\.cwd: .*; payload\\.approval_policy is missing; payload\\.sandbox_policy is missing; 1 more\\)$`,
+        ),
+      );
       assert.equal(r.lastTurnContext, undefined);
     });
   });
@@ -184,7 +241,10 @@ describe("rollout files", () => {
     await withHome(async (home) => {
       const w = await newWriter(home);
       must(await w.close());
-      await appendFile(w.path, JSON.stringify({ timestamp: "2025-01-01T00:00:00.000Z", type: "world_state", payload: { x: 1 } }) + "\n");
+      await appendFile(
+        w.path,
+        JSON.stringify({ timestamp: "2025-01-01T00:00:00.000Z", type: "world_state", payload: { x: 1 } }) + "\n",
+      );
       const r = must(await readRollout(w.path));
       assert.deepEqual(r.warnings, []);
       assert.deepEqual(r.lines[1], { timestamp: "2025-01-01T00:00:00.000Z", type: "world_state", payload: { x: 1 } });
@@ -201,7 +261,10 @@ describe("rollout files", () => {
       assert.match(e1.message, /empty\.jsonl is empty/);
 
       const noMeta = path.join(home, "nometa.jsonl");
-      await writeFile(noMeta, JSON.stringify({ timestamp: "t", type: "response_item", payload: userMessage("x") }) + "\n");
+      await writeFile(
+        noMeta,
+        JSON.stringify({ timestamp: "t", type: "response_item", payload: userMessage("x") }) + "\n",
+      );
       const e2 = mustErr(await readRollout(noMeta));
       assert.equal(e2.code, "rollout_invalid");
       assert.match(e2.message, /must start with a session_meta line, but its first line is a response_item line/);
@@ -231,7 +294,9 @@ describe("rollout files", () => {
       must(await queued);
       assert.equal(lines(), before + 2);
       must(await w.close());
-      const texts = must(await readRollout(w.path)).items.map((it) => (it as { content: { text: string }[] }).content[0]!.text);
+      const texts = must(await readRollout(w.path)).items.map(
+        (it) => (it as { content: { text: string }[] }).content[0]!.text,
+      );
       assert.deepEqual(texts.slice(-2), ["now", "after the flush"]);
     });
   });
@@ -259,12 +324,16 @@ describe("rollout files", () => {
       for (const l of lines) JSON.parse(l);
       const r = must(await readRollout(w.path));
       assert.deepEqual(r.warnings, []);
-      const seen = r.items.map((it) => (it as { content: { text: string }[] }).content[0]!.text.split(":").slice(0, 3).join(":"));
+      const seen = r.items.map((it) =>
+        (it as { content: { text: string }[] }).content[0]!.text.split(":").slice(0, 3).join(":"),
+      );
       assert.equal(seen.length, 40 * (4 * 1 + 3 * 2 + 3 * 3));
       // Each batch stays contiguous and each caller's batches stay in order.
       for (let c = 0; c < 40; c++) {
         const mine = seen.filter((s) => s.startsWith(`${c}:`));
-        const expected = Array.from({ length: 10 }, (_, i) => Array.from({ length: 1 + (i % 3) }, (_, k) => `${c}:${i}:${k}`)).flat();
+        const expected = Array.from({ length: 10 }, (_, i) =>
+          Array.from({ length: 1 + (i % 3) }, (_, k) => `${c}:${i}:${k}`),
+        ).flat();
         assert.deepEqual(mine, expected);
         for (let i = 0; i < 10; i++) {
           const at = seen.indexOf(`${c}:${i}:0`);
@@ -277,10 +346,31 @@ describe("rollout files", () => {
 
 describe("persistence policy", () => {
   test("history-bearing events are kept; deltas, begins and requests are not", () => {
-    for (const t of ["user_message", "agent_message", "agent_reasoning", "token_count", "context_compacted", "turn_aborted", "task_started", "turn_started", "task_complete", "turn_complete", "patch_apply_end"]) {
+    for (const t of [
+      "user_message",
+      "agent_message",
+      "agent_reasoning",
+      "token_count",
+      "context_compacted",
+      "turn_aborted",
+      "task_started",
+      "turn_started",
+      "task_complete",
+      "turn_complete",
+      "patch_apply_end",
+    ]) {
       assert.equal(shouldPersistEvent(t), true, t);
     }
-    for (const t of ["agent_message_delta", "agent_reasoning_delta", "exec_command_begin", "exec_command_output_delta", "exec_approval_request", "session_configured", "error", "something_new"]) {
+    for (const t of [
+      "agent_message_delta",
+      "agent_reasoning_delta",
+      "exec_command_begin",
+      "exec_command_output_delta",
+      "exec_approval_request",
+      "session_configured",
+      "error",
+      "something_new",
+    ]) {
       assert.equal(shouldPersistEvent(t), false, t);
     }
     assert.equal(shouldPersistEvent("exec_command_end"), false);

@@ -2,12 +2,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { defaultConfig, type RelayConfig } from "../../src/session/config.ts";
-import type { SessionEvent } from "../../src/session/events.ts";
 import type { Approver } from "../../src/session/approval.ts";
 import { nonInteractiveApprover } from "../../src/session/approval.ts";
+import { defaultConfig, type RelayConfig } from "../../src/session/config.ts";
+import type { SessionEvent } from "../../src/session/events.ts";
 import { runSession, type SessionRunOptions } from "../../src/session/runtime.ts";
-import { startFakeModelServer, type FakeModelServer } from "../support/fake-model-server.ts";
+import { type FakeModelServer, startFakeModelServer } from "../support/fake-model-server.ts";
 import { useSourceRelay } from "../support/self.ts";
 
 export interface Harness extends AsyncDisposable {
@@ -31,7 +31,14 @@ export async function harness(): Promise<Harness> {
     server,
     events,
     config(over = {}) {
-      return { ...defaultConfig(), model: "test-model", model_provider: "openai-responses", base_url: server.baseUrl, sandbox_mode: "danger-full-access", ...over };
+      return {
+        ...defaultConfig(),
+        model: "test-model",
+        model_provider: "openai-responses",
+        base_url: server.baseUrl,
+        sandbox_mode: "danger-full-access",
+        ...over,
+      };
     },
     run(o) {
       return runSession({

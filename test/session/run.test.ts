@@ -12,7 +12,10 @@ describe("relay run sessions against the fake model server", () => {
   test("a full session: executor tools advertised, a real command run, output fed back, rollout written", async () => {
     await using h = await harness();
     h.server.enqueue(
-      reply().text("Running it.").toolCall("exec_command", { cmd: "echo relay-$((40+2)) > out.txt; cat out.txt" }, { callId: "call_1" }).usage({ input: 100, output: 20 }),
+      reply()
+        .text("Running it.")
+        .toolCall("exec_command", { cmd: "echo relay-$((40+2)) > out.txt; cat out.txt" }, { callId: "call_1" })
+        .usage({ input: 100, output: 20 }),
       reply().text("The file says relay-42.").usage({ input: 150, output: 10 }),
     );
     const r = await h.run({ prompt: "write and read a file" });
@@ -27,14 +30,20 @@ describe("relay run sessions against the fake model server", () => {
     assert.match(JSON.stringify(inputOf(first!.body)[0]), /## Environment/, "developer instructions come first");
     const out = inputOf(second!.body).find((i) => i.type === "function_call_output");
     assert.equal(out?.call_id, "call_1");
-    assert.match(out?.output, /^Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: \d+\nOutput:\nrelay-42\n$/);
+    assert.match(
+      out?.output,
+      /^Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: \d+\nOutput:\nrelay-42\n$/,
+    );
 
     const saved = await readRollout(r.ok.rolloutPath);
     assert.ok("ok" in saved);
     const types = saved.ok.lines.map((l) => l.type);
     assert.equal(types[0], "session_meta");
     assert.ok(types.includes("turn_context") && types.includes("event_msg") && types.includes("response_item"));
-    assert.deepEqual(saved.ok.items.map((i) => i.type), ["message", "message", "function_call", "function_call_output", "message"]);
+    assert.deepEqual(
+      saved.ok.items.map((i) => i.type),
+      ["message", "message", "function_call", "function_call_output", "message"],
+    );
     assert.ok(h.events.some((e) => e.type === "tool_result" && e.success));
   });
 
@@ -48,7 +57,9 @@ describe("relay run sessions against the fake model server", () => {
     assert.ok("ok" in r, JSON.stringify(r));
     assert.equal(r.ok.outcome.finalMessage, "done via chat");
     assert.equal(h.server.requests[0]!.path, "/v1/chat/completions");
-    const toolMsg = (h.server.requests[1]!.body.messages as Array<{ role: string; content: string }>).find((m) => m.role === "tool");
+    const toolMsg = (h.server.requests[1]!.body.messages as Array<{ role: string; content: string }>).find(
+      (m) => m.role === "tool",
+    );
     assert.match(toolMsg!.content, /Output:\nchat-ok$/);
   });
 
@@ -56,15 +67,27 @@ describe("relay run sessions against the fake model server", () => {
     await using h = await harness();
     const asked: string[] = [];
     h.server.enqueue(reply().toolCall("exec_command", { cmd: "touch denied.txt" }), reply().text("ok, I won't"));
-    const denied = await h.run({ prompt: "p", config: h.config({ approval_policy: "untrusted" }), approver: approverSaying("denied", asked) });
+    const denied = await h.run({
+      prompt: "p",
+      config: h.config({ approval_policy: "untrusted" }),
+      approver: approverSaying("denied", asked),
+    });
     assert.ok("ok" in denied);
     assert.deepEqual(asked, ["exec:touch denied.txt"]);
     assert.ok(!existsSync(path.join(h.workspace, "denied.txt")));
     const out = inputOf(h.server.requests[1]!.body).find((i) => i.type === "function_call_output");
     assert.equal(out?.output, "exec_command was not run: the user declined: touch denied.txt");
 
-    h.server.enqueue(reply().toolCall("exec_command", { cmd: "ls" }), reply().toolCall("exec_command", { cmd: "touch granted.txt" }), reply().text("done"));
-    const granted = await h.run({ prompt: "p", config: h.config({ approval_policy: "untrusted" }), approver: approverSaying("approved", asked) });
+    h.server.enqueue(
+      reply().toolCall("exec_command", { cmd: "ls" }),
+      reply().toolCall("exec_command", { cmd: "touch granted.txt" }),
+      reply().text("done"),
+    );
+    const granted = await h.run({
+      prompt: "p",
+      config: h.config({ approval_policy: "untrusted" }),
+      approver: approverSaying("approved", asked),
+    });
     assert.ok("ok" in granted);
     assert.deepEqual(asked.slice(1), ["exec:touch granted.txt"], "read-only ls ran without asking");
     assert.ok(existsSync(path.join(h.workspace, "granted.txt")));
@@ -76,9 +99,19 @@ describe("relay run sessions against the fake model server", () => {
     const r = await h.run({ prompt: "p", config: h.config({ approval_policy: "untrusted" }) });
     assert.ok("ok" in r);
     const out = inputOf(h.server.requests[1]!.body).find((i) => i.type === "function_call_output");
-    assert.match(out?.output, /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal, so it was not run/);
+    assert.match(
+      out?.output,
+      /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal, so it was not run/,
+    );
 
-    h.server.enqueue(reply().toolCall("exec_command", { cmd: "id", sandbox_permissions: "require_escalated", justification: "need root" }), reply().text("ok"));
+    h.server.enqueue(
+      reply().toolCall("exec_command", {
+        cmd: "id",
+        sandbox_permissions: "require_escalated",
+        justification: "need root",
+      }),
+      reply().text("ok"),
+    );
     const never = await h.run({ prompt: "p", config: h.config({ approval_policy: "never" }) });
     assert.ok("ok" in never);
     const out2 = inputOf(h.server.requests[3]!.body).find((i) => i.type === "function_call_output");
@@ -87,14 +120,20 @@ describe("relay run sessions against the fake model server", () => {
 
   test("provider errors: auth and missing model are clear failures; a 500 is retried", async () => {
     await using h = await harness();
-    h.server.enqueue(httpError(401, { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
+    h.server.enqueue(
+      httpError(401, {
+        error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" },
+      }),
+    );
     const auth = await h.run({ prompt: "p" });
     assert.ok("error" in auth);
     assert.equal(auth.error.code, "model_auth");
     assert.match(auth.error.message, /OPENAI_API_KEY/);
     assert.match(auth.error.message, /relay run --resume/);
 
-    h.server.enqueue(httpError(404, { error: { message: "The model `nope` does not exist", code: "model_not_found" } }));
+    h.server.enqueue(
+      httpError(404, { error: { message: "The model `nope` does not exist", code: "model_not_found" } }),
+    );
     const missing = await h.run({ prompt: "p" });
     assert.ok("error" in missing && missing.error.code === "model_model_not_found");
 
@@ -123,7 +162,10 @@ describe("relay run sessions against the fake model server", () => {
     assert.ok(JSON.stringify(after.at(-2)).includes(SUMMARY_PREFIX.slice(0, 30)));
     assert.ok(JSON.stringify(after.at(-2)).includes("HANDOFF: ran step one"));
     assert.ok(JSON.stringify(after.at(-1)).includes("THE LATEST REQUEST"), "the latest request is last");
-    assert.ok(!inputOf(h.server.requests[2]!.body).some((i) => i.type === "function_call_output"), "old tool traffic is gone");
+    assert.ok(
+      !inputOf(h.server.requests[2]!.body).some((i) => i.type === "function_call_output"),
+      "old tool traffic is gone",
+    );
     const saved = await readRollout(r.ok.rolloutPath);
     assert.ok("ok" in saved);
     assert.ok(saved.ok.lines.some((l) => l.type === "compacted"));
@@ -149,7 +191,10 @@ describe("relay run sessions against the fake model server", () => {
     await using h = await harness();
     const skills = path.join(h.workspace, "skills", "deploy");
     mkdirSync(skills, { recursive: true });
-    writeFileSync(path.join(skills, "SKILL.md"), "---\nname: deploy\ndescription: How to deploy this service\n---\nRun ./deploy.sh --prod after tests pass.\n");
+    writeFileSync(
+      path.join(skills, "SKILL.md"),
+      "---\nname: deploy\ndescription: How to deploy this service\n---\nRun ./deploy.sh --prod after tests pass.\n",
+    );
     h.server.enqueue(reply().text("ok"));
     const r = await h.run({
       prompt: "use $deploy please",
@@ -162,7 +207,15 @@ describe("relay run sessions against the fake model server", () => {
     const input = JSON.stringify(inputOf(h.server.requests[0]!.body));
     assert.match(input, /## Skills.*- deploy: How to deploy this service/);
     assert.match(input, /<skill name=\\"deploy\\".*Run .\/deploy.sh --prod after tests pass/);
-    assert.ok(h.events.some((e) => e.type === "warning" && /capability root gpu-box:\/opt\/skills skipped: this session has no environment named "gpu-box".*never read from the local filesystem/.test(e.message)));
+    assert.ok(
+      h.events.some(
+        (e) =>
+          e.type === "warning" &&
+          /capability root gpu-box:\/opt\/skills skipped: this session has no environment named "gpu-box".*never read from the local filesystem/.test(
+            e.message,
+          ),
+      ),
+    );
   });
 
   test("a prompt is required unless resuming; resume of a finished session needs a prompt", async () => {

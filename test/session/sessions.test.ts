@@ -1,11 +1,11 @@
 /** The pieces under `relay sessions` and the resume picker: turn counting, summaries, transcripts, forks, picks. */
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { parsePick } from "../../src/cli/session-picker.ts";
-import { assistantMessage, userMessage, type ResponseItem } from "../../src/model/items.ts";
+import { assistantMessage, type ResponseItem, userMessage } from "../../src/model/items.ts";
 import { listRollouts } from "../../src/rollout/find.ts";
 import { forkRollout } from "../../src/rollout/fork.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
@@ -15,10 +15,17 @@ import { readTranscript } from "../../src/rollout/transcript.ts";
 import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { must, withHome } from "./support.ts";
 
-const turnContext = (model: string) => ({ type: "turn_context" as const, payload: { cwd: "/w", approval_policy: "never", sandbox_policy: "read-only", model } });
+const turnContext = (model: string) => ({
+  type: "turn_context" as const,
+  payload: { cwd: "/w", approval_policy: "never", sandbox_policy: "read-only", model },
+});
 
 /** A rollout with one turn per prompt: turn_context, the prompt (item and event), an answer. */
-async function session(home: string, prompts: string[], o: { context?: ResponseItem; now?: Date; model?: (i: number) => string } = {}): Promise<RolloutWriter> {
+async function session(
+  home: string,
+  prompts: string[],
+  o: { context?: ResponseItem; now?: Date; model?: (i: number) => string } = {},
+): Promise<RolloutWriter> {
   const w = must(await RolloutWriter.create({ home, meta: { cwd: "/w", source: "cli" }, now: o.now }));
   if (o.context) must(await w.appendItems([o.context]));
   for (const [i, p] of prompts.entries()) {
@@ -57,7 +64,10 @@ describe("counting turn_context lines without parsing", () => {
       const file = path.join(dir, "big.jsonl");
       const line = `{"timestamp":"t","type":"turn_context","payload":{"pad":"${"x".repeat(1000)}"}}\n`;
       await writeFile(file, line.repeat(1000));
-      assert.deepEqual(await countLinesOfType(file, "turn_context", 1 << 30).then((r) => [r.count, r.complete]), [1000, true]);
+      assert.deepEqual(await countLinesOfType(file, "turn_context", 1 << 30).then((r) => [r.count, r.complete]), [
+        1000,
+        true,
+      ]);
       const bounded = await countLinesOfType(file, "turn_context", 300 * 1024);
       assert.equal(bounded.complete, false);
       assert.ok(bounded.count > 250 && bounded.count < 1000, `a lower bound: ${bounded.count}`);
@@ -68,7 +78,10 @@ describe("counting turn_context lines without parsing", () => {
 describe("session summaries", () => {
   test("prompt from the user_message event (not the context message before it), turns, the last model", async () => {
     await withHome(async (home) => {
-      const w = await session(home, ["fix   the\nparser", "and now the lexer"], { context: userMessage("<environment_context>cwd=/w</environment_context>"), model: (i) => `model-${i}` });
+      const w = await session(home, ["fix   the\nparser", "and now the lexer"], {
+        context: userMessage("<environment_context>cwd=/w</environment_context>"),
+        model: (i) => `model-${i}`,
+      });
       const [f] = await listRollouts(home);
       const s = await summarizeRollout(f!);
       assert.equal(s.id, w.id);
@@ -101,7 +114,10 @@ describe("session summaries", () => {
 describe("transcripts", () => {
   test("past maxEntries the middle is left out, with the count; the start and the end stay", async () => {
     await withHome(async (home) => {
-      const w = await session(home, Array.from({ length: 30 }, (_, i) => `prompt ${i}`));
+      const w = await session(
+        home,
+        Array.from({ length: 30 }, (_, i) => `prompt ${i}`),
+      );
       const t = must(await readTranscript(w.path, { maxEntries: 20 }));
       assert.equal(t.entries.length, 20);
       assert.equal(t.omitted, 30 * 3 - 20);
@@ -117,13 +133,23 @@ describe("forking a rollout", () => {
     await withHome(async (home) => {
       const src = await session(home, ["first"]);
       const source = must(await readRollout(src.path));
-      const fork = must(await forkRollout({ home, source: { id: source.meta.id, path: src.path, lines: source.lines, lineCount: source.lineCount }, meta: { cwd: "/w", source: "cli" } }));
+      const fork = must(
+        await forkRollout({
+          home,
+          source: { id: source.meta.id, path: src.path, lines: source.lines, lineCount: source.lineCount },
+          meta: { cwd: "/w", source: "cli" },
+        }),
+      );
       must(await fork.close());
       const copy = must(await readRollout(fork.path));
       assert.notEqual(copy.meta.id, source.meta.id);
       assert.equal(copy.meta.forked_from_id, source.meta.id);
       assert.equal(copy.meta.forked_from_path, src.path);
-      assert.equal(copy.meta.forked_from_lines, readFileSync(src.path, "utf8").trim().split("\n").length, "the source's line count");
+      assert.equal(
+        copy.meta.forked_from_lines,
+        readFileSync(src.path, "utf8").trim().split("\n").length,
+        "the source's line count",
+      );
       assert.deepEqual(copy.items, source.items);
       assert.deepEqual(copy.lines.slice(1), source.lines.slice(1), "same lines, same timestamps, one session_meta");
       assert.equal(copy.lines.filter((l) => l.type === "session_meta").length, 1);

@@ -7,13 +7,23 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import { appendLine } from "../../src/infty/durable.ts";
 import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { diskCheck } from "../../src/session/doctor.ts";
-import { appendLine } from "../../src/infty/durable.ts";
 import { LogFile } from "../../src/util/log-file.ts";
 import { reply, startFakeModelServer } from "../support/fake-model-server.ts";
 import { runRelayAsync } from "../support/self.ts";
@@ -64,14 +74,22 @@ function fill(dir: string): string {
 /** Each line of a rollout parses, and the file ends with a newline (no torn line). */
 function wholeLines(file: string): Array<{ type: string; payload: Record<string, unknown> }> {
   const text = readFileSync(file, "utf8");
-  assert.ok(text === "" || text.endsWith("\n"), `${path.basename(file)} ends in a torn line: ${JSON.stringify(text.slice(-80))}`);
-  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
+  assert.ok(
+    text === "" || text.endsWith("\n"),
+    `${path.basename(file)} ends in a torn line: ${JSON.stringify(text.slice(-80))}`,
+  );
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
 }
 
 const rollouts = (home: string): string[] => {
   const dir = path.join(home, "sessions");
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(dir, f));
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".jsonl"))
+    .map((f) => path.join(dir, f));
 };
 
 const skip = skipBecause("the full-disk tests", noTmpfs());
@@ -90,7 +108,9 @@ describe("storage faults: a full disk", { skip }, () => {
     assert.ok("ok" in (await w.append([{ type: "event_msg", payload: { type: "user_message", message: "before" } }])));
     fill(home);
     // Bigger than any slack left in the file's last page: part of it is written, then ENOSPC.
-    const big = await w.append([{ type: "event_msg", payload: { type: "agent_message", message: "y".repeat(64 * 1024) } }]);
+    const big = await w.append([
+      { type: "event_msg", payload: { type: "agent_message", message: "y".repeat(64 * 1024) } },
+    ]);
     assert.ok("error" in big);
     assert.equal(big.error.code, "rollout_write");
     assert.match(big.error.message, NO_SPACE);
@@ -99,14 +119,20 @@ describe("storage faults: a full disk", { skip }, () => {
     assert.ok("error" in (await w.flush()));
     await w.close();
     const lines = wholeLines(w.path);
-    assert.deepEqual(lines.map((l) => l.payload.type ?? l.type), ["session_meta", "user_message"]);
+    assert.deepEqual(
+      lines.map((l) => l.payload.type ?? l.type),
+      ["session_meta", "user_message"],
+    );
   });
 
   test("a session that cannot start leaves no rollout behind", async () => {
     const home = tmpfs("64k");
     mkdirSync(path.join(home, "sessions"));
     fill(home);
-    const created = await RolloutWriter.create({ home, meta: { cwd: "/w", source: "exec", base_instructions: { text: "i".repeat(20_000) } } });
+    const created = await RolloutWriter.create({
+      home,
+      meta: { cwd: "/w", source: "exec", base_instructions: { text: "i".repeat(20_000) } },
+    });
     assert.ok("error" in created);
     assert.equal(created.error.code, "rollout_create");
     assert.match(created.error.message, new RegExp(`(${NO_SPACE.source}).*the session did not start`));
@@ -134,13 +160,19 @@ describe("storage faults: a full disk", { skip }, () => {
     const [rollout] = rollouts(home);
     assert.ok(rollout, "the session's rollout exists");
     const id = /rollout-.*-([0-9a-f-]{36})\.jsonl$/.exec(rollout)![1]!;
-    assert.match(r.stderr, new RegExp(`cannot write to rollout ${rollout.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: .*(${NO_SPACE.source})`));
+    assert.match(
+      r.stderr,
+      new RegExp(`cannot write to rollout ${rollout.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: .*(${NO_SPACE.source})`),
+    );
     assert.match(r.stderr, new RegExp(`Free space .*relay run --resume ${id}`));
     assert.doesNotMatch(r.stdout + r.stderr, /\bdone\b/);
     assert.equal(existsSync(marker), false, "the tool call whose record failed must not run");
     assert.equal(requests, 1);
     const lines = wholeLines(rollout);
-    assert.ok(!lines.some((l) => l.payload.type === "function_call"), "the call that did not fit is not half in the record");
+    assert.ok(
+      !lines.some((l) => l.payload.type === "function_call"),
+      "the call that did not fit is not half in the record",
+    );
 
     unlinkSync(filler);
     const resumed = await runRelayAsync(["run", ...args, "--resume", id], env);

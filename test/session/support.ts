@@ -18,7 +18,11 @@ export function must<T>(r: { ok: T } | { error: { code: string; message: string 
   return r.ok;
 }
 
-export function mustErr(r: { ok: unknown } | { error: { code: string; message: string } }): { code: string; message: string; data?: unknown } {
+export function mustErr(r: { ok: unknown } | { error: { code: string; message: string } }): {
+  code: string;
+  message: string;
+  data?: unknown;
+} {
   if (!("error" in r)) throw new Error(`expected an error, got ok: ${JSON.stringify(r.ok)}`);
   return r.error;
 }

@@ -15,7 +15,10 @@ describe("function-tool arguments", () => {
   });
 
   test("code mode's wait: bad JSON, bad fields and an unknown cell are answers the model can read", async () => {
-    const tools = new CodeModeTools({ specs: [], call: async () => ({ output: "", success: true, display: "" }) }, new InProcessProvider());
+    const tools = new CodeModeTools(
+      { specs: [], call: async () => ({ output: "", success: true, display: "" }) },
+      new InProcessProvider(),
+    );
     const badJson = await tools.wait("{cell_id:");
     assert.equal(badJson.success, false);
     assert.match(badJson.output, /^failed to parse function arguments: /);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { SessionEventSchema, type SessionEvent } from "../../src/session/events.ts";
+import { type SessionEvent, SessionEventSchema } from "../../src/session/events.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { deferred, until } from "../support/wait.ts";
 import { harness } from "./run-support.ts";
@@ -31,9 +31,15 @@ describe("waiting is visible: a silent model server", () => {
 
     const types = h.events.map((e) => e.type);
     const firstText = types.indexOf("text_delta");
-    const early = h.events.slice(0, firstText).filter((e): e is Extract<SessionEvent, { type: "waiting" }> => e.type === "waiting");
+    const early = h.events
+      .slice(0, firstText)
+      .filter((e): e is Extract<SessionEvent, { type: "waiting" }> => e.type === "waiting");
     assert.ok(early.length >= 2, `heartbeats before any output: ${types.join(",")}`);
-    assert.deepEqual(early.map((e) => e.seconds), [...early.map((e) => e.seconds)].sort((a, b) => a - b), "the count only goes up");
+    assert.deepEqual(
+      early.map((e) => e.seconds),
+      [...early.map((e) => e.seconds)].sort((a, b) => a - b),
+      "the count only goes up",
+    );
     assert.ok(types.indexOf("waiting") > types.indexOf("turn_started"), "heartbeats belong to the model request");
     assert.ok(!types.slice(types.indexOf("turn_completed")).includes("waiting"), "no heartbeat after the turn ends");
     for (const e of h.events) assert.ok(SessionEventSchema.safeParse(e).success, `a valid event: ${JSON.stringify(e)}`);
@@ -49,7 +55,10 @@ describe("waiting is visible: a silent model server", () => {
     assert.equal(done.ok.outcome.finalMessage, "recovered");
     const retries = h.events.filter((e): e is Extract<SessionEvent, { type: "retrying" }> => e.type === "retrying");
     assert.equal(retries.length, 1, JSON.stringify(retries));
-    assert.match(retries[0]!.reason, /^model stream idle for 500 ms: no data from http:\/\/127\.0\.0\.1:\d+\/v1\/responses$/);
+    assert.match(
+      retries[0]!.reason,
+      /^model stream idle for 500 ms: no data from http:\/\/127\.0\.0\.1:\d+\/v1\/responses$/,
+    );
     assert.equal(retries[0]!.attempt, 1);
     assert.equal(retries[0]!.max_retries, 4);
     assert.equal(h.server.requests.length, 2, "the stalled request was sent again");

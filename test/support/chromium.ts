@@ -6,7 +6,11 @@
 import { findOnPath } from "../../src/util/which.ts";
 
 export function chromiumPath(): string | undefined {
-  return process.env.RELAY_TEST_CHROMIUM || findOnPath("chromium", process.env.PATH) || findOnPath("chromium-browser", process.env.PATH);
+  return (
+    process.env.RELAY_TEST_CHROMIUM ||
+    findOnPath("chromium", process.env.PATH) ||
+    findOnPath("chromium-browser", process.env.PATH)
+  );
 }
 
 /** Why the browser tests cannot run here, or false. */
@@ -18,5 +22,9 @@ export function noChromium(): string | false {
 export async function launchChromium() {
   const { chromium } = await import("playwright-core");
   // As root (CI, containers) Chromium's own sandbox cannot start; the pages are our own.
-  return chromium.launch({ executablePath: chromiumPath()!, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  return chromium.launch({
+    executablePath: chromiumPath()!,
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
 }

@@ -59,7 +59,8 @@ export function codexProblems(text: string, providers: readonly string[] = CODEX
   const problems: string[] = [];
   const check = (schema: z.ZodType, v: unknown, where: string) => {
     const r = schema.safeParse(v);
-    if (!r.success) problems.push(`${where}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    if (!r.success)
+      problems.push(`${where}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     return r.success;
   };
   const parsed = lines.map((l) => JSON.parse(l) as { type: string; payload: unknown; ordinal?: number });
@@ -68,11 +69,19 @@ export function codexProblems(text: string, providers: readonly string[] = CODEX
   if (first?.type !== "session_meta") return [...problems, "line 1 is not a session_meta"];
   if (check(CodexSessionMetaSchema, first.payload, "line 1 session_meta")) {
     const provider = (first.payload as { model_provider?: string }).model_provider;
-    if (provider !== undefined && !providers.includes(provider)) problems.push(`line 1 session_meta: model_provider ${JSON.stringify(provider)} is not a provider Codex has configured (${providers.join(", ")})`);
+    if (provider !== undefined && !providers.includes(provider))
+      problems.push(
+        `line 1 session_meta: model_provider ${JSON.stringify(provider)} is not a provider Codex has configured (${providers.join(", ")})`,
+      );
   }
-  parsed.forEach((l, i) => l.type === "turn_context" && check(CodexTurnContextSchema, l.payload, `line ${i + 1} turn_context`));
+  parsed.forEach(
+    (l, i) => l.type === "turn_context" && check(CodexTurnContextSchema, l.payload, `line ${i + 1} turn_context`),
+  );
   if ((first.payload as { history_mode?: string }).history_mode === "paginated") {
-    parsed.forEach((l, i) => l.ordinal !== i && problems.push(`line ${i + 1}: a paginated file needs ordinal ${i}, has ${l.ordinal}`));
+    parsed.forEach(
+      (l, i) =>
+        l.ordinal !== i && problems.push(`line ${i + 1}: a paginated file needs ordinal ${i}, has ${l.ordinal}`),
+    );
   }
   return problems;
 }

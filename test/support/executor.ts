@@ -1,7 +1,7 @@
 /** Starts a real `relay executor` child for tests. */
 import assert from "node:assert/strict";
-import { spawnSelf, type ChildPeer } from "../../src/protocol/child.ts";
-import { ExecutorMethods, type ExecCommandRequest, type ExecResult } from "../../src/executor/protocol.ts";
+import { type ExecCommandRequest, type ExecResult, ExecutorMethods } from "../../src/executor/protocol.ts";
+import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { useSourceRelay } from "./self.ts";
 import { waitFor } from "./wait.ts";
 
@@ -16,13 +16,25 @@ export async function startExecutor(env: Record<string, string> = {}): Promise<C
   return child;
 }
 
-export async function exec(child: ChildPeer, req: Partial<ExecCommandRequest> & { command: string[] }): Promise<ExecResult> {
-  const r = await child.peer.call(ExecutorMethods.exec, { cwd: process.cwd(), env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, ...req });
+export async function exec(
+  child: ChildPeer,
+  req: Partial<ExecCommandRequest> & { command: string[] },
+): Promise<ExecResult> {
+  const r = await child.peer.call(ExecutorMethods.exec, {
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    ...req,
+  });
   assert.ok("ok" in r, `exec failed: ${JSON.stringify(r)}`);
   return r.ok;
 }
 
-export async function write(child: ChildPeer, process_id: number, input = "", extra: { yield_time_ms?: number; max_output_tokens?: number } = {}): Promise<ExecResult> {
+export async function write(
+  child: ChildPeer,
+  process_id: number,
+  input = "",
+  extra: { yield_time_ms?: number; max_output_tokens?: number } = {},
+): Promise<ExecResult> {
   const r = await child.peer.call(ExecutorMethods.write, { process_id, input, ...extra });
   assert.ok("ok" in r, `write failed: ${JSON.stringify(r)}`);
   return r.ok;

@@ -7,9 +7,10 @@
  *   server.enqueue(reply().text("hi").toolCall("exec_command", { cmd: "ls" }).usage({ input: 10, output: 5 }));
  *   // point a client at server.baseUrl, then assert on server.requests
  */
+
+import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { Buffer } from "node:buffer";
 
 // deno-lint-ignore no-explicit-any
 export type JsonObject = { [key: string]: any };
@@ -85,12 +86,21 @@ export class ReplyBuilder {
   }
 
   reasoning(text: string, encryptedContent?: string): this {
-    this.steps.push(encryptedContent === undefined ? { kind: "reasoning", text } : { kind: "reasoning", text, encrypted: encryptedContent });
+    this.steps.push(
+      encryptedContent === undefined
+        ? { kind: "reasoning", text }
+        : { kind: "reasoning", text, encrypted: encryptedContent },
+    );
     return this;
   }
 
   toolCall(name: string, args: Record<string, unknown> | string, opts: { callId?: string } = {}): this {
-    this.steps.push({ kind: "tool", name, arguments: typeof args === "string" ? args : JSON.stringify(args), callId: opts.callId ?? nextId("call") });
+    this.steps.push({
+      kind: "tool",
+      name,
+      arguments: typeof args === "string" ? args : JSON.stringify(args),
+      callId: opts.callId ?? nextId("call"),
+    });
     return this;
   }
 
@@ -122,7 +132,11 @@ export class ReplyBuilder {
     return this;
   }
 
-  chatStyle(opts: { toolCalls?: ChatToolCallStyle; reasoningField?: "reasoning_content" | "reasoning"; omitDone?: boolean }): this {
+  chatStyle(opts: {
+    toolCalls?: ChatToolCallStyle;
+    reasoningField?: "reasoning_content" | "reasoning";
+    omitDone?: boolean;
+  }): this {
     if (opts.toolCalls) this.chatToolCalls = opts.toolCalls;
     if (opts.reasoningField) this.chatReasoningField = opts.reasoningField;
     if (opts.omitDone !== undefined) this.omitDone = opts.omitDone;
@@ -181,27 +195,58 @@ export function raw(chunks: string | string[], opts: { status?: number; contentT
 }
 
 /** Some text deltas, then a server error in the stream. */
-export function errorMidStream(opts: { text?: string; code?: string; message?: string; as?: "failed" | "error" } = {}): ReplyBuilder {
+export function errorMidStream(
+  opts: { text?: string; code?: string; message?: string; as?: "failed" | "error" } = {},
+): ReplyBuilder {
   return reply()
     .text(opts.text ?? "Partial answer before the failure")
-    .failWith({ code: opts.code ?? "server_error", message: opts.message ?? "The server had an error while processing your request." }, opts.as ?? "failed");
+    .failWith(
+      {
+        code: opts.code ?? "server_error",
+        message: opts.message ?? "The server had an error while processing your request.",
+      },
+      opts.as ?? "failed",
+    );
 }
 
 /** Headers, then (after `afterEvents` SSE events) a destroyed socket. */
-export function dropConnection(afterEvents = 0, base: ReplyBuilder = reply().text("This text is cut off")): ReplyBuilder {
+export function dropConnection(
+  afterEvents = 0,
+  base: ReplyBuilder = reply().text("This text is cut off"),
+): ReplyBuilder {
   return base.dropAfter(afterEvents);
 }
 
-export const CONTEXT_WINDOW_MESSAGE = "Your input exceeds the context window of this model. Please adjust your input and try again.";
+export const CONTEXT_WINDOW_MESSAGE =
+  "Your input exceeds the context window of this model. Please adjust your input and try again.";
 
 export function contextWindowExceeded(opts: { inStream?: boolean } = {}): Reply {
   if (opts.inStream) return reply().failWith({ code: "context_length_exceeded", message: CONTEXT_WINDOW_MESSAGE });
-  return httpError(400, { error: { message: CONTEXT_WINDOW_MESSAGE, type: "invalid_request_error", param: "input", code: "context_length_exceeded" } });
+  return httpError(400, {
+    error: {
+      message: CONTEXT_WINDOW_MESSAGE,
+      type: "invalid_request_error",
+      param: "input",
+      code: "context_length_exceeded",
+    },
+  });
 }
 
 export function rateLimited(retryAfterSeconds?: number): HttpErrorReply {
-  const headers: Record<string, string> = retryAfterSeconds === undefined ? {} : { "retry-after": String(retryAfterSeconds) };
-  return httpError(429, { error: { message: "Rate limit reached for requests. Please try again later.", type: "requests", param: null, code: "rate_limit_exceeded" } }, headers);
+  const headers: Record<string, string> =
+    retryAfterSeconds === undefined ? {} : { "retry-after": String(retryAfterSeconds) };
+  return httpError(
+    429,
+    {
+      error: {
+        message: "Rate limit reached for requests. Please try again later.",
+        type: "requests",
+        param: null,
+        code: "rate_limit_exceeded",
+      },
+    },
+    headers,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -236,16 +281,21 @@ function groups(steps: Step[]): Group[] {
 }
 
 function defaultUsage(r: ReplyBuilder, rawBody: string): FakeUsage {
-  const outChars = r.steps.reduce((n, s) => n + (s.kind === "tool" ? s.arguments.length : s.kind === "custom" ? s.input.length : s.text.length), 0);
+  const outChars = r.steps.reduce(
+    (n, s) => n + (s.kind === "tool" ? s.arguments.length : s.kind === "custom" ? s.input.length : s.text.length),
+    0,
+  );
   return { input: Math.ceil(rawBody.length / 4), output: Math.ceil(outChars / 4) };
 }
 
-const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+const sse = (data: unknown, event?: string) =>
+  `${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
 
 function renderResponses(r: ReplyBuilder, req: RecordedRequest): string[] {
   const events: string[] = [];
   let seq = 0;
-  const emit = (type: string, fields: JsonObject) => events.push(sse({ type, sequence_number: seq++, ...fields }, type));
+  const emit = (type: string, fields: JsonObject) =>
+    events.push(sse({ type, sequence_number: seq++, ...fields }, type));
   const responseId = nextId("resp");
   const base = {
     id: responseId,
@@ -265,39 +315,93 @@ function renderResponses(r: ReplyBuilder, req: RecordedRequest): string[] {
     if (g.kind === "message") {
       const id = nextId("msg");
       const text = g.texts.join("");
-      emit("response.output_item.added", { output_index, item: { id, type: "message", status: "in_progress", role: "assistant", content: [] } });
-      emit("response.content_part.added", { item_id: id, output_index, content_index: 0, part: { type: "output_text", text: "", annotations: [] } });
-      for (const t of g.texts) for (const delta of pieces(t)) emit("response.output_text.delta", { item_id: id, output_index, content_index: 0, delta, logprobs: [] });
+      emit("response.output_item.added", {
+        output_index,
+        item: { id, type: "message", status: "in_progress", role: "assistant", content: [] },
+      });
+      emit("response.content_part.added", {
+        item_id: id,
+        output_index,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [] },
+      });
+      for (const t of g.texts)
+        for (const delta of pieces(t))
+          emit("response.output_text.delta", { item_id: id, output_index, content_index: 0, delta, logprobs: [] });
       emit("response.output_text.done", { item_id: id, output_index, content_index: 0, text, logprobs: [] });
-      emit("response.content_part.done", { item_id: id, output_index, content_index: 0, part: { type: "output_text", text, annotations: [] } });
-      const item = { id, type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] };
+      emit("response.content_part.done", {
+        item_id: id,
+        output_index,
+        content_index: 0,
+        part: { type: "output_text", text, annotations: [] },
+      });
+      const item = {
+        id,
+        type: "message",
+        status: "completed",
+        role: "assistant",
+        content: [{ type: "output_text", text, annotations: [] }],
+      };
       emit("response.output_item.done", { output_index, item });
       output.push(item);
     } else if (g.kind === "reasoning") {
       const id = nextId("rs");
       emit("response.output_item.added", { output_index, item: { id, type: "reasoning", summary: [] } });
-      emit("response.reasoning_summary_part.added", { item_id: id, output_index, summary_index: 0, part: { type: "summary_text", text: "" } });
-      for (const delta of pieces(g.text)) emit("response.reasoning_summary_text.delta", { item_id: id, output_index, summary_index: 0, delta });
+      emit("response.reasoning_summary_part.added", {
+        item_id: id,
+        output_index,
+        summary_index: 0,
+        part: { type: "summary_text", text: "" },
+      });
+      for (const delta of pieces(g.text))
+        emit("response.reasoning_summary_text.delta", { item_id: id, output_index, summary_index: 0, delta });
       emit("response.reasoning_summary_text.done", { item_id: id, output_index, summary_index: 0, text: g.text });
-      emit("response.reasoning_summary_part.done", { item_id: id, output_index, summary_index: 0, part: { type: "summary_text", text: g.text } });
+      emit("response.reasoning_summary_part.done", {
+        item_id: id,
+        output_index,
+        summary_index: 0,
+        part: { type: "summary_text", text: g.text },
+      });
       const item: JsonObject = { id, type: "reasoning", summary: [{ type: "summary_text", text: g.text }] };
       if (g.encrypted !== undefined) item.encrypted_content = g.encrypted;
       emit("response.output_item.done", { output_index, item });
       output.push(item);
     } else if (g.kind === "tool") {
       const id = nextId("fc");
-      emit("response.output_item.added", { output_index, item: { id, type: "function_call", status: "in_progress", arguments: "", call_id: g.callId, name: g.name } });
-      for (const delta of slices(g.arguments, 8)) emit("response.function_call_arguments.delta", { item_id: id, output_index, delta });
+      emit("response.output_item.added", {
+        output_index,
+        item: { id, type: "function_call", status: "in_progress", arguments: "", call_id: g.callId, name: g.name },
+      });
+      for (const delta of slices(g.arguments, 8))
+        emit("response.function_call_arguments.delta", { item_id: id, output_index, delta });
       emit("response.function_call_arguments.done", { item_id: id, output_index, arguments: g.arguments });
-      const item = { id, type: "function_call", status: "completed", arguments: g.arguments, call_id: g.callId, name: g.name };
+      const item = {
+        id,
+        type: "function_call",
+        status: "completed",
+        arguments: g.arguments,
+        call_id: g.callId,
+        name: g.name,
+      };
       emit("response.output_item.done", { output_index, item });
       output.push(item);
     } else {
       const id = nextId("ctc");
-      emit("response.output_item.added", { output_index, item: { id, type: "custom_tool_call", status: "in_progress", call_id: g.callId, input: "", name: g.name } });
-      for (const delta of slices(g.input, 8)) emit("response.custom_tool_call_input.delta", { item_id: id, output_index, delta });
+      emit("response.output_item.added", {
+        output_index,
+        item: { id, type: "custom_tool_call", status: "in_progress", call_id: g.callId, input: "", name: g.name },
+      });
+      for (const delta of slices(g.input, 8))
+        emit("response.custom_tool_call_input.delta", { item_id: id, output_index, delta });
       emit("response.custom_tool_call_input.done", { item_id: id, output_index, input: g.input });
-      const item = { id, type: "custom_tool_call", status: "completed", call_id: g.callId, input: g.input, name: g.name };
+      const item = {
+        id,
+        type: "custom_tool_call",
+        status: "completed",
+        call_id: g.callId,
+        input: g.input,
+        name: g.name,
+      };
       emit("response.output_item.done", { output_index, item });
       output.push(item);
     }
@@ -305,7 +409,10 @@ function renderResponses(r: ReplyBuilder, req: RecordedRequest): string[] {
   if (r.failure) {
     const { code, message, type } = r.failure.error;
     if (r.failure.as === "error") emit("error", { code, message, param: null, ...(type ? { error_type: type } : {}) });
-    else emit("response.failed", { response: { ...base, status: "failed", output, usage: null, error: { code, message } } });
+    else
+      emit("response.failed", {
+        response: { ...base, status: "failed", output, usage: null, error: { code, message } },
+      });
     return events;
   }
   const u = r.usageValue ?? defaultUsage(r, req.rawBody);
@@ -326,22 +433,33 @@ function renderChat(r: ReplyBuilder, req: RecordedRequest): string[] {
   const created = Math.floor(Date.now() / 1000);
   const model = req.body.model ?? "fake-model";
   const chunk = (choices: JsonObject[], extra: JsonObject = {}) =>
-    events.push(sse({ id, object: "chat.completion.chunk", created, model, system_fingerprint: "fp_fake", choices, ...extra }));
-  const delta = (d: JsonObject, finish: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+    events.push(
+      sse({ id, object: "chat.completion.chunk", created, model, system_fingerprint: "fp_fake", choices, ...extra }),
+    );
+  const delta = (d: JsonObject, finish: string | null = null) =>
+    chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
 
   delta({ role: "assistant", content: "" });
   const calls: { index: number; callId: string; name: string; arguments: string }[] = [];
   for (const s of r.steps) {
     if (s.kind === "reasoning") for (const p of pieces(s.text)) delta({ content: null, [r.chatReasoningField]: p });
     else if (s.kind === "text") for (const p of pieces(s.text)) delta({ content: p });
-    else if (s.kind === "tool") calls.push({ index: calls.length, callId: s.callId, name: s.name, arguments: s.arguments });
-    else calls.push({ index: calls.length, callId: s.callId, name: s.name, arguments: JSON.stringify({ input: s.input }) });
+    else if (s.kind === "tool")
+      calls.push({ index: calls.length, callId: s.callId, name: s.name, arguments: s.arguments });
+    else
+      calls.push({
+        index: calls.length,
+        callId: s.callId,
+        name: s.name,
+        arguments: JSON.stringify({ input: s.input }),
+      });
   }
   const style = r.chatToolCalls;
   const fragmentsOf = (c: (typeof calls)[number]): JsonObject[] => {
     const withIndex = style !== "no-index";
     const idx = withIndex ? { index: c.index } : {};
-    if (style === "whole") return [{ ...idx, id: c.callId, type: "function", function: { name: c.name, arguments: c.arguments } }];
+    if (style === "whole")
+      return [{ ...idx, id: c.callId, type: "function", function: { name: c.name, arguments: c.arguments } }];
     return [
       { ...idx, id: c.callId, type: "function", function: { name: c.name, arguments: "" } },
       ...slices(c.arguments, 7).map((a) => ({ ...idx, function: { arguments: a } })),
@@ -349,7 +467,8 @@ function renderChat(r: ReplyBuilder, req: RecordedRequest): string[] {
   };
   if (style === "interleaved") {
     const lists = calls.map(fragmentsOf);
-    for (let i = 0; lists.some((l) => i < l.length); i++) for (const l of lists) if (i < l.length) delta({ tool_calls: [l[i]] });
+    for (let i = 0; lists.some((l) => i < l.length); i++)
+      for (const l of lists) if (i < l.length) delta({ tool_calls: [l[i]] });
   } else {
     for (const c of calls) for (const f of fragmentsOf(c)) delta({ tool_calls: [f] });
   }
@@ -479,14 +598,22 @@ export class FakeModelServer {
       // not JSON; rawBody keeps it
     }
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
     const path = new URL(req.url ?? "/", this.origin).pathname;
     const recorded: RecordedRequest = { method: req.method ?? "GET", path, headers, body, rawBody, receivedAtMs };
     if (this.recording) this.requests.push(recorded);
 
     const api = path.endsWith("/responses") ? "responses" : path.endsWith("/chat/completions") ? "chat" : undefined;
     if (!api) {
-      return sendJson(res, 404, { error: { message: `fake model server: no endpoint ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
+      return sendJson(res, 404, {
+        error: {
+          message: `fake model server: no endpoint ${req.method} ${path}`,
+          type: "invalid_request_error",
+          param: null,
+          code: "unknown_url",
+        },
+      });
     }
     const refusal = this.refusals.find((f) => f.match(recorded));
     const lane = refusal ? undefined : this.routes.find((l) => l.match(recorded));
@@ -499,7 +626,11 @@ export class FakeModelServer {
     }
     if (!r) {
       return sendJson(res, 500, {
-        error: { message: `fake model server: the test queued no reply for ${req.method} ${path} (request #${this.requests.length})`, type: "server_error", code: "no_reply_queued" },
+        error: {
+          message: `fake model server: the test queued no reply for ${req.method} ${path} (request #${this.requests.length})`,
+          type: "server_error",
+          code: "no_reply_queued",
+        },
       });
     }
     switch (r.kind) {

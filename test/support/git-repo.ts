@@ -4,15 +4,30 @@
  * tree's files, the index, HEAD and the current branch's ref), to check that a run touched none
  * of it.
  */
-import { createHash } from "node:crypto";
+
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
 /** git in `dir`, as a user would run it (their identity given here, since CI machines have none). */
 export function gitIn(dir: string, ...args: string[]): string {
-  return execFileSync("git", ["-c", "user.name=Test User", "-c", "user.email=user@example.com", "-c", "init.defaultBranch=main", "-C", dir, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  return execFileSync(
+    "git",
+    [
+      "-c",
+      "user.name=Test User",
+      "-c",
+      "user.email=user@example.com",
+      "-c",
+      "init.defaultBranch=main",
+      "-C",
+      dir,
+      ...args,
+    ],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+  ).trim();
 }
 
 export function writeFiles(dir: string, files: Record<string, string>): void {
@@ -59,7 +74,10 @@ function filesUnder(root: string, rel = ""): string[] {
  */
 export function userCheckoutFingerprint(dir: string, o: { indexEntries?: boolean } = {}): string {
   const h = createHash("sha256");
-  for (const f of filesUnder(dir)) h.update(`${f}\0`).update(readFileSync(path.join(dir, f))).update("\0");
+  for (const f of filesUnder(dir))
+    h.update(`${f}\0`)
+      .update(readFileSync(path.join(dir, f)))
+      .update("\0");
   h.update(o.indexEntries ? gitIn(dir, "ls-files", "--stage") : readFileSync(path.join(dir, ".git", "index")));
   h.update(readFileSync(path.join(dir, ".git", "HEAD")));
   h.update(gitIn(dir, "rev-parse", "HEAD")).update(gitIn(dir, "symbolic-ref", "HEAD"));

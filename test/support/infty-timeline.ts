@@ -6,15 +6,20 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { runInfty, type InftyEvent } from "../../src/infty/orchestrator.ts";
 import { CHECKPOINT_DIRS } from "../../src/infty/checkpoint-format.ts";
+import { type InftyEvent, runInfty } from "../../src/infty/orchestrator.ts";
 import { RunMetaSchema } from "../../src/infty/run-store.ts";
 import { defaultConfig } from "../../src/session/config.ts";
-import { reply, startFakeModelServer, type FakeModelServer } from "./fake-model-server.ts";
+import { type FakeModelServer, reply, startFakeModelServer } from "./fake-model-server.ts";
 import { useSourceRelay } from "./self.ts";
 
 export const sig = (o: unknown) => reply().text(JSON.stringify(o));
-export const patch = (file: string, text: string) => ({ input: `*** Begin Patch\n*** Add File: ${file}\n${text.split("\n").map((l) => `+${l}`).join("\n")}\n*** End Patch\n` });
+export const patch = (file: string, text: string) => ({
+  input: `*** Begin Patch\n*** Add File: ${file}\n${text
+    .split("\n")
+    .map((l) => `+${l}`)
+    .join("\n")}\n*** End Patch\n`,
+});
 export const DELIVER =
   "mkdir -p deliverable && cp artifacts/answer.txt deliverable/ && { echo '# Answer'; echo '## Manifest'; echo \"- answer.txt ($(wc -c < deliverable/answer.txt | tr -d ' ') bytes)\"; echo '## How to verify'; echo 'cat answer.txt'; echo '## Limitations'; echo 'none'; } > deliverable/README.md";
 export const CLAIM = "memory/claims/answer.json";
@@ -48,7 +53,13 @@ export async function setup(api: "openai-responses" | "openai-chat" = "openai-re
     home,
     server,
     events,
-    config: { ...defaultConfig(), model: "m", model_provider: api, base_url: server.baseUrl, sandbox_mode: "danger-full-access" as const },
+    config: {
+      ...defaultConfig(),
+      model: "m",
+      model_provider: api,
+      base_url: server.baseUrl,
+      sandbox_mode: "danger-full-access" as const,
+    },
     async [Symbol.asyncDispose]() {
       await server.close();
       rmSync(home, { recursive: true, force: true });
@@ -61,7 +72,13 @@ type Setup = Awaited<ReturnType<typeof setup>>;
 function enqueueFirstTimeline(server: FakeModelServer): void {
   server.enqueue(
     reply().toolCall("apply_patch", patch("artifacts/answer.txt", "41")),
-    reply().toolCall("apply_patch", patch(CLAIM, JSON.stringify({ claim: "the answer is 42", evidence: ["artifacts/answer.txt", "cat artifacts/answer.txt"] }))),
+    reply().toolCall(
+      "apply_patch",
+      patch(
+        CLAIM,
+        JSON.stringify({ claim: "the answer is 42", evidence: ["artifacts/answer.txt", "cat artifacts/answer.txt"] }),
+      ),
+    ),
     sig({ type: "verification_request", claim_path: CLAIM, notes: "first try" }),
     sig({ verdict: "fail", reasons: ["answer.txt says 41, not 42"], suggestions: ["write 42"] }),
     reply().toolCall("exec_command", { cmd: "echo 42 > artifacts/answer.txt" }),
@@ -74,7 +91,10 @@ function enqueueFirstTimeline(server: FakeModelServer): void {
 }
 
 /** Runs the first timeline to a verified deliverable; returns what each checkpoint held. */
-export async function runFirstTimeline(t: Setup, runId: string): Promise<{ runDir: string; captured: Captured[]; status: string }> {
+export async function runFirstTimeline(
+  t: Setup,
+  runId: string,
+): Promise<{ runDir: string; captured: Captured[]; status: string }> {
   enqueueFirstTimeline(t.server);
   const runDir = path.join(t.home, "infty", runId);
   const captured: Captured[] = [];

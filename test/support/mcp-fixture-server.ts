@@ -27,35 +27,74 @@ async function serve(argv: string[]): Promise<void> {
   }
   const server = new McpServer({ name, version: "1.0.0" });
   const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
-  server.registerTool("echo", { description: "Echoes its text back.\nSecond line of the description.", inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, async ({ text: t }) => text(`echo: ${t}`));
-  server.registerTool("pid", { description: "The server's process id.", annotations: { readOnlyHint: true } }, async () => text(String(process.pid)));
-  server.registerTool("where", { description: "Its cwd and FIXTURE_MODE.", annotations: { readOnlyHint: true } }, async () => text(JSON.stringify({ cwd: process.cwd(), mode: process.env.FIXTURE_MODE ?? null })));
-  server.registerTool("write_note", { description: "Writes a note to a file.", inputSchema: { path: z.string(), note: z.string() } }, async ({ path: p, note }) => {
-    writeFileSync(p, note);
-    return text(`wrote ${note.length} characters to ${p}`);
-  });
-  server.registerTool("fail", { description: "Always fails.", annotations: { readOnlyHint: true } }, async () => ({ ...text("the fixture failed on purpose"), isError: true }));
+  server.registerTool(
+    "echo",
+    {
+      description: "Echoes its text back.\nSecond line of the description.",
+      inputSchema: { text: z.string() },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ text: t }) => text(`echo: ${t}`),
+  );
+  server.registerTool(
+    "pid",
+    { description: "The server's process id.", annotations: { readOnlyHint: true } },
+    async () => text(String(process.pid)),
+  );
+  server.registerTool(
+    "where",
+    { description: "Its cwd and FIXTURE_MODE.", annotations: { readOnlyHint: true } },
+    async () => text(JSON.stringify({ cwd: process.cwd(), mode: process.env.FIXTURE_MODE ?? null })),
+  );
+  server.registerTool(
+    "write_note",
+    { description: "Writes a note to a file.", inputSchema: { path: z.string(), note: z.string() } },
+    async ({ path: p, note }) => {
+      writeFileSync(p, note);
+      return text(`wrote ${note.length} characters to ${p}`);
+    },
+  );
+  server.registerTool("fail", { description: "Always fails.", annotations: { readOnlyHint: true } }, async () => ({
+    ...text("the fixture failed on purpose"),
+    isError: true,
+  }));
   server.registerTool("crash", { description: "Exits the server." }, async () => {
     process.stderr.write("fixture: crashing on purpose\n");
     process.exit(3);
   });
-  server.registerTool("big", { description: "Returns n characters.", inputSchema: { n: z.number().int() }, annotations: { readOnlyHint: true } }, async ({ n }) => text(`${"x".repeat(n - 4)}tail`));
-  server.registerTool("hang", { description: "Never answers.", annotations: { readOnlyHint: true } }, () => new Promise<never>(() => {}));
+  server.registerTool(
+    "big",
+    { description: "Returns n characters.", inputSchema: { n: z.number().int() }, annotations: { readOnlyHint: true } },
+    async ({ n }) => text(`${"x".repeat(n - 4)}tail`),
+  );
+  server.registerTool(
+    "hang",
+    { description: "Never answers.", annotations: { readOnlyHint: true } },
+    () => new Promise<never>(() => {}),
+  );
   server.registerTool("image", { description: "Returns an image.", annotations: { readOnlyHint: true } }, async () => ({
     content: [
       { type: "text" as const, text: "here is a picture" },
       { type: "image" as const, data: Buffer.from("not really a png").toString("base64"), mimeType: "image/png" },
     ],
   }));
-  server.registerTool("garbage", { description: "Writes malformed lines to stdout, then answers.", annotations: { readOnlyHint: true } }, async () => {
-    process.stdout.write('this is not json\n{"jsonrpc":"2.0","id":\n[1,2,3]\n{"jsonrpc":"2.0","method":42}\n');
-    return text("still here");
-  });
-  server.registerTool("spawn_child", { description: "Starts a detached sleep; answers its pid.", annotations: { readOnlyHint: true } }, async () => {
-    const child = spawn("sleep", ["600"], { detached: true, stdio: "ignore" });
-    child.unref();
-    return text(String(child.pid));
-  });
+  server.registerTool(
+    "garbage",
+    { description: "Writes malformed lines to stdout, then answers.", annotations: { readOnlyHint: true } },
+    async () => {
+      process.stdout.write('this is not json\n{"jsonrpc":"2.0","id":\n[1,2,3]\n{"jsonrpc":"2.0","method":42}\n');
+      return text("still here");
+    },
+  );
+  server.registerTool(
+    "spawn_child",
+    { description: "Starts a detached sleep; answers its pid.", annotations: { readOnlyHint: true } },
+    async () => {
+      const child = spawn("sleep", ["600"], { detached: true, stdio: "ignore" });
+      child.unref();
+      return text(String(child.pid));
+    },
+  );
   await server.connect(new StdioServerTransport());
   process.stderr.write(`fixture ${name} ready\n`);
 }

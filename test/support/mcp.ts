@@ -20,5 +20,11 @@ export const tomlString = (s: string): string => JSON.stringify(s);
 /** `[mcp_servers.NAME]` for the fixture, as a Codex user would write it. */
 export function fixtureToml(name: string, extra: string[] = [], lines: string[] = []): string {
   const { command, args } = mcpFixtureCommand("--name", name, ...extra);
-  return [`[mcp_servers.${name}]`, `command = ${tomlString(command)}`, `args = [${args.map(tomlString).join(", ")}]`, ...lines, ""].join("\n");
+  return [
+    `[mcp_servers.${name}]`,
+    `command = ${tomlString(command)}`,
+    `args = [${args.map(tomlString).join(", ")}]`,
+    ...lines,
+    "",
+  ].join("\n");
 }

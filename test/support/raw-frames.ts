@@ -4,7 +4,7 @@
  * in, and a relay subcommand driven over real pipes.
  */
 import { Buffer } from "node:buffer";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { relayArgv } from "./self.ts";
 
 /** A 4-byte big-endian length header saying `n`. */
@@ -23,7 +23,12 @@ export function rawFrame(payload: string | Uint8Array): Buffer {
 export interface RawMessage {
   text: string;
   /** JSON.parse of the text (ids above 2^53-1 are rounded here: use `id`). */
-  value: { type?: string; method?: string; params?: unknown; result?: { ok?: unknown; error?: { code: string; message: string } } };
+  value: {
+    type?: string;
+    method?: string;
+    params?: unknown;
+    result?: { ok?: unknown; error?: { code: string; message: string } };
+  };
   /** The exact top-level id token, read from the text. */
   id: string | undefined;
   bytes: number;
@@ -141,5 +146,7 @@ export class RawChild {
 
 /** A request frame as relay would write it (ids as exact tokens, so above 2^53-1 too). */
 export function requestFrame(id: string | number, method: string, params: unknown = {}): Buffer {
-  return rawFrame(`{"type":"request","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`);
+  return rawFrame(
+    `{"type":"request","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`,
+  );
 }

@@ -2,8 +2,9 @@
  * Inside a test runner, argv[1] is the test file, not relay's entry point, so tests say how
  * to start relay through RELAY_SELF_COMMAND (children inherit it).
  */
-import { joinCommandLine } from "../../src/protocol/command-line.ts";
+
 import { spawn } from "node:child_process";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { MAIN_TS, NODE_BUNDLE, REPO_ROOT } from "./paths.ts";
 
 export function relayArgv(): string[] {
@@ -21,10 +22,18 @@ export function useSourceRelay(): void {
  * Runs relay with `args` and collects its output. Async on purpose: tests often serve a fake
  * model from their own process, which must keep answering while relay runs.
  */
-export function runRelayAsync(args: string[], env: NodeJS.ProcessEnv = process.env, stdin?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runRelayAsync(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  stdin?: string,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const [cmd, ...pre] = relayArgv();
   // With `stdin`, it is written to relay's standard input, then closed; without, stdin is /dev/null.
-  const child = spawn(cmd!, [...pre, ...args], { cwd: REPO_ROOT, env, stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+  const child = spawn(cmd!, [...pre, ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+  });
   child.stdin?.end(stdin);
   let stdout = "";
   let stderr = "";

@@ -4,13 +4,14 @@
  * run_started naming this process, so it counts as live) that the tests append events to, and
  * hostile content: an artifact and an event text full of HTML, a symlink out of the store.
  */
-import { appendFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import os from "node:os";
+
 import { spawnSync } from "node:child_process";
+import { appendFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { type IncomingHttpHeaders, request } from "node:http";
+import os from "node:os";
+import path from "node:path";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { runFirstTimeline, setup } from "./infty-timeline.ts";
-import { request, type IncomingHttpHeaders } from "node:http";
 import { Inbox } from "./wait.ts";
 
 export const FINISHED = "run-finished";
@@ -23,19 +24,50 @@ export async function serveRuns() {
   const t = await setup();
   const first = await runFirstTimeline(t, FINISHED);
   if (first.status !== "complete") throw new Error(`the scripted run ended ${first.status}`);
-  const created = await RunStore.create(t.home, { run_id: RUNNING, objective: `Keep going ${HOSTILE}`, verifiers: 2, consensus: "all", max_turns: 50, max_wall_ms: 3_600_000, max_tokens: 100_000 }, { type: "solver_message", message: "start" });
+  const created = await RunStore.create(
+    t.home,
+    {
+      run_id: RUNNING,
+      objective: `Keep going ${HOSTILE}`,
+      verifiers: 2,
+      consensus: "all",
+      max_turns: 50,
+      max_wall_ms: 3_600_000,
+      max_tokens: 100_000,
+    },
+    { type: "solver_message", message: "start" },
+  );
   if ("error" in created) throw new Error(created.error.message);
   const store = created.ok;
   await store.log({ type: "run_started", resumed: false, pid: process.pid });
   await store.log({ type: "role", role: "solver", event: { kind: "turn_started" } });
   await store.log({ type: "role", role: "solver", event: { kind: "message", text: `Working on it ${HOSTILE}` } });
-  await store.log({ type: "heartbeat", turns: 1, tokens_used: 1200, roles: [{ role: "solver", turn: 1, doing: "waiting for model", since: new Date().toISOString(), tokens: 1200 }] });
+  await store.log({
+    type: "heartbeat",
+    turns: 1,
+    tokens_used: 1200,
+    roles: [{ role: "solver", turn: 1, doing: "waiting for model", since: new Date().toISOString(), tokens: 1200 }],
+  });
   await store.update({ turns: 1, tokens_used: 1200, heartbeat_at: new Date().toISOString() });
-  const stale = await RunStore.create(t.home, { run_id: STALE, objective: "Left behind", verifiers: 1, consensus: "all", max_turns: 50, max_wall_ms: 3_600_000 }, { type: "solver_message", message: "start" });
+  const stale = await RunStore.create(
+    t.home,
+    { run_id: STALE, objective: "Left behind", verifiers: 1, consensus: "all", max_turns: 50, max_wall_ms: 3_600_000 },
+    { type: "solver_message", message: "start" },
+  );
   if ("error" in stale) throw new Error(stale.error.message);
   const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid!;
   const now = new Date().toISOString();
-  writeFileSync(path.join(stale.ok.dir, "lease.json"), JSON.stringify({ version: 1, epoch: 1, holder: { pid: deadPid, start_time: null, host: os.hostname() }, acquired_at: now, heartbeat_at: now, released_at: null }));
+  writeFileSync(
+    path.join(stale.ok.dir, "lease.json"),
+    JSON.stringify({
+      version: 1,
+      epoch: 1,
+      holder: { pid: deadPid, start_time: null, host: os.hostname() },
+      acquired_at: now,
+      heartbeat_at: now,
+      released_at: null,
+    }),
+  );
   const runDir = path.join(t.home, "infty", RUNNING);
   writeFileSync(path.join(runDir, "artifacts", "evil.html"), `<!doctype html><html><body>${HOSTILE}</body></html>\n`);
   mkdirSync(path.join(runDir, "deliverable"), { recursive: true });
@@ -49,7 +81,10 @@ export async function serveRuns() {
     store,
     /** Appends raw lines to the running run's events.jsonl, as the orchestrator would. */
     append(...events: object[]) {
-      appendFileSync(path.join(runDir, "events.jsonl"), events.map((e) => JSON.stringify({ at: new Date().toISOString(), ...e }) + "\n").join(""));
+      appendFileSync(
+        path.join(runDir, "events.jsonl"),
+        events.map((e) => JSON.stringify({ at: new Date().toISOString(), ...e }) + "\n").join(""),
+      );
     },
   };
 }
@@ -61,14 +96,21 @@ export interface RawResponse {
 }
 
 /** A GET (or other) request with the path sent as written (no URL normalisation of `..`). */
-export function raw(base: string, pathAndQuery: string, o: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+export function raw(
+  base: string,
+  pathAndQuery: string,
+  o: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: pathAndQuery, method: o.method ?? "GET", headers: o.headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (d: string) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const req = request(
+      { host: u.hostname, port: u.port, path: pathAndQuery, method: o.method ?? "GET", headers: o.headers },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (d: string) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on("error", reject);
     req.end(o.body);
   });
@@ -81,36 +123,47 @@ export interface SseMessage {
 }
 
 /** An SSE stream: each message pushed to `messages` as it arrives; `close()` ends it. */
-export function sse(base: string, pathAndQuery: string, headers: Record<string, string> = {}): Promise<{ status: number; messages: Inbox<SseMessage>; close(): void }> {
+export function sse(
+  base: string,
+  pathAndQuery: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; messages: Inbox<SseMessage>; close(): void }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: pathAndQuery, headers: { accept: "text/event-stream", ...headers } }, (res) => {
-      const messages = new Inbox<SseMessage>();
-      let buf = "";
-      res.setEncoding("utf8").on("data", (d: string) => {
-        buf += d;
-        for (let end = buf.indexOf("\n\n"); end !== -1; end = buf.indexOf("\n\n")) {
-          const block = buf.slice(0, end);
-          buf = buf.slice(end + 2);
-          const m: SseMessage = { data: "" };
-          let hasData = false;
-          for (const line of block.split("\n")) {
-            const colon = line.indexOf(":");
-            if (colon === 0) continue;
-            const field = colon === -1 ? line : line.slice(0, colon);
-            const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-            if (field === "data") {
-              m.data = hasData ? `${m.data}\n${value}` : value;
-              hasData = true;
-            } else if (field === "id") m.id = value;
-            else if (field === "event") m.event = value;
+    const req = request(
+      { host: u.hostname, port: u.port, path: pathAndQuery, headers: { accept: "text/event-stream", ...headers } },
+      (res) => {
+        const messages = new Inbox<SseMessage>();
+        let buf = "";
+        res.setEncoding("utf8").on("data", (d: string) => {
+          buf += d;
+          for (let end = buf.indexOf("\n\n"); end !== -1; end = buf.indexOf("\n\n")) {
+            const block = buf.slice(0, end);
+            buf = buf.slice(end + 2);
+            const m: SseMessage = { data: "" };
+            let hasData = false;
+            for (const line of block.split("\n")) {
+              const colon = line.indexOf(":");
+              if (colon === 0) continue;
+              const field = colon === -1 ? line : line.slice(0, colon);
+              const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+              if (field === "data") {
+                m.data = hasData ? `${m.data}\n${value}` : value;
+                hasData = true;
+              } else if (field === "id") m.id = value;
+              else if (field === "event") m.event = value;
+            }
+            if (hasData) messages.push(m);
           }
-          if (hasData) messages.push(m);
-        }
-      });
-      resolve({ status: res.statusCode ?? 0, messages, close: () => req.destroy() });
-    });
-    req.on("error", (e) => (e.message.includes("socket hang up") || (e as NodeJS.ErrnoException).code === "ECONNRESET" ? undefined : reject(e)));
+        });
+        resolve({ status: res.statusCode ?? 0, messages, close: () => req.destroy() });
+      },
+    );
+    req.on("error", (e) =>
+      e.message.includes("socket hang up") || (e as NodeJS.ErrnoException).code === "ECONNRESET"
+        ? undefined
+        : reject(e),
+    );
     req.end();
   });
 }

@@ -6,11 +6,17 @@ import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { relayArgv } from "./self.ts";
 
 /** Writes `<root>/<name>/SKILL.md`; returns its path. */
-export function writeSkill(root: string, name: string, o: { description?: string; body?: string; hidden?: boolean; frontMatter?: string } = {}): string {
+export function writeSkill(
+  root: string,
+  name: string,
+  o: { description?: string; body?: string; hidden?: boolean; frontMatter?: string } = {},
+): string {
   const dir = path.join(root, name);
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, "SKILL.md");
-  const fm = o.frontMatter ?? `---\nname: ${name}\ndescription: ${o.description ?? `the ${name} skill`}\n${o.hidden ? "hidden: true\n" : ""}---\n`;
+  const fm =
+    o.frontMatter ??
+    `---\nname: ${name}\ndescription: ${o.description ?? `the ${name} skill`}\n${o.hidden ? "hidden: true\n" : ""}---\n`;
   writeFileSync(file, `${fm}${o.body ?? `${name} body\n`}`);
   return file;
 }
@@ -21,7 +27,11 @@ export function writeSkill(root: string, name: string, o: { description?: string
  * executor only: the orchestrator and the session's own executor have another cwd.
  */
 export function executorIn(cwd: string, argv: string[] = relayArgv()): string {
-  return joinCommandLine(["sh", "-c", `cd ${joinCommandLine([cwd])} && exec ${joinCommandLine([...argv, "executor"])}`]);
+  return joinCommandLine([
+    "sh",
+    "-c",
+    `cd ${joinCommandLine([cwd])} && exec ${joinCommandLine([...argv, "executor"])}`,
+  ]);
 }
 
 /** A directory (its own cwd for an environment) holding `env-skills/`. */

@@ -12,5 +12,7 @@ export function skipBecause(suite: string, reason: string | false | undefined): 
 export function noSandboxHere(): string | false {
   if (process.versions.bun) return false;
   const onPath = (process.env.PATH ?? "").split(":").some((d) => d !== "" && existsSync(`${d}/bwrap`));
-  return onPath ? false : `${(globalThis as { Deno?: unknown }).Deno ? "Deno" : "Node"} has no built-in sandbox (it needs Bun's FFI) and bubblewrap is not installed`;
+  return onPath
+    ? false
+    : `${(globalThis as { Deno?: unknown }).Deno ? "Deno" : "Node"} has no built-in sandbox (it needs Bun's FFI) and bubblewrap is not installed`;
 }

@@ -1,8 +1,11 @@
 /** In-process stream pairs for protocol tests. */
 import { PassThrough } from "node:stream";
-import { RpcPeer, type PeerOptions } from "../../src/protocol/peer.ts";
+import { type PeerOptions, RpcPeer } from "../../src/protocol/peer.ts";
 
-export function peerPair(a: PeerOptions = {}, b: PeerOptions = {}): { left: RpcPeer; right: RpcPeer; leftToRight: PassThrough; rightToLeft: PassThrough } {
+export function peerPair(
+  a: PeerOptions = {},
+  b: PeerOptions = {},
+): { left: RpcPeer; right: RpcPeer; leftToRight: PassThrough; rightToLeft: PassThrough } {
   const leftToRight = new PassThrough();
   const rightToLeft = new PassThrough();
   const left = new RpcPeer(rightToLeft, leftToRight, { name: "left", ...a });

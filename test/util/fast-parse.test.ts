@@ -6,24 +6,27 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { compiledWithoutZod, fastParse } from "../../src/util/fast-parse.ts";
-import { lazySchema } from "../../src/util/lazy-schema.ts";
 import * as codemode from "../../src/codemode/protocol.ts";
-import * as executor from "../../src/executor/protocol.ts";
+import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../../src/executor/exec-tools.ts";
 import * as mcp from "../../src/executor/mcp-protocol.ts";
-import * as skills from "../../src/executor/skills.ts";
 import * as projectDocs from "../../src/executor/project-docs.ts";
-import * as envelope from "../../src/protocol/envelope.ts";
-import { StreamEventSchema } from "../../src/model/responses.ts";
+import * as executor from "../../src/executor/protocol.ts";
+import * as skills from "../../src/executor/skills.ts";
 import { ChunkSchema } from "../../src/model/chat.ts";
 import { ResponseItemSchema } from "../../src/model/items.ts";
-import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../../src/executor/exec-tools.ts";
+import { StreamEventSchema } from "../../src/model/responses.ts";
+import * as envelope from "../../src/protocol/envelope.ts";
 import * as rolloutLines from "../../src/rollout/schema.ts";
+import { compiledWithoutZod, fastParse } from "../../src/util/fast-parse.ts";
+import { lazySchema } from "../../src/util/lazy-schema.ts";
 import { prng } from "../support/prng.ts";
 
 /** A value as JSON that keeps what JSON drops: undefined, bigints, key order. */
 function shown(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => (x === undefined ? "<undefined>" : typeof x === "bigint" ? `<${x}n>` : x)) ?? "<undefined>";
+  return (
+    JSON.stringify(v, (_k, x: unknown) => (x === undefined ? "<undefined>" : typeof x === "bigint" ? `<${x}n>` : x)) ??
+    "<undefined>"
+  );
 }
 
 /** The prototypes of a value's objects, depth first: a `__proto__` key must never set one. */
@@ -52,12 +55,55 @@ function same(schema: z.ZodType, value: unknown, label = ""): boolean {
 
 describe("fastParse: hand-made cases", () => {
   test("primitives, literals, enums and checks", () => {
-    const values = [undefined, null, 0, -1, 1.5, NaN, Infinity, -Infinity, 2 ** 53, 2 ** 31, "", "a", "ab", "😀", "😀😀", "\ud83d", "/abs", "rel", true, false, 0n, 5n, [], {}];
+    const values = [
+      undefined,
+      null,
+      0,
+      -1,
+      1.5,
+      NaN,
+      Infinity,
+      -Infinity,
+      2 ** 53,
+      2 ** 31,
+      "",
+      "a",
+      "ab",
+      "😀",
+      "😀😀",
+      "\ud83d",
+      "/abs",
+      "rel",
+      true,
+      false,
+      0n,
+      5n,
+      [],
+      {},
+    ];
     const schemas: z.ZodType[] = [
-      z.string(), z.string().min(1), z.string().min(2), z.string().max(1), z.string().startsWith("/"), z.number(), z.number().int(),
-      z.number().int().min(0).max(10), z.number().gt(0).lt(2), z.boolean(), z.null(), z.bigint().min(0n).max(10n), z.literal("a"),
-      z.literal([1, "a"]), z.enum(["a", "ab"]), z.unknown(), z.any(), z.string().refine((s) => s.startsWith("/"), "absolute"),
-      z.int32(), z.email(), z.string().trim(), z.coerce.number(),
+      z.string(),
+      z.string().min(1),
+      z.string().min(2),
+      z.string().max(1),
+      z.string().startsWith("/"),
+      z.number(),
+      z.number().int(),
+      z.number().int().min(0).max(10),
+      z.number().gt(0).lt(2),
+      z.boolean(),
+      z.null(),
+      z.bigint().min(0n).max(10n),
+      z.literal("a"),
+      z.literal([1, "a"]),
+      z.enum(["a", "ab"]),
+      z.unknown(),
+      z.any(),
+      z.string().refine((s) => s.startsWith("/"), "absolute"),
+      z.int32(),
+      z.email(),
+      z.string().trim(),
+      z.coerce.number(),
     ];
     for (const s of schemas) for (const v of values) same(s, v);
   });
@@ -101,7 +147,10 @@ describe("fastParse: hand-made cases", () => {
   });
 
   test("a default hands out a fresh copy each time, as zod's does", () => {
-    const s = z.object({ list: z.array(z.string()).default(["a"]), map: z.object({ k: z.string() }).default({ k: "v" }) });
+    const s = z.object({
+      list: z.array(z.string()).default(["a"]),
+      map: z.object({ k: z.string() }).default({ k: "v" }),
+    });
     const a = fastParse(s, {});
     const b = fastParse(s, {});
     assert.ok(a.success && b.success);
@@ -113,10 +162,35 @@ describe("fastParse: hand-made cases", () => {
   });
 
   test("unions pick the first option that accepts; a discriminated one goes by its tag", () => {
-    const u = z.union([z.object({ a: z.string() }), z.object({ a: z.string(), b: z.number() }), z.string(), z.number().int()]);
-    const du = z.discriminatedUnion("t", [z.object({ t: z.literal("x"), v: z.string() }), z.object({ t: z.enum(["y", "z"]), v: z.number() })]);
-    const tagged = z.union([z.object({ Ok: z.string() }).strict(), z.object({ Err: z.object({ m: z.string() }) }).strict()]);
-    for (const v of [{ a: "1", b: 2 }, { b: 2 }, "s", 3, 3.5, { t: "x", v: "1" }, { t: "y", v: 1 }, { t: "z", v: "1" }, { t: "q" }, { Ok: "a" }, { Err: { m: "b" } }, { Ok: "a", Err: { m: "b" } }, {}]) {
+    const u = z.union([
+      z.object({ a: z.string() }),
+      z.object({ a: z.string(), b: z.number() }),
+      z.string(),
+      z.number().int(),
+    ]);
+    const du = z.discriminatedUnion("t", [
+      z.object({ t: z.literal("x"), v: z.string() }),
+      z.object({ t: z.enum(["y", "z"]), v: z.number() }),
+    ]);
+    const tagged = z.union([
+      z.object({ Ok: z.string() }).strict(),
+      z.object({ Err: z.object({ m: z.string() }) }).strict(),
+    ]);
+    for (const v of [
+      { a: "1", b: 2 },
+      { b: 2 },
+      "s",
+      3,
+      3.5,
+      { t: "x", v: "1" },
+      { t: "y", v: 1 },
+      { t: "z", v: "1" },
+      { t: "q" },
+      { Ok: "a" },
+      { Err: { m: "b" } },
+      { Ok: "a", Err: { m: "b" } },
+      {},
+    ]) {
       same(u, v);
       same(du, v);
       same(tagged, v);
@@ -125,7 +199,18 @@ describe("fastParse: hand-made cases", () => {
 
   test("records: plain objects' own keys; __proto__ and odd objects as zod treats them", () => {
     const r = z.record(z.string(), z.string());
-    const inputs: unknown[] = [{}, { a: "1", b: "2" }, { 2: "x", 1: "y", b: "z" }, { a: 1 }, JSON.parse('{"__proto__":"x","a":"b"}'), Object.create(null), new Date(), [], { constructor: "c" }, { [Symbol("s")]: "x" }];
+    const inputs: unknown[] = [
+      {},
+      { a: "1", b: "2" },
+      { 2: "x", 1: "y", b: "z" },
+      { a: 1 },
+      JSON.parse('{"__proto__":"x","a":"b"}'),
+      Object.create(null),
+      new Date(),
+      [],
+      { constructor: "c" },
+      { [Symbol("s")]: "x" },
+    ];
     for (const v of inputs) same(r, v);
     same(z.record(z.enum(["a", "b"]), z.number()), { a: 1, b: 2 });
   });
@@ -144,11 +229,16 @@ describe("fastParse: hand-made cases", () => {
     });
     const inner = lazySchema(() => z.object({ n: z.number().int() }));
     const outer = lazySchema(() => z.object({ inner, list: z.array(inner) }));
-    for (const v of [{ name: "a", kids: [{ name: "b", kids: [] }] }, { name: "a", kids: [{ name: 1, kids: [] }] }, { name: "a" }]) {
+    for (const v of [
+      { name: "a", kids: [{ name: "b", kids: [] }] },
+      { name: "a", kids: [{ name: 1, kids: [] }] },
+      { name: "a" },
+    ]) {
       same(tree, v);
       same(node, v);
     }
-    for (const v of [{ inner: { n: 1 }, list: [{ n: 2 }] }, { inner: { n: 1.5 }, list: [] }, { inner: { n: 1 } }]) same(outer, v);
+    for (const v of [{ inner: { n: 1 }, list: [{ n: 2 }] }, { inner: { n: 1.5 }, list: [] }, { inner: { n: 1 } }])
+      same(outer, v);
   });
 });
 
@@ -157,7 +247,9 @@ function generate(schema: z.ZodType, rnd: () => number, depth = 0): unknown {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const junk = [undefined, null, 0, -1, 1.5, NaN, 2 ** 53, "", "x", "/tmp/a", "😀", true, [], {}, 3n];
   if (rnd() < 0.06 || depth > 8) return pick(junk);
-  const zod = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string }; values?: Set<unknown> } })._zod;
+  const zod = (
+    schema as unknown as { _zod: { def: Record<string, unknown> & { type: string }; values?: Set<unknown> } }
+  )._zod;
   const def = zod.def;
   const sub = (s: unknown) => generate(s as z.ZodType, rnd, depth + 1);
   switch (def.type) {
@@ -194,7 +286,11 @@ function generate(schema: z.ZodType, rnd: () => number, depth = 0): unknown {
   }
 }
 
-function generateObject(shape: Record<string, z.ZodType>, rnd: () => number, sub: (s: unknown) => unknown): Record<string, unknown> {
+function generateObject(
+  shape: Record<string, z.ZodType>,
+  rnd: () => number,
+  sub: (s: unknown) => unknown,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, s] of Object.entries(shape)) {
     const r = rnd();
@@ -221,10 +317,21 @@ function wireSchemas(): Array<[string, z.ZodType]> {
   for (const mod of [codemode, executor, mcp, skills, projectDocs]) for (const v of Object.values(mod)) visit(v);
   found.push(["envelope", envelope.EnvelopeSchema]);
   // What a session parses per model event and per tool call.
-  found.push(["responses stream event", StreamEventSchema], ["chat chunk", ChunkSchema], ["response item", ResponseItemSchema]);
+  found.push(
+    ["responses stream event", StreamEventSchema],
+    ["chat chunk", ChunkSchema],
+    ["response item", ResponseItemSchema],
+  );
   found.push(["exec_command arguments", ExecCommandArgsSchema], ["write_stdin arguments", WriteStdinArgsSchema]);
   // Every line of every rollout read (sessions, resume, memories' phase 1).
-  for (const name of ["UnknownLineSchema", "SessionMetaLineSchema", "ResponseItemLineSchema", "EventMsgLineSchema", "TurnContextLineSchema", "CompactedLineSchema"] as const) {
+  for (const name of [
+    "UnknownLineSchema",
+    "SessionMetaLineSchema",
+    "ResponseItemLineSchema",
+    "EventMsgLineSchema",
+    "TurnContextLineSchema",
+    "CompactedLineSchema",
+  ] as const) {
     found.push([`rollout ${name}`, rolloutLines[name]]);
   }
   return found;
@@ -235,8 +342,17 @@ describe("fastParse: generated values for every wire method", () => {
 
   test("the wire methods are all found", () => {
     const names = schemas.map(([n]) => n);
-    for (const n of ["codemode/execute params", "codemode/execute result", "process/exec params", "process/exec result", "mcp/message params"]) {
-      assert.ok(names.some((x) => x.startsWith(n.split(" ")[0]!)), `${n} not found among ${names.length}`);
+    for (const n of [
+      "codemode/execute params",
+      "codemode/execute result",
+      "process/exec params",
+      "process/exec result",
+      "mcp/message params",
+    ]) {
+      assert.ok(
+        names.some((x) => x.startsWith(n.split(" ")[0]!)),
+        `${n} not found among ${names.length}`,
+      );
     }
     assert.ok(schemas.length > 40, `only ${schemas.length} schemas found`);
   });
@@ -257,11 +373,17 @@ describe("fastParse: generated values for every wire method", () => {
   });
 
   test("the messages of every tool call are checked without zod", () => {
-    for (const spec of [codemode.CodeModeMethods.execute, codemode.CodeModeMethods.hello, executor.ExecutorMethods.exec, executor.ExecutorMethods.write]) {
+    for (const spec of [
+      codemode.CodeModeMethods.execute,
+      codemode.CodeModeMethods.hello,
+      executor.ExecutorMethods.exec,
+      executor.ExecutorMethods.write,
+    ]) {
       assert.ok(compiledWithoutZod(spec.params), `${spec.name} params ask zod`);
       assert.ok(compiledWithoutZod(spec.result), `${spec.name} result asks zod`);
     }
-    for (const schema of [StreamEventSchema, ResponseItemSchema, ExecCommandArgsSchema]) assert.ok(compiledWithoutZod(schema));
+    for (const schema of [StreamEventSchema, ResponseItemSchema, ExecCommandArgsSchema])
+      assert.ok(compiledWithoutZod(schema));
     assert.equal(compiledWithoutZod(z.email()), false);
   });
 });

@@ -2,10 +2,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { lazySchema, lazySchemasBuilt } from "../../src/util/lazy-schema.ts";
 import { ExecCommandRequestSchema, ExecutorMethods } from "../../src/executor/protocol.ts";
+import { lazySchema, lazySchemasBuilt } from "../../src/util/lazy-schema.ts";
 
-const buildPoint = () => z.object({ x: z.number().int(), y: z.number().int().default(0), tag: z.enum(["a", "b"]).optional() });
+const buildPoint = () =>
+  z.object({ x: z.number().int(), y: z.number().int().default(0), tag: z.enum(["a", "b"]).optional() });
 
 function counted<T extends z.ZodType>(build: () => T): { schema: T; builds: () => number } {
   let n = 0;
@@ -32,7 +33,15 @@ describe("lazySchema", () => {
   test("parses, refuses and reports issues exactly as the eager schema", () => {
     const lazy = lazySchema(buildPoint);
     const eager = buildPoint();
-    for (const input of [{ x: 1 }, { x: 1.5 }, { x: "1" }, { x: 1, tag: "c" }, null, [], { x: 1, y: 2, tag: "b", extra: true }]) {
+    for (const input of [
+      { x: 1 },
+      { x: 1.5 },
+      { x: "1" },
+      { x: 1, tag: "c" },
+      null,
+      [],
+      { x: 1, y: 2, tag: "b", extra: true },
+    ]) {
       const a = lazy.safeParse(input);
       const b = eager.safeParse(input);
       assert.equal(a.success, b.success, JSON.stringify(input));
@@ -43,9 +52,16 @@ describe("lazySchema", () => {
   test("works where zod looks inside it: nested, unions, derived schemas, instanceof, JSON Schema", () => {
     const point = lazySchema(buildPoint);
     const shape = lazySchema(() =>
-      z.discriminatedUnion("kind", [z.object({ kind: z.literal("dot"), at: point }), z.object({ kind: z.literal("line"), from: point, to: point })]),
+      z.discriminatedUnion("kind", [
+        z.object({ kind: z.literal("dot"), at: point }),
+        z.object({ kind: z.literal("line"), from: point, to: point }),
+      ]),
     );
-    assert.deepEqual(shape.parse({ kind: "line", from: { x: 1 }, to: { x: 2, y: 2 } }), { kind: "line", from: { x: 1, y: 0 }, to: { x: 2, y: 2 } });
+    assert.deepEqual(shape.parse({ kind: "line", from: { x: 1 }, to: { x: 2, y: 2 } }), {
+      kind: "line",
+      from: { x: 1, y: 0 },
+      to: { x: 2, y: 2 },
+    });
     assert.equal(shape.safeParse({ kind: "dot", at: { x: "no" } }).success, false);
     assert.ok(point instanceof z.ZodObject);
     assert.deepEqual(Object.keys(point.shape), ["x", "y", "tag"]);

@@ -8,8 +8,10 @@ import { localFields, localZoneIsUtc } from "../../src/util/local-time.ts";
 
 describe("local time", () => {
   test("TZ decides when it is set: UTC names yes, other zones and an empty TZ no", () => {
-    for (const tz of ["UTC", ":UTC", "Etc/UTC", "UTC0", "GMT", "Zulu"]) assert.equal(localZoneIsUtc({ TZ: tz }), true, tz);
-    for (const tz of ["Europe/Berlin", "Asia/Kolkata", "", "UTC+1", "EST5EDT"]) assert.equal(localZoneIsUtc({ TZ: tz }), false, tz);
+    for (const tz of ["UTC", ":UTC", "Etc/UTC", "UTC0", "GMT", "Zulu"])
+      assert.equal(localZoneIsUtc({ TZ: tz }), true, tz);
+    for (const tz of ["Europe/Berlin", "Asia/Kolkata", "", "UTC+1", "EST5EDT"])
+      assert.equal(localZoneIsUtc({ TZ: tz }), false, tz);
   });
 
   test("without TZ, /etc/localtime's link target decides; a copied zone file or none is not known to be UTC", () => {
@@ -35,7 +37,14 @@ describe("local time", () => {
   test("the fields: UTC's where the zone is UTC, the Date getters' otherwise, and this process's agree with its getters", () => {
     const at = new Date(Date.UTC(2026, 11, 31, 23, 59, 58));
     assert.deepEqual(localFields(at, true), { year: 2026, month: 12, day: 31, hours: 23, minutes: 59, seconds: 58 });
-    const local = { year: at.getFullYear(), month: at.getMonth() + 1, day: at.getDate(), hours: at.getHours(), minutes: at.getMinutes(), seconds: at.getSeconds() };
+    const local = {
+      year: at.getFullYear(),
+      month: at.getMonth() + 1,
+      day: at.getDate(),
+      hours: at.getHours(),
+      minutes: at.getMinutes(),
+      seconds: at.getSeconds(),
+    };
     assert.deepEqual(localFields(at, false), local);
     assert.deepEqual(localFields(at), local);
   });

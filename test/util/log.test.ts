@@ -4,11 +4,20 @@
  * path standing for two processes (test/cli/logs.test.ts races real ones).
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
-import { humanLine, Log, LOG_FILES_KEPT, LogFile, logSettingsFromEnv, splitMirroredLines } from "../../src/util/log.ts";
+import { humanLine, LOG_FILES_KEPT, Log, LogFile, logSettingsFromEnv, splitMirroredLines } from "../../src/util/log.ts";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "relay-log-unit-"));
 let n = 0;
@@ -17,7 +26,10 @@ const records = (file: string) =>
   readFileSync(file, "utf8")
     .split("\n")
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as { level: string; pid: number; service: string; msg: string; fields?: Record<string, any> });
+    .map(
+      (l) =>
+        JSON.parse(l) as { level: string; pid: number; service: string; msg: string; fields?: Record<string, any> },
+    );
 
 describe("util/log", () => {
   after(() => rmSync(root, { recursive: true, force: true }));
@@ -35,7 +47,10 @@ describe("util/log", () => {
     log.warn("no fields");
     const [a, b, ...rest] = records(path.join(dir, "relay.log"));
     assert.deepEqual(rest, []);
-    assert.deepEqual([a!.level, a!.service, a!.msg, a!.fields, a!.pid], ["info", "unit", "hello", { n: 1 }, process.pid]);
+    assert.deepEqual(
+      [a!.level, a!.service, a!.msg, a!.fields, a!.pid],
+      ["info", "unit", "hello", { n: 1 }, process.pid],
+    );
     assert.equal(b!.fields, undefined, "no empty fields object");
     assert.equal(Log.filePath(), path.join(dir, "relay.log"));
     assert.ok(log.enabled("warn") && !log.enabled("debug"));
@@ -45,7 +60,12 @@ describe("util/log", () => {
     const dir = freshDir();
     mkdirSync(path.dirname(dir));
     Log.configure({ dir, level: "debug", stderr: false, maxBytes: 1 << 20 });
-    Log.create("unit").error("failed", { error: new Error("boom"), api_key: "sk-secret", headers: { Authorization: "Bearer sk-secret" }, text: "y".repeat(10_000) });
+    Log.create("unit").error("failed", {
+      error: new Error("boom"),
+      api_key: "sk-secret",
+      headers: { Authorization: "Bearer sk-secret" },
+      text: "y".repeat(10_000),
+    });
     const [r] = records(path.join(dir, "relay.log"));
     assert.equal(r!.fields!.error.message, "boom");
     assert.match(r!.fields!.error.stack, /log\.test\.(ts|mjs)/);
@@ -56,16 +76,35 @@ describe("util/log", () => {
   });
 
   test("settings from the environment: RELAY_LOG sets the level and mirrors; bad values fall back with a note", () => {
-    assert.deepEqual(logSettingsFromEnv({}, "/d"), { settings: { dir: "/d", level: "info", stderr: false, maxBytes: 4 * 1024 * 1024 }, problems: [] });
-    assert.deepEqual(logSettingsFromEnv({ RELAY_LOG: "WARN", RELAY_LOG_MAX_BYTES: "100" }, "/d").settings, { dir: "/d", level: "warn", stderr: true, maxBytes: 100 });
+    assert.deepEqual(logSettingsFromEnv({}, "/d"), {
+      settings: { dir: "/d", level: "info", stderr: false, maxBytes: 4 * 1024 * 1024 },
+      problems: [],
+    });
+    assert.deepEqual(logSettingsFromEnv({ RELAY_LOG: "WARN", RELAY_LOG_MAX_BYTES: "100" }, "/d").settings, {
+      dir: "/d",
+      level: "warn",
+      stderr: true,
+      maxBytes: 100,
+    });
     const bad = logSettingsFromEnv({ RELAY_LOG: "loud", RELAY_LOG_MAX_BYTES: "-1" }, "/d");
     assert.deepEqual([bad.settings.level, bad.settings.stderr, bad.problems.length], ["info", false, 2]);
   });
 
   test("a child's mirrored lines are told from its other stderr, also when a chunk ends inside one", () => {
-    const line = humanLine(new Date(), "info", "executor", "serving", { tools: 6, note: "two words", error: new Error("e") });
-    assert.match(line, /^relay\[\d+\] \d\d:\d\d:\d\d\.\d{3} INFO executor: serving tools=6 note="two words" error=e\n$/);
-    assert.deepEqual(splitMirroredLines(`relay: a real error\n${line}partial`), { log: line, other: "relay: a real error\npartial", rest: "" });
+    const line = humanLine(new Date(), "info", "executor", "serving", {
+      tools: 6,
+      note: "two words",
+      error: new Error("e"),
+    });
+    assert.match(
+      line,
+      /^relay\[\d+\] \d\d:\d\d:\d\d\.\d{3} INFO executor: serving tools=6 note="two words" error=e\n$/,
+    );
+    assert.deepEqual(splitMirroredLines(`relay: a real error\n${line}partial`), {
+      log: line,
+      other: "relay: a real error\npartial",
+      rest: "",
+    });
     const cut = line.length - 10;
     const first = splitMirroredLines(`x\n${line.slice(0, cut)}`);
     assert.deepEqual(first, { log: "", other: "x\n", rest: line.slice(0, cut) });
@@ -82,7 +121,12 @@ describe("util/log", () => {
     f.close();
     const names = readdirSync(dir).sort();
     assert.deepEqual(names, ["relay.log", ...Array.from({ length: LOG_FILES_KEPT }, (_, i) => `relay.log.${i + 1}`)]);
-    const order = [...names.slice(1).reverse(), "relay.log"].map((x) => readFileSync(path.join(dir, x), "utf8").trim().split("\n").map((l) => JSON.parse(l).i as number));
+    const order = [...names.slice(1).reverse(), "relay.log"].map((x) =>
+      readFileSync(path.join(dir, x), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).i as number),
+    );
     assert.deepEqual(order.flat(), [6, 7, 8, 9], "the newest lines, oldest file first, one line per file at this size");
   });
 
@@ -103,7 +147,14 @@ describe("util/log", () => {
     a.close();
     b.close();
     assert.deepEqual(readdirSync(dir).sort(), ["relay.log", "relay.log.1"]);
-    const ids = (x: string) => readFileSync(path.join(dir, x), "utf8").trim().split("\n").map((l) => { const r = JSON.parse(l); return `${r.who}${r.i}`; });
+    const ids = (x: string) =>
+      readFileSync(path.join(dir, x), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => {
+          const r = JSON.parse(l);
+          return `${r.who}${r.i}`;
+        });
     assert.deepEqual(ids("relay.log.1"), ["a0", "b0", "a1", "b1"]);
     assert.deepEqual(ids("relay.log"), ["a2", "b2"]);
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
-import { ShellParseError, type Script, type Word } from "../../src/util/shell-ast.ts";
+import { type Script, ShellParseError, type Word } from "../../src/util/shell-ast.ts";
 import { parseShell } from "../../src/util/shell-parse.ts";
 import { parseShellTree } from "../../src/util/shell-tree.ts";
 import { prng } from "../support/prng.ts";
@@ -68,7 +68,10 @@ describe("shell commands read with the bash grammar", () => {
   test("finds every command of lists, pipelines, groups, loops, case, functions and here-document tails", () => {
     assert.deepEqual(programs("a | b && c || d; e & f\ng"), ["a", "b", "c", "d", "e", "f", "g"]);
     assert.deepEqual(programs("( a; b ) | { c; }"), ["a", "b", "c"]);
-    assert.deepEqual(programs("for x in 1 2; do a; b; done; while c; do d; done; if e; then f; elif g; then h; else i; fi"), ["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
+    assert.deepEqual(
+      programs("for x in 1 2; do a; b; done; while c; do d; done; if e; then f; elif g; then h; else i; fi"),
+      ["a", "b", "c", "d", "e", "f", "g", "h", "i"],
+    );
     assert.deepEqual(programs("case $(a) in x) b;; y|z) c;; esac"), ["a", "b", "c"]);
     assert.deepEqual(programs("f() { a; }; function g { b; }"), ["a", "b"]);
     assert.deepEqual(programs("cat <<EOF | a && b\nbody $(c)\nEOF\n"), ["cat", "c", "a", "b"]);
@@ -81,13 +84,20 @@ describe("shell commands read with the bash grammar", () => {
     assert.ok(c?.type === "simple");
     assert.deepEqual(
       c.redirects.map((r) => [r.fd, r.op, r.target.value]),
-      [[2, ">&", "1"], [undefined, ">", "/dev/null"], [undefined, "<<", "E"]],
+      [
+        [2, ">&", "1"],
+        [undefined, ">", "/dev/null"],
+        [undefined, "<<", "E"],
+      ],
     );
     assert.equal(c.redirects[2]?.heredocScripts?.length, 1);
     const [quoted] = parse("cat <<'E'\n$(rm x)\nE\n").commands;
     assert.deepEqual(quoted?.redirects[0]?.heredocScripts, [], "a quoted delimiter: the body is text");
     const [closed] = parse("ls >&-").commands;
-    assert.deepEqual(closed?.redirects.map((r) => [r.op, r.target.value]), [[">&", "-"]]);
+    assert.deepEqual(
+      closed?.redirects.map((r) => [r.op, r.target.value]),
+      [[">&", "-"]],
+    );
   });
 
   test("marks words whose value is computed, and whether they may be options", () => {
@@ -95,9 +105,23 @@ describe("shell commands read with the bash grammar", () => {
     assert.ok(c?.type === "simple");
     assert.deepEqual(
       c.words.slice(1).map((w) => [w.fixed, w.mayBeOption]),
-      [[false, true], [false, true], [false, false], [false, true], [false, true], [false, false], [true, true], [false, true], [true, false], [true, false]],
+      [
+        [false, true],
+        [false, true],
+        [false, false],
+        [false, true],
+        [false, true],
+        [false, false],
+        [true, true],
+        [false, true],
+        [true, false],
+        [true, false],
+      ],
     );
-    assert.deepEqual(c.words.slice(1, 3).map((w) => w.splits), [false, true]);
+    assert.deepEqual(
+      c.words.slice(1, 3).map((w) => w.splits),
+      [false, true],
+    );
   });
 
   test("refuses what bash would read differently, or what it cannot read, naming it", () => {
@@ -115,15 +139,67 @@ describe("shell commands read with the bash grammar", () => {
       ['echo $"hi"', /token "\$"/],
       [`${"$(".repeat(20)}ls${")".repeat(20)}`, /nested too deeply/],
     ];
-    for (const [src, why] of refusals) assert.throws(() => parse(src), (e: unknown) => e instanceof ShellParseError && why.test(e.message), src);
+    for (const [src, why] of refusals)
+      assert.throws(
+        () => parse(src),
+        (e: unknown) => e instanceof ShellParseError && why.test(e.message),
+        src,
+      );
   });
 
   test("agrees with the hand-written parser wherever both read a command (a seeded differential)", () => {
     const random = prng(20261205);
-    const atoms = ["ls", "cat", "-la", "x", "'a b'", '"q $x"', '"$(pwd)"', "$(ls -1)", "`pwd`", "$y", "${HOME}", "*.ts", "a{b,c}", "\\$z", "$'\\x2d'", "2>&1", ">/dev/null", "<in", ">>out", "|", "&&", "||", ";", "&", "\n", "=", "f=1", "-o", "--x=y", '"a\\"b"', "'$(rm)'", "[", "]", "{", "}", "(", ")", "<(ls)", "#c", "~", "a\\ b", "<<<w", "!"];
+    const atoms = [
+      "ls",
+      "cat",
+      "-la",
+      "x",
+      "'a b'",
+      '"q $x"',
+      '"$(pwd)"',
+      "$(ls -1)",
+      "`pwd`",
+      "$y",
+      "${HOME}",
+      "*.ts",
+      "a{b,c}",
+      "\\$z",
+      "$'\\x2d'",
+      "2>&1",
+      ">/dev/null",
+      "<in",
+      ">>out",
+      "|",
+      "&&",
+      "||",
+      ";",
+      "&",
+      "\n",
+      "=",
+      "f=1",
+      "-o",
+      "--x=y",
+      '"a\\"b"',
+      "'$(rm)'",
+      "[",
+      "]",
+      "{",
+      "}",
+      "(",
+      ")",
+      "<(ls)",
+      "#c",
+      "~",
+      "a\\ b",
+      "<<<w",
+      "!",
+    ];
     let both = 0;
     for (let i = 0; i < 4000; i++) {
-      const src = Array.from({ length: 1 + Math.floor(random() * 7) }, () => atoms[Math.floor(random() * atoms.length)]).join(" ");
+      const src = Array.from(
+        { length: 1 + Math.floor(random() * 7) },
+        () => atoms[Math.floor(random() * atoms.length)],
+      ).join(" ");
       let tree: Script | undefined;
       try {
         tree = parse(src);

@@ -4,9 +4,9 @@ import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
-import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import { readVisible, scopeAbove, type IgnoreScope, type VisibleDir } from "./gitignore.ts";
+import { type IgnoreScope, readVisible, scopeAbove, type VisibleDir } from "./gitignore.ts";
 import { resolveToolPath, statPath, toPosix } from "./paths.ts";
 
 export const DEFAULT_GREP_LIMIT = 100;
@@ -15,27 +15,33 @@ export const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
 const SKIPPED_DIRS = new Set([".git", "node_modules"]);
 const CONCURRENCY = 16;
 
-const parameters = lazySchema(() => z.object({
-  pattern: z
-    .string()
-    .min(1)
-    .describe("JavaScript regular expression searched for in file contents, e.g. `function\\s+main` or `(?i)todo`."),
-  include: z
-    .string()
-    .optional()
-    .describe('Only search files matching this glob: "*.ts" or "*.{ts,tsx}" match file names, "src/**/*.ts" paths relative to `path`. Files .gitignore ignores stay skipped.'),
-  path: z
-    .string()
-    .optional()
-    .describe("Directory (or single file) to search: absolute, or relative to the working directory. Defaults to the working directory."),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(2000)
-    .default(DEFAULT_GREP_LIMIT)
-    .describe(`Maximum number of file paths to return. Defaults to ${DEFAULT_GREP_LIMIT}.`),
-}));
+const parameters = lazySchema(() =>
+  z.object({
+    pattern: z
+      .string()
+      .min(1)
+      .describe("JavaScript regular expression searched for in file contents, e.g. `function\\s+main` or `(?i)todo`."),
+    include: z
+      .string()
+      .optional()
+      .describe(
+        'Only search files matching this glob: "*.ts" or "*.{ts,tsx}" match file names, "src/**/*.ts" paths relative to `path`. Files .gitignore ignores stay skipped.',
+      ),
+    path: z
+      .string()
+      .optional()
+      .describe(
+        "Directory (or single file) to search: absolute, or relative to the working directory. Defaults to the working directory.",
+      ),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(2000)
+      .default(DEFAULT_GREP_LIMIT)
+      .describe(`Maximum number of file paths to return. Defaults to ${DEFAULT_GREP_LIMIT}.`),
+  }),
+);
 
 export interface GrepLimits {
   /** Files the walk visits before it stops. */
@@ -65,7 +71,10 @@ export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
         try {
           glob = compileGlob(args.include);
         } catch (e) {
-          return err("invalid_arguments", `include ${JSON.stringify(args.include)} is not a usable glob: ${globProblem(e)}`);
+          return err(
+            "invalid_arguments",
+            `include ${JSON.stringify(args.include)} is not a usable glob: ${globProblem(e)}`,
+          );
         }
       }
       const root = resolveToolPath(ctx.cwd, args.path ?? ".");
@@ -195,10 +204,14 @@ function grepOutput(search: Search, walked: Walked, searched: Searched): ToolOut
   const lines = shown.map((m) => m.abs);
   if (matches.length === 0) lines.push(`No files under ${root} matched ${search.re.source}.`);
   if (matches.length > limit) {
-    lines.push(`[${matches.length - limit} more matching files not shown; raise limit or narrow the search with path or include.]`);
+    lines.push(
+      `[${matches.length - limit} more matching files not shown; raise limit or narrow the search with path or include.]`,
+    );
   }
   if (walked.capped) {
-    lines.push(`[Stopped after walking ${limits.maxFiles} files; results are incomplete. Narrow the search with path.]`);
+    lines.push(
+      `[Stopped after walking ${limits.maxFiles} files; results are incomplete. Narrow the search with path.]`,
+    );
   }
   if (skippedLarge > 0) lines.push(`[Skipped ${skippedLarge} files larger than ${formatBytes(limits.maxFileBytes)}.]`);
   return {
@@ -243,7 +256,13 @@ export interface Glob {
  * unclosed `[` or `{` is an error (as in ripgrep) and so is a class picomatch cannot compile;
  * paths are matched with `/` on every platform.
  */
-const GLOB_OPTIONS: picomatch.PicomatchOptions = { dot: true, posix: true, strictBrackets: true, debug: true, windows: false };
+const GLOB_OPTIONS: picomatch.PicomatchOptions = {
+  dot: true,
+  posix: true,
+  strictBrackets: true,
+  debug: true,
+  windows: false,
+};
 
 /** Throws when picomatch cannot use the glob; `globProblem` words the error for the model. */
 export function compileGlob(glob: string): Glob {
@@ -267,7 +286,8 @@ function globProblem(e: unknown): string {
   // V8 quotes picomatch's regular expression in its message; the model never wrote it.
   if (!unbalanced) return `${errorMessage(e).replace(/: \/.*\/[a-z]*: /, ": ")}.`;
   const [, side, char] = unbalanced;
-  const what = side === "closing" ? `a "${OPENER[char as string] ?? "?"}" is never closed` : `a "${char}" closes nothing`;
+  const what =
+    side === "closing" ? `a "${OPENER[char as string] ?? "?"}" is never closed` : `a "${char}" closes nothing`;
   return `${what}. Balance the brackets and braces, or put a backslash before one to match it literally.`;
 }
 

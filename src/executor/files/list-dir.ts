@@ -3,9 +3,9 @@ import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
-import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import { readVisible, scopeAbove, type IgnoreScope, type VisibleDir } from "./gitignore.ts";
+import { type IgnoreScope, readVisible, scopeAbove, type VisibleDir } from "./gitignore.ts";
 import { pageOutput } from "./paging.ts";
 import { fsError, resolveToolPath, statPath } from "./paths.ts";
 
@@ -13,22 +13,26 @@ export const DEFAULT_LIST_LIMIT = 200;
 export const DEFAULT_LIST_DEPTH = 2;
 const INDENT = "  ";
 
-const parameters = lazySchema(() => z.object({
-  dir_path: z.string().min(1).describe("Directory to list: absolute, or relative to the working directory."),
-  offset: z.number().int().min(1).default(1).describe("1-based number of the first entry to return. Defaults to 1."),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .default(DEFAULT_LIST_LIMIT)
-    .describe(`Maximum number of entries to return. Defaults to ${DEFAULT_LIST_LIMIT}.`),
-  depth: z
-    .number()
-    .int()
-    .min(1)
-    .default(DEFAULT_LIST_DEPTH)
-    .describe(`How many directory levels to descend; 1 lists only the directory itself. Defaults to ${DEFAULT_LIST_DEPTH}.`),
-}));
+const parameters = lazySchema(() =>
+  z.object({
+    dir_path: z.string().min(1).describe("Directory to list: absolute, or relative to the working directory."),
+    offset: z.number().int().min(1).default(1).describe("1-based number of the first entry to return. Defaults to 1."),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .default(DEFAULT_LIST_LIMIT)
+      .describe(`Maximum number of entries to return. Defaults to ${DEFAULT_LIST_LIMIT}.`),
+    depth: z
+      .number()
+      .int()
+      .min(1)
+      .default(DEFAULT_LIST_DEPTH)
+      .describe(
+        `How many directory levels to descend; 1 lists only the directory itself. Defaults to ${DEFAULT_LIST_DEPTH}.`,
+      ),
+  }),
+);
 
 export const listDirTool = defineTool({
   name: "list_dir",
@@ -50,7 +54,14 @@ export const listDirTool = defineTool({
   },
 });
 
-async function listPage(abs: string, offset: number, limit: number, depth: number, cwd: string, signal: AbortSignal): Promise<Result<ToolOutput>> {
+async function listPage(
+  abs: string,
+  offset: number,
+  limit: number,
+  depth: number,
+  cwd: string,
+  signal: AbortSignal,
+): Promise<Result<ToolOutput>> {
   const stat = await statPath(abs, cwd);
   if ("error" in stat) return stat;
   if (!stat.ok.isDirectory()) {
@@ -122,7 +133,12 @@ function listOutput(abs: string, offset: number, depth: number, listing: Listing
       `offset ${offset} is past the end of the listing of ${abs}: it has ${seen} entr${seen === 1 ? "y" : "ies"} at depth ${depth}. Use an offset between 1 and ${seen}.`,
     );
   }
-  return ok(pageOutput({ tool: "list_dir", unit: "entry", path: abs, offset, head: [header] }, { lines: listing.lines, more, total: seen }));
+  return ok(
+    pageOutput(
+      { tool: "list_dir", unit: "entry", path: abs, offset, head: [header] },
+      { lines: listing.lines, more, total: seen },
+    ),
+  );
 }
 
 function suffix(entry: Dirent): string {

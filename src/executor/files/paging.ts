@@ -28,7 +28,9 @@ export function pageOutput(req: PageRequest, page: Page): ToolOutput {
   const end = offset + page.lines.length - 1;
   const text = [...req.head, ...page.lines];
   if (page.more) {
-    text.push(`[More ${PLURAL[unit]} remain after ${unit} ${end}. To continue, call ${req.tool} with offset=${end + 1}.]`);
+    text.push(
+      `[More ${PLURAL[unit]} remain after ${unit} ${end}. To continue, call ${req.tool} with offset=${end + 1}.]`,
+    );
   }
   return {
     text: text.join("\n"),

@@ -2,10 +2,10 @@
 import type { Stats } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { err, ok, errorMessage, type Result } from "../../util/result.ts";
 import { isInside } from "../../util/paths.ts";
-import type { SandboxPolicy } from "../sandbox/policy.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { PROTECTED_NAMES } from "../sandbox/linux/landlock-plan.ts";
+import type { SandboxPolicy } from "../sandbox/policy.ts";
 
 /** A tool path argument: absolute, or relative to the tool's cwd. */
 export function resolveToolPath(cwd: string, p: string): string {
@@ -49,11 +49,18 @@ export async function checkWritable(absPath: string, sandbox: SandboxPolicy): Pr
     const guarded = containing.find((root) => PROTECTED_NAMES.includes(path.relative(root, real).split(path.sep)[0]!));
     if (guarded) {
       const name = path.relative(guarded, real).split(path.sep)[0]!;
-      return err("sandbox_denied", `Cannot write ${absPath}: ${path.join(guarded, name)} stays read-only inside the writable root ${guarded} (the sandbox protects ${PROTECTED_NAMES.join(", ")}). Change files outside it.`);
+      return err(
+        "sandbox_denied",
+        `Cannot write ${absPath}: ${path.join(guarded, name)} stays read-only inside the writable root ${guarded} (the sandbox protects ${PROTECTED_NAMES.join(", ")}). Change files outside it.`,
+      );
     }
     const own = await Promise.all((sandbox.read_only_paths ?? []).map((r) => realPathOfPossiblyMissing(r)));
     const kept = own.find((p) => isInside(real, p));
-    if (kept) return err("sandbox_denied", `Cannot write ${absPath}: ${kept} is read-only in this sandbox (it is not yours to change).`);
+    if (kept)
+      return err(
+        "sandbox_denied",
+        `Cannot write ${absPath}: ${kept} is read-only in this sandbox (it is not yours to change).`,
+      );
     if (containing.length > 0) return ok(real);
     const shown = real === path.resolve(absPath) ? absPath : `${absPath} (which resolves to ${real})`;
     const allowed = sandbox.writable_roots.length > 0 ? sandbox.writable_roots.join(", ") : "(none)";

@@ -3,9 +3,9 @@ import { Buffer } from "node:buffer";
 import fs, { type FileHandle } from "node:fs/promises";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
-import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import { pageOutput, type Page } from "./paging.ts";
+import { type Page, pageOutput } from "./paging.ts";
 import { fsError, resolveToolPath, statPath } from "./paths.ts";
 
 export const DEFAULT_READ_LIMIT = 2000;
@@ -15,21 +15,18 @@ const SNIFF_BYTES = 8 * 1024;
 // A line longer than this many bytes holds at least MAX_LINE_CHARS characters (UTF-8 is <= 4 bytes).
 const KEEP_LINE_BYTES = MAX_LINE_CHARS * 4;
 
-const parameters = lazySchema(() => z.object({
-  file_path: z.string().min(1).describe("Path of the file to read: absolute, or relative to the working directory."),
-  offset: z
-    .number()
-    .int()
-    .min(1)
-    .default(1)
-    .describe("1-based line number to start reading from. Defaults to 1."),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .default(DEFAULT_READ_LIMIT)
-    .describe(`Maximum number of lines to return. Defaults to ${DEFAULT_READ_LIMIT}.`),
-}));
+const parameters = lazySchema(() =>
+  z.object({
+    file_path: z.string().min(1).describe("Path of the file to read: absolute, or relative to the working directory."),
+    offset: z.number().int().min(1).default(1).describe("1-based line number to start reading from. Defaults to 1."),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .default(DEFAULT_READ_LIMIT)
+      .describe(`Maximum number of lines to return. Defaults to ${DEFAULT_READ_LIMIT}.`),
+  }),
+);
 
 export const readFileTool = defineTool({
   name: "read_file",
@@ -57,13 +54,20 @@ interface Collected {
   totalBytes: number;
 }
 
-async function readPage(abs: string, offset: number, limit: number, cwd: string, signal: AbortSignal): Promise<Result<ToolOutput>> {
+async function readPage(
+  abs: string,
+  offset: number,
+  limit: number,
+  cwd: string,
+  signal: AbortSignal,
+): Promise<Result<ToolOutput>> {
   const stat = await statPath(abs, cwd);
   if ("error" in stat) return stat;
   if (stat.ok.isDirectory()) {
     return err("is_directory", `${abs} is a directory, not a file. Use list_dir to see its entries.`);
   }
-  if (!stat.ok.isFile()) return err("not_a_file", `${abs} is not a regular file (device, socket or pipe); it cannot be read.`);
+  if (!stat.ok.isFile())
+    return err("not_a_file", `${abs} is not a regular file (device, socket or pipe); it cannot be read.`);
 
   let handle;
   try {
@@ -100,8 +104,21 @@ interface Scan {
 }
 
 /** Reads chunk after chunk until the line after the page (or the end of the file). */
-async function scanPage(handle: FileHandle, buf: Buffer, offset: number, limit: number, signal: AbortSignal): Promise<Result<Page>> {
-  const scan: Scan = { offset, lastWanted: offset + limit - 1, out: [], lineNo: 1, current: offset === 1 ? newLine(1) : null, lineHasBytes: false };
+async function scanPage(
+  handle: FileHandle,
+  buf: Buffer,
+  offset: number,
+  limit: number,
+  signal: AbortSignal,
+): Promise<Result<Page>> {
+  const scan: Scan = {
+    offset,
+    lastWanted: offset + limit - 1,
+    out: [],
+    lineNo: 1,
+    current: offset === 1 ? newLine(1) : null,
+    lineHasBytes: false,
+  };
   let position = 0;
   for (;;) {
     if (signal.aborted) return err("aborted", "read_file was cancelled.");

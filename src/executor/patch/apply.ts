@@ -4,9 +4,9 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { err, ok, errorMessage, type Result } from "../../util/result.ts";
-import type { ToolContext, ToolOutput } from "../tool.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { checkWritable, fsErrorCode, realPathOfPossiblyMissing, resolveToolPath } from "../files/paths.ts";
+import type { ToolContext, ToolOutput } from "../tool.ts";
 import type { Chunk, HunkLine, PatchOp } from "./parse.ts";
 
 interface FileState {
@@ -100,7 +100,8 @@ async function planOp(plan: Plan, op: PatchOp, keyOf: (p: string) => string): Pr
   }
   const dest = keyOf(op.movePath);
   if (dest !== key) {
-    if (await isDirectory(dest)) return failed(op.path, `cannot move ${op.path} to ${op.movePath}: that is a directory.`);
+    if (await isDirectory(dest))
+      return failed(op.path, `cannot move ${op.path} to ${op.movePath}: that is a directory.`);
     plan.state.set(key, { content: null, changed: true });
   }
   plan.state.set(dest, updated);
@@ -109,10 +110,16 @@ async function planOp(plan: Plan, op: PatchOp, keyOf: (p: string) => string): Pr
 }
 
 /** The file at `key` as the patch has left it so far, else as it is on disk (a text file). */
-async function currentState(state: Map<string, FileState>, key: string, display: string, verb: "update" | "delete"): Promise<Result<FileState>> {
+async function currentState(
+  state: Map<string, FileState>,
+  key: string,
+  display: string,
+  verb: "update" | "delete",
+): Promise<Result<FileState>> {
   const known = state.get(key);
   if (known) {
-    if (known.content === null) return failed(display, `cannot ${verb} ${display}: an earlier part of this patch deleted or moved it.`);
+    if (known.content === null)
+      return failed(display, `cannot ${verb} ${display}: an earlier part of this patch deleted or moved it.`);
     return ok(known);
   }
   try {
@@ -177,7 +184,8 @@ async function commit(state: Map<string, FileState>): Promise<Result<null>> {
     }
   } catch (e) {
     await removeTemps();
-    const partial = done.length > 0 ? ` These files were already changed: ${done.join(", ")}.` : " No files were changed.";
+    const partial =
+      done.length > 0 ? ` These files were already changed: ${done.join(", ")}.` : " No files were changed.";
     return err("io_error", `Writing the patched files failed: ${errorMessage(e)}.${partial}`);
   }
   return ok(null);
@@ -224,7 +232,10 @@ export function applyChunks(original: string, chunks: Chunk[], display: string):
     }
     if (at === undefined) {
       const expected = chunk.oldLines.join("\n");
-      return failed(display, `${where}: could not find these lines${cursor > 0 ? ` after line ${cursor}` : ""}:\n${expected}\n${advice}`);
+      return failed(
+        display,
+        `${where}: could not find these lines${cursor > 0 ? ` after line ${cursor}` : ""}:\n${expected}\n${advice}`,
+      );
     }
     replacements.push({ start: at, remove: oldLines.length, insert: newLinesFor(hunk, lines, at) });
     cursor = at + oldLines.length;
@@ -253,7 +264,7 @@ function newLinesFor(hunk: HunkLine[], lines: string[], at: number): string[] {
 }
 
 const advice =
-  "Hunks must reproduce the file's current lines exactly (context lines start with a space, removed lines with \"-\") and appear in file order. Read the file again and retry.";
+  'Hunks must reproduce the file\'s current lines exactly (context lines start with a space, removed lines with "-") and appear in file order. Read the file again and retry.';
 
 function usesCrlf(text: string): boolean {
   const lf = text.split("\n").length - 1;
@@ -263,14 +274,32 @@ function usesCrlf(text: string): boolean {
 }
 
 const PUNCTUATION: Record<string, string> = {
-  "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
-  "\u2018": "'", "\u2019": "'", "\u201A": "'", "\u201B": "'",
-  "\u201C": '"', "\u201D": '"', "\u201E": '"', "\u201F": '"',
-  "\u00A0": " ", "\u2002": " ", "\u2003": " ", "\u2009": " ", "\u202F": " ",
+  "\u2010": "-",
+  "\u2011": "-",
+  "\u2012": "-",
+  "\u2013": "-",
+  "\u2014": "-",
+  "\u2015": "-",
+  "\u2212": "-",
+  "\u2018": "'",
+  "\u2019": "'",
+  "\u201A": "'",
+  "\u201B": "'",
+  "\u201C": '"',
+  "\u201D": '"',
+  "\u201E": '"',
+  "\u201F": '"',
+  "\u00A0": " ",
+  "\u2002": " ",
+  "\u2003": " ",
+  "\u2009": " ",
+  "\u202F": " ",
 };
 
 function normalize(s: string): string {
-  return s.trim().replace(/[\u2010-\u2015\u2212\u2018-\u201F\u00A0\u2002\u2003\u2009\u202F]/g, (c) => PUNCTUATION[c] ?? c);
+  return s
+    .trim()
+    .replace(/[\u2010-\u2015\u2212\u2018-\u201F\u00A0\u2002\u2003\u2009\u202F]/g, (c) => PUNCTUATION[c] ?? c);
 }
 
 // Decreasing strictness: exact, then ignoring trailing whitespace, then surrounding whitespace,

@@ -43,8 +43,7 @@ const EOF_MARKER = "*** End of File";
 // A unified-diff header such as "@@ -12,4 +12,6 @@" carries no usable context; ignore its numbers.
 const UNIFIED_HEADER = /^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$/;
 
-const parseError = (line: number, message: string) =>
-  err("invalid_patch", `Invalid patch, line ${line}: ${message}`);
+const parseError = (line: number, message: string) => err("invalid_patch", `Invalid patch, line ${line}: ${message}`);
 
 // No leading trim: a context line " *** Add File: x" is file content, not a header.
 function isHeader(line: string): boolean {
@@ -82,7 +81,10 @@ export function parsePatch(input: string): Result<PatchOp[]> {
       ops.push(updated.ok.op);
       i = updated.ok.next;
     } else {
-      return parseError(lineNo, `expected a file operation ("${ADD} <path>", "${DELETE} <path>" or "${UPDATE} <path>"), got ${show(raw)}.`);
+      return parseError(
+        lineNo,
+        `expected a file operation ("${ADD} <path>", "${DELETE} <path>" or "${UPDATE} <path>"), got ${show(raw)}.`,
+      );
     }
   }
   if (ops.length === 0) return parseError(last + 1, "the patch contains no file operations.");
@@ -123,11 +125,15 @@ function parseAdd(lines: readonly string[], i: number, last: number): Result<{ o
   let j = i + 1;
   while (j < last && !isHeader(lines[j] as string)) {
     const l = lines[j] as string;
-    if (!l.startsWith("+")) return parseError(j + 1, `every line of the added file ${p} must start with "+", got ${show(l)}.`);
+    if (!l.startsWith("+"))
+      return parseError(j + 1, `every line of the added file ${p} must start with "+", got ${show(l)}.`);
     body.push(l.slice(1));
     j++;
   }
-  return ok({ op: { kind: "add", path: p, contents: body.length > 0 ? `${body.join("\n")}\n` : "", line: lineNo }, next: j });
+  return ok({
+    op: { kind: "add", path: p, contents: body.length > 0 ? `${body.join("\n")}\n` : "", line: lineNo },
+    next: j,
+  });
 }
 
 /** `*** Update File: p` at line `i`, an optional `*** Move to:`, and its hunks. */
@@ -144,11 +150,26 @@ function parseUpdate(lines: string[], i: number, last: number): Result<{ op: Pat
   }
   const parsed = parseChunks(lines, j, last, p);
   if ("error" in parsed) return parsed;
-  if (parsed.ok.chunks.length === 0) return parseError(lineNo, `Update File ${p} has no hunks; add at least one "@@" hunk with the lines to change.`);
-  return ok({ op: { kind: "update", path: p, ...(movePath !== undefined ? { movePath } : {}), chunks: parsed.ok.chunks, line: lineNo }, next: parsed.ok.next });
+  if (parsed.ok.chunks.length === 0)
+    return parseError(lineNo, `Update File ${p} has no hunks; add at least one "@@" hunk with the lines to change.`);
+  return ok({
+    op: {
+      kind: "update",
+      path: p,
+      ...(movePath !== undefined ? { movePath } : {}),
+      chunks: parsed.ok.chunks,
+      line: lineNo,
+    },
+    next: parsed.ok.next,
+  });
 }
 
-function parseChunks(lines: string[], start: number, end: number, file: string): Result<{ chunks: Chunk[]; next: number }> {
+function parseChunks(
+  lines: string[],
+  start: number,
+  end: number,
+  file: string,
+): Result<{ chunks: Chunk[]; next: number }> {
   const chunks: Chunk[] = [];
   let current: Chunk | undefined;
   let i = start;
@@ -164,7 +185,14 @@ function parseChunks(lines: string[], start: number, end: number, file: string):
       let context: string | undefined = t === "@@" ? undefined : l.slice(3);
       const unified = UNIFIED_HEADER.exec(t);
       if (unified) context = unified[1] === "" ? undefined : unified[1];
-      current = { ...(context !== undefined ? { context } : {}), oldLines: [], newLines: [], lines: [], endOfFile: false, line: i + 1 };
+      current = {
+        ...(context !== undefined ? { context } : {}),
+        oldLines: [],
+        newLines: [],
+        lines: [],
+        endOfFile: false,
+        line: i + 1,
+      };
       chunks.push(current);
       continue;
     }
@@ -208,7 +236,10 @@ function parseChunks(lines: string[], start: number, end: number, file: string):
 
 function checkChunk(chunk: Chunk, file: string): Result<never> | undefined {
   if (chunk.oldLines.length === 0 && chunk.newLines.length === 0) {
-    return parseError(chunk.line, `the hunk for ${file} has no lines; give context (" "), removed ("-") or added ("+") lines.`);
+    return parseError(
+      chunk.line,
+      `the hunk for ${file} has no lines; give context (" "), removed ("-") or added ("+") lines.`,
+    );
   }
   return undefined;
 }

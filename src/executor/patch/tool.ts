@@ -1,16 +1,16 @@
 /** apply_patch: add, delete, update and move files with one all-or-nothing patch. */
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
-import { defineTool } from "../tool.ts";
 import { err, errorMessage } from "../../util/result.ts";
+import { defineTool } from "../tool.ts";
 import { applyPatch } from "./apply.ts";
 import { parsePatch } from "./parse.ts";
 
-const parameters = lazySchema(() => z.object({
-  input: z
-    .string()
-    .describe("The whole patch, from the \"*** Begin Patch\" line to the \"*** End Patch\" line."),
-}));
+const parameters = lazySchema(() =>
+  z.object({
+    input: z.string().describe('The whole patch, from the "*** Begin Patch" line to the "*** End Patch" line.'),
+  }),
+);
 
 export const applyPatchTool = defineTool({
   name: "apply_patch",

@@ -8,10 +8,10 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
-import type { SandboxPolicy } from "./policy.ts";
+import { resolveProgram } from "../../util/which.ts";
 import { PROTECTED_NAMES, readOnlyInside } from "./linux/landlock-plan.ts";
 import { socketsToHide } from "./linux/unix-sockets.ts";
-import { resolveProgram } from "../../util/which.ts";
+import type { SandboxPolicy } from "./policy.ts";
 
 export interface BwrapSupport {
   works: boolean;
@@ -29,11 +29,22 @@ export function probeBwrap(): BwrapSupport {
   }
   const found = resolveProgram("bwrap", process.env.PATH, "/");
   const bwrap = "ok" in found ? found.ok : undefined;
-  if (!bwrap) return (cached = { works: false, detail: "bubblewrap (bwrap) is not installed (optional: apt-get install bubblewrap)" });
-  const r = spawnSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "/bin/true"], { encoding: "utf8", timeout: 5000 });
+  if (!bwrap)
+    return (cached = {
+      works: false,
+      detail: "bubblewrap (bwrap) is not installed (optional: apt-get install bubblewrap)",
+    });
+  const r = spawnSync(
+    bwrap,
+    ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "/bin/true"],
+    { encoding: "utf8", timeout: 5000 },
+  );
   if (r.status !== 0) {
     const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim();
-    return (cached = { works: false, detail: `bubblewrap at ${bwrap} cannot create a sandbox here: ${why} (user namespaces may be disabled)` });
+    return (cached = {
+      works: false,
+      detail: `bubblewrap at ${bwrap} cannot create a sandbox here: ${why} (user namespaces may be disabled)`,
+    });
   }
   return (cached = { works: true, detail: `bubblewrap at ${bwrap}`, program: bwrap });
 }
@@ -42,7 +53,18 @@ export function probeBwrap(): BwrapSupport {
 export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy, cwd: string, tty: boolean): string[] {
   // A private pid namespace: a command cannot signal relay or anything else outside. Run by
   // root, bwrap keeps root's capabilities unless told (mknod of a disk's device node, say).
-  const args = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent"];
+  const args = [
+    program,
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--unshare-pid",
+    "--proc",
+    "/proc",
+    "--die-with-parent",
+  ];
   if (process.getuid?.() === 0) args.push("--cap-drop", "ALL");
   // bwrap applies mounts in order, so a later bind over a parent would undo an earlier
   // read-only bind below it: writable binds first (parents before children), protections last.
@@ -58,7 +80,14 @@ export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy
       }
     }
     for (const p of readOnlyInside(policy, sorted)) args.push("--ro-bind", p, p);
-    if (!policy.network) args.push("--unshare-net", ...hideArgs(sorted.filter((r) => r !== "/tmp"), roots.has("/tmp") ? ["/tmp"] : []));
+    if (!policy.network)
+      args.push(
+        "--unshare-net",
+        ...hideArgs(
+          sorted.filter((r) => r !== "/tmp"),
+          roots.has("/tmp") ? ["/tmp"] : [],
+        ),
+      );
   } else {
     args.push("--unshare-net", ...hideArgs([], []));
   }

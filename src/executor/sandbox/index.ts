@@ -6,14 +6,14 @@
  */
 import { selfCommand } from "../../protocol/child.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import type { SandboxPolicy } from "./policy.ts";
-import { bwrapArgv, probeBwrap, type BwrapSupport } from "./bwrap.ts";
+import { type BwrapSupport, bwrapArgv, probeBwrap } from "./bwrap.ts";
+import type { ContainerRef } from "./linux/container.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
-import { findPaths, planConfinement, type ConfinePlan } from "./linux/landlock-plan.ts";
-import { probeLandlock, probeUserns, type LandlockSupport } from "./linux/support.ts";
+import { type ConfinePlan, findPaths, planConfinement } from "./linux/landlock-plan.ts";
+import { type LandlockSupport, probeLandlock, probeUserns } from "./linux/support.ts";
+import type { SandboxPolicy } from "./policy.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
 import type { WarmLaunch } from "./warm-helper.ts";
-import type { ContainerRef } from "./linux/container.ts";
 
 export type MechanismName = "landlock" | "bubblewrap" | "seatbelt" | "none";
 
@@ -50,13 +50,33 @@ const disabled = () => process.env.RELAY_SANDBOX_DISABLE === "1";
 /** What this host can do; cheap after the first call (bubblewrap is probed only when needed). */
 export async function probeSandbox(options: { bwrap?: boolean } = {}): Promise<SandboxSupport> {
   if (disabled()) return { available: false, mechanism: "none", detail: "disabled by RELAY_SANDBOX_DISABLE=1" };
-  if (process.platform === "darwin") return { available: true, mechanism: "seatbelt", detail: `Seatbelt through ${SANDBOX_EXEC} (untested by relay's CI)` };
-  if (process.platform !== "linux") return { available: false, mechanism: "none", detail: `no sandbox implementation for ${process.platform}` };
+  if (process.platform === "darwin")
+    return {
+      available: true,
+      mechanism: "seatbelt",
+      detail: `Seatbelt through ${SANDBOX_EXEC} (untested by relay's CI)`,
+    };
+  if (process.platform !== "linux")
+    return { available: false, mechanism: "none", detail: `no sandbox implementation for ${process.platform}` };
   const landlock = await probeLandlock();
   const bwrap = options.bwrap || landlock.abi < 3 || !landlock.seccomp ? probeBwrap() : undefined;
-  if (landlock.abi >= 3 && landlock.seccomp) return { available: true, mechanism: "landlock", detail: `built-in: ${landlock.detail}, seccomp`, landlock, bwrap };
-  if (bwrap?.works) return { available: true, mechanism: "bubblewrap", detail: `${bwrap.detail} (the built-in sandbox cannot run here: ${landlock.detail})`, landlock, bwrap };
-  return { available: false, mechanism: "none", detail: `${landlock.detail}; ${bwrap?.detail ?? "bubblewrap not probed"}`, landlock, bwrap };
+  if (landlock.abi >= 3 && landlock.seccomp)
+    return { available: true, mechanism: "landlock", detail: `built-in: ${landlock.detail}, seccomp`, landlock, bwrap };
+  if (bwrap?.works)
+    return {
+      available: true,
+      mechanism: "bubblewrap",
+      detail: `${bwrap.detail} (the built-in sandbox cannot run here: ${landlock.detail})`,
+      landlock,
+      bwrap,
+    };
+  return {
+    available: false,
+    mechanism: "none",
+    detail: `${landlock.detail}; ${bwrap?.detail ?? "bubblewrap not probed"}`,
+    landlock,
+    bwrap,
+  };
 }
 
 const CHOICES =
@@ -64,7 +84,10 @@ const CHOICES =
   "accept weaker enforcement with --sandbox-best-effort (sandbox.best_effort = true), or run without a sandbox with --sandbox danger-full-access.";
 
 function refusal(policy: SandboxPolicy, why: string): { error: { code: string; message: string } } {
-  return err("sandbox_unavailable", `the ${policy.mode} sandbox cannot be applied on this host: ${why}. The command was not run. ${CHOICES}`);
+  return err(
+    "sandbox_unavailable",
+    `the ${policy.mode} sandbox cannot be applied on this host: ${why}. The command was not run. ${CHOICES}`,
+  );
 }
 
 /** The plan for the built-in mechanism, or what the kernel lacks for it. */
@@ -74,11 +97,22 @@ export async function planBuiltin(policy: SandboxPolicy, env: Record<string, str
   const found = findPaths(policy, env.TMPDIR);
   // Probing user namespaces forks, so only when a protected path or a socket to hide needs them.
   const userns = (found.readOnly.length > 0 || (found.sockets?.length ?? 0) > 0) && (await probeUserns()).ok;
-  const planned = planConfinement({ policy, abi: landlock.abi, tmpdir: env.TMPDIR, userns, seccomp: landlock.seccomp, found });
+  const planned = planConfinement({
+    policy,
+    abi: landlock.abi,
+    tmpdir: env.TMPDIR,
+    userns,
+    seccomp: landlock.seccomp,
+    found,
+  });
   return "missing" in planned ? err("sandbox_unavailable", `missing ${planned.missing.join("; ")}`) : ok(planned.ok);
 }
 
-async function landlockAttempt(argv: string[], policy: SandboxPolicy, ctx: AttemptContext): Promise<Result<SandboxAttempt>> {
+async function landlockAttempt(
+  argv: string[],
+  policy: SandboxPolicy,
+  ctx: AttemptContext,
+): Promise<Result<SandboxAttempt>> {
   const plan = await planBuiltin(policy, ctx.env);
   if ("error" in plan) return plan;
   const self = selfCommand();
@@ -103,10 +137,15 @@ function bwrapAttempt(argv: string[], policy: SandboxPolicy, ctx: AttemptContext
 }
 
 /** The argv to spawn for `argv` under `policy`, or why it cannot be sandboxed. */
-export async function prepareSandbox(argv: string[], policy: SandboxPolicy, ctx: AttemptContext): Promise<Result<SandboxAttempt>> {
+export async function prepareSandbox(
+  argv: string[],
+  policy: SandboxPolicy,
+  ctx: AttemptContext,
+): Promise<Result<SandboxAttempt>> {
   if (policy.mode === "danger-full-access") return ok({ argv, mechanism: "none", gaps: [] });
   if (disabled()) return refusal(policy, "disabled by RELAY_SANDBOX_DISABLE=1");
-  if (process.platform === "darwin") return ok({ argv: seatbeltArgv(argv, policy, { tmpdir: ctx.env.TMPDIR }), mechanism: "seatbelt", gaps: [] });
+  if (process.platform === "darwin")
+    return ok({ argv: seatbeltArgv(argv, policy, { tmpdir: ctx.env.TMPDIR }), mechanism: "seatbelt", gaps: [] });
   if (process.platform !== "linux") return refusal(policy, `relay has no sandbox for ${process.platform}`);
   const mechanism = policy.mechanism ?? "auto";
   if (mechanism === "bwrap") {
@@ -114,7 +153,8 @@ export async function prepareSandbox(argv: string[], policy: SandboxPolicy, ctx:
     return "error" in r ? refusal(policy, r.error.message) : r;
   }
   const builtin = await landlockAttempt(argv, policy, ctx);
-  if ("ok" in builtin || mechanism === "landlock") return "error" in builtin ? refusal(policy, builtin.error.message) : builtin;
+  if ("ok" in builtin || mechanism === "landlock")
+    return "error" in builtin ? refusal(policy, builtin.error.message) : builtin;
   const fallback = bwrapAttempt(argv, policy, ctx);
   if ("ok" in fallback) return fallback;
   return refusal(policy, `the built-in sandbox: ${builtin.error.message}; bubblewrap: ${fallback.error.message}`);

@@ -9,23 +9,25 @@ export type SandboxMode = z.infer<typeof SandboxModeSchema>;
 export const SandboxMechanismSchema = lazySchema(() => z.enum(["auto", "landlock", "bwrap"]));
 export type SandboxMechanism = z.infer<typeof SandboxMechanismSchema>;
 
-export const SandboxPolicySchema = lazySchema(() => z.object({
-  mode: SandboxModeSchema,
-  /** Absolute roots that may be written under `workspace-write` (the cwd is usually one). */
-  writable_roots: z.array(z.string()).default([]),
-  /** Network access inside the sandbox (`workspace-write` only; read-only never has it). */
-  network: z.boolean().default(false),
-  /**
-   * Absolute paths that stay read-only although a writable root or temp dir holds them (as
-   * `.git` does): an infty run's own files when its run store lies in a writable place.
-   */
-  read_only_paths: z.array(z.string()).optional(),
-  /** `workspace-write` also makes /tmp writable unless this is false (writes confined to the roots). */
-  tmp_writable: z.boolean().optional(),
-  mechanism: SandboxMechanismSchema.optional(),
-  /** Run with what the kernel can enforce when it cannot enforce everything (said in the header). */
-  best_effort: z.boolean().optional(),
-}));
+export const SandboxPolicySchema = lazySchema(() =>
+  z.object({
+    mode: SandboxModeSchema,
+    /** Absolute roots that may be written under `workspace-write` (the cwd is usually one). */
+    writable_roots: z.array(z.string()).default([]),
+    /** Network access inside the sandbox (`workspace-write` only; read-only never has it). */
+    network: z.boolean().default(false),
+    /**
+     * Absolute paths that stay read-only although a writable root or temp dir holds them (as
+     * `.git` does): an infty run's own files when its run store lies in a writable place.
+     */
+    read_only_paths: z.array(z.string()).optional(),
+    /** `workspace-write` also makes /tmp writable unless this is false (writes confined to the roots). */
+    tmp_writable: z.boolean().optional(),
+    mechanism: SandboxMechanismSchema.optional(),
+    /** Run with what the kernel can enforce when it cannot enforce everything (said in the header). */
+    best_effort: z.boolean().optional(),
+  }),
+);
 export type SandboxPolicy = z.infer<typeof SandboxPolicySchema>;
 
 export const FULL_ACCESS: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };

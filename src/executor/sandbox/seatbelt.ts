@@ -8,8 +8,8 @@
  */
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
-import type { SandboxPolicy } from "./policy.ts";
 import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
+import type { SandboxPolicy } from "./policy.ts";
 
 export const SANDBOX_EXEC = "/usr/bin/sandbox-exec";
 
@@ -45,7 +45,15 @@ export interface SeatbeltProfile {
 const TEMP_DIRS = ["/tmp", "/private/tmp"];
 
 /** Devices any program expects to write; fixed names, so they are profile text. */
-const WRITABLE_DEVICES = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/dtracehelper", "/dev/stdout", "/dev/stderr", "/dev/ptmx"];
+const WRITABLE_DEVICES = [
+  "/dev/null",
+  "/dev/zero",
+  "/dev/tty",
+  "/dev/dtracehelper",
+  "/dev/stdout",
+  "/dev/stderr",
+  "/dev/ptmx",
+];
 /** PTY secondaries (`/dev/ttys003`). */
 const PTY_PATTERN = "^/dev/ttys[0-9]+$";
 /** PTYs and the `/dev/fd/N` aliases of descriptors already open. */
@@ -102,7 +110,10 @@ export function seatbeltRoots(policy: SandboxPolicy, opts: SeatbeltOptions = {})
   const canon = (p: string) => path.resolve(realpath(path.resolve(p)));
   const rootPaths = uniq(policy.writable_roots.filter((r) => path.isAbsolute(r)).map(canon));
   const roots = rootPaths.map((root) => ({ path: root, readOnly: protectedIn(root, canon, exists) }));
-  const tempCandidates = policy.tmp_writable === false ? [] : [...TEMP_DIRS, ...(opts.tmpdir && path.isAbsolute(opts.tmpdir) ? [opts.tmpdir] : [])];
+  const tempCandidates =
+    policy.tmp_writable === false
+      ? []
+      : [...TEMP_DIRS, ...(opts.tmpdir && path.isAbsolute(opts.tmpdir) ? [opts.tmpdir] : [])];
   const temp = uniq(tempCandidates.map(canon)).filter((t) => !rootPaths.includes(t));
   const readOnly = uniq((policy.read_only_paths ?? []).filter((p) => path.isAbsolute(p)).map(canon));
   return readOnly.length ? { roots, temp, readOnly } : { roots, temp };
@@ -139,7 +150,11 @@ export function seatbeltProfile(policy: SandboxPolicy, places: SeatbeltRoots): S
   const writable = policy.mode === "workspace-write";
   const { writeFilters, socketDirs } = placeFilters(writable ? places : { roots: [], temp: [] }, define);
   const lines = [...BASE_RULES()];
-  if (writeFilters.length > 0) lines.push("; the writable roots (minus .git and .relay) and the temp directories", ...allowAny("file-write*", writeFilters));
+  if (writeFilters.length > 0)
+    lines.push(
+      "; the writable roots (minus .git and .relay) and the temp directories",
+      ...allowAny("file-write*", writeFilters),
+    );
   lines.push(...socketRules(writable && policy.network, socketDirs));
   return { profile: lines.join("\n") + "\n", params };
 }
@@ -157,25 +172,43 @@ const BASE_RULES = () => [
   "(allow user-preference-read)",
   "(allow ipc-posix-sem)",
   "; system services a command-line program needs (user names, logging, notify, preferences)",
-  ...allowAny("mach-lookup", BASE_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`)),
+  ...allowAny(
+    "mach-lookup",
+    BASE_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`),
+  ),
   "; files: read anywhere, write only the devices below and the writable places",
   "(allow file-read*)",
-  ...allowAny("file-write*", [...WRITABLE_DEVICES.map((d) => `(literal ${quote(d)})`), ...DEVICE_PATTERNS.map((r) => `(regex #${quote(r)})`)]),
+  ...allowAny("file-write*", [
+    ...WRITABLE_DEVICES.map((d) => `(literal ${quote(d)})`),
+    ...DEVICE_PATTERNS.map((r) => `(regex #${quote(r)})`),
+  ]),
   "; terminals: ioctl on the controlling tty and PTYs, and opening new PTYs",
-  ...allowAny("file-ioctl", [`(literal ${quote("/dev/tty")})`, `(literal ${quote("/dev/ptmx")})`, `(regex #${quote(PTY_PATTERN)})`]),
+  ...allowAny("file-ioctl", [
+    `(literal ${quote("/dev/tty")})`,
+    `(literal ${quote("/dev/ptmx")})`,
+    `(regex #${quote(PTY_PATTERN)})`,
+  ]),
   "(allow pseudo-tty)",
 ];
 
 /** The filters of the places a command may write, and of where it may bind or reach sockets. */
-function placeFilters(places: Pick<SeatbeltRoots, "roots" | "temp" | "readOnly">, define: (name: string, value: string) => string) {
+function placeFilters(
+  places: Pick<SeatbeltRoots, "roots" | "temp" | "readOnly">,
+  define: (name: string, value: string) => string,
+) {
   const writeFilters: string[] = [];
   const socketDirs: string[] = [];
   const own = (places.readOnly ?? []).map((p, j) => `(require-not (subpath ${define(`READ_ONLY_${j}`, p)}))`);
   places.roots.forEach((root, i) => {
     const rootParam = define(`WRITABLE_ROOT_${i}`, root.path);
     socketDirs.push(`(subpath ${rootParam})`);
-    const excluded = [...root.readOnly.map((p, j) => `(require-not (subpath ${define(`WRITABLE_ROOT_${i}_RO_${j}`, p)}))`), ...own];
-    writeFilters.push(excluded.length === 0 ? `(subpath ${rootParam})` : `(require-all (subpath ${rootParam}) ${excluded.join(" ")})`);
+    const excluded = [
+      ...root.readOnly.map((p, j) => `(require-not (subpath ${define(`WRITABLE_ROOT_${i}_RO_${j}`, p)}))`),
+      ...own,
+    ];
+    writeFilters.push(
+      excluded.length === 0 ? `(subpath ${rootParam})` : `(require-all (subpath ${rootParam}) ${excluded.join(" ")})`,
+    );
   });
   places.temp.forEach((dir, i) => {
     const filter = `(subpath ${define(`TEMP_DIR_${i}`, dir)})`;
@@ -191,13 +224,37 @@ function placeFilters(places: Pick<SeatbeltRoots, "roots" | "temp" | "readOnly">
  * the writable places: a host socket such as Docker's would be a way out of the sandbox.
  */
 function socketRules(network: boolean, socketDirs: readonly string[]): string[] {
-  const lines = ["; local IPC: Unix-domain sockets, bound or reached only inside the writable places", "(allow system-socket (socket-domain AF_UNIX))"];
+  const lines = [
+    "; local IPC: Unix-domain sockets, bound or reached only inside the writable places",
+    "(allow system-socket (socket-domain AF_UNIX))",
+  ];
   if (network) {
-    lines.push("; network: on for this workspace-write policy", "(allow network-outbound)", "(allow network-inbound)", "(allow network-bind)", "(allow system-socket)");
-    lines.push(...allowAny("mach-lookup", NETWORK_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`)));
+    lines.push(
+      "; network: on for this workspace-write policy",
+      "(allow network-outbound)",
+      "(allow network-inbound)",
+      "(allow network-bind)",
+      "(allow system-socket)",
+    );
+    lines.push(
+      ...allowAny(
+        "mach-lookup",
+        NETWORK_MACH_SERVICES.map((s) => `(global-name ${quote(s)})`),
+      ),
+    );
   } else {
-    lines.push(...allowAny("network-bind", socketDirs.map((f) => `(local unix-socket ${f})`)));
-    lines.push(...allowAny("network-outbound", socketDirs.map((f) => `(remote unix-socket ${f})`)));
+    lines.push(
+      ...allowAny(
+        "network-bind",
+        socketDirs.map((f) => `(local unix-socket ${f})`),
+      ),
+    );
+    lines.push(
+      ...allowAny(
+        "network-outbound",
+        socketDirs.map((f) => `(remote unix-socket ${f})`),
+      ),
+    );
   }
   return lines;
 }

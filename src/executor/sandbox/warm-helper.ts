@@ -6,9 +6,10 @@
  * Pipe-mode commands only (a PTY is made per command); a burst that finds no spare starts a
  * helper as before.
  */
-import type { ConfinePlan } from "./linux/plan-schema.ts";
+
+import { type ControlledProcess, spawnPipes } from "../spawn/pipes.ts";
 import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
-import { spawnPipes, type ControlledProcess } from "../spawn/pipes.ts";
+import type { ConfinePlan } from "./linux/plan-schema.ts";
 
 /** Longest a command may keep the next spare from starting. */
 const REFILL_DELAY_MS = 20;
@@ -49,7 +50,15 @@ export class WarmHelpers {
 
   private start(): void {
     if (this.stopped || this.spares.length >= WARM_POOL_SIZE) return;
-    const r = spawnPipes({ argv: [...this.self, SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG], cwd: "/", env: { ...this.env, ...SINGLE_THREAD_ENV }, tty: false }, true);
+    const r = spawnPipes(
+      {
+        argv: [...this.self, SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG],
+        cwd: "/",
+        env: { ...this.env, ...SINGLE_THREAD_ENV },
+        tty: false,
+      },
+      true,
+    );
     if ("error" in r) return;
     const spare: Spare = { proc: r.ok, exited: false };
     this.spares.push(spare);

@@ -1,6 +1,7 @@
 /** Picks the spawn backend: a PTY where the runtime has one, pipes otherwise. */
-import { currentRuntime } from "../../util/runtime.ts";
+
 import { err, type Result } from "../../util/result.ts";
+import { currentRuntime } from "../../util/runtime.ts";
 import { spawnPipes } from "./pipes.ts";
 import { bunPtyAvailable, spawnBunPty } from "./pty-bun.ts";
 import type { RunningProcess, SpawnRequest } from "./types.ts";

@@ -4,8 +4,9 @@
  * starts carries a marker variable, so on Linux the tree is found through /proc (group,
  * session, parent chain, and the marker), whoever re-parented it.
  */
-import { procStatFields } from "../../util/proc-stat.ts";
+
 import { readdirSync, readFileSync } from "node:fs";
+import { procStatFields } from "../../util/proc-stat.ts";
 
 export const MARKER_VAR = "RELAY_EXEC_MARKER";
 
@@ -59,7 +60,8 @@ function treeIn(procs: ProcInfo[], leader: number, marker?: string): number[] {
   const real = leader > 1;
   const members = new Set<number>(real ? [leader] : []);
   for (const p of procs) {
-    if ((real && (p.pgid === leader || p.sid === leader)) || (marker !== undefined && hasMarker(p.pid, marker))) members.add(p.pid);
+    if ((real && (p.pgid === leader || p.sid === leader)) || (marker !== undefined && hasMarker(p.pid, marker)))
+      members.add(p.pid);
   }
   // Descendants by parent chain (covers children that changed group and session).
   let grew = true;

@@ -5,11 +5,15 @@
  */
 import type { BunSpawnOptions, BunSubprocess } from "../../util/bun-spawn.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import { exitCodeFor } from "./signals.ts";
 import { outputFanout, pumpInto } from "./output-fanout.ts";
+import { exitCodeFor } from "./signals.ts";
 import type { ControlledProcess, ProcessExit, SpawnRequest } from "./types.ts";
 
-export function spawnPipesBun(spawn: (o: BunSpawnOptions) => BunSubprocess, req: SpawnRequest, control: boolean): Result<ControlledProcess> {
+export function spawnPipesBun(
+  spawn: (o: BunSpawnOptions) => BunSubprocess,
+  req: SpawnRequest,
+  control: boolean,
+): Result<ControlledProcess> {
   let settle!: (exit: ProcessExit) => void;
   const exited = new Promise<ProcessExit>((resolve) => (settle = resolve));
   let child: BunSubprocess;
@@ -28,14 +32,17 @@ export function spawnPipesBun(spawn: (o: BunSpawnOptions) => BunSubprocess, req:
     return err("spawn_failed", `could not start ${JSON.stringify(req.argv[0])}: ${(e as Error).message}`);
   }
   const output = outputFanout();
-  const outputClosed = Promise.all([pumpInto(child.stdout!, output.emit), pumpInto(child.stderr!, output.emit)]).then(() => undefined);
+  const outputClosed = Promise.all([pumpInto(child.stdout!, output.emit), pumpInto(child.stderr!, output.emit)]).then(
+    () => undefined,
+  );
   return ok({
     pid: child.pid,
     tty: false,
     onData: output.onData,
     exited,
     outputClosed,
-    write: () => err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
+    write: () =>
+      err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
     sendAndClose(text: string) {
       try {
         child.stdin?.write(text);

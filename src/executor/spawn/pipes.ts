@@ -4,11 +4,11 @@
  * process group so the whole tree can be signalled.
  */
 import { spawn } from "node:child_process";
-import { err, type Result } from "../../util/result.ts";
-import { exitCodeFor } from "./signals.ts";
-import { outputFanout } from "./output-fanout.ts";
 import { bunSpawn } from "../../util/bun-spawn.ts";
+import { err, type Result } from "../../util/result.ts";
+import { outputFanout } from "./output-fanout.ts";
 import { spawnPipesBun } from "./pipes-bun.ts";
+import { exitCodeFor } from "./signals.ts";
 import type { ControlledProcess, ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
 export type { ControlledProcess } from "./types.ts";
@@ -44,11 +44,15 @@ export function spawnPipesNode(req: SpawnRequest, control: boolean): Result<Cont
       resolve({ code: -1, signal: null });
     });
   });
-  const ended = (s: NodeJS.ReadableStream) => new Promise<void>((r) => (s.once("close", r), s.once("error", () => r())));
+  const ended = (s: NodeJS.ReadableStream) =>
+    new Promise<void>((r) => (s.once("close", r), s.once("error", () => r())));
   const outputClosed = Promise.all([ended(child.stdout!), ended(child.stderr!)]).then(() => undefined);
   if (child.pid === undefined) {
     // Node reports spawn failures (ENOENT, EACCES) asynchronously through "error".
-    return err("spawn_failed", `could not start ${JSON.stringify(req.argv[0])}: ${spawnError?.message ?? "no such file or not executable"}`);
+    return err(
+      "spawn_failed",
+      `could not start ${JSON.stringify(req.argv[0])}: ${spawnError?.message ?? "no such file or not executable"}`,
+    );
   }
   return {
     ok: {

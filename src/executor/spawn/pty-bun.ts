@@ -1,7 +1,7 @@
 /** PTY children through Bun's built-in terminal support (POSIX; no native library needed). */
 import { err, ok, type Result } from "../../util/result.ts";
-import { exitCodeFor } from "./signals.ts";
 import { outputFanout } from "./output-fanout.ts";
+import { exitCodeFor } from "./signals.ts";
 import type { ProcessExit, RunningProcess, SpawnRequest } from "./types.ts";
 
 interface BunTerminal {

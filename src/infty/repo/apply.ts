@@ -7,7 +7,7 @@
 import { err, ok, type Result } from "../../util/result.ts";
 import type { RunMeta } from "../run-store.ts";
 import { git, gitLine } from "./git-cli.ts";
-import { shortCommit, type RepoRecord } from "./record.ts";
+import { type RepoRecord, shortCommit } from "./record.ts";
 
 export interface ApplyOptions {
   /** Merge the branch's newest commit though the run has no verified delivery. */
@@ -28,10 +28,17 @@ export interface ApplyOutcome {
 /** The commit `apply` merges: the verified delivery's, or (asked for) the branch's head. */
 export function commitToApply(state: Readonly<RunMeta>, o: ApplyOptions): Result<{ repo: RepoRecord; commit: string }> {
   const repo = state.repo;
-  if (!repo) return err("no_repository", `run ${state.run_id} did not work on a repository (it ran in its run store only); its results are in its deliverable/ folder`);
+  if (!repo)
+    return err(
+      "no_repository",
+      `run ${state.run_id} did not work on a repository (it ran in its run store only); its results are in its deliverable/ folder`,
+    );
   if (state.deliverable?.commit) return ok({ repo, commit: state.deliverable.commit });
   if (o.unverified) return ok({ repo, commit: repo.head_commit });
-  return err("not_verified", `run ${state.run_id} has no verified delivery yet (status ${state.status}); its branch ${repo.branch} is at ${shortCommit(repo.head_commit)}, which no Verifier passed as a delivery. Resume it (relay infty resume ${state.run_id}), look at it (relay infty diff ${state.run_id}), or merge it anyway with --unverified`);
+  return err(
+    "not_verified",
+    `run ${state.run_id} has no verified delivery yet (status ${state.status}); its branch ${repo.branch} is at ${shortCommit(repo.head_commit)}, which no Verifier passed as a delivery. Resume it (relay infty resume ${state.run_id}), look at it (relay infty diff ${state.run_id}), or merge it anyway with --unverified`,
+  );
 }
 
 async function conflictedFiles(top: string): Promise<string[]> {
@@ -39,13 +46,26 @@ async function conflictedFiles(top: string): Promise<string[]> {
   return "ok" in r ? r.ok.stdout.split("\n").filter(Boolean) : [];
 }
 
-export async function applyCommit(repo: RepoRecord, commit: string, runId: string, o: ApplyOptions): Promise<Result<ApplyOutcome>> {
+export async function applyCommit(
+  repo: RepoRecord,
+  commit: string,
+  runId: string,
+  o: ApplyOptions,
+): Promise<Result<ApplyOutcome>> {
   const top = repo.path;
   const dirty = await git(["status", "--porcelain=v1", "--untracked-files=no"], { cwd: top });
   if ("error" in dirty) return dirty;
   if (dirty.ok.stdout.trim()) {
-    const files = dirty.ok.stdout.trim().split("\n").slice(0, 5).map((l) => `  ${l}`).join("\n");
-    return err("repo_dirty", `the working tree of ${top} has uncommitted changes:\n${files}\nCommit or stash them (git stash), then run: relay infty apply ${runId}. Nothing was merged.`);
+    const files = dirty.ok.stdout
+      .trim()
+      .split("\n")
+      .slice(0, 5)
+      .map((l) => `  ${l}`)
+      .join("\n");
+    return err(
+      "repo_dirty",
+      `the working tree of ${top} has uncommitted changes:\n${files}\nCommit or stash them (git stash), then run: relay infty apply ${runId}. Nothing was merged.`,
+    );
   }
   const branch = await git(["symbolic-ref", "--quiet", "--short", "HEAD"], { cwd: top, okCodes: [1] });
   if ("error" in branch) return branch;
@@ -56,12 +76,20 @@ export async function applyCommit(repo: RepoRecord, commit: string, runId: strin
   if ("error" in merged) return merged;
   if (merged.ok.code === 0) return ok({ commit, into, how: "already merged", head: before.ok });
   const message = `Merge relay infty run ${runId} (${repo.branch} at ${shortCommit(commit)})`;
-  const r = await git(["merge", "--no-edit", ...(o.noFastForward ? ["--no-ff"] : []), "-m", message, commit], { cwd: top, asUser: true });
+  const r = await git(["merge", "--no-edit", ...(o.noFastForward ? ["--no-ff"] : []), "-m", message, commit], {
+    cwd: top,
+    asUser: true,
+  });
   if ("error" in r) {
     const conflicts = await conflictedFiles(top);
     await git(["merge", "--abort"], { cwd: top });
-    const named = conflicts.length ? ` in ${conflicts.slice(0, 10).join(", ")}${conflicts.length > 10 ? ", …" : ""}` : "";
-    return err("merge_failed", `merging ${repo.branch} (${shortCommit(commit)}) into ${into ?? "the detached HEAD"} failed${named}, so it was aborted and nothing changed: ${r.error.message}\nMerge it yourself to resolve the conflicts: git -C ${top} merge ${repo.branch}`);
+    const named = conflicts.length
+      ? ` in ${conflicts.slice(0, 10).join(", ")}${conflicts.length > 10 ? ", …" : ""}`
+      : "";
+    return err(
+      "merge_failed",
+      `merging ${repo.branch} (${shortCommit(commit)}) into ${into ?? "the detached HEAD"} failed${named}, so it was aborted and nothing changed: ${r.error.message}\nMerge it yourself to resolve the conflicts: git -C ${top} merge ${repo.branch}`,
+    );
   }
   const after = await gitLine(["rev-parse", "HEAD"], { cwd: top });
   if ("error" in after) return after;

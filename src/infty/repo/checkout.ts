@@ -10,7 +10,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
 import { git, gitLine } from "./git-cli.ts";
-import { checkoutDir, reviewDir, type RepoRecord } from "./record.ts";
+import { checkoutDir, type RepoRecord, reviewDir } from "./record.ts";
 
 /** HEAD of the worktree at `dir`, or undefined when there is no working worktree there. */
 async function worktreeHead(dir: string): Promise<string | undefined> {
@@ -33,12 +33,22 @@ export async function ensureCheckout(repo: RepoRecord, runDir: string): Promise<
   const dir = checkoutDir(runDir);
   if (await worktreeHead(dir)) return onBranch(repo, dir);
   await clearBrokenWorktree(repo, dir);
-  const exists = await git(["rev-parse", "--verify", "--quiet", `refs/heads/${repo.branch}`], { cwd: repo.path, okCodes: [1] });
+  const exists = await git(["rev-parse", "--verify", "--quiet", `refs/heads/${repo.branch}`], {
+    cwd: repo.path,
+    okCodes: [1],
+  });
   if ("error" in exists) return exists;
   // The branch outlives a lost checkout: it is checked out again where it stands.
-  const args = exists.ok.code === 0 ? ["worktree", "add", dir, repo.branch] : ["worktree", "add", "-b", repo.branch, dir, repo.start_commit];
+  const args =
+    exists.ok.code === 0
+      ? ["worktree", "add", dir, repo.branch]
+      : ["worktree", "add", "-b", repo.branch, dir, repo.start_commit];
   const added = await git(args, { cwd: repo.path });
-  if ("error" in added) return err("checkout_failed", `could not make the run's checkout of ${repo.path} at ${dir}: ${added.error.message}`);
+  if ("error" in added)
+    return err(
+      "checkout_failed",
+      `could not make the run's checkout of ${repo.path} at ${dir}: ${added.error.message}`,
+    );
   return onBranch(repo, dir);
 }
 
@@ -48,7 +58,10 @@ async function onBranch(repo: RepoRecord, dir: string): Promise<Result<string>> 
   if ("error" in ref) return ref;
   const at = ref.ok.stdout.trim();
   if (at !== `refs/heads/${repo.branch}`) {
-    return err("checkout_off_branch", `the run's checkout ${dir} is ${at ? `on ${at.replace("refs/heads/", "")}` : "detached"}, not on the run's branch ${repo.branch}; put it back with: git -C ${dir} checkout ${repo.branch}`);
+    return err(
+      "checkout_off_branch",
+      `the run's checkout ${dir} is ${at ? `on ${at.replace("refs/heads/", "")}` : "detached"}, not on the run's branch ${repo.branch}; put it back with: git -C ${dir} checkout ${repo.branch}`,
+    );
   }
   return ok(dir);
 }
@@ -57,7 +70,11 @@ async function onBranch(repo: RepoRecord, dir: string): Promise<Result<string>> 
  * Commits everything in the Solver's checkout (tracked changes, new files not ignored) to the
  * run's branch; no change: the branch's head as it is. Returns the commit and whether it is new.
  */
-export async function commitCheckout(repo: RepoRecord, runDir: string, message: string): Promise<Result<{ commit: string; changed: boolean }>> {
+export async function commitCheckout(
+  repo: RepoRecord,
+  runDir: string,
+  message: string,
+): Promise<Result<{ commit: string; changed: boolean }>> {
   const dir = await ensureCheckout(repo, runDir);
   if ("error" in dir) return dir;
   const cwd = dir.ok;
@@ -80,7 +97,8 @@ export async function prepareReview(repo: RepoRecord, runDir: string, commit: st
   if (!(await worktreeHead(dir))) {
     await clearBrokenWorktree(repo, dir);
     const added = await git(["worktree", "add", "--detach", dir, commit], { cwd: repo.path });
-    if ("error" in added) return err("checkout_failed", `could not make the Verifiers' checkout at ${dir}: ${added.error.message}`);
+    if ("error" in added)
+      return err("checkout_failed", `could not make the Verifiers' checkout at ${dir}: ${added.error.message}`);
   } else {
     const moved = await git(["checkout", "--quiet", "--detach", "--force", commit], { cwd: dir });
     if ("error" in moved) return moved;
@@ -89,7 +107,8 @@ export async function prepareReview(repo: RepoRecord, runDir: string, commit: st
   if ("error" in cleaned) return cleaned;
   const head = await gitLine(["rev-parse", "HEAD"], { cwd: dir });
   if ("error" in head) return head;
-  if (head.ok !== commit) return err("checkout_failed", `the Verifiers' checkout ${dir} is at ${head.ok}, not at ${commit}`);
+  if (head.ok !== commit)
+    return err("checkout_failed", `the Verifiers' checkout ${dir} is at ${head.ok}, not at ${commit}`);
   return ok(dir);
 }
 
@@ -98,7 +117,12 @@ export async function prepareReview(repo: RepoRecord, runDir: string, commit: st
  * held that is not in its head commit is committed first onto `keepRef`, so nothing is lost:
  * returns that ref, or null when there was nothing to keep.
  */
-export async function rewindCheckout(repo: RepoRecord, runDir: string, commit: string, keepRef: string): Promise<Result<string | null>> {
+export async function rewindCheckout(
+  repo: RepoRecord,
+  runDir: string,
+  commit: string,
+  keepRef: string,
+): Promise<Result<string | null>> {
   const dir = await ensureCheckout(repo, runDir);
   if ("error" in dir) return dir;
   const cwd = dir.ok;
@@ -124,7 +148,13 @@ async function keepWorkingState(cwd: string, target: string, ref: string): Promi
   const head = await gitLine(["rev-parse", "HEAD"], { cwd });
   if ("error" in head) return head;
   if (tree.ok === headTree.ok && head.ok === target) return ok(null);
-  const kept = tree.ok === headTree.ok ? head : await gitLine(["commit-tree", tree.ok, "-p", head.ok, "-m", "relay infty: the checkout's state before a restore"], { cwd });
+  const kept =
+    tree.ok === headTree.ok
+      ? head
+      : await gitLine(
+          ["commit-tree", tree.ok, "-p", head.ok, "-m", "relay infty: the checkout's state before a restore"],
+          { cwd },
+        );
   if ("error" in kept) return kept;
   const set = await git(["update-ref", ref, kept.ok], { cwd });
   return "error" in set ? set : ok(ref);
@@ -132,6 +162,9 @@ async function keepWorkingState(cwd: string, target: string, ref: string): Promi
 
 /** The diff of the run's branch from its start to `to`, as `git diff --binary` prints it. */
 export async function branchDiff(repo: RepoRecord, to: string, opts: { stat?: boolean } = {}): Promise<Result<string>> {
-  const r = await git(["diff", "--no-ext-diff", "--no-textconv", ...(opts.stat ? ["--stat"] : ["--binary"]), repo.start_commit, to], { cwd: repo.path });
+  const r = await git(
+    ["diff", "--no-ext-diff", "--no-textconv", ...(opts.stat ? ["--stat"] : ["--binary"]), repo.start_commit, to],
+    { cwd: repo.path },
+  );
   return "error" in r ? r : ok(r.ok.stdout);
 }

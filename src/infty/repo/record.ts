@@ -12,21 +12,23 @@ import { lazySchema } from "../../util/lazy-schema.ts";
 
 const CommitSchema = lazySchema(() => z.string().regex(/^[0-9a-f]{40,64}$/, "a full commit id"));
 
-export const RepoRecordSchema = lazySchema(() => z.object({
-  /** The user's repository: its top-level folder. */
-  path: z.string(),
-  /** Its git directory (shared by every worktree): read-only to every role, wherever it lies. */
-  git_dir: z.string(),
-  /** The run's branch in that repository. */
-  branch: z.string(),
-  /** The user's HEAD when the run started, and the branch it was on (null: detached). */
-  base_commit: CommitSchema,
-  base_branch: z.string().nullable(),
-  /** The branch's first commit: the base, or a commit of the uncommitted changes (--include-uncommitted). */
-  start_commit: CommitSchema,
-  /** The newest commit the orchestrator made on the branch (the start commit until the first). */
-  head_commit: CommitSchema,
-}));
+export const RepoRecordSchema = lazySchema(() =>
+  z.object({
+    /** The user's repository: its top-level folder. */
+    path: z.string(),
+    /** Its git directory (shared by every worktree): read-only to every role, wherever it lies. */
+    git_dir: z.string(),
+    /** The run's branch in that repository. */
+    branch: z.string(),
+    /** The user's HEAD when the run started, and the branch it was on (null: detached). */
+    base_commit: CommitSchema,
+    base_branch: z.string().nullable(),
+    /** The branch's first commit: the base, or a commit of the uncommitted changes (--include-uncommitted). */
+    start_commit: CommitSchema,
+    /** The newest commit the orchestrator made on the branch (the start commit until the first). */
+    head_commit: CommitSchema,
+  }),
+);
 export type RepoRecord = z.infer<typeof RepoRecordSchema>;
 
 /** The Solver's checkout (a worktree on the run's branch). */

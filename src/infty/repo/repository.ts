@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
 import { git, gitLine } from "./git-cli.ts";
-import { defaultBranch, shortCommit, type RepoRecord } from "./record.ts";
+import { defaultBranch, type RepoRecord, shortCommit } from "./record.ts";
 
 /** What `relay infty run` asks for: a run on the repository at (or above) `dir`. */
 export interface RepoRequest {
@@ -41,10 +41,20 @@ export async function findRepository(dir: string): Promise<Result<FoundRepositor
   const [top, gitDir, common] = paths.ok.stdout.trim().split("\n");
   const head = await git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { cwd: dir, okCodes: [1] });
   if ("error" in head) return head;
-  if (head.ok.code !== 0) return err("repo_no_commit", `the repository ${top} has no commit yet; commit its files first (git add -A && git commit -m "start"), then start the run again`);
+  if (head.ok.code !== 0)
+    return err(
+      "repo_no_commit",
+      `the repository ${top} has no commit yet; commit its files first (git add -A && git commit -m "start"), then start the run again`,
+    );
   const branch = await git(["symbolic-ref", "--quiet", "--short", "HEAD"], { cwd: dir, okCodes: [1] });
   if ("error" in branch) return branch;
-  return ok({ top: top!, gitDir: gitDir!, commonDir: path.resolve(dir, common!), head: head.ok.stdout.trim(), branch: branch.ok.code === 0 ? branch.ok.stdout.trim() : null });
+  return ok({
+    top: top!,
+    gitDir: gitDir!,
+    commonDir: path.resolve(dir, common!),
+    head: head.ok.stdout.trim(),
+    branch: branch.ok.code === 0 ? branch.ok.stdout.trim() : null,
+  });
 }
 
 /** The first entries of `git status` of a dirty tree (none: clean). */
@@ -57,10 +67,18 @@ async function dirtyEntries(top: string): Promise<Result<string[]>> {
 async function checkBranchFree(top: string, branch: string): Promise<Result<void>> {
   const valid = await git(["check-ref-format", "--branch", branch], { cwd: top, okCodes: [1, 128] });
   if ("error" in valid) return valid;
-  if (valid.ok.code !== 0) return err("invalid_branch", `--branch ${JSON.stringify(branch)} is not a valid branch name; use letters, digits, '/', '-', '_' and '.' (e.g. relay/fix-parser)`);
+  if (valid.ok.code !== 0)
+    return err(
+      "invalid_branch",
+      `--branch ${JSON.stringify(branch)} is not a valid branch name; use letters, digits, '/', '-', '_' and '.' (e.g. relay/fix-parser)`,
+    );
   const exists = await git(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { cwd: top, okCodes: [1] });
   if ("error" in exists) return exists;
-  if (exists.ok.code === 0) return err("branch_exists", `branch ${branch} already exists in ${top}; pick another with --branch NAME (or delete it: git branch -D ${branch})`);
+  if (exists.ok.code === 0)
+    return err(
+      "branch_exists",
+      `branch ${branch} already exists in ${top}; pick another with --branch NAME (or delete it: git branch -D ${branch})`,
+    );
   return ok(undefined);
 }
 
@@ -89,7 +107,11 @@ async function snapshotWorkingTree(found: FoundRepository, runId: string): Promi
 export async function prepareRepository(req: RepoRequest, runId: string): Promise<Result<RepoRecord>> {
   const found = await findRepository(req.dir);
   if ("error" in found) return found;
-  if (!found.ok) return err("not_a_repository", `${req.dir} is not inside a git repository; give one with -C <repo>, or run in the run store only with --no-repo`);
+  if (!found.ok)
+    return err(
+      "not_a_repository",
+      `${req.dir} is not inside a git repository; give one with -C <repo>, or run in the run store only with --no-repo`,
+    );
   const repo = found.ok;
   const branch = req.branch ?? defaultBranch(runId);
   const free = await checkBranchFree(repo.top, branch);
@@ -99,19 +121,36 @@ export async function prepareRepository(req: RepoRequest, runId: string): Promis
   let start = repo.head;
   if (dirty.ok.length > 0) {
     if (!req.includeUncommitted) {
-      const shown = dirty.ok.slice(0, 5).map((e) => `  ${e}`).join("\n");
+      const shown = dirty.ok
+        .slice(0, 5)
+        .map((e) => `  ${e}`)
+        .join("\n");
       const more = dirty.ok.length > 5 ? `\n  … and ${dirty.ok.length - 5} more` : "";
-      return err("repo_dirty", `the working tree of ${repo.top} has uncommitted changes:\n${shown}${more}\nA run starts from a commit: commit them (git commit -am "..."), stash them (git stash -u), or pass --include-uncommitted to start the run's branch with a commit of them (your tree stays as it is). Nothing was started.`);
+      return err(
+        "repo_dirty",
+        `the working tree of ${repo.top} has uncommitted changes:\n${shown}${more}\nA run starts from a commit: commit them (git commit -am "..."), stash them (git stash -u), or pass --include-uncommitted to start the run's branch with a commit of them (your tree stays as it is). Nothing was started.`,
+      );
     }
     const snap = await snapshotWorkingTree(repo, runId);
     if ("error" in snap) return snap;
     start = snap.ok;
   }
-  return ok({ path: repo.top, git_dir: repo.commonDir, branch, base_commit: repo.head, base_branch: repo.branch, start_commit: start, head_commit: start });
+  return ok({
+    path: repo.top,
+    git_dir: repo.commonDir,
+    branch,
+    base_commit: repo.head,
+    base_branch: repo.branch,
+    start_commit: start,
+    head_commit: start,
+  });
 }
 
 /** One line for progress: where the run works. */
 export function describeRepo(r: RepoRecord): string {
-  const from = r.start_commit === r.base_commit ? shortCommit(r.base_commit) : `${shortCommit(r.base_commit)} + your uncommitted changes (${shortCommit(r.start_commit)})`;
+  const from =
+    r.start_commit === r.base_commit
+      ? shortCommit(r.base_commit)
+      : `${shortCommit(r.base_commit)} + your uncommitted changes (${shortCommit(r.start_commit)})`;
   return `${r.path} on branch ${r.branch}, from ${r.base_branch ?? "a detached HEAD"} at ${from}`;
 }

@@ -14,7 +14,11 @@ const WHO = "relay infty serve";
 
 /** The handler for runs in `root`, which must be a RELAY_HOME's infty/ folder (a resume runs relay with that home). */
 export function serveActions(root: string): Result<ActionHandler> {
-  if (path.basename(root) !== "infty") return err("bad_runs_root", `--allow-actions needs the runs root to be a RELAY_HOME's infty folder (${root} is not): a resumed run is started with RELAY_HOME set to its parent; leave out --runs-root or point RELAY_HOME there`);
+  if (path.basename(root) !== "infty")
+    return err(
+      "bad_runs_root",
+      `--allow-actions needs the runs root to be a RELAY_HOME's infty folder (${root} is not): a resumed run is started with RELAY_HOME set to its parent; leave out --runs-root or point RELAY_HOME there`,
+    );
   const home = path.dirname(root);
   return ok(async (runId, action, body) => {
     if (action === "stop") return stopRun(home, runId, WHO);

@@ -5,8 +5,9 @@
  * torn by a crash, waits). A file that shrank, or another file put in its place, is indexed
  * again from the start.
  */
-import { open, stat } from "node:fs/promises";
+
 import { Buffer } from "node:buffer";
+import { open, stat } from "node:fs/promises";
 
 const CHUNK = 1 << 16;
 

@@ -28,7 +28,11 @@ export function sseFrame(e: IndexedEvent): string {
 }
 
 export function streamEvents(req: IncomingMessage, res: ServerResponse, watch: RunWatch, start: number): void {
-  res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no" });
+  res.writeHead(200, {
+    ...BASE_HEADERS,
+    "content-type": "text/event-stream; charset=utf-8",
+    "x-accel-buffering": "no",
+  });
   res.write("retry: 2000\n\n");
   let sent = start;
   let pumping = false;
@@ -59,7 +63,10 @@ export function streamEvents(req: IncomingMessage, res: ServerResponse, watch: R
       pumping = false;
     }
   };
-  const stop = watch.listen({ grew: () => void pump(), changed: () => void write(`event: ${SSE_RUN_EVENT}\ndata: {}\n\n`).catch(() => {}) });
+  const stop = watch.listen({
+    grew: () => void pump(),
+    changed: () => void write(`event: ${SSE_RUN_EVENT}\ndata: {}\n\n`).catch(() => {}),
+  });
   const ping = setInterval(() => res.write(": ping\n\n"), SSE_PING_MS);
   ping.unref?.();
   const end = () => {

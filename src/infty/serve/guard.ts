@@ -5,9 +5,10 @@
  * the HttpOnly SameSite=Strict cookie that `/?token=<token>` sets once. Actions (POST) always
  * need the token and a custom header a cross-site form cannot send, and a matching Origin.
  */
+
+import { Buffer } from "node:buffer";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { Buffer } from "node:buffer";
 
 export const COOKIE = "relay_serve_token";
 /** Actions must carry this header (a cross-site form or a simple request cannot). */
@@ -63,7 +64,9 @@ export class Guard {
   badHost(req: IncomingMessage): string | undefined {
     if (!isLoopbackAddress(this.o.host)) return undefined;
     const name = hostName(req.headers.host ?? "");
-    return isLoopbackAddress(name) ? undefined : `this server answers only loopback host names (127.0.0.1, localhost, [::1]), not ${JSON.stringify(req.headers.host ?? "")}`;
+    return isLoopbackAddress(name)
+      ? undefined
+      : `this server answers only loopback host names (127.0.0.1, localhost, [::1]), not ${JSON.stringify(req.headers.host ?? "")}`;
   }
 
   /** Whether `given` is the token (false when the server has none). */
@@ -85,10 +88,12 @@ export class Guard {
 
   /** Why an action request is refused, or undefined. */
   badAction(req: IncomingMessage): string | undefined {
-    if (!this.carriesToken(req)) return "actions need the server's token (the cookie set by the printed URL, or Authorization: Bearer)";
+    if (!this.carriesToken(req))
+      return "actions need the server's token (the cookie set by the printed URL, or Authorization: Bearer)";
     if (req.headers[ACTION_HEADER] !== "1") return `actions need the header ${ACTION_HEADER}: 1`;
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://${req.headers.host ?? ""}`) return `the request's Origin ${origin} is not this server`;
+    if (origin !== undefined && origin !== `http://${req.headers.host ?? ""}`)
+      return `the request's Origin ${origin} is not this server`;
     return undefined;
   }
 

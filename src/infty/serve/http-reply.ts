@@ -12,13 +12,25 @@ export const BASE_HEADERS: Record<string, string> = {
 };
 
 /** The page's policy: scripts, styles and data from this server only, nothing inline. */
-export const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** For files of the run: never run anything, whatever the browser makes of the bytes. */
 export const FILE_CSP = "sandbox; default-src 'none'";
 
-export function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
-  res.writeHead(status, { ...BASE_HEADERS, "content-type": type, "content-length": String(Buffer.byteLength(body)), ...extra });
+export function send(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string | Buffer,
+  extra: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    ...BASE_HEADERS,
+    "content-type": type,
+    "content-length": String(Buffer.byteLength(body)),
+    ...extra,
+  });
   res.end(body);
 }
 

@@ -82,7 +82,10 @@ export class RoleBudgetFold {
         if (e.event.kind === "turn_started") {
           r.turns++;
           r.turnSince = at;
-        } else if ((e.event.kind === "turn_completed" || e.event.kind === "turn_aborted") && r.turnSince !== undefined) {
+        } else if (
+          (e.event.kind === "turn_completed" || e.event.kind === "turn_aborted") &&
+          r.turnSince !== undefined
+        ) {
           r.busyMs += Math.max(0, at - r.turnSince);
           r.turnSince = undefined;
         }
@@ -97,11 +100,13 @@ export class RoleBudgetFold {
   snapshot(live: boolean, now = Date.now()): RoleBudget[] {
     const until = live ? now : this.lastAt;
     const order = (role: string) => (role === "solver" ? 0 : role === "director" ? 1 : 2 + verifierNumber(role));
-    return [...this.roles.entries()].sort(([a], [b]) => order(a) - order(b)).map(([role, r]) => ({
-      role,
-      tokens: r.tokensBefore + r.tokensNow,
-      busy_ms: Math.round(r.busyMs + (r.turnSince !== undefined ? Math.max(0, until - r.turnSince) : 0)),
-      turns: r.turns,
-    }));
+    return [...this.roles.entries()]
+      .sort(([a], [b]) => order(a) - order(b))
+      .map(([role, r]) => ({
+        role,
+        tokens: r.tokensBefore + r.tokensNow,
+        busy_ms: Math.round(r.busyMs + (r.turnSince !== undefined ? Math.max(0, until - r.turnSince) : 0)),
+        turns: r.turns,
+      }));
   }
 }

@@ -8,13 +8,19 @@ import { lstat, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { byCodeUnits } from "../../util/compare.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import { resolveWithin, RUN_DIRS } from "../run-store.ts";
+import { RUN_DIRS, resolveWithin } from "../run-store.ts";
 import type { FileEntry, FileList } from "./api-schemas.ts";
 
 /** Entries a listing holds at most (a run with more is cut, and says so). */
 export const MAX_LISTED = 5000;
 
-const IMAGE_TYPES: Record<string, string> = { ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp" };
+const IMAGE_TYPES: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+};
 
 /** What a file is served as: a raster image type, else plain text (never HTML, never SVG). */
 export function servedType(file: string): string {
@@ -23,7 +29,11 @@ export function servedType(file: string): string {
 
 /** The segments of `raw` (the URL path after /files/, still encoded), checked; the first names a run folder. */
 export function fileSegments(raw: string): Result<string[]> {
-  const bad = (why: string) => err("bad_path", `${JSON.stringify(raw)} is not a path inside the run's ${RUN_DIRS.join(", ")} folders (${why}); use a path such as artifacts/notes.md`);
+  const bad = (why: string) =>
+    err(
+      "bad_path",
+      `${JSON.stringify(raw)} is not a path inside the run's ${RUN_DIRS.join(", ")} folders (${why}); use a path such as artifacts/notes.md`,
+    );
   const parts = raw.split("/");
   if (parts.at(-1) === "") parts.pop();
   const out: string[] = [];
@@ -38,7 +48,8 @@ export function fileSegments(raw: string): Result<string[]> {
     if (/[/\\\0]/.test(d)) return bad("a separator or NUL inside a segment");
     out.push(d);
   }
-  if (out.length === 0 || !(RUN_DIRS as readonly string[]).includes(out[0]!)) return bad(`it must start with one of ${RUN_DIRS.join(", ")}`);
+  if (out.length === 0 || !(RUN_DIRS as readonly string[]).includes(out[0]!))
+    return bad(`it must start with one of ${RUN_DIRS.join(", ")}`);
   return ok(out);
 }
 
@@ -47,7 +58,11 @@ export type Resolved = { kind: "file"; real: string; size: number; type: string 
 /** The real file or folder `segments` name in the run at `runDir`, if it stays inside its folder. */
 export async function resolveRunFile(runDir: string, segments: string[]): Promise<Result<Resolved>> {
   const [top, ...rest] = segments;
-  const real = await resolveWithin(path.join(runDir, top!), rest.length ? path.join(...rest) : ".", `the run's ${top}/ folder`);
+  const real = await resolveWithin(
+    path.join(runDir, top!),
+    rest.length ? path.join(...rest) : ".",
+    `the run's ${top}/ folder`,
+  );
   if ("error" in real) return real;
   const s = await stat(real.ok);
   if (s.isDirectory()) return ok({ kind: "dir", real: real.ok });

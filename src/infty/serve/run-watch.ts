@@ -4,7 +4,7 @@
  * file systems that do not report changes) that tells listeners about new lines and a changed
  * run.json. Nothing is polled in a busy loop and nothing is written.
  */
-import { watch, type FSWatcher } from "node:fs";
+import { type FSWatcher, watch } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { EventLogIndex } from "./event-index.ts";

@@ -2,9 +2,9 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
-import { runLiveness, type Liveness } from "../liveness.ts";
+import { type Liveness, runLiveness } from "../liveness.ts";
 import { roleNames } from "../roles.ts";
-import { readRunMeta, RunStore, validateRunId, type RunMeta } from "../run-store.ts";
+import { type RunMeta, RunStore, readRunMeta, validateRunId } from "../run-store.ts";
 import type { RunDetail, RunList, RunSummary } from "./api-schemas.ts";
 import { RunWatch } from "./run-watch.ts";
 
@@ -45,9 +45,11 @@ export class RunRegistry {
 
   /** The folder of run `id`, if it names one. */
   dirOf(id: string): Result<string> {
-    if ("error" in validateRunId(id)) return err("run_not_found", `no run ${JSON.stringify(id)}: a run id has letters, digits, '.', '-', '_' only`);
+    if ("error" in validateRunId(id))
+      return err("run_not_found", `no run ${JSON.stringify(id)}: a run id has letters, digits, '.', '-', '_' only`);
     const dir = path.join(this.root, id);
-    if (!existsSync(path.join(dir, "run.json"))) return err("run_not_found", `no run ${id} under ${this.root}; the list is at /api/runs`);
+    if (!existsSync(path.join(dir, "run.json")))
+      return err("run_not_found", `no run ${id} under ${this.root}; the list is at /api/runs`);
     return ok(dir);
   }
 
@@ -59,7 +61,9 @@ export class RunRegistry {
 
   async list(): Promise<RunList> {
     const { runs, warnings } = await RunStore.listIn(this.root);
-    const summaries = await Promise.all(runs.map(async (m) => summaryOf(m, await runLiveness(path.join(this.root, m.run_id), m))));
+    const summaries = await Promise.all(
+      runs.map(async (m) => summaryOf(m, await runLiveness(path.join(this.root, m.run_id), m))),
+    );
     return { runs: summaries, warnings };
   }
 
@@ -74,12 +78,27 @@ export class RunRegistry {
     await w.budget.update();
     const logged = w.budget.snapshot(l.live);
     // Every role of the run, those the log has not mentioned yet at zero.
-    const roles = roleNames(m.verifiers).map((role) => logged.find((r) => r.role === role) ?? { role, tokens: 0, busy_ms: 0, turns: 0 });
+    const roles = roleNames(m.verifiers).map(
+      (role) => logged.find((r) => r.role === role) ?? { role, tokens: 0, busy_ms: 0, turns: 0 },
+    );
     return ok({
       summary: summaryOf(m, l),
       run: m,
-      liveness: { live: l.live, ...(l.pid !== undefined ? { pid: l.pid } : {}), heartbeat_age_ms: l.heartbeatAgeMs, ...(l.stale ? { stale: l.stale } : {}) },
-      budget: { turns: m.turns, max_turns: m.max_turns, wall_ms_used: m.wall_ms_used, max_wall_ms: m.max_wall_ms, tokens_used: m.tokens_used, max_tokens: m.max_tokens, roles },
+      liveness: {
+        live: l.live,
+        ...(l.pid !== undefined ? { pid: l.pid } : {}),
+        heartbeat_age_ms: l.heartbeatAgeMs,
+        ...(l.stale ? { stale: l.stale } : {}),
+      },
+      budget: {
+        turns: m.turns,
+        max_turns: m.max_turns,
+        wall_ms_used: m.wall_ms_used,
+        max_wall_ms: m.max_wall_ms,
+        tokens_used: m.tokens_used,
+        max_tokens: m.max_tokens,
+        roles,
+      },
       events: w.index.count,
       actions: this.actions,
     });

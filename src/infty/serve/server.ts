@@ -3,11 +3,12 @@
  * ($RELAY_HOME/infty). It only reads the stores; with actions enabled it can stop, resume and
  * note a run through the same code as the CLI. node:http, so it runs under Bun, Node and Deno.
  */
-import os from "node:os";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
 import { createReadStream } from "node:fs";
 import { readdir } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
 import { err, ok, type Result } from "../../util/result.ts";
 import { listCheckpoints } from "../checkpoints.ts";
 import { parseLogLine } from "../event-log.ts";
@@ -116,9 +117,24 @@ export async function startServe(o: ServeOptions): Promise<Result<ServeHandle>> 
 function listen(server: Server, host: string, port: number): Promise<Result<number>> {
   return new Promise((resolve) => {
     server.once("error", (e: NodeJS.ErrnoException) => {
-      if (e.code === "EADDRINUSE") resolve(err("port_in_use", `port ${port} on ${host} is in use (another relay infty serve?); pick another with --port N (--port 0 takes any free port)`));
-      else if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND") resolve(err("bad_host", `cannot listen on ${host} (${e.code}): give an address of this machine with --host, e.g. 127.0.0.1`));
-      else if (e.code === "EACCES") resolve(err("port_denied", `not allowed to listen on port ${port} (${host}); use a port above 1023 with --port`));
+      if (e.code === "EADDRINUSE")
+        resolve(
+          err(
+            "port_in_use",
+            `port ${port} on ${host} is in use (another relay infty serve?); pick another with --port N (--port 0 takes any free port)`,
+          ),
+        );
+      else if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND")
+        resolve(
+          err(
+            "bad_host",
+            `cannot listen on ${host} (${e.code}): give an address of this machine with --host, e.g. 127.0.0.1`,
+          ),
+        );
+      else if (e.code === "EACCES")
+        resolve(
+          err("port_denied", `not allowed to listen on port ${port} (${host}); use a port above 1023 with --port`),
+        );
       else resolve(err("listen_failed", `cannot listen on ${host}:${port}: ${e.message}`));
     });
     server.listen(port, host, () => resolve(ok((server.address() as AddressInfo).port)));
@@ -141,14 +157,36 @@ async function route(req: IncomingMessage, res: ServerResponse, c: Ctx): Promise
   if (pathname === "/" && query.has("token")) return tokenLogin(req, res, c, query.get("token")!);
   const api = /^\/api\/runs\/([^/]+)\/actions\/([a-z]+)$/.exec(pathname);
   if (api && c.actions) return action(req, res, c, decodeURIComponent(api[1]!), api[2]!);
-  if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, "method_not_allowed", `${req.method} is not served here; the API is read-only (GET)${c.actions ? " except POST /api/runs/<id>/actions/<stop|resume|note>" : ""}`);
+  if (req.method !== "GET" && req.method !== "HEAD")
+    return sendError(
+      res,
+      "method_not_allowed",
+      `${req.method} is not served here; the API is read-only (GET)${c.actions ? " except POST /api/runs/<id>/actions/<stop|resume|note>" : ""}`,
+    );
   if (!c.guard.mayRead(req)) {
-    if (pathname.startsWith("/api/")) return sendError(res, "unauthorized", "this server needs its token: send Authorization: Bearer <token>, or open the URL with ?token= that relay infty serve printed");
-    return send(res, 401, "text/plain; charset=utf-8", "This relay infty serve needs its token: open the URL with ?token=… that it printed when it started.\n");
+    if (pathname.startsWith("/api/"))
+      return sendError(
+        res,
+        "unauthorized",
+        "this server needs its token: send Authorization: Bearer <token>, or open the URL with ?token= that relay infty serve printed",
+      );
+    return send(
+      res,
+      401,
+      "text/plain; charset=utf-8",
+      "This relay infty serve needs its token: open the URL with ?token=… that it printed when it started.\n",
+    );
   }
   if (pathname === "/favicon.ico") return send(res, 204, "text/plain; charset=utf-8", "");
   const asset = PAGE_ASSETS[pathname === "/" || pathname === "/index.html" ? "/" : pathname];
-  if (asset) return send(res, 200, asset.type, asset.body, asset.type.startsWith("text/html") ? { "content-security-policy": PAGE_CSP } : {});
+  if (asset)
+    return send(
+      res,
+      200,
+      asset.type,
+      asset.body,
+      asset.type.startsWith("text/html") ? { "content-security-policy": PAGE_CSP } : {},
+    );
   if (pathname === "/api/runs") return sendJson(res, 200, await c.runs.list());
   const m = /^\/api\/runs\/([^/]+)(\/[^/]+)?(\/.*)?$/.exec(pathname);
   if (!m) return sendError(res, "not_found", `nothing at ${pathname}; the page is at / and the API under /api/runs`);
@@ -181,20 +219,40 @@ function safeDecode(s: string): string {
 
 /** `/?token=…`: the right token sets the cookie and sends the browser to `/` without it in the URL. */
 function tokenLogin(_req: IncomingMessage, res: ServerResponse, c: Ctx, given: string): void {
-  if (!c.guard.isToken(given)) return send(res, 401, "text/plain; charset=utf-8", "Wrong token: open the URL that relay infty serve printed when it started.\n");
+  if (!c.guard.isToken(given))
+    return send(
+      res,
+      401,
+      "text/plain; charset=utf-8",
+      "Wrong token: open the URL that relay infty serve printed when it started.\n",
+    );
   res.writeHead(303, { ...BASE_HEADERS, location: "/", "set-cookie": c.guard.cookie(), "content-length": "0" });
   res.end();
 }
 
-async function events(req: IncomingMessage, res: ServerResponse, c: Ctx, id: string, dir: string, query: URLSearchParams): Promise<void> {
+async function events(
+  req: IncomingMessage,
+  res: ServerResponse,
+  c: Ctx,
+  id: string,
+  dir: string,
+  query: URLSearchParams,
+): Promise<void> {
   const w = c.runs.watch(id, dir);
-  if ((req.headers.accept ?? "").includes("text/event-stream")) return streamEvents(req, res, w, streamStart(req, query.get("from")));
+  if ((req.headers.accept ?? "").includes("text/event-stream"))
+    return streamEvents(req, res, w, streamStart(req, query.get("from")));
   const from = Number(query.get("from") ?? 0);
   const limit = Number(query.get("limit") ?? PAGE_LIMIT_DEFAULT);
-  if (!Number.isInteger(from) || from < 0 || !Number.isInteger(limit) || limit < 0) return sendError(res, "bad_request", "from and limit are whole numbers ≥ 0, e.g. ?from=1000&limit=200");
+  if (!Number.isInteger(from) || from < 0 || !Number.isInteger(limit) || limit < 0)
+    return sendError(res, "bad_request", "from and limit are whole numbers ≥ 0, e.g. ?from=1000&limit=200");
   const total = await w.index.refresh();
   const lines = await w.index.read(from, Math.min(limit, PAGE_LIMIT_MAX));
-  const body: EventsPage = { run_id: id, from, total, events: lines.map((line, i) => ({ n: from + i, event: parseLogLine(line) })) };
+  const body: EventsPage = {
+    run_id: id,
+    from,
+    total,
+    events: lines.map((line, i) => ({ n: from + i, event: parseLogLine(line) })),
+  };
   sendJson(res, 200, body);
 }
 
@@ -209,15 +267,31 @@ async function files(res: ServerResponse, dir: string, rest: string): Promise<vo
   if ("error" in r) return sendError(res, r.error.code, r.error.message, statusOf(r.error.code));
   if (r.ok.kind === "dir") {
     const names = await readdir(r.ok.real, { withFileTypes: true });
-    const list: FileList = { files: names.map((e) => ({ path: `${segs.ok.join("/")}/${e.name}`, size: 0, kind: e.isDirectory() ? ("dir" as const) : ("file" as const) })), truncated: false };
+    const list: FileList = {
+      files: names.map((e) => ({
+        path: `${segs.ok.join("/")}/${e.name}`,
+        size: 0,
+        kind: e.isDirectory() ? ("dir" as const) : ("file" as const),
+      })),
+      truncated: false,
+    };
     return sendJson(res, 200, list);
   }
-  res.writeHead(200, { ...BASE_HEADERS, "content-type": r.ok.type, "content-length": String(r.ok.size), "content-security-policy": FILE_CSP, "content-disposition": "inline" });
-  createReadStream(r.ok.real).on("error", () => res.destroy()).pipe(res);
+  res.writeHead(200, {
+    ...BASE_HEADERS,
+    "content-type": r.ok.type,
+    "content-length": String(r.ok.size),
+    "content-security-policy": FILE_CSP,
+    "content-disposition": "inline",
+  });
+  createReadStream(r.ok.real)
+    .on("error", () => res.destroy())
+    .pipe(res);
 }
 
 async function action(req: IncomingMessage, res: ServerResponse, c: Ctx, id: string, name: string): Promise<void> {
-  if (req.method !== "POST") return sendError(res, "method_not_allowed", `actions are POST requests (POST /api/runs/${id}/actions/${name})`);
+  if (req.method !== "POST")
+    return sendError(res, "method_not_allowed", `actions are POST requests (POST /api/runs/${id}/actions/${name})`);
   const bad = c.guard.badAction(req);
   if (bad) return sendError(res, "forbidden", bad);
   const dir = c.runs.dirOf(id);
@@ -235,7 +309,7 @@ async function action(req: IncomingMessage, res: ServerResponse, c: Ctx, id: str
     try {
       body = JSON.parse(text);
     } catch {
-      return sendError(res, "bad_request", "an action's body is JSON, e.g. {\"text\": \"…\"}");
+      return sendError(res, "bad_request", 'an action\'s body is JSON, e.g. {"text": "…"}');
     }
   }
   const r = await c.actions!(id, name, body);

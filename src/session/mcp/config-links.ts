@@ -4,17 +4,20 @@
  * The SDK is imported here, on first use only: a session without MCP servers never loads it.
  */
 import type { ChildProcess } from "node:child_process";
-import { randomUUID } from "../../util/random.ts";
 import type { Stream } from "node:stream";
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { killTree, MARKER_VAR } from "../../executor/spawn/kill-tree.ts";
+import { randomUUID } from "../../util/random.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import type { McpLaunchConfig } from "./config.ts";
-import { describeExit, STDERR_TAIL_CHARS, type McpLink } from "./link.ts";
+import { describeExit, type McpLink, STDERR_TAIL_CHARS } from "./link.ts";
 
 /** Relay's variables a stdio server gets besides the SDK's defaults (HOME, PATH, ...): `env_vars`, then `env`. */
-export function stdioEnv(launch: { env: Record<string, string>; envVars: string[] }, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function stdioEnv(
+  launch: { env: Record<string, string>; envVars: string[] },
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of launch.envVars) if (from[name] !== undefined) env[name] = from[name]!;
   return { ...env, ...launch.env };
@@ -43,7 +46,10 @@ class WatchedStdio implements Transport {
     inner.onclose = () => this.onclose?.();
     inner.onerror = (e) => this.onerror?.(e);
     inner.onmessage = (m) => this.onmessage?.(m);
-    inner.stderr?.on("data", (d: Buffer | string) => (this.stderrTail = (this.stderrTail + d.toString()).slice(-STDERR_TAIL_CHARS)));
+    inner.stderr?.on(
+      "data",
+      (d: Buffer | string) => (this.stderrTail = (this.stderrTail + d.toString()).slice(-STDERR_TAIL_CHARS)),
+    );
   }
 
   async start(): Promise<void> {
@@ -71,7 +77,16 @@ async function stdioLink(launch: Extract<McpLaunchConfig, { type: "stdio" }>): P
   const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
   const marker = `mcp-${randomUUID()}`;
   const env = { ...stdioEnv(launch), [MARKER_VAR]: marker };
-  const t = new WatchedStdio(new StdioClientTransport({ command: launch.command, args: launch.args, env, stderr: "pipe", ...(launch.cwd ? { cwd: launch.cwd } : {}) }), marker);
+  const t = new WatchedStdio(
+    new StdioClientTransport({
+      command: launch.command,
+      args: launch.args,
+      env,
+      stderr: "pipe",
+      ...(launch.cwd ? { cwd: launch.cwd } : {}),
+    }),
+    marker,
+  );
   return ok({
     transport: t,
     describeEnd: () => describeExit(t.exit?.code, t.exit?.signal, t.stderrTail),
@@ -79,12 +94,21 @@ async function stdioLink(launch: Extract<McpLaunchConfig, { type: "stdio" }>): P
 }
 
 /** The HTTP headers of a server: http_headers, env_http_headers (set variables only), the bearer token. */
-export function httpHeaders(server: string, launch: Extract<McpLaunchConfig, { type: "http" }>, from: NodeJS.ProcessEnv = process.env): Result<Record<string, string>> {
+export function httpHeaders(
+  server: string,
+  launch: Extract<McpLaunchConfig, { type: "http" }>,
+  from: NodeJS.ProcessEnv = process.env,
+): Result<Record<string, string>> {
   const headers: Record<string, string> = { ...launch.headers };
-  for (const [header, name] of Object.entries(launch.envHeaders)) if (from[name] !== undefined) headers[header] = from[name]!;
+  for (const [header, name] of Object.entries(launch.envHeaders))
+    if (from[name] !== undefined) headers[header] = from[name]!;
   if (launch.bearerTokenEnvVar) {
     const token = from[launch.bearerTokenEnvVar];
-    if (!token) return err("mcp_config", `bearer_token_env_var of [mcp_servers.${server}] names ${launch.bearerTokenEnvVar}, which is not set; export ${launch.bearerTokenEnvVar}=<token> before starting relay`);
+    if (!token)
+      return err(
+        "mcp_config",
+        `bearer_token_env_var of [mcp_servers.${server}] names ${launch.bearerTokenEnvVar}, which is not set; export ${launch.bearerTokenEnvVar}=<token> before starting relay`,
+      );
     headers.Authorization = `Bearer ${token}`;
   }
   return ok(headers);
@@ -106,8 +130,10 @@ async function httpLink(server: string, launch: Extract<McpLaunchConfig, { type:
           ? `refused the connection as unauthorized (HTTP 401): check the token in ${tokenVar} (bearer_token_env_var of [mcp_servers.${server}])`
           : `refused the connection as unauthorized (HTTP 401): set bearer_token_env_var in [mcp_servers.${server}] to the variable that holds its token`;
       }
-      if (code === 403 || /\b403\b/.test(message)) return `refused the connection (HTTP 403 forbidden): the token in ${tokenVar ?? "(none)"} is not allowed to use it`;
-      if (/ECONNREFUSED|Unable to connect|fetch failed/i.test(message)) return `could not be reached at ${launch.url}: is it running?`;
+      if (code === 403 || /\b403\b/.test(message))
+        return `refused the connection (HTTP 403 forbidden): the token in ${tokenVar ?? "(none)"} is not allowed to use it`;
+      if (/ECONNREFUSED|Unable to connect|fetch failed/i.test(message))
+        return `could not be reached at ${launch.url}: is it running?`;
       return undefined;
     },
   });

@@ -24,38 +24,56 @@ const seconds = lazySchema(() => z.number().positive());
 const STDIO_KEYS = ["command", "args", "env", "env_vars", "cwd"] as const;
 const HTTP_KEYS = ["url", "bearer_token_env_var", "http_headers", "env_http_headers"] as const;
 
-export const McpServerConfigSchema = lazySchema(() => z
-  .object({
-    command: z.string().min(1).optional(),
-    args: z.array(z.string()).default([]),
-    env: z.record(z.string(), z.string()).default({}),
-    /** Names of variables passed through from relay's environment. */
-    env_vars: z.array(envVarName).default([]),
-    cwd: z.string().min(1).optional(),
-    url: httpUrl.optional(),
-    bearer_token_env_var: envVarName.optional(),
-    http_headers: z.record(z.string(), z.string()).default({}),
-    /** Header name → name of the variable holding its value. */
-    env_http_headers: z.record(z.string(), envVarName).default({}),
-    enabled: z.boolean().default(true),
-    /** The session does not start when this server cannot. */
-    required: z.boolean().default(false),
-    startup_timeout_sec: seconds.optional(),
-    /** Codex's older spelling of the start-up timeout. */
-    startup_timeout_ms: z.number().int().positive().optional(),
-    tool_timeout_sec: seconds.optional(),
-    enabled_tools: z.array(z.string()).optional(),
-    disabled_tools: z.array(z.string()).default([]),
-  })
-  .superRefine((c, ctx) => {
-    if (c.command === undefined && c.url === undefined) ctx.addIssue({ code: "custom", path: ["command"], message: 'needs "command" (a stdio server) or "url" (a streamable HTTP server)' });
-    if (c.command !== undefined && c.url !== undefined) ctx.addIssue({ code: "custom", path: ["url"], message: 'cannot be given with "command": a server is either stdio (command) or streamable HTTP (url)' });
-  }));
+export const McpServerConfigSchema = lazySchema(() =>
+  z
+    .object({
+      command: z.string().min(1).optional(),
+      args: z.array(z.string()).default([]),
+      env: z.record(z.string(), z.string()).default({}),
+      /** Names of variables passed through from relay's environment. */
+      env_vars: z.array(envVarName).default([]),
+      cwd: z.string().min(1).optional(),
+      url: httpUrl.optional(),
+      bearer_token_env_var: envVarName.optional(),
+      http_headers: z.record(z.string(), z.string()).default({}),
+      /** Header name → name of the variable holding its value. */
+      env_http_headers: z.record(z.string(), envVarName).default({}),
+      enabled: z.boolean().default(true),
+      /** The session does not start when this server cannot. */
+      required: z.boolean().default(false),
+      startup_timeout_sec: seconds.optional(),
+      /** Codex's older spelling of the start-up timeout. */
+      startup_timeout_ms: z.number().int().positive().optional(),
+      tool_timeout_sec: seconds.optional(),
+      enabled_tools: z.array(z.string()).optional(),
+      disabled_tools: z.array(z.string()).default([]),
+    })
+    .superRefine((c, ctx) => {
+      if (c.command === undefined && c.url === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["command"],
+          message: 'needs "command" (a stdio server) or "url" (a streamable HTTP server)',
+        });
+      if (c.command !== undefined && c.url !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["url"],
+          message: 'cannot be given with "command": a server is either stdio (command) or streamable HTTP (url)',
+        });
+    }),
+);
 export type McpServerConfig = z.output<typeof McpServerConfigSchema>;
 
 export type McpLaunchConfig =
   | { type: "stdio"; command: string; args: string[]; env: Record<string, string>; envVars: string[]; cwd?: string }
-  | { type: "http"; url: string; bearerTokenEnvVar?: string; headers: Record<string, string>; envHeaders: Record<string, string> };
+  | {
+      type: "http";
+      url: string;
+      bearerTokenEnvVar?: string;
+      headers: Record<string, string>;
+      envHeaders: Record<string, string>;
+    };
 
 /** One configured server, checked, ready to start. */
 export interface McpServerEntry {
@@ -82,20 +100,29 @@ export function parseMcpServers(raw: unknown, where = "config.toml"): McpServers
   const out: McpServersConfig = { servers: [], disabled: [], invalid: [], warnings: [] };
   if (raw === undefined) return out;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    out.invalid.push({ name: "(all)", message: `${where}: mcp_servers must be a table of servers, e.g. [mcp_servers.docs] with command = "..."` });
+    out.invalid.push({
+      name: "(all)",
+      message: `${where}: mcp_servers must be a table of servers, e.g. [mcp_servers.docs] with command = "..."`,
+    });
     return out;
   }
   for (const [name, entry] of Object.entries(raw as Record<string, unknown>)) {
     const at = `${where} [mcp_servers.${name}]`;
     if (entry === null || typeof entry !== "object" || Array.isArray(entry)) {
-      out.invalid.push({ name, message: `${at} must be a table (command = "..." or url = "..."); this server is skipped` });
+      out.invalid.push({
+        name,
+        message: `${at} must be a table (command = "..." or url = "..."); this server is skipped`,
+      });
       continue;
     }
     for (const w of unknownKeys(McpServerConfigSchema, entry, "")) out.warnings.push(`${at}: ${w}`);
     const parsed = McpServerConfigSchema.safeParse(entry);
     if (!parsed.success) {
       const issues = describeIssues(parsed.error.issues, entry);
-      out.invalid.push({ name, message: `${at}: ${issues.map((i) => i.message).join("; ")}; this server is skipped, the others start` });
+      out.invalid.push({
+        name,
+        message: `${at}: ${issues.map((i) => i.message).join("; ")}; this server is skipped, the others start`,
+      });
       continue;
     }
     const c = parsed.data;
@@ -104,15 +131,36 @@ export function parseMcpServers(raw: unknown, where = "config.toml"): McpServers
       continue;
     }
     const given = entry as Record<string, unknown>;
-    const misplaced = (c.command !== undefined ? HTTP_KEYS : STDIO_KEYS).filter((k) => k in given && k !== "command" && k !== "url");
-    for (const k of misplaced) out.warnings.push(`${at}: "${k}" is for ${c.command !== undefined ? "HTTP servers (url)" : "stdio servers (command)"}; ignored`);
+    const misplaced = (c.command !== undefined ? HTTP_KEYS : STDIO_KEYS).filter(
+      (k) => k in given && k !== "command" && k !== "url",
+    );
+    for (const k of misplaced)
+      out.warnings.push(
+        `${at}: "${k}" is for ${c.command !== undefined ? "HTTP servers (url)" : "stdio servers (command)"}; ignored`,
+      );
     out.servers.push({
       name,
       launch:
         c.command !== undefined
-          ? { type: "stdio", command: c.command, args: c.args, env: c.env, envVars: c.env_vars, ...(c.cwd ? { cwd: c.cwd } : {}) }
-          : { type: "http", url: c.url!, headers: c.http_headers, envHeaders: c.env_http_headers, ...(c.bearer_token_env_var ? { bearerTokenEnvVar: c.bearer_token_env_var } : {}) },
-      startupTimeoutMs: Math.round((c.startup_timeout_sec ?? (c.startup_timeout_ms !== undefined ? c.startup_timeout_ms / 1000 : DEFAULT_STARTUP_TIMEOUT_SEC)) * 1000),
+          ? {
+              type: "stdio",
+              command: c.command,
+              args: c.args,
+              env: c.env,
+              envVars: c.env_vars,
+              ...(c.cwd ? { cwd: c.cwd } : {}),
+            }
+          : {
+              type: "http",
+              url: c.url!,
+              headers: c.http_headers,
+              envHeaders: c.env_http_headers,
+              ...(c.bearer_token_env_var ? { bearerTokenEnvVar: c.bearer_token_env_var } : {}),
+            },
+      startupTimeoutMs: Math.round(
+        (c.startup_timeout_sec ??
+          (c.startup_timeout_ms !== undefined ? c.startup_timeout_ms / 1000 : DEFAULT_STARTUP_TIMEOUT_SEC)) * 1000,
+      ),
       toolTimeoutMs: Math.round((c.tool_timeout_sec ?? DEFAULT_TOOL_TIMEOUT_SEC) * 1000),
       ...(c.enabled_tools ? { enabledTools: c.enabled_tools } : {}),
       disabledTools: c.disabled_tools,

@@ -5,8 +5,8 @@
  * with exponential backoff, a bounded number of times.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { Log } from "../../util/log.ts";
 import { sleep } from "../../model/http.ts";
+import { Log } from "../../util/log.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { VERSION } from "../../version.ts";
 import type { McpLink, McpLinkFactory } from "./link.ts";
@@ -129,7 +129,13 @@ export class McpConnection {
       let cursor: string | undefined;
       for (let page = 0; page < MAX_TOOL_PAGES; page++) {
         const listed = await client.listTools(cursor ? { cursor } : undefined, options);
-        for (const t of listed.tools) tools.push({ name: t.name, description: t.description ?? t.title ?? "", inputSchema: t.inputSchema, readOnly: t.annotations?.readOnlyHint === true });
+        for (const t of listed.tools)
+          tools.push({
+            name: t.name,
+            description: t.description ?? t.title ?? "",
+            inputSchema: t.inputSchema,
+            readOnly: t.annotations?.readOnlyHint === true,
+          });
         cursor = listed.nextCursor;
         if (!cursor) break;
       }
@@ -159,13 +165,16 @@ export class McpConnection {
     const text = errorText(e);
     const explained = link.explain?.(text, errorCode(e));
     if (explained) return `MCP server ${name} ${explained} (${text.slice(0, 300)})`;
-    if (/ENOENT/.test(text)) return `MCP server ${name} could not be started: ${text}; check "command" (is it installed and on PATH?) and "cwd"`;
+    if (/ENOENT/.test(text))
+      return `MCP server ${name} could not be started: ${text}; check "command" (is it installed and on PATH?) and "cwd"`;
     return `MCP server ${name} could not be started: ${text}`;
   }
 
   private filter(tools: McpToolInfo[]): McpToolInfo[] {
     const { enabledTools, disabledTools } = this.target;
-    return tools.filter((t) => (enabledTools === undefined || enabledTools.includes(t.name)) && !disabledTools.includes(t.name));
+    return tools.filter(
+      (t) => (enabledTools === undefined || enabledTools.includes(t.name)) && !disabledTools.includes(t.name),
+    );
   }
 
   private died(link: McpLink): void {
@@ -185,7 +194,11 @@ export class McpConnection {
       // Ends early when the session closes (sleep rejects then; the loop checks `closed`).
       await sleep(delay, this.stop.signal).catch(() => {});
       if (this.closed) return;
-      this.onState({ server: this.name, state: "restarting", message: `restarting MCP server ${this.name} (attempt ${this.attempts} of ${MAX_RESTART_ATTEMPTS})` });
+      this.onState({
+        server: this.name,
+        state: "restarting",
+        message: `restarting MCP server ${this.name} (attempt ${this.attempts} of ${MAX_RESTART_ATTEMPTS})`,
+      });
       const r = await this.connect();
       if (this.closed) {
         await this.client?.close().catch(() => {});
@@ -194,7 +207,12 @@ export class McpConnection {
       if ("ok" in r) {
         this.state = "ready";
         this.restarting = undefined;
-        this.onState({ server: this.name, state: "ready", tools: this.toolList.length, message: `MCP server ${this.name} restarted` });
+        this.onState({
+          server: this.name,
+          state: "ready",
+          tools: this.toolList.length,
+          message: `MCP server ${this.name} restarted`,
+        });
         return;
       }
       last = r.error.message;
@@ -213,10 +231,14 @@ export class McpConnection {
     const notice2 = this.takeDeathNotice();
     if (notice2) return err("mcp_server_exited", notice2);
     const client = this.client;
-    if (!client || this.state !== "ready") return err("mcp_server_down", `MCP server ${this.name} is not running: ${this.failure || this.state}`);
+    if (!client || this.state !== "ready")
+      return err("mcp_server_down", `MCP server ${this.name} is not running: ${this.failure || this.state}`);
     const { toolTimeoutMs } = this.target;
     try {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, { timeout: toolTimeoutMs, ...(signal ? { signal } : {}) });
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout: toolTimeoutMs,
+        ...(signal ? { signal } : {}),
+      });
       this.attempts = 0;
       return ok(result);
     } catch (e) {
@@ -224,7 +246,10 @@ export class McpConnection {
       if (died) return err("mcp_server_exited", died);
       if (signal?.aborted) return err("cancelled", `the call of ${tool} on MCP server ${this.name} was cancelled`);
       if (errorCode(e) === -32001) {
-        return err("mcp_timeout", `MCP tool ${tool} of server ${this.name} did not answer within ${seconds(toolTimeoutMs)} (tool_timeout_sec); the server may still be working on it`);
+        return err(
+          "mcp_timeout",
+          `MCP tool ${tool} of server ${this.name} did not answer within ${seconds(toolTimeoutMs)} (tool_timeout_sec); the server may still be working on it`,
+        );
       }
       return err("mcp_call_failed", `MCP server ${this.name} could not run ${tool}: ${errorText(e)}`);
     }
@@ -243,7 +268,9 @@ export class McpConnection {
     this.stop.abort();
     const client = this.client;
     this.client = undefined;
-    await client?.close().catch((e: unknown) => log.warn("mcp close failed", { server: this.name, error: errorText(e) }));
+    await client
+      ?.close()
+      .catch((e: unknown) => log.warn("mcp close failed", { server: this.name, error: errorText(e) }));
     await this.restarting;
   }
 }

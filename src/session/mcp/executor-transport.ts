@@ -3,11 +3,21 @@
  * by `mcp/start`), its stdin is written with `mcp/send`, and its stdout messages and exit come
  * back as notifications. The SDK Client talks to it as to a local process, without a network path.
  */
-import { randomUUID } from "../../util/random.ts";
+
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { McpBadLineNotification, McpExitedNotification, McpManifestMethod, McpMessageNotification, McpSendMethod, McpStartMethod, McpStopMethod, type McpStdioServer } from "../../executor/mcp-protocol.ts";
+import {
+  McpBadLineNotification,
+  McpExitedNotification,
+  McpManifestMethod,
+  McpMessageNotification,
+  McpSendMethod,
+  McpStartMethod,
+  type McpStdioServer,
+  McpStopMethod,
+} from "../../executor/mcp-protocol.ts";
 import type { RpcPeer } from "../../protocol/peer.ts";
+import { randomUUID } from "../../util/random.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { describeExit, type McpLink } from "./link.ts";
 
@@ -28,7 +38,9 @@ class PeerRoutes {
   private constructor(peer: RpcPeer) {
     peer.onNotification(McpMessageNotification, (p) => this.transports.get(p.server_id)?.receive(p.message));
     peer.onNotification(McpBadLineNotification, (p) => this.transports.get(p.server_id)?.badLine(p.reason, p.edges));
-    peer.onNotification(McpExitedNotification, (p) => this.transports.get(p.server_id)?.ended(describeExit(p.code, p.signal, p.stderr_tail)));
+    peer.onNotification(McpExitedNotification, (p) =>
+      this.transports.get(p.server_id)?.ended(describeExit(p.code, p.signal, p.stderr_tail)),
+    );
     void peer.closed.then((reason) => {
       for (const t of [...this.transports.values()]) t.ended(`: the executor connection closed (${reason})`);
     });
@@ -51,7 +63,8 @@ function answeredId(edges: string): number | string | undefined {
   return m[1]!.startsWith('"') ? (JSON.parse(m[1]!) as string) : Number(m[1]);
 }
 
-const isMessage = (m: unknown): m is JSONRPCMessage => m !== null && typeof m === "object" && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === "2.0";
+const isMessage = (m: unknown): m is JSONRPCMessage =>
+  m !== null && typeof m === "object" && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === "2.0";
 
 export class ExecutorMcpTransport implements Transport {
   onclose?: () => void;
@@ -73,7 +86,17 @@ export class ExecutorMcpTransport implements Transport {
 
   async start(): Promise<void> {
     this.routes.add(this.serverId, this);
-    const r = await this.peer.call(McpStartMethod, { server_id: this.serverId, command: this.server.command, args: this.server.args, env: this.server.env, cwd: this.server.cwd }, { timeoutMs: 30_000 });
+    const r = await this.peer.call(
+      McpStartMethod,
+      {
+        server_id: this.serverId,
+        command: this.server.command,
+        args: this.server.args,
+        env: this.server.env,
+        cwd: this.server.cwd,
+      },
+      { timeoutMs: 30_000 },
+    );
     if ("error" in r) {
       this.routes.remove(this.serverId);
       throw new Error(r.error.message);
@@ -97,7 +120,10 @@ export class ExecutorMcpTransport implements Transport {
   receive(message: unknown): void {
     if (this.end !== undefined) return;
     if (isMessage(message)) this.onmessage?.(message);
-    else this.onerror?.(new Error(`the server wrote a message that is not JSON-RPC 2.0: ${JSON.stringify(message)?.slice(0, 200)}`));
+    else
+      this.onerror?.(
+        new Error(`the server wrote a message that is not JSON-RPC 2.0: ${JSON.stringify(message)?.slice(0, 200)}`),
+      );
   }
 
   /**
@@ -107,7 +133,12 @@ export class ExecutorMcpTransport implements Transport {
   badLine(reason: string, edges?: string): void {
     this.onerror?.(new Error(reason));
     const id = edges === undefined ? undefined : answeredId(edges);
-    if (id !== undefined) this.onmessage?.({ jsonrpc: "2.0", id, error: { code: -32603, message: `the server's answer was dropped: ${reason}` } });
+    if (id !== undefined)
+      this.onmessage?.({
+        jsonrpc: "2.0",
+        id,
+        error: { code: -32603, message: `the server's answer was dropped: ${reason}` },
+      });
   }
 
   ended(how: string): void {
@@ -133,7 +164,10 @@ export function executorLink(peer: RpcPeer, server: McpStdioServer): () => Promi
 }
 
 /** The servers of a capability root's `.mcp.json`, read on the executor host. */
-export async function readExecutorManifest(peer: RpcPeer, rootPath: string): Promise<Result<{ found: boolean; path: string; servers: McpStdioServer[]; warnings: string[] }>> {
+export async function readExecutorManifest(
+  peer: RpcPeer,
+  rootPath: string,
+): Promise<Result<{ found: boolean; path: string; servers: McpStdioServer[]; warnings: string[] }>> {
   const r = await peer.call(McpManifestMethod, { root: rootPath }, { timeoutMs: 30_000 });
   if ("error" in r) return err(r.error.code, r.error.message);
   return ok(r.ok);

@@ -17,7 +17,11 @@ export interface McpLink {
 export type McpLinkFactory = () => Promise<Result<McpLink>>;
 
 /** ` (code N): <stderr tail>`, the part of "MCP server X exited…" that says how. */
-export function describeExit(code: number | null | undefined, signal: string | null | undefined, stderrTail: string): string {
+export function describeExit(
+  code: number | null | undefined,
+  signal: string | null | undefined,
+  stderrTail: string,
+): string {
   const how = signal ? ` (killed by ${signal})` : code !== undefined && code !== null ? ` (code ${code})` : "";
   const tail = stderrTail.trim();
   return `${how}${tail ? `: ${tail.length > 1500 ? `…${tail.slice(-1500)}` : tail}` : ""}`;

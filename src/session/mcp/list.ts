@@ -8,29 +8,39 @@ import { parseMcpServers } from "./config.ts";
 import { McpServers } from "./servers.ts";
 import { configTarget } from "./session-mcp.ts";
 
-export const McpListToolSchema = lazySchema(() => z.object({
-  /** The tool's name on its server. */
-  name: z.string(),
-  /** The name the model calls it by (`server__tool`). */
-  model_name: z.string(),
-  read_only: z.boolean(),
-  /** The first line of its description. */
-  description: z.string(),
-}));
+export const McpListToolSchema = lazySchema(() =>
+  z.object({
+    /** The tool's name on its server. */
+    name: z.string(),
+    /** The name the model calls it by (`server__tool`). */
+    model_name: z.string(),
+    read_only: z.boolean(),
+    /** The first line of its description. */
+    description: z.string(),
+  }),
+);
 
-export const McpListServerSchema = lazySchema(() => z.object({
-  name: z.string(),
-  /** ok: started and listed its tools; failed: `reason` says why; disabled: enabled = false; invalid: the entry is broken (`reason`). */
-  state: z.enum(["ok", "failed", "disabled", "invalid"]),
-  reason: z.string().optional(),
-  transport: z.enum(["stdio", "http"]).optional(),
-  tools: z.array(McpListToolSchema),
-}));
+export const McpListServerSchema = lazySchema(() =>
+  z.object({
+    name: z.string(),
+    /** ok: started and listed its tools; failed: `reason` says why; disabled: enabled = false; invalid: the entry is broken (`reason`). */
+    state: z.enum(["ok", "failed", "disabled", "invalid"]),
+    reason: z.string().optional(),
+    transport: z.enum(["stdio", "http"]).optional(),
+    tools: z.array(McpListToolSchema),
+  }),
+);
 
-export const McpListSchema = lazySchema(() => z.object({ servers: z.array(McpListServerSchema), warnings: z.array(z.string()) }));
+export const McpListSchema = lazySchema(() =>
+  z.object({ servers: z.array(McpListServerSchema), warnings: z.array(z.string()) }),
+);
 export type McpList = z.infer<typeof McpListSchema>;
 
-const firstLine = (s: string) => s.split("\n").find((l) => l.trim() !== "")?.trim() ?? "";
+const firstLine = (s: string) =>
+  s
+    .split("\n")
+    .find((l) => l.trim() !== "")
+    ?.trim() ?? "";
 
 /** Starts every enabled server of `raw` (config.toml's `[mcp_servers]`) in parallel, lists them, stops them. */
 export async function listMcpServers(raw: unknown, where = "config.toml"): Promise<McpList> {
@@ -39,7 +49,10 @@ export async function listMcpServers(raw: unknown, where = "config.toml"): Promi
   for (const bad of config.invalid) rows.push({ name: bad.name, state: "invalid", reason: bad.message, tools: [] });
   for (const name of config.disabled) rows.push({ name, state: "disabled", tools: [] });
   if (config.servers.length > 0) {
-    const servers = await McpServers.start(config.servers.map((e) => configTarget(e)), { maxOutputTokens: 10_000 });
+    const servers = await McpServers.start(
+      config.servers.map((e) => configTarget(e)),
+      { maxOutputTokens: 10_000 },
+    );
     try {
       const named = servers.nameTools([]).tools;
       for (const report of servers.reports) {
@@ -50,7 +63,13 @@ export async function listMcpServers(raw: unknown, where = "config.toml"): Promi
           read_only: t.readOnly,
           description: firstLine(t.description),
         }));
-        rows.push({ name: report.name, state: report.state, ...(report.reason ? { reason: report.reason } : {}), transport: entry.launch.type, tools });
+        rows.push({
+          name: report.name,
+          state: report.state,
+          ...(report.reason ? { reason: report.reason } : {}),
+          transport: entry.launch.type,
+          tools,
+        });
       }
     } finally {
       await servers.close();

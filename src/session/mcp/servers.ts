@@ -69,8 +69,20 @@ export class McpServers implements McpToolSource {
       for (const t of c.tools) {
         const name = namer.name(c.name, t.name);
         const params = toolParameters(t.inputSchema);
-        const description = [t.description.slice(0, MAX_DESCRIPTION_CHARS), params.note].filter(Boolean).join(" ") || `${t.name} (MCP server ${c.name})`;
-        this.byName.set(name, { tool: { name, description, parameters: params.parameters, readOnly: t.readOnly, server: c.name, tool: t.name }, connection: c });
+        const description =
+          [t.description.slice(0, MAX_DESCRIPTION_CHARS), params.note].filter(Boolean).join(" ") ||
+          `${t.name} (MCP server ${c.name})`;
+        this.byName.set(name, {
+          tool: {
+            name,
+            description,
+            parameters: params.parameters,
+            readOnly: t.readOnly,
+            server: c.name,
+            tool: t.name,
+          },
+          connection: c,
+        });
       }
     }
     return this;
@@ -106,7 +118,12 @@ export class McpServers implements McpToolSource {
   }
 
   modelTools(): ModelTool[] {
-    return this.tools.map((t) => ({ kind: "function", name: t.name, description: t.description, parameters: t.parameters }));
+    return this.tools.map((t) => ({
+      kind: "function",
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+    }));
   }
 
   has(name: string): boolean {
@@ -124,7 +141,12 @@ export class McpServers implements McpToolSource {
     const r = await entry.connection.call(entry.tool.tool, args, signal);
     if ("error" in r) return { output: r.error.message, success: false, display };
     const text = mcpResultText(r.ok, this.maxOutputTokens);
-    if (text.isError) return { output: `MCP tool ${entry.tool.tool} of server ${entry.tool.server} reported an error:\n${text.text}`, success: false, display };
+    if (text.isError)
+      return {
+        output: `MCP tool ${entry.tool.tool} of server ${entry.tool.server} reported an error:\n${text.text}`,
+        success: false,
+        display,
+      };
     return { output: text.text, success: true, display };
   }
 
@@ -142,5 +164,8 @@ function summarize(args: Record<string, unknown>): string {
 export function missingRequired(reports: McpServerReport[]): Result<null> {
   const missing = reports.filter((r) => r.required && r.state === "failed");
   if (missing.length === 0) return ok(null);
-  return err("mcp_required_failed", `${missing.map((m) => m.reason).join("; ")} (the server is required = true in its [mcp_servers] entry, so the session does not start without it)`);
+  return err(
+    "mcp_required_failed",
+    `${missing.map((m) => m.reason).join("; ")} (the server is required = true in its [mcp_servers] entry, so the session does not start without it)`,
+  );
 }

@@ -7,7 +7,12 @@
 import type { RpcPeer } from "../../protocol/peer.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import type { EmitEvent } from "../events.ts";
-import { parseMcpServers, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, type McpServerEntry } from "./config.ts";
+import {
+  DEFAULT_STARTUP_TIMEOUT_SEC,
+  DEFAULT_TOOL_TIMEOUT_SEC,
+  type McpServerEntry,
+  parseMcpServers,
+} from "./config.ts";
 import { configLink } from "./config-links.ts";
 import type { McpServerTarget, McpStateChange } from "./connection.ts";
 import { executorLink, readExecutorManifest } from "./executor-transport.ts";
@@ -27,11 +32,21 @@ export function configTarget(entry: McpServerEntry, name = entry.name): McpServe
 }
 
 /** The servers a capability root's `.mcp.json` declares, run on the executor behind `peer`. */
-export async function executorRootTargets(peer: RpcPeer, rootId: string, rootPath: string): Promise<{ targets: McpServerTarget[]; warnings: string[] }> {
+export async function executorRootTargets(
+  peer: RpcPeer,
+  rootId: string,
+  rootPath: string,
+): Promise<{ targets: McpServerTarget[]; warnings: string[] }> {
   const manifest = await readExecutorManifest(peer, rootPath);
   if ("error" in manifest) {
-    const old = manifest.error.code === "unknown_method" ? " (the executor is older than MCP support: update relay on that host)" : "";
-    return { targets: [], warnings: [`capability root ${rootId}: its MCP manifest could not be read: ${manifest.error.message}${old}`] };
+    const old =
+      manifest.error.code === "unknown_method"
+        ? " (the executor is older than MCP support: update relay on that host)"
+        : "";
+    return {
+      targets: [],
+      warnings: [`capability root ${rootId}: its MCP manifest could not be read: ${manifest.error.message}${old}`],
+    };
   }
   const targets = manifest.ok.servers.map(
     (s): McpServerTarget => ({
@@ -79,15 +94,32 @@ async function sessionTargets(o: SessionMcpOptions): Promise<McpServerTarget[]> 
     let name = t.name;
     for (let n = 2; used.has(name); n++) name = `${t.name}_${n}`;
     used.add(name);
-    if (name !== t.name) o.emit({ type: "warning", message: `MCP server name ${t.name} (${t.origin}) is taken; its tools are named ${name}__*` });
+    if (name !== t.name)
+      o.emit({
+        type: "warning",
+        message: `MCP server name ${t.name} (${t.origin}) is taken; its tools are named ${name}__*`,
+      });
     return { ...t, name };
   });
 }
 
 function stateEvent(emit: EmitEvent): (c: McpStateChange) => void {
   return (c) => {
-    emit({ type: "mcp_server", server: c.server, state: c.state, ...(c.message ? { message: c.message } : {}), ...(c.tools !== undefined ? { tools: c.tools } : {}) });
-    if (c.state === "failed" || c.state === "exited") emit({ type: "warning", message: c.state === "failed" && c.message && !c.message.includes("is down") ? `${c.message}; the session goes on without it` : c.message ?? `MCP server ${c.server} ${c.state}` });
+    emit({
+      type: "mcp_server",
+      server: c.server,
+      state: c.state,
+      ...(c.message ? { message: c.message } : {}),
+      ...(c.tools !== undefined ? { tools: c.tools } : {}),
+    });
+    if (c.state === "failed" || c.state === "exited")
+      emit({
+        type: "warning",
+        message:
+          c.state === "failed" && c.message && !c.message.includes("is down")
+            ? `${c.message}; the session goes on without it`
+            : (c.message ?? `MCP server ${c.server} ${c.state}`),
+      });
   };
 }
 

@@ -32,7 +32,8 @@ export class ToolNamer {
     const original = `${server}${SEPARATOR}${tool}`;
     const base = bound(`${sanitize(server)}${SEPARATOR}${sanitize(tool)}`, original);
     let candidate = base;
-    for (let n = 2; this.used.has(candidate); n++) candidate = bound(`${base.slice(0, MAX_TOOL_NAME - String(n).length - 1)}_${n}`, `${original}#${n}`);
+    for (let n = 2; this.used.has(candidate); n++)
+      candidate = bound(`${base.slice(0, MAX_TOOL_NAME - String(n).length - 1)}_${n}`, `${original}#${n}`);
     this.used.add(candidate);
     return candidate;
   }

@@ -50,6 +50,7 @@ export function mcpResultText(result: unknown, maxOutputTokens: number): McpCall
   let text = content.map(contentLine).join("\n");
   if (content.length === 0 && r.structuredContent !== undefined) text = JSON.stringify(r.structuredContent);
   // Older servers answer with `toolResult` (protocol 2024-10-07).
-  if (content.length === 0 && r.structuredContent === undefined && r.toolResult !== undefined) text = JSON.stringify(r.toolResult);
+  if (content.length === 0 && r.structuredContent === undefined && r.toolResult !== undefined)
+    text = JSON.stringify(r.toolResult);
   return { text: truncateMiddle(text, maxOutputTokens).text, isError: r.isError === true };
 }

@@ -17,7 +17,11 @@ function inferType(node: Json): string | undefined {
   if (node.items !== undefined || node.prefixItems !== undefined) return "array";
   const values = Array.isArray(node.enum) ? node.enum : "const" in node ? [node.const] : undefined;
   if (values && values.length > 0) {
-    const types = new Set(values.map((v) => (v === null ? "null" : typeof v === "number" ? (Number.isInteger(v) ? "integer" : "number") : typeof v)));
+    const types = new Set(
+      values.map((v) =>
+        v === null ? "null" : typeof v === "number" ? (Number.isInteger(v) ? "integer" : "number") : typeof v,
+      ),
+    );
     if (types.size === 1) return [...types][0];
   }
   return undefined;
@@ -41,7 +45,13 @@ function clean(node: unknown, depth: number): Json {
       out[k] = k === "additionalProperties" && typeof v === "boolean" ? v : clean(v, depth + 1);
     } else out[k] = v;
   }
-  if (out.type === undefined && out.anyOf === undefined && out.oneOf === undefined && out.allOf === undefined && out.$ref === undefined) {
+  if (
+    out.type === undefined &&
+    out.anyOf === undefined &&
+    out.oneOf === undefined &&
+    out.allOf === undefined &&
+    out.$ref === undefined
+  ) {
     const t = inferType(out);
     if (t) out.type = t;
   }
@@ -55,7 +65,10 @@ export interface ModelParameters {
 }
 
 export function toolParameters(inputSchema: unknown): ModelParameters {
-  const open = (note: string): ModelParameters => ({ parameters: { type: "object", properties: {}, additionalProperties: true }, note });
+  const open = (note: string): ModelParameters => ({
+    parameters: { type: "object", properties: {}, additionalProperties: true },
+    note,
+  });
   if (!isObject(inputSchema)) return open("(the server gave no input schema)");
   let size: number;
   try {
@@ -63,9 +76,13 @@ export function toolParameters(inputSchema: unknown): ModelParameters {
   } catch {
     return open("(the server's input schema is not JSON)");
   }
-  if (size > MAX_SCHEMA_CHARS) return open(`(the server's input schema, ${size} characters, is too large to show; pass the arguments its documentation names)`);
+  if (size > MAX_SCHEMA_CHARS)
+    return open(
+      `(the server's input schema, ${size} characters, is too large to show; pass the arguments its documentation names)`,
+    );
   const parameters = clean(inputSchema, 0);
-  if (parameters.type !== "object") return open(`(the server's input schema is not an object schema: ${JSON.stringify(inputSchema).slice(0, 200)})`);
+  if (parameters.type !== "object")
+    return open(`(the server's input schema is not an object schema: ${JSON.stringify(inputSchema).slice(0, 200)})`);
   if (!isObject(parameters.properties)) parameters.properties = {};
   return { parameters };
 }

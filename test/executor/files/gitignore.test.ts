@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { grepFilesTool } from "../../../src/executor/files/grep-files.ts";
 import { listDirTool } from "../../../src/executor/files/list-dir.ts";
 import { makeCtx, okText, run, withTmp, write } from "./support.ts";
@@ -14,7 +14,22 @@ function repo(dir: string): void {
   fs.mkdirSync(path.join(dir, ".git"));
   write(path.join(dir, ".gitignore"), "# logs\n*.log\n!keep.log\nbuild/\n");
   write(path.join(dir, "sub", ".gitignore"), "secret.txt\n/only-here.txt\n!important.log\n");
-  for (const f of ["a.ts", "NOTES.LOG", "debug.log", "keep.log", "build/x.ts", "build/y.log", "sub/b.ts", "sub/debug.log", "sub/keep.log", "sub/important.log", "sub/secret.txt", "sub/deep/secret.txt", "sub/only-here.txt", "sub/deep/only-here.txt"]) {
+  for (const f of [
+    "a.ts",
+    "NOTES.LOG",
+    "debug.log",
+    "keep.log",
+    "build/x.ts",
+    "build/y.log",
+    "sub/b.ts",
+    "sub/debug.log",
+    "sub/keep.log",
+    "sub/important.log",
+    "sub/secret.txt",
+    "sub/deep/secret.txt",
+    "sub/only-here.txt",
+    "sub/deep/only-here.txt",
+  ]) {
     write(path.join(dir, f), "needle\n");
   }
 }
@@ -23,7 +38,10 @@ function repo(dir: string): void {
 async function found(dir: string, args: Record<string, unknown> = {}, cwd = dir): Promise<string[]> {
   const out = okText(await run(grepFilesTool, { pattern: "needle", ...args }, makeCtx(cwd)));
   if (out.startsWith("No files under")) return [];
-  return out.split("\n").map((f) => path.relative(dir, f)).sort();
+  return out
+    .split("\n")
+    .map((f) => path.relative(dir, f))
+    .sort();
 }
 
 describe(".gitignore in grep_files and list_dir", () => {
@@ -31,7 +49,15 @@ describe(".gitignore in grep_files and list_dir", () => {
     await withTmp(async (dir) => {
       repo(dir);
       // Rules match case-sensitively, as in git on Linux and in ripgrep: *.log leaves NOTES.LOG.
-      assert.deepEqual(await found(dir), ["NOTES.LOG", "a.ts", "keep.log", "sub/b.ts", "sub/deep/only-here.txt", "sub/important.log", "sub/keep.log"]);
+      assert.deepEqual(await found(dir), [
+        "NOTES.LOG",
+        "a.ts",
+        "keep.log",
+        "sub/b.ts",
+        "sub/deep/only-here.txt",
+        "sub/important.log",
+        "sub/keep.log",
+      ]);
     });
   });
 
@@ -39,7 +65,20 @@ describe(".gitignore in grep_files and list_dir", () => {
     await withTmp(async (dir) => {
       repo(dir);
       const out = okText(await run(listDirTool, { dir_path: ".", depth: 3 }, makeCtx(dir)));
-      const shown = [".git/", ".gitignore", "NOTES.LOG", "a.ts", "keep.log", "sub/", "  .gitignore", "  b.ts", "  deep/", "    only-here.txt", "  important.log", "  keep.log"];
+      const shown = [
+        ".git/",
+        ".gitignore",
+        "NOTES.LOG",
+        "a.ts",
+        "keep.log",
+        "sub/",
+        "  .gitignore",
+        "  b.ts",
+        "  deep/",
+        "    only-here.txt",
+        "  important.log",
+        "  keep.log",
+      ];
       assert.equal(out, [`Absolute path: ${dir}`, ...shown].join("\n"));
     });
   });
@@ -47,7 +86,12 @@ describe(".gitignore in grep_files and list_dir", () => {
   test("a search that starts below the repository's top still obeys the .gitignore files above it", async () => {
     await withTmp(async (dir) => {
       repo(dir);
-      assert.deepEqual(await found(dir, {}, path.join(dir, "sub")), ["sub/b.ts", "sub/deep/only-here.txt", "sub/important.log", "sub/keep.log"]);
+      assert.deepEqual(await found(dir, {}, path.join(dir, "sub")), [
+        "sub/b.ts",
+        "sub/deep/only-here.txt",
+        "sub/important.log",
+        "sub/keep.log",
+      ]);
       assert.deepEqual(await found(dir, { path: "deep" }, path.join(dir, "sub")), ["sub/deep/only-here.txt"]);
     });
   });

@@ -1,8 +1,13 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
-import { compileGlob, createGrepFilesTool, grepFilesTool, MAX_SCANNED_FILES } from "../../../src/executor/files/grep-files.ts";
+import { describe, test } from "node:test";
+import {
+  compileGlob,
+  createGrepFilesTool,
+  grepFilesTool,
+  MAX_SCANNED_FILES,
+} from "../../../src/executor/files/grep-files.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "./support.ts";
 
 /** Writes a file and sets its modification time to `age` seconds in the past. */
@@ -44,8 +49,14 @@ describe("grep_files", () => {
       aged(path.join(dir, "src", "d.js"), "hit", 5);
       const ctx = makeCtx(dir);
       assert.equal(okText(await run(grepFilesTool, { pattern: "hit", include: "*.ts" }, ctx)), [c, b, a].join("\n"));
-      assert.equal(okText(await run(grepFilesTool, { pattern: "hit", include: "src/**/*.ts" }, ctx)), [b, a].join("\n"));
-      assert.equal(okText(await run(grepFilesTool, { pattern: "hit", include: "*.{js,ts}", path: "src" }, ctx)).split("\n").length, 3);
+      assert.equal(
+        okText(await run(grepFilesTool, { pattern: "hit", include: "src/**/*.ts" }, ctx)),
+        [b, a].join("\n"),
+      );
+      assert.equal(
+        okText(await run(grepFilesTool, { pattern: "hit", include: "*.{js,ts}", path: "src" }, ctx)).split("\n").length,
+        3,
+      );
     });
   });
 
@@ -58,7 +69,8 @@ describe("grep_files", () => {
       aged(path.join(dir, "src", "a.tsx"), "hit", 10);
       aged(path.join(dir, "lib", "src", "c.ts"), "hit", 5);
       const ctx = makeCtx(dir);
-      const found = async (include: string) => okText(await run(grepFilesTool, { pattern: "hit", include }, ctx)).split("\n");
+      const found = async (include: string) =>
+        okText(await run(grepFilesTool, { pattern: "hit", include }, ctx)).split("\n");
       assert.deepEqual(await found("src/**/*.ts"), [b, a]);
       assert.deepEqual(await found("./src/**/*.ts"), [b, a]);
       assert.deepEqual(await found("src/*.{ts,mjs}"), [m, a]);
@@ -73,11 +85,20 @@ describe("grep_files", () => {
       write(path.join(dir, "a.ts"), "hit");
       const ctx = makeCtx(dir);
       const brace = errOf(await run(grepFilesTool, { pattern: "hit", include: "*.{ts,js" }, ctx), "invalid_arguments");
-      assert.equal(brace.message, 'include "*.{ts,js" is not a usable glob: a "{" is never closed. Balance the brackets and braces, or put a backslash before one to match it literally.');
-      const bracket = errOf(await run(grepFilesTool, { pattern: "hit", include: "src/[ab.ts" }, ctx), "invalid_arguments");
+      assert.equal(
+        brace.message,
+        'include "*.{ts,js" is not a usable glob: a "{" is never closed. Balance the brackets and braces, or put a backslash before one to match it literally.',
+      );
+      const bracket = errOf(
+        await run(grepFilesTool, { pattern: "hit", include: "src/[ab.ts" }, ctx),
+        "invalid_arguments",
+      );
       assert.match(bracket.message, /a "\[" is never closed/);
       const range = errOf(await run(grepFilesTool, { pattern: "hit", include: "[z-a].ts" }, ctx), "invalid_arguments");
-      assert.match(range.message, /^include "\[z-a\]\.ts" is not a usable glob: Invalid regular expression: range out of order in character class\.$/i);
+      assert.match(
+        range.message,
+        /^include "\[z-a\]\.ts" is not a usable glob: Invalid regular expression: range out of order in character class\.$/i,
+      );
     });
   });
 
@@ -85,7 +106,9 @@ describe("grep_files", () => {
     await withTmp(async (dir) => {
       for (let i = 0; i < 5; i++) aged(path.join(dir, "many", `f${i}.txt`), "match", 100 - i);
       write(path.join(dir, "outside.txt"), "match");
-      const out = okText(await run(grepFilesTool, { pattern: "match", path: "many", limit: 2 }, makeCtx(dir))).split("\n");
+      const out = okText(await run(grepFilesTool, { pattern: "match", path: "many", limit: 2 }, makeCtx(dir))).split(
+        "\n",
+      );
       assert.deepEqual(out.slice(0, 2), [path.join(dir, "many", "f4.txt"), path.join(dir, "many", "f3.txt")]);
       assert.match(out[2] as string, /^\[3 more matching files not shown/);
       assert.equal(out.length, 3);
@@ -137,7 +160,11 @@ describe("grep_files", () => {
       // The cap bounds the walk itself, not only the files that pass `include`.
       const filtered = await run(tool, { pattern: "needle", include: "*.none" }, makeCtx(dir));
       assert.match(okText(filtered), /Stopped after walking 25 files/);
-      const all = await run(createGrepFilesTool({ maxFiles: 60, maxFileBytes: 1024 }), { pattern: "needle" }, makeCtx(dir));
+      const all = await run(
+        createGrepFilesTool({ maxFiles: 60, maxFileBytes: 1024 }),
+        { pattern: "needle" },
+        makeCtx(dir),
+      );
       assert.equal(okText(all).split("\n").length, 6);
       assert.equal(MAX_SCANNED_FILES, 20_000);
     });
@@ -147,7 +174,9 @@ describe("grep_files", () => {
     await withTmp(async (dir) => {
       const small = write(path.join(dir, "small.txt"), "needle");
       write(path.join(dir, "big.txt"), `needle${"x".repeat(2000)}`);
-      const out = okText(await run(createGrepFilesTool({ maxFiles: 100, maxFileBytes: 1024 }), { pattern: "needle" }, makeCtx(dir)));
+      const out = okText(
+        await run(createGrepFilesTool({ maxFiles: 100, maxFileBytes: 1024 }), { pattern: "needle" }, makeCtx(dir)),
+      );
       assert.equal(out, `${small}\n[Skipped 1 files larger than 1024 bytes.]`);
     });
   });
@@ -177,7 +206,10 @@ describe("compileGlob", () => {
     assert.equal(compileGlob("./src/*.ts").test("src/a.ts"), true);
     assert.equal(compileGlob("src/*.ts").test("src/x/a.ts"), false);
     const nested = compileGlob("{src,test}/**/*.{ts,m{j,t}s}");
-    assert.deepEqual(["src/a.ts", "test/x/b.mjs", "test/c.mts", "lib/a.ts", "src/a.cjs"].filter((p) => nested.test(p)), ["src/a.ts", "test/x/b.mjs", "test/c.mts"]);
+    assert.deepEqual(
+      ["src/a.ts", "test/x/b.mjs", "test/c.mts", "lib/a.ts", "src/a.cjs"].filter((p) => nested.test(p)),
+      ["src/a.ts", "test/x/b.mjs", "test/c.mts"],
+    );
     if (path.sep === "/") {
       assert.equal(compileGlob("a\\*b.txt").test("a*b.txt"), true);
       assert.equal(compileGlob("a\\*b.txt").test("axb.txt"), false);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { listDirTool } from "../../../src/executor/files/list-dir.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "./support.ts";
 
@@ -33,7 +33,10 @@ describe("list_dir", () => {
       const one = okText(await run(listDirTool, { dir_path: dir, depth: 1 }, makeCtx("/")));
       assert.equal(one.split("\n").slice(1).join(","), "a.txt,b.txt,empty/,link@,src/");
       const three = okText(await run(listDirTool, { dir_path: "src", depth: 3 }, makeCtx(dir)));
-      assert.equal(three, [`Absolute path: ${path.join(dir, "src")}`, "lib/", "  deep.ts", "  deeper/", "    x.ts", "main.ts"].join("\n"));
+      assert.equal(
+        three,
+        [`Absolute path: ${path.join(dir, "src")}`, "lib/", "  deep.ts", "  deeper/", "    x.ts", "main.ts"].join("\n"),
+      );
     });
   });
 
@@ -51,7 +54,12 @@ describe("list_dir", () => {
       assert.equal(second[1], "f200.txt");
       assert.equal(second[50], "f249.txt");
       const mid = okText(await run(listDirTool, { dir_path: ".", offset: 10, limit: 3 }, ctx)).split("\n");
-      assert.deepEqual(mid.slice(1), ["f009.txt", "f010.txt", "f011.txt", "[More entries remain after entry 12. To continue, call list_dir with offset=13.]"]);
+      assert.deepEqual(mid.slice(1), [
+        "f009.txt",
+        "f010.txt",
+        "f011.txt",
+        "[More entries remain after entry 12. To continue, call list_dir with offset=13.]",
+      ]);
     });
   });
 
@@ -65,7 +73,10 @@ describe("list_dir", () => {
 
   test("empty directory", async () => {
     await withTmp(async (dir) => {
-      assert.equal(okText(await run(listDirTool, { dir_path: dir }, makeCtx(dir))), `Absolute path: ${dir}\n(empty directory)`);
+      assert.equal(
+        okText(await run(listDirTool, { dir_path: dir }, makeCtx(dir))),
+        `Absolute path: ${dir}\n(empty directory)`,
+      );
     });
   });
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { checkWritable, resolveToolPath } from "../../../src/executor/files/paths.ts";
-import { isInside } from "../../../src/util/paths.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
+import { isInside } from "../../../src/util/paths.ts";
 import { errOf, withTmp } from "./support.ts";
 
 const ws = (...roots: string[]): SandboxPolicy => ({ mode: "workspace-write", writable_roots: roots, network: false });
@@ -28,14 +28,22 @@ describe("resolveToolPath", () => {
 describe("checkWritable", () => {
   test("read-only refuses everything and says the sandbox is read-only", async () => {
     await withTmp(async (dir) => {
-      const r = await checkWritable(path.join(dir, "a.txt"), { mode: "read-only", writable_roots: [dir], network: false });
+      const r = await checkWritable(path.join(dir, "a.txt"), {
+        mode: "read-only",
+        writable_roots: [dir],
+        network: false,
+      });
       const e = errOf(r, "sandbox_denied");
       assert.match(e.message, /read-only/);
     });
   });
 
   test("danger-full-access allows any path", async () => {
-    const r = await checkWritable("/definitely/not/a/root/file", { mode: "danger-full-access", writable_roots: [], network: true });
+    const r = await checkWritable("/definitely/not/a/root/file", {
+      mode: "danger-full-access",
+      writable_roots: [],
+      network: true,
+    });
     assert.ok("ok" in r);
   });
 
@@ -56,7 +64,11 @@ describe("checkWritable", () => {
     await withTmp(async (dir) => {
       const root = path.join(dir, "root");
       fs.mkdirSync(root);
-      for (const p of [path.join(dir, "outside.txt"), path.join(dir, "rootx", "a.txt"), path.join(root, "..", "esc.txt")]) {
+      for (const p of [
+        path.join(dir, "outside.txt"),
+        path.join(dir, "rootx", "a.txt"),
+        path.join(root, "..", "esc.txt"),
+      ]) {
         const e = errOf(await checkWritable(p, ws(root)), "sandbox_denied");
         assert.match(e.message, /writable roots/);
         assert.ok(e.message.includes(root), e.message);

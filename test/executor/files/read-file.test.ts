@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
+import { describe, test } from "node:test";
 import { readFileTool } from "../../../src/executor/files/read-file.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "./support.ts";
 
@@ -13,9 +13,15 @@ describe("read_file", () => {
     await withTmp(async (dir) => {
       write(path.join(dir, "a.txt"), "alpha\n  beta\n\ngamma\n");
       const ctx = makeCtx(dir);
-      assert.equal(okText(await run(readFileTool, { file_path: "a.txt" }, ctx)), "L1: alpha\nL2:   beta\nL3: \nL4: gamma");
+      assert.equal(
+        okText(await run(readFileTool, { file_path: "a.txt" }, ctx)),
+        "L1: alpha\nL2:   beta\nL3: \nL4: gamma",
+      );
       const page = okText(await run(readFileTool, { file_path: path.join(dir, "a.txt"), offset: 2, limit: 2 }, ctx));
-      assert.equal(page, "L2:   beta\nL3: \n[More lines remain after line 3. To continue, call read_file with offset=4.]");
+      assert.equal(
+        page,
+        "L2:   beta\nL3: \n[More lines remain after line 3. To continue, call read_file with offset=4.]",
+      );
       assert.equal(okText(await run(readFileTool, { file_path: "a.txt", offset: 4, limit: 5 }, ctx)), "L4: gamma");
     });
   });
@@ -23,7 +29,10 @@ describe("read_file", () => {
   test("counts a last line without a newline and strips CR from CRLF lines", async () => {
     await withTmp(async (dir) => {
       write(path.join(dir, "w.txt"), "one\r\ntwo\r\nthree");
-      assert.equal(okText(await run(readFileTool, { file_path: "w.txt" }, makeCtx(dir))), "L1: one\nL2: two\nL3: three");
+      assert.equal(
+        okText(await run(readFileTool, { file_path: "w.txt" }, makeCtx(dir))),
+        "L1: one\nL2: two\nL3: three",
+      );
       const e = errOf(await run(readFileTool, { file_path: "w.txt", offset: 4 }, makeCtx(dir)), "invalid_arguments");
       assert.match(e.message, /has 3 lines/);
     });
@@ -63,7 +72,10 @@ describe("read_file", () => {
       const out = okText(await run(readFileTool, { file_path: "f.txt" }, makeCtx(dir))).split("\n");
       assert.equal(out.length, 2001);
       assert.equal(out[2000], "[More lines remain after line 2000. To continue, call read_file with offset=2001.]");
-      assert.equal(okText(await run(readFileTool, { file_path: "f.txt", offset: 2001 }, makeCtx(dir))), "L2001: line 2001");
+      assert.equal(
+        okText(await run(readFileTool, { file_path: "f.txt", offset: 2001 }, makeCtx(dir))),
+        "L2001: line 2001",
+      );
     });
   });
 
@@ -178,7 +190,10 @@ describe("read_file", () => {
         assert.equal(out.split("\n").length, 3);
         assert.ok(out.startsWith(`L${lineCount - 2}: 0000499998 zzz`), out.slice(0, 40));
         assert.ok(out.endsWith(`L${lineCount}: 0000500000 ${"z".repeat(88)}`));
-        const e = errOf(await run(readFileTool, { file_path: "huge.txt", offset: lineCount + 1 }, ctx), "invalid_arguments");
+        const e = errOf(
+          await run(readFileTool, { file_path: "huge.txt", offset: lineCount + 1 }, ctx),
+          "invalid_arguments",
+        );
         assert.match(e.message, /has 500000 lines/);
         const single = okText(await run(readFileTool, { file_path: "one-line.txt" }, ctx));
         assert.equal(single, `L1: ${"q".repeat(500)} [line cut at 500 characters; it is 50000000 bytes long]`);

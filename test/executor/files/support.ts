@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { ErrorValue, Result } from "../../../src/util/result.ts";
-import { parseToolArgs, type ExecutorTool, type ToolContext, type ToolOutput } from "../../../src/executor/tool.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
+import { type ExecutorTool, parseToolArgs, type ToolContext, type ToolOutput } from "../../../src/executor/tool.ts";
+import type { ErrorValue, Result } from "../../../src/util/result.ts";
 
 export const FULL: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: false };
 

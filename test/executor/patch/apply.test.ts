@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
-import { applyPatchTool } from "../../../src/executor/patch/tool.ts";
-import { applyChunks, seekSequence } from "../../../src/executor/patch/apply.ts";
+import { describe, test } from "node:test";
 import { fileTools } from "../../../src/executor/files/index.ts";
-import { toolJsonSchema } from "../../../src/executor/tool-schemas.ts";
+import { applyChunks, seekSequence } from "../../../src/executor/patch/apply.ts";
+import { applyPatchTool } from "../../../src/executor/patch/tool.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
+import { toolJsonSchema } from "../../../src/executor/tool-schemas.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "../files/support.ts";
 
 const patch = (...lines: string[]) => ["*** Begin Patch", ...lines, "*** End Patch"].join("\n");
@@ -61,13 +61,20 @@ describe("apply_patch", () => {
           ),
         ),
       );
-      assert.equal(out, "Success. Updated the following files:\nA nested/dir/new.txt\nM mod.txt\nD gone.txt\nM src/main.py");
+      assert.equal(
+        out,
+        "Success. Updated the following files:\nA nested/dir/new.txt\nM mod.txt\nD gone.txt\nM src/main.py",
+      );
       assert.equal(read(path.join(dir, "nested/dir/new.txt")), "hello\nworld\n");
       assert.equal(read(path.join(dir, "mod.txt")), "one\nTWO\nthree\n");
       assert.equal(fs.existsSync(path.join(dir, "gone.txt")), false);
       assert.equal(fs.existsSync(path.join(dir, "src/app.py")), false);
       assert.equal(read(path.join(dir, "src/main.py")), "def greet():\n    print('hello')\n");
-      assert.deepEqual(Object.keys(snapshot(dir)).sort(), ["mod.txt", "nested/dir/new.txt", "src/main.py"], "no temp files left behind");
+      assert.deepEqual(
+        Object.keys(snapshot(dir)).sort(),
+        ["mod.txt", "nested/dir/new.txt", "src/main.py"],
+        "no temp files left behind",
+      );
     });
   });
 
@@ -75,15 +82,52 @@ describe("apply_patch", () => {
     await withTmp(async (dir) => {
       const f = write(
         path.join(dir, "a.ts"),
-        ["function a() {", "  return 1;", "}", "", "function b() {", "  return 1;", "}", "", "function c() {", "  return 1;", "}", ""].join("\n"),
+        [
+          "function a() {",
+          "  return 1;",
+          "}",
+          "",
+          "function b() {",
+          "  return 1;",
+          "}",
+          "",
+          "function c() {",
+          "  return 1;",
+          "}",
+          "",
+        ].join("\n"),
       );
       okText(
         await apply(
           dir,
-          patch("*** Update File: a.ts", "@@ function b() {", "-  return 1;", "+  return 2;", "@@ function c() {", "-  return 1;", "+  return 3;"),
+          patch(
+            "*** Update File: a.ts",
+            "@@ function b() {",
+            "-  return 1;",
+            "+  return 2;",
+            "@@ function c() {",
+            "-  return 1;",
+            "+  return 3;",
+          ),
         ),
       );
-      assert.equal(read(f), ["function a() {", "  return 1;", "}", "", "function b() {", "  return 2;", "}", "", "function c() {", "  return 3;", "}", ""].join("\n"));
+      assert.equal(
+        read(f),
+        [
+          "function a() {",
+          "  return 1;",
+          "}",
+          "",
+          "function b() {",
+          "  return 2;",
+          "}",
+          "",
+          "function c() {",
+          "  return 3;",
+          "}",
+          "",
+        ].join("\n"),
+      );
     });
   });
 
@@ -100,9 +144,14 @@ describe("apply_patch", () => {
   test("matches despite trailing and surrounding whitespace differences and typographic quotes", async () => {
     await withTmp(async (dir) => {
       const f = write(path.join(dir, "w.py"), "def f():  \n\tvalue = 1\t\n    return value\nprint(“done”)\n");
-      okText(await apply(dir, patch("*** Update File: w.py", "@@", " def f():", "-    value = 1", "+    value = 2", "     return value")));
+      okText(
+        await apply(
+          dir,
+          patch("*** Update File: w.py", "@@", " def f():", "-    value = 1", "+    value = 2", "     return value"),
+        ),
+      );
       assert.equal(read(f), "def f():  \n    value = 2\n    return value\nprint(“done”)\n");
-      okText(await apply(dir, patch("*** Update File: w.py", "@@", "-print(\"done\")", "+print('ok')")));
+      okText(await apply(dir, patch("*** Update File: w.py", "@@", '-print("done")', "+print('ok')")));
       assert.equal(read(f), "def f():  \n    value = 2\n    return value\nprint('ok')\n");
     });
   });
@@ -124,7 +173,17 @@ describe("apply_patch", () => {
       okText(
         await apply(
           dir,
-          patch("*** Update File: win.txt", "-b", "+B", "*** Update File: bare.txt", "-b", "+B", "*** Update File: run.sh", "-echo hi", "+echo bye"),
+          patch(
+            "*** Update File: win.txt",
+            "-b",
+            "+B",
+            "*** Update File: bare.txt",
+            "-b",
+            "+B",
+            "*** Update File: run.sh",
+            "-echo hi",
+            "+echo bye",
+          ),
         ),
       );
       assert.equal(read(crlf), "a\r\nB\r\nc\r\n");
@@ -176,14 +235,23 @@ describe("apply_patch", () => {
   test("an @@ context line that is not in the file is reported", async () => {
     await withTmp(async (dir) => {
       write(path.join(dir, "a.txt"), "one\n");
-      const e = errOf(await apply(dir, patch("*** Update File: a.txt", "@@ def missing():", "-one", "+two")), "patch_failed");
-      assert.match(e.message, /could not find the line given after "@@":\n def missing\(\):|could not find the line given after "@@":\ndef missing\(\):/);
+      const e = errOf(
+        await apply(dir, patch("*** Update File: a.txt", "@@ def missing():", "-one", "+two")),
+        "patch_failed",
+      );
+      assert.match(
+        e.message,
+        /could not find the line given after "@@":\n def missing\(\):|could not find the line given after "@@":\ndef missing\(\):/,
+      );
     });
   });
 
   test("updating or deleting a missing file fails naming it; nothing is written", async () => {
     await withTmp(async (dir) => {
-      const upd = errOf(await apply(dir, patch("*** Add File: a.txt", "+x", "*** Update File: nope.txt", "-a", "+b")), "patch_failed");
+      const upd = errOf(
+        await apply(dir, patch("*** Add File: a.txt", "+x", "*** Update File: nope.txt", "-a", "+b")),
+        "patch_failed",
+      );
       assert.match(upd.message, /nope\.txt: the file does not exist\. Use "\*\*\* Add File:"/);
       const del = errOf(await apply(dir, patch("*** Delete File: gone.txt")), "patch_failed");
       assert.match(del.message, /cannot delete gone\.txt/);
@@ -202,7 +270,11 @@ describe("apply_patch", () => {
     await withTmp(async (dir) => {
       const f = write(path.join(dir, "a.txt"), "x\n");
       const e = errOf(
-        await apply(dir, patch("*** Update File: a.txt", "-x", "+y", "*** Add File: b.txt", "+b"), { mode: "read-only", writable_roots: [dir], network: false }),
+        await apply(dir, patch("*** Update File: a.txt", "-x", "+y", "*** Add File: b.txt", "+b"), {
+          mode: "read-only",
+          writable_roots: [dir],
+          network: false,
+        }),
         "sandbox_denied",
       );
       assert.match(e.message, /read-only/);
@@ -215,11 +287,25 @@ describe("apply_patch", () => {
     await withTmp(async (dir) => {
       const root = path.join(dir, "root");
       fs.mkdirSync(root);
-      const e = errOf(await apply(root, patch("*** Add File: inside.txt", "+ok", "*** Add File: ../outside.txt", "+no"), ws(root)), "sandbox_denied");
+      const e = errOf(
+        await apply(root, patch("*** Add File: inside.txt", "+ok", "*** Add File: ../outside.txt", "+no"), ws(root)),
+        "sandbox_denied",
+      );
       assert.ok(e.message.includes(path.join(dir, "outside.txt")), e.message);
       assert.deepEqual(snapshot(dir), {});
       const move = errOf(
-        await apply(root, patch("*** Add File: a.txt", "+a", "*** Update File: a.txt", `*** Move to: ${path.join(dir, "moved.txt")}`, "-a", "+b"), ws(root)),
+        await apply(
+          root,
+          patch(
+            "*** Add File: a.txt",
+            "+a",
+            "*** Update File: a.txt",
+            `*** Move to: ${path.join(dir, "moved.txt")}`,
+            "-a",
+            "+b",
+          ),
+          ws(root),
+        ),
         "sandbox_denied",
       );
       assert.match(move.message, /writable roots/);
@@ -258,7 +344,10 @@ describe("apply_patch", () => {
       fs.mkdirSync(path.join(root, "index"), { recursive: true });
       write(path.join(root, "run.json"), "{}\n");
       const policy = { ...ws(root), read_only_paths: [path.join(root, "run.json"), path.join(root, "index")] };
-      for (const p of [patch("*** Update File: run.json", "-{}", "+{\"status\":\"complete\"}"), patch("*** Add File: ok.txt", "+ok", "*** Add File: index/claims.json", "+{}")]) {
+      for (const p of [
+        patch("*** Update File: run.json", "-{}", '+{"status":"complete"}'),
+        patch("*** Add File: ok.txt", "+ok", "*** Add File: index/claims.json", "+{}"),
+      ]) {
         const e = errOf(await apply(root, p, policy), "sandbox_denied");
         assert.match(e.message, /is read-only in this sandbox/);
       }
@@ -312,17 +401,35 @@ describe("hunk matching", () => {
   });
 
   test("applyChunks reports the lines it could not find", () => {
-    const chunk = { oldLines: ["zz"], newLines: ["y"], lines: [{ kind: "-" as const, text: "zz" }, { kind: "+" as const, text: "y" }], endOfFile: false, line: 4 };
+    const chunk = {
+      oldLines: ["zz"],
+      newLines: ["y"],
+      lines: [
+        { kind: "-" as const, text: "zz" },
+        { kind: "+" as const, text: "y" },
+      ],
+      endOfFile: false,
+      line: 4,
+    };
     const r = applyChunks("a\nb\n", [chunk], "f.txt");
     const e = errOf(r, "patch_failed");
-    assert.match(e.message, /^Failed to apply the patch to f\.txt: hunk 1 \(patch line 4\): could not find these lines:\nzz\n/);
+    assert.match(
+      e.message,
+      /^Failed to apply the patch to f\.txt: hunk 1 \(patch line 4\): could not find these lines:\nzz\n/,
+    );
   });
 });
 
 describe("fileTools", () => {
   test("exports the four tools with JSON schemas whose fields carry descriptions", () => {
-    assert.deepEqual(fileTools.map((t) => t.name), ["read_file", "list_dir", "grep_files", "apply_patch"]);
-    assert.deepEqual(fileTools.map((t) => t.readOnly), [true, true, true, false]);
+    assert.deepEqual(
+      fileTools.map((t) => t.name),
+      ["read_file", "list_dir", "grep_files", "apply_patch"],
+    );
+    assert.deepEqual(
+      fileTools.map((t) => t.readOnly),
+      [true, true, true, false],
+    );
     for (const tool of fileTools) {
       const schema = toolJsonSchema(tool) as { properties: Record<string, { description?: string }> };
       for (const [name, prop] of Object.entries(schema.properties)) {

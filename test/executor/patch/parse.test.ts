@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parsePatch, type PatchOp } from "../../../src/executor/patch/parse.ts";
+import { type PatchOp, parsePatch } from "../../../src/executor/patch/parse.ts";
 import { errOf } from "../files/support.ts";
 
 const patch = (...lines: string[]) => lines.join("\n");
@@ -9,7 +9,9 @@ const patch = (...lines: string[]) => lines.join("\n");
 function parsed(text: string): PatchOp[] {
   const r = parsePatch(text);
   if ("error" in r) assert.fail(r.error.message);
-  return r.ok.map((op) => (op.kind === "update" ? { ...op, chunks: op.chunks.map(({ lines: _lines, ...c }) => c) } : op)) as PatchOp[];
+  return r.ok.map((op) =>
+    op.kind === "update" ? { ...op, chunks: op.chunks.map(({ lines: _lines, ...c }) => c) } : op,
+  ) as PatchOp[];
 }
 
 describe("parsePatch", () => {
@@ -45,7 +47,13 @@ describe("parsePatch", () => {
         movePath: "src/main.py",
         line: 7,
         chunks: [
-          { context: "def greet():", oldLines: ["context", "print('hi')"], newLines: ["context", "print('hello')"], endOfFile: false, line: 9 },
+          {
+            context: "def greet():",
+            oldLines: ["context", "print('hi')"],
+            newLines: ["context", "print('hello')"],
+            endOfFile: false,
+            line: 9,
+          },
           { oldLines: ["", "last"], newLines: ["", "final"], endOfFile: true, line: 13 },
         ],
       },
@@ -53,7 +61,9 @@ describe("parsePatch", () => {
   });
 
   test("hunk lines keep their kind and order; an empty line is blank context", () => {
-    const r = parsePatch(["*** Begin Patch", "*** Update File: a", "@@", " c", "-o", "+n", "", "*** End Patch"].join("\n"));
+    const r = parsePatch(
+      ["*** Begin Patch", "*** Update File: a", "@@", " c", "-o", "+n", "", "*** End Patch"].join("\n"),
+    );
     assert.ok("ok" in r && r.ok[0]?.kind === "update");
     assert.deepEqual(r.ok[0].chunks[0]?.lines, [
       { kind: " ", text: "c" },
@@ -70,7 +80,18 @@ describe("parsePatch", () => {
   });
 
   test("is lenient about CRLF, surrounding blank lines, a heredoc wrapper and a missing first @@", () => {
-    const text = ["", "<<'EOF'", "*** Begin Patch", "*** Update File: a.txt", " keep", "-x", "+y", "*** End Patch", "EOF", ""].join("\r\n");
+    const text = [
+      "",
+      "<<'EOF'",
+      "*** Begin Patch",
+      "*** Update File: a.txt",
+      " keep",
+      "-x",
+      "+y",
+      "*** End Patch",
+      "EOF",
+      "",
+    ].join("\r\n");
     const ops = parsed(text);
     assert.equal(ops.length, 1);
     const op = ops[0];
@@ -81,7 +102,19 @@ describe("parsePatch", () => {
   });
 
   test("unified-diff line numbers in @@ headers are ignored, trailing text kept as context", () => {
-    const ops = parsed(patch("*** Begin Patch", "*** Update File: a", "@@ -10,3 +10,4 @@ class A:", "-a", "+b", "@@ -1 +1 @@", "-c", "+d", "*** End Patch"));
+    const ops = parsed(
+      patch(
+        "*** Begin Patch",
+        "*** Update File: a",
+        "@@ -10,3 +10,4 @@ class A:",
+        "-a",
+        "+b",
+        "@@ -1 +1 @@",
+        "-c",
+        "+d",
+        "*** End Patch",
+      ),
+    );
     const op = ops[0];
     assert.ok(op?.kind === "update");
     assert.equal(op.chunks[0]?.context, "class A:");
@@ -89,7 +122,9 @@ describe("parsePatch", () => {
   });
 
   test("a context line that looks like a header is still content", () => {
-    const ops = parsed(patch("*** Begin Patch", "*** Update File: a", "@@", " *** Add File: not-a-header", "-x", "+y", "*** End Patch"));
+    const ops = parsed(
+      patch("*** Begin Patch", "*** Update File: a", "@@", " *** Add File: not-a-header", "-x", "+y", "*** End Patch"),
+    );
     const op = ops[0];
     assert.ok(op?.kind === "update");
     assert.deepEqual(op.chunks[0]?.oldLines, ["*** Add File: not-a-header", "x"]);
@@ -100,13 +135,41 @@ describe("parsePatch", () => {
     ["missing End", patch("*** Begin Patch", "*** Add File: a", "+x"), /line 3: expected "\*\*\* End Patch"/],
     ["empty input", "  \n", /line 1: the patch is empty/],
     ["no operations", patch("*** Begin Patch", "*** End Patch"), /line 2: the patch contains no file operations/],
-    ["Add line without +", patch("*** Begin Patch", "*** Add File: a.txt", "+ok", "oops", "*** End Patch"), /line 4: every line of the added file a.txt must start with "\+"/],
-    ["unknown operation", patch("*** Begin Patch", "*** Rename File: a", "*** End Patch"), /line 2: expected a file operation/],
-    ["update without hunks", patch("*** Begin Patch", "*** Update File: a.txt", "*** End Patch"), /line 2: Update File a.txt has no hunks/],
-    ["bad hunk line", patch("*** Begin Patch", "*** Update File: a.txt", "@@", "-x", "?y", "*** End Patch"), /line 5: unexpected line in a hunk of a.txt.*"\?y"/],
-    ["empty hunk", patch("*** Begin Patch", "*** Update File: a.txt", "@@", "@@", "-x", "*** End Patch"), /line 3: the hunk for a.txt has no lines/],
-    ["missing path", patch("*** Begin Patch", "*** Delete File: ", "*** End Patch"), /line 2: Delete File needs a path/],
-    ["lines after End of File", patch("*** Begin Patch", "*** Update File: a", "@@", "-x", "*** End of File", "+y", "*** End Patch"), /line 6: expected "@@"/],
+    [
+      "Add line without +",
+      patch("*** Begin Patch", "*** Add File: a.txt", "+ok", "oops", "*** End Patch"),
+      /line 4: every line of the added file a.txt must start with "\+"/,
+    ],
+    [
+      "unknown operation",
+      patch("*** Begin Patch", "*** Rename File: a", "*** End Patch"),
+      /line 2: expected a file operation/,
+    ],
+    [
+      "update without hunks",
+      patch("*** Begin Patch", "*** Update File: a.txt", "*** End Patch"),
+      /line 2: Update File a.txt has no hunks/,
+    ],
+    [
+      "bad hunk line",
+      patch("*** Begin Patch", "*** Update File: a.txt", "@@", "-x", "?y", "*** End Patch"),
+      /line 5: unexpected line in a hunk of a.txt.*"\?y"/,
+    ],
+    [
+      "empty hunk",
+      patch("*** Begin Patch", "*** Update File: a.txt", "@@", "@@", "-x", "*** End Patch"),
+      /line 3: the hunk for a.txt has no lines/,
+    ],
+    [
+      "missing path",
+      patch("*** Begin Patch", "*** Delete File: ", "*** End Patch"),
+      /line 2: Delete File needs a path/,
+    ],
+    [
+      "lines after End of File",
+      patch("*** Begin Patch", "*** Update File: a", "@@", "-x", "*** End of File", "+y", "*** End Patch"),
+      /line 6: expected "@@"/,
+    ],
   ];
   for (const [name, text, message] of cases) {
     test(`error: ${name}`, () => {

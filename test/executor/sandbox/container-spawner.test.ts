@@ -10,13 +10,19 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../../src/executor/protocol.ts";
-import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
-import { planBuiltin } from "../../../src/executor/sandbox/index.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
-import { loadNative, makePair, SPAWN_DEADLINE_MS, spawnChild, spawnMode, type Native } from "../../../src/executor/sandbox/linux/confine-cc.ts";
-import { decodeNativeError, Stage } from "../../../src/executor/sandbox/linux/stages.ts";
+import { planBuiltin, probeSandbox } from "../../../src/executor/sandbox/index.ts";
+import {
+  loadNative,
+  makePair,
+  type Native,
+  SPAWN_DEADLINE_MS,
+  spawnChild,
+  spawnMode,
+} from "../../../src/executor/sandbox/linux/confine-cc.ts";
+import { type StartedContainer, startContainer } from "../../../src/executor/sandbox/linux/container.ts";
 import { Scope } from "../../../src/executor/sandbox/linux/landlock-plan.ts";
-import { startContainer, type StartedContainer } from "../../../src/executor/sandbox/linux/container.ts";
+import { decodeNativeError, Stage } from "../../../src/executor/sandbox/linux/stages.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { exitOfWaitStatus } from "../../../src/executor/spawn/signals.ts";
 import type { ChildPeer } from "../../../src/protocol/child.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";
@@ -25,7 +31,10 @@ import { skipBecause } from "../../support/skip.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const support = await probeSandbox();
-const skip = skipBecause("the container's init as spawner", support.mechanism === "landlock" ? false : `the built-in sandbox cannot run here: ${support.detail}`);
+const skip = skipBecause(
+  "the container's init as spawner",
+  support.mechanism === "landlock" ? false : `the built-in sandbox cannot run here: ${support.detail}`,
+);
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
 /** Field `n` (1-based, as proc(5) numbers them) of /proc/PID/stat. */
@@ -70,7 +79,13 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
   const policy = (): SandboxPolicy => ({ mode: "workspace-write", writable_roots: [ws], network: false });
   /** Starts `script`, which keeps running; its first answer and its pid as the executor lists it. */
   const startLongOne = async (ex: ChildPeer, script: string) => {
-    const started = await exec(ex, { command: ["sh", "-c", script], cwd: ws, env, sandbox: policy(), yield_time_ms: 2_000 });
+    const started = await exec(ex, {
+      command: ["sh", "-c", script],
+      cwd: ws,
+      env,
+      sandbox: policy(),
+      yield_time_ms: 2_000,
+    });
     assert.ok(started.process_id !== undefined, started.output);
     const list = await ex.peer.call(ExecutorMethods.list, {});
     assert.ok("ok" in list);
@@ -83,7 +98,17 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.ok("ok" in check, JSON.stringify(check));
     const runs = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        exec(ex, { command: ["sh", "-c", `echo "out-${i} ppid:$PPID"; echo err-${i} >&2; (echo x > .git/x) 2>/dev/null || echo git-read-only; exit ${i}`], cwd: ws, env, sandbox: policy(), yield_time_ms: 20_000 }),
+        exec(ex, {
+          command: [
+            "sh",
+            "-c",
+            `echo "out-${i} ppid:$PPID"; echo err-${i} >&2; (echo x > .git/x) 2>/dev/null || echo git-read-only; exit ${i}`,
+          ],
+          cwd: ws,
+          env,
+          sandbox: policy(),
+          yield_time_ms: 20_000,
+        }),
       ),
     );
     runs.forEach((r, i) => {
@@ -100,25 +125,43 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     await using ex = await startExecutor();
     const run = () => exec(ex, { command: ["sh", "-c", "echo $PPID"], cwd: ws, env, sandbox: policy() });
     assert.equal((await run()).output, "1\n");
-    const init = readdirSync("/proc").map(Number).find((p) => statField(p, 4) === String(ex.pid) && (cmdlineOf(p) ?? "").includes("--container-init"))!;
+    const init = readdirSync("/proc")
+      .map(Number)
+      .find((p) => statField(p, 4) === String(ex.pid) && (cmdlineOf(p) ?? "").includes("--container-init"))!;
     assert.ok(init, "the executor's container init");
     const open = () => [readdirSync(`/proc/${ex.pid}/fd`).length, readdirSync(`/proc/${init}/fd`).length];
     const before = open();
     for (let i = 0; i < 30; i++) assert.equal((await run()).output, "1\n");
     // The last command's output pipe is closed as its reader ends, which may be just after the answer.
-    await waitFor(() => open().join() === before.join(), `descriptors back to ${before.join(" and ")}, not ${open().join(" and ")}`);
+    await waitFor(
+      () => open().join() === before.join(),
+      `descriptors back to ${before.join(" and ")}, not ${open().join(" and ")}`,
+    );
   });
 
   test("without Landlock's signal scope (ABI < 6) the init forks each command and kills a child stopped before its execve: a SIGSTOP storm cannot leave it stuck", async () => {
     await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
     const first = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
     assert.equal(first.output, "ppid:1\n", "forked by the init, not run by a helper");
-    const hostile = await exec(ex, { command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"], cwd: ws, env, sandbox: policy(), yield_time_ms: 300 });
+    const hostile = await exec(ex, {
+      command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"],
+      cwd: ws,
+      env,
+      sandbox: policy(),
+      yield_time_ms: 300,
+    });
     assert.ok(hostile.process_id !== undefined, hostile.output);
     // B may be stopped by the storm before its execve (the init kills it at the deadline and
     // says so) or after it (then it is a running command like any other); either way it answers.
     const b = await exec(ex, { command: ["sh", "-c", "echo b"], cwd: ws, env, sandbox: policy(), yield_time_ms: 300 });
-    const outcome = b.exit_code === 0 ? "ran" : b.exit_code === 126 ? "stopped before its execve" : b.process_id !== undefined ? "stopped after" : JSON.stringify(b);
+    const outcome =
+      b.exit_code === 0
+        ? "ran"
+        : b.exit_code === 126
+          ? "stopped before its execve"
+          : b.process_id !== undefined
+            ? "stopped after"
+            : JSON.stringify(b);
     assert.ok(["ran", "stopped before its execve", "stopped after"].includes(outcome), outcome);
     if (b.exit_code === 126) assert.match(b.output, /stopped before it could start .*was killed/);
     await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile.process_id! });
@@ -148,8 +191,14 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
   test("a running command has its host pid: listed, terminated with its tree, its end reported", async () => {
     await using ex = await startExecutor();
     const { started, pid } = await startLongOne(ex, "sleep 1000 & echo started; wait");
-    assert.match(readFileSync(`/proc/${pid}/cmdline`, "latin1"), /^sh\0-c\0sleep 1000/, "the listed pid is the command's, as the host sees it");
-    const sleeper = readdirSync("/proc").map(Number).find((p) => statField(p, 4) === String(pid));
+    assert.match(
+      readFileSync(`/proc/${pid}/cmdline`, "latin1"),
+      /^sh\0-c\0sleep 1000/,
+      "the listed pid is the command's, as the host sees it",
+    );
+    const sleeper = readdirSync("/proc")
+      .map(Number)
+      .find((p) => statField(p, 4) === String(pid));
     assert.ok(sleeper, "the background sleep is the shell's child");
     const ended = await ex.peer.call(ExecutorMethods.terminate, { process_id: started.process_id! });
     assert.deepEqual(ended, { ok: { running: true } });
@@ -159,7 +208,12 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
   test("a request too big for the channel (a 400 KB environment) runs through a helper instead", async () => {
     await using ex = await startExecutor();
     const big = Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`RELAY_BIG_${i}`, String(i).repeat(100_000)]));
-    const r = await exec(ex, { command: ["sh", "-c", 'echo "${#RELAY_BIG_0} ${#RELAY_BIG_3} ppid:$PPID"'], cwd: ws, env: { ...env, ...big }, sandbox: policy() });
+    const r = await exec(ex, {
+      command: ["sh", "-c", 'echo "${#RELAY_BIG_0} ${#RELAY_BIG_3} ppid:$PPID"'],
+      cwd: ws,
+      env: { ...env, ...big },
+      sandbox: policy(),
+    });
     assert.equal(r.exit_code, 0);
     assert.equal(r.output, "100000 100000 ppid:0\n", "the whole environment, from a helper outside the namespace");
     const small = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
@@ -180,7 +234,9 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     const polled = await write(ex, started.process_id!, "");
     assert.equal(polled.exit_code, 143);
     await waitFor(() => !existsSync(`/proc/${pid}`), "the command to be reaped once the executor has its end");
-    const zombies = readdirSync("/proc").map(Number).filter((p) => Number.isInteger(p) && statField(p, 4) === String(init) && statField(p, 3) === "Z");
+    const zombies = readdirSync("/proc")
+      .map(Number)
+      .filter((p) => Number.isInteger(p) && statField(p, 4) === String(init) && statField(p, 3) === "Z");
     assert.deepEqual(zombies, [], "no zombie left in the container: the first command went with its answer");
   });
 
@@ -188,12 +244,20 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     await using ex = await startExecutor();
     const fifo = path.join(ws, `fifo-${process.pid}`);
     assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
-    const r = await exec(ex, { command: ["sh", "-c", `( exec cat ${fifo} >/dev/null & ) ; echo started`], cwd: ws, env, sandbox: policy() });
+    const r = await exec(ex, {
+      command: ["sh", "-c", `( exec cat ${fifo} >/dev/null & ) ; echo started`],
+      cwd: ws,
+      env,
+      sandbox: policy(),
+    });
     assert.equal(r.output, "started\n");
     const want = `cat\0${fifo}\0`;
     let orphan = 0;
     await waitFor(() => {
-      orphan = readdirSync("/proc").map(Number).find((p) => Number.isInteger(p) && cmdlineOf(p) === want) ?? 0;
+      orphan =
+        readdirSync("/proc")
+          .map(Number)
+          .find((p) => Number.isInteger(p) && cmdlineOf(p) === want) ?? 0;
       return orphan > 0;
     }, "the orphan to show");
     assert.match(cmdlineOf(Number(statField(orphan, 4))) ?? "", /--container-init/, "the init adopted it");
@@ -203,7 +267,14 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
 
   test("output larger than a pipe's buffer arrives whole and in order", async () => {
     await using ex = await startExecutor();
-    const r = await exec(ex, { command: ["seq", "1", "60000"], cwd: ws, env, sandbox: policy(), yield_time_ms: 20_000, max_output_tokens: 1_000_000 });
+    const r = await exec(ex, {
+      command: ["seq", "1", "60000"],
+      cwd: ws,
+      env,
+      sandbox: policy(),
+      yield_time_ms: 20_000,
+      max_output_tokens: 1_000_000,
+    });
     assert.equal(r.exit_code, 0);
     const lines = r.output.trimEnd().split("\n");
     assert.equal(lines.length, 60000);
@@ -219,7 +290,12 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     process.kill(init, "SIGKILL");
     const done = await write(ex, started.process_id!, "", { yield_time_ms: 20_000 });
     assert.equal(done.exit_code, 137, "killed with its namespace");
-    const next = await exec(ex, { command: ["sh", "-c", "readlink /proc/self/ns/pid; echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
+    const next = await exec(ex, {
+      command: ["sh", "-c", "readlink /proc/self/ns/pid; echo ppid:$PPID"],
+      cwd: ws,
+      env,
+      sandbox: policy(),
+    });
     const [oldNs] = started.output.split("\n").slice(1);
     const [newNs, ppid] = next.output.trim().split("\n");
     assert.notEqual(newNs, oldNs, "a new container");
@@ -242,8 +318,11 @@ describe("the container's init refuses malformed requests and goes on serving", 
     assert.ok("ok" in s, JSON.stringify(s));
     started = s.ok;
     void (async () => {
-      const stream = (globalThis as unknown as { Bun: { file(fd: number): { stream(): AsyncIterable<Uint8Array> } } }).Bun.file(started.channel).stream();
-      for await (const chunk of stream) replies.push(...Buffer.from(chunk).toString("utf8").split("\n").filter(Boolean));
+      const stream = (
+        globalThis as unknown as { Bun: { file(fd: number): { stream(): AsyncIterable<Uint8Array> } } }
+      ).Bun.file(started.channel).stream();
+      for await (const chunk of stream)
+        replies.push(...Buffer.from(chunk).toString("utf8").split("\n").filter(Boolean));
     })();
   });
   after(() => {
@@ -260,7 +339,9 @@ describe("the container's init refuses malformed requests and goes on serving", 
     const pipe = makePair(native, "pipe");
     assert.ok("ok" in pipe);
     const bytes = Buffer.from(text);
-    const n = Number(native.symbols.relay_send(started.channel, native.ffi.ptr(bytes), bytes.length, attach ? pipe.ok[1] : -1, 0));
+    const n = Number(
+      native.symbols.relay_send(started.channel, native.ffi.ptr(bytes), bytes.length, attach ? pipe.ok[1] : -1, 0),
+    );
     assert.equal(n, bytes.length);
     closeSync(pipe.ok[1]);
     if (attach) return pipe.ok[0];
@@ -325,7 +406,10 @@ describe("the container's init refuses malformed requests and goes on serving", 
     assert.equal(statField(pid, 3), "Z", "reported, not reaped: its pid cannot go to another process");
     let orphan = 0;
     await waitFor(() => {
-      orphan = readdirSync("/proc").map(Number).find((p) => Number.isInteger(p) && cmdlineOf(p) === `cat\0${fifo}\0`) ?? 0;
+      orphan =
+        readdirSync("/proc")
+          .map(Number)
+          .find((p) => Number.isInteger(p) && cmdlineOf(p) === `cat\0${fifo}\0`) ?? 0;
       return orphan > 0 && statField(orphan, 4) === String(started.ref.pid);
     }, "the orphan to show, adopted by the init");
     closeSync(openSync(fifo, "w"));
@@ -364,13 +448,22 @@ describe("the init's fork where signals are not scoped (Landlock ABI < 6)", { sk
       const built = await planBuiltin({ mode: "workspace-write", writable_roots: [ws], network: false }, env);
       assert.ok("ok" in built);
       // Many read-only binds give the stopper time to find the child before its execve.
-      const plan = { ...built.ok, scoped: built.ok.scoped & ~Scope.SIGNAL, readOnly: Array.from({ length: 2000 }, () => ws) };
+      const plan = {
+        ...built.ok,
+        scoped: built.ok.scoped & ~Scope.SIGNAL,
+        readOnly: Array.from({ length: 2000 }, () => ws),
+      };
       const pipe = makePair(n.ok, "pipe");
       assert.ok("ok" in pipe);
       const hostProc = openSync("/proc", "r");
       const started = performance.now();
       try {
-        const r = spawnChild(n.ok, plan, { file: "/bin/true", argv: ["true"], env }, { outFd: pipe.ok[1], cwd: ws, hostProcFd: hostProc });
+        const r = spawnChild(
+          n.ok,
+          plan,
+          { file: "/bin/true", argv: ["true"], env },
+          { outFd: pipe.ok[1], cwd: ws, hostProcFd: hostProc },
+        );
         assert.ok("failure" in r, `the child started: ${JSON.stringify(r)}`);
         assert.equal(decodeNativeError(r.failure).stage, Stage.Stopped);
         // Not a timed assertion of speed: the deadline is 30 s, and a stop is seen within a poll slice.
@@ -394,16 +487,34 @@ describe("the init's fork where signals are not scoped (Landlock ABI < 6)", { sk
       const built = await planBuiltin({ mode: "workspace-write", writable_roots: [ws], network: false }, env);
       assert.ok("ok" in built);
       // Without the signal scope, and with 2000 read-only binds to make before the execve: no child gets there in 0 ms, even on a loaded machine.
-      const plan = { ...built.ok, scoped: built.ok.scoped & ~Scope.SIGNAL, readOnly: Array.from({ length: 2000 }, () => ws) };
+      const plan = {
+        ...built.ok,
+        scoped: built.ok.scoped & ~Scope.SIGNAL,
+        readOnly: Array.from({ length: 2000 }, () => ws),
+      };
       assert.equal(spawnMode(plan), "fork");
       const pipe = makePair(n.ok, "pipe");
       assert.ok("ok" in pipe);
       const hostProc = openSync("/proc", "r");
       // Zombie children of this process started from now on (an earlier test's init may die meanwhile), in clock ticks since boot.
       const since = Math.floor(Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 100) - 1;
-      const zombies = () => readdirSync("/proc").map(Number).filter((p) => Number.isInteger(p) && statField(p, 4) === String(process.pid) && statField(p, 3) === "Z" && Number(statField(p, 22)) >= since);
+      const zombies = () =>
+        readdirSync("/proc")
+          .map(Number)
+          .filter(
+            (p) =>
+              Number.isInteger(p) &&
+              statField(p, 4) === String(process.pid) &&
+              statField(p, 3) === "Z" &&
+              Number(statField(p, 22)) >= since,
+          );
       try {
-        const r = spawnChild(n.ok, plan, { file: "/bin/true", argv: ["true"], env }, { outFd: pipe.ok[1], cwd: ws, hostProcFd: hostProc, deadlineMs: 0 });
+        const r = spawnChild(
+          n.ok,
+          plan,
+          { file: "/bin/true", argv: ["true"], env },
+          { outFd: pipe.ok[1], cwd: ws, hostProcFd: hostProc, deadlineMs: 0 },
+        );
         assert.ok("failure" in r, `the child started: ${JSON.stringify(r)}`);
         assert.deepEqual(decodeNativeError(r.failure), { stage: Stage.Deadline, errno: 110 });
       } finally {

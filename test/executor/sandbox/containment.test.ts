@@ -14,14 +14,15 @@ import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../../src/executor/protocol.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
-import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";
+import { type ChildPeer, spawnPeer } from "../../../src/protocol/child.ts";
 import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
 import { exec, isAlive, startExecutor } from "../../support/executor.ts";
 import { skipBecause } from "../../support/skip.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const support = await probeSandbox();
-const builtinSkip = support.mechanism === "landlock" ? false : `the built-in sandbox cannot run here: ${support.detail}`;
+const builtinSkip =
+  support.mechanism === "landlock" ? false : `the built-in sandbox cannot run here: ${support.detail}`;
 const compiledSkip = builtinSkip || (!process.versions.bun && "compiling relay needs Bun");
 /** RELAY_SANDBOX_SIMULATE parts for the executor. */
 const ways: Array<{ label: string; compiled: boolean; simulate: string[]; skip: string | false }> = [
@@ -50,7 +51,8 @@ function pidsRunning(argv: string[]): number[] {
 const uniqueSleep = () => ["sleep", `3000.${process.pid}${Math.floor(Math.random() * 1e6)}`];
 
 /** Double fork, setsid and an empty environment: nothing of the executor's is left to track it by. */
-const hideScript = (argv: string[]) => `( env -i setsid ${argv.join(" ")} </dev/null >/dev/null 2>&1 & ) ; echo started`;
+const hideScript = (argv: string[]) =>
+  `( env -i setsid ${argv.join(" ")} </dev/null >/dev/null 2>&1 & ) ; echo started`;
 
 for (const way of ways) {
   describe(`containment (${way.label})`, { skip: way.skip }, () => {
@@ -64,12 +66,16 @@ for (const way of ways) {
       const parts = [...way.simulate, ...simulate];
       const env: Record<string, string> = parts.length ? { RELAY_SANDBOX_SIMULATE: parts.join(",") } : {};
       if (!way.compiled) return startExecutor(env);
-      const c = spawnPeer([compiledRelay(), "executor"], { env: envWithoutSelfCommand(env), name: "compiled-executor" });
+      const c = spawnPeer([compiledRelay(), "executor"], {
+        env: envWithoutSelfCommand(env),
+        name: "compiled-executor",
+      });
       assert.ok("ok" in c, JSON.stringify(c));
       return c.ok;
     };
     const policy = (): SandboxPolicy => ({ mode: "workspace-write", writable_roots: [ws], network: false });
-    const run = (ex: ChildPeer, script: string) => exec(ex, { command: ["sh", "-c", script], cwd: ws, sandbox: policy(), yield_time_ms: 20_000 });
+    const run = (ex: ChildPeer, script: string) =>
+      exec(ex, { command: ["sh", "-c", script], cwd: ws, sandbox: policy(), yield_time_ms: 20_000 });
 
     test("a hidden daemon outlives the command that started it, and dies with a SIGKILLed executor", async () => {
       const ex = await start();
@@ -111,7 +117,7 @@ for (const way of ways) {
       }
     });
 
-    test("info with containment \"start\" (a session's) answers without waiting for the container; the first command runs in it", async () => {
+    test('info with containment "start" (a session\'s) answers without waiting for the container; the first command runs in it', async () => {
       const ex = await start();
       try {
         const quick = await ex.peer.call(ExecutorMethods.info, { containment: "start" });
@@ -120,7 +126,11 @@ for (const way of ways) {
         assert.equal(quick.ok.sandbox.containment, undefined, "not reported: the caller did not wait for it");
         const r = await run(ex, "readlink /proc/self/ns/pid");
         assert.equal(r.exit_code, 0, r.output);
-        assert.notEqual(r.output.trim(), readlinkSync("/proc/self/ns/pid"), "the container's pid namespace, not the host's");
+        assert.notEqual(
+          r.output.trim(),
+          readlinkSync("/proc/self/ns/pid"),
+          "the container's pid namespace, not the host's",
+        );
         const full = await ex.peer.call(ExecutorMethods.info, {});
         assert.ok("ok" in full);
         assert.equal(full.ok.sandbox.containment?.enforced, true, "the default still waits and reports");
@@ -135,7 +145,10 @@ for (const way of ways) {
         const info = await ex.peer.call(ExecutorMethods.info, {});
         assert.ok("ok" in info);
         assert.equal(info.ok.sandbox.containment?.enforced, false);
-        assert.match(info.ok.sandbox.containment?.detail ?? "", /environment marker only.*Full containment needs unprivileged user namespaces/);
+        assert.match(
+          info.ok.sandbox.containment?.detail ?? "",
+          /environment marker only.*Full containment needs unprivileged user namespaces/,
+        );
         const r = await run(ex, "readlink /proc/self/ns/pid");
         assert.equal(r.exit_code, 0, r.output);
         assert.equal(r.output.trim(), readlinkSync("/proc/self/ns/pid"), "the host's pid namespace");

@@ -5,20 +5,30 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import dgram from "node:dgram";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { SandboxMechanism, SandboxMode, SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
-import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { probeBwrap } from "../../../src/executor/sandbox/bwrap.ts";
-import { spawnPeer, type ChildPeer } from "../../../src/protocol/child.ts";
-import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
-import { skipBecause } from "../../support/skip.ts";
+import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
+import type { SandboxMechanism, SandboxMode, SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { orchestratorPaths } from "../../../src/infty/role-workspace.ts";
+import { type ChildPeer, spawnPeer } from "../../../src/protocol/child.ts";
+import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
 import { exec, isAlive, startExecutor, waitUntil, write } from "../../support/executor.ts";
+import { skipBecause } from "../../support/skip.ts";
 
 const support = await probeSandbox();
 const bwrap = process.platform === "linux" ? probeBwrap() : { works: false, detail: "not Linux" };
@@ -27,7 +37,10 @@ const hostNetNs = readlinkSync("/proc/self/ns/net");
 const FULL_ACCESS: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };
 const baseEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() };
 
-const builtinSkip = support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`;
+const builtinSkip =
+  support.landlock && support.landlock.abi >= 3
+    ? false
+    : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`;
 /**
  * Each way a command gets confined. A pipe-mode command is forked by the executor's container
  * init (confine.c relay_spawn_child); a PTY one, or any where the init may not spawn
@@ -38,11 +51,39 @@ const builtinSkip = support.landlock && support.landlock.abi >= 3 ? false : `the
  */
 const compiledSkip = builtinSkip || (!process.versions.bun && "compiling relay needs Bun");
 const helpersOnly = { RELAY_SANDBOX_SIMULATE: "no-init-spawn" };
-const mechanisms: Array<{ name: SandboxMechanism; label: string; compiled?: boolean; simulate?: string; executorEnv?: Record<string, string>; skip: string | false }> = [
-  { name: "landlock", label: "landlock, compiled binary: the container's init spawns", compiled: true, skip: compiledSkip },
-  { name: "landlock", label: "landlock, compiled binary: helpers confine in place", compiled: true, executorEnv: helpersOnly, skip: compiledSkip },
-  { name: "landlock", label: "landlock, forked helper", simulate: "threaded", executorEnv: helpersOnly, skip: builtinSkip },
-  { name: "bwrap", label: "bwrap", skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}` },
+const mechanisms: Array<{
+  name: SandboxMechanism;
+  label: string;
+  compiled?: boolean;
+  simulate?: string;
+  executorEnv?: Record<string, string>;
+  skip: string | false;
+}> = [
+  {
+    name: "landlock",
+    label: "landlock, compiled binary: the container's init spawns",
+    compiled: true,
+    skip: compiledSkip,
+  },
+  {
+    name: "landlock",
+    label: "landlock, compiled binary: helpers confine in place",
+    compiled: true,
+    executorEnv: helpersOnly,
+    skip: compiledSkip,
+  },
+  {
+    name: "landlock",
+    label: "landlock, forked helper",
+    simulate: "threaded",
+    executorEnv: helpersOnly,
+    skip: builtinSkip,
+  },
+  {
+    name: "bwrap",
+    label: "bwrap",
+    skip: bwrap.works ? false : `bubblewrap is optional and unusable here: ${bwrap.detail}`,
+  },
 ];
 for (const m of mechanisms) skipBecause(`escape suite (${m.label})`, m.skip);
 
@@ -87,7 +128,10 @@ async function unixServer(sock: string) {
 
 for (const mechanism of mechanisms) {
   describe(`escape suite (${mechanism.label})`, { skip: mechanism.skip }, () => {
-    const env: Record<string, string> = { ...baseEnv, ...(mechanism.simulate ? { RELAY_SANDBOX_SIMULATE: mechanism.simulate } : {}) };
+    const env: Record<string, string> = {
+      ...baseEnv,
+      ...(mechanism.simulate ? { RELAY_SANDBOX_SIMULATE: mechanism.simulate } : {}),
+    };
     let ex: ChildPeer;
     let base = "";
     let ws = "";
@@ -95,7 +139,10 @@ for (const mechanism of mechanisms) {
     let net0: Awaited<ReturnType<typeof listeners>>;
     before(async () => {
       if (mechanism.compiled) {
-        const c = spawnPeer([compiledRelay(), "executor"], { env: envWithoutSelfCommand(mechanism.executorEnv), name: "compiled-executor" });
+        const c = spawnPeer([compiledRelay(), "executor"], {
+          env: envWithoutSelfCommand(mechanism.executorEnv),
+          name: "compiled-executor",
+        });
         assert.ok("ok" in c, JSON.stringify(c));
         ex = c.ok;
       } else {
@@ -121,14 +168,30 @@ for (const mechanism of mechanisms) {
       rmSync(base, { recursive: true, force: true });
     });
 
-    const policy = (mode: SandboxMode): SandboxPolicy => ({ mode, writable_roots: [ws], network: false, mechanism: mechanism.name });
+    const policy = (mode: SandboxMode): SandboxPolicy => ({
+      mode,
+      writable_roots: [ws],
+      network: false,
+      mechanism: mechanism.name,
+    });
     /** A command's $PPID in the container: its init, or 0 for a helper outside the namespace. */
     const parentPid = mechanism.executorEnv ? 0 : 1;
     const run = (mode: SandboxMode, script: string, extra: { tty?: boolean; yield_time_ms?: number } = {}) =>
-      exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: policy(mode), yield_time_ms: 20_000, ...extra });
+      exec(ex, {
+        command: ["bash", "-c", script],
+        cwd: ws,
+        env,
+        sandbox: policy(mode),
+        yield_time_ms: 20_000,
+        ...extra,
+      });
 
     const untouched = () => {
-      assert.equal(readFileSync(path.join(out, "existing.txt"), "utf8"), "keep me\n", "the file outside still has its content");
+      assert.equal(
+        readFileSync(path.join(out, "existing.txt"), "utf8"),
+        "keep me\n",
+        "the file outside still has its content",
+      );
       assert.equal(readFileSync(path.join(ws, ".git", "config"), "utf8"), "[core]\n", ".git/config is unchanged");
       assert.equal(readFileSync(path.join(ws, "file.txt"), "utf8"), "workspace file\n");
     };
@@ -146,14 +209,20 @@ for (const mechanism of mechanisms) {
     for (const mode of ["workspace-write", "read-only"] as const) {
       describe(mode, () => {
         test("writing outside the roots directly, through a symlink, or into a linked directory is refused", async () => {
-          const r = await run(mode, `echo x > ${out}/direct.txt; echo "direct:$?"; echo x > link-to-outside; echo "link:$?"; echo x > dir-link/in-dir.txt; echo "dirlink:$?"`);
+          const r = await run(
+            mode,
+            `echo x > ${out}/direct.txt; echo "direct:$?"; echo x > link-to-outside; echo "link:$?"; echo x > dir-link/in-dir.txt; echo "dirlink:$?"`,
+          );
           assert.match(r.output, /direct:1\n[\s\S]*link:1\n[\s\S]*dirlink:1\n/);
           absent(path.join(out, "direct.txt"), path.join(out, "via-link.txt"), path.join(out, "in-dir.txt"));
           untouched();
         });
 
         test("renaming or hard-linking a workspace file out of the workspace is refused", async () => {
-          const r = await run(mode, `mv file.txt ${out}/moved.txt 2>/dev/null; echo "mv:$?"; ln file.txt ${out}/hard.txt 2>/dev/null; echo "ln:$?"; ln -s /etc/passwd ${out}/sym 2>/dev/null; echo "symlink:$?"`);
+          const r = await run(
+            mode,
+            `mv file.txt ${out}/moved.txt 2>/dev/null; echo "mv:$?"; ln file.txt ${out}/hard.txt 2>/dev/null; echo "ln:$?"; ln -s /etc/passwd ${out}/sym 2>/dev/null; echo "symlink:$?"`,
+          );
           assert.match(r.output, /mv:1\n[\s\S]*ln:1\n[\s\S]*symlink:1\n/);
           absent(path.join(out, "moved.txt"), path.join(out, "hard.txt"), path.join(out, "sym"));
           assert.ok(existsSync(path.join(ws, "file.txt")));
@@ -161,13 +230,19 @@ for (const mechanism of mechanisms) {
         });
 
         test("truncating a file outside is refused, by truncate(2) and by O_TRUNC", async () => {
-          const r = await run(mode, `truncate -s 0 ${out}/existing.txt 2>/dev/null; echo "truncate:$?"; : > ${out}/existing.txt; echo "otrunc:$?"`);
+          const r = await run(
+            mode,
+            `truncate -s 0 ${out}/existing.txt 2>/dev/null; echo "truncate:$?"; : > ${out}/existing.txt; echo "otrunc:$?"`,
+          );
           assert.match(r.output, /truncate:1\n[\s\S]*otrunc:1\n/);
           untouched();
         });
 
         test("making a fifo outside, or a device node anywhere, is refused", async () => {
-          const r = await run(mode, `mkfifo ${out}/fifo 2>/dev/null; echo "fifo:$?"; mknod ${out}/null-dev c 1 3 2>/dev/null; echo "mknod-out:$?"; mknod ws-dev c 1 3 2>/dev/null; echo "mknod-ws:$?"`);
+          const r = await run(
+            mode,
+            `mkfifo ${out}/fifo 2>/dev/null; echo "fifo:$?"; mknod ${out}/null-dev c 1 3 2>/dev/null; echo "mknod-out:$?"; mknod ws-dev c 1 3 2>/dev/null; echo "mknod-ws:$?"`,
+          );
           assert.match(r.output, /fifo:1\n[\s\S]*mknod-out:1\n[\s\S]*mknod-ws:1\n/);
           absent(path.join(out, "fifo"), path.join(out, "null-dev"), path.join(ws, "ws-dev"));
         });
@@ -185,39 +260,73 @@ for (const mechanism of mechanisms) {
         });
 
         test(".git stays read-only to a command whose cwd is inside it", async () => {
-          const r = await exec(ex, { command: ["bash", "-c", `(echo z > hooks/pre-commit) 2>/dev/null; echo "hook:$?"; (echo z >> config) 2>/dev/null; echo "config:$?"; pwd`], cwd: path.join(ws, ".git"), env, sandbox: policy(mode), yield_time_ms: 20_000 });
+          const r = await exec(ex, {
+            command: [
+              "bash",
+              "-c",
+              `(echo z > hooks/pre-commit) 2>/dev/null; echo "hook:$?"; (echo z >> config) 2>/dev/null; echo "config:$?"; pwd`,
+            ],
+            cwd: path.join(ws, ".git"),
+            env,
+            sandbox: policy(mode),
+            yield_time_ms: 20_000,
+          });
           assert.equal(r.output, `hook:1\nconfig:1\n${path.join(ws, ".git")}\n`);
           absent(path.join(ws, ".git", "hooks", "pre-commit"));
           untouched();
         });
 
         test("an infty run's .checkpoints.git stays read-only to its roles' commands", async () => {
-          const r = await run(mode, `echo evil > .checkpoints.git/refs/heads/checkpoints 2>/dev/null; echo "ref:$?"; rm -rf .checkpoints.git 2>/dev/null; echo "rm:$?"`);
+          const r = await run(
+            mode,
+            `echo evil > .checkpoints.git/refs/heads/checkpoints 2>/dev/null; echo "ref:$?"; rm -rf .checkpoints.git 2>/dev/null; echo "rm:$?"`,
+          );
           assert.match(r.output, /ref:1\n[\s\S]*rm:1\n/);
-          assert.equal(readFileSync(path.join(ws, ".checkpoints.git", "refs", "heads", "checkpoints"), "utf8"), "0".repeat(40) + "\n");
+          assert.equal(
+            readFileSync(path.join(ws, ".checkpoints.git", "refs", "heads", "checkpoints"), "utf8"),
+            "0".repeat(40) + "\n",
+          );
           untouched();
         });
 
         test("an infty role: the orchestrator's files stay read-only though a writable root holds the run store; the model's own parts are writable", async () => {
           const store = path.join(ws, "store");
-          const own: Record<string, string> = { "run.json": "{}\n", "events.jsonl": "{}\n", "lease.json": "{}\n", "index/claims.json": "{}\n", "memory/verifications.jsonl": "{}\n" };
+          const own: Record<string, string> = {
+            "run.json": "{}\n",
+            "events.jsonl": "{}\n",
+            "lease.json": "{}\n",
+            "index/claims.json": "{}\n",
+            "memory/verifications.jsonl": "{}\n",
+          };
           for (const [rel, text] of Object.entries({ ...own, "index/README.md": "# index\n", "artifacts/.keep": "" })) {
             mkdirSync(path.dirname(path.join(store, rel)), { recursive: true });
             writeFileSync(path.join(store, rel), text);
           }
-          const role: SandboxPolicy = { ...policy(mode), writable_roots: [ws], read_only_paths: orchestratorPaths(store) };
+          const role: SandboxPolicy = {
+            ...policy(mode),
+            writable_roots: [ws],
+            read_only_paths: orchestratorPaths(store),
+          };
           const files = Object.keys(own).join(" ");
           const script = [
             `cd store; for f in ${files}; do (echo x >> $f) 2>/dev/null; echo "append $f:$?"; (: > $f) 2>/dev/null; echo "trunc $f:$?"; rm -f $f 2>/dev/null; echo "rm $f:$?"; done`,
             `(echo forged > /tmp/relay-escape-forged-$$.json; mv /tmp/relay-escape-forged-$$.json run.json) 2>/dev/null; echo "mv-over:$?"; rm -f /tmp/relay-escape-forged-$$.json`,
             `(echo "- a" >> index/README.md) 2>/dev/null; echo "readme:$?"; (echo a > artifacts/a.txt) 2>/dev/null; echo "artifact:$?"`,
           ].join("; ");
-          const r = await exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: role, yield_time_ms: 20_000 });
+          const r = await exec(ex, {
+            command: ["bash", "-c", script],
+            cwd: ws,
+            env,
+            sandbox: role,
+            yield_time_ms: 20_000,
+          });
           const writable = mode === "workspace-write";
-          for (const f of Object.keys(own)) assert.match(r.output, new RegExp(`append ${f}:1\ntrunc ${f}:1\nrm ${f}:[01]\n`), r.output);
+          for (const f of Object.keys(own))
+            assert.match(r.output, new RegExp(`append ${f}:1\ntrunc ${f}:1\nrm ${f}:[01]\n`), r.output);
           assert.match(r.output, /mv-over:1\n/);
           assert.match(r.output, writable ? /readme:0\nartifact:0\n/ : /readme:1\nartifact:1\n/);
-          for (const [rel, text] of Object.entries(own)) assert.equal(readFileSync(path.join(store, rel), "utf8"), text, `${rel} is unchanged`);
+          for (const [rel, text] of Object.entries(own))
+            assert.equal(readFileSync(path.join(store, rel), "utf8"), text, `${rel} is unchanged`);
           rmSync(store, { recursive: true, force: true });
           untouched();
         });
@@ -244,7 +353,11 @@ for (const mechanism of mechanisms) {
           }
           assert.equal(net0.hits().tcp, 0);
           const control = await exec(ex, { command: ["bash", "-c", script], cwd: ws, env, sandbox: FULL_ACCESS });
-          assert.match(control.output, /connect:0\n[\s\S]*nodeconnect:ok\n/, "the same probes connect without a sandbox");
+          assert.match(
+            control.output,
+            /connect:0\n[\s\S]*nodeconnect:ok\n/,
+            "the same probes connect without a sandbox",
+          );
           assert.equal(net0.hits().tcp, 2);
           net0.reset();
         });
@@ -261,7 +374,9 @@ for (const mechanism of mechanisms) {
           net0.reset();
         });
 
-        test("a netlink socket is refused (or, under bubblewrap, sees only its own namespace)", { skip: !hasPython && "python3 is not installed (it opens the AF_NETLINK socket)" }, async () => {
+        test("a netlink socket is refused (or, under bubblewrap, sees only its own namespace)", {
+          skip: !hasPython && "python3 is not installed (it opens the AF_NETLINK socket)",
+        }, async () => {
           const probe = `python3 -c "import socket
 try:
     socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink:open')
@@ -270,13 +385,30 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
           if (refusesSockets) assert.match(r.output, /netlink:1\n/, "EPERM");
           else assert.ok(!r.output.includes(hostNetNs), "a private network namespace");
           const control = await exec(ex, { command: ["bash", "-c", probe], cwd: ws, env, sandbox: FULL_ACCESS });
-          assert.match(control.output, new RegExp(`^netlink:open\n${hostNetNs.replace(/[[\]]/g, "\\$&")}\n$`), "the same probe opens one on the host without a sandbox");
+          assert.match(
+            control.output,
+            new RegExp(`^netlink:open\n${hostNetNs.replace(/[[\]]/g, "\\$&")}\n$`),
+            "the same probe opens one on the host without a sandbox",
+          );
         });
 
-        test("an abstract Unix socket outside the sandbox cannot be reached", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "abstract-socket scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
+        test("an abstract Unix socket outside the sandbox cannot be reached", {
+          skip:
+            (support.landlock?.abi ?? 0) < 6 &&
+            mechanism.name === "landlock" &&
+            "abstract-socket scoping needs Landlock ABI 6 (Linux 6.12)",
+        }, async () => {
           const name = `relay-escape-${process.pid}-${mode}-${mechanism.label.length}`;
           // A Node listener: Node binds abstract names (a leading NUL); the test runner may not.
-          const server = spawn("node", ["-e", `const s=require('net').createServer(c=>{process.stdout.write('hit\\n');c.end()});s.listen('\\0'+process.argv[1],()=>process.stdout.write('listening\\n'))`, name], { stdio: ["ignore", "pipe", "inherit"] });
+          const server = spawn(
+            "node",
+            [
+              "-e",
+              `const s=require('net').createServer(c=>{process.stdout.write('hit\\n');c.end()});s.listen('\\0'+process.argv[1],()=>process.stdout.write('listening\\n'))`,
+              name,
+            ],
+            { stdio: ["ignore", "pipe", "inherit"] },
+          );
           // One listener collects the output; each wait only watches it grow.
           let out = "";
           const waiters: Array<() => void> = [];
@@ -308,10 +440,20 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
             const r = await run(mode, connectProbe(sock));
             assert.match(r.output, /^named:(ECONNREFUSED|EACCES|EPERM)\n$/, "the socket is hidden");
             assert.equal(server.hits(), 0, "no connection arrived");
-            const control = await exec(ex, { command: ["bash", "-c", connectProbe(sock)], cwd: ws, env, sandbox: FULL_ACCESS });
+            const control = await exec(ex, {
+              command: ["bash", "-c", connectProbe(sock)],
+              cwd: ws,
+              env,
+              sandbox: FULL_ACCESS,
+            });
             assert.equal(control.output, "named:connected\n", "the same probe connects without a sandbox");
             if (mode === "workspace-write") {
-              const networked = await exec(ex, { command: ["bash", "-c", connectProbe(sock)], cwd: ws, env, sandbox: { ...policy(mode), network: true } });
+              const networked = await exec(ex, {
+                command: ["bash", "-c", connectProbe(sock)],
+                cwd: ws,
+                env,
+                sandbox: { ...policy(mode), network: true },
+              });
               assert.equal(networked.output, "named:connected\n", "with the network on, sockets are reachable");
             }
           } finally {
@@ -319,7 +461,12 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
           }
         });
 
-        test("signalling the executor (the command's parent) is refused", { skip: (support.landlock?.abi ?? 0) < 6 && mechanism.name === "landlock" && "signal scoping needs Landlock ABI 6 (Linux 6.12)" }, async () => {
+        test("signalling the executor (the command's parent) is refused", {
+          skip:
+            (support.landlock?.abi ?? 0) < 6 &&
+            mechanism.name === "landlock" &&
+            "signal scoping needs Landlock ABI 6 (Linux 6.12)",
+        }, async () => {
           const pid = ex.pid!;
           // The built-in sandbox runs the command in the executor's container, where its parent
           // is the container's init (pid 1), or a helper outside (pid 0), and the executor's pid
@@ -336,7 +483,10 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
 
         test("a double-forked, setsid daemon is still confined", async () => {
           // `| cat` ends when the daemon closes its stdout, so the wait is for the event itself.
-          const r = await run(mode, `( setsid bash -c 'echo x > ${out}/daemon.txt 2>/dev/null; echo "daemon:$?"' & ) | cat`);
+          const r = await run(
+            mode,
+            `( setsid bash -c 'echo x > ${out}/daemon.txt 2>/dev/null; echo "daemon:$?"' & ) | cat`,
+          );
           assert.match(r.output, /daemon:1\n/);
           absent(path.join(out, "daemon.txt"));
           untouched();
@@ -348,11 +498,20 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
       test("workspace-write: build and test a small project in the workspace; temp dir and /dev/null work", async () => {
         const proj = path.join(ws, "proj");
         mkdirSync(proj, { recursive: true });
-        writeFileSync(path.join(proj, "build.js"), `require("fs").mkdirSync("dist",{recursive:true});require("fs").writeFileSync("dist/add.js","exports.add=(a,b)=>a+b\\n");`);
-        writeFileSync(path.join(proj, "add.test.js"), `const t=require("node:test");const a=require("node:assert");t.test("adds",()=>a.equal(require("./dist/add.js").add(2,3),5));`);
+        writeFileSync(
+          path.join(proj, "build.js"),
+          `require("fs").mkdirSync("dist",{recursive:true});require("fs").writeFileSync("dist/add.js","exports.add=(a,b)=>a+b\\n");`,
+        );
+        writeFileSync(
+          path.join(proj, "add.test.js"),
+          `const t=require("node:test");const a=require("node:assert");t.test("adds",()=>a.equal(require("./dist/add.js").add(2,3),5));`,
+        );
         const tmp = mkdtempSync(path.join(os.tmpdir(), "relay-escape-tmp-"));
         try {
-          const r = await run("workspace-write", `cd proj && node build.js && node --test add.test.js >/dev/null && echo tests-passed; echo ok > ${tmp}/t && cat ${tmp}/t; echo gone > /dev/null && echo devnull-ok; mkdir -p newdir/deep && echo n > newdir/deep/f && echo newdir-ok; echo top > ../top-level.txt && echo top-ok`);
+          const r = await run(
+            "workspace-write",
+            `cd proj && node build.js && node --test add.test.js >/dev/null && echo tests-passed; echo ok > ${tmp}/t && cat ${tmp}/t; echo gone > /dev/null && echo devnull-ok; mkdir -p newdir/deep && echo n > newdir/deep/f && echo newdir-ok; echo top > ../top-level.txt && echo top-ok`,
+          );
           assert.equal(r.exit_code, 0, r.output);
           assert.match(r.output, /tests-passed\nok\ndevnull-ok\nnewdir-ok\ntop-ok\n/);
           assert.equal(readFileSync(path.join(proj, "dist", "add.js"), "utf8"), "exports.add=(a,b)=>a+b\n");
@@ -375,17 +534,28 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
       });
 
       test("read-only: reads, pipes and /dev/null work; the temp dir is not writable", async () => {
-        const r = await run("read-only", `cat file.txt | tr a-z A-Z; echo x > /dev/null && echo devnull-ok; (echo x > /tmp/relay-ro-$$) 2>/dev/null; echo "tmp:$?"`);
+        const r = await run(
+          "read-only",
+          `cat file.txt | tr a-z A-Z; echo x > /dev/null && echo devnull-ok; (echo x > /tmp/relay-ro-$$) 2>/dev/null; echo "tmp:$?"`,
+        );
         assert.equal(r.output, "WORKSPACE FILE\ndevnull-ok\ntmp:1\n");
       });
 
-      test("the command runs in the executor's container: a pid namespace of its own, shared by every command, with its own /proc", { skip: mechanism.name !== "landlock" && "bubblewrap makes one pid namespace per command" }, async () => {
+      test("the command runs in the executor's container: a pid namespace of its own, shared by every command, with its own /proc", {
+        skip: mechanism.name !== "landlock" && "bubblewrap makes one pid namespace per command",
+      }, async () => {
         const script = `echo "$$ $(cut -d' ' -f4 /proc/self/stat) $PPID"; readlink /proc/self/ns/pid`;
         const [first, second] = [await run("workspace-write", script), await run("read-only", script)];
         const [ids, ns] = first.output.trim().split("\n");
         const [shellPid, statParent, ppid] = ids!.split(" ").map(Number);
         assert.equal(statParent, shellPid, "$$ and /proc agree: /proc/self/stat's parent of `cut` is the shell");
-        assert.equal(ppid, parentPid, mechanism.executorEnv ? "the helper that waits for the command is outside the namespace" : "the container's init started the command");
+        assert.equal(
+          ppid,
+          parentPid,
+          mechanism.executorEnv
+            ? "the helper that waits for the command is outside the namespace"
+            : "the container's init started the command",
+        );
         assert.notEqual(ns, readlinkSync("/proc/self/ns/pid"), "not the host's pid namespace");
         assert.equal(second.output.trim().split("\n")[1], ns, "one container for every command of the executor");
       });
@@ -398,14 +568,26 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
       });
 
       test("exit status and environment pass through unchanged", async () => {
-        const r = await exec(ex, { command: ["sh", "-c", 'echo "$RELAY_ESCAPE_VAR:$(pwd):${BUN_JSC_useConcurrentJIT-unset}:${MIMALLOC_PURGE_DELAY-unset}"; exit 7'], cwd: ws, env: { ...env, RELAY_ESCAPE_VAR: "kept" }, sandbox: policy("workspace-write") });
+        const r = await exec(ex, {
+          command: [
+            "sh",
+            "-c",
+            'echo "$RELAY_ESCAPE_VAR:$(pwd):${BUN_JSC_useConcurrentJIT-unset}:${MIMALLOC_PURGE_DELAY-unset}"; exit 7',
+          ],
+          cwd: ws,
+          env: { ...env, RELAY_ESCAPE_VAR: "kept" },
+          sandbox: policy("workspace-write"),
+        });
         assert.equal(r.exit_code, 7);
         assert.equal(r.output, `kept:${ws}:unset:unset\n`, "the helper's own variables are not left to the command");
       });
 
       for (const mode of ["workspace-write", "read-only"] as const) {
         test(`${mode}: a PTY session is a terminal and reads stdin`, async () => {
-          const started = await run(mode, `test -t 0 && test -t 1 && echo is-a-tty; read -r name; echo "hi:$name"`, { tty: true, yield_time_ms: 300 });
+          const started = await run(mode, `test -t 0 && test -t 1 && echo is-a-tty; read -r name; echo "hi:$name"`, {
+            tty: true,
+            yield_time_ms: 300,
+          });
           assert.ok(started.process_id !== undefined, started.output);
           const done = await write(ex, started.process_id!, "relay\n", { yield_time_ms: 10_000 });
           assert.match(started.output + done.output, /is-a-tty[\s\S]*hi:relay/);

@@ -3,21 +3,21 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, wr
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import {
+  type ConfinePlan,
   Fs,
+  findPaths,
   handledFsFor,
   Net,
-  findPaths,
-  planConfinement,
+  type PlanInput,
   PROTECTED_NAMES,
+  planConfinement,
   protectedPaths,
   rulesetAttrSize,
   Scope,
   writableRoots,
-  type ConfinePlan,
-  type PlanInput,
 } from "../../../src/executor/sandbox/linux/landlock-plan.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 
 // Bits and sizes from include/uapi/linux/landlock.h, written out so the module is checked
 // against the kernel's values rather than against itself.
@@ -76,9 +76,17 @@ function checkKernelRules(p: ConfinePlan): void {
   for (const rule of p.rules) {
     assert.ok(path.isAbsolute(rule.path), `${rule.path} is absolute`);
     assert.ok(rule.access !== 0, `${rule.path} grants something`);
-    assert.equal(rule.access & ~p.handledFs, 0, `${rule.path}: 0x${rule.access.toString(16)} not within handled 0x${p.handledFs.toString(16)}`);
+    assert.equal(
+      rule.access & ~p.handledFs,
+      0,
+      `${rule.path}: 0x${rule.access.toString(16)} not within handled 0x${p.handledFs.toString(16)}`,
+    );
     if (!isDir(rule.path)) {
-      assert.equal(rule.access & ~FILE_RIGHTS, 0, `${rule.path} is not a directory but is granted 0x${rule.access.toString(16)}`);
+      assert.equal(
+        rule.access & ~FILE_RIGHTS,
+        0,
+        `${rule.path} is not a directory but is granted 0x${rule.access.toString(16)}`,
+      );
     }
   }
   assert.equal(p.handledNet & ~(Net.BIND_TCP | Net.CONNECT_TCP), 0);
@@ -91,10 +99,27 @@ const has = (access: number, bits: number) => (access & bits) === bits;
 describe("constants", () => {
   test("filesystem rights match landlock.h", () => {
     const bits = [
-      Fs.EXECUTE, Fs.WRITE_FILE, Fs.READ_FILE, Fs.READ_DIR, Fs.REMOVE_DIR, Fs.REMOVE_FILE, Fs.MAKE_CHAR, Fs.MAKE_DIR,
-      Fs.MAKE_REG, Fs.MAKE_SOCK, Fs.MAKE_FIFO, Fs.MAKE_BLOCK, Fs.MAKE_SYM, Fs.REFER, Fs.TRUNCATE, Fs.IOCTL_DEV,
+      Fs.EXECUTE,
+      Fs.WRITE_FILE,
+      Fs.READ_FILE,
+      Fs.READ_DIR,
+      Fs.REMOVE_DIR,
+      Fs.REMOVE_FILE,
+      Fs.MAKE_CHAR,
+      Fs.MAKE_DIR,
+      Fs.MAKE_REG,
+      Fs.MAKE_SOCK,
+      Fs.MAKE_FIFO,
+      Fs.MAKE_BLOCK,
+      Fs.MAKE_SYM,
+      Fs.REFER,
+      Fs.TRUNCATE,
+      Fs.IOCTL_DEV,
     ];
-    assert.deepEqual(bits, bits.map((_, i) => 1 << i));
+    assert.deepEqual(
+      bits,
+      bits.map((_, i) => 1 << i),
+    );
     assert.equal(Fs.REFER, REFER);
     assert.equal(Fs.TRUNCATE, TRUNCATE);
     assert.equal(Fs.IOCTL_DEV, IOCTL_DEV);
@@ -117,13 +142,28 @@ describe("constants", () => {
     for (const f of [path.join(root, "run.json"), path.join(outside, "run.json")]) writeFileSync(f, "{}");
     mkdirSync(path.join(root, "index"));
     symlinkSync(path.join(root, "index"), path.join(outside, "index-link"));
-    const read_only_paths = [path.join(root, "run.json"), path.join(outside, "run.json"), path.join(root, "missing.json"), path.join(outside, "index-link")];
-    const confined = findPaths({ mode: "workspace-write", writable_roots: [root], network: false, tmp_writable: false, read_only_paths });
+    const read_only_paths = [
+      path.join(root, "run.json"),
+      path.join(outside, "run.json"),
+      path.join(root, "missing.json"),
+      path.join(outside, "index-link"),
+    ];
+    const confined = findPaths({
+      mode: "workspace-write",
+      writable_roots: [root],
+      network: false,
+      tmp_writable: false,
+      read_only_paths,
+    });
     assert.deepEqual(confined.readOnly.sort(), [path.join(root, "index"), path.join(root, "run.json")]);
     // With /tmp writable, a file under it needs the bind as well.
     const withTmp = findPaths({ mode: "workspace-write", writable_roots: [root], network: false, read_only_paths });
     assert.ok(withTmp.readOnly.includes(path.join(outside, "run.json")));
-    assert.deepEqual(findPaths({ mode: "read-only", writable_roots: [root], network: false, read_only_paths }).readOnly, [], "read-only: Landlock keeps everything read-only already");
+    assert.deepEqual(
+      findPaths({ mode: "read-only", writable_roots: [root], network: false, read_only_paths }).readOnly,
+      [],
+      "read-only: Landlock keeps everything read-only already",
+    );
   });
 });
 
@@ -152,24 +192,36 @@ describe("rulesetAttrSize", () => {
 describe("planConfinement: what the kernel lacks", () => {
   test("ABI 0 is missing Landlock", () => {
     const m = missing({ policy: policy("read-only"), abi: 0 });
-    assert.ok(m.some((s) => /Landlock/.test(s)), m.join("; "));
+    assert.ok(
+      m.some((s) => /Landlock/.test(s)),
+      m.join("; "),
+    );
   });
 
   test("ABI 0 is refused even with best effort: nothing would confine writes", () => {
     const m = missing({ policy: policy("workspace-write", [tempDir()], { best_effort: true }), abi: 0 });
-    assert.ok(m.some((s) => /Landlock/.test(s)), m.join("; "));
+    assert.ok(
+      m.some((s) => /Landlock/.test(s)),
+      m.join("; "),
+    );
   });
 
   test("ABI 2 is missing ABI 3 for truncate", () => {
     const m = missing({ policy: policy("read-only"), abi: 2 });
-    assert.ok(m.some((s) => s.includes("ABI 3") && /truncate/i.test(s)), m.join("; "));
+    assert.ok(
+      m.some((s) => s.includes("ABI 3") && /truncate/i.test(s)),
+      m.join("; "),
+    );
   });
 
   test("ABI 2 with best effort plans what it can and names the gap", () => {
     const p = okPlan({ policy: policy("read-only", [], { best_effort: true }), abi: 2 });
     assert.equal(p.abi, 2);
     assert.equal(p.handledFs, ABI1_FS | REFER);
-    assert.ok(p.gaps.some((s) => s.includes("ABI 3") && /truncate/i.test(s)), p.gaps.join("; "));
+    assert.ok(
+      p.gaps.some((s) => s.includes("ABI 3") && /truncate/i.test(s)),
+      p.gaps.join("; "),
+    );
     assert.deepEqual(ruleFor(p, "/")?.access, READ);
   });
 
@@ -180,14 +232,20 @@ describe("planConfinement: what the kernel lacks", () => {
 
   test("turning the network off without seccomp is missing seccomp", () => {
     const m = missing({ policy: policy("workspace-write", [tempDir()]), seccomp: false });
-    assert.ok(m.some((s) => /seccomp/.test(s)), m.join("; "));
+    assert.ok(
+      m.some((s) => /seccomp/.test(s)),
+      m.join("; "),
+    );
     assert.ok(missing({ policy: policy("read-only"), seccomp: false }).some((s) => /seccomp/.test(s)));
   });
 
   test("without seccomp and best effort, sockets are not filtered and the gap is named", () => {
     const p = okPlan({ policy: policy("read-only", [], { best_effort: true }), seccomp: false });
     assert.equal(p.filterSockets, false);
-    assert.ok(p.gaps.some((s) => /seccomp/.test(s)), p.gaps.join("; "));
+    assert.ok(
+      p.gaps.some((s) => /seccomp/.test(s)),
+      p.gaps.join("; "),
+    );
   });
 
   test("with the network on, seccomp is not needed", () => {
@@ -214,8 +272,19 @@ describe("planConfinement: read-only", () => {
 
   test("grants write only on device paths under /dev", () => {
     for (const rule of p.rules) {
-      if (rule.access & (Fs.WRITE_FILE | Fs.TRUNCATE)) assert.ok(rule.path.startsWith("/dev/"), `${rule.path} is writable`);
-      const create = Fs.REMOVE_DIR | Fs.REMOVE_FILE | Fs.MAKE_CHAR | Fs.MAKE_DIR | Fs.MAKE_REG | Fs.MAKE_SOCK | Fs.MAKE_FIFO | Fs.MAKE_BLOCK | Fs.MAKE_SYM | Fs.REFER;
+      if (rule.access & (Fs.WRITE_FILE | Fs.TRUNCATE))
+        assert.ok(rule.path.startsWith("/dev/"), `${rule.path} is writable`);
+      const create =
+        Fs.REMOVE_DIR |
+        Fs.REMOVE_FILE |
+        Fs.MAKE_CHAR |
+        Fs.MAKE_DIR |
+        Fs.MAKE_REG |
+        Fs.MAKE_SOCK |
+        Fs.MAKE_FIFO |
+        Fs.MAKE_BLOCK |
+        Fs.MAKE_SYM |
+        Fs.REFER;
       assert.equal(rule.access & create, 0, `${rule.path} may create or remove`);
     }
   });
@@ -228,7 +297,8 @@ describe("planConfinement: read-only", () => {
 
   test("has no rule for writable roots, /tmp or $TMPDIR", () => {
     const real = realpathSync(root);
-    for (const at of [root, real, "/tmp", realpathSync("/tmp"), "/var/tmp", "/dev/shm"]) assert.equal(ruleFor(p, at), undefined, at);
+    for (const at of [root, real, "/tmp", realpathSync("/tmp"), "/var/tmp", "/dev/shm"])
+      assert.equal(ruleFor(p, at), undefined, at);
   });
 
   test("filters sockets and handles TCP, even if the policy says network", () => {
@@ -249,8 +319,14 @@ describe("planConfinement: workspace-write", () => {
     const rule = ruleFor(p, realpathSync(root));
     assert.ok(rule, "a rule for the root");
     for (const [name, bit] of Object.entries({
-      MAKE_REG: Fs.MAKE_REG, MAKE_DIR: Fs.MAKE_DIR, WRITE_FILE: Fs.WRITE_FILE, REMOVE_FILE: Fs.REMOVE_FILE,
-      REMOVE_DIR: Fs.REMOVE_DIR, TRUNCATE: Fs.TRUNCATE, REFER: Fs.REFER, READ_FILE: Fs.READ_FILE,
+      MAKE_REG: Fs.MAKE_REG,
+      MAKE_DIR: Fs.MAKE_DIR,
+      WRITE_FILE: Fs.WRITE_FILE,
+      REMOVE_FILE: Fs.REMOVE_FILE,
+      REMOVE_DIR: Fs.REMOVE_DIR,
+      TRUNCATE: Fs.TRUNCATE,
+      REFER: Fs.REFER,
+      READ_FILE: Fs.READ_FILE,
     })) {
       assert.ok(has(rule.access, bit), `root grants ${name}`);
     }
@@ -271,7 +347,8 @@ describe("planConfinement: workspace-write", () => {
     const root = tempDir();
     const tmpdir = tempDir();
     const p = okPlan({ policy: policy("workspace-write", [root], { tmp_writable: false }), tmpdir });
-    for (const at of ["/tmp", realpathSync("/tmp"), "/var/tmp", "/dev/shm", realpathSync(tmpdir)]) assert.equal(ruleFor(p, at), undefined, at);
+    for (const at of ["/tmp", realpathSync("/tmp"), "/var/tmp", "/dev/shm", realpathSync(tmpdir)])
+      assert.equal(ruleFor(p, at), undefined, at);
     assert.ok(ruleFor(p, realpathSync(root)), "the root is still writable");
   });
 
@@ -308,17 +385,25 @@ describe("planConfinement: workspace-write", () => {
   test("a .git file (worktree or submodule) is protected too", () => {
     const root = tempDir();
     writeFileSync(path.join(root, ".git"), "gitdir: /elsewhere\n");
-    assert.deepEqual(okPlan({ policy: policy("workspace-write", [root]) }).readOnly, [path.join(realpathSync(root), ".git")]);
+    assert.deepEqual(okPlan({ policy: policy("workspace-write", [root]) }).readOnly, [
+      path.join(realpathSync(root), ".git"),
+    ]);
   });
 
   test("without user namespaces a .git is missing them, and best effort leaves it writable with a gap", () => {
     const root = tempDir();
     mkdirSync(path.join(root, ".git"));
     const m = missing({ policy: policy("workspace-write", [root]), userns: false });
-    assert.ok(m.some((s) => /user namespaces/.test(s) && s.includes(".git")), m.join("; "));
+    assert.ok(
+      m.some((s) => /user namespaces/.test(s) && s.includes(".git")),
+      m.join("; "),
+    );
     const p = okPlan({ policy: policy("workspace-write", [root], { best_effort: true }), userns: false });
     assert.deepEqual(p.readOnly, []);
-    assert.ok(p.gaps.some((s) => /user namespaces/.test(s)), p.gaps.join("; "));
+    assert.ok(
+      p.gaps.some((s) => /user namespaces/.test(s)),
+      p.gaps.join("; "),
+    );
   });
 
   test("without a .git or .relay, user namespaces are not needed", () => {
@@ -335,19 +420,33 @@ describe("planConfinement: workspace-write", () => {
     const p = okPlan({ policy: policy("workspace-write", [root]) });
     assert.deepEqual([...p.readOnly].sort(), [path.join(real, ".git"), path.join(real, ".relay")]);
     const m = missing({ policy: policy("workspace-write", [root]), userns: false });
-    assert.ok(m.some((s) => s.includes(".git") && s.includes(".relay")), m.join("; "));
+    assert.ok(
+      m.some((s) => s.includes(".git") && s.includes(".relay")),
+      m.join("; "),
+    );
   });
 
   test("named sockets to hide: covered in the command's mount namespace; without user namespaces the command runs and the gap is said", () => {
     const root = tempDir();
-    const found = { ...findPaths(policy("workspace-write", [root])), sockets: ["/run/docker.sock", "/run/user/1000/bus"] };
-    assert.deepEqual(okPlan({ policy: policy("workspace-write", [root]), found }).hide, ["/run/docker.sock", "/run/user/1000/bus"]);
+    const found = {
+      ...findPaths(policy("workspace-write", [root])),
+      sockets: ["/run/docker.sock", "/run/user/1000/bus"],
+    };
+    assert.deepEqual(okPlan({ policy: policy("workspace-write", [root]), found }).hide, [
+      "/run/docker.sock",
+      "/run/user/1000/bus",
+    ]);
     const p = okPlan({ policy: policy("workspace-write", [root]), found, userns: false });
     assert.deepEqual(p.hide, []);
     assert.equal(p.gaps.length, 1);
-    assert.match(p.gaps[0]!, /^2 named Unix socket\(s\) outside the writable roots stay reachable \(\/run\/docker\.sock, \/run\/user\/1000\/bus\): hiding them needs unprivileged user namespaces$/);
+    assert.match(
+      p.gaps[0]!,
+      /^2 named Unix socket\(s\) outside the writable roots stay reachable \(\/run\/docker\.sock, \/run\/user\/1000\/bus\): hiding them needs unprivileged user namespaces$/,
+    );
     const none = { ...findPaths(policy("workspace-write", [root])), sockets: undefined };
-    assert.ok(missing({ policy: policy("workspace-write", [root]), found: none }).some((m) => m.includes("/proc/net/unix")));
+    assert.ok(
+      missing({ policy: policy("workspace-write", [root]), found: none }).some((m) => m.includes("/proc/net/unix")),
+    );
   });
 
   test("with the network on no socket is looked for", () => {
@@ -377,7 +476,12 @@ describe("planConfinement: workspace-write", () => {
   });
 
   test("signals and abstract unix sockets are scoped from ABI 6", () => {
-    for (const abi of [6, 7]) assert.equal(okPlan({ policy: policy("read-only"), abi }).scoped, Scope.SIGNAL | Scope.ABSTRACT_UNIX_SOCKET, `abi ${abi}`);
+    for (const abi of [6, 7])
+      assert.equal(
+        okPlan({ policy: policy("read-only"), abi }).scoped,
+        Scope.SIGNAL | Scope.ABSTRACT_UNIX_SOCKET,
+        `abi ${abi}`,
+      );
     for (const abi of [3, 4, 5]) assert.equal(okPlan({ policy: policy("read-only"), abi }).scoped, 0, `abi ${abi}`);
   });
 });
@@ -388,7 +492,11 @@ describe("planConfinement: rules the kernel accepts", () => {
     mkdirSync(path.join(root, ".git"));
     const tmpdir = tempDir();
     for (let abi = 1; abi <= 8; abi++) {
-      for (const pol of [policy("read-only"), policy("workspace-write", [root], { network: true }), policy("workspace-write", [root], { tmp_writable: false })]) {
+      for (const pol of [
+        policy("read-only"),
+        policy("workspace-write", [root], { network: true }),
+        policy("workspace-write", [root], { tmp_writable: false }),
+      ]) {
         const p = okPlan({ policy: { ...pol, best_effort: true }, abi, tmpdir, userns: abi % 2 === 0 });
         assert.ok(p.rules.length > 0, `abi ${abi} has rules`);
       }
@@ -398,7 +506,10 @@ describe("planConfinement: rules the kernel accepts", () => {
   test("device files such as /dev/null get only file rights", () => {
     const p = okPlan({ policy: policy("workspace-write", [tempDir()]) });
     const devices = p.rules.filter((r) => r.path.startsWith("/dev/") && !isDir(r.path));
-    assert.ok(devices.some((r) => r.path === "/dev/null"), "/dev/null has a rule");
+    assert.ok(
+      devices.some((r) => r.path === "/dev/null"),
+      "/dev/null has a rule",
+    );
     for (const r of devices) assert.equal(r.access & ~FILE_RIGHTS, 0, r.path);
   });
 

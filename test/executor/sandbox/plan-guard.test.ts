@@ -9,7 +9,10 @@ const valid = {
   handledFs: 0xffff,
   handledNet: 3,
   scoped: 3,
-  rules: [{ path: "/", access: 13 }, { path: "/work/ws", access: 0xff3f }],
+  rules: [
+    { path: "/", access: 13 },
+    { path: "/work/ws", access: 0xff3f },
+  ],
   readOnly: ["/work/ws/.git"],
   hide: ["/run/docker.sock"],
   filterSockets: true,

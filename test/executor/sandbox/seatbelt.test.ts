@@ -4,7 +4,13 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
-import { SANDBOX_EXEC, seatbeltArgv, seatbeltProfile, seatbeltRoots, type SeatbeltOptions } from "../../../src/executor/sandbox/seatbelt.ts";
+import {
+  SANDBOX_EXEC,
+  type SeatbeltOptions,
+  seatbeltArgv,
+  seatbeltProfile,
+  seatbeltRoots,
+} from "../../../src/executor/sandbox/seatbelt.ts";
 
 /** Options for a fake filesystem where exactly `existing` exists and symlinks are `links`. */
 function fakeFs(existing: string[] = [], links: Record<string, string> = {}, tmpdir?: string): SeatbeltOptions {
@@ -57,7 +63,8 @@ function topLevelForms(profile: string): string[] {
   return forms;
 }
 
-const formsOf = (profile: string, op: string) => topLevelForms(profile).filter((f) => f.startsWith(`(allow ${op}`) && /[ )]/.test(f.charAt(`(allow ${op}`.length)));
+const formsOf = (profile: string, op: string) =>
+  topLevelForms(profile).filter((f) => f.startsWith(`(allow ${op}`) && /[ )]/.test(f.charAt(`(allow ${op}`.length)));
 const referenced = (text: string) => [...text.matchAll(/\(param "([^"]*)"\)/g)].map((m) => m[1]);
 
 describe("seatbelt argv", () => {
@@ -67,7 +74,10 @@ describe("seatbelt argv", () => {
 
   test("danger-full-access runs the command as it is", () => {
     const argv = ["git", "status", "--short"];
-    assert.deepEqual(seatbeltArgv(argv, policy("danger-full-access", ["/ws"], { network: true }), fakeFs(["/ws/.git"])), argv);
+    assert.deepEqual(
+      seatbeltArgv(argv, policy("danger-full-access", ["/ws"], { network: true }), fakeFs(["/ws/.git"])),
+      argv,
+    );
   });
 
   test("sandbox-exec gets the profile, one -D per parameter, then -- and the exact argv", () => {
@@ -78,14 +88,22 @@ describe("seatbelt argv", () => {
     const { profile, params } = profileFor(p, opts);
     assert.deepEqual(out.slice(0, 3), [SANDBOX_EXEC, "-p", profile]);
     const sep = out.indexOf("--");
-    assert.deepEqual(out.slice(3, sep).sort(), Object.entries(params).map(([k, v]) => `-D${k}=${v}`).sort());
+    assert.deepEqual(
+      out.slice(3, sep).sort(),
+      Object.entries(params)
+        .map(([k, v]) => `-D${k}=${v}`)
+        .sort(),
+    );
     assert.ok(out.slice(3, sep).includes("-DWRITABLE_ROOT_0=/ws"));
     assert.deepEqual(out.slice(sep + 1), argv);
   });
 
   test("read-only argv carries no writable parameters", () => {
     const out = seatbeltArgv(["ls"], policy("read-only", ["/ws"], { network: true }), fakeFs(["/ws/.git"]));
-    assert.deepEqual(out.filter((a) => a.startsWith("-D")), []);
+    assert.deepEqual(
+      out.filter((a) => a.startsWith("-D")),
+      [],
+    );
     assert.deepEqual(out.slice(-2), ["--", "ls"]);
   });
 });
@@ -115,7 +133,13 @@ describe("seatbelt profile", () => {
 
   test("allows process, signal-within-sandbox, sysctl and the basic mach services", () => {
     const forms = topLevelForms(profileFor(policy("read-only")).profile);
-    for (const f of ["(allow process-exec)", "(allow process-fork)", "(allow signal (target same-sandbox))", "(allow sysctl-read)", "(allow file-read*)"]) {
+    for (const f of [
+      "(allow process-exec)",
+      "(allow process-fork)",
+      "(allow signal (target same-sandbox))",
+      "(allow sysctl-read)",
+      "(allow file-read*)",
+    ]) {
       assert.ok(forms.includes(f), f);
     }
     assert.ok(!forms.includes("(allow signal)"));
@@ -136,12 +160,16 @@ describe("seatbelt profile", () => {
     }
     assert.ok(writes[0]!.includes('(literal "/dev/null")'));
     assert.ok(writes[0]!.includes('(regex #"^/dev/ttys[0-9]+$")'));
-    for (const op of ["network-outbound", "network-inbound", "network-bind"]) assert.deepEqual(formsOf(profile, op), [], op);
+    for (const op of ["network-outbound", "network-inbound", "network-bind"])
+      assert.deepEqual(formsOf(profile, op), [], op);
     assert.ok(!topLevelForms(profile).includes("(allow system-socket)"));
   });
 
   test("read-only ignores roots handed to the profile builder directly", () => {
-    const { profile, params } = seatbeltProfile(policy("read-only", [], { network: true }), { roots: [{ path: "/ws", readOnly: [] }], temp: ["/tmp"] });
+    const { profile, params } = seatbeltProfile(policy("read-only", [], { network: true }), {
+      roots: [{ path: "/ws", readOnly: [] }],
+      temp: ["/tmp"],
+    });
     assert.deepEqual(params, {});
     assert.ok(!profile.includes("subpath"));
     assert.ok(!profile.includes("network-outbound"));
@@ -164,7 +192,10 @@ describe("seatbelt profile", () => {
     assert.equal(params.WRITABLE_ROOT_0_RO_0, "/ws/.git");
     assert.equal(params.WRITABLE_ROOT_0_RO_1, "/ws/.relay");
     assert.equal(params.WRITABLE_ROOT_1, "/plain");
-    assert.deepEqual(Object.keys(params).filter((k) => k.startsWith("WRITABLE_ROOT_1_")), []);
+    assert.deepEqual(
+      Object.keys(params).filter((k) => k.startsWith("WRITABLE_ROOT_1_")),
+      [],
+    );
     const writes = formsOf(profile, "file-write*").join(" ");
     assert.ok(
       writes.includes(
@@ -181,14 +212,26 @@ describe("seatbelt profile", () => {
     assert.equal(params.READ_ONLY_0, "/ws/store/run.json");
     assert.equal(Object.keys(params).filter((k) => k.startsWith("READ_ONLY_")).length, 1, "a relative path is dropped");
     const writes = formsOf(profile, "file-write*").join(" ");
-    assert.ok(writes.includes('(require-all (subpath (param "WRITABLE_ROOT_0")) (require-not (subpath (param "READ_ONLY_0"))))'), writes);
-    assert.ok(writes.includes('(require-all (subpath (param "TEMP_DIR_0")) (require-not (subpath (param "READ_ONLY_0"))))'), writes);
+    assert.ok(
+      writes.includes(
+        '(require-all (subpath (param "WRITABLE_ROOT_0")) (require-not (subpath (param "READ_ONLY_0"))))',
+      ),
+      writes,
+    );
+    assert.ok(
+      writes.includes('(require-all (subpath (param "TEMP_DIR_0")) (require-not (subpath (param "READ_ONLY_0"))))'),
+      writes,
+    );
   });
 
   test("a symlinked .git is protected as the link and as its target", () => {
     const p = policy("workspace-write", ["/ws"], { tmp_writable: false });
     const { params } = profileFor(p, fakeFs(["/ws/.git"], { "/ws/.git": "/ws/gitdir" }));
-    assert.deepEqual(params, { WRITABLE_ROOT_0: "/ws", WRITABLE_ROOT_0_RO_0: "/ws/.git", WRITABLE_ROOT_0_RO_1: "/ws/gitdir" });
+    assert.deepEqual(params, {
+      WRITABLE_ROOT_0: "/ws",
+      WRITABLE_ROOT_0_RO_0: "/ws/.git",
+      WRITABLE_ROOT_0_RO_1: "/ws/gitdir",
+    });
   });
 
   test("roots are resolved, normalized and deduplicated; relative roots are dropped", () => {
@@ -200,12 +243,20 @@ describe("seatbelt profile", () => {
   test("network only in workspace-write with network on", () => {
     const unfiltered = (p: SandboxPolicy) => {
       const forms = topLevelForms(profileFor(p).profile);
-      return ["(allow network-outbound)", "(allow network-inbound)", "(allow system-socket)"].filter((f) => forms.includes(f));
+      return ["(allow network-outbound)", "(allow network-inbound)", "(allow system-socket)"].filter((f) =>
+        forms.includes(f),
+      );
     };
-    assert.deepEqual(unfiltered(policy("workspace-write", ["/ws"], { network: true })), ["(allow network-outbound)", "(allow network-inbound)", "(allow system-socket)"]);
+    assert.deepEqual(unfiltered(policy("workspace-write", ["/ws"], { network: true })), [
+      "(allow network-outbound)",
+      "(allow network-inbound)",
+      "(allow system-socket)",
+    ]);
     assert.deepEqual(unfiltered(policy("workspace-write", ["/ws"], { network: false })), []);
     assert.deepEqual(unfiltered(policy("read-only", [], { network: true })), []);
-    const mach = formsOf(profileFor(policy("workspace-write", ["/ws"], { network: true })).profile, "mach-lookup").join(" ");
+    const mach = formsOf(profileFor(policy("workspace-write", ["/ws"], { network: true })).profile, "mach-lookup").join(
+      " ",
+    );
     assert.ok(mach.includes('"com.apple.trustd.agent"'));
     const offline = formsOf(profileFor(policy("workspace-write", ["/ws"])).profile, "mach-lookup").join(" ");
     assert.ok(!offline.includes('"com.apple.trustd.agent"'));
@@ -214,8 +265,12 @@ describe("seatbelt profile", () => {
   test("without network, Unix sockets are reachable only inside the writable places", () => {
     const { profile } = profileFor(policy("workspace-write", ["/ws"], { tmp_writable: false }));
     assert.ok(topLevelForms(profile).includes("(allow system-socket (socket-domain AF_UNIX))"));
-    assert.deepEqual(formsOf(profile, "network-outbound"), ['(allow network-outbound (remote unix-socket (subpath (param "WRITABLE_ROOT_0"))))']);
-    assert.deepEqual(formsOf(profile, "network-bind"), ['(allow network-bind (local unix-socket (subpath (param "WRITABLE_ROOT_0"))))']);
+    assert.deepEqual(formsOf(profile, "network-outbound"), [
+      '(allow network-outbound (remote unix-socket (subpath (param "WRITABLE_ROOT_0"))))',
+    ]);
+    assert.deepEqual(formsOf(profile, "network-bind"), [
+      '(allow network-bind (local unix-socket (subpath (param "WRITABLE_ROOT_0"))))',
+    ]);
     assert.deepEqual(formsOf(profile, "network-inbound"), []);
   });
 
@@ -223,7 +278,11 @@ describe("seatbelt profile", () => {
     const links = { "/tmp": "/private/tmp", "/var/folders/x/T": "/private/var/folders/x/T" };
     const opts = fakeFs([], links, "/var/folders/x/T/");
     const on = profileFor(policy("workspace-write", ["/ws"]), opts);
-    assert.deepEqual(on.params, { WRITABLE_ROOT_0: "/ws", TEMP_DIR_0: "/private/tmp", TEMP_DIR_1: "/private/var/folders/x/T" });
+    assert.deepEqual(on.params, {
+      WRITABLE_ROOT_0: "/ws",
+      TEMP_DIR_0: "/private/tmp",
+      TEMP_DIR_1: "/private/var/folders/x/T",
+    });
     const writes = formsOf(on.profile, "file-write*").join(" ");
     assert.ok(writes.includes('(subpath (param "TEMP_DIR_0"))') && writes.includes('(subpath (param "TEMP_DIR_1"))'));
 
@@ -243,7 +302,8 @@ describe("seatbelt profile", () => {
   test("no file-write* rule is ever unfiltered, even with nothing writable", () => {
     for (const p of [policy("workspace-write", [], { tmp_writable: false }), policy("read-only")]) {
       const forms = topLevelForms(profileFor(p).profile);
-      for (const bare of ["(allow file-write*)", "(allow network-outbound)", "(allow network-bind)", "(allow default)"]) assert.ok(!forms.includes(bare), bare);
+      for (const bare of ["(allow file-write*)", "(allow network-outbound)", "(allow network-bind)", "(allow default)"])
+        assert.ok(!forms.includes(bare), bare);
       assert.equal(formsOf(profileFor(p).profile, "file-write*").length, 1, "only the device rule");
       assert.deepEqual(formsOf(profileFor(p).profile, "network-outbound"), []);
     }
@@ -275,7 +335,9 @@ describe("seatbelt profile", () => {
       const ws = path.join(dir, "ws");
       mkdirSync(path.join(ws, ".git"), { recursive: true });
       symlinkSync(ws, path.join(dir, "link"));
-      const r = seatbeltRoots(policy("workspace-write", [path.join(dir, "link"), path.join(dir, "missing")], { tmp_writable: false }));
+      const r = seatbeltRoots(
+        policy("workspace-write", [path.join(dir, "link"), path.join(dir, "missing")], { tmp_writable: false }),
+      );
       assert.deepEqual(r.roots, [
         { path: ws, readOnly: [path.join(ws, ".git")] },
         { path: path.join(dir, "missing"), readOnly: [] },

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ARCHES, encodeFilter, networkFilter, type Insn } from "../../../src/executor/sandbox/linux/seccomp-bpf.ts";
+import { ARCHES, encodeFilter, type Insn, networkFilter } from "../../../src/executor/sandbox/linux/seccomp-bpf.ts";
 
 // Values from linux/seccomp.h, linux/audit.h, linux/socket.h and linux/filter.h, written out
 // here rather than imported so a wrong constant in the module cannot hide behind itself.
@@ -26,8 +26,18 @@ interface ArchCase {
 }
 
 const CASES: Record<string, ArchCase> = {
-  x64: { audit: AUDIT_ARCH_X86_64, socket: 41, socketpair: 53, ordinary: { read: 0, write: 1, openat: 257, connect: 42, execve: 59 } },
-  arm64: { audit: AUDIT_ARCH_AARCH64, socket: 198, socketpair: 199, ordinary: { read: 63, write: 64, openat: 56, execve: 221 } },
+  x64: {
+    audit: AUDIT_ARCH_X86_64,
+    socket: 41,
+    socketpair: 53,
+    ordinary: { read: 0, write: 1, openat: 257, connect: 42, execve: 59 },
+  },
+  arm64: {
+    audit: AUDIT_ARCH_AARCH64,
+    socket: 198,
+    socketpair: 199,
+    ordinary: { read: 63, write: 64, openat: 56, execve: 221 },
+  },
 };
 
 /** A `struct seccomp_data` (little endian): nr, arch, instruction_pointer, args[6]. */
@@ -204,7 +214,12 @@ describe("encodeFilter", () => {
       const bytes = encodeFilter(prog);
       assert.equal(bytes.length, prog.length * 8);
       const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      const decoded: Insn[] = prog.map((_, i) => [view.getUint16(i * 8, true), view.getUint8(i * 8 + 2), view.getUint8(i * 8 + 3), view.getUint32(i * 8 + 4, true)]);
+      const decoded: Insn[] = prog.map((_, i) => [
+        view.getUint16(i * 8, true),
+        view.getUint8(i * 8 + 2),
+        view.getUint8(i * 8 + 3),
+        view.getUint32(i * 8 + 4, true),
+      ]);
       assert.deepEqual(decoded, prog);
     });
   }

@@ -4,14 +4,19 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import os from "node:os";
 import path from "node:path";
 import { after, beforeEach, describe, test } from "node:test";
-import { parseNamedSockets, resetSocketSnapshot, socketsToHide } from "../../../src/executor/sandbox/linux/unix-sockets.ts";
+import {
+  parseNamedSockets,
+  resetSocketSnapshot,
+  socketsToHide,
+} from "../../../src/executor/sandbox/linux/unix-sockets.ts";
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), "relay-unix-sockets-")));
 after(() => rmSync(base, { recursive: true, force: true }));
 
 const HEADER = "Num       RefCount Protocol Flags    Type St Inode Path\n";
 /** A /proc/net/unix line for a socket bound at `p` (or abstract / unnamed). */
-const line = (inode: number, p = "") => `0000000000000000: 00000002 00000000 00010000 0001 01 ${inode}${p ? ` ${p}` : ""}\n`;
+const line = (inode: number, p = "") =>
+  `0000000000000000: 00000002 00000000 00010000 0001 01 ${inode}${p ? ` ${p}` : ""}\n`;
 
 function procFile(lines: string[]): string {
   const f = path.join(base, `net-unix-${Math.random().toString(36).slice(2)}`);
@@ -30,7 +35,12 @@ describe("named Unix sockets to hide", () => {
   beforeEach(() => resetSocketSnapshot());
 
   test("parsing keeps named sockets with their inode, paths with spaces whole, and drops abstract and unnamed ones", () => {
-    const text = HEADER + line(11, "/run/docker.sock") + line(12, "@/tmp/.X11-unix/X0") + line(13) + line(14, "/home/u/my dir/s.sock");
+    const text =
+      HEADER +
+      line(11, "/run/docker.sock") +
+      line(12, "@/tmp/.X11-unix/X0") +
+      line(13) +
+      line(14, "/home/u/my dir/s.sock");
     assert.deepEqual(parseNamedSockets(text), [
       { inode: "11", path: "/run/docker.sock" },
       { inode: "14", path: "/home/u/my dir/s.sock" },
@@ -38,7 +48,12 @@ describe("named Unix sockets to hide", () => {
   });
 
   test("outside the writable roots hidden (through a symlinked directory too), inside the workspace kept", () => {
-    const f = procFile([line(1, `${outside}/docker.sock`), line(2, `${base}/var-run/bus`), line(3, `${ws}/dev.sock`), line(4, "@abstract")]);
+    const f = procFile([
+      line(1, `${outside}/docker.sock`),
+      line(2, `${base}/var-run/bus`),
+      line(3, `${ws}/dev.sock`),
+      line(4, "@abstract"),
+    ]);
     assert.deepEqual(socketsToHide([ws], [tmp], f), [`${outside}/docker.sock`, `${base}/var-run/bus`]);
   });
 

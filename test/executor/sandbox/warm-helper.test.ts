@@ -10,15 +10,20 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ExecutorMethods } from "../../../src/executor/protocol.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
+import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { WARM_POOL_SIZE } from "../../../src/executor/sandbox/warm-helper.ts";
 import { exec, startExecutor, waitUntil } from "../../support/executor.ts";
 import { relayArgv } from "../../support/self.ts";
 import { skipBecause } from "../../support/skip.ts";
 
 const support = await probeSandbox();
-const skip = skipBecause("warm sandbox helpers", support.landlock && support.landlock.abi >= 3 ? false : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`);
+const skip = skipBecause(
+  "warm sandbox helpers",
+  support.landlock && support.landlock.abi >= 3
+    ? false
+    : `the built-in sandbox cannot run here: ${support.landlock?.detail ?? support.detail}`,
+);
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 /** Where the init spawns, no spare is ever started (container-spawner.test.ts checks that). */
 const helpersOnly = { RELAY_SANDBOX_SIMULATE: "no-init-spawn" };
@@ -66,13 +71,29 @@ describe("warm sandbox helpers", { skip }, () => {
     const check = await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
     assert.ok("ok" in check, JSON.stringify(check));
     assert.ok(await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE), `${WARM_POOL_SIZE} spares are waiting`);
-    const r = await exec(ex, { command: ["sh", "-c", 'wc -c; echo "$RELAY_WARM:$(pwd)"; (echo x > .git/x) 2>/dev/null || echo git-read-only; exit 3'], cwd: ws, env: { ...env, RELAY_WARM: "env-kept" }, sandbox: policy() });
+    const r = await exec(ex, {
+      command: [
+        "sh",
+        "-c",
+        'wc -c; echo "$RELAY_WARM:$(pwd)"; (echo x > .git/x) 2>/dev/null || echo git-read-only; exit 3',
+      ],
+      cwd: ws,
+      env: { ...env, RELAY_WARM: "env-kept" },
+      sandbox: policy(),
+    });
     assert.equal(r.exit_code, 3);
-    assert.equal(r.output, `0\nenv-kept:${ws}\ngit-read-only\n`, "stdin is empty (/dev/null), env and cwd are the command's");
+    assert.equal(
+      r.output,
+      `0\nenv-kept:${ws}\ngit-read-only\n`,
+      "stdin is empty (/dev/null), env and cwd are the command's",
+    );
     const info = await ex.peer.call(ExecutorMethods.info, {});
     assert.ok("ok" in info);
     assert.deepEqual(info.ok.sandbox.warm_helpers, { hits: 1, misses: 0 });
-    assert.ok(await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE), "a new spare replaces the one taken once the command is done");
+    assert.ok(
+      await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE),
+      "a new spare replaces the one taken once the command is done",
+    );
   });
 
   test("a spare never outlives its executor, even one killed with SIGKILL", async () => {
@@ -98,7 +119,9 @@ describe("warm sandbox helpers", { skip }, () => {
     const junk = await runHelper("{not json\n");
     assert.equal(junk.code, 2);
     assert.match(junk.stderr, /warm helper's request is not valid JSON/);
-    const shape = await runHelper(`${JSON.stringify({ plan: {}, argv: ["sh", "-c", "echo ran"], env: {}, cwd: "/" })}\n`);
+    const shape = await runHelper(
+      `${JSON.stringify({ plan: {}, argv: ["sh", "-c", "echo ran"], env: {}, cwd: "/" })}\n`,
+    );
     assert.equal(shape.code, 2);
     assert.match(shape.stderr, /request is malformed: plan: abi must be/);
     assert.equal(shape.stdout, "");

@@ -5,13 +5,20 @@
  * guards (Host, token, cookie, no CORS, content types). No browser, no Bun needed.
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
-import { after, before, describe, test } from "node:test";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import path from "node:path";
-import { CheckpointListSchema, EventsPageSchema, FileListSchema, IndexedEventSchema, RunDetailSchema, RunListSchema } from "../../../src/infty/serve/api-schemas.ts";
-import { startServe, type ServeHandle } from "../../../src/infty/serve/server.ts";
-import { FINISHED, HOSTILE, raw, RUNNING, serveRuns, sse, STALE } from "../../support/serve-runs.ts";
+import { after, before, describe, test } from "node:test";
+import {
+  CheckpointListSchema,
+  EventsPageSchema,
+  FileListSchema,
+  IndexedEventSchema,
+  RunDetailSchema,
+  RunListSchema,
+} from "../../../src/infty/serve/api-schemas.ts";
+import { type ServeHandle, startServe } from "../../../src/infty/serve/server.ts";
+import { FINISHED, HOSTILE, RUNNING, raw, STALE, serveRuns, sse } from "../../support/serve-runs.ts";
 
 type Runs = Awaited<ReturnType<typeof serveRuns>>;
 
@@ -46,7 +53,10 @@ describe("relay infty serve: API", () => {
     assert.equal(finished.status, "complete");
     assert.equal(finished.deliverable, true);
     assert.equal(finished.live, false);
-    assert.deepEqual(finished.roles.map((x) => x.role), ["solver", "director", "verifier-1"]);
+    assert.deepEqual(
+      finished.roles.map((x) => x.role),
+      ["solver", "director", "verifier-1"],
+    );
     assert.match(finished.roles[0]!.model, /^m \(openai-responses\)$/);
     assert.equal(running.status, "running");
     assert.equal(running.live, true, "fresh heartbeat and this process's pid");
@@ -71,24 +81,44 @@ describe("relay infty serve: API", () => {
     assert.equal(d.liveness.live, false);
     const solver = d.budget.roles.find((x) => x.role === "solver")!;
     assert.ok(solver.turns >= 3 && solver.tokens > 0 && solver.busy_ms > 0, JSON.stringify(d.budget.roles));
-    assert.deepEqual(d.budget.roles.map((x) => x.role), ["solver", "director", "verifier-1"]);
+    assert.deepEqual(
+      d.budget.roles.map((x) => x.role),
+      ["solver", "director", "verifier-1"],
+    );
     assert.ok(d.budget.roles.some((x) => x.role === "verifier-1" && x.turns >= 1));
     assert.ok(d.events > 10);
     assert.equal(d.actions, false);
     const running = RunDetailSchema.parse(json((await raw(s.url, `/api/runs/${RUNNING}`)).body));
     assert.equal(running.liveness.pid, process.pid);
-    assert.deepEqual(running.budget.roles.map((x) => [x.role, x.tokens, x.turns]), [["solver", 1200, 1], ["director", 0, 0], ["verifier-1", 0, 0], ["verifier-2", 0, 0]]);
+    assert.deepEqual(
+      running.budget.roles.map((x) => [x.role, x.tokens, x.turns]),
+      [
+        ["solver", 1200, 1],
+        ["director", 0, 0],
+        ["verifier-1", 0, 0],
+        ["verifier-2", 0, 0],
+      ],
+    );
     const missing = await raw(s.url, "/api/runs/nope");
     assert.equal(missing.status, 404);
     assert.match(missing.body, /no run nope/);
   });
 
   test("the finished run's log tells the story: turns, a failed and a passed verdict with reasons, checkpoints, the end", async () => {
-    const page = EventsPageSchema.parse(json((await raw(s.url, `/api/runs/${FINISHED}/events?from=0&limit=2000`)).body));
+    const page = EventsPageSchema.parse(
+      json((await raw(s.url, `/api/runs/${FINISHED}/events?from=0&limit=2000`)).body),
+    );
     const types = page.events.map((e) => e.event.type);
-    for (const t of ["run_started", "role", "handoff", "verdict", "verification_summary", "checkpoint", "run_finished"]) assert.ok(types.includes(t), `${t} in ${types.join(",")}`);
-    const verdicts = page.events.map((e) => e.event).filter((e) => e.type === "verdict") as unknown as Array<{ verdict: string; reasons: string[] }>;
-    assert.deepEqual(verdicts.map((v) => v.verdict), ["fail", "pass", "pass"]);
+    for (const t of ["run_started", "role", "handoff", "verdict", "verification_summary", "checkpoint", "run_finished"])
+      assert.ok(types.includes(t), `${t} in ${types.join(",")}`);
+    const verdicts = page.events.map((e) => e.event).filter((e) => e.type === "verdict") as unknown as Array<{
+      verdict: string;
+      reasons: string[];
+    }>;
+    assert.deepEqual(
+      verdicts.map((v) => v.verdict),
+      ["fail", "pass", "pass"],
+    );
     assert.match(verdicts[0]!.reasons[0]!, /says 41/);
   });
 
@@ -96,9 +126,17 @@ describe("relay infty serve: API", () => {
     const file = readFileSync(path.join(runs.finishedDir, "events.jsonl"), "utf8").split("\n").filter(Boolean);
     const page = EventsPageSchema.parse(json((await raw(s.url, `/api/runs/${FINISHED}/events?from=3&limit=4`)).body));
     assert.equal(page.total, file.length);
-    assert.deepEqual(page.events.map((e) => e.n), [3, 4, 5, 6]);
-    assert.deepEqual(page.events.map((e) => e.event), [3, 4, 5, 6].map((i) => JSON.parse(file[i]!)));
-    const end = EventsPageSchema.parse(json((await raw(s.url, `/api/runs/${FINISHED}/events?from=${file.length - 1}&limit=10`)).body));
+    assert.deepEqual(
+      page.events.map((e) => e.n),
+      [3, 4, 5, 6],
+    );
+    assert.deepEqual(
+      page.events.map((e) => e.event),
+      [3, 4, 5, 6].map((i) => JSON.parse(file[i]!)),
+    );
+    const end = EventsPageSchema.parse(
+      json((await raw(s.url, `/api/runs/${FINISHED}/events?from=${file.length - 1}&limit=10`)).body),
+    );
     assert.equal(end.events.length, 1);
     assert.equal((await raw(s.url, `/api/runs/${FINISHED}/events?from=-1`)).status, 400);
   });
@@ -112,7 +150,10 @@ describe("relay infty serve: API", () => {
       assert.equal(m.id, String(n));
       assert.equal(IndexedEventSchema.parse(JSON.parse(m.data)).n, n);
     }
-    runs.append({ type: "handoff", from: "solver", to: "director", summary: "live one" }, { type: "directive", directive: "live two", rationale: null });
+    runs.append(
+      { type: "handoff", from: "solver", to: "director", summary: "live one" },
+      { type: "directive", directive: "live two", rationale: null },
+    );
     const live1 = await a.messages.next();
     const live2 = await a.messages.next();
     assert.equal(live1.id, String(before));
@@ -137,13 +178,17 @@ describe("relay infty serve: API", () => {
     appendFileSync(path.join(runs.runningDir, "events.jsonl"), "\n");
     runs.append({ type: "warning", message: "after the tear" });
     const page2 = EventsPageSchema.parse(json((await raw(s.url, `/api/runs/${RUNNING}/events?from=${total}`)).body));
-    assert.deepEqual(page2.events.map((e) => e.event.type), ["unreadable", "warning"]);
+    assert.deepEqual(
+      page2.events.map((e) => e.event.type),
+      ["unreadable", "warning"],
+    );
   });
 
   test("files: a list of the four folders; a file as text/plain with nosniff and a sandbox CSP; HTML is never served as HTML", async () => {
     const list = FileListSchema.parse(json((await raw(s.url, `/api/runs/${FINISHED}/files`)).body));
     const paths = list.files.map((f) => f.path);
-    for (const p of ["artifacts/answer.txt", "deliverable/README.md", "index/claims.json", "memory/notes.jsonl"]) assert.ok(paths.includes(p), `${p} in ${paths.join(" ")}`);
+    for (const p of ["artifacts/answer.txt", "deliverable/README.md", "index/claims.json", "memory/notes.jsonl"])
+      assert.ok(paths.includes(p), `${p} in ${paths.join(" ")}`);
     const f = await raw(s.url, `/api/runs/${FINISHED}/files/artifacts/answer.txt`);
     assert.equal(f.status, 200);
     assert.equal(f.body, "42\n");
@@ -201,10 +246,17 @@ describe("relay infty serve: API", () => {
     for (const asset of ["/app.js", "/app.css"]) assert.equal((await raw(s.url, asset)).status, 200, asset);
     const cross = await raw(s.url, "/api/runs", { headers: { origin: "http://evil.example" } });
     assert.equal(cross.headers["access-control-allow-origin"], undefined);
-    const pre = await raw(s.url, "/api/runs", { method: "OPTIONS", headers: { origin: "http://evil.example", "access-control-request-method": "GET" } });
+    const pre = await raw(s.url, "/api/runs", {
+      method: "OPTIONS",
+      headers: { origin: "http://evil.example", "access-control-request-method": "GET" },
+    });
     assert.equal(pre.status, 405);
     assert.equal(pre.headers["access-control-allow-origin"], undefined);
-    assert.equal((await raw(s.url, `/api/runs/${RUNNING}/actions/stop`, { method: "POST" })).status, 405, "no actions without --allow-actions");
+    assert.equal(
+      (await raw(s.url, `/api/runs/${RUNNING}/actions/stop`, { method: "POST" })).status,
+      405,
+      "no actions without --allow-actions",
+    );
   });
 
   test("loopback: a request whose Host is not a loopback name (DNS rebinding) is refused", async () => {
@@ -234,7 +286,10 @@ describe("relay infty serve: token", () => {
       assert.match(cookie, /SameSite=Strict/);
       const pair = cookie.split(";")[0]!;
       assert.equal((await raw(s.url, "/", { headers: { cookie: pair } })).status, 200);
-      assert.equal((await raw(s.url, `/api/runs/${FINISHED}/files/artifacts/answer.txt`, { headers: { cookie: pair } })).status, 200);
+      assert.equal(
+        (await raw(s.url, `/api/runs/${FINISHED}/files/artifacts/answer.txt`, { headers: { cookie: pair } })).status,
+        200,
+      );
     } finally {
       await s.close();
     }

@@ -12,7 +12,8 @@ describe("the driver mark", () => {
   });
 
   test("nothing for a run that ended, even while its driver still holds the lease (exiting, or a restore)", () => {
-    for (const status of ["complete", "failed", "interrupted", "budget_exhausted"]) assert.equal(driverMark(status, true, undefined), undefined, status);
+    for (const status of ["complete", "failed", "interrupted", "budget_exhausted"])
+      assert.equal(driverMark(status, true, undefined), undefined, status);
     assert.equal(driverMark("complete", false, undefined), undefined);
   });
 });

@@ -1,6 +1,15 @@
 /** The line-offset index of events.jsonl: built once, then only appended bytes are read; pages are read by offset. */
 import assert from "node:assert/strict";
-import { appendFileSync, closeSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";

@@ -5,7 +5,9 @@ import { escapeHtml, renderMarkdown, safeHref } from "../../../src/infty/serve/p
 
 describe("page markdown", () => {
   test("headings, paragraphs, lists, code, emphasis, links, quotes, rules", () => {
-    const html = renderMarkdown("# Title\n\nSome **bold** and *it* text\nwrapped.\n\n- a\n- `b`\n\n1. one\n2. two\n\n```\nx < y\n```\n\n> quoted\n\n---\n[site](https://example.com/a?b=1&c=2)");
+    const html = renderMarkdown(
+      "# Title\n\nSome **bold** and *it* text\nwrapped.\n\n- a\n- `b`\n\n1. one\n2. two\n\n```\nx < y\n```\n\n> quoted\n\n---\n[site](https://example.com/a?b=1&c=2)",
+    );
     assert.equal(
       html,
       [
@@ -22,7 +24,9 @@ describe("page markdown", () => {
   });
 
   test("raw HTML stays text; javascript:, data: and protocol-relative links are not links", () => {
-    const html = renderMarkdown('<script>alert(1)</script>\n\n<img src=x onerror="alert(2)">\n\n[a](javascript:alert(3)) [b](JaVa\tScRiPt:alert(4)) [c](data:text/html,x) [d](//evil.example) [e](vbscript:x)\n\n# <b onclick="x">h</b>\n\n`<i>`');
+    const html = renderMarkdown(
+      '<script>alert(1)</script>\n\n<img src=x onerror="alert(2)">\n\n[a](javascript:alert(3)) [b](JaVa\tScRiPt:alert(4)) [c](data:text/html,x) [d](//evil.example) [e](vbscript:x)\n\n# <b onclick="x">h</b>\n\n`<i>`',
+    );
     assert.doesNotMatch(html, /<script|<img|<b |<i>|href="(javascript|data|vbscript|\/\/)/i);
     assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
     assert.match(html, /&lt;img src=x onerror=&quot;alert\(2\)&quot;&gt;/);
@@ -38,7 +42,9 @@ describe("page markdown", () => {
   });
 
   test("an indented code block (four spaces or a tab) is code, line by line and escaped; an indented line still continues a list or a paragraph", () => {
-    const html = renderMarkdown("## How to verify\n\n    npm ci\n    npm test -- <all>\n\n\tnode check.mjs\n## Limitations\n\n- one item\n    continued here\n\nA paragraph\n    goes on.");
+    const html = renderMarkdown(
+      "## How to verify\n\n    npm ci\n    npm test -- <all>\n\n\tnode check.mjs\n## Limitations\n\n- one item\n    continued here\n\nA paragraph\n    goes on.",
+    );
     assert.equal(
       html,
       [
@@ -52,7 +58,9 @@ describe("page markdown", () => {
   });
 
   test("a list goes on across blank lines: code indented under a step is the step's code, a less indented line another paragraph of the item", () => {
-    const html = renderMarkdown("## How to verify\n\n1. Install:\n\n    npm ci\n    npm run build\n\n2. Test:\n\n\tnpm test -- <all>\n\n        nested\n   and check the output.\n3. Done.\n\n- item\n\n  more of it\n\nAfter the list.");
+    const html = renderMarkdown(
+      "## How to verify\n\n1. Install:\n\n    npm ci\n    npm run build\n\n2. Test:\n\n\tnpm test -- <all>\n\n        nested\n   and check the output.\n3. Done.\n\n- item\n\n  more of it\n\nAfter the list.",
+    );
     assert.equal(
       html,
       [
@@ -65,6 +73,13 @@ describe("page markdown", () => {
   });
 
   test("a fence in a list item loses the item's indent; the list after it counts on", () => {
-    assert.equal(renderMarkdown("1. Run:\n   ```sh\n   npm ci\n     --quiet\n   ```\n2. Then <this>."), ["<ol><li>Run:</li></ol>", "<pre><code>npm ci\n  --quiet</code></pre>", '<ol start="2"><li>Then &lt;this&gt;.</li></ol>'].join("\n"));
+    assert.equal(
+      renderMarkdown("1. Run:\n   ```sh\n   npm ci\n     --quiet\n   ```\n2. Then <this>."),
+      [
+        "<ol><li>Run:</li></ol>",
+        "<pre><code>npm ci\n  --quiet</code></pre>",
+        '<ol start="2"><li>Then &lt;this&gt;.</li></ol>',
+      ].join("\n"),
+    );
   });
 });

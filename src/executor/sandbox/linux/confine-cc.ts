@@ -8,10 +8,9 @@ import os from "node:os";
 import path from "node:path";
 import { hashHex } from "../../../util/random.ts";
 import { err, type Result } from "../../../util/result.ts";
-import type { ExecTarget } from "./plan-schema.ts";
 import { rulesetAttrSize, Scope } from "./landlock-plan.ts";
 import { CArgs, envList } from "./libc.ts";
-import type { ConfinePlan } from "./plan-schema.ts";
+import type { ConfinePlan, ExecTarget } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 
 type Pointer = number;
@@ -27,7 +26,9 @@ export interface NativeSymbols {
 }
 type RelayCall = (op: number, args: Pointer) => number | bigint;
 interface BunFfi {
-  cc(o: { source: string; symbols: { relay_call: { args: string[]; returns: string } } }): { symbols: { relay_call: RelayCall } };
+  cc(o: { source: string; symbols: { relay_call: { args: string[]; returns: string } } }): {
+    symbols: { relay_call: RelayCall };
+  };
   ptr(view: ArrayBufferView): Pointer;
 }
 
@@ -50,11 +51,16 @@ const Op = {
  */
 function bindOps(ffi: BunFfi, call: RelayCall): NativeSymbols {
   const args = new BigInt64Array(20);
-  const bound = (op: number) => (...xs: unknown[]): number => {
-    if (xs.length > args.length) throw new Error(`relay_call op ${op}: ${xs.length} arguments, at most ${args.length}`);
-    xs.forEach((x, i) => (args[i] = x === null || x === undefined ? 0n : typeof x === "bigint" ? x : BigInt(x as number)));
-    return Number(call(op, ffi.ptr(args)));
-  };
+  const bound =
+    (op: number) =>
+    (...xs: unknown[]): number => {
+      if (xs.length > args.length)
+        throw new Error(`relay_call op ${op}: ${xs.length} arguments, at most ${args.length}`);
+      xs.forEach(
+        (x, i) => (args[i] = x === null || x === undefined ? 0n : typeof x === "bigint" ? x : BigInt(x as number)),
+      );
+      return Number(call(op, ffi.ptr(args)));
+    };
   return Object.fromEntries(Object.entries(Op).map(([name, op]) => [name, bound(op)])) as unknown as NativeSymbols;
 }
 /** confine.c compiled into this process. */
@@ -123,7 +129,10 @@ export async function loadNative(): Promise<Result<Native>> {
   try {
     const ffi = (await import("bun:ffi")) as unknown as BunFfi;
     source = await sourceFile();
-    const { symbols } = ffi.cc({ source: source.path, symbols: { relay_call: { args: ["i64", "ptr"], returns: "i64" } } });
+    const { symbols } = ffi.cc({
+      source: source.path,
+      symbols: { relay_call: { args: ["i64", "ptr"], returns: "i64" } },
+    });
     loaded = { symbols: bindOps(ffi, symbols.relay_call), ffi };
     return { ok: loaded };
   } catch (e) {
@@ -138,7 +147,9 @@ export async function loadNative(): Promise<Result<Native>> {
 export function makePair(native: Native, kind: "socket" | "pipe"): Result<[number, number]> {
   const fds = new Int32Array(2);
   const r = native.symbols.relay_make_pair(kind === "socket" ? 0 : 1, native.ffi.ptr(fds));
-  return r === 0 ? { ok: [fds[0]!, fds[1]!] } : err("sandbox_native", `${kind === "socket" ? "socketpair" : "pipe2"} failed (errno ${-r})`);
+  return r === 0
+    ? { ok: [fds[0]!, fds[1]!] }
+    : err("sandbox_native", `${kind === "socket" ? "socketpair" : "pipe2"} failed (errno ${-r})`);
 }
 
 /** Open namespace files of the executor's container (container.ts openContainer). */
@@ -167,9 +178,20 @@ const CLONE_NR: Record<string, number> = { x64: 56, arm64: 220 };
  * Clones the init of the executor's container running `argv` (see container.ts), with `channel`
  * as its fd 3; its pid, or a negative stage error.
  */
-export function startContainerInit(native: Native, argv: readonly string[], env: Record<string, string | undefined>, channel: number): number {
+export function startContainerInit(
+  native: Native,
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  channel: number,
+): number {
   const c = new CArgs(native.ffi);
-  return native.symbols.relay_start_container(CLONE_NR[process.arch] ?? -1, c.str(argv[0]!), c.strArray(argv), c.strArray(envList(env)), channel);
+  return native.symbols.relay_start_container(
+    CLONE_NR[process.arch] ?? -1,
+    c.str(argv[0]!),
+    c.strArray(argv),
+    c.strArray(envList(env)),
+    channel,
+  );
 }
 
 /** The plan's arguments as confine.c takes them, after the program's (path, argv, envp). */
@@ -214,11 +236,25 @@ export function spawnMode(plan: ConfinePlan): "vfork" | "fork" | undefined {
  * `outFd` as stdout and stderr. Its pid in the container and on the host, or a negative stage
  * error once the child has ended.
  */
-export function spawnChild(native: Native, plan: ConfinePlan, target: ExecTarget, io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number }): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
+export function spawnChild(
+  native: Native,
+  plan: ConfinePlan,
+  target: ExecTarget,
+  io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number },
+): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
   const c = new CArgs(native.ffi);
   const out = new Int32Array(2);
   const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
   const fork = spawnMode(plan) === "fork" ? CLONE_NR[process.arch]! : -1;
-  const r = native.symbols.relay_spawn_child(...program, ...planArgs(c, plan), io.outFd, c.str(io.cwd), io.hostProcFd, fork, io.deadlineMs ?? SPAWN_DEADLINE_MS, c.bytes(out));
+  const r = native.symbols.relay_spawn_child(
+    ...program,
+    ...planArgs(c, plan),
+    io.outFd,
+    c.str(io.cwd),
+    io.hostProcFd,
+    fork,
+    io.deadlineMs ?? SPAWN_DEADLINE_MS,
+    c.bytes(out),
+  );
   return r > 0 ? { pid: r, hostPid: out[0]!, pidfd: out[1]! } : { failure: r };
 }

@@ -5,14 +5,13 @@
  * threaded process: the helper is started single-threaded (BUN_JSC_useConcurrentJIT=0) and
  * reports "threaded" when that did not hold, so the caller can take the forking C path.
  */
-import { CArgs, envList, type Ffi, type Libc } from "./libc.ts";
-import { rulesetAttrSize } from "./landlock-plan.ts";
-import type { ConfinePlan } from "./plan-schema.ts";
-import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
-import { Stage, type ConfineFailure } from "./stages.ts";
-import { joinContainer, spawnAndWait } from "./container.ts";
-import type { ExecTarget } from "./plan-schema.ts";
 
+import { joinContainer, spawnAndWait } from "./container.ts";
+import { rulesetAttrSize } from "./landlock-plan.ts";
+import { CArgs, envList, type Ffi, type Libc } from "./libc.ts";
+import type { ConfinePlan, ExecTarget } from "./plan-schema.ts";
+import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
+import { type ConfineFailure, Stage } from "./stages.ts";
 
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_SET_SECCOMP = 22;
@@ -33,7 +32,6 @@ const ENOENT = 2;
 const EACCES = 13;
 const ENOTDIR = 20;
 const SYS = { mountSetattr: 442, landlockCreate: 444, landlockAdd: 445, landlockRestrict: 446 } as const;
-
 
 class Step {
   constructor(
@@ -91,7 +89,8 @@ function hideSockets(s: Step, sockets: readonly string[]): void {
   for (const p of sockets) {
     if (s.libc.mount(devNull, s.c.str(p), null, MS_BIND, null) >= 0) continue;
     const errno = s.libc.errno();
-    if (errno !== ENOENT && errno !== ENOTDIR && errno !== EACCES) throw { stage: Stage.HideSocket, errno } satisfies ConfineFailure;
+    if (errno !== ENOENT && errno !== ENOTDIR && errno !== EACCES)
+      throw { stage: Stage.HideSocket, errno } satisfies ConfineFailure;
   }
 }
 
@@ -146,7 +145,8 @@ const LIBC_INTERNAL = new Set([32, 33]);
  * ending quietly. Every disposition and the mask go back to the defaults a shell gives.
  */
 export function resetSignals(libc: Libc, c: CArgs): void {
-  for (let sig = 1; sig <= 64; sig++) if (sig !== SIGKILL && sig !== SIGSTOP && !LIBC_INTERNAL.has(sig)) libc.defaultSignal(sig);
+  for (let sig = 1; sig <= 64; sig++)
+    if (sig !== SIGKILL && sig !== SIGSTOP && !LIBC_INTERNAL.has(sig)) libc.defaultSignal(sig);
   libc.sigprocmask(SIG_SETMASK, c.bytes(new Uint8Array(128)), null);
 }
 
@@ -155,7 +155,11 @@ export function resetSignals(libc: Libc, c: CArgs): void {
  * command is spawned inside it instead (a pid namespace takes only new children), and this
  * process waits and ends as the command did.
  */
-export function confineInPlace(native: { libc: Libc; ffi: Pick<Ffi, "ptr"> }, plan: ConfinePlan, target: ExecTarget): ConfineFailure {
+export function confineInPlace(
+  native: { libc: Libc; ffi: Pick<Ffi, "ptr"> },
+  plan: ConfinePlan,
+  target: ExecTarget,
+): ConfineFailure {
   const s = new Step(native.libc, new CArgs(native.ffi));
   try {
     s.check(Stage.NoNewPrivs, native.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));

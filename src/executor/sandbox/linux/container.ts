@@ -13,13 +13,13 @@
 import { closeSync, readlinkSync } from "node:fs";
 import { readStartTime } from "../../../util/proc-stat.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
-import { loadNative, makePair, startContainerInit, type ContainerFds } from "./confine-cc.ts";
-import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
-import { CArgs, envList, loadLibc, type Libc } from "./libc.ts";
-import type { ContainerRef, ExecTarget } from "./plan-schema.ts";
-import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
-import { simulated } from "./support.ts";
 import { resolveProgram } from "../../../util/which.ts";
+import { type ContainerFds, loadNative, makePair, startContainerInit } from "./confine-cc.ts";
+import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./helper-arg.ts";
+import { CArgs, envList, type Libc, loadLibc } from "./libc.ts";
+import type { ContainerRef, ExecTarget } from "./plan-schema.ts";
+import { type ConfineFailure, decodeNativeError, describeFailure, Stage } from "./stages.ts";
+import { simulated } from "./support.ts";
 
 export type { ContainerRef } from "./plan-schema.ts";
 
@@ -65,22 +65,34 @@ export interface StartedContainer {
 
 /** Starts the container's init; the reference commands join it by and its channel, or why there can be none here. */
 export async function startContainer(self: readonly string[]): Promise<Result<StartedContainer>> {
-  if (process.platform !== "linux") return err("no_container", `process containment uses Linux namespaces, not available on ${process.platform}`);
-  if (simulated().noUserns) return err("no_container", `user namespaces are off (simulated by RELAY_SANDBOX_SIMULATE), ${FIX}`);
+  if (process.platform !== "linux")
+    return err("no_container", `process containment uses Linux namespaces, not available on ${process.platform}`);
+  if (simulated().noUserns)
+    return err("no_container", `user namespaces are off (simulated by RELAY_SANDBOX_SIMULATE), ${FIX}`);
   const native = await loadNative();
   if ("error" in native) return err("no_container", `${native.error.message}, ${FIX}`);
   const exe = resolveProgram(self[0] ?? "", process.env.PATH, process.cwd());
   if ("error" in exe) return err("no_container", `${exe.error.message}, ${FIX}`);
   const argv = [exe.ok, ...self.slice(1), SANDBOX_EXEC_ARG, CONTAINER_INIT_FLAG];
   const pair = makePair(native.ok, "socket");
-  if ("error" in pair) return err("no_container", `the executor's container could not be made (${pair.error.message}), ${FIX}`);
+  if ("error" in pair)
+    return err("no_container", `the executor's container could not be made (${pair.error.message}), ${FIX}`);
   const [mine, its] = pair.ok;
   // The init runs no user code and needs nothing of the executor's environment (its secrets included).
-  const pid = startContainerInit(native.ok, argv, { PATH: process.env.PATH ?? "/usr/bin:/bin", ...SINGLE_THREAD_ENV }, its);
+  const pid = startContainerInit(
+    native.ok,
+    argv,
+    { PATH: process.env.PATH ?? "/usr/bin:/bin", ...SINGLE_THREAD_ENV },
+    its,
+  );
   closeSync(its);
   const start = pid < 0 ? undefined : readStartTime(pid);
   if (start === undefined) closeSync(mine);
-  if (pid < 0) return err("no_container", `the executor's container could not be made (${describeFailure(decodeNativeError(pid))}), ${FIX}`);
+  if (pid < 0)
+    return err(
+      "no_container",
+      `the executor's container could not be made (${describeFailure(decodeNativeError(pid))}), ${FIX}`,
+    );
   if (start === undefined) return err("no_container", `the executor's container ended as it started, ${FIX}`);
   return ok({ ref: { pid, start }, channel: mine });
 }
@@ -168,7 +180,14 @@ export function spawnAndWait(libc: Libc, c: CArgs, target: ExecTarget): ConfineF
   libc.spawnattrSetflags(c.bytes(attr), POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   for (const sig of HELPER_IGNORES) libc.ignoreSignal(sig);
   const pid = new Int32Array(1);
-  const r = libc.posixSpawn(c.bytes(pid), c.str(target.file), null, c.bytes(attr), c.strArray(target.argv), c.strArray(envList(target.env)));
+  const r = libc.posixSpawn(
+    c.bytes(pid),
+    c.str(target.file),
+    null,
+    c.bytes(attr),
+    c.strArray(target.argv),
+    c.strArray(envList(target.env)),
+  );
   if (r !== 0) return { stage: Stage.Execve, errno: r };
   const status = new Int32Array(1);
   while (libc.waitpid(pid[0]!, c.bytes(status), 0) < 0) {

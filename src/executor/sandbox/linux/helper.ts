@@ -5,18 +5,17 @@
  * pid, environment, cwd, stdio (pipes or PTY) and exit status.
  */
 import { closeSync, openSync, readSync } from "node:fs";
-import type { ConfinePlan } from "./plan-schema.ts";
-import { loadNative, spawnConfined, type ContainerFds } from "./confine-cc.ts";
-import { confineInPlace } from "./confine-ffi.ts";
-import type { ExecTarget } from "./plan-schema.ts";
-import { CArgs, loadLibc, type Ffi, type Libc } from "./libc.ts";
-import { simulated } from "./support.ts";
-import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
-import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
 import { resolveProgram } from "../../../util/which.ts";
-import { decodeNativeError, describeFailure, Stage, type ConfineFailure } from "./stages.ts";
+import { type ContainerFds, loadNative, spawnConfined } from "./confine-cc.ts";
+import { confineInPlace } from "./confine-ffi.ts";
 import { CONTAINER_INIT_FLAG, openContainer } from "./container.ts";
+import { SANDBOX_EXEC_ARG, SANDBOX_WAIT_FLAG } from "./helper-arg.ts";
 import { containerInitMain } from "./init-loop.ts";
+import { CArgs, type Ffi, type Libc, loadLibc } from "./libc.ts";
+import { parsePlan, parseWarmRequest } from "./plan-guard.ts";
+import type { ConfinePlan, ExecTarget } from "./plan-schema.ts";
+import { type ConfineFailure, decodeNativeError, describeFailure, Stage } from "./stages.ts";
+import { simulated } from "./support.ts";
 
 /** Shell conventions: 126 found but cannot run, 127 not found. */
 const EXIT_CANNOT_RUN = 126;
@@ -38,7 +37,8 @@ function commandEnv(plan: ConfinePlan): Record<string, string | undefined> {
 
 function report(argv0: string, failure: ConfineFailure): never {
   const text = describeFailure(failure);
-  if (failure.stage === Stage.Execve) die(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+  if (failure.stage === Stage.Execve)
+    die(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
   die(`could not apply the sandbox (${text}); the command was not run`, EXIT_CANNOT_RUN);
 }
 
@@ -72,7 +72,9 @@ async function runJob(job: Job): Promise<never> {
   if ("error" in file) die(file.error.message, EXIT_NOT_FOUND);
   const target: ExecTarget = { file: file.ok, argv: job.argv, env: job.env };
   const threaded = job.threaded && (job.plan.readOnly.length > 0 || job.plan.hide.length > 0);
-  const failure = threaded ? { stage: Stage.Unshare, errno: 22, threaded: true } : confineInPlace(libc.ok, job.plan, target);
+  const failure = threaded
+    ? { stage: Stage.Unshare, errno: 22, threaded: true }
+    : confineInPlace(libc.ok, job.plan, target);
   if (failure.threaded) return viaFork(libc.ok.libc, libc.ok.ffi, job.plan, target);
   return report(job.argv[0] ?? "", failure);
 }
@@ -130,7 +132,11 @@ export async function sandboxExecMain(args: string[]): Promise<never> {
   await dieWithParent();
   if (args.length === 1 && args[0] === SANDBOX_WAIT_FLAG) return warmMain();
   const sep = args.indexOf("--");
-  if (sep !== 1 || args.length < 3) die(`usage: relay ${SANDBOX_EXEC_ARG} <plan-json> -- CMD [ARGS...] | ${SANDBOX_WAIT_FLAG} (internal; see relay sandbox --help)`, 2);
+  if (sep !== 1 || args.length < 3)
+    die(
+      `usage: relay ${SANDBOX_EXEC_ARG} <plan-json> -- CMD [ARGS...] | ${SANDBOX_WAIT_FLAG} (internal; see relay sandbox --help)`,
+      2,
+    );
   const plan = parsePlan(args[0]!);
   if ("problem" in plan) die(plan.problem, 2);
   return execConfined(plan.ok, args.slice(2));

@@ -20,12 +20,12 @@
  * end ends it, and with it every process in the namespace.
  */
 import { closeSync, readdirSync, statSync, writeSync } from "node:fs";
-import { loadNative, SPAWN_DEADLINE_MS, spawnChild, spawnMode, type Native } from "./confine-cc.ts";
-import { CArgs, loadLibc, type Libc } from "./libc.ts";
-import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
 import { procStatFields } from "../../../util/proc-stat.ts";
-import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
 import { resolveProgram } from "../../../util/which.ts";
+import { loadNative, type Native, SPAWN_DEADLINE_MS, spawnChild, spawnMode } from "./confine-cc.ts";
+import { CArgs, type Libc, loadLibc } from "./libc.ts";
+import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
+import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
 
 /** The init's descriptors, as confine.c's container_child leaves them. */
 const CHANNEL_FD = 3;
@@ -137,7 +137,13 @@ class InitLoop {
     const ready = new Uint8Array(pidfds.length + 2);
     // A command without a pidfd (pidfd_open failed) is looked for often instead.
     const timeout = pidfds.some((fd) => fd < 0) ? UNWATCHED_POLL_MS : WAIT_MS;
-    const r = this.native.symbols.relay_init_wait(CHANNEL_FD, this.native.ffi.ptr(fds), pidfds.length, this.native.ffi.ptr(ready), timeout);
+    const r = this.native.symbols.relay_init_wait(
+      CHANNEL_FD,
+      this.native.ffi.ptr(fds),
+      pidfds.length,
+      this.native.ffi.ptr(ready),
+      timeout,
+    );
     if (r < 0) process.exit(1);
     // A timeout also looks for orphans: it only bounds a missed wake-up.
     return { request: ready[0] === 1, sigchld: r === 0 || ready[pidfds.length + 1] === 1 };
@@ -145,7 +151,14 @@ class InitLoop {
 
   /** Serves one request; false once the executor's end is closed or broken. */
   serveOne(): boolean {
-    const n = Number(this.native.symbols.relay_recv(CHANNEL_FD, this.native.ffi.ptr(this.buf), this.buf.length, this.native.ffi.ptr(this.receivedFd)));
+    const n = Number(
+      this.native.symbols.relay_recv(
+        CHANNEL_FD,
+        this.native.ffi.ptr(this.buf),
+        this.buf.length,
+        this.native.ffi.ptr(this.receivedFd),
+      ),
+    );
     if (n === TRUNCATED) {
       this.reply({ id: 0, problem: `the request was over ${SPAWN_READ_BYTES} bytes` });
       return true;
@@ -162,7 +175,10 @@ class InitLoop {
     const req = parseSpawnRequest(text);
     if ("problem" in req || outFd < 0) {
       if (outFd >= 0) closeSync(outFd);
-      this.reply({ id: "problem" in req ? (req.id ?? 0) : req.ok.id, problem: "problem" in req ? req.problem : "no output descriptor came with the request" });
+      this.reply({
+        id: "problem" in req ? (req.id ?? 0) : req.ok.id,
+        problem: "problem" in req ? req.problem : "no output descriptor came with the request",
+      });
       return true;
     }
     try {
@@ -177,26 +193,45 @@ class InitLoop {
   private start(req: SpawnRequest, outFd: number): void {
     const argv0 = req.argv[0]!;
     // The executor sends only what the init can start (spawner.ts takes): vfork would hang on this one.
-    if (spawnMode(req.plan) === undefined) return this.reply({ id: req.id, problem: "the plan has no Landlock signal scope and this CPU has no known clone number: a helper must start it" });
+    if (spawnMode(req.plan) === undefined)
+      return this.reply({
+        id: req.id,
+        problem: "the plan has no Landlock signal scope and this CPU has no known clone number: a helper must start it",
+      });
     const notRun = (message: string, exit: number) => {
       writeQuietly(outFd, `relay sandbox: ${message}\n`);
       this.reply({ id: req.id, exit });
     };
     // The cwd first, as a shell would: a relative program is looked for in it.
-    if (!isDirectory(req.cwd)) return notRun(`cannot run in ${req.cwd}: it is not a directory (or is gone)`, EXIT_CANNOT_RUN);
+    if (!isDirectory(req.cwd))
+      return notRun(`cannot run in ${req.cwd}: it is not a directory (or is gone)`, EXIT_CANNOT_RUN);
     const file = resolveProgram(argv0, req.env.PATH, req.cwd);
     if ("error" in file) return notRun(file.error.message, EXIT_NOT_FOUND);
-    const r = spawnChild(this.native, req.plan, { file: file.ok, argv: req.argv, env: req.env }, { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD });
+    const r = spawnChild(
+      this.native,
+      req.plan,
+      { file: file.ok, argv: req.argv, env: req.env },
+      { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD },
+    );
     if ("pid" in r) {
       this.running.set(r.pid, { id: req.id, pidfd: r.pidfd });
       return this.reply({ id: req.id, pid: r.hostPid });
     }
     const failure = decodeNativeError(r.failure);
     const text = describeFailure(failure);
-    if (failure.stage === Stage.Execve) return notRun(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+    if (failure.stage === Stage.Execve)
+      return notRun(`${argv0}: cannot run: ${text}`, failure.errno === 2 ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
     if (failure.stage === Stage.Cwd) return notRun(`cannot run in ${req.cwd}: ${text}`, EXIT_CANNOT_RUN);
-    if (failure.stage === Stage.Stopped) return notRun(`${argv0}: not run: it was stopped before it could start (another command's SIGSTOP?) and was killed`, EXIT_CANNOT_RUN);
-    if (failure.stage === Stage.Deadline) return notRun(`${argv0}: not run: it had not started after ${SPAWN_DEADLINE_MS / 1000} s and was killed`, EXIT_CANNOT_RUN);
+    if (failure.stage === Stage.Stopped)
+      return notRun(
+        `${argv0}: not run: it was stopped before it could start (another command's SIGSTOP?) and was killed`,
+        EXIT_CANNOT_RUN,
+      );
+    if (failure.stage === Stage.Deadline)
+      return notRun(
+        `${argv0}: not run: it had not started after ${SPAWN_DEADLINE_MS / 1000} s and was killed`,
+        EXIT_CANNOT_RUN,
+      );
     notRun(`could not apply the sandbox (${text}); the command was not run`, EXIT_CANNOT_RUN);
   }
 

@@ -55,7 +55,15 @@ const READ = Fs.EXECUTE | Fs.READ_FILE | Fs.READ_DIR;
 /** Rights that make sense on a file (not a directory) rule. */
 const FILE_RIGHTS = Fs.EXECUTE | Fs.WRITE_FILE | Fs.READ_FILE | Fs.TRUNCATE | Fs.IOCTL_DEV;
 /** Device nodes any program expects to write (`> /dev/null` opens with O_TRUNC). */
-const WRITABLE_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"];
+const WRITABLE_DEVICES = [
+  "/dev/null",
+  "/dev/zero",
+  "/dev/full",
+  "/dev/random",
+  "/dev/urandom",
+  "/dev/tty",
+  "/dev/ptmx",
+];
 /**
  * Directories whose `.git` / `.relay` stay read-only even when the directory is writable;
  * `.checkpoints.git` is an infty run's checkpoint history, in the roles' working directory.
@@ -119,7 +127,10 @@ function real(p: string): string | undefined {
 
 /** The writable directories the policy names, symlink-free, existing, without duplicates. */
 export function writableRoots(policy: SandboxPolicy, tmpdir?: string): { roots: string[]; temp: string[] } {
-  const temp = policy.mode === "workspace-write" && policy.tmp_writable !== false ? ["/tmp", "/var/tmp", "/dev/shm", ...(tmpdir ? [tmpdir] : [])] : [];
+  const temp =
+    policy.mode === "workspace-write" && policy.tmp_writable !== false
+      ? ["/tmp", "/var/tmp", "/dev/shm", ...(tmpdir ? [tmpdir] : [])]
+      : [];
   const roots = policy.mode === "workspace-write" ? policy.writable_roots : [];
   const uniq = (list: string[]) => [...new Set(list.map(real).filter((p): p is string => p !== undefined))];
   return { roots: uniq(roots), temp: uniq(temp) };
@@ -155,7 +166,9 @@ export function planConfinement(input: PlanInput): PlanResult {
   else if (abi < 3) missing.push(`Landlock ABI 3 for truncate control (this kernel has ABI ${abi}; Linux 6.2+)`);
   const { roots, temp, readOnly, sockets } = input.found ?? findPaths(policy, input.tmpdir);
   if (readOnly.length > 0 && !input.userns) {
-    missing.push(`unprivileged user namespaces, to keep ${readOnly.map((p) => path.basename(p)).join(" and ")} read-only inside the workspace`);
+    missing.push(
+      `unprivileged user namespaces, to keep ${readOnly.map((p) => path.basename(p)).join(" and ")} read-only inside the workspace`,
+    );
   }
   const network = networkOn(policy);
   if (!network && !input.seccomp) missing.push("seccomp filters, to turn the network off");
@@ -201,5 +214,7 @@ export function planConfinement(input: PlanInput): PlanResult {
 function unhiddenSockets(sockets: string[]): string[] {
   if (sockets.length === 0) return [];
   const some = sockets.slice(0, 3).join(", ") + (sockets.length > 3 ? ", …" : "");
-  return [`${sockets.length} named Unix socket(s) outside the writable roots stay reachable (${some}): hiding them needs unprivileged user namespaces`];
+  return [
+    `${sockets.length} named Unix socket(s) outside the writable roots stay reachable (${some}): hiding them needs unprivileged user namespaces`,
+  ];
 }

@@ -42,7 +42,10 @@ export interface Libc {
 
 export interface Ffi {
   ptr(view: ArrayBufferView): Pointer;
-  dlopen(name: string, symbols: Record<string, { args: string[]; returns: string }>): { symbols: Record<string, (...a: unknown[]) => unknown> };
+  dlopen(
+    name: string,
+    symbols: Record<string, { args: string[]; returns: string }>,
+  ): { symbols: Record<string, (...a: unknown[]) => unknown> };
   read: { i32(p: Pointer, offset?: number): number };
 }
 
@@ -85,7 +88,8 @@ let cached: { libc: Libc; ffi: Ffi } | undefined;
 
 export async function loadLibc(): Promise<Result<{ libc: Libc; ffi: Ffi }>> {
   if (cached) return ok(cached);
-  if (!(globalThis as { Bun?: unknown }).Bun) return err("sandbox_native", "the built-in sandbox needs Bun's FFI; run it from the relay binary (or under bun)");
+  if (!(globalThis as { Bun?: unknown }).Bun)
+    return err("sandbox_native", "the built-in sandbox needs Bun's FFI; run it from the relay binary (or under bun)");
   const ffi = (await import("bun:ffi")) as unknown as Ffi;
   const tried: string[] = [];
   for (const name of libcNames()) {

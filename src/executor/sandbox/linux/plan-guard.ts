@@ -13,22 +13,32 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 export function planProblem(v: unknown): string | undefined {
   if (!isObject(v)) return "the plan is not an object";
   if (!Number.isInteger(v.abi) || (v.abi as number) < 0) return "abi must be a non-negative integer";
-  for (const k of ["handledFs", "handledNet", "scoped"] as const) if (!isMask(v[k])) return `${k} must be a 32-bit mask`;
+  for (const k of ["handledFs", "handledNet", "scoped"] as const)
+    if (!isMask(v[k])) return `${k} must be a 32-bit mask`;
   if (!Array.isArray(v.rules)) return "rules must be an array";
   for (const [i, r] of v.rules.entries()) {
-    if (!isObject(r) || !isAbsolute(r.path) || !isMask(r.access)) return `rules.${i} must be {path: absolute path, access: mask}`;
+    if (!isObject(r) || !isAbsolute(r.path) || !isMask(r.access))
+      return `rules.${i} must be {path: absolute path, access: mask}`;
   }
   if (!Array.isArray(v.readOnly) || !v.readOnly.every(isAbsolute)) return "readOnly must be an array of absolute paths";
-  if (v.hide !== undefined && (!Array.isArray(v.hide) || !v.hide.every(isAbsolute))) return "hide must be an array of absolute paths";
+  if (v.hide !== undefined && (!Array.isArray(v.hide) || !v.hide.every(isAbsolute)))
+    return "hide must be an array of absolute paths";
   if (typeof v.filterSockets !== "boolean") return "filterSockets must be a boolean";
   if (!Array.isArray(v.gaps) || !v.gaps.every((g) => typeof g === "string")) return "gaps must be an array of strings";
   if (v.restoreEnv !== undefined) {
     if (!isObject(v.restoreEnv)) return "restoreEnv must be an object";
-    for (const [k, val] of Object.entries(v.restoreEnv)) if (val !== null && typeof val !== "string") return `restoreEnv.${k} must be a string or null`;
+    for (const [k, val] of Object.entries(v.restoreEnv))
+      if (val !== null && typeof val !== "string") return `restoreEnv.${k} must be a string or null`;
   }
   if (v.container !== undefined) {
     const c = v.container;
-    if (!isObject(c) || !Number.isInteger(c.pid) || (c.pid as number) < 2 || typeof c.start !== "string" || !/^[0-9]+$/.test(c.start)) {
+    if (
+      !isObject(c) ||
+      !Number.isInteger(c.pid) ||
+      (c.pid as number) < 2 ||
+      typeof c.start !== "string" ||
+      !/^[0-9]+$/.test(c.start)
+    ) {
       return "container must be {pid: integer from 2, start: decimal string}";
     }
   }
@@ -36,7 +46,11 @@ export function planProblem(v: unknown): string | undefined {
 }
 
 /** JSON text checked by `problemOf`; `what` names it in the messages. */
-function parseChecked<T>(text: string, what: string, problemOf: (v: unknown) => string | undefined): { ok: T } | { problem: string } {
+function parseChecked<T>(
+  text: string,
+  what: string,
+  problemOf: (v: unknown) => string | undefined,
+): { ok: T } | { problem: string } {
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -48,7 +62,11 @@ function parseChecked<T>(text: string, what: string, problemOf: (v: unknown) => 
 }
 
 /** An older executor may leave hide and restoreEnv out; the schema's defaults are empty ones. */
-const withDefaults = (plan: ConfinePlan): ConfinePlan => ({ ...plan, hide: plan.hide ?? [], restoreEnv: plan.restoreEnv ?? {} });
+const withDefaults = (plan: ConfinePlan): ConfinePlan => ({
+  ...plan,
+  hide: plan.hide ?? [],
+  restoreEnv: plan.restoreEnv ?? {},
+});
 
 export function parsePlan(text: string): { ok: ConfinePlan } | { problem: string } {
   const r = parseChecked<ConfinePlan>(text, "the sandbox plan", planProblem);
@@ -60,8 +78,10 @@ export function warmRequestProblem(v: unknown): string | undefined {
   if (!isObject(v)) return "the request is not an object";
   const plan = planProblem(v.plan);
   if (plan) return `plan: ${plan}`;
-  if (!Array.isArray(v.argv) || v.argv.length === 0 || !v.argv.every((a) => typeof a === "string")) return "argv must be a non-empty array of strings";
-  if (!isObject(v.env) || !Object.values(v.env).every((e) => typeof e === "string")) return "env must map names to strings";
+  if (!Array.isArray(v.argv) || v.argv.length === 0 || !v.argv.every((a) => typeof a === "string"))
+    return "argv must be a non-empty array of strings";
+  if (!isObject(v.env) || !Object.values(v.env).every((e) => typeof e === "string"))
+    return "env must map names to strings";
   if (!isAbsolute(v.cwd)) return "cwd must be an absolute path";
   return undefined;
 }

@@ -10,18 +10,29 @@
 import { closeSync } from "node:fs";
 import { Log } from "../../../util/log.ts";
 import { err, ok, type Result } from "../../../util/result.ts";
-import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
 import { outputFanout, pumpInto } from "../../spawn/output-fanout.ts";
 import { exitOfWaitStatus } from "../../spawn/signals.ts";
-import { makePair, spawnMode, type Native } from "./confine-cc.ts";
-import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
+import type { ProcessExit, RunningProcess } from "../../spawn/types.ts";
 import type { WarmLaunch } from "../warm-helper.ts";
+import { makePair, type Native, spawnMode } from "./confine-cc.ts";
+import { MAX_SPAWN_REQUEST } from "./plan-guard.ts";
 import type { ConfinePlan } from "./plan-schema.ts";
 
 /** Bun's reader of a descriptor (the executor runs on Bun wherever it has a container). */
-const readFd = (fd: number): AsyncIterable<Uint8Array> => (globalThis as unknown as { Bun: { file(fd: number): { stream(): AsyncIterable<Uint8Array> } } }).Bun.file(fd).stream();
+const readFd = (fd: number): AsyncIterable<Uint8Array> =>
+  (globalThis as unknown as { Bun: { file(fd: number): { stream(): AsyncIterable<Uint8Array> } } }).Bun.file(
+    fd,
+  ).stream();
 
-type Reply = { id: number; pid?: number; exit?: number; problem?: string; status?: number; ready?: boolean; reason?: string };
+type Reply = {
+  id: number;
+  pid?: number;
+  exit?: number;
+  problem?: string;
+  status?: number;
+  ready?: boolean;
+  reason?: string;
+};
 type Spawned = { pid: number } | { exit: number } | { problem: string };
 
 const log = Log.create("executor");
@@ -83,7 +94,8 @@ export class ContainerSpawner {
   private handle(reply: Reply): void {
     if (reply.ready !== undefined) {
       const why = this.off ?? reply.reason;
-      if (!reply.ready || this.off) log.warn("the container's init does not spawn commands: helpers do", { reason: why });
+      if (!reply.ready || this.off)
+        log.warn("the container's init does not spawn commands: helpers do", { reason: why });
       return this.markReady(reply.ready && !this.off);
     }
     if (reply.status !== undefined) {
@@ -109,7 +121,11 @@ export class ContainerSpawner {
     this.closed = true;
     clearTimeout(this.retry);
     this.markReady(false);
-    for (const p of this.pending.splice(0)) p.settle({ problem: "the executor's container ended as it was started (was its init killed?); run the command again, which makes a new container" });
+    for (const p of this.pending.splice(0))
+      p.settle({
+        problem:
+          "the executor's container ended as it was started (was its init killed?); run the command again, which makes a new container",
+      });
     for (const end of this.ends.values()) end(KILLED);
     this.ends.clear();
     closeQuietly(this.channel);
@@ -121,7 +137,11 @@ export class ContainerSpawner {
    * (ABI 6+), else with a `fork` and a deadline, since another command of the same user could
    * SIGSTOP the child there (confine-cc.ts spawnMode).
    */
-  async spawn(launch: WarmLaunch, env: Record<string, string>, cwd: string): Promise<Result<RunningProcess> | undefined> {
+  async spawn(
+    launch: WarmLaunch,
+    env: Record<string, string>,
+    cwd: string,
+  ): Promise<Result<RunningProcess> | undefined> {
     if (!takes(launch.plan)) return undefined;
     if (!(await this.ready) || this.closed) return undefined;
     const id = this.nextId++;
@@ -131,7 +151,9 @@ export class ContainerSpawner {
     const pipe = makePair(this.native, "pipe");
     if ("error" in pipe) return undefined;
     const [readEnd, writeEnd] = pipe.ok;
-    const sent = Number(this.native.symbols.relay_send(this.channel, this.native.ffi.ptr(request), request.length, writeEnd, 0));
+    const sent = Number(
+      this.native.symbols.relay_send(this.channel, this.native.ffi.ptr(request), request.length, writeEnd, 0),
+    );
     closeSync(writeEnd);
     if (sent !== request.length) {
       closeSync(readEnd);
@@ -153,7 +175,8 @@ export class ContainerSpawner {
       onData: output.onData,
       exited: done,
       outputClosed: output.closed,
-      write: () => err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
+      write: () =>
+        err("stdin_closed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"),
       ...("pid" in spawned ? { release: () => this.release(id) } : {}),
     });
   }
@@ -170,7 +193,9 @@ export class ContainerSpawner {
     this.retry = undefined;
     if (this.closed || this.toRelease.length === 0) return;
     const message = Buffer.from(JSON.stringify({ release: this.toRelease }));
-    const sent = Number(this.native.symbols.relay_send(this.channel, this.native.ffi.ptr(message), message.length, -1, 0));
+    const sent = Number(
+      this.native.symbols.relay_send(this.channel, this.native.ffi.ptr(message), message.length, -1, 0),
+    );
     if (sent === message.length) this.toRelease = [];
     // Tried again shortly, not only with the next command: a session may have run its last.
     else (this.retry = setTimeout(() => this.flushReleases(), RELEASE_RETRY_MS)).unref?.();

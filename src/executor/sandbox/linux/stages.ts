@@ -61,7 +61,21 @@ const STAGE_TEXT: Record<number, string> = {
   [Stage.HideSocket]: "hiding a named Unix socket outside the writable roots",
 };
 
-const ERRNO_NAMES: Record<number, string> = { 1: "EPERM", 2: "ENOENT", 7: "E2BIG", 8: "ENOEXEC", 13: "EACCES", 20: "ENOTDIR", 22: "EINVAL", 38: "ENOSYS", 95: "EOPNOTSUPP", 3: "ESRCH", 16: "EBUSY", 11: "EAGAIN", 110: "ETIMEDOUT" };
+const ERRNO_NAMES: Record<number, string> = {
+  1: "EPERM",
+  2: "ENOENT",
+  7: "E2BIG",
+  8: "ENOEXEC",
+  13: "EACCES",
+  20: "ENOTDIR",
+  22: "EINVAL",
+  38: "ENOSYS",
+  95: "EOPNOTSUPP",
+  3: "ESRCH",
+  16: "EBUSY",
+  11: "EAGAIN",
+  110: "ETIMEDOUT",
+};
 
 export interface ConfineFailure {
   stage: number;

@@ -5,8 +5,8 @@
  * (also `no-seccomp`, `threaded` for the helper's forking path, and `no-bwrap`, which bwrap.ts reads).
  */
 import { loadNative } from "./confine-cc.ts";
-import { decodeNativeError, describeFailure } from "./stages.ts";
 import { CArgs, loadLibc } from "./libc.ts";
+import { decodeNativeError, describeFailure } from "./stages.ts";
 
 const SYS_LANDLOCK_CREATE_RULESET = 444;
 const LANDLOCK_CREATE_RULESET_VERSION = 1;
@@ -51,7 +51,8 @@ function abiDetail(raw: number): string {
   if (raw >= 1) return `Landlock ABI ${raw}`;
   if (raw === 0) return "this kernel has no Landlock";
   if (raw === -95) return "Landlock is built into this kernel but disabled (add landlock to the lsm= boot parameter)";
-  if (raw === -38) return "this kernel has no Landlock (it needs Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)";
+  if (raw === -38)
+    return "this kernel has no Landlock (it needs Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)";
   return `Landlock is unavailable (errno ${-raw})`;
 }
 
@@ -60,7 +61,12 @@ let cached: LandlockSupport | undefined;
 export async function probeLandlock(): Promise<LandlockSupport> {
   if (cached) return cached;
   if (process.platform !== "linux" || !(process.arch in SECCOMP_NR)) {
-    return (cached = { native: false, abi: 0, seccomp: false, detail: `the built-in sandbox supports Linux on x64 and arm64, not ${process.platform}-${process.arch}` });
+    return (cached = {
+      native: false,
+      abi: 0,
+      seccomp: false,
+      detail: `the built-in sandbox supports Linux on x64 and arm64, not ${process.platform}-${process.arch}`,
+    });
   }
   const loaded = await loadLibc();
   if ("error" in loaded) return (cached = { native: false, abi: 0, seccomp: false, detail: loaded.error.message });
@@ -69,7 +75,8 @@ export async function probeLandlock(): Promise<LandlockSupport> {
   const version = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, LANDLOCK_CREATE_RULESET_VERSION, 0, 0, 0);
   const raw = sim.abi ?? (version < 0 ? -libc.errno() : version);
   const action = new Uint32Array([SECCOMP_RET_ERRNO]);
-  const seccompOk = libc.syscall(SECCOMP_NR[process.arch]!, SECCOMP_GET_ACTION_AVAIL, 0, new CArgs(ffi).bytes(action), 0, 0, 0) === 0;
+  const seccompOk =
+    libc.syscall(SECCOMP_NR[process.arch]!, SECCOMP_GET_ACTION_AVAIL, 0, new CArgs(ffi).bytes(action), 0, 0, 0) === 0;
   const seccomp = !sim.noSeccomp && seccompOk;
   const parts = [sim.abi !== undefined ? `${abiDetail(raw)} (simulated by RELAY_SANDBOX_SIMULATE)` : abiDetail(raw)];
   if (!seccomp) parts.push("seccomp filters are unavailable (a kernel without CONFIG_SECCOMP_FILTER)");
@@ -81,7 +88,8 @@ let userns: { ok: boolean; detail: string } | undefined;
 /** Whether a child can make the user + mount namespace that keeps `.git` read-only. */
 export async function probeUserns(): Promise<{ ok: boolean; detail: string }> {
   if (userns) return userns;
-  if (simulated().noUserns) return (userns = { ok: false, detail: "user namespaces are off (simulated by RELAY_SANDBOX_SIMULATE)" });
+  if (simulated().noUserns)
+    return (userns = { ok: false, detail: "user namespaces are off (simulated by RELAY_SANDBOX_SIMULATE)" });
   const native = await loadNative();
   if ("error" in native) return (userns = { ok: false, detail: native.error.message });
   const r = native.ok.symbols.relay_probe_userns();

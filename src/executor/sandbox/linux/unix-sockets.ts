@@ -48,7 +48,8 @@ function realDir(dir: string): string | undefined {
   return r ?? undefined;
 }
 
-const inside = (p: string, places: readonly string[]) => places.some((place) => p === place || p.startsWith(place.endsWith("/") ? place : `${place}/`));
+const inside = (p: string, places: readonly string[]) =>
+  places.some((place) => p === place || p.startsWith(place.endsWith("/") ? place : `${place}/`));
 
 /** Test hook: forget the first look, as a new executor would. */
 export function resetSocketSnapshot(): void {
@@ -61,7 +62,11 @@ export function resetSocketSnapshot(): void {
  * extra roots) and `temp` (the temp dirs), all real paths. Undefined when /proc/net/unix cannot
  * be read (no /proc): the caller says the sockets could not be listed.
  */
-export function socketsToHide(roots: readonly string[], temp: readonly string[], procNetUnix = "/proc/net/unix"): string[] | undefined {
+export function socketsToHide(
+  roots: readonly string[],
+  temp: readonly string[],
+  procNetUnix = "/proc/net/unix",
+): string[] | undefined {
   let text: string;
   try {
     text = readFileSync(procNetUnix, "utf8");

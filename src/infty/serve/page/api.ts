@@ -1,5 +1,13 @@
 /** The page's calls to the server (same origin; the cookie, if any, goes along). */
-import type { ActionResult, ApiError, CheckpointList, EventsPage, FileList, RunDetail, RunList } from "../api-schemas.ts";
+import type {
+  ActionResult,
+  ApiError,
+  CheckpointList,
+  EventsPage,
+  FileList,
+  RunDetail,
+  RunList,
+} from "../api-schemas.ts";
 
 export class ApiFailure extends Error {}
 
@@ -15,19 +23,28 @@ const run = (id: string) => `/api/runs/${encodeURIComponent(id)}`;
 export const api = {
   runs: () => getJson<RunList>("/api/runs"),
   run: (id: string) => getJson<RunDetail>(run(id)),
-  events: (id: string, from: number, limit: number) => getJson<EventsPage>(`${run(id)}/events?from=${from}&limit=${limit}`),
+  events: (id: string, from: number, limit: number) =>
+    getJson<EventsPage>(`${run(id)}/events?from=${from}&limit=${limit}`),
   files: (id: string) => getJson<FileList>(`${run(id)}/files`),
   checkpoints: (id: string) => getJson<CheckpointList>(`${run(id)}/checkpoints`),
   /** A file's URL; its path's segments are encoded one by one. */
   fileUrl: (id: string, path: string) => `${run(id)}/files/${path.split("/").map(encodeURIComponent).join("/")}`,
   async fileText(id: string, path: string): Promise<string> {
     const r = await fetch(api.fileUrl(id, path), { credentials: "same-origin" });
-    if (!r.ok) throw new ApiFailure(((await r.json().catch(() => undefined)) as ApiError | undefined)?.error?.message ?? `HTTP ${r.status}`);
+    if (!r.ok)
+      throw new ApiFailure(
+        ((await r.json().catch(() => undefined)) as ApiError | undefined)?.error?.message ?? `HTTP ${r.status}`,
+      );
     return r.text();
   },
   eventsStream: (id: string, from: number) => new EventSource(`${run(id)}/events?from=${from}`),
   async action(id: string, action: string, body: object = {}): Promise<ActionResult> {
-    const r = await fetch(`${run(id)}/actions/${action}`, { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json", "x-relay-action": "1" }, body: JSON.stringify(body) });
+    const r = await fetch(`${run(id)}/actions/${action}`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "content-type": "application/json", "x-relay-action": "1" },
+      body: JSON.stringify(body),
+    });
     const out = (await r.json().catch(() => undefined)) as ActionResult | ApiError | undefined;
     if (!r.ok) throw new ApiFailure((out as ApiError | undefined)?.error?.message ?? `HTTP ${r.status}`);
     return out as ActionResult;

@@ -1,6 +1,5 @@
 /** One line of the timeline for an event of the run's log: who, what kind, a one-line text, a tone. */
-import type { KnownLogEvent } from "../../event-log.ts";
-import type { LogLine } from "../../event-log.ts";
+import type { KnownLogEvent, LogLine } from "../../event-log.ts";
 import { jsonObjectsIn } from "../../json-in-text.ts";
 
 export type Tone = "" | "pass" | "fail" | "warn" | "dim" | "info";
@@ -15,9 +14,14 @@ export interface RowText {
 const one = (s: string) => s.replace(/\s+/g, " ").trim();
 
 /** A string field, or a list of strings joined; anything else is left out. */
-const str = (v: unknown): string => (typeof v === "string" ? v : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string").join("; ") : "");
+const str = (v: unknown): string =>
+  typeof v === "string" ? v : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string").join("; ") : "";
 /** An enum word read as signals.ts reads it: any case, "-" or spaces for "_". */
-const word = (v: unknown) => str(v).trim().toLowerCase().replace(/[\s-]+/g, "_");
+const word = (v: unknown) =>
+  str(v)
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, "_");
 const withNote = (main: unknown, note: unknown) => one(`${str(main)}${str(note) ? ` — ${str(note)}` : ""}`);
 
 /**
@@ -29,12 +33,24 @@ export function signalRow(text: string): Omit<RowText, "who"> | undefined {
   for (const o of jsonObjectsIn(text)) {
     const type = word(o.type);
     // A final round's request names the deliverable instead of a claim.
-    if (type === "verification_request") return { kind: "asks to verify", text: withNote(o.claim_path ?? o.deliverable_path, o.notes ?? o.summary), tone: "info" };
+    if (type === "verification_request")
+      return {
+        kind: "asks to verify",
+        text: withNote(o.claim_path ?? o.deliverable_path, o.notes ?? o.summary),
+        tone: "info",
+      };
     if (type === "direction_request") return { kind: "asks Director", text: one(str(o.prompt)), tone: "info" };
-    if (type === "final_delivery") return { kind: "delivers", text: withNote(o.deliverable_path, o.summary), tone: "info" };
-    if (typeof o.directive === "string") return { kind: "directive", text: one(`${o.directive}${str(o.rationale) ? ` (why: ${str(o.rationale)})` : ""}`), tone: "info" };
+    if (type === "final_delivery")
+      return { kind: "delivers", text: withNote(o.deliverable_path, o.summary), tone: "info" };
+    if (typeof o.directive === "string")
+      return {
+        kind: "directive",
+        text: one(`${o.directive}${str(o.rationale) ? ` (why: ${str(o.rationale)})` : ""}`),
+        tone: "info",
+      };
     const verdict = word(o.verdict);
-    if (verdict === "pass" || verdict === "fail") return { kind: `verdict ${verdict.toUpperCase()}`, text: one(str(o.reasons)), tone: verdict };
+    if (verdict === "pass" || verdict === "fail")
+      return { kind: `verdict ${verdict.toUpperCase()}`, text: one(str(o.reasons)), tone: verdict };
   }
   return undefined;
 }
@@ -53,13 +69,28 @@ export function describe(line: LogLine): RowText {
     case "directive":
       return { who: "director", kind: "directive", text: one(e.directive), tone: "info" };
     case "verdict":
-      return { who: e.role, kind: e.verdict === "pass" ? "PASS" : "FAIL", text: one(`${e.final ? "deliverable" : e.claim_path ?? ""}: ${e.reasons.join("; ")}`), tone: e.verdict };
+      return {
+        who: e.role,
+        kind: e.verdict === "pass" ? "PASS" : "FAIL",
+        text: one(`${e.final ? "deliverable" : (e.claim_path ?? "")}: ${e.reasons.join("; ")}`),
+        tone: e.verdict,
+      };
     case "verification_summary":
-      return { who: "verifiers", kind: e.overall === "pass" ? "PASSED" : "FAILED", text: `${e.passes}/${e.total} passed`, tone: e.overall };
+      return {
+        who: "verifiers",
+        kind: e.overall === "pass" ? "PASSED" : "FAILED",
+        text: `${e.passes}/${e.total} passed`,
+        tone: e.overall,
+      };
     case "checkpoint":
       return { who: "checkpoint", kind: e.name, text: `${e.trigger}: ${one(e.summary)}`, tone: "dim" };
     case "heartbeat":
-      return { who: "heartbeat", kind: `turn ${e.turns}`, text: `${e.tokens_used} tokens; ${e.roles.map((r) => `${r.role}: ${r.doing}`).join(", ")}`, tone: "dim" };
+      return {
+        who: "heartbeat",
+        kind: `turn ${e.turns}`,
+        text: `${e.tokens_used} tokens; ${e.roles.map((r) => `${r.role}: ${r.doing}`).join(", ")}`,
+        tone: "dim",
+      };
     case "warning":
       return { who: "run", kind: "warning", text: one(e.message), tone: "warn" };
     case "structured_output_unsupported":
@@ -69,9 +100,19 @@ export function describe(line: LogLine): RowText {
     case "operator":
       return { who: "operator", kind: e.action, text: one(e.text ?? ""), tone: "info" };
     case "run_finished":
-      return { who: "run", kind: e.status, text: one(e.detail), tone: e.status === "complete" ? "pass" : e.status === "interrupted" ? "warn" : "fail" };
+      return {
+        who: "run",
+        kind: e.status,
+        text: one(e.detail),
+        tone: e.status === "complete" ? "pass" : e.status === "interrupted" ? "warn" : "fail",
+      };
     default:
-      return { who: "", kind: String(line.type), text: one(JSON.stringify(line)), tone: line.type === "unreadable" ? "warn" : "dim" };
+      return {
+        who: "",
+        kind: String(line.type),
+        text: one(JSON.stringify(line)),
+        tone: line.type === "unreadable" ? "warn" : "dim",
+      };
   }
 }
 
@@ -92,6 +133,11 @@ function roleRow(e: Extract<KnownLogEvent, { type: "role" }>): RowText {
     case "tool_failed":
       return { who: e.role, kind: `${ev.name} failed`, text: one(ev.text), tone: "fail" };
     default:
-      return { who: e.role, kind: ev.kind, text: one("text" in ev ? ev.text : ""), tone: ev.kind === "error" ? "fail" : "warn" };
+      return {
+        who: e.role,
+        kind: ev.kind,
+        text: one("text" in ev ? ev.text : ""),
+        tone: ev.kind === "error" ? "fail" : "warn",
+      };
   }
 }

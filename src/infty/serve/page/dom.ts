@@ -14,12 +14,20 @@ export interface Attrs {
   on?: Partial<Record<"click" | "input" | "change" | "submit" | "scroll", (e: Event) => void>>;
 }
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   if (attrs.class) el.className = attrs.class;
   if (attrs.title) el.title = attrs.title;
   if (attrs.id) el.id = attrs.id;
-  if (attrs.href !== undefined && (attrs.href.startsWith("#") || (attrs.href.startsWith("/") && !attrs.href.startsWith("//")))) el.setAttribute("href", attrs.href);
+  if (
+    attrs.href !== undefined &&
+    (attrs.href.startsWith("#") || (attrs.href.startsWith("/") && !attrs.href.startsWith("//")))
+  )
+    el.setAttribute("href", attrs.href);
   for (const [k, v] of Object.entries(attrs.data ?? {})) el.dataset[k] = v;
   for (const [k, fn] of Object.entries(attrs.on ?? {})) if (fn) el.addEventListener(k, fn);
   append(el, ...children);

@@ -23,7 +23,8 @@ export async function showFile(viewer: HTMLElement, runId: string, path: string)
   }
   try {
     const text = await api.fileText(runId, path);
-    const shown = text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}\n… (${text.length - MAX_SHOWN} more characters)` : text;
+    const shown =
+      text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}\n… (${text.length - MAX_SHOWN} more characters)` : text;
     if (/\.md$/i.test(path)) {
       const md = h("div", { class: "markdown", data: { testid: "markdown" } });
       // renderMarkdown escapes every piece of text and drops unsafe links (see markdown.ts).
@@ -43,7 +44,16 @@ export function fileList(files: FileEntry[], pick: (path: string) => void): HTML
     const item =
       f.kind === "dir"
         ? h("li", { class: "dir" }, `${name}/`)
-        : h("li", {}, h("a", { href: `#`, data: { path: f.path }, on: { click: (e) => (e.preventDefault(), pick(f.path)) } }, name), h("span", { class: "size" }, ` ${f.size} B`));
+        : h(
+            "li",
+            {},
+            h(
+              "a",
+              { href: `#`, data: { path: f.path }, on: { click: (e) => (e.preventDefault(), pick(f.path)) } },
+              name,
+            ),
+            h("span", { class: "size" }, ` ${f.size} B`),
+          );
     item.style.paddingLeft = `${depth * 12}px`;
     list.appendChild(item);
   }

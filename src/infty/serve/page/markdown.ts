@@ -43,7 +43,10 @@ function links(text: string): string {
     out += emphasis(escapeHtml(text.slice(last, m.index)));
     const href = safeHref(m[2]!);
     const label = emphasis(escapeHtml(m[1]!));
-    out += href === undefined ? label : `<a href="${escapeHtml(href)}" rel="noopener noreferrer nofollow" target="_blank">${label}</a>`;
+    out +=
+      href === undefined
+        ? label
+        : `<a href="${escapeHtml(href)}" rel="noopener noreferrer nofollow" target="_blank">${label}</a>`;
     last = m.index + m[0].length;
   }
   return out + emphasis(escapeHtml(text.slice(last)));
@@ -51,7 +54,9 @@ function links(text: string): string {
 
 /** Bold and italic over text that is already escaped (the markers are not special to HTML). */
 function emphasis(escaped: string): string {
-  return escaped.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>").replace(/(^|[^*\w])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>");
+  return escaped
+    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^*\w])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>");
 }
 
 /** A list item's parts: its text, then the paragraphs and code blocks indented under it. */
@@ -95,15 +100,20 @@ const columns = (line: string) => width(/^[ \t]*/.exec(line)![0]);
 function dedent(line: string, n: number): string {
   let col = 0;
   let i = 0;
-  for (; i < line.length && col < n && (line[i] === " " || line[i] === "\t"); i++) col += line[i] === "\t" ? 4 - (col % 4) : 1;
+  for (; i < line.length && col < n && (line[i] === " " || line[i] === "\t"); i++)
+    col += line[i] === "\t" ? 4 - (col % 4) : 1;
   return " ".repeat(Math.max(0, col - n)) + line.slice(i);
 }
 
 /** Code lines without the blank ones at the end (they belong to the gap after the block). */
-const pre = (lines: string[]) => `<pre><code>${escapeHtml(lines.slice(0, lines.findLastIndex((l) => l !== "") + 1).join("\n"))}</code></pre>`;
+const pre = (lines: string[]) =>
+  `<pre><code>${escapeHtml(lines.slice(0, lines.findLastIndex((l) => l !== "") + 1).join("\n"))}</code></pre>`;
 
 function listHtml(b: List): string {
-  const li = (parts: Part[]) => parts.map((p, i) => (p.kind === "code" ? pre(p.lines) : i === 0 ? inline(p.text) : `<p>${inline(p.text)}</p>`)).join("");
+  const li = (parts: Part[]) =>
+    parts
+      .map((p, i) => (p.kind === "code" ? pre(p.lines) : i === 0 ? inline(p.text) : `<p>${inline(p.text)}</p>`))
+      .join("");
   const start = b.kind === "ol" && b.start !== 1 ? ` start="${b.start}"` : "";
   return `<${b.kind}${start}>${b.items.map((i) => `<li>${li(i)}</li>`).join("")}</${b.kind}>`;
 }
@@ -213,8 +223,11 @@ class Blocks {
     const numbered = bullet ? null : NUMBERED.exec(line);
     if (bullet || numbered) {
       const kind = bullet ? "ul" : "ol";
-      const [lead, mark, text] = bullet ? [bullet[1]!, bullet[2]!, bullet[3]!] : [numbered![1]!, numbered![2]! + numbered![3]!, numbered![4]!];
-      if (this.block?.kind !== kind) this.open({ kind, start: numbered ? Number(numbered[2]) : 1, items: [], marker: 0, indent: 0, blanks: 0 });
+      const [lead, mark, text] = bullet
+        ? [bullet[1]!, bullet[2]!, bullet[3]!]
+        : [numbered![1]!, numbered![2]! + numbered![3]!, numbered![4]!];
+      if (this.block?.kind !== kind)
+        this.open({ kind, start: numbered ? Number(numbered[2]) : 1, items: [], marker: 0, indent: 0, blanks: 0 });
       const b = this.block as List;
       b.items.push([{ kind: "p", text }]);
       b.marker = columns(lead);

@@ -29,7 +29,13 @@ export function runView(root: HTMLElement, id: string, setConnection: (s: string
     h(
       "div",
       { class: "run-grid" },
-      h("div", { class: "left" }, h("div", { class: "tl-head" }, h("h2", {}, "Timeline"), h("label", {}, follow, " follow")), timeline.el, detail),
+      h(
+        "div",
+        { class: "left" },
+        h("div", { class: "tl-head" }, h("h2", {}, "Timeline"), h("label", {}, follow, " follow")),
+        timeline.el,
+        detail,
+      ),
       h("div", { class: "right" }, budget, actions, viewer, files, checkpoints),
     ),
   );
@@ -101,7 +107,12 @@ function runPanels() {
 async function renderFiles(files: HTMLElement, viewer: HTMLElement, id: string): Promise<boolean> {
   const f = await api.files(id);
   clear(files);
-  append(files, h("h2", {}, "Files"), fileList(f.files, (p) => void showFile(viewer, id, p)), f.truncated && h("p", { class: "note" }, "(list cut)"));
+  append(
+    files,
+    h("h2", {}, "Files"),
+    fileList(f.files, (p) => void showFile(viewer, id, p)),
+    f.truncated && h("p", { class: "note" }, "(list cut)"),
+  );
   return f.files.some((x) => x.path === "deliverable/README.md");
 }
 
@@ -110,7 +121,18 @@ async function renderCheckpoints(el: HTMLElement, id: string): Promise<void> {
   clear(el);
   el.append(
     h("h2", {}, `Checkpoints (${c.checkpoints.length})`),
-    h("ol", {}, ...c.checkpoints.map((x) => h("li", { title: x.commit }, h("b", {}, x.id), ` ${formatTime(x.at)} · turn ${x.turn} · ${x.trigger} · ${x.summary}`))),
+    h(
+      "ol",
+      {},
+      ...c.checkpoints.map((x) =>
+        h(
+          "li",
+          { title: x.commit },
+          h("b", {}, x.id),
+          ` ${formatTime(x.at)} · turn ${x.turn} · ${x.trigger} · ${x.summary}`,
+        ),
+      ),
+    ),
   );
 }
 
@@ -119,7 +141,14 @@ function renderHead(head: HTMLElement, d: RunDetail): void {
   clear(head);
   append(
     head,
-    h("h1", {}, r.run_id, " ", h("span", { class: `status ${r.status}`, data: { testid: "status" } }, r.status), driverBadge(r.status, d.liveness.live, d.liveness.stale)),
+    h(
+      "h1",
+      {},
+      r.run_id,
+      " ",
+      h("span", { class: `status ${r.status}`, data: { testid: "status" } }, r.status),
+      driverBadge(r.status, d.liveness.live, d.liveness.stale),
+    ),
     h("p", { class: "objective" }, r.objective),
     d.liveness.stale ? h("p", { class: "detail-line stale-line" }, d.liveness.stale) : null,
     r.status_detail ? h("p", { class: "detail-line" }, r.status_detail) : null,
@@ -129,7 +158,11 @@ function renderHead(head: HTMLElement, d: RunDetail): void {
       `started ${formatTime(r.created_at)} · updated ${formatTime(r.updated_at)} · heartbeat ${Math.round(d.liveness.heartbeat_age_ms / 1000)}s ago · pending: ${r.pending?.type ?? "nothing"} · `,
       `verifiers ${r.verifiers} (${r.consensus}) · last checkpoint ${r.last_checkpoint ?? "none"}`,
     ),
-    h("p", { class: "roles" }, ...d.summary.roles.map((x) => h("span", { class: "role" }, h("b", {}, x.role), ` ${x.model}`))),
+    h(
+      "p",
+      { class: "roles" },
+      ...d.summary.roles.map((x) => h("span", { class: "role" }, h("b", {}, x.role), ` ${x.model}`)),
+    ),
   );
 }
 
@@ -146,15 +179,17 @@ function showEvent(detail: HTMLElement, e: IndexedEvent): void {
 function renderActions(el: HTMLElement, d: RunDetail, after: () => void): void {
   if (!d.actions || el.childElementCount > 0) return;
   const out = h("p", { class: "note", data: { testid: "action-result" } });
-  const run = (action: string, body: object = {}) => async () => {
-    out.textContent = `${action}…`;
-    try {
-      out.textContent = (await api.action(d.run.run_id, action, body)).message;
-      after();
-    } catch (e) {
-      out.textContent = (e as Error).message;
-    }
-  };
+  const run =
+    (action: string, body: object = {}) =>
+    async () => {
+      out.textContent = `${action}…`;
+      try {
+        out.textContent = (await api.action(d.run.run_id, action, body)).message;
+        after();
+      } catch (e) {
+        out.textContent = (e as Error).message;
+      }
+    };
   const note = h("textarea", { class: "note-text" });
   note.placeholder = "a note for the Director (read at its next direction request)";
   el.append(
@@ -163,7 +198,11 @@ function renderActions(el: HTMLElement, d: RunDetail, after: () => void): void {
     " ",
     h("button", { on: { click: run("resume") }, data: { testid: "resume" } }, "Resume"),
     note,
-    h("button", { on: { click: () => void run("note", { text: note.value })() }, data: { testid: "send-note" } }, "Send note to the Director"),
+    h(
+      "button",
+      { on: { click: () => void run("note", { text: note.value })() }, data: { testid: "send-note" } },
+      "Send note to the Director",
+    ),
     out,
   );
 }

@@ -27,7 +27,17 @@ export function runsView(root: HTMLElement): () => void {
   const table = h(
     "table",
     { class: "runs", data: { testid: "runs" } },
-    h("thead", {}, h("tr", {}, ...["run", "objective", "state", "roles and models", "started", "updated", "tokens", "deliverable"].map((t) => h("th", {}, t)))),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ...["run", "objective", "state", "roles and models", "started", "updated", "tokens", "deliverable"].map((t) =>
+          h("th", {}, t),
+        ),
+      ),
+    ),
     body,
   );
   clear(root);
@@ -39,7 +49,9 @@ export function runsView(root: HTMLElement): () => void {
       if (stopped) return;
       clear(body);
       for (const r of list.runs) body.appendChild(row(r));
-      note.textContent = list.runs.length ? list.warnings.join(" ") : `No runs yet. Start one with: relay infty run "objective". ${list.warnings.join(" ")}`;
+      note.textContent = list.runs.length
+        ? list.warnings.join(" ")
+        : `No runs yet. Start one with: relay infty run "objective". ${list.warnings.join(" ")}`;
     } catch (e) {
       note.textContent = (e as Error).message;
     }

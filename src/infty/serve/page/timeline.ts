@@ -92,7 +92,12 @@ export class Timeline {
     const at = typeof e.event.at === "string" ? e.event.at.slice(11, 19) : "";
     return h(
       "div",
-      { class: `row ${d.tone}`, data: { n: String(e.n), type: String(e.event.type), ready: "1" }, on: { click: () => this.onPick(e) }, title: d.text.slice(0, 500) },
+      {
+        class: `row ${d.tone}`,
+        data: { n: String(e.n), type: String(e.event.type), ready: "1" },
+        on: { click: () => this.onPick(e) },
+        title: d.text.slice(0, 500),
+      },
       h("span", { class: "n" }, String(e.n)),
       h("span", { class: "at" }, at),
       h("span", { class: "who" }, d.who),
