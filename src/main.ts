@@ -21,6 +21,7 @@ if (first === SANDBOX_EXEC_ARG) {
     process.argv.length === 2
       ? /relay-code-mode-host(\.exe)?$/.test(process.execPath)
       : first === "code-mode-host" && process.argv.length === 3;
-  if (host) compileEmbeddedWasm(QUICKJS_WASM_ASSET);
+  // Started early and awaited where it is used (compileEmbeddedWasm catches its own failure).
+  if (host) void compileEmbeddedWasm(QUICKJS_WASM_ASSET);
   void import("./cli/entry.ts").then((m) => m.runCli());
 }

@@ -6,7 +6,7 @@
 
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Command, type OptionValues } from "@commander-js/extra-typings";
+import type { Command, OptionValues } from "@commander-js/extra-typings";
 import { runLiveness } from "../infty/liveness.ts";
 import { applyCommit, commitToApply } from "../infty/repo/apply.ts";
 import { branchDiff } from "../infty/repo/checkout.ts";

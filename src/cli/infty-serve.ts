@@ -4,7 +4,7 @@
  */
 
 import path from "node:path";
-import { Command } from "@commander-js/extra-typings";
+import type { Command } from "@commander-js/extra-typings";
 import { relayHome } from "../home/home.ts";
 import { wholeNumber } from "./infty-flags.ts";
 import { ExitCode, fail } from "./usage.ts";

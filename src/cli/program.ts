@@ -1,6 +1,6 @@
 /** Builds the `relay` command tree. Each subcommand lives in its own file under src/cli/. */
 
-import { Command, CommanderError } from "@commander-js/extra-typings";
+import { Command, type CommanderError } from "@commander-js/extra-typings";
 import { Log } from "../util/log.ts";
 import { VERSION } from "../version.ts";
 import { logCommandStart } from "./command-log.ts";

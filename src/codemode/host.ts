@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { ErrorCode, type RequestId } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { CodeModeEngine, type EngineDelegate, type EngineSession } from "./engine.ts";
+import type { CodeModeEngine, EngineDelegate, EngineSession } from "./engine.ts";
 import {
   CodeModeErrorCode,
   CodeModeMethods,

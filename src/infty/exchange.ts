@@ -88,7 +88,7 @@ export async function deliveryOf(rolloutPath: string, offset: number, message: s
   // Only this role's own messages come after the offset; the last one is what counts.
   const at = entries.findLastIndex((e) => e.kind === "user");
   const user = entries[at];
-  if (!user || user.kind !== "user" || user.text !== message) return { state: "unsent" };
+  if (user?.kind !== "user" || user.text !== message) return { state: "unsent" };
   const turn = entries.slice(at + 1);
   const done = turn.find((e) => e.kind === "task_complete");
   if (done?.kind === "task_complete") return { state: "answered", reply: done.reply };

@@ -74,6 +74,7 @@ export interface StateDb {
 
 const migrations: Record<string, Migration> = {
   "0001_memories": {
+    // biome-ignore lint/suspicious/noExplicitAny: a migration runs against the schema as it was then, which no current type describes
     async up(db: Kysely<any>) {
       await db.schema
         .createTable("memory_threads")
@@ -142,6 +143,7 @@ const migrations: Record<string, Migration> = {
   },
   // A shared (Postgres) DB sees rollouts of many hosts; each host claims only its own files.
   "0002_thread_host": {
+    // biome-ignore lint/suspicious/noExplicitAny: a migration runs against the schema as it was then, which no current type describes
     async up(db: Kysely<any>) {
       await db.schema
         .alterTable("memory_threads")
@@ -151,6 +153,7 @@ const migrations: Record<string, Migration> = {
   },
   // Lease holders heartbeat, so that a dead holder on another host is seen long before its lease ends.
   "0003_job_heartbeat": {
+    // biome-ignore lint/suspicious/noExplicitAny: a migration runs against the schema as it was then, which no current type describes
     async up(db: Kysely<any>) {
       await db.schema.alterTable("jobs").addColumn("heartbeat_at", "bigint").execute();
     },
@@ -164,6 +167,7 @@ const migrations: Record<string, Migration> = {
 async function migrate(state: StateDb): Promise<Result<void>> {
   try {
     await state.exclusive(async (tx) => {
+      // biome-ignore lint/suspicious/noExplicitAny: as in the migrations above
       const t = tx as unknown as Kysely<any>;
       await t.schema
         .createTable(MIGRATIONS_TABLE)

@@ -137,7 +137,7 @@ export async function recordCitationUsage(
   nowMs: number = Date.now(),
 ): Promise<Result<number>> {
   const c = parseCitations(finalMessage);
-  if (!c || !c.threadIds.length) return ok(0);
+  if (!c?.threadIds.length) return ok(0);
   if (dbSpec === undefined) {
     const settings = await loadMemorySettings(home);
     if ("error" in settings) return settings;

@@ -206,9 +206,9 @@ async function* attemptStream(
       watch.arm();
     }
     return undefined;
-  } catch (e) {
+  } catch (thrown) {
     throwIfAborted(signal);
-    if (watch.idle && !(e instanceof ModelError)) e = watch.idleError(a.url);
+    const e = watch.idle && !(thrown instanceof ModelError) ? watch.idleError(a.url) : thrown;
     if (!(e instanceof RetryableError)) throw e instanceof ModelError ? failed(e, a.url, attempt + 1) : e;
     return e;
   } finally {

@@ -253,7 +253,7 @@ async function readTar(file: string, decompress: Transform, keep: KeepEntry): Pr
       if (h.type === "link") {
         entry.resume();
         const target = byPath.get((h.linkname ?? "").replace(/\/+$/, ""));
-        if (!target || target.type !== "file")
+        if (target?.type !== "file")
           throw new Error(`hard link ${h.name} points at ${h.linkname}, which is not an earlier file`);
         const e: ArchiveEntry = {
           path: name,

@@ -113,6 +113,6 @@ function exampleMatches(prefix: UserApprovalRule["prefix"], example: string): bo
     return `not a command relay can read: ${(e as Error).message}`;
   }
   const only = commands.length === 1 ? commands[0] : undefined;
-  if (!only || only.type !== "simple") return "an example must be one simple command";
+  if (only?.type !== "simple") return "an example must be one simple command";
   return prefixMatches(prefix, only.words);
 }

@@ -666,8 +666,7 @@ const TEST_BINARY = new Set([
   "-o",
 ]);
 const ARITHMETIC_COMPARE = new Set(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]);
-const isFixed = (w: Word | undefined, ...values: string[]): boolean =>
-  w !== undefined && w.fixed && values.includes(w.value);
+const isFixed = (w: Word | undefined, ...values: string[]): boolean => w?.fixed === true && values.includes(w.value);
 
 /** `-v NAME[SUBSCRIPT]` evaluates the subscript as arithmetic, and `a[$(cmd)]` there runs cmd. */
 function testVariableCheck(cmd: string, args: readonly Word[]): Safety {

@@ -33,7 +33,7 @@ async function globalDoc(home: string): Promise<ProjectDoc | undefined> {
   for (const name of DEFAULT_PROJECT_DOC_NAMES) {
     const file = path.join(home, name);
     const raw = await readFile(file).catch(() => undefined);
-    if (!raw || !raw.toString("utf8").trim()) continue;
+    if (!raw?.toString("utf8").trim()) continue;
     const cut = raw.length > GLOBAL_DOC_MAX_BYTES;
     const head = raw.subarray(0, GLOBAL_DOC_MAX_BYTES);
     const text = head.subarray(0, cut ? wholeCharsEnd(head) : head.length).toString("utf8");

@@ -542,7 +542,8 @@ async function connectTools(
   const codeMode = o.codeMode ? new CodeModeTools(router) : undefined;
   if (codeMode) {
     router.attachCodeMode(codeMode);
-    codeMode.prestart();
+    // A failure to start is reported by the first exec call, which opens the host again.
+    codeMode.prestart().catch(() => {});
   }
   return ok({ router, ...(codeMode ? { codeMode } : {}), ...(mcp.ok ? { mcp: mcp.ok } : {}) });
 }

@@ -14,7 +14,7 @@ import type { RpcPeer } from "../protocol/peer.ts";
 import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { ApprovalCache, type ApprovalNeed, evaluateExec, evaluateMcpTool, evaluatePatch } from "./approval.ts";
+import { type ApprovalCache, type ApprovalNeed, evaluateExec, evaluateMcpTool, evaluatePatch } from "./approval.ts";
 import type { UserApprovalRule } from "./approval-rules.ts";
 import { type CodeModeTools, codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL } from "./code-mode.ts";
 import type { ApprovalPolicy } from "./config.ts";

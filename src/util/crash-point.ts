@@ -7,7 +7,7 @@ const passed = new Map<string, number>();
 
 export function crashPoint(name: string): void {
   const at = process.env.RELAY_TEST_CRASH_AT;
-  if (!at || !at.startsWith(name)) return;
+  if (!at?.startsWith(name)) return;
   const n = (passed.get(name) ?? 0) + 1;
   passed.set(name, n);
   if (at === name || at === `${name}#${n}`) process.kill(process.pid, "SIGKILL");

@@ -155,7 +155,7 @@ class Emitter {
 const OBJECT_TEST = (x: string) => `typeof ${x} !== "object" || ${x} === null || Array.isArray(${x})`;
 
 /** Emits the check for one node's own type; undefined when zod must decide it. */
-function emitType(e: Emitter, schema: z.ZodType, zod: ZodInternals, x: string): string | undefined {
+function emitType(e: Emitter, _schema: z.ZodType, zod: ZodInternals, x: string): string | undefined {
   const def = zod.def;
   const primitive: Record<string, string> = {
     string: `typeof ${x} !== "string"`,

@@ -81,7 +81,7 @@ describe("relay skills list", () => {
         assert.match(text.stdout, /^deploy +local RELAY_HOME\/skills/m, "without the root, the local deploy is back");
         assert.match(
           text.stdout,
-          /3 skills \(1 hidden: invocable, not listed to the model\); 1 skipped:\n  bad_front_matter: /,
+          /3 skills \(1 hidden: invocable, not listed to the model\); 1 skipped:\n {2}bad_front_matter: /,
         );
       } finally {
         for (const d of [home, ws, env.dir]) rmSync(d, { recursive: true, force: true });

@@ -342,7 +342,7 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     const shortLived = await exec(ex, { command: ["sleep", "0.4"], yield_time_ms: 250 });
     assert.ok(shortLived.process_id);
     // Other stored processes may exit meanwhile: their announcements are skipped.
-    while ((await until(exits.next(), "the short-lived process to exit")) !== shortLived.process_id) continue;
+    while ((await until(exits.next(), "the short-lived process to exit")) !== shortLived.process_id);
     const l = await ex.peer.call(ExecutorMethods.list, {}); // a listing does not count as use
     assert.ok(
       "ok" in l && l.ok.processes.some((p) => p.process_id === shortLived.process_id && !p.running),

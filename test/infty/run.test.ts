@@ -265,7 +265,7 @@ describe("relay infty CLI", () => {
     const listedText = await runRelayAsync(["infty", "list"], env);
     assert.match(
       listedText.stdout,
-      /^RUN +STATUS +TURNS +UPDATED +OBJECTIVE\nr-kill +stale: driver pid \d+ gone; resume with: relay infty resume r-kill  /,
+      /^RUN +STATUS +TURNS +UPDATED +OBJECTIVE\nr-kill +stale: driver pid \d+ gone; resume with: relay infty resume r-kill {2}/,
     );
     assert.equal(
       readFileSync(path.join(runDir, "artifacts/answer.txt"), "utf8"),

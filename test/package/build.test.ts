@@ -380,7 +380,7 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     assert.equal(bad.status, 1);
     assert.match(
       bad.stdout,
-      /^FAILED .*: 2 problem\(s\)\n  size mismatch: relay-path\/README.txt .*\n  extra file: stray\n$/,
+      /^FAILED .*: 2 problem\(s\)\n {2}size mismatch: relay-path\/README.txt .*\n {2}extra file: stray\n$/,
     );
   });
 

@@ -50,7 +50,7 @@ describe("approvals", () => {
     await until(askedAgain.promise, "the prompt to ask again after an unclear answer");
     input.write("a\n");
     assert.equal(await first, "approved_for_session");
-    assert.match(shown, /relay wants to run this command in \/srv:\n  make deploy\nreason: ship it/);
+    assert.match(shown, /relay wants to run this command in \/srv:\n {2}make deploy\nreason: ship it/);
     assert.equal(prompts(), 2, "asked again after an unclear answer");
     assert.equal(
       await cache.decide({ kind: "exec", summary: "make deploy", cwd: "/srv" }),

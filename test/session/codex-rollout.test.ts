@@ -36,11 +36,11 @@ describe("a Codex-written rollout", () => {
     const tokenCount = r.lines.find(
       (l) => l.type === "event_msg" && (l.payload as { type: string }).type === "token_count",
     );
-    assert.equal((tokenCount?.payload as { info: { model_context_window: number } }).info.model_context_window, 272000);
+    assert.equal((tokenCount!.payload as { info: { model_context_window: number } }).info.model_context_window, 272000);
 
     assert.equal(r.lastTurnContext?.turn_id, "turn-2");
     assert.equal(r.lastTurnContext?.model, "gpt-5-codex");
-    assert.deepEqual((r.lastTurnContext?.sandbox_policy as { mode: string }).mode, "workspace-write");
+    assert.deepEqual((r.lastTurnContext!.sandbox_policy as { mode: string }).mode, "workspace-write");
 
     // The compaction's replacement history (minus the legacy ghost snapshot), then the new turn.
     assert.deepEqual(

@@ -229,9 +229,7 @@ describe("rollout files", () => {
       assert.equal(r.warnings[0], `skipped line 3 of ${w.path}: not valid JSON`);
       assert.match(
         r.warnings[1]!,
-        new RegExp(
-          `^skipped line 4 of .*: invalid turn_context line \\(payload\\.cwd: .*; payload\\.approval_policy is missing; payload\\.sandbox_policy is missing; 1 more\\)$`,
-        ),
+        /^skipped line 4 of .*: invalid turn_context line \(payload\.cwd: .*; payload\.approval_policy is missing; payload\.sandbox_policy is missing; 1 more\)$/,
       );
       assert.equal(r.lastTurnContext, undefined);
     });

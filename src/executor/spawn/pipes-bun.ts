@@ -46,7 +46,9 @@ export function spawnPipesBun(
     sendAndClose(text: string) {
       try {
         child.stdin?.write(text);
-        child.stdin?.end();
+        // Bun's sink may end with a promise (a flush still pending); a child gone by then reads nothing more.
+        const ended = child.stdin?.end();
+        if (ended instanceof Promise) ended.catch(() => {});
       } catch {
         // the child is gone: it reads nothing more
       }

@@ -1,7 +1,7 @@
 /** The live view's mark beside a run's status: "● live" only for a run going on now, "⚠ stale" for one left behind. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { driverMark } from "../../../src/infty/serve/page/dom.ts";
+import { driverMark } from "../../../src/infty/serve/page/driver-mark.ts";
 
 const why = "stale: driver pid 123 gone; resume with: relay infty resume r1";
 

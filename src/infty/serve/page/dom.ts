@@ -3,6 +3,8 @@
  * is this page's own (`#…`) or this server's (`/…`). The one place markup is parsed is the
  * Markdown viewer, whose renderer escapes everything first (markdown.ts).
  */
+import { driverMark } from "./driver-mark.ts";
+
 type Child = Node | string | number | null | undefined | false;
 
 export interface Attrs {
@@ -65,17 +67,6 @@ export function formatTime(iso: string | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
-/**
- * What to show beside a run's status: "live" only while a process drives a run that says
- * running (a finished run's driver may still hold the lease while it exits, and a restore holds
- * it on a stopped run: neither is a run going on), "stale" for one that says running with its
- * driver gone.
- */
-export function driverMark(status: string, live: boolean, stale: string | undefined): "live" | "stale" | undefined {
-  if (status !== "running") return undefined;
-  if (stale) return "stale";
-  return live ? "live" : undefined;
-}
 
 /** The mark as a badge: "● live", or "⚠ stale" with the sentence (why, and how to resume) as its title. */
 export function driverBadge(status: string, live: boolean, stale: string | undefined): HTMLElement | null {
