@@ -133,6 +133,21 @@ describe("architecture", () => {
     assert.deepEqual(upward, []);
   });
 
+  test("each room sits exactly one layer above the highest room it imports (the block is the measured order)", () => {
+    const uses = new Map<string, Set<string>>();
+    for (const [file, targets] of graph) {
+      const from = roomOf(file);
+      const set = uses.get(from) ?? new Set<string>();
+      uses.set(from, set);
+      for (const target of targets) if (roomOf(target) !== from) set.add(roomOf(target));
+    }
+    const loose = [...uses].flatMap(([room, used]) => {
+      const measured = 1 + Math.max(0, ...[...used].map((r) => rank.get(r)!));
+      return rank.get(room) === measured ? [] : [`${room}: layer ${rank.get(room)} in the doc, ${measured} measured`];
+    });
+    assert.deepEqual(loose, []);
+  });
+
   test("no modules import each other in a cycle", () => {
     assert.deepEqual(cycles(graph), []);
   });
