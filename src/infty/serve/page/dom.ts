@@ -67,7 +67,6 @@ export function formatTime(iso: string | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
-
 /** The mark as a badge: "● live", or "⚠ stale" with the sentence (why, and how to resume) as its title. */
 export function driverBadge(status: string, live: boolean, stale: string | undefined): HTMLElement | null {
   const mark = driverMark(status, live, stale);
