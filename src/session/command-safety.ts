@@ -7,7 +7,14 @@
  * why, for the approval prompt.
  */
 import { loadedBashGrammar } from "../util/bash-grammar.ts";
-import type { Command, Redirect, Script, SimpleCommand, Word } from "../util/shell-ast.ts";
+import {
+  type Command,
+  type Redirect,
+  type Script,
+  SHELL_NAME,
+  type SimpleCommand,
+  type Word,
+} from "../util/shell-ast.ts";
 import { parseShellTree } from "../util/shell-tree.ts";
 import { type BuiltinRule, builtinPolicy, prefixMatches, type UserApprovalRule } from "./approval-rules.ts";
 
@@ -639,14 +646,13 @@ function readCheck(p: ParsedArgs): Safety {
     ...p.options.filter((o) => o.name === "-a").map((o) => o.value ?? ""),
   ];
   for (const n of names) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) return ask(`read into ${n || "a computed name"} is not understood`);
+    if (!SHELL_NAME.test(n)) return ask(`read into ${n || "a computed name"} is not understood`);
     const v = checkVariable(n);
     if (!v.safe) return v;
   }
   return SAFE;
 }
 
-const NAME_ONLY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const TEST_BINARY = new Set([
   "=",
   "==",
@@ -672,7 +678,7 @@ const isFixed = (w: Word | undefined, ...values: string[]): boolean => w?.fixed 
 function testVariableCheck(cmd: string, args: readonly Word[]): Safety {
   for (let i = 0; i < args.length; i++) {
     const operand = args[i + 1];
-    if (isFixed(args[i], "-v") && !(operand?.fixed && NAME_ONLY.test(operand.value))) {
+    if (isFixed(args[i], "-v") && !(operand?.fixed && SHELL_NAME.test(operand.value))) {
       return ask(`${cmd} -v ${operand?.raw ?? ""} evaluates an array subscript, which can run commands`);
     }
   }

@@ -72,6 +72,24 @@ export interface Script {
   commands: Command[];
 }
 
+/** A shell variable name (what `NAME=value`, `for NAME` and `read NAME` take). */
+export const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Whether the `[` or `{` just before `from` is a glob bracket or a brace expansion: its close
+ * comes before `end`, the end of its word (for braces, with a `,` or `..` inside).
+ */
+export function bracketCloses(text: string, from: number, end: number, open: "[" | "{"): boolean {
+  const close = open === "[" ? "]" : "}";
+  let list = open === "[";
+  for (let j = from; j < end; j++) {
+    const c = text.charAt(j);
+    if (c === close) return list;
+    if (c === "," || text.startsWith("..", j)) list = true;
+  }
+  return false;
+}
+
 /** The only `${...}` forms accepted: a name, a positional or special parameter, or its length. */
 export const SIMPLE_BRACED = /^#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/;
 

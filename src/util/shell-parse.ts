@@ -7,11 +7,13 @@
  */
 
 import {
+  bracketCloses,
   type Command,
   type ForCommand,
   type GroupCommand,
   type Redirect,
   type Script,
+  SHELL_NAME,
   ShellParseError,
   SIMPLE_BRACED,
   type SimpleCommand,
@@ -59,7 +61,6 @@ const KEYWORDS = new Set([
 ]);
 const NOT_MODELLED = new Set(["case", "select", "function", "coproc"]);
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/;
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function parseShell(src: string): Script {
   return new Parser(src, 0).parseAll();
@@ -251,7 +252,7 @@ class Parser {
     this.skipBlanks();
     if (this.peek() === "(") this.fail("the arithmetic for (( )) is not analysed");
     const nameWord = this.parseWord();
-    if (!nameWord.fixed || !NAME.test(nameWord.raw)) this.fail("a for loop needs a variable name");
+    if (!nameWord.fixed || !SHELL_NAME.test(nameWord.raw)) this.fail("a for loop needs a variable name");
     const items: Word[] = [];
     this.skipSeparators(false);
     if (this.peekKeyword() === "in") {
@@ -415,26 +416,19 @@ class Parser {
     else if (c === "`") this.readBacktick(b, false);
     else {
       this.pos++;
-      if (c === "*" || c === "?" || (c === "[" && this.closes("[", "]")) || (c === "{" && this.closes("{", "}")))
-        b.dyn(c, false);
+      if (c === "*" || c === "?" || ((c === "[" || c === "{") && this.closes(c))) b.dyn(c, false);
       else b.lit(c);
     }
   }
 
   /**
-   * Whether the `open` just read is a glob bracket or a brace expansion: its `close` follows in
-   * the same word (for braces, with a `,` or `..` inside).
+   * Whether the `open` just read is a glob bracket or a brace expansion, within this word (up to
+   * the next unquoted metacharacter).
    */
-  private closes(open: string, close: string): boolean {
-    let j = this.pos;
-    let list = open === "[";
-    while (j < this.src.length && !META.has(this.src.charAt(j))) {
-      const c = this.src.charAt(j);
-      if (c === close) return list;
-      if (c === "," || this.src.startsWith("..", j)) list = true;
-      j++;
-    }
-    return false;
+  private closes(open: "[" | "{"): boolean {
+    let end = this.pos;
+    while (end < this.src.length && !META.has(this.src.charAt(end))) end++;
+    return bracketCloses(this.src, this.pos, end, open);
   }
 
   /** The opening `"` was read. */

@@ -9,10 +9,12 @@
 import type { BashParser, SyntaxNode } from "./bash-grammar.ts";
 import {
   type Assignment,
+  bracketCloses,
   type Command,
   type GroupCommand,
   type Redirect,
   type Script,
+  SHELL_NAME,
   ShellParseError,
   SIMPLE_BRACED,
   type SimpleCommand,
@@ -33,7 +35,6 @@ const ARITHMETIC = new Set([
   "parenthesized_expression",
   "ternary_expression",
 ]);
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ASSIGNING = /^([+\-*/%&^|]|<<|>>)?=$|^(\+\+|--)$/;
 /** Where an unquoted or double-quoted literal would start a substitution bash runs. */
 const SUBSTITUTION_START = /^(`|\$[({[A-Za-z_0-9@*#?$!'"-])/;
@@ -107,6 +108,12 @@ interface RedirectParts {
   redirects: Redirect[];
   words: Word[];
   commands: Command[];
+}
+
+function addParts(into: RedirectParts, more: RedirectParts): void {
+  into.redirects.push(...more.redirects);
+  into.words.push(...more.words);
+  into.commands.push(...more.commands);
 }
 
 class TreeReader {
@@ -207,12 +214,9 @@ class TreeReader {
         const first = cmd.assigns.length + cmd.redirects.length === 0;
         if (!(first && name.raw === "!")) cmd.words.push(name);
       } else if (field === "argument") cmd.words.push(this.word(c));
-      else if (field === "redirect") {
-        const r = this.redirect(c);
-        cmd.redirects.push(...r.redirects);
-        cmd.words.push(...r.words);
-        after.push(...r.commands);
-      } else notAnalysed(c, " in a command");
+      else if (field === "redirect")
+        addParts({ redirects: cmd.redirects, words: cmd.words, commands: after }, this.redirect(c));
+      else notAnalysed(c, " in a command");
     }
     return [...done, cmd, ...after];
   }
@@ -230,10 +234,7 @@ class TreeReader {
     for (const [c, field] of fields(n)) {
       if (field === "body") body = this.nested(() => this.statement(c));
       else if (field === "redirect") {
-        const r = this.redirect(c);
-        parts.redirects.push(...r.redirects);
-        parts.words.push(...r.words);
-        parts.commands.push(...r.commands);
+        addParts(parts, this.redirect(c));
       } else notAnalysed(c, " in a redirected command");
     }
     const [first, ...rest] = body;
@@ -300,10 +301,7 @@ class TreeReader {
       else if (c.type === "heredoc_body") body = c;
       else if (c.type === "heredoc_end") end = c;
       else if (field === "redirect") {
-        const r = this.redirect(c);
-        parts.redirects.push(...r.redirects);
-        parts.words.push(...r.words);
-        parts.commands.push(...r.commands);
+        addParts(parts, this.redirect(c));
       } else if (c.isNamed) parts.commands.push(...this.nested(() => this.statement(c)));
       else if (op === undefined) op = c.type;
       else if (!["|", "|&", "&&", "||", ";", "&"].includes(c.type)) notAnalysed(c, " after a here-document");
@@ -350,7 +348,7 @@ class TreeReader {
     const name = n.childForFieldName("name");
     if (name?.type !== "variable_name") return notAnalysed(name ?? n, " as a variable name (arrays are not analysed)");
     // The grammar takes `--x=y` for an assignment; bash runs it as a command.
-    if (!NAME.test(name.text))
+    if (!SHELL_NAME.test(name.text))
       throw new ShellParseError(`${name.text} is not a variable name bash assigns (at offset ${n.startIndex})`);
     return { name: name.text, word: this.assignmentWord(n) };
   }
@@ -529,22 +527,14 @@ class TreeReader {
       if (c === "\\") {
         const next = text.charAt(++i);
         if (next !== "\n") b.lit(next === "" ? "\\" : next);
-      } else if (c === "*" || c === "?" || ((c === "[" || c === "{") && this.closes(c, at + i + 1, wordEnd)))
+      } else if (
+        c === "*" ||
+        c === "?" ||
+        ((c === "[" || c === "{") && bracketCloses(this.src, at + i + 1, wordEnd, c))
+      )
         b.dyn(c, false);
       else b.lit(c);
     }
-  }
-
-  /** Whether the `[` or `{` before `from` is a glob bracket or a brace expansion in this word. */
-  private closes(open: string, from: number, wordEnd: number): boolean {
-    const close = open === "[" ? "]" : "}";
-    let list = open === "[";
-    for (let j = from; j < wordEnd; j++) {
-      const c = this.src.charAt(j);
-      if (c === close) return list;
-      if (c === "," || this.src.startsWith("..", j)) list = true;
-    }
-    return false;
   }
 
   /** A literal must not hold a substitution the grammar left unread: that would hide a command. */
