@@ -60,8 +60,21 @@ function closure(...entries: string[]): { modules: Set<string>; packages: Set<st
   return { modules: new Set([...modules].map((m) => path.relative(SRC, m))), packages, builtins };
 }
 
+/** Subcommand name → the module program.ts loads for it (read from its table, so a moved module is followed). */
+const SUBCOMMAND_MODULES = new Map(
+  [
+    ...readFileSync(path.join(SRC, "cli/program.ts"), "utf8").matchAll(
+      /name: "([\w-]+)"[^\n]*import\("\.\/([^"]+)"\)/g,
+    ),
+  ].map((m) => [m[1], `cli/${m[2]}`] as const),
+);
+
 /** The start-up closure of `relay <name>`: main.ts, the CLI core (entry.ts, imported by main.ts), the command tree and that subcommand's module. */
-const subcommand = (name: string) => closure("main.ts", "cli/entry.ts", "cli/program.ts", `cli/${name}.ts`);
+function subcommand(name: string) {
+  const module = SUBCOMMAND_MODULES.get(name);
+  assert.ok(module !== undefined, `cli/program.ts loads no module for ${name}`);
+  return closure("main.ts", "cli/entry.ts", "cli/program.ts", module);
+}
 
 const HEAVY = {
   quickjs: ["quickjs-emscripten-core", "@jitl/quickjs-singlefile-mjs-release-sync"],
@@ -302,7 +315,7 @@ describe("start-up import graph", () => {
     assert.deepEqual(
       serve(subcommand("infty").modules),
       [],
-      "relay infty imports the server on demand (cli/infty-serve.ts)",
+      "relay infty imports the server on demand (cli/infty/serve.ts)",
     );
     assert.deepEqual(serve(subcommand("executor").modules), []);
     assert.deepEqual(serve(closure("main.ts", "cli/entry.ts").modules), []);
@@ -330,7 +343,7 @@ describe("start-up import graph", () => {
     // protocol/index.ts re-exports; a type-only import of db.ts must not count as loading kysely.
     assert.ok(closure("protocol/index.ts").modules.has("protocol/peer.ts"));
     const read = readFileSync(path.join(SRC, "memories/read.ts"), "utf8");
-    assert.ok(!/^import .*from "\.\/db\.ts"/m.test(read), "read.ts loads db.ts on demand only");
+    assert.ok(!/^import .*from "\.\/store\/db\.ts"/m.test(read), "read.ts loads db.ts on demand only");
     assertNoPackages("memories/read.ts", closure("memories/read.ts").packages, HEAVY.db);
   });
 

@@ -9,8 +9,8 @@
  */
 
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
-import { warmUp } from "../../src/codemode/host.ts";
-import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { HostProvider } from "../../src/codemode/host/provider.ts";
+import { warmUp } from "../../src/codemode/host/server.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
 import { CodeModeMethods } from "../../src/codemode/protocol.ts";
 import type { CodeModeCallbacks, CodeModeSession } from "../../src/codemode/provider.ts";

@@ -6,9 +6,9 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { openStateDb, type StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
+import { openStateDb, type StateDb } from "../../src/memories/store/db.ts";
 
 export interface ChildReport {
   seconds: number;

@@ -14,8 +14,8 @@ import {
 } from "quickjs-emscripten-core";
 import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { Cell } from "./cell.ts";
-import type { CellHost, EngineDelegate, Limits } from "./cell-contract.ts";
+import { Cell } from "./cell/cell.ts";
+import type { CellHost, EngineDelegate, Limits } from "./cell/contract.ts";
 import { HeapGuard } from "./heap-guard.ts";
 import {
   CodeModeErrorCode,
@@ -30,7 +30,7 @@ import { StoredValues } from "./stored.ts";
 import { PreparedVm } from "./vm.ts";
 import { VmPool } from "./vm-pool.ts";
 
-export type { EngineDelegate } from "./cell-contract.ts";
+export type { EngineDelegate } from "./cell/contract.ts";
 
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CPU_LIMIT_MS = 10_000;

@@ -1,7 +1,7 @@
 /**
  * What a code-mode provider is: `CodeModeProvider` opens `CodeModeSession`s that answer their
  * nested tool calls through `CodeModeCallbacks`. The providers are in-process-provider.ts (the
- * engine without IPC) and host-provider.ts (a `code-mode-host` process). `untilAborted` is how
+ * engine without IPC) and host/provider.ts (a `code-mode-host` process). `untilAborted` is how
  * both terminate a cell whose caller gave up.
  */
 import type { Result } from "../util/result.ts";

@@ -10,7 +10,7 @@ import { redactSecrets } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { consolidationPrompt } from "./prompts.ts";
 import { MEMORY_MD, MEMORY_SUMMARY, rfc3339, stemOf } from "./storage.ts";
-import type { SelectedOutput } from "./store-outputs.ts";
+import type { SelectedOutput } from "./store/outputs.ts";
 import type { WorkspaceDiff } from "./workspace.ts";
 
 export interface ConsolidateInput {

@@ -1,7 +1,8 @@
 /** Which scanned rollouts phase 1 may claim, and why each other one is skipped (one rule, pure). */
-import type { ThreadRow } from "./rows.ts";
+
 import { addFilteredSource, addSkip, type SkipReason, type SkipReport } from "./skips.ts";
 import { NEVER_READ_SOURCES } from "./sources.ts";
+import type { ThreadRow } from "./store/rows.ts";
 
 export interface EligibilityRules {
   nowMs: number;

@@ -8,7 +8,7 @@ import { redactDeep, redactSecrets, safeSlug, withoutMarkers } from "../util/red
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "./filter.ts";
 import { STAGE1_SYSTEM, stage1Input } from "./prompts.ts";
-import type { Stage1Result } from "./store-stage1.ts";
+import type { Stage1Result } from "./store/stage1.ts";
 
 export const Stage1OutputSchema = lazySchema(() =>
   z.strictObject({

@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { procStatFields, START_TIME_FIELD } from "../util/proc-stat.ts";
-import type { JobRow } from "./rows.ts";
+import type { JobRow } from "./store/rows.ts";
 
 export interface Holder {
   host: string;

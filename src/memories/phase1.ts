@@ -3,16 +3,16 @@ import os from "node:os";
 import { setImmediate } from "node:timers";
 import { redactSecrets } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
-import type { StateDb } from "./db.ts";
 import { type Eligible, selectCandidates } from "./eligibility.ts";
 import { type Extractor, redactStage1 } from "./extract.ts";
 import { hasUserTurn, readMemoryRollout } from "./filter.ts";
 import { type HolderReport, LEASE_HEARTBEAT_SECONDS } from "./holder.ts";
-import type { ThreadRow } from "./rows.ts";
 import { scanRollouts } from "./scan.ts";
 import { addSkip, type SkipReason, type SkipReport } from "./skips.ts";
 import { DEFAULT_SOURCES } from "./sources.ts";
-import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
+import type { StateDb } from "./store/db.ts";
+import type { TakeOver, TakeOverJudge } from "./store/leases.ts";
+import type { ThreadRow } from "./store/rows.ts";
 import {
   heartbeatStage1,
   markStage1Failed,
@@ -21,8 +21,8 @@ import {
   type Stage1Claim,
   type Stage1Result,
   tryClaimStage1Batch,
-} from "./store-stage1.ts";
-import { getThreads } from "./store-threads.ts";
+} from "./store/stage1.ts";
+import { getThreads } from "./store/threads.ts";
 
 export const STAGE1_LEASE_SECONDS = 3600;
 export const STAGE1_RETRY_DELAY_SECONDS = 3600;

@@ -7,12 +7,12 @@ import { crashPoint } from "../util/crash-point.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import type { Consolidator } from "./consolidate.ts";
-import type { StateDb } from "./db.ts";
 import { type HolderReport, LEASE_HEARTBEAT_SECONDS } from "./holder.ts";
 import { DIFF_FILE, MEMORY_MD, MEMORY_SUMMARY, syncInputs } from "./storage.ts";
-import type { TakeOver, TakeOverJudge } from "./store-leases.ts";
-import { selectPhase2Inputs } from "./store-outputs.ts";
-import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, tryClaimPhase2 } from "./store-phase2.ts";
+import type { StateDb } from "./store/db.ts";
+import type { TakeOver, TakeOverJudge } from "./store/leases.ts";
+import { selectPhase2Inputs } from "./store/outputs.ts";
+import { heartbeatPhase2, markPhase2Failed, markPhase2Succeeded, tryClaimPhase2 } from "./store/phase2.ts";
 import {
   type PreparedWorkspace,
   prepareWorkspace,

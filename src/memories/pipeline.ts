@@ -3,14 +3,14 @@ import { Log } from "../util/log.ts";
 import type { Result } from "../util/result.ts";
 import { ok } from "../util/result.ts";
 import type { Consolidator } from "./consolidate.ts";
-import type { StateDb } from "./db.ts";
 import type { Extractor } from "./extract.ts";
 import { holderName, holderSince, newWorkerId } from "./holder.ts";
 import { type Phase1Report, runPhase1 } from "./phase1.ts";
 import { type Phase2Report, runPhase2 } from "./phase2.ts";
 import type { MemorySettings } from "./settings.ts";
 import { skipSummary } from "./skips.ts";
-import { pruneStage1 } from "./store-outputs.ts";
+import type { StateDb } from "./store/db.ts";
+import { pruneStage1 } from "./store/outputs.ts";
 
 export const PRUNE_BATCH = 200;
 

@@ -11,7 +11,7 @@ import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
 import { loadMemorySettings, stateDbSpec } from "./settings.ts";
 import { MEMORY_SUMMARY } from "./storage.ts";
-import { recordUsage } from "./store-outputs.ts";
+import { recordUsage } from "./store/outputs.ts";
 
 export const DEFAULT_SUMMARY_TOKENS = 2_500;
 
@@ -144,7 +144,7 @@ export async function recordCitationUsage(
     dbSpec = stateDbSpec(home, settings.ok);
   }
   // Loaded on demand: kysely and pg would add ~100 ms to every session start.
-  const { openStateDb } = await import("./db.ts");
+  const { openStateDb } = await import("./store/db.ts");
   const opened = await openStateDb(dbSpec);
   if ("error" in opened) return opened;
   try {

@@ -4,11 +4,11 @@ import { type RolloutFile, walkRollouts } from "../rollout/find.ts";
 import { rawLines, readSessionMeta } from "../rollout/reader.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
-import type { StateDb } from "./db.ts";
-import type { ThreadRow } from "./rows.ts";
 import { addParseError, addUnreadable, emptySkips, type SkipReport } from "./skips.ts";
 import { sourceName } from "./sources.ts";
-import { getThreads, upsertThreads } from "./store-threads.ts";
+import type { StateDb } from "./store/db.ts";
+import type { ThreadRow } from "./store/rows.ts";
+import { getThreads, upsertThreads } from "./store/threads.ts";
 
 export interface ScanOptions {
   relayHome: string;

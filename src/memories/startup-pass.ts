@@ -6,13 +6,13 @@ import { z } from "zod";
 import { memoriesDir } from "../home/home.ts";
 import { applyOverrides, type ConfigOverrides, loadConfig } from "../session/config.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
-import { openStateDb, type StateDb } from "./db.ts";
 import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";
 import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
 import { loadMemorySettings, type MemorySettings, stateDbSpec } from "./settings.ts";
 import { type Env, type PassArg, PassArgSchema, STARTUP_FLAG, startupLog } from "./startup.ts";
-import { claimStartupSlot } from "./store-startup.ts";
+import { openStateDb, type StateDb } from "./store/db.ts";
+import { claimStartupSlot } from "./store/startup.ts";
 
 interface PassInputs {
   sessionId: string;

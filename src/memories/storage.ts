@@ -2,7 +2,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { redactSecrets, safeSlug } from "../util/redact.ts";
-import type { SelectedOutput } from "./store-outputs.ts";
+import type { SelectedOutput } from "./store/outputs.ts";
 
 export const RAW_MEMORIES = "raw_memories.md";
 export const SUMMARIES_DIR = "rollout_summaries";

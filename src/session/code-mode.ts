@@ -5,7 +5,7 @@
  * `Output:`, then the script's text items.
  */
 import { z } from "zod";
-import { HostProvider } from "../codemode/host-provider.ts";
+import { HostProvider } from "../codemode/host/provider.ts";
 import {
   CodeModeErrorCode,
   cellOf,

@@ -9,7 +9,7 @@ import { mkdir, stat, statfs, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { resolveHostProgram } from "../codemode/host-program.ts";
+import { resolveHostProgram } from "../codemode/host/program.ts";
 import { CodeModeMethods } from "../codemode/protocol.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
 import { type BwrapSupport, probeBwrap } from "../executor/sandbox/bwrap.ts";

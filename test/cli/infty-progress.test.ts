@@ -1,7 +1,7 @@
 /** The progress lines of relay infty run: short tag, the Solver's words, quiet heartbeats, one failure line, the summary. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ProgressLines, QUIET_HEARTBEAT_MS, runTag } from "../../src/cli/infty-progress.ts";
+import { ProgressLines, QUIET_HEARTBEAT_MS, runTag } from "../../src/cli/infty/progress.ts";
 import type { InftyEvent } from "../../src/infty/orchestrator.ts";
 import type { RunMeta } from "../../src/infty/run-store.ts";
 import { httpError } from "../support/fake-model-server.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { after, describe, test } from "node:test";
-import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { HostProvider } from "../../src/codemode/host/provider.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
 import type { RuntimeResponse } from "../../src/codemode/protocol.ts";
 import type { CodeModeCallbacks } from "../../src/codemode/provider.ts";

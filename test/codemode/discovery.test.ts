@@ -3,8 +3,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/codemode/host-program.ts";
-import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/codemode/host/program.ts";
+import { HostProvider } from "../../src/codemode/host/provider.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { ok } from "../../src/util/result.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { HostProvider } from "../../src/codemode/host/provider.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
 import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/codemode/protocol.ts";
 import type { CodeModeCallbacks, CodeModeProvider } from "../../src/codemode/provider.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { HostProvider } from "../../src/codemode/host-provider.ts";
+import { HostProvider } from "../../src/codemode/host/provider.ts";
 import { CodeModeTools, parseExecInput } from "../../src/session/code-mode.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";

@@ -4,7 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { newWorkerId } from "../../src/memories/holder.ts";
-import { tryClaimStage1 } from "../../src/memories/store-stage1.ts";
+import { tryClaimStage1 } from "../../src/memories/store/stage1.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { HOUR, OFFLINE, ok, openDb, relay, sqliteSkip, tempHome, writeRollout } from "./support.ts";

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } f
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { openStateDb } from "../../src/memories/db.ts";
+import { openStateDb } from "../../src/memories/store/db.ts";
 import { sqliteSkip } from "./support.ts";
 
 const skip = sqliteSkip || (process.platform === "win32" && "file modes are POSIX only");

@@ -4,15 +4,15 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { agentConsolidator, type Consolidator, heuristicConsolidator } from "../../src/memories/consolidate.ts";
-import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
 import { type Phase2Options, runPhase2 } from "../../src/memories/phase2.ts";
 import { consolidateMemories } from "../../src/memories/pipeline.ts";
 import { defaultMemorySettings } from "../../src/memories/settings.ts";
 import { summaryStem } from "../../src/memories/storage.ts";
-import { forgetThread } from "../../src/memories/store-outputs.ts";
-import { readPhase2Job } from "../../src/memories/store-phase2.ts";
+import type { StateDb } from "../../src/memories/store/db.ts";
+import { forgetThread } from "../../src/memories/store/outputs.ts";
+import { readPhase2Job } from "../../src/memories/store/phase2.ts";
 import { workspaceDiff } from "../../src/memories/workspace.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { defaultConfig } from "../../src/session/config.ts";
@@ -201,7 +201,7 @@ describe("phase 2", { skip: sqliteSkip }, () => {
       assert.equal(ok(crashed).status, "failed");
       // Simulate a hard kill instead: reclaim as the dead worker and stop before finishing.
       const os = await import("node:os");
-      const { tryClaimPhase2 } = await import("../../src/memories/store-phase2.ts");
+      const { tryClaimPhase2 } = await import("../../src/memories/store/phase2.ts");
       const killed = ok(
         await tryClaimPhase2(db, {
           workerId: `relay-memories:${os.hostname()}:999999:dead`,

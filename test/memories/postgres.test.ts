@@ -9,9 +9,9 @@ import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { consolidateMemories } from "../../src/memories/pipeline.ts";
 import { recordCitationUsage } from "../../src/memories/read.ts";
 import { defaultMemorySettings } from "../../src/memories/settings.ts";
-import { getOutput, listOutputs, recordUsage } from "../../src/memories/store-outputs.ts";
-import { readPhase2Job } from "../../src/memories/store-phase2.ts";
-import { markStage1Succeeded, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
+import { getOutput, listOutputs, recordUsage } from "../../src/memories/store/outputs.ts";
+import { readPhase2Job } from "../../src/memories/store/phase2.ts";
+import { markStage1Succeeded, tryClaimStage1 } from "../../src/memories/store/stage1.ts";
 import { relayArgv } from "../support/self.ts";
 import { assertUpsertsInOrder, HOUR, openDb, tempHome, writeRollout } from "./support.ts";
 

@@ -11,8 +11,8 @@ import {
   sessionMemoryRead,
   stripCitations,
 } from "../../src/memories/read.ts";
-import { getOutput } from "../../src/memories/store-outputs.ts";
-import { markStage1Succeeded, tryClaimStage1 } from "../../src/memories/store-stage1.ts";
+import { getOutput } from "../../src/memories/store/outputs.ts";
+import { markStage1Succeeded, tryClaimStage1 } from "../../src/memories/store/stage1.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { openDb, sqliteSkip, tempHome } from "./support.ts";

@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { KyselyPlugin } from "kysely";
-import type { StateDb } from "../../src/memories/db.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { readMemoryRollout } from "../../src/memories/filter.ts";
 import { CLAIM_BATCH, type Phase1Options, runPhase1 } from "../../src/memories/phase1.ts";
 import { SCAN_PAGE } from "../../src/memories/scan.ts";
-import { tryClaimStage1, tryClaimStage1Batch } from "../../src/memories/store-stage1.ts";
+import type { StateDb } from "../../src/memories/store/db.ts";
+import { tryClaimStage1, tryClaimStage1Batch } from "../../src/memories/store/stage1.ts";
 import type { MessageItem } from "../../src/model/items.ts";
 import { visitRollout } from "../../src/rollout/reader.ts";
 import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.ts";

@@ -1,26 +1,26 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { sql } from "kysely";
-import type { StateDb } from "../../src/memories/db.ts";
 import { type EligibilityRules, selectCandidates } from "../../src/memories/eligibility.ts";
-import type { ThreadRow } from "../../src/memories/rows.ts";
 import { emptySkips } from "../../src/memories/skips.ts";
-import { listOutputs, pruneStage1, recordUsage, selectPhase2Inputs } from "../../src/memories/store-outputs.ts";
+import type { StateDb } from "../../src/memories/store/db.ts";
+import { listOutputs, pruneStage1, recordUsage, selectPhase2Inputs } from "../../src/memories/store/outputs.ts";
 import {
   markPhase2Failed,
   markPhase2Succeeded,
   readPhase2Job,
   tryClaimPhase2,
-} from "../../src/memories/store-phase2.ts";
+} from "../../src/memories/store/phase2.ts";
+import type { ThreadRow } from "../../src/memories/store/rows.ts";
 import {
   markStage1Failed,
   markStage1NoOutput,
   markStage1Succeeded,
   readStage1Job,
   tryClaimStage1,
-} from "../../src/memories/store-stage1.ts";
-import { listThreads, upsertThreads } from "../../src/memories/store-threads.ts";
-import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store-tx.ts";
+} from "../../src/memories/store/stage1.ts";
+import { listThreads, upsertThreads } from "../../src/memories/store/threads.ts";
+import { DEFAULT_RETRY_BUDGET } from "../../src/memories/store/tx.ts";
 import { assertUpsertsInOrder, DAY, HOUR, ok, openDb, sqliteSkip, tempHome } from "./support.ts";
 
 const NOW = 1_800_000_000; // seconds
@@ -353,7 +353,7 @@ describe("phase 2 lock and selection", { skip: sqliteSkip }, () => {
       );
       assert.match(l.error.message, /relay memories forget x/);
       // ...and forget is the repair.
-      const { forgetThread } = await import("../../src/memories/store-outputs.ts");
+      const { forgetThread } = await import("../../src/memories/store/outputs.ts");
       assert.equal(ok(await forgetThread(db, "x", NOW)), true);
       assert.equal(ok(await forgetThread(db, "bad", NOW)), true);
       assert.deepEqual(ok(await listOutputs(db)), []);
@@ -369,7 +369,7 @@ describe("forget", { skip: sqliteSkip }, () => {
     await using h = tempHome();
     const db = await openDb(h.dbFile);
     try {
-      const { forgetThread } = await import("../../src/memories/store-outputs.ts");
+      const { forgetThread } = await import("../../src/memories/store/outputs.ts");
       ok(await forgetThread(db, "t-later", NOW));
       ok(await upsertThreads(db, [thread("t-later", NOW * 1000 - 7 * HOUR, { memory_mode: "enabled" })]));
       const c = await candidates(db, { nowMs: NOW * 1000, maxAgeDays: 10, minIdleHours: 6, sources: ["cli"] }, 10);

@@ -4,8 +4,8 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { openStateDb, type StateDb } from "../../src/memories/db.ts";
-import { getThread, upsertThreads } from "../../src/memories/store-threads.ts";
+import { openStateDb, type StateDb } from "../../src/memories/store/db.ts";
+import { getThread, upsertThreads } from "../../src/memories/store/threads.ts";
 import { uuidv7 } from "../../src/rollout/ids.ts";
 import { relayArgv } from "../support/self.ts";
 
