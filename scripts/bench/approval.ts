@@ -6,8 +6,8 @@
  */
 import { spawnSync } from "node:child_process";
 import path from "node:path";
-import { builtinPolicy } from "../../src/session/approval-rules.ts";
-import { commandSafety } from "../../src/session/command-safety.ts";
+import { builtinPolicy } from "../../src/policy/builtin-rules.ts";
+import { commandSafety } from "../../src/policy/command-safety.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
 import { parseShell } from "../../src/util/shell-parse.ts";
 import { parseShellTree } from "../../src/util/shell-tree.ts";

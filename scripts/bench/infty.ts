@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { defaultConfig } from "../../src/config/config.ts";
 import { takeCheckpoint } from "../../src/infty/checkpoints.ts";
 import { writeIndexes } from "../../src/infty/index-files.ts";
 import { FileLease } from "../../src/infty/lease-file.ts";
@@ -17,7 +18,6 @@ import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { readContract, SolverSignalSchema } from "../../src/infty/signals.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
-import { defaultConfig } from "../../src/session/config.ts";
 import { fmtMs, goalLine, numberFlag, printTable, summarize, timeEach, useSourceRelay } from "./stats.ts";
 
 const N = numberFlag("--n", 100);

@@ -11,10 +11,10 @@ import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { parseMcpServers } from "../../src/config/mcp-servers.ts";
+import { McpServers } from "../../src/mcp/servers.ts";
+import { configTarget, executorRootTargets } from "../../src/mcp/session-mcp.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
-import { parseMcpServers } from "../../src/session/mcp/config.ts";
-import { McpServers } from "../../src/session/mcp/servers.ts";
-import { configTarget, executorRootTargets } from "../../src/session/mcp/session-mcp.ts";
 import { mcpFixtureCommand } from "../../test/support/mcp.ts";
 import { fmtMs, goalLine, numberFlag, printTable, ROOT, summarize, timeEach } from "./stats.ts";
 

@@ -1,11 +1,11 @@
 /** `relay doctor`: can this host run relay sessions? One line per check, with the fix for each. */
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
+import { applyOverrides, defaultConfig } from "../config/config.ts";
+import { type DoctorCheck, doctorReport, runDoctorChecks } from "../doctor/doctor.ts";
 import { relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
-import { applyOverrides, defaultConfig } from "../session/config.ts";
-import { type DoctorCheck, doctorReport, runDoctorChecks } from "../session/doctor.ts";
-import { checkWorkingDir } from "../session/preflight.ts";
+import { checkWorkingDir } from "../policy/preflight.ts";
 import { Log } from "../util/log.ts";
 import { ExitCode } from "./usage.ts";
 

@@ -1,8 +1,8 @@
 /** `relay mcp list`: the MCP servers of config.toml, started once to show their state and tools. */
 import { Command } from "@commander-js/extra-typings";
+import { loadConfig } from "../config/config.ts";
 import { relayHome } from "../home/home.ts";
-import { loadConfig } from "../session/config.ts";
-import { listMcpServers, type McpList } from "../session/mcp/list.ts";
+import { listMcpServers, type McpList } from "../mcp/list.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 function listText(list: McpList): string {

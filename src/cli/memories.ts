@@ -8,6 +8,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+import { loadConfig, type RelayConfig } from "../config/config.ts";
 import { memoriesDir, relayHome } from "../home/home.ts";
 import { buildEngines, type Engines } from "../memories/engines.ts";
 import { type HolderReport, holderName, holderReport, holderSince } from "../memories/holder.ts";
@@ -29,7 +30,6 @@ import { forgetThread, getOutput, listOutputs, statusCounts } from "../memories/
 import { readPhase2Job } from "../memories/store/phase2.ts";
 import { getThread } from "../memories/store/threads.ts";
 import { PHASE2_KIND } from "../memories/store/tx.ts";
-import { loadConfig, type RelayConfig } from "../session/config.ts";
 import { scheduleCommand } from "./memories-schedule.ts";
 import { wholeNumber } from "./number-flag.ts";
 import { alignRows, outputWidth } from "./session-format.ts";

@@ -1,5 +1,5 @@
 /** Renders session events for people (stderr progress, streamed answer on stdout) or as JSONL. */
-import type { SessionEvent } from "../session/events.ts";
+import type { SessionEvent } from "../contracts/events.ts";
 
 const isTty = (s: NodeJS.WritableStream) => Boolean((s as { isTTY?: boolean }).isTTY);
 const ERASE_LINE = "\r\x1b[2K";

@@ -1,21 +1,21 @@
 import { isatty } from "node:tty";
 import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
-import { relayHome } from "../home/home.ts";
-import { sessionMemories } from "../memories/read.ts";
-import { withStartupMemories } from "../memories/startup.ts";
-import { ModelProviderSchema } from "../model/factory.ts";
-import { nonInteractiveApprover, terminalApprover } from "../session/approval.ts";
 import {
   ApprovalPolicySchema,
   applyOverrides,
   type ConfigOverrides,
   loadConfig,
   type RelayConfig,
-} from "../session/config.ts";
-import type { EmitEvent } from "../session/events.ts";
-import { checkCredentials, checkPrompt, checkScriptFile, checkWorkingDir } from "../session/preflight.ts";
-import { mergeOverrides, resumeSettings } from "../session/resume-settings.ts";
+} from "../config/config.ts";
+import { mergeOverrides, resumeSettings } from "../config/resume-settings.ts";
+import type { EmitEvent } from "../contracts/events.ts";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { relayHome } from "../home/home.ts";
+import { sessionMemories } from "../memories/read.ts";
+import { withStartupMemories } from "../memories/startup.ts";
+import { ModelProviderSchema } from "../model/factory.ts";
+import { nonInteractiveApprover, terminalApprover } from "../policy/approval.ts";
+import { checkCredentials, checkPrompt, checkScriptFile, checkWorkingDir } from "../policy/preflight.ts";
 import { runSession } from "../session/runtime.ts";
 import { ok } from "../util/result.ts";
 import { wholeNumber } from "./number-flag.ts";

@@ -4,16 +4,16 @@
  * One definition, so both commands spell, document and parse them the same way.
  */
 import type { Command, OptionValues } from "@commander-js/extra-typings";
-import { type CapabilityRoot, configRoots, duplicateRootId, parseCapabilityRoot } from "../session/capability-root.ts";
-import type { RelayConfig } from "../session/config.ts";
+import { type CapabilityRoot, configRoots, duplicateRootId, parseCapabilityRoot } from "../config/capability-root.ts";
+import type { RelayConfig } from "../config/config.ts";
 import {
   configEnvironments,
   defaultExecutorName,
   type EnvironmentSpec,
   mergeEnvironments,
   parseEnvironmentSpec,
-} from "../session/environment-spec.ts";
-import type { SessionChoices } from "../session/resume-settings.ts";
+} from "../config/environment-spec.ts";
+import type { SessionChoices } from "../config/resume-settings.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];

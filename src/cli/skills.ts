@@ -5,11 +5,11 @@
 
 import path from "node:path";
 import { Command } from "@commander-js/extra-typings";
+import { startEnvironment, startEnvironments } from "../capabilities/environments.ts";
+import { describeSource, findSkills, type SkillsListOutput } from "../capabilities/skill-sources.ts";
+import { loadConfig } from "../config/config.ts";
 import { relayHome } from "../home/home.ts";
-import { loadConfig } from "../session/config.ts";
-import { startEnvironment, startEnvironments } from "../session/environments.ts";
-import { checkWorkingDir } from "../session/preflight.ts";
-import { describeSource, findSkills, type SkillsListOutput } from "../session/skill-sources.ts";
+import { checkWorkingDir } from "../policy/preflight.ts";
 import { selection, withSelectionOptions } from "./session-options.ts";
 import { ExitCode, fail } from "./usage.ts";
 
@@ -20,7 +20,7 @@ function listOptions() {
     )
     .option(
       "--json",
-      "print {skills, skipped, environments} as JSON (SkillsListOutputSchema in src/session/skill-sources.ts)",
+      "print {skills, skipped, environments} as JSON (SkillsListOutputSchema in src/capabilities/skill-sources.ts)",
     )
     .option("-C, --cd <dir>", "the workspace whose repository's .relay/skills count (default: the current directory)");
   return withSelectionOptions(list);

@@ -5,7 +5,7 @@
  * heartbeat, so `relay infty status` in another terminal sees the same.
  */
 import { z } from "zod";
-import type { SessionEvent } from "../session/events.ts";
+import type { SessionEvent } from "../contracts/events.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 
 export const RoleActivitySchema = lazySchema(() =>

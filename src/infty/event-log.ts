@@ -5,7 +5,7 @@
  * known shapes are checked only where a reader needs their fields.
  */
 import { z } from "zod";
-import type { SessionEvent } from "../session/events.ts";
+import type { SessionEvent } from "../contracts/events.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { RoleActivitySchema } from "./activity.ts";

@@ -4,8 +4,8 @@
  * and fans out each session's events. It is orchestration plumbing: no model sees it as a tool.
  */
 
+import type { SessionEvent } from "../contracts/events.ts";
 import type { TurnOptions, TurnOutcome } from "../session/agent.ts";
-import type { SessionEvent } from "../session/events.ts";
 import type { SessionHandle } from "../session/runtime.ts";
 import { err, ok, type Result } from "../util/result.ts";
 

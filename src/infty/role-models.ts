@@ -12,8 +12,8 @@ import {
   type RelayConfig,
   type RoleModelConfig,
   RoleModelConfigSchema,
-} from "../session/config.ts";
-import { mergeOverrides } from "../session/resume-settings.ts";
+} from "../config/config.ts";
+import { mergeOverrides } from "../config/resume-settings.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { roleKind, verifierNumber } from "./roles.ts";

@@ -5,11 +5,11 @@
  * defaults), and code_mode / capability_roots / environments / executor_name the roles' tools.
  */
 import { z } from "zod";
+import { type CapabilityRoot, CapabilityRootSchema, recordedRoot } from "../config/capability-root.ts";
+import type { ConfigOverrides, RelayConfig } from "../config/config.ts";
+import { EnvironmentSpecSchema } from "../config/environment-spec.ts";
+import type { SessionChoices } from "../config/resume-settings.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
-import { type CapabilityRoot, CapabilityRootSchema, recordedRoot } from "../session/capability-root.ts";
-import type { ConfigOverrides, RelayConfig } from "../session/config.ts";
-import { EnvironmentSpecSchema } from "../session/environment-spec.ts";
-import type { SessionChoices } from "../session/resume-settings.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { RoleNameSchema } from "./roles.ts";
 

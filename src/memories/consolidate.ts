@@ -1,10 +1,10 @@
 /** Consolidators: the offline heuristic one and the agent one (a locked-down `relay run` sub-session). */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import type { RelayConfig } from "../config/config.ts";
+import type { SessionEvent } from "../contracts/events.ts";
 import type { ModelClient } from "../model/client.ts";
-import { nonInteractiveApprover } from "../session/approval.ts";
-import type { RelayConfig } from "../session/config.ts";
-import type { SessionEvent } from "../session/events.ts";
+import { nonInteractiveApprover } from "../policy/approval.ts";
 import { openSession } from "../session/runtime.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";

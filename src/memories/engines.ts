@@ -3,8 +3,9 @@
  * `relay memories consolidate` (flags, then `[memories] extractor` / `consolidator`) and the
  * start-up pass (the session's provider settings) choose the same way.
  */
+
+import { applyOverrides, type RelayConfig } from "../config/config.ts";
 import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
-import { applyOverrides, type RelayConfig } from "../session/config.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { agentConsolidator, type Consolidator, heuristicConsolidator } from "./consolidate.ts";
 import { type Extractor, heuristicExtractor, modelExtractor } from "./extract.ts";

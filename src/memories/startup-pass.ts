@@ -3,8 +3,8 @@
  * only decides and spawns (startup.ts); the DB, the engines and the pipeline load here.
  */
 import { z } from "zod";
+import { applyOverrides, type ConfigOverrides, loadConfig } from "../config/config.ts";
 import { memoriesDir } from "../home/home.ts";
-import { applyOverrides, type ConfigOverrides, loadConfig } from "../session/config.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";

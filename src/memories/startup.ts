@@ -35,10 +35,10 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import type { RelayConfig } from "../config/config.ts";
+import type { EmitEvent } from "../contracts/events.ts";
 import { configPath, logsDir, sessionsDir, stateDbPath } from "../home/home.ts";
 import { selfCommand } from "../protocol/child.ts";
-import type { RelayConfig } from "../session/config.ts";
-import type { EmitEvent } from "../session/events.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { Log } from "../util/log.ts";
 import { errorMessage } from "../util/result.ts";

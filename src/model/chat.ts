@@ -4,16 +4,10 @@
  * assembles streamed tool-call fragments back into function_call items.
  */
 import { z } from "zod";
+import type { TokenUsage } from "../contracts/usage.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
-import {
-  type ModelClient,
-  ModelError,
-  type ModelEvent,
-  type ModelRequest,
-  type ModelTool,
-  type TokenUsage,
-} from "./client.ts";
+import { type ModelClient, ModelError, type ModelEvent, type ModelRequest, type ModelTool } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";

@@ -1,5 +1,6 @@
 /** The one interface every model provider implements (Responses, Chat Completions, scripted). */
 import { z } from "zod";
+import type { TokenUsage } from "../contracts/usage.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import type { ResponseItem } from "./items.ts";
 
@@ -33,16 +34,6 @@ export interface ModelRequest {
   parallelToolCalls: boolean;
   outputSchema?: OutputSchema;
 }
-
-export const TokenUsageSchema = lazySchema(() =>
-  z.object({
-    input_tokens: z.number().int().min(0),
-    output_tokens: z.number().int().min(0),
-    total_tokens: z.number().int().min(0),
-    cached_input_tokens: z.number().int().min(0).optional(),
-  }),
-);
-export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
 /** What a provider streams back for one request. Exactly one `completed` ends a good stream. */
 export type ModelEvent =

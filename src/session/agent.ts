@@ -3,7 +3,10 @@
  * Every item goes to the rollout as soon as it exists, so a crash loses at most the step in
  * flight, and `--resume` continues from the file.
  */
-import { type ModelClient, ModelError, type OutputSchema, type TokenUsage } from "../model/client.ts";
+
+import type { EmitEvent } from "../contracts/events.ts";
+import type { TokenUsage } from "../contracts/usage.ts";
+import { type ModelClient, ModelError, type OutputSchema } from "../model/client.ts";
 import {
   assistantMessage,
   developerMessage,
@@ -19,7 +22,6 @@ import type { RolloutWriter } from "../rollout/writer.ts";
 import type { Result } from "../util/result.ts";
 import { estimateTokens } from "../util/truncate.ts";
 import { buildCompactedHistory, pruneToolOutputs, summarize, USER_MESSAGE_BUDGET_TOKENS } from "./compaction.ts";
-import type { EmitEvent } from "./events.ts";
 import type { ToolRouter } from "./tool-router.ts";
 
 export interface AgentOptions {

@@ -16,13 +16,13 @@ import {
   type WaitOutcome,
 } from "../codemode/protocol.ts";
 import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
+import { parseToolArguments } from "../contracts/tool-args.ts";
+import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
 import type { ExecResult } from "../executor/protocol.ts";
 import type { ModelTool } from "../model/client.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "../util/truncate.ts";
-import { parseToolArguments } from "./tool-args.ts";
-import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export const EXEC_TOOL = "exec";
 export const WAIT_TOOL = "wait";

@@ -5,6 +5,8 @@
  * never writes into a file it did not create: resuming another program's rollout (Codex's) is
  * a fork, so that program can still resume its own session afterwards.
  */
+
+import type { EmitEvent } from "../contracts/events.ts";
 import type { ResponseItem } from "../model/items.ts";
 import { findRollout } from "../rollout/find.ts";
 import { type ForkSource, forkRollout } from "../rollout/fork.ts";
@@ -13,7 +15,6 @@ import { INFTY_SOURCE, isRoleSession, roleSessionRefusal } from "../rollout/sche
 import { type NewSessionMeta, RELAY_ORIGINATOR, RolloutWriter } from "../rollout/writer.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { pendingWorkIn } from "./agent.ts";
-import type { EmitEvent } from "./events.ts";
 
 /** A rollout being resumed or forked: where it is, its history and its cwd. */
 export interface Resumed {

@@ -6,24 +6,30 @@
 
 import path from "node:path";
 import { z } from "zod";
+import type { UserApprovalRule } from "../config/approval-rules.ts";
+import type { ApprovalPolicy } from "../config/config.ts";
+import { parseToolArguments } from "../contracts/tool-args.ts";
+import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
 import { type ExecApprovalRequirement, type ExecResult, ExecutorMethods, type ToolSpec } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
+import type { McpToolSource } from "../mcp/servers.ts";
 import type { ModelTool } from "../model/client.ts";
+import {
+  type ApprovalCache,
+  type ApprovalNeed,
+  evaluateExec,
+  evaluateMcpTool,
+  evaluatePatch,
+} from "../policy/approval.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { type ApprovalCache, type ApprovalNeed, evaluateExec, evaluateMcpTool, evaluatePatch } from "./approval.ts";
-import type { UserApprovalRule } from "./approval-rules.ts";
 import { type CodeModeTools, codeModeModelTools, EXEC_TOOL, execResultJson, WAIT_TOOL } from "./code-mode.ts";
-import type { ApprovalPolicy } from "./config.ts";
 import { formatExecResult } from "./exec-format.ts";
-import type { McpToolSource } from "./mcp/servers.ts";
 import { fetchFullOutput, fullOutputNote, type OutputSpill } from "./output-spill.ts";
 import { commandArgv, pickShell } from "./shell.ts";
-import { parseToolArguments } from "./tool-args.ts";
-import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export interface RouterSettings {
   cwd: string;

@@ -4,8 +4,9 @@
  * is never mistaken for a hung relay. The clock stops while the consumer handles an event (that
  * time is not the model's) and starts again from zero after it.
  */
+
+import type { EmitEvent } from "../contracts/events.ts";
 import type { ModelClient, ModelEvent, ModelRequest } from "../model/client.ts";
-import type { EmitEvent } from "./events.ts";
 
 export interface HeartbeatSettings {
   /** Silence before the first heartbeat. */

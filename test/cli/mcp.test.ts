@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { McpListSchema } from "../../src/session/mcp/list.ts";
+import { McpListSchema } from "../../src/mcp/list.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { fixtureToml } from "../support/mcp.ts";

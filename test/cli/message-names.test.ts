@@ -8,8 +8,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { buildProgram } from "../../src/cli/program.ts";
+import { RelayConfigSchema } from "../../src/config/config.ts";
 import { MemorySettingsSchema } from "../../src/memories/settings.ts";
-import { RelayConfigSchema } from "../../src/session/config.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 
 interface CommandLike {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import { humanRenderer, jsonRenderer } from "../../src/cli/run-render.ts";
-import { SessionEventSchema } from "../../src/session/events.ts";
+import { SessionEventSchema } from "../../src/contracts/events.ts";
 
 const ERASE = "\r\x1b[2K";
 

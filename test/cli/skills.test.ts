@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { SkillsListOutputSchema } from "../../src/session/skill-sources.ts";
+import { SkillsListOutputSchema } from "../../src/capabilities/skill-sources.ts";
 import { runRelayAsync } from "../support/self.ts";
 import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";
 

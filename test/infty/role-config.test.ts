@@ -1,10 +1,10 @@
 /** src/infty/role-models.ts on its own: the role spec syntax and the order of the layers per role. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { applyOverrides, parseConfig } from "../../src/config/config.ts";
 import { parseRoleModelSpec, type RoleModelLayers, roleConfig } from "../../src/infty/role-models.ts";
 import { runSettings } from "../../src/infty/run-settings.ts";
 import { RunMetaSchema } from "../../src/infty/run-store.ts";
-import { applyOverrides, parseConfig } from "../../src/session/config.ts";
 
 const spec = (s: string) => {
   const r = parseRoleModelSpec(s, "--x-model");

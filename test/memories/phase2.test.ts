@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { defaultConfig } from "../../src/config/config.ts";
 import { agentConsolidator, type Consolidator, heuristicConsolidator } from "../../src/memories/consolidate.ts";
 import { heuristicExtractor } from "../../src/memories/extract.ts";
 import { runPhase1 } from "../../src/memories/phase1.ts";
@@ -15,7 +16,6 @@ import { forgetThread } from "../../src/memories/store/outputs.ts";
 import { readPhase2Job } from "../../src/memories/store/phase2.ts";
 import { workspaceDiff } from "../../src/memories/workspace.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
-import { defaultConfig } from "../../src/session/config.ts";
 import { useSourceRelay } from "../support/self.ts";
 import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.ts";
 

@@ -6,11 +6,12 @@
 import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { describe, test } from "node:test";
+import { type UserApprovalRule, UserApprovalRuleSchema } from "../../src/config/approval-rules.ts";
+import { loadConfig } from "../../src/config/config.ts";
 import { configPath } from "../../src/home/home.ts";
-import { evaluateExec } from "../../src/session/approval.ts";
-import { builtinPolicy, type UserApprovalRule, UserApprovalRuleSchema } from "../../src/session/approval-rules.ts";
-import { commandSafety } from "../../src/session/command-safety.ts";
-import { loadConfig } from "../../src/session/config.ts";
+import { evaluateExec } from "../../src/policy/approval.ts";
+import { builtinPolicy } from "../../src/policy/builtin-rules.ts";
+import { commandSafety } from "../../src/policy/command-safety.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
 import { must, mustErr, withHome } from "./support.ts";
 

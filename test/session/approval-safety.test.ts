@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { describe, test } from "node:test";
-import { evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
-import { commandSafety } from "../../src/session/command-safety.ts";
+import { evaluateExec, isKnownSafe, terminalApprover } from "../../src/policy/approval.ts";
+import { commandSafety } from "../../src/policy/command-safety.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
 import { parseShell, ShellParseError } from "../../src/util/shell-parse.ts";
 

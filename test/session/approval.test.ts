@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { describe, test } from "node:test";
-import { ApprovalCache, evaluateExec, isKnownSafe, terminalApprover } from "../../src/session/approval.ts";
+import { ApprovalCache, evaluateExec, isKnownSafe, terminalApprover } from "../../src/policy/approval.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
 import { deferred, until } from "../support/wait.ts";
 

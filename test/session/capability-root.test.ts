@@ -7,9 +7,9 @@ import {
   formatCapabilityRoot,
   parseCapabilityRoot,
   recordedRoot,
-} from "../../src/session/capability-root.ts";
-import { parseConfig } from "../../src/session/config.ts";
-import { mergeEnvironments, parseEnvironmentSpec } from "../../src/session/environment-spec.ts";
+} from "../../src/config/capability-root.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { mergeEnvironments, parseEnvironmentSpec } from "../../src/config/environment-spec.ts";
 import { must, mustErr } from "./support.ts";
 
 describe("capability roots and environments", () => {

@@ -3,8 +3,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { applyOverrides, defaultConfig, loadConfig } from "../../src/config/config.ts";
 import { configPath, relayHome, relayPaths } from "../../src/home/home.ts";
-import { applyOverrides, defaultConfig, loadConfig } from "../../src/session/config.ts";
 import { must, mustErr, withHome } from "./support.ts";
 
 async function writeConfig(home: string, text: string): Promise<string> {

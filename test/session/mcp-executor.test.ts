@@ -8,9 +8,9 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync 
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { capabilityRoot } from "../../src/config/capability-root.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
-import { capabilityRoot } from "../../src/session/capability-root.ts";
-import { parseConfig } from "../../src/session/config.ts";
 import { isAlive } from "../support/executor.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { bunPath, fixtureToml, MCP_FIXTURE } from "../support/mcp.ts";

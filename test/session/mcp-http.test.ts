@@ -10,7 +10,7 @@ import { describe, test } from "node:test";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
-import { parseConfig } from "../../src/session/config.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { type Harness, harness, inputOf } from "./run-support.ts";
 

@@ -5,13 +5,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { parseMcpServers } from "../../src/config/mcp-servers.ts";
 import { readMcpManifest } from "../../src/executor/mcp-manifest.ts";
 import { LineSplitter } from "../../src/executor/mcp-stdio.ts";
-import { parseMcpServers } from "../../src/session/mcp/config.ts";
-import { httpHeaders, stdioEnv } from "../../src/session/mcp/config-links.ts";
-import { ToolNamer } from "../../src/session/mcp/tool-names.ts";
-import { mcpResultText } from "../../src/session/mcp/tool-result.ts";
-import { toolParameters } from "../../src/session/mcp/tool-schema.ts";
+import { httpHeaders, stdioEnv } from "../../src/mcp/config-links.ts";
+import { ToolNamer } from "../../src/mcp/tool-names.ts";
+import { mcpResultText } from "../../src/mcp/tool-result.ts";
+import { toolParameters } from "../../src/mcp/tool-schema.ts";
 
 describe("MCP parts", () => {
   test("config: defaults, Codex's older startup_timeout_ms, http entries; misplaced keys warn; both command and url is an error", () => {

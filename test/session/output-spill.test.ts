@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import type { SessionEvent } from "../../src/session/events.ts";
+import type { SessionEvent } from "../../src/contracts/events.ts";
 import { fullOutputNote, outputsDir } from "../../src/session/output-spill.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { harness, inputOf } from "./run-support.ts";

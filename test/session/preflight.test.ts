@@ -1,8 +1,8 @@
 /** What counts as a server that needs no key: relay run's preflight and relay doctor share the rule. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { applyOverrides, defaultConfig } from "../../src/session/config.ts";
-import { checkCredentials, isLocalUrl } from "../../src/session/preflight.ts";
+import { applyOverrides, defaultConfig } from "../../src/config/config.ts";
+import { checkCredentials, isLocalUrl } from "../../src/policy/preflight.ts";
 
 describe("local and private-network model servers", () => {
   test("loopback, RFC 1918, link-local, IPv6 unique-local and .local names need no key; public hosts do", () => {

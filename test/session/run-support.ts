@@ -2,10 +2,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Approver } from "../../src/session/approval.ts";
-import { nonInteractiveApprover } from "../../src/session/approval.ts";
-import { defaultConfig, type RelayConfig } from "../../src/session/config.ts";
-import type { SessionEvent } from "../../src/session/events.ts";
+import { defaultConfig, type RelayConfig } from "../../src/config/config.ts";
+import type { SessionEvent } from "../../src/contracts/events.ts";
+import type { Approver } from "../../src/policy/approval.ts";
+import { nonInteractiveApprover } from "../../src/policy/approval.ts";
 import { runSession, type SessionRunOptions } from "../../src/session/runtime.ts";
 import { type FakeModelServer, startFakeModelServer } from "../support/fake-model-server.ts";
 import { useSourceRelay } from "../support/self.ts";

@@ -21,9 +21,9 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import { diskCheck } from "../../src/doctor/doctor.ts";
 import { appendLine } from "../../src/infty/durable.ts";
 import { RolloutWriter } from "../../src/rollout/writer.ts";
-import { diskCheck } from "../../src/session/doctor.ts";
 import { LogFile } from "../../src/util/log-file.ts";
 import { reply, startFakeModelServer } from "../support/fake-model-server.ts";
 import { runRelayAsync } from "../support/self.ts";

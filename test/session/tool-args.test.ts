@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
+import { parseToolArguments } from "../../src/contracts/tool-args.ts";
 import { CodeModeTools } from "../../src/session/code-mode.ts";
-import { parseToolArguments } from "../../src/session/tool-args.ts";
 
 describe("function-tool arguments", () => {
   test("empty text is {}, JSON is parsed, anything else is a clear error", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type SessionEvent, SessionEventSchema } from "../../src/session/events.ts";
+import { type SessionEvent, SessionEventSchema } from "../../src/contracts/events.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { deferred, until } from "../support/wait.ts";
 import { harness } from "./run-support.ts";

@@ -4,6 +4,8 @@
  * before the run directory exists: a run that cannot start leaves nothing behind (exit 2).
  */
 import { existsSync, readFileSync } from "node:fs";
+import { type ConfigOverrides, loadConfig, type RelayConfig } from "../../config/config.ts";
+import type { SessionChoices } from "../../config/resume-settings.ts";
 import { relayHome } from "../../home/home.ts";
 import { type InftyOptions, scriptedModels } from "../../infty/orchestrator.ts";
 import {
@@ -15,9 +17,7 @@ import {
 } from "../../infty/role-models.ts";
 import { roleNames } from "../../infty/roles.ts";
 import { type RunSettings, recordedTools } from "../../infty/run-settings.ts";
-import { type ConfigOverrides, loadConfig, type RelayConfig } from "../../session/config.ts";
-import { checkCredentials } from "../../session/preflight.ts";
-import type { SessionChoices } from "../../session/resume-settings.ts";
+import { checkCredentials } from "../../policy/preflight.ts";
 import { selection } from "../session-options.ts";
 import { ExitCode, fail } from "../usage.ts";
 

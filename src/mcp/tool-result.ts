@@ -4,7 +4,7 @@
  * `structuredContent` as JSON when there is no content, the whole cut to the session's output
  * budget like an exec output. `isError` makes it a failed call.
  */
-import { truncateMiddle } from "../../util/truncate.ts";
+import { truncateMiddle } from "../util/truncate.ts";
 
 type Json = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 /** Events a session emits: rendered on a terminal, or printed one JSON object a line with --json. */
 import { z } from "zod";
-import { TokenUsageSchema } from "../model/client.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { TokenUsageSchema } from "./usage.ts";
 
 /** What a session says before its first turn: how it started and what it was given. */
 const setupEvents = () =>

@@ -15,10 +15,10 @@ import {
   McpStartMethod,
   type McpStdioServer,
   McpStopMethod,
-} from "../../executor/mcp-protocol.ts";
-import type { RpcPeer } from "../../protocol/peer.ts";
-import { randomUUID } from "../../util/random.ts";
-import { err, ok, type Result } from "../../util/result.ts";
+} from "../executor/mcp-protocol.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { randomUUID } from "../util/random.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { describeExit, type McpLink } from "./link.ts";
 
 /** Routes one peer's MCP notifications to the transports by server id (a peer has one handler per method). */

@@ -7,10 +7,10 @@ import type { ChildProcess } from "node:child_process";
 import type { Stream } from "node:stream";
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { killTree, MARKER_VAR } from "../../executor/spawn/kill-tree.ts";
-import { randomUUID } from "../../util/random.ts";
-import { err, ok, type Result } from "../../util/result.ts";
-import type { McpLaunchConfig } from "./config.ts";
+import type { McpLaunchConfig } from "../config/mcp-servers.ts";
+import { killTree, MARKER_VAR } from "../executor/spawn/kill-tree.ts";
+import { randomUUID } from "../util/random.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { describeExit, type McpLink, STDERR_TAIL_CHARS } from "./link.ts";
 
 /** Relay's variables a stdio server gets besides the SDK's defaults (HOME, PATH, ...): `env_vars`, then `env`. */

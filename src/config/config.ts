@@ -127,7 +127,7 @@ export const RelayConfigSchema = lazySchema(() =>
     project_doc_fallback_filenames: z.array(nonEmpty).default([]),
     /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
     memories: z.record(z.string(), z.unknown()).optional(),
-    /** `[mcp_servers.NAME]`, in Codex's shape: checked server by server by session/mcp/config.ts (a broken one does not stop the others). */
+    /** `[mcp_servers.NAME]`, in Codex's shape: checked server by server by config/mcp-servers.ts (a broken one does not stop the others). */
     mcp_servers: z.record(z.string(), z.unknown()).optional(),
     /** `[infty.roles.<role>]`: a model per infty role (src/infty/role-models.ts applies them). */
     infty: InftyConfigSchema.optional(),

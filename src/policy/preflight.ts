@@ -5,9 +5,9 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
+import type { RelayConfig } from "../config/config.ts";
 import { DEFAULT_BASE_URL } from "../model/factory.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import type { RelayConfig } from "./config.ts";
 
 /** The base URL a model client will use: config, then OPENAI_BASE_URL, then OpenAI's. */
 export function effectiveBaseUrl(config: RelayConfig, env: NodeJS.ProcessEnv): string {

@@ -6,11 +6,12 @@
  *               and every patch
  * Asking needs a terminal; without one the request is refused with a clear message.
  */
+
+import type { UserApprovalRule } from "../config/approval-rules.ts";
+import type { ApprovalPolicy } from "../config/config.ts";
 import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { Log } from "../util/log.ts";
-import type { UserApprovalRule } from "./approval-rules.ts";
 import { commandSafety, type Safety } from "./command-safety.ts";
-import type { ApprovalPolicy } from "./config.ts";
 
 export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
 

@@ -4,15 +4,16 @@
  * `executorRootTargets(peer, rootId, rootPath)` is the entry for one root on any executor peer.
  * Nothing here loads the MCP SDK: servers.ts imports it once there is a server to start.
  */
-import type { RpcPeer } from "../../protocol/peer.ts";
-import { err, ok, type Result } from "../../util/result.ts";
-import type { EmitEvent } from "../events.ts";
+
 import {
   DEFAULT_STARTUP_TIMEOUT_SEC,
   DEFAULT_TOOL_TIMEOUT_SEC,
   type McpServerEntry,
   parseMcpServers,
-} from "./config.ts";
+} from "../config/mcp-servers.ts";
+import type { EmitEvent } from "../contracts/events.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { configLink } from "./config-links.ts";
 import type { McpServerTarget, McpStateChange } from "./connection.ts";
 import { executorLink, readExecutorManifest } from "./executor-transport.ts";

@@ -5,10 +5,10 @@
  * with exponential backoff, a bounded number of times.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { sleep } from "../../model/http.ts";
-import { Log } from "../../util/log.ts";
-import { err, ok, type Result } from "../../util/result.ts";
-import { VERSION } from "../../version.ts";
+import { sleep } from "../model/http.ts";
+import { Log } from "../util/log.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { VERSION } from "../version.ts";
 import type { McpLink, McpLinkFactory } from "./link.ts";
 
 const log = Log.create("mcp");

@@ -3,8 +3,8 @@
  * failed with the reason, disabled, invalid) and its tools, then stopped.
  */
 import { z } from "zod";
-import { lazySchema } from "../../util/lazy-schema.ts";
-import { parseMcpServers } from "./config.ts";
+import { parseMcpServers } from "../config/mcp-servers.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 import { McpServers } from "./servers.ts";
 import { configTarget } from "./session-mcp.ts";
 

@@ -2,12 +2,13 @@
  * Asks the executor, once at session start, how it will confine commands under the session's
  * policy, so the header says it (and any best-effort gap) before the first command runs.
  */
+
+import type { RelayConfig } from "../config/config.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
 import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
-import type { RelayConfig } from "./config.ts";
 
 const log = Log.create("session");
 

@@ -3,10 +3,11 @@
  * offered to the model as `server__tool`; calls routed to the right server; all closed at the
  * end. A server that cannot start is reported (with its stderr tail) and left out.
  */
-import type { ModelTool } from "../../model/client.ts";
-import { Log } from "../../util/log.ts";
-import { err, ok, type Result } from "../../util/result.ts";
-import type { ToolCallOutcome } from "../tool-outcome.ts";
+
+import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
+import type { ModelTool } from "../model/client.ts";
+import { Log } from "../util/log.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { McpConnection, type McpServerTarget, type McpStateChange, type McpToolInfo } from "./connection.ts";
 import { ToolNamer } from "./tool-names.ts";
 import { mcpResultText } from "./tool-result.ts";

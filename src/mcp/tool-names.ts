@@ -4,7 +4,7 @@
  * start and gets a short hash of the whole, so two long names stay apart; a name already taken
  * (by another tool or server) gets `_2`, `_3`, ...
  */
-import { hashHex } from "../../util/random.ts";
+import { hashHex } from "../util/random.ts";
 
 export const MAX_TOOL_NAME = 64;
 const SEPARATOR = "__";

@@ -6,6 +6,8 @@
  * must only read or go to /dev/null. Anything not understood asks (fails closed). A refusal says
  * why, for the approval prompt.
  */
+
+import { prefixMatches, type UserApprovalRule } from "../config/approval-rules.ts";
 import { loadedBashGrammar } from "../util/bash-grammar.ts";
 import {
   type Command,
@@ -16,7 +18,7 @@ import {
   type Word,
 } from "../util/shell-ast.ts";
 import { parseShellTree } from "../util/shell-tree.ts";
-import { type BuiltinRule, builtinPolicy, prefixMatches, type UserApprovalRule } from "./approval-rules.ts";
+import { type BuiltinRule, builtinPolicy } from "./builtin-rules.ts";
 
 export type Safety = { safe: true } | { safe: false; reason: string };
 

@@ -6,15 +6,15 @@
  * that says how to read on (`{"name", "offset"}`) and where the file is.
  */
 import { z } from "zod";
+import type { EmitEvent } from "../contracts/events.ts";
+import { parseToolArguments } from "../contracts/tool-args.ts";
+import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
 import type { ToolSpec } from "../executor/protocol.ts";
 import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../executor/skills.ts";
 import { type ResponseItem, userMessage } from "../model/items.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import type { SessionEnvironments } from "./environments.ts";
-import type { EmitEvent } from "./events.ts";
 import { readSkillBody, type SelectedSkill } from "./skill-sources.ts";
-import { parseToolArguments } from "./tool-args.ts";
-import type { ToolCallOutcome } from "./tool-outcome.ts";
 
 export const SKILL_TOOL = "skill";
 

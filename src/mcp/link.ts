@@ -1,6 +1,6 @@
 /** What a session holds of one running MCP server's connection, whatever carries it. */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { Result } from "../../util/result.ts";
+import type { Result } from "../util/result.ts";
 
 export const STDERR_TAIL_CHARS = 4000;
 

@@ -11,16 +11,6 @@ import path from "node:path";
 import { z } from "zod";
 import { resolveHostProgram } from "../codemode/host/program.ts";
 import { CodeModeMethods } from "../codemode/protocol.ts";
-import { ExecutorMethods } from "../executor/protocol.ts";
-import { type BwrapSupport, probeBwrap } from "../executor/sandbox/bwrap.ts";
-import { prepareSandbox, probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
-import { type LandlockSupport, probeLandlock, probeUserns } from "../executor/sandbox/linux/support.ts";
-import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
-import { configPath } from "../home/home.ts";
-import { type ChildPeer, spawnPeer, spawnSelf } from "../protocol/child.ts";
-import { lazySchema } from "../util/lazy-schema.ts";
-import { randomUUID } from "../util/random.ts";
-import { errorMessage, type Result } from "../util/result.ts";
 import {
   applyOverrides,
   type ConfigOverrides,
@@ -28,9 +18,19 @@ import {
   type LoadedConfig,
   loadConfig,
   type RelayConfig,
-} from "./config.ts";
-import { credentialState, effectiveBaseUrl, showUrl } from "./preflight.ts";
-import { sessionSandboxPolicy } from "./sandbox-check.ts";
+} from "../config/config.ts";
+import { ExecutorMethods } from "../executor/protocol.ts";
+import { type BwrapSupport, probeBwrap } from "../executor/sandbox/bwrap.ts";
+import { prepareSandbox, probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
+import { type LandlockSupport, probeLandlock, probeUserns } from "../executor/sandbox/linux/support.ts";
+import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
+import { configPath } from "../home/home.ts";
+import { credentialState, effectiveBaseUrl, showUrl } from "../policy/preflight.ts";
+import { sessionSandboxPolicy } from "../policy/sandbox-check.ts";
+import { type ChildPeer, spawnPeer, spawnSelf } from "../protocol/child.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
+import { randomUUID } from "../util/random.ts";
+import { errorMessage, type Result } from "../util/result.ts";
 
 export const DoctorStatusSchema = lazySchema(() => z.enum(["ok", "missing", "warn"]));
 export type DoctorStatus = z.infer<typeof DoctorStatusSchema>;

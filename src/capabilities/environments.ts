@@ -5,12 +5,13 @@
  * (its roots' skills) is simply absent. `get(id)` is how anything (skills, later MCP) reaches an
  * environment's executor; `close()` ends the extra ones (the session closes its own executor).
  */
+
+import type { EnvironmentSpec } from "../config/environment-spec.ts";
 import { type ExecutorInfo, ExecutorMethods } from "../executor/protocol.ts";
 import { type ChildPeer, spawnCommandLine, spawnSelf } from "../protocol/child.ts";
 import { joinCommandLine } from "../protocol/command-line.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import type { EnvironmentSpec } from "./environment-spec.ts";
 
 const START_TIMEOUT_MS = 60_000;
 

@@ -9,6 +9,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import type { CapabilityRoot } from "../config/capability-root.ts";
 import { projectDirs, wholeCharsEnd } from "../executor/project-docs.ts";
 import {
   discoverSkills,
@@ -21,7 +22,6 @@ import {
 } from "../executor/skills.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, type Result } from "../util/result.ts";
-import type { CapabilityRoot } from "./capability-root.ts";
 import type { SessionEnvironments } from "./environments.ts";
 
 export const SkillSourceSchema = lazySchema(() =>
