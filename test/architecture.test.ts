@@ -84,6 +84,51 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** The fenced `entries` block of docs/architecture.md: module (under src/) → why another room reaches into a sub-folder for it. */
+function entries(): Map<string, string> {
+  const doc = readFileSync(path.join(REPO_ROOT, "docs/architecture.md"), "utf8");
+  const block = /```entries\n([\s\S]*?)```/.exec(doc);
+  assert.ok(block, "docs/architecture.md has an ```entries block");
+  return new Map(
+    block[1]!
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const [module, ...why] = line.trim().split(/\s+/);
+        return [module!, why.join(" ")] as const;
+      }),
+  );
+}
+
+/** The folders (under src/) of `file`, outermost first: src/a/b/c.ts → ["a", "a/b"]. */
+function foldersOf(file: string): string[] {
+  const parts = path.relative(SRC, file).split(path.sep).slice(0, -1);
+  return parts.map((_, i) => parts.slice(0, i + 1).join("/"));
+}
+
+/**
+ * Imports between sibling sub-folders, as edges between them: an import from src/a/b/x.ts to
+ * src/a/c/d/y.ts is the edge a/b → a/c (the two folders just below where their paths part).
+ */
+function siblingEdges(graph: Map<string, string[]>): Map<string, string[]> {
+  const edges = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    const from = foldersOf(file);
+    for (const target of targets) {
+      const to = foldersOf(target);
+      let i = 0;
+      while (i < from.length && i < to.length && from[i] === to[i]) i++;
+      if (i === 0 || i >= from.length || i >= to.length) continue; // other rooms, or a parent and its child
+      const set = edges.get(from[i]!) ?? new Set<string>();
+      set.add(to[i]!);
+      edges.set(from[i]!, set);
+    }
+  }
+  return new Map(
+    [...edges].map(([k, v]) => [path.join(REPO_ROOT, "src", k), [...v].map((t) => path.join(REPO_ROOT, "src", t))]),
+  );
+}
+
 /** A function read at once fits a screen: longer ones are split into named steps. */
 const MAX_FUNCTION_LINES = 80;
 
@@ -170,6 +215,49 @@ describe("architecture", () => {
     ]);
     assert.deepEqual(cycles(fake), [["src/session/b.ts", "src/util/a.ts"]]);
     assert.ok(rank.get("util")! < rank.get("session")!, "util is below session");
+    const siblings = new Map([
+      [path.join(SRC, "executor/files/index.ts"), [path.join(SRC, "executor/patch/tool.ts")]],
+      [
+        path.join(SRC, "executor/patch/apply.ts"),
+        [path.join(SRC, "executor/files/paths.ts"), path.join(SRC, "executor/tool.ts")],
+      ],
+      [path.join(SRC, "executor/tool.ts"), [path.join(SRC, "executor/files/paths.ts")]],
+    ]);
+    assert.deepEqual(cycles(siblingEdges(siblings)), [["src/executor/files", "src/executor/patch"]]);
     assert.ok(graph.size > 100, `read ${graph.size} modules`);
+  });
+
+  test("no two sub-folders of a folder import each other, even through others (e.g. executor/files and executor/patch)", () => {
+    assert.deepEqual(cycles(siblingEdges(graph)), []);
+  });
+
+  test("another room is reached through its face: a module at its top, a sub-folder's index.ts, or a listed entry", () => {
+    const listed = entries();
+    const used = new Set<string>();
+    const deep: string[] = [];
+    for (const [file, targets] of graph) {
+      for (const target of targets) {
+        if (roomOf(target) === roomOf(file)) continue;
+        const rel = path.relative(SRC, target).split(path.sep).join("/");
+        if (rel.split("/").length <= 2 || rel.endsWith("/index.ts")) continue;
+        if (listed.has(rel)) used.add(rel);
+        else deep.push(`${path.relative(SRC, file)} -> ${rel}`);
+      }
+    }
+    assert.deepEqual(
+      deep,
+      [],
+      "import the sub-folder's index.ts, or list the module in docs/architecture.md's entries block with why",
+    );
+    assert.deepEqual(
+      [...listed.keys()].filter((m) => !used.has(m)),
+      [],
+      "entries no other room imports: remove them from the block",
+    );
+    assert.deepEqual(
+      [...listed].filter(([, why]) => why === "").map(([m]) => m),
+      [],
+      "every entry says why",
+    );
   });
 });

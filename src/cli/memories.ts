@@ -24,12 +24,18 @@ import { skipDetailLines } from "../memories/skips.ts";
 import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../memories/sources.ts";
 import { runStartupPass } from "../memories/startup-pass.ts";
 import { SUMMARIES_DIR, stemOf } from "../memories/storage.ts";
-import { openStateDb, type StateDb } from "../memories/store/db.ts";
-import { listLeases } from "../memories/store/leases.ts";
-import { forgetThread, getOutput, listOutputs, statusCounts } from "../memories/store/outputs.ts";
-import { readPhase2Job } from "../memories/store/phase2.ts";
-import { getThread } from "../memories/store/threads.ts";
-import { PHASE2_KIND } from "../memories/store/tx.ts";
+import {
+  forgetThread,
+  getOutput,
+  getThread,
+  listLeases,
+  listOutputs,
+  openStateDb,
+  PHASE2_KIND,
+  readPhase2Job,
+  type StateDb,
+  statusCounts,
+} from "../memories/store/index.ts";
 import { scheduleCommand } from "./memories-schedule.ts";
 import { wholeNumber } from "./number-flag.ts";
 import { alignRows, outputWidth } from "./session-format.ts";

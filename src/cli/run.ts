@@ -9,7 +9,7 @@ import {
 } from "../config/config.ts";
 import { mergeOverrides, resumeSettings } from "../config/resume-settings.ts";
 import type { EmitEvent } from "../contracts/events.ts";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../contracts/sandbox-policy.ts";
 import { relayHome } from "../home/home.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { withStartupMemories } from "../memories/startup.ts";

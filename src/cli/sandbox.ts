@@ -7,7 +7,7 @@ import {
   SandboxModeSchema,
   type SandboxPolicy,
   SandboxPolicySchema,
-} from "../executor/sandbox/policy.ts";
+} from "../contracts/sandbox-policy.ts";
 import { describeAttempt, explainAttempt, runSandboxed } from "../executor/sandbox/run.ts";
 import { ExitCode, fail } from "./usage.ts";
 

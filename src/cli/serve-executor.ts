@@ -1,6 +1,6 @@
 /** `relay executor` serving on stdio (cli/executor.ts parses its flags; cli/direct.ts starts it without them). */
 import { serveExecutor } from "../executor/server.ts";
-import { startDeathGuard } from "../executor/spawn/death-guard.ts";
+import { startDeathGuard } from "../process/death-guard.ts";
 import { runUntilClosed, serveStdio } from "../protocol/index.ts";
 
 /** Serves until stdin closes; every process it started dies with it, whatever ends it. */

@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../executor/sandbox/policy.ts";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../contracts/sandbox-policy.ts";
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";

@@ -20,9 +20,16 @@ import {
   type RelayConfig,
 } from "../config/config.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
-import { type BwrapSupport, probeBwrap } from "../executor/sandbox/bwrap.ts";
-import { prepareSandbox, probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
-import { type LandlockSupport, probeLandlock, probeUserns } from "../executor/sandbox/linux/support.ts";
+import {
+  type BwrapSupport,
+  type LandlockSupport,
+  prepareSandbox,
+  probeBwrap,
+  probeLandlock,
+  probeSandbox,
+  probeUserns,
+  type SandboxSupport,
+} from "../executor/sandbox/index.ts";
 import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
 import { configPath } from "../home/home.ts";
 import { credentialState, effectiveBaseUrl, showUrl } from "../policy/preflight.ts";

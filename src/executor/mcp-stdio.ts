@@ -8,6 +8,7 @@
 
 import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn } from "node:child_process";
+import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -21,7 +22,6 @@ import {
   McpStartMethod,
   McpStopMethod,
 } from "./mcp-protocol.ts";
-import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 
 const log = Log.create("mcp-stdio");
 

@@ -7,6 +7,7 @@
  */
 
 import { Buffer } from "node:buffer";
+import { killTree, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { Log } from "../util/log.ts";
 import { randomHex, randomInt } from "../util/random.ts";
@@ -25,7 +26,6 @@ import { ContainerSpawner, takes } from "./sandbox/linux/spawner.ts";
 import { simulated } from "./sandbox/linux/support.ts";
 import { WarmHelpers, type WarmLaunch } from "./sandbox/warm-helper.ts";
 import { type ProcessExit, type RunningProcess, spawnProcess } from "./spawn/index.ts";
-import { killTree, killTreesNow, MARKER_VAR } from "./spawn/kill-tree.ts";
 
 const log = Log.create("executor");
 

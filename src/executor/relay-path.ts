@@ -33,6 +33,7 @@ function sweepGoneOwnersOnce(tmp: string): void {
     void removeGoneOwnersDirs(tmp).then((gone) => {
       if (gone.length)
         log.info("removed the relay-path directories of gone executors", { count: gone.length, first: gone[0] });
+      log.debug("relay-path sweep done", { removed: gone.length });
     });
   });
 }

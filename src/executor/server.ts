@@ -4,13 +4,14 @@
  */
 import os from "node:os";
 import path from "node:path";
+import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import { VERSION } from "../version.ts";
 import { EXEC_COMMAND_DESCRIPTION, WRITE_STDIN_DESCRIPTION } from "./exec-tools.ts";
-import { fileTools } from "./files/index.ts";
+import { fileTools } from "./file-tools.ts";
 import { McpStdioHost } from "./mcp-stdio.ts";
 import { type ManagerOptions, ProcessManager } from "./process-manager.ts";
 import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
@@ -22,7 +23,6 @@ import {
   type ToolSpec,
 } from "./protocol.ts";
 import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
-import type { SandboxPolicy } from "./sandbox/policy.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import { ptySupported } from "./spawn/index.ts";
 import { type ExecutorTool, parseToolArgs } from "./tool.ts";

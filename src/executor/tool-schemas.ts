@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "./exec-tools.ts";
-import { fileTools } from "./files/index.ts";
+import { fileTools } from "./file-tools.ts";
 import type { ExecutorTool } from "./tool.ts";
 import { BUILTIN_TOOL_SCHEMAS } from "./tool-schemas.generated.ts";
 

@@ -3,8 +3,8 @@
  * returns text for the model, and reports failure as a value (never throws to the caller).
  */
 import { z } from "zod";
+import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
 import { err, type Result } from "../util/result.ts";
-import type { SandboxPolicy } from "./sandbox/policy.ts";
 
 export interface ToolContext {
   /** Absolute directory that relative paths in the arguments resolve against. */

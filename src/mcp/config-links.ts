@@ -8,7 +8,7 @@ import type { Stream } from "node:stream";
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpLaunchConfig } from "../config/mcp-servers.ts";
-import { killTree, MARKER_VAR } from "../executor/spawn/kill-tree.ts";
+import { killTree, MARKER_VAR } from "../process/kill-tree.ts";
 import { randomUUID } from "../util/random.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { describeExit, type McpLink, STDERR_TAIL_CHARS } from "./link.ts";

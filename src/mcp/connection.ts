@@ -5,7 +5,7 @@
  * with exponential backoff, a bounded number of times.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { sleep } from "../model/http.ts";
+import { sleep } from "../process/sleep.ts";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { VERSION } from "../version.ts";

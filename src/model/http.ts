@@ -4,6 +4,7 @@
  * seen no output; after that a failure surfaces as a ModelError.
  */
 import { z } from "zod";
+import { sleep, throwIfAborted } from "../process/sleep.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { Log } from "../util/log.ts";
 import { ModelError, type ModelEvent } from "./client.ts";
@@ -427,25 +428,6 @@ async function* readEvents(
 /** The error a parser throws when the body ends before its terminal event. */
 export function streamEndedEarly(what: string): RetryableError {
   return new RetryableError(new ModelError("stream", `The model stream ended before ${what}`));
-}
-
-export function throwIfAborted(signal?: AbortSignal): void {
-  if (signal?.aborted) throw signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new DOMException("The operation was aborted.", "AbortError"));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason ?? new DOMException("The operation was aborted.", "AbortError"));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 function describeFetchError(e: unknown): string {

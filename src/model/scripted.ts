@@ -6,10 +6,10 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import type { TokenUsage } from "../contracts/usage.ts";
+import { sleep, throwIfAborted } from "../process/sleep.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { estimateTokens } from "../util/truncate.ts";
 import { type ModelClient, ModelError, type ModelEvent, type ModelRequest } from "./client.ts";
-import { sleep, throwIfAborted } from "./http.ts";
 
 export const ScriptToolCallSchema = lazySchema(() =>
   z.union([

@@ -4,8 +4,8 @@
  */
 
 import type { RelayConfig } from "../config/config.ts";
+import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
 import { ExecutorMethods } from "../executor/protocol.ts";
-import type { SandboxPolicy } from "../executor/sandbox/policy.ts";
 import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";

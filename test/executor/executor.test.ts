@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ExecutorMethods, ProcessExitedNotification } from "../../src/executor/protocol.ts";
-import { findTree } from "../../src/executor/spawn/kill-tree.ts";
+import { findTree } from "../../src/process/kill-tree.ts";
 import type { ChildPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
 import { exec, isAlive, startExecutor, write } from "../support/executor.ts";

@@ -1,9 +1,9 @@
-/** executor/spawn/kill-tree.ts: several trees killed with one read of /proc, by group, parent chain and marker. */
+/** process/kill-tree.ts: several trees killed with one read of /proc, by group, parent chain and marker. */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { killTreesNow, MARKER_VAR } from "../../src/executor/spawn/kill-tree.ts";
+import { killTreesNow, MARKER_VAR } from "../../src/process/kill-tree.ts";
 import { procStatFields } from "../../src/util/proc-stat.ts";
 import { skipBecause } from "../support/skip.ts";
 import { waitFor } from "../support/wait.ts";

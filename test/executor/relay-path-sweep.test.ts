@@ -20,12 +20,22 @@ describe("relay-path directories of gone executors", { skip }, () => {
     const tmp = mkdtempSync(path.join(os.tmpdir(), "relay-sweep-"));
     const home = path.join(tmp, "home");
     mkdirSync(home);
-    const env = { TMPDIR: tmp, RELAY_HOME: home };
+    const env = { TMPDIR: tmp, RELAY_HOME: home, RELAY_LOG: "debug" };
     const dirOf = (pid: number | undefined) => readdirSync(tmp).filter((n) => n.startsWith(`relay-path-${pid}-`));
-    /** Starts an executor and runs a command, which makes its relay-path directory. */
+    const log = path.join(home, "logs", "relay.log");
+    const logged = (pid: number | undefined, msg: string) =>
+      existsSync(log) &&
+      readFileSync(log, "utf8")
+        .split("\n")
+        .some((l) => l.includes(`"pid":${pid},`) && l.includes(msg));
+    /**
+     * Starts an executor and runs a command, which makes its relay-path directory, and waits for
+     * the sweep that follows (off the command's path), so that it cannot run after a later kill.
+     */
     const started = async () => {
       const ex = await startExecutor(env);
       await exec(ex, { command: ["true"] });
+      await waitFor(() => logged(ex.pid, "relay-path sweep done"), `executor ${ex.pid}'s sweep to finish`);
       assert.equal(
         dirOf(ex.pid).length,
         1,
@@ -55,15 +65,10 @@ describe("relay-path directories of gone executors", { skip }, () => {
 
       const fresh = await started();
       try {
-        const log = path.join(home, "logs", "relay.log");
-        const swept = () =>
-          existsSync(log) &&
-          readFileSync(log, "utf8")
-            .split("\n")
-            .some(
-              (l) => l.includes(`"pid":${fresh.ex.pid},`) && l.includes("relay-path directories of gone executors"),
-            );
-        await waitFor(swept, "the new executor's sweep to be logged");
+        assert.ok(
+          logged(fresh.ex.pid, "removed the relay-path directories of gone executors"),
+          "the new executor's sweep is logged",
+        );
         assert.deepEqual(
           readdirSync(tmp)
             .filter((n) => n.startsWith("relay-path-"))

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
 import { ExecCommandArgsSchema } from "../../src/executor/exec-tools.ts";
-import { fileTools } from "../../src/executor/files/index.ts";
+import { fileTools } from "../../src/executor/file-tools.ts";
 import { toolSpecs } from "../../src/executor/server.ts";
 import { defineTool } from "../../src/executor/tool.ts";
 import { BUILTIN_TOOL_SCHEMAS } from "../../src/executor/tool-schemas.generated.ts";

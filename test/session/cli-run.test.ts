@@ -4,7 +4,7 @@ import { appendFileSync, type Dirent, mkdirSync, readdirSync, readFileSync, writ
 import path from "node:path";
 import { describe, test } from "node:test";
 import { SessionEventSchema } from "../../src/contracts/events.ts";
-import { findTree } from "../../src/executor/spawn/kill-tree.ts";
+import { findTree } from "../../src/process/kill-tree.ts";
 import { listRollouts } from "../../src/rollout/find.ts";
 import { isAlive } from "../support/executor.ts";
 import { reply } from "../support/fake-model-server.ts";

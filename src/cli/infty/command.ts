@@ -1,6 +1,6 @@
 import path from "node:path";
 import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../../executor/sandbox/policy.ts";
+import { SandboxMechanismSchema, SandboxModeSchema } from "../../contracts/sandbox-policy.ts";
 import { relayHome } from "../../home/home.ts";
 import { runLiveness, shownStatus } from "../../infty/liveness.ts";
 import { type InftyEvent, type InftyOptions, runInfty } from "../../infty/orchestrator.ts";

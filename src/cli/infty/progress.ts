@@ -6,7 +6,7 @@
  */
 import { activityLines } from "../../infty/activity.ts";
 import type { InftyEvent } from "../../infty/orchestrator.ts";
-import { shortCommit } from "../../infty/repo/record.ts";
+import { shortCommit } from "../../infty/repo/index.ts";
 import type { RunMeta } from "../../infty/run-store.ts";
 import { formatDuration, formatElapsed } from "../../util/duration.ts";
 

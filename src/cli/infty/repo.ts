@@ -8,10 +8,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command, OptionValues } from "@commander-js/extra-typings";
 import { runLiveness } from "../../infty/liveness.ts";
-import { applyCommit, commitToApply } from "../../infty/repo/apply.ts";
-import { branchDiff } from "../../infty/repo/checkout.ts";
-import { shortCommit } from "../../infty/repo/record.ts";
-import type { RepoRequest } from "../../infty/repo/repository.ts";
+import { applyCommit, branchDiff, commitToApply, type RepoRequest, shortCommit } from "../../infty/repo/index.ts";
 import { ExitCode, fail } from "../usage.ts";
 import { loadRun, RUN_ARG_HELP } from "./run-arg.ts";
 

@@ -3,7 +3,7 @@
 import { formatCapabilityRoot, recordedRoot } from "../../config/capability-root.ts";
 import { activityLines } from "../../infty/activity.ts";
 import type { Liveness } from "../../infty/liveness.ts";
-import { checkoutDir, type RepoRecord, shortCommit } from "../../infty/repo/record.ts";
+import { checkoutDir, type RepoRecord, shortCommit } from "../../infty/repo/index.ts";
 import { roleNames } from "../../infty/roles.ts";
 import type { RoleModelRecord, RunSettings } from "../../infty/run-settings.ts";
 import type { RunMeta } from "../../infty/run-store.ts";

@@ -2,10 +2,10 @@
 import type { Stats } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
+import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
 import { isInside } from "../../util/paths.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { PROTECTED_NAMES } from "../sandbox/linux/landlock-plan.ts";
-import type { SandboxPolicy } from "../sandbox/policy.ts";
 
 /** A tool path argument: absolute, or relative to the tool's cwd. */
 export function resolveToolPath(cwd: string, p: string): string {

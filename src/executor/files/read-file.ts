@@ -4,11 +4,11 @@ import fs, { type FileHandle } from "node:fs/promises";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import { DEFAULT_READ_LIMIT } from "../limits.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { type Page, pageOutput } from "./paging.ts";
 import { fsError, resolveToolPath, statPath } from "./paths.ts";
 
-export const DEFAULT_READ_LIMIT = 2000;
 export const MAX_LINE_CHARS = 500;
 const CHUNK_BYTES = 64 * 1024;
 const SNIFF_BYTES = 8 * 1024;

@@ -8,10 +8,10 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
+import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
 import { resolveProgram } from "../../util/which.ts";
 import { PROTECTED_NAMES, readOnlyInside } from "./linux/landlock-plan.ts";
 import { socketsToHide } from "./linux/unix-sockets.ts";
-import type { SandboxPolicy } from "./policy.ts";
 
 export interface BwrapSupport {
   works: boolean;

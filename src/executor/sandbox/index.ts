@@ -4,6 +4,8 @@
  * bubblewrap; macOS uses Seatbelt. A policy that no mechanism can enforce in full is refused
  * with what is missing and the choices: the executor fails closed, never open.
  */
+
+import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
 import { selfCommand } from "../../protocol/child.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { type BwrapSupport, bwrapArgv, probeBwrap } from "./bwrap.ts";
@@ -11,9 +13,11 @@ import type { ContainerRef } from "./linux/container.ts";
 import { SANDBOX_EXEC_ARG, SINGLE_THREAD_ENV } from "./linux/helper-arg.ts";
 import { type ConfinePlan, findPaths, planConfinement } from "./linux/landlock-plan.ts";
 import { type LandlockSupport, probeLandlock, probeUserns } from "./linux/support.ts";
-import type { SandboxPolicy } from "./policy.ts";
 import { SANDBOX_EXEC, seatbeltArgv } from "./seatbelt.ts";
 import type { WarmLaunch } from "./warm-helper.ts";
+
+export { type BwrapSupport, probeBwrap } from "./bwrap.ts";
+export { type LandlockSupport, probeLandlock, probeUserns } from "./linux/support.ts";
 
 export type MechanismName = "landlock" | "bubblewrap" | "seatbelt" | "none";
 

@@ -5,10 +5,10 @@
  */
 import { spawn } from "node:child_process";
 import os from "node:os";
+import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
 import { planBuiltin, prepareSandbox, type SandboxAttempt } from "./index.ts";
 import { execConfined } from "./linux/helper.ts";
 import { type ConfinePlan, Fs, Net, Scope } from "./linux/landlock-plan.ts";
-import type { SandboxPolicy } from "./policy.ts";
 
 export const EXIT_REFUSED = 126;
 

@@ -8,8 +8,8 @@
  */
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
+import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
 import { PROTECTED_NAMES } from "./linux/landlock-plan.ts";
-import type { SandboxPolicy } from "./policy.ts";
 
 export const SANDBOX_EXEC = "/usr/bin/sandbox-exec";
 

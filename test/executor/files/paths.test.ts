@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
 import { checkWritable, resolveToolPath } from "../../../src/executor/files/paths.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { isInside } from "../../../src/util/paths.ts";
 import { errOf, withTmp } from "./support.ts";
 

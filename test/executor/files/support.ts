@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
 import { type ExecutorTool, parseToolArgs, type ToolContext, type ToolOutput } from "../../../src/executor/tool.ts";
 import type { ErrorValue, Result } from "../../../src/util/result.ts";
 

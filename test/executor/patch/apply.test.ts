@@ -3,10 +3,10 @@ import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { describe, test } from "node:test";
-import { fileTools } from "../../../src/executor/files/index.ts";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
+import { fileTools } from "../../../src/executor/file-tools.ts";
 import { applyChunks, seekSequence } from "../../../src/executor/patch/apply.ts";
 import { applyPatchTool } from "../../../src/executor/patch/tool.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { toolJsonSchema } from "../../../src/executor/tool-schemas.ts";
 import { errOf, makeCtx, okText, run, withTmp, write } from "../files/support.ts";
 

@@ -9,6 +9,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, r
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
 import { ExecutorMethods } from "../../../src/executor/protocol.ts";
 import { planBuiltin, probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import {
@@ -22,7 +23,6 @@ import {
 import { type StartedContainer, startContainer } from "../../../src/executor/sandbox/linux/container.ts";
 import { Scope } from "../../../src/executor/sandbox/linux/landlock-plan.ts";
 import { decodeNativeError, Stage } from "../../../src/executor/sandbox/linux/stages.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { exitOfWaitStatus } from "../../../src/executor/spawn/signals.ts";
 import type { ChildPeer } from "../../../src/protocol/child.ts";
 import { exec, isAlive, startExecutor, write } from "../../support/executor.ts";

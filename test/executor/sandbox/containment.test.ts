@@ -11,9 +11,9 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
 import { ExecutorMethods } from "../../../src/executor/protocol.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 import { type ChildPeer, spawnPeer } from "../../../src/protocol/child.ts";
 import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";
 import { exec, isAlive, startExecutor } from "../../support/executor.ts";

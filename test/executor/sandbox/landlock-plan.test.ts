@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, wr
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
 import {
   type ConfinePlan,
   Fs,
@@ -17,7 +18,6 @@ import {
   Scope,
   writableRoots,
 } from "../../../src/executor/sandbox/linux/landlock-plan.ts";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
 
 // Bits and sizes from include/uapi/linux/landlock.h, written out so the module is checked
 // against the kernel's values rather than against itself.

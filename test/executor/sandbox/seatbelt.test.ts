@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import type { SandboxPolicy } from "../../../src/executor/sandbox/policy.ts";
+import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
 import {
   SANDBOX_EXEC,
   type SeatbeltOptions,

@@ -6,7 +6,7 @@
  */
 import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
-import type { SandboxPolicy } from "../policy.ts";
+import type { SandboxPolicy } from "../../../contracts/sandbox-policy.ts";
 import type { ConfinePlan, LandlockRule } from "./plan-schema.ts";
 import { socketsToHide } from "./unix-sockets.ts";
 

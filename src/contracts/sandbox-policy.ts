@@ -1,6 +1,6 @@
 /** The sandbox attempt the orchestrator selected; the executor applies it or fails closed. */
 import { z } from "zod";
-import { lazySchema } from "../../util/lazy-schema.ts";
+import { lazySchema } from "../util/lazy-schema.ts";
 
 export const SandboxModeSchema = lazySchema(() => z.enum(["read-only", "workspace-write", "danger-full-access"]));
 export type SandboxMode = z.infer<typeof SandboxModeSchema>;

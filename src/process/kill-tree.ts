@@ -6,7 +6,7 @@
  */
 
 import { readdirSync, readFileSync } from "node:fs";
-import { procStatFields } from "../../util/proc-stat.ts";
+import { procStatFields } from "../util/proc-stat.ts";
 
 export const MARKER_VAR = "RELAY_EXEC_MARKER";
 

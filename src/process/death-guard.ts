@@ -5,7 +5,7 @@
  * this executor's marker (Linux /proc; elsewhere the executor's own exit handlers remain).
  */
 import { existsSync } from "node:fs";
-import { bunSpawn } from "../../util/bun-spawn.ts";
+import { bunSpawn } from "../util/bun-spawn.ts";
 import { MARKER_VAR } from "./kill-tree.ts";
 
 const SCRIPT = `
