@@ -151,7 +151,11 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
       return JSON.parse(r.stdout);
     });
     assert.equal(reps[0].phase1.claimed + reps[1].phase1.claimed, 6);
-    assert.equal(reps.filter((r) => r.phase2.status === "succeeded").length, 1);
+    assert.equal(
+      reps.filter((r) => r.phase2.status === "succeeded").length,
+      1,
+      `phase 2 of each run: ${JSON.stringify(reps.map((r) => r.phase2))}`,
+    );
     for (const r of reps) if (r.phase2.status === "skipped_running") assert.equal(r.exit_code, 3);
   });
 
