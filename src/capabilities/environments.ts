@@ -7,7 +7,7 @@
  */
 
 import type { EnvironmentSpec } from "../config/environment-spec.ts";
-import { type ExecutorInfo, ExecutorMethods } from "../executor/protocol.ts";
+import { type ExecutorInfo, ExecutorMethods } from "../contracts/executor.ts";
 import { type ChildPeer, spawnCommandLine, spawnSelf } from "../protocol/child.ts";
 import { joinCommandLine } from "../protocol/command-line.ts";
 import type { RpcPeer } from "../protocol/peer.ts";

@@ -1,5 +1,5 @@
 /** `relay executor --check`: start an executor (local or any command line), report what it offers. */
-import { ExecutorMethods } from "../executor/protocol.ts";
+import { ExecutorMethods } from "../contracts/executor.ts";
 import { spawnCommandLine, spawnSelf } from "../protocol/child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { ExitCode } from "./usage.ts";

@@ -5,7 +5,8 @@
 
 import { Command } from "@commander-js/extra-typings";
 import { z } from "zod";
-import { defineMethod, runUntilClosed, serveStdio, spawnSelf } from "../protocol/index.ts";
+import { defineMethod } from "../contracts/method.ts";
+import { runUntilClosed, serveStdio, spawnSelf } from "../protocol/index.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok } from "../util/result.ts";
 import { wholeNumber } from "./number-flag.ts";

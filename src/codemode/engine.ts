@@ -12,11 +12,6 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
-import { err, ok, type Result } from "../util/result.ts";
-import { Cell } from "./cell/cell.ts";
-import type { CellHost, EngineDelegate, Limits } from "./cell/contract.ts";
-import { HeapGuard } from "./heap-guard.ts";
 import {
   CodeModeErrorCode,
   DEFAULT_EXEC_YIELD_TIME_MS,
@@ -25,7 +20,12 @@ import {
   type RuntimeResponse,
   type SessionLimits,
   type WaitOutcome,
-} from "./protocol.ts";
+} from "../contracts/code-mode.ts";
+import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "../util/embedded-file.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { Cell } from "./cell/cell.ts";
+import type { CellHost, EngineDelegate, Limits } from "./cell/contract.ts";
+import { HeapGuard } from "./heap-guard.ts";
 import { StoredValues } from "./stored.ts";
 import { PreparedVm } from "./vm.ts";
 import { VmPool } from "./vm-pool.ts";

@@ -4,8 +4,15 @@
  * engine without IPC) and host/provider.ts (a `code-mode-host` process). `untilAborted` is how
  * both terminate a cell whose caller gave up.
  */
+
+import type {
+  ExecuteRequest,
+  NestedToolCall,
+  RuntimeResponse,
+  SessionLimits,
+  WaitOutcome,
+} from "../contracts/code-mode.ts";
 import type { Result } from "../util/result.ts";
-import type { ExecuteRequest, NestedToolCall, RuntimeResponse, SessionLimits, WaitOutcome } from "./protocol.ts";
 
 export interface CodeModeCallbacks {
   /** Runs one nested tool call; an error rejects the script's promise with its message. */

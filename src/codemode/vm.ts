@@ -13,8 +13,8 @@ import type {
   QuickJSWASMModule,
   VmCallResult,
 } from "quickjs-emscripten-core";
+import type { ExecuteRequest } from "../contracts/code-mode.ts";
 import { EXIT_SENTINEL, normalizeToolIdentifier } from "./prelude.ts";
-import type { ExecuteRequest } from "./protocol.ts";
 import { TRACK_FN } from "./track-async.ts";
 
 type ToolDefinition = NonNullable<ExecuteRequest["enabled_tools"]>[number];

@@ -10,7 +10,6 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { resolveHostProgram } from "../codemode/host/program.ts";
-import { CodeModeMethods } from "../codemode/protocol.ts";
 import {
   applyOverrides,
   type ConfigOverrides,
@@ -19,7 +18,8 @@ import {
   loadConfig,
   type RelayConfig,
 } from "../config/config.ts";
-import { ExecutorMethods } from "../executor/protocol.ts";
+import { CodeModeMethods } from "../contracts/code-mode.ts";
+import { ExecutorMethods } from "../contracts/executor.ts";
 import {
   type BwrapSupport,
   type LandlockSupport,

@@ -5,8 +5,13 @@
  */
 import { readFile, realpath } from "node:fs/promises";
 import path from "node:path";
+import {
+  MCP_MANIFEST_NAME,
+  McpManifestSchema,
+  McpManifestServerSchema,
+  type McpStdioServer,
+} from "../contracts/mcp-bridge.ts";
 import { describeIssues } from "../util/schema-issues.ts";
-import { MCP_MANIFEST_NAME, McpManifestSchema, McpManifestServerSchema, type McpStdioServer } from "./mcp-protocol.ts";
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
 

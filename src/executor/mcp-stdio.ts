@@ -8,11 +8,6 @@
 
 import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn } from "node:child_process";
-import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
-import type { RpcPeer } from "../protocol/peer.ts";
-import { Log } from "../util/log.ts";
-import { err, ok, type Result } from "../util/result.ts";
-import { readMcpManifest } from "./mcp-manifest.ts";
 import {
   McpBadLineNotification,
   McpExitedNotification,
@@ -21,7 +16,12 @@ import {
   McpSendMethod,
   McpStartMethod,
   McpStopMethod,
-} from "./mcp-protocol.ts";
+} from "../contracts/mcp-bridge.ts";
+import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { Log } from "../util/log.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { readMcpManifest } from "./mcp-manifest.ts";
 
 const log = Log.create("mcp-stdio");
 

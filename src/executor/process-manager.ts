@@ -7,6 +7,7 @@
  */
 
 import { Buffer } from "node:buffer";
+import type { ExecCommandRequest, ExecResult } from "../contracts/executor.ts";
 import { killTree, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { Log } from "../util/log.ts";
@@ -16,7 +17,6 @@ import { truncateMiddle } from "../util/truncate.ts";
 import { FullOutputStore, OutputSpool, spooledPieces } from "./full-output.ts";
 import { HeadTailBuffer } from "./head-tail-buffer.ts";
 import * as L from "./limits.ts";
-import type { ExecCommandRequest, ExecResult } from "./protocol.ts";
 import { withRelayFirst } from "./relay-path.ts";
 import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
 import { loadNative } from "./sandbox/linux/confine-cc.ts";

@@ -7,7 +7,7 @@
 import { lstat, open, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { defineMethod } from "../protocol/method.ts";
+import { defineMethod } from "../contracts/method.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 
 export const DEFAULT_PROJECT_DOC_NAMES = ["AGENTS.override.md", "AGENTS.md"];

@@ -4,24 +4,24 @@
  */
 import os from "node:os";
 import path from "node:path";
-import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
-import type { RpcPeer } from "../protocol/peer.ts";
-import { Log } from "../util/log.ts";
-import { err, ok, type Result } from "../util/result.ts";
-import { currentRuntime } from "../util/runtime.ts";
-import { VERSION } from "../version.ts";
-import { EXEC_COMMAND_DESCRIPTION, WRITE_STDIN_DESCRIPTION } from "./exec-tools.ts";
-import { fileTools } from "./file-tools.ts";
-import { McpStdioHost } from "./mcp-stdio.ts";
-import { type ManagerOptions, ProcessManager } from "./process-manager.ts";
-import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
+import { EXEC_COMMAND_DESCRIPTION, WRITE_STDIN_DESCRIPTION } from "../contracts/exec-tools.ts";
 import {
   type ExecCommandParams,
   type ExecutorInfo,
   ExecutorMethods,
   ProcessExitedNotification,
   type ToolSpec,
-} from "./protocol.ts";
+} from "../contracts/executor.ts";
+import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
+import type { RpcPeer } from "../protocol/peer.ts";
+import { Log } from "../util/log.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { currentRuntime } from "../util/runtime.ts";
+import { VERSION } from "../version.ts";
+import { fileTools } from "./file-tools.ts";
+import { McpStdioHost } from "./mcp-stdio.ts";
+import { type ManagerOptions, ProcessManager } from "./process-manager.ts";
+import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
 import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
 import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
 import { ptySupported } from "./spawn/index.ts";

@@ -7,7 +7,7 @@
 import { open, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { defineMethod } from "../protocol/method.ts";
+import { defineMethod } from "../contracts/method.ts";
 import { byCodeUnits } from "../util/compare.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";

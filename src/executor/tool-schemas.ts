@@ -5,7 +5,7 @@
  * tool-schemas.generated.ts); test/executor/tool-schemas.test.ts fails when that file is stale.
  */
 import { z } from "zod";
-import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "./exec-tools.ts";
+import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../contracts/exec-tools.ts";
 import { fileTools } from "./file-tools.ts";
 import type { ExecutorTool } from "./tool.ts";
 import { BUILTIN_TOOL_SCHEMAS } from "./tool-schemas.generated.ts";

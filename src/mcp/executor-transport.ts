@@ -15,7 +15,7 @@ import {
   McpStartMethod,
   type McpStdioServer,
   McpStopMethod,
-} from "../executor/mcp-protocol.ts";
+} from "../contracts/mcp-bridge.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { randomUUID } from "../util/random.ts";
 import { err, ok, type Result } from "../util/result.ts";

@@ -4,9 +4,9 @@
  */
 
 import type { RelayConfig } from "../config/config.ts";
+import { ErrorCode } from "../contracts/envelope.ts";
+import { ExecutorMethods } from "../contracts/executor.ts";
 import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
-import { ExecutorMethods } from "../executor/protocol.ts";
-import { ErrorCode } from "../protocol/envelope.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
 

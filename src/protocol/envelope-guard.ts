@@ -11,9 +11,9 @@
  * no undefined values.
  */
 
+import type { Envelope, RequestId } from "../contracts/envelope.ts";
+import { MAX_REQUEST_ID } from "../contracts/wire-id.ts";
 import type { ErrorValue } from "../util/result-schema.ts";
-import type { Envelope, RequestId } from "./envelope.ts";
-import { MAX_REQUEST_ID } from "./wire-id.ts";
 
 type Fields = Record<string, unknown>;
 type ResultValue = { ok: unknown } | { error: ErrorValue };

@@ -73,7 +73,7 @@ function stringifyWithBigints(value: unknown): Result<string> {
 }
 
 export type DecodedFrame =
-  /** `text` is the payload as decoded, for reading the exact request id (wire-id.ts). */
+  /** `text` is the payload as decoded, for reading the exact request id (contracts/wire-id.ts). */
   | { kind: "frame"; value: unknown; text: string; bytes: number }
   /**
    * The frame was well delimited but its payload is empty, not UTF-8 or not JSON: skipped, the

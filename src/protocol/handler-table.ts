@@ -5,10 +5,10 @@
  * the same turn. `Ctx` is what a handler is given besides its params (the peer's HandlerContext).
  */
 import { z } from "zod";
+import { ErrorCode, type NotificationEnvelope, type RequestEnvelope, type RequestId } from "../contracts/envelope.ts";
+import type { MethodSpec, NotificationSpec } from "../contracts/method.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { err, type Result } from "../util/result.ts";
-import { ErrorCode, type NotificationEnvelope, type RequestEnvelope, type RequestId } from "./envelope.ts";
-import type { MethodSpec, NotificationSpec } from "./method.ts";
 
 type AnyHandler<Ctx> = (params: unknown, ctx: Ctx) => Promise<Result<unknown>> | Result<unknown>;
 type AnyNotificationHandler = (params: unknown) => void;

@@ -1,7 +1,5 @@
 export * from "./child.ts";
 export * from "./command-line.ts";
-export * from "./envelope.ts";
 export * from "./frame.ts";
-export * from "./method.ts";
 export * from "./peer.ts";
 export { runUntilClosed, serveStdio } from "./stdio-server.ts";

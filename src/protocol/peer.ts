@@ -8,7 +8,7 @@
  *   exits 1): a header announcing more than the frame limit, a stream that ends inside a frame.
  * - Not fatal, the frame is dropped and the peer goes on: a payload that is empty, not UTF-8,
  *   not JSON, nested deeper than MAX_NESTING (1000), or JSON that is not a valid message. If
- *   its top-level "type" and "id" can still be read (wire-id.ts scans the raw text, so this
+ *   its top-level "type" and "id" can still be read (contracts/wire-id.ts scans the raw text, so this
  *   works for broken JSON too), a "request" is answered with an `invalid_message` error and a
  *   "response" to one of our pending calls settles that call with an `invalid_message` error.
  *   Anything else goes to `onProtocolError`, one line per frame.
@@ -21,17 +21,17 @@
  *   message too large is cut with a "…[truncated N bytes]" marker.
  */
 import { z } from "zod";
+import { type Envelope, EnvelopeSchema, ErrorCode, type RequestId } from "../contracts/envelope.ts";
+import type { MethodSpec, NotificationSpec } from "../contracts/method.ts";
+import { idFromToken, restoreExactId, scanEnvelopeHead } from "../contracts/wire-id.ts";
 import { type ErrorValue, err, ok, type Result } from "../util/result.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 import { CorkedOutput } from "./corked-output.ts";
-import { type Envelope, EnvelopeSchema, ErrorCode, type RequestId } from "./envelope.ts";
 import { checkEnvelope, isRequestId } from "./envelope-guard.ts";
 import { DEFAULT_FRAME_LIMIT, type DecodedFrame, encodeFrame, FrameDecoder } from "./frame.ts";
 import { HandlerTable } from "./handler-table.ts";
-import type { MethodSpec, NotificationSpec } from "./method.ts";
 import { type CallOptions, PendingCalls } from "./pending-calls.ts";
 import { responseFrame } from "./response.ts";
-import { idFromToken, restoreExactId, scanEnvelopeHead } from "./wire-id.ts";
 
 export type { CallOptions } from "./pending-calls.ts";
 

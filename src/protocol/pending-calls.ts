@@ -4,9 +4,9 @@
  * malformed answer, or the peer closing.
  */
 import { z } from "zod";
+import { ErrorCode, type RequestId } from "../contracts/envelope.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { type ErrorValue, err, ok, type Result } from "../util/result.ts";
-import { ErrorCode, type RequestId } from "./envelope.ts";
 
 export interface CallOptions {
   signal?: AbortSignal;

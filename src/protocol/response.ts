@@ -4,9 +4,9 @@
  * error message that is too large is cut, with a marker that says how much was dropped.
  */
 import { Buffer } from "node:buffer";
+import { ErrorCode, type RequestId, ResultValueSchema } from "../contracts/envelope.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { type ErrorValue, err, type Result } from "../util/result.ts";
-import { ErrorCode, type RequestId, ResultValueSchema } from "./envelope.ts";
 import { encodeFrame, stringifyMessage } from "./frame.ts";
 
 /** Error codes are short words; a longer one is cut so that the message keeps the room. */

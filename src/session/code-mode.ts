@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { HostProvider } from "../codemode/host/provider.ts";
+import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
 import {
   CodeModeErrorCode,
   cellOf,
@@ -14,11 +15,10 @@ import {
   type RuntimeResponse,
   type ToolDefinition,
   type WaitOutcome,
-} from "../codemode/protocol.ts";
-import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
+} from "../contracts/code-mode.ts";
+import type { ExecResult } from "../contracts/executor.ts";
 import { parseToolArguments } from "../contracts/tool-args.ts";
 import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
-import type { ExecResult } from "../executor/protocol.ts";
 import type { ModelTool } from "../model/client.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";

@@ -1,5 +1,5 @@
 /** The text a model reads for an exec_command / write_stdin result (the reference format). */
-import type { ExecResult } from "../executor/protocol.ts";
+import type { ExecResult } from "../contracts/executor.ts";
 
 /** `fullOutputNote`: where the whole output is, when `output` is cut (output-spill.ts). */
 export function formatExecResult(r: ExecResult, fullOutputNote?: string): string {

@@ -8,11 +8,16 @@ import path from "node:path";
 import { z } from "zod";
 import type { UserApprovalRule } from "../config/approval-rules.ts";
 import type { ApprovalPolicy } from "../config/config.ts";
+import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../contracts/exec-tools.ts";
+import {
+  type ExecApprovalRequirement,
+  type ExecResult,
+  ExecutorMethods,
+  type ToolSpec,
+} from "../contracts/executor.ts";
 import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
 import { parseToolArguments } from "../contracts/tool-args.ts";
 import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
-import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../executor/exec-tools.ts";
-import { type ExecApprovalRequirement, type ExecResult, ExecutorMethods, type ToolSpec } from "../executor/protocol.ts";
 import type { McpToolSource } from "../mcp/servers.ts";
 import type { ModelTool } from "../model/client.ts";
 import {

@@ -19,7 +19,7 @@ import { after, before, describe, test } from "node:test";
 import { buildBinary } from "../../scripts/build.ts";
 import { SkillsListOutputSchema } from "../../src/capabilities/skill-sources.ts";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
-import { ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import { sha256File } from "../../src/package/manifest.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";

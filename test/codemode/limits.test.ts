@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { CodeModeEngine, type EngineSession } from "../../src/codemode/engine.ts";
 import { FIXED_HEAP_OVERHEAD_BYTES } from "../../src/codemode/heap-guard.ts";
-import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/codemode/protocol.ts";
+import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/contracts/code-mode.ts";
 import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { err, ok } from "../../src/util/result.ts";
 import { useSourceRelay } from "../support/self.ts";

@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { setImmediate } from "node:timers/promises";
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
 import { serveCodeMode } from "../../src/codemode/host/server.ts";
-import { CodeModeMethods } from "../../src/codemode/protocol.ts";
+import { CodeModeMethods } from "../../src/contracts/code-mode.ts";
 import { peerPair } from "../support/streams.ts";
 
 /** A promise for the engine that the test settles itself. */

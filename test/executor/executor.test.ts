@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ExecutorMethods, ProcessExitedNotification } from "../../src/executor/protocol.ts";
+import { ExecutorMethods, ProcessExitedNotification } from "../../src/contracts/executor.ts";
 import { findTree } from "../../src/process/kill-tree.ts";
 import type { ChildPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";

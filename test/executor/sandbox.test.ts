@@ -4,7 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import { probeSandbox } from "../../src/executor/sandbox/index.ts";
 import { type ChildPeer, spawnCommandLine } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";

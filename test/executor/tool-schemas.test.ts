@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { ExecCommandArgsSchema } from "../../src/executor/exec-tools.ts";
+import { ExecCommandArgsSchema } from "../../src/contracts/exec-tools.ts";
 import { fileTools } from "../../src/executor/file-tools.ts";
 import { toolSpecs } from "../../src/executor/server.ts";
 import { defineTool } from "../../src/executor/tool.ts";

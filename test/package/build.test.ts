@@ -18,7 +18,8 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
-import { ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ExecutorMethods } from "../../src/contracts/executor.ts";
+import { defineMethod } from "../../src/contracts/method.ts";
 import { ARCHIVE_FORMATS, type ArchiveFormat, readArchive, writeArchive } from "../../src/package/archive.ts";
 import { readBinaryHeader } from "../../src/package/binary-header.ts";
 import { ensureTargetBun, registryFetcher } from "../../src/package/bun-cache.ts";
@@ -27,7 +28,6 @@ import { hostTarget, TARGETS } from "../../src/package/targets.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
-import { defineMethod } from "../../src/protocol/method.ts";
 import { VERSION } from "../../src/version.ts";
 import { fakeElf, fakePackage, writeExec } from "./fixtures.ts";
 

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { EnvelopeSchema } from "../../src/protocol/envelope.ts";
+import { EnvelopeSchema } from "../../src/contracts/envelope.ts";
+import { restoreExactId } from "../../src/contracts/wire-id.ts";
 import { checkEnvelope } from "../../src/protocol/envelope-guard.ts";
-import { restoreExactId } from "../../src/protocol/wire-id.ts";
 import { prng } from "../support/prng.ts";
 
 /** What the peer does to a payload before it checks it. */

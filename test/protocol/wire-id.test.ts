@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { idFromToken, scanEnvelopeHead } from "../../src/protocol/wire-id.ts";
+import { idFromToken, scanEnvelopeHead } from "../../src/contracts/wire-id.ts";
 
 describe("exact request ids from the raw text", () => {
   test("the top-level type and id token are found, whatever the key order, spacing or escapes", () => {

@@ -1,6 +1,6 @@
 /** Starts a real `relay executor` child for tests. */
 import assert from "node:assert/strict";
-import { type ExecCommandRequest, type ExecResult, ExecutorMethods } from "../../src/executor/protocol.ts";
+import { type ExecCommandRequest, type ExecResult, ExecutorMethods } from "../../src/contracts/executor.ts";
 import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { useSourceRelay } from "./self.ts";
 import { waitFor } from "./wait.ts";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { ExecCommandRequestSchema, ExecutorMethods } from "../../src/executor/protocol.ts";
+import { ExecCommandRequestSchema, ExecutorMethods } from "../../src/contracts/executor.ts";
 import { lazySchema, lazySchemasBuilt } from "../../src/util/lazy-schema.ts";
 
 const buildPoint = () =>

@@ -8,9 +8,9 @@
  */
 
 import type { QuickJSHandle } from "quickjs-emscripten-core";
+import { CodeModeErrorCode, type ExecuteRequest, type RuntimeResponse } from "../../contracts/code-mode.ts";
 import { err, type Result } from "../../util/result.ts";
 import { EXIT_SENTINEL } from "../prelude.ts";
-import { CodeModeErrorCode, type ExecuteRequest, type RuntimeResponse } from "../protocol.ts";
 import { CellWrites, type StoredValues } from "../stored.ts";
 import { trackAsync } from "../track-async.ts";
 import type { PreparedVm, VmOwner } from "../vm.ts";

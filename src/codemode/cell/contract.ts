@@ -3,9 +3,10 @@
  * notifications, the busy and long-entry hooks), from the engine (`CellHost`: VMs and the heap
  * guard), and the session's `Limits`.
  */
+
+import type { NestedToolCall } from "../../contracts/code-mode.ts";
 import type { Result } from "../../util/result.ts";
 import type { HeapGuard } from "../heap-guard.ts";
-import type { NestedToolCall } from "../protocol.ts";
 import type { PreparedVm } from "../vm.ts";
 
 /** What a session needs from its owner: nested tool calls and notifications. */

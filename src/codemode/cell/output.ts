@@ -2,7 +2,7 @@
  * What a cell wrote with `text()` since its last yield. It lives in the host's heap, outside
  * the QuickJS limit, so it is capped: a response must fit a 16 MiB frame.
  */
-import type { ContentItem } from "../protocol.ts";
+import type { ContentItem } from "../../contracts/code-mode.ts";
 
 /** Output characters kept between two yields (each item also counts ITEM_COST). */
 export const MAX_PENDING_OUTPUT = 1 << 20;

@@ -4,8 +4,9 @@
  * with no observer waiting is kept for the next one. The cell closes once its final response
  * was handed out and its notifications are settled.
  */
+
+import type { ContentItem, RuntimeResponse } from "../../contracts/code-mode.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import type { ContentItem, RuntimeResponse } from "../protocol.ts";
 
 interface Observer {
   resolve(r: RuntimeResponse): void;

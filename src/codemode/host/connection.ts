@@ -7,10 +7,15 @@
 import { rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import {
+  CodeModeErrorCode,
+  CodeModeMethods,
+  CodeModeNotifications,
+  type RuntimeResponse,
+} from "../../contracts/code-mode.ts";
 import type { ChildPeer } from "../../protocol/child.ts";
 import type { RpcPeer } from "../../protocol/peer.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import { CodeModeErrorCode, CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../protocol.ts";
 import type { CodeModeCallbacks } from "../provider.ts";
 
 type Waiter = (r: Result<RuntimeResponse>) => void;

@@ -2,8 +2,9 @@
  * `HostProvider`: code-mode sessions multiplexed over one `code-mode-host` process, spawned
  * lazily (or taken from spare hosts started in advance) and replaced when it dies.
  */
+
+import { CodeModeErrorCode, CodeModeMethods, type SessionLimits } from "../../contracts/code-mode.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import { CodeModeErrorCode, CodeModeMethods, type SessionLimits } from "../protocol.ts";
 import type { CodeModeCallbacks, CodeModeProvider, CodeModeSession } from "../provider.ts";
 import { HostConnection } from "./connection.ts";
 import { type HostProgram, resolveHostProgram, spawnHost } from "./program.ts";

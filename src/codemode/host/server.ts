@@ -7,17 +7,17 @@ import os from "node:os";
 import path from "node:path";
 import { setImmediate } from "node:timers";
 import type { z } from "zod";
-import { ErrorCode, type RequestId } from "../../protocol/envelope.ts";
-import type { RpcPeer } from "../../protocol/peer.ts";
-import { err, ok, type Result } from "../../util/result.ts";
-import type { CodeModeEngine, EngineDelegate, EngineSession } from "../engine.ts";
 import {
   CodeModeErrorCode,
   CodeModeMethods,
   CodeModeNotifications,
   type RuntimeResponse,
   type SessionLimits,
-} from "../protocol.ts";
+} from "../../contracts/code-mode.ts";
+import { ErrorCode, type RequestId } from "../../contracts/envelope.ts";
+import type { RpcPeer } from "../../protocol/peer.ts";
+import { err, ok, type Result } from "../../util/result.ts";
+import type { CodeModeEngine, EngineDelegate, EngineSession } from "../engine.ts";
 
 export function unknownSession(id: number) {
   return err(CodeModeErrorCode.UnknownSession, `unknown code-mode session ${id}`);

@@ -2,8 +2,9 @@
  * One code-mode session on a host connection: its requests (execute, wait, terminate,
  * shutdown), and the cells it has open, so that shutdown can also stop CPU-bound ones.
  */
+
+import { CodeModeErrorCode, CodeModeMethods } from "../../contracts/code-mode.ts";
 import { err, ok } from "../../util/result.ts";
-import { CodeModeErrorCode, CodeModeMethods } from "../protocol.ts";
 import { type CodeModeCallbacks, type CodeModeSession, untilAborted } from "../provider.ts";
 import type { HostConnection } from "./connection.ts";
 

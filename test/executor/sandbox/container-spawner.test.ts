@@ -9,8 +9,8 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, r
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { ExecutorMethods } from "../../../src/contracts/executor.ts";
 import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
-import { ExecutorMethods } from "../../../src/executor/protocol.ts";
 import { planBuiltin, probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import {
   loadNative,

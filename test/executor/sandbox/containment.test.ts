@@ -11,8 +11,8 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { ExecutorMethods } from "../../../src/contracts/executor.ts";
 import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
-import { ExecutorMethods } from "../../../src/executor/protocol.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { type ChildPeer, spawnPeer } from "../../../src/protocol/child.ts";
 import { compiledRelay, envWithoutSelfCommand } from "../../support/compiled.ts";

@@ -9,8 +9,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { ExecutorMethods } from "../../../src/contracts/executor.ts";
 import type { SandboxPolicy } from "../../../src/contracts/sandbox-policy.ts";
-import { ExecutorMethods } from "../../../src/executor/protocol.ts";
 import { probeSandbox } from "../../../src/executor/sandbox/index.ts";
 import { WARM_POOL_SIZE } from "../../../src/executor/sandbox/warm-helper.ts";
 import { exec, startExecutor, waitUntil } from "../../support/executor.ts";

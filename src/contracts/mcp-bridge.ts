@@ -5,8 +5,8 @@
  * MCP itself: it moves newline-delimited JSON between the server's pipes and the framed protocol.
  */
 import { z } from "zod";
-import { defineMethod, defineNotification } from "../protocol/method.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { defineMethod, defineNotification } from "./method.ts";
 
 /** The manifest's file name at a capability root. */
 export const MCP_MANIFEST_NAME = ".mcp.json";

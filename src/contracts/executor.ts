@@ -3,9 +3,9 @@
  * policy); the executor runs, buffers and slices output (it owns host-local execution).
  */
 import { z } from "zod";
-import { SandboxPolicySchema } from "../contracts/sandbox-policy.ts";
-import { defineMethod, defineNotification } from "../protocol/method.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { defineMethod, defineNotification } from "./method.ts";
+import { SandboxPolicySchema } from "./sandbox-policy.ts";
 
 export const ExecApprovalRequirementSchema = lazySchema(() =>
   z.discriminatedUnion("type", [

@@ -20,10 +20,10 @@
  * `codemode/hello` is Relay's own readiness probe.
  */
 import { z } from "zod";
-import { RequestIdSchema } from "../protocol/envelope.ts";
-import { defineMethod, defineNotification } from "../protocol/method.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { ErrorValueSchema } from "../util/result-schema.ts";
+import { RequestIdSchema } from "./envelope.ts";
+import { defineMethod, defineNotification } from "./method.ts";
 
 /** How long an `exec` waits for its first yield when the request names no time. */
 export const DEFAULT_EXEC_YIELD_TIME_MS = 10_000;
