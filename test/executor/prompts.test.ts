@@ -5,7 +5,8 @@ import { createGrepFilesTool } from "../../src/executor/files/grep-files.ts";
 import { listDirTool } from "../../src/executor/files/list-dir.ts";
 import { readFileTool } from "../../src/executor/files/read-file.ts";
 import { applyPatchTool } from "../../src/executor/patch/tool.ts";
-import { assertPinned } from "../support/prompt-pins.ts";
+import * as generated from "../../src/executor/prompts.generated.ts";
+import { assertCovers, assertPinned } from "../support/prompt-pins.ts";
 
 describe("executor tool descriptions", () => {
   test("every description is the pinned text", () => {
@@ -29,5 +30,9 @@ describe("executor tool descriptions", () => {
         apply_patch: "e1f97bf879dbb12c",
       },
     );
+  });
+
+  test("the pins above cover every prompt file of the room", () => {
+    assertCovers(generated, ["EXEC_COMMAND", "WRITE_STDIN", "READ_FILE", "LIST_DIR", "GREP_FILES", "APPLY_PATCH"]);
   });
 });

@@ -1,5 +1,6 @@
 /** infty/prompts.ts: the role prompts and the messages to roles are exactly the pinned texts. */
 import { describe, test } from "node:test";
+import * as generated from "../../src/infty/prompts.generated.ts";
 import {
   correctiveRetry,
   DIRECTOR_PROMPT,
@@ -14,7 +15,7 @@ import {
   solverCorrective,
   VERIFIER_PROMPT,
 } from "../../src/infty/prompts.ts";
-import { AWKWARD, assertPinned } from "../support/prompt-pins.ts";
+import { AWKWARD, assertCovers, assertPinned } from "../support/prompt-pins.ts";
 
 describe("infty prompts", () => {
   test("every prompt, filled with awkward values, is the pinned text", () => {
@@ -48,5 +49,22 @@ describe("infty prompts", () => {
         proseQuestion: "8fab70ddea9b589e",
       },
     );
+  });
+
+  test("the pins above cover every prompt file of the room", () => {
+    assertCovers(generated, [
+      "SOLVER",
+      "DIRECTOR",
+      "VERIFIER",
+      "FINALIZATION",
+      "REPO_FINALIZATION",
+      "FINAL_CHECK",
+      "REPO_FINAL_CHECK",
+      "REDELIVER",
+      "OBJECTIVE",
+      "SOLVER_CORRECTIVE",
+      "CORRECTIVE_RETRY",
+      "PROSE_QUESTION",
+    ]);
   });
 });

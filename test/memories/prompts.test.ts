@@ -1,7 +1,8 @@
 /** memories/prompts.ts: the memory pipeline's prompts are exactly the pinned texts. */
 import { describe, test } from "node:test";
+import * as generated from "../../src/memories/prompts.generated.ts";
 import { consolidationPrompt, readPathInstructions, STAGE1_SYSTEM, stage1Input } from "../../src/memories/prompts.ts";
-import { AWKWARD, assertPinned } from "../support/prompt-pins.ts";
+import { AWKWARD, assertCovers, assertPinned } from "../support/prompt-pins.ts";
 
 describe("memory prompts", () => {
   test("every prompt, filled with awkward values, is the pinned text", () => {
@@ -19,5 +20,9 @@ describe("memory prompts", () => {
         readPathInstructions: "a8f172d724db7013",
       },
     );
+  });
+
+  test("the pins above cover every prompt file of the room", () => {
+    assertCovers(generated, ["STAGE1_SYSTEM", "STAGE1_INPUT", "CONSOLIDATION", "READ_PATH"]);
   });
 });

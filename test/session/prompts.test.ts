@@ -3,9 +3,10 @@ import { describe, test } from "node:test";
 import { codeModeModelTools } from "../../src/session/code-mode.ts";
 import { COMPACT_PROMPT, SUMMARY_PREFIX } from "../../src/session/compaction.ts";
 import { BASE_INSTRUCTIONS } from "../../src/session/instructions.ts";
+import * as generated from "../../src/session/prompts.generated.ts";
 import { skillsCatalog } from "../../src/session/skill-catalog.ts";
 import { SKILL_TOOL_SPEC } from "../../src/session/skill-tool.ts";
-import { assertPinned } from "../support/prompt-pins.ts";
+import { assertCovers, assertPinned } from "../support/prompt-pins.ts";
 
 describe("session prompts", () => {
   test("every text is the pinned one", () => {
@@ -37,5 +38,17 @@ describe("session prompts", () => {
         skillsCatalog: "570362682bdd27fc",
       },
     );
+  });
+
+  test("the pins above cover every prompt file of the room", () => {
+    assertCovers(generated, [
+      "BASE_INSTRUCTIONS",
+      "COMPACT",
+      "SUMMARY_PREFIX",
+      "CODE_MODE_EXEC",
+      "CODE_MODE_WAIT",
+      "SKILL_TOOL",
+      "SKILLS_CATALOG",
+    ]);
   });
 });

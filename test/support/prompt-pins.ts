@@ -20,5 +20,14 @@ export function assertPinned(rendered: Record<string, string>, pins: Record<stri
   );
 }
 
+/** The test renders every prompt of a room's prompts.generated.ts: `rendered` names each one it renders. */
+export function assertCovers(generated: Record<string, unknown>, rendered: string[]): void {
+  assert.deepEqual(
+    [...new Set(rendered)].sort(),
+    Object.keys(generated).sort(),
+    "render and pin every prompt of the room (a new prompts/*.md needs its pin)",
+  );
+}
+
 /** A value for a placeholder that a careless fill would mangle: replacement patterns, braces, a newline. */
 export const AWKWARD = "a $& b $1 $$ {{objective}} ${x}\nnext line";
