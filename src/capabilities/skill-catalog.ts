@@ -6,6 +6,8 @@
  * listed, but stay invocable by name.
  */
 import { wholeCharsEnd } from "../executor/project-docs.ts";
+import { fillPrompt } from "../util/prompt-template.ts";
+import * as prompts from "./prompts.generated.ts";
 import { describeSource, type SelectedSkill } from "./skill-sources.ts";
 import { SKILL_TOOL } from "./skill-tool.ts";
 
@@ -14,7 +16,8 @@ export const SKILLS_CATALOG_MAX_BYTES = 8 * 1024;
 /** One entry (name, description, where it lives). */
 export const SKILL_ENTRY_MAX_BYTES = 512;
 
-const HEAD = `## Skills\nSkills are instructions for particular tasks. Before doing a task a skill below covers, read it with the ${SKILL_TOOL} tool ({"name": "<name>"}); a prompt that mentions $<name> brings that skill's instructions along.\n`;
+/** The catalog's heading and what skills are for (prompts/skills-catalog.md); the entries follow on their own lines. */
+const HEAD = `${fillPrompt(prompts.SKILLS_CATALOG, { skill_tool: SKILL_TOOL })}\n`;
 
 /** `text` cut to at most `max` bytes, ending in "…" when cut. */
 function fitBytes(text: string, max: number): string {

@@ -13,7 +13,9 @@ import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
 import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../executor/skills.ts";
 import { type ResponseItem, userMessage } from "../model/items.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { fillPrompt } from "../util/prompt-template.ts";
 import type { SessionEnvironments } from "./environments.ts";
+import * as prompts from "./prompts.generated.ts";
 import { readSkillBody, type SelectedSkill } from "./skill-sources.ts";
 
 export const SKILL_TOOL = "skill";
@@ -24,7 +26,7 @@ const SkillArgsSchema = lazySchema(() =>
 
 export const SKILL_TOOL_SPEC: ToolSpec = {
   name: SKILL_TOOL,
-  description: `Read a skill's instructions by name (the skills are listed under "## Skills" in your instructions). Returns at most ${SKILL_BODY_MAX_BYTES} bytes; a longer skill ends with a note giving the offset to read on from.`,
+  description: fillPrompt(prompts.SKILL_TOOL, { max_bytes: SKILL_BODY_MAX_BYTES }),
   input_schema: {
     type: "object",
     properties: {

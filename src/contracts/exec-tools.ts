@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as prompts from "./prompts.generated.ts";
 
 export const ExecCommandArgsSchema = lazySchema(() =>
   z.object({
@@ -63,8 +64,8 @@ export const WriteStdinArgsSchema = lazySchema(() =>
   }),
 );
 
-export const EXEC_COMMAND_DESCRIPTION =
-  "Runs a command in a shell and returns its output, exit code and wall time. If the command is still running when the yield time ends, the result carries a session ID: poll it or send it input with write_stdin. Use tty=true for programs that read input interactively.";
+/** prompts/exec-command.md */
+export const EXEC_COMMAND_DESCRIPTION = prompts.EXEC_COMMAND;
 
-export const WRITE_STDIN_DESCRIPTION =
-  "Writes characters to a running exec_command session (started with tty=true) and returns the output produced since the last read. Send an empty string to wait for more output.";
+/** prompts/write-stdin.md */
+export const WRITE_STDIN_DESCRIPTION = prompts.WRITE_STDIN;

@@ -23,6 +23,7 @@ import type { ModelTool } from "../model/client.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "../util/truncate.ts";
+import * as prompts from "./prompts.generated.ts";
 
 export const EXEC_TOOL = "exec";
 export const WAIT_TOOL = "wait";
@@ -35,11 +36,6 @@ export interface NestedToolRunner {
   call(name: string, rawArguments: string, signal?: AbortSignal, callId?: string): Promise<ToolCallOutcome>;
 }
 
-const EXEC_DESCRIPTION = `Run JavaScript (an ES module, top-level await allowed) in a sandboxed QuickJS runtime. The input is raw JS source, not JSON and not fenced.
-Globals: tools.<name>(args) calls a tool and returns a promise: exec_command and write_stdin resolve with {exit_code?, session_id?, output, wall_time_seconds, ...} (also for a non-zero exit), other tools with their output text; a call that cannot run rejects with a string. ALL_TOOLS lists them; text(v) adds output; store(key, value)/load(key) keep JSON values for later exec calls; notify(text) sends a note at once; yield_control() returns the output so far while the script keeps running; exit() ends the script; setTimeout/clearTimeout. No imports, console, filesystem or network.
-Optional first line: // @exec: {"yield_time_ms": 10000, "max_output_tokens": 10000}
-If the result says "Script running with cell ID <id>", use the wait tool with that cell_id to get more output or to terminate it.`;
-
 const WaitArgsSchema = lazySchema(() =>
   z.object({
     cell_id: z.string().min(1),
@@ -51,12 +47,11 @@ const WaitArgsSchema = lazySchema(() =>
 
 export function codeModeModelTools(): ModelTool[] {
   return [
-    { kind: "custom", name: EXEC_TOOL, description: EXEC_DESCRIPTION },
+    { kind: "custom", name: EXEC_TOOL, description: prompts.CODE_MODE_EXEC },
     {
       kind: "function",
       name: WAIT_TOOL,
-      description:
-        'Wait on a running exec cell (only after exec said "Script running with cell ID ..."): returns new output since the last yield, or the final result; terminate: true stops it.',
+      description: prompts.CODE_MODE_WAIT,
       parameters: {
         type: "object",
         properties: {

@@ -8,17 +8,13 @@ import type { ModelClient } from "../model/client.ts";
 import { isContextMessage, isProjectDocMessage } from "../model/context-fragments.ts";
 import { type MessageItem, messageText, type ResponseItem, userMessage } from "../model/items.ts";
 import { BYTES_PER_TOKEN, estimateTokens } from "../util/truncate.ts";
+import * as prompts from "./prompts.generated.ts";
 
-export const COMPACT_PROMPT = `Context checkpoint: the conversation is about to be compacted. Write a handoff summary that lets another model continue this work without the transcript. Include:
-- the user's goal and any constraints or preferences they stated;
-- what has been done so far, with the key decisions and why;
-- the current state: files changed, commands that matter, anything running;
-- what remains, as concrete next steps;
-- exact names, paths, values and error messages needed to continue.
-Be concise and structured. Do not call tools.`;
+/** The request of the summary turn: prompts/compact.md. */
+export const COMPACT_PROMPT = prompts.COMPACT;
 
-export const SUMMARY_PREFIX =
-  "Another model worked on this task before you and wrote the summary below when its context filled up. The environment and tool state are unchanged. Build on it and do not redo finished work.";
+/** What the summary starts with in the new history: prompts/summary-prefix.md. */
+export const SUMMARY_PREFIX = prompts.SUMMARY_PREFIX;
 
 export const USER_MESSAGE_BUDGET_TOKENS = 20_000;
 

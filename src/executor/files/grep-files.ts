@@ -4,7 +4,9 @@ import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
+import { fillPrompt } from "../../util/prompt-template.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import * as prompts from "../prompts.generated.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { type IgnoreScope, readVisible, scopeAbove, type VisibleDir } from "./gitignore.ts";
 import { resolveToolPath, statPath, toPosix } from "./paths.ts";
@@ -56,11 +58,7 @@ export const DEFAULT_GREP_LIMITS: GrepLimits = { maxFiles: MAX_SCANNED_FILES, ma
 export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
   return defineTool({
     name: "grep_files",
-    description:
-      "Finds the files whose contents match a regular expression and returns their absolute paths, one per line, " +
-      `most recently modified first. Skips .git, node_modules, binary files, files over ${formatBytes(limits.maxFileBytes)} ` +
-      "and, inside a git repository, what its .gitignore files ignore (the root's and nested ones, as ripgrep does); " +
-      "a file or directory named in `path` is searched even if ignored. Use read_file to see the matching lines.",
+    description: fillPrompt(prompts.GREP_FILES, { max_file_size: formatBytes(limits.maxFileBytes) }),
     parameters,
     readOnly: true,
     async execute(args, ctx) {

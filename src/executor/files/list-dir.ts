@@ -4,6 +4,7 @@ import path from "node:path";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import * as prompts from "../prompts.generated.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { type IgnoreScope, readVisible, scopeAbove, type VisibleDir } from "./gitignore.ts";
 import { pageOutput } from "./paging.ts";
@@ -36,12 +37,7 @@ const parameters = lazySchema(() =>
 
 export const listDirTool = defineTool({
   name: "list_dir",
-  description:
-    "Lists a directory as a tree: entries sorted by name, indented two spaces per level, directories " +
-    "ending in `/` and symbolic links (never followed) in `@`. Returns at most `limit` entries starting at " +
-    "entry `offset`; when more remain, the last line tells you which offset to use next. Inside a git repository, " +
-    "entries its .gitignore files ignore (the root's and nested ones, as ripgrep does) are left out; name an ignored " +
-    "directory in `dir_path` to list it anyway.",
+  description: prompts.LIST_DIR,
   parameters,
   readOnly: true,
   async execute(args, ctx) {

@@ -3,8 +3,10 @@ import { Buffer } from "node:buffer";
 import fs, { type FileHandle } from "node:fs/promises";
 import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
+import { fillPrompt } from "../../util/prompt-template.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { DEFAULT_READ_LIMIT } from "../limits.ts";
+import * as prompts from "../prompts.generated.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { type Page, pageOutput } from "./paging.ts";
 import { fsError, resolveToolPath, statPath } from "./paths.ts";
@@ -30,11 +32,7 @@ const parameters = lazySchema(() =>
 
 export const readFileTool = defineTool({
   name: "read_file",
-  description:
-    `Reads a text file and returns its lines prefixed with their line numbers ("L12: text"). ` +
-    `Returns at most \`limit\` lines starting at line \`offset\`; when more lines remain, the last line of the ` +
-    `output tells you which offset to use next. Lines longer than ${MAX_LINE_CHARS} characters are cut. ` +
-    `Binary files and directories are refused (use list_dir for directories).`,
+  description: fillPrompt(prompts.READ_FILE, { max_line_chars: MAX_LINE_CHARS }),
   parameters,
   readOnly: true,
   async execute(args, ctx) {
