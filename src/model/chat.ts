@@ -4,8 +4,9 @@
  * assembles streamed tool-call fragments back into function_call items.
  */
 import { z } from "zod";
-import { fastParse } from "../util/fast-parse.ts";
+import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as checks from "./chat-checks.generated.ts";
 import {
   type ModelClient,
   ModelError,
@@ -235,6 +236,13 @@ export const ChunkSchema = lazySchema(() =>
     error: z.union([ErrorSchema, z.string()]).nullish(),
   }),
 );
+
+/**
+ * The schemas of a chat completions stream, by the names of their generated checks
+ * (npm run build:validators writes them to chat-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, { chunk: ChunkSchema });
+
 type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
 
 interface PartialCall {
