@@ -396,6 +396,17 @@ export function objectOddKeys(value: unknown, schema: Schema): unknown {
   }
   if (c_union === FAIL) return FAIL;
   value_out.c = c_union;
+  const has_d = "d" in value_obj;
+  const d = value_obj.d;
+  let d_result: unknown = FAIL;
+  d_check: {
+    // a node the generator leaves to zod (pipe): zod decides
+    const d_zod = viaZod(zodPart(schema, "shape", "d"), d);
+    if (d_zod === FAIL) break d_check;
+    d_result = d_zod;
+  }
+  if (d_result === FAIL) return FAIL;
+  else if (d_result !== undefined || has_d) value_out.d = d_result;
   return value_out;
 }
 
@@ -609,6 +620,25 @@ export function recordEnumKeys(value: unknown, schema: Schema): unknown {
   const value_zod = viaZod(schema, value);
   if (value_zod === FAIL) return FAIL;
   return value_zod;
+}
+
+/** CHECKED_SCHEMAS.recordUnknown of test/util/fast-parse-cases.ts. */
+export function recordUnknown(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;
+  const value_proto: unknown = Object.getPrototypeOf(value);
+  if (
+    (value_proto !== Object.prototype && value_proto !== null) ||
+    Object.hasOwn(value, "constructor") ||
+    Object.getOwnPropertySymbols(value).length > 0
+  )
+    return FAIL;
+  const value_out: Obj = {};
+  for (const key of Object.keys(value)) {
+    if (key === "__proto__") continue;
+    const value_item = (value as Obj)[key];
+    value_out[key] = value_item;
+  }
+  return value_out;
 }
 
 /** CHECKED_SCHEMAS.lazyTree of test/util/fast-parse-cases.ts. */

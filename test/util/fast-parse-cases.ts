@@ -71,6 +71,7 @@ export const OBJECTS = {
     a: z.string().default("x").optional(),
     b: z.preprocess((v) => v ?? "filled", z.string()),
     c: z.union([z.string(), z.number().default(1)]),
+    d: z.preprocess((v) => v, z.unknown()),
   }),
   objectRefined: z.object({ a: z.number(), b: z.number() }).refine((o) => o.a < o.b),
 };
@@ -106,6 +107,7 @@ export const UNIONS = {
 export const RECORDS = {
   recordStrings: z.record(z.string(), z.string()),
   recordEnumKeys: z.record(z.enum(["a", "b"]), z.number()),
+  recordUnknown: z.record(z.string(), z.unknown()),
 };
 
 /** Lazy, recursive and nested lazySchema stand-ins. */
