@@ -50,7 +50,7 @@ export function emitNode(e: Emitter, schema: z.ZodType, x: string, path: Path): 
     if (out === undefined) return e.viaZod(x, path, `a node the generator leaves to zod (${def.type})`);
     for (const l of lines) e.line(l);
     facts.forEach((f, i) => {
-      e.line(`if (${refusedBy(e, f!, out, def.type, [...path, "checks", i])}) ${e.fail};`);
+      if (!impliedBy(f!, facts)) e.line(`if (${refusedBy(e, f!, out, def.type, [...path, "checks", i])}) ${e.fail};`);
     });
     return out;
   } finally {
@@ -96,6 +96,19 @@ function emitType(e: Emitter, schema: z.ZodType, def: Def, x: string, path: Path
     default:
       return undefined;
   }
+}
+
+/** Whether a bound refuses nothing an integer check of the same node lets through (`.int().max(MAX_SAFE_INTEGER)`). */
+function impliedBy(f: CheckFact, facts: Array<CheckFact | undefined>): boolean {
+  const int = facts.find((g) => g?.kind === "integer") as Extract<CheckFact, { kind: "integer" }> | undefined;
+  if (int === undefined || typeof (f as { bound?: unknown }).bound !== "number") return false;
+  const b = (f as { bound: number }).bound;
+  return (
+    (f.kind === "at_least" && b <= int.min) ||
+    (f.kind === "above" && b < int.min) ||
+    (f.kind === "at_most" && b >= int.max) ||
+    (f.kind === "below" && b > int.max)
+  );
 }
 
 /** The condition under which check `f` refuses the output `x` of a node of type `type`. */

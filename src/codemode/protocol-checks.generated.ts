@@ -130,7 +130,6 @@ export function createSessionResult(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   return value_out;
 }
@@ -145,7 +144,6 @@ export function executeParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("request" in value_obj)) return FAIL;
   const request = value_obj.request;
@@ -206,7 +204,6 @@ export function executeParams(value: unknown): unknown {
         if (!Number.isInteger(yield_time_ms) || yield_time_ms < -9007199254740991 || yield_time_ms > 9007199254740991)
           return FAIL;
         if (yield_time_ms < 0) return FAIL;
-        if (yield_time_ms > 9007199254740991) return FAIL;
       }
     }
     request_out.yield_time_ms = yield_time_ms;
@@ -233,7 +230,6 @@ export function executeResult(value: unknown): unknown {
     if (!Number.isInteger(execute_id) || execute_id < -9007199254740991 || execute_id > 9007199254740991)
       break execute_id_option;
     if (execute_id < 0) break execute_id_option;
-    if (execute_id > 9007199254740991) break execute_id_option;
     execute_id_union = execute_id;
   }
   execute_id_option_2: if (execute_id_union === FAIL) {
@@ -274,7 +270,6 @@ export function waitParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("request" in value_obj)) return FAIL;
   const request = value_obj.request;
@@ -292,7 +287,6 @@ export function waitParams(value: unknown): unknown {
   if (!Number.isInteger(yield_time_ms) || yield_time_ms < -9007199254740991 || yield_time_ms > 9007199254740991)
     return FAIL;
   if (yield_time_ms < 0) return FAIL;
-  if (yield_time_ms > 9007199254740991) return FAIL;
   request_out.yield_time_ms = yield_time_ms;
   value_out.request = request_out;
   return value_out;
@@ -321,7 +315,6 @@ export function terminateParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("cell_id" in value_obj)) return FAIL;
   const cell_id = value_obj.cell_id;
@@ -354,7 +347,6 @@ export function shutdownSessionParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   return value_out;
 }
@@ -381,7 +373,6 @@ export function invokeToolParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("cell_id" in value_obj)) return FAIL;
   const cell_id = value_obj.cell_id;
@@ -431,7 +422,6 @@ export function notifyParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("call_id" in value_obj)) return FAIL;
   const call_id = value_obj.call_id;
@@ -473,7 +463,6 @@ export function initialResponseParams(value: unknown): unknown {
     if (typeof id !== "number" || !Number.isFinite(id)) break id_option;
     if (!Number.isInteger(id) || id < -9007199254740991 || id > 9007199254740991) break id_option;
     if (id < 0) break id_option;
-    if (id > 9007199254740991) break id_option;
     id_union = id;
   }
   id_option_2: if (id_union === FAIL) {
@@ -489,7 +478,6 @@ export function initialResponseParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("cell_id" in value_obj)) return FAIL;
   const cell_id = value_obj.cell_id;
@@ -562,7 +550,6 @@ export function cellClosedParams(value: unknown): unknown {
   if (typeof session_id !== "number" || !Number.isFinite(session_id)) return FAIL;
   if (!Number.isInteger(session_id) || session_id < -9007199254740991 || session_id > 9007199254740991) return FAIL;
   if (session_id < 0) return FAIL;
-  if (session_id > 9007199254740991) return FAIL;
   value_out.session_id = session_id;
   if (!("cell_id" in value_obj)) return FAIL;
   const cell_id = value_obj.cell_id;

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import type { z } from "zod";
-import { OWNERS, ROOT, validatorsTexts } from "../../scripts/build-validators.ts";
+import { OWNERS, validatorsTexts } from "../../scripts/build-validators.ts";
 import { checksModulePath, withoutFormatting } from "../../scripts/validators/module.ts";
 import * as rpcEcho from "../../src/cli/rpc-echo.ts";
 import * as codemode from "../../src/codemode/protocol.ts";
@@ -23,6 +23,7 @@ import { StreamEventSchema } from "../../src/model/responses.ts";
 import { ResultValueSchema } from "../../src/protocol/envelope.ts";
 import * as rollout from "../../src/rollout/schema.ts";
 import { generatedCheck } from "../../src/util/fast-parse.ts";
+import { REPO_ROOT as ROOT } from "../support/paths.ts";
 
 /** The files under `dir` (from the repository root) whose path ends with `suffix`. */
 function filesEnding(dir: string, suffix: string): string[] {
