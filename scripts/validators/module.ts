@@ -60,6 +60,7 @@ class ChecksFile {
       const params = e.readsSchema ? "value: unknown, schema: Schema" : "value: unknown";
       const text = [
         ...e.constants,
+        ...(e.constants.length > 0 ? [""] : []),
         `/** CHECKED_SCHEMAS.${name} of ${this.owner.file}. */`,
         `export function ${name}(${params}): unknown {`,
         ...e.lines,

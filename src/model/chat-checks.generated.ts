@@ -10,6 +10,7 @@ const chunk_keys = new Set(["index", "id", "type", "function"]);
 const chunk_keys_2 = new Set(["content", "reasoning_content", "reasoning", "tool_calls"]);
 const chunk_keys_3 = new Set(["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"]);
 const chunk_keys_4 = new Set(["id", "choices", "usage", "error"]);
+
 /** CHECKED_SCHEMAS.chunk of src/model/chat.ts. */
 export function chunk(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;

@@ -10,6 +10,7 @@ const responseItem_keys = new Set(["type", "id", "role", "content"]);
 const responseItem_keys_2 = new Set(["type", "id", "name", "arguments", "call_id"]);
 const responseItem_keys_3 = new Set(["type", "id", "name", "input", "call_id"]);
 const responseItem_keys_4 = new Set(["type", "id", "summary", "encrypted_content"]);
+
 /** CHECKED_SCHEMAS.responseItem of src/model/items.ts. */
 export function responseItem(value: unknown): unknown {
   let value_union: unknown = FAIL;

@@ -8,6 +8,7 @@ import { FAIL, type Obj } from "../util/fast-parse.ts";
 const streamEvent_keys = new Set(["input_tokens", "output_tokens", "total_tokens", "input_tokens_details"]);
 const streamEvent_keys_2 = new Set(["id", "usage", "error", "incomplete_details"]);
 const streamEvent_keys_3 = new Set(["type", "delta", "item", "response", "code", "message", "error"]);
+
 /** CHECKED_SCHEMAS.streamEvent of src/model/responses.ts. */
 export function streamEvent(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;

@@ -74,6 +74,7 @@ const responseItemLine_keys = new Set(["type", "id", "role", "content"]);
 const responseItemLine_keys_2 = new Set(["type", "id", "name", "arguments", "call_id"]);
 const responseItemLine_keys_3 = new Set(["type", "id", "name", "input", "call_id"]);
 const responseItemLine_keys_4 = new Set(["type", "id", "summary", "encrypted_content"]);
+
 /** CHECKED_SCHEMAS.responseItemLine of src/rollout/schema.ts. */
 export function responseItemLine(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;
@@ -434,6 +435,7 @@ const turnContextLine_keys = new Set([
   "effort",
   "summary",
 ]);
+
 /** CHECKED_SCHEMAS.turnContextLine of src/rollout/schema.ts. */
 export function turnContextLine(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;

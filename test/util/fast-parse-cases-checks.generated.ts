@@ -126,6 +126,7 @@ export function enumAB(value: unknown): unknown {
 }
 
 const enumMany_values = new Set<unknown>(["a", "b", "c", "d", "e", "f"]);
+
 /** CHECKED_SCHEMAS.enumMany of test/util/fast-parse-cases.ts. */
 export function enumMany(value: unknown): unknown {
   if (!enumMany_values.has(value)) return FAIL;
@@ -297,6 +298,7 @@ export function objectPassthrough(value: unknown): unknown {
 }
 
 const objectManyKeysLoose_keys = new Set(["a", "b", "c", "d"]);
+
 /** CHECKED_SCHEMAS.objectManyKeysLoose of test/util/fast-parse-cases.ts. */
 export function objectManyKeysLoose(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;
