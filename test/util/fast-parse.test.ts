@@ -118,7 +118,9 @@ describe("fastParse: hand-made cases", () => {
       same(s, { a: "x", b: undefined }, name);
     }
   });
+});
 
+describe("fastParse: hand-made cases, continued", () => {
   test("a default hands out a fresh copy each time, as zod's does", () => {
     const s = DEFAULTS.freshDefaults;
     const a = fastParse(s, {});
@@ -152,7 +154,9 @@ describe("fastParse: hand-made cases", () => {
       for (const [name, s] of Object.entries(UNIONS)) same(s, v, name);
     }
   });
+});
 
+describe("fastParse: hand-made records, lazy schemas, and what is left to zod", () => {
   test("records: plain objects' own keys; __proto__ and odd objects as zod treats them", () => {
     const inputs: unknown[] = [
       {},
