@@ -5,11 +5,13 @@
 
 import { Command } from "@commander-js/extra-typings";
 import { z } from "zod";
-import { defineMethod } from "../contracts/method.ts";
+import { defineMethod, specSchemas } from "../contracts/method.ts";
 import { runUntilClosed, serveStdio, spawnSelf } from "../protocol/index.ts";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok } from "../util/result.ts";
 import { wholeNumber } from "./number-flag.ts";
+import * as checks from "./rpc-echo-checks.generated.ts";
 
 export const EchoMethod = defineMethod(
   "echo",
@@ -31,6 +33,15 @@ export const RelayEchoMethod = defineMethod(
   "relay_echo",
   lazySchema(() => z.unknown()),
   lazySchema(() => z.object({ echoed: z.unknown(), childPid: z.number(), selfPid: z.number() })),
+);
+
+/**
+ * The schemas of rpc-echo's methods, by the names of their generated checks
+ * (npm run build:validators writes them to rpc-echo-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(
+  checks,
+  specSchemas({ echo: EchoMethod, sleep: SleepMethod, exit: ExitMethod, relayEcho: RelayEchoMethod }),
 );
 
 export function rpcEchoCommand() {

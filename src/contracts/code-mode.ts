@@ -20,10 +20,12 @@
  * `codemode/hello` is Relay's own readiness probe.
  */
 import { z } from "zod";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { ErrorValueSchema } from "../util/result-schema.ts";
+import * as checks from "./code-mode-checks.generated.ts";
 import { RequestIdSchema } from "./envelope.ts";
-import { defineMethod, defineNotification } from "./method.ts";
+import { defineMethod, defineNotification, specSchemas } from "./method.ts";
 
 /** How long an `exec` waits for its first yield when the request names no time. */
 export const DEFAULT_EXEC_YIELD_TIME_MS = 10_000;
@@ -211,6 +213,18 @@ export const CodeModeNotifications = {
     lazySchema(() => z.object({ session_id: SessionIdSchema, cell_id: CellIdSchema })),
   ),
 } as const;
+
+/**
+ * The schemas a code-mode peer reads off the wire, by the names of their generated checks
+ * (npm run build:validators writes them to protocol-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, {
+  ...specSchemas(CodeModeMethods),
+  ...specSchemas(CodeModeNotifications),
+  // Parts of several messages: each is one function the messages' checks call.
+  runtimeResponse: RuntimeResponseSchema,
+  waitOutcome: WaitOutcomeSchema,
+});
 
 export const CodeModeErrorCode = {
   UnknownSession: "unknown_session",

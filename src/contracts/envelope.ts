@@ -1,7 +1,9 @@
 /** The wire envelope shared by every Relay peer. */
 import { z } from "zod";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { ErrorValueSchema } from "../util/result-schema.ts";
+import * as checks from "./envelope-checks.generated.ts";
 import { MAX_REQUEST_ID } from "./wire-id.ts";
 
 /**
@@ -25,6 +27,12 @@ export const RequestSchema = lazySchema(() =>
 export const ResultValueSchema = lazySchema(() =>
   z.union([z.object({ ok: z.unknown() }).strict(), z.object({ error: ErrorValueSchema }).strict()]),
 );
+
+/**
+ * The schemas checked through fast-parse here (every answer's Result), by the names of their
+ * generated checks (npm run build:validators writes them to envelope-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, { resultValue: ResultValueSchema });
 
 export const ResponseSchema = lazySchema(() =>
   z.object({

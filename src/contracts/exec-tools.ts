@@ -3,7 +3,9 @@
  * turns a call into the wire request (it picks the shell, final argv, cwd and env).
  */
 import { z } from "zod";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as checks from "./exec-tools-checks.generated.ts";
 import * as prompts from "./prompts.generated.ts";
 
 export const ExecCommandArgsSchema = lazySchema(() =>
@@ -63,6 +65,15 @@ export const WriteStdinArgsSchema = lazySchema(() =>
     max_output_tokens: z.number().int().optional().describe("Token budget for the returned output (default 10000)."),
   }),
 );
+
+/**
+ * The schemas of the exec_command and write_stdin arguments, by the names of their generated
+ * checks (npm run build:validators writes them to exec-tools-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, {
+  execCommandArgs: ExecCommandArgsSchema,
+  writeStdinArgs: WriteStdinArgsSchema,
+});
 
 /** prompts/exec-command.md */
 export const EXEC_COMMAND_DESCRIPTION = prompts.EXEC_COMMAND;

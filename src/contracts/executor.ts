@@ -3,8 +3,10 @@
  * policy); the executor runs, buffers and slices output (it owns host-local execution).
  */
 import { z } from "zod";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { defineMethod, defineNotification } from "./method.ts";
+import * as checks from "./executor-checks.generated.ts";
+import { defineMethod, defineNotification, specSchemas } from "./method.ts";
 import { SandboxPolicySchema } from "./sandbox-policy.ts";
 
 export const ExecApprovalRequirementSchema = lazySchema(() =>
@@ -236,3 +238,12 @@ export const ProcessExitedNotification = defineNotification(
   "process/exited",
   lazySchema(() => z.object({ process_id: z.number().int(), exit_code: z.number().int() })),
 );
+
+/**
+ * The schemas an executor peer reads off the wire, by the names of their generated checks
+ * (npm run build:validators writes them to protocol-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, {
+  ...specSchemas(ExecutorMethods),
+  ...specSchemas({ processExited: ProcessExitedNotification }),
+});

@@ -5,8 +5,10 @@
  * MCP itself: it moves newline-delimited JSON between the server's pipes and the framed protocol.
  */
 import { z } from "zod";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { defineMethod, defineNotification } from "./method.ts";
+import * as checks from "./mcp-bridge-checks.generated.ts";
+import { defineMethod, defineNotification, specSchemas } from "./method.ts";
 
 /** The manifest's file name at a capability root. */
 export const MCP_MANIFEST_NAME = ".mcp.json";
@@ -112,4 +114,21 @@ export const McpExitedNotification = defineNotification(
       stderr_tail: z.string(),
     }),
   ),
+);
+
+/**
+ * The schemas of the MCP methods and notifications, by the names of their generated checks
+ * (npm run build:validators writes them to mcp-protocol-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(
+  checks,
+  specSchemas({
+    mcpManifest: McpManifestMethod,
+    mcpStart: McpStartMethod,
+    mcpSend: McpSendMethod,
+    mcpStop: McpStopMethod,
+    mcpMessage: McpMessageNotification,
+    mcpBadLine: McpBadLineNotification,
+    mcpExited: McpExitedNotification,
+  }),
 );

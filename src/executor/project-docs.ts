@@ -7,8 +7,10 @@
 import { lstat, open, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { defineMethod } from "../contracts/method.ts";
+import { defineMethod, specSchemas } from "../contracts/method.ts";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as checks from "./project-docs-checks.generated.ts";
 
 export const DEFAULT_PROJECT_DOC_NAMES = ["AGENTS.override.md", "AGENTS.md"];
 
@@ -38,6 +40,12 @@ export const ProjectDocsMethod = defineMethod(
     z.object({ docs: z.array(ProjectDocSchema), root: z.string().nullable(), warnings: z.array(z.string()) }),
   ),
 );
+
+/**
+ * The schemas of the project-docs method, by the names of their generated checks
+ * (npm run build:validators writes them to project-docs-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, specSchemas({ projectDocs: ProjectDocsMethod }));
 
 /** cwd and its parents up to the directory holding `.git` (root first); just cwd without one. */
 export async function projectDirs(cwd: string): Promise<{ root: string | null; dirs: string[] }> {

@@ -7,12 +7,14 @@
 import { open, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { defineMethod } from "../contracts/method.ts";
+import { defineMethod, specSchemas } from "../contracts/method.ts";
 import { byCodeUnits } from "../util/compare.ts";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { parseFrontMatter, splitFrontMatter } from "./front-matter.ts";
 import { wholeCharsEnd } from "./project-docs.ts";
+import * as checks from "./skills-checks.generated.ts";
 
 export const SkillSchema = lazySchema(() =>
   z.object({
@@ -82,6 +84,15 @@ export const SkillsReadMethod = defineMethod(
   ),
 );
 export type SkillBody = z.infer<typeof SkillsReadMethod.result>;
+
+/**
+ * The schemas of the skills methods, by the names of their generated checks
+ * (npm run build:validators writes them to skills-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(
+  checks,
+  specSchemas({ skillsList: SkillsListMethod, skillsRead: SkillsReadMethod }),
+);
 
 /** Front matter must close within this many bytes from the start of the file. */
 export const FRONT_MATTER_MAX_BYTES = 16 * 1024;

@@ -5,8 +5,9 @@
  */
 import { z } from "zod";
 import type { TokenUsage } from "../contracts/usage.ts";
-import { fastParse } from "../util/fast-parse.ts";
+import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as checks from "./chat-checks.generated.ts";
 import { type ModelClient, ModelError, type ModelEvent, type ModelRequest, type ModelTool } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
@@ -229,6 +230,13 @@ export const ChunkSchema = lazySchema(() =>
     error: z.union([ErrorSchema, z.string()]).nullish(),
   }),
 );
+
+/**
+ * The schemas of a chat completions stream, by the names of their generated checks
+ * (npm run build:validators writes them to chat-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, { chunk: ChunkSchema });
+
 type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
 
 interface PartialCall {

@@ -4,7 +4,9 @@
  * can be read back. Unknown item types pass through unchanged (`OtherItem`).
  */
 import { z } from "zod";
+import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as checks from "./items-checks.generated.ts";
 
 export const InputTextSchema = lazySchema(() => z.object({ type: z.literal("input_text"), text: z.string() }));
 export const OutputTextSchema = lazySchema(() =>
@@ -95,6 +97,12 @@ const KnownItemSchema = lazySchema(() =>
 );
 
 export const ResponseItemSchema = lazySchema(() => z.union([KnownItemSchema, OtherItemSchema]));
+
+/**
+ * The schemas of a model's output items, by the names of their generated checks
+ * (npm run build:validators writes them to items-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, { responseItem: ResponseItemSchema });
 export type ResponseItem = z.infer<typeof KnownItemSchema> | (z.infer<typeof OtherItemSchema> & { type: string });
 export type MessageItem = z.infer<typeof MessageItemSchema>;
 export type FunctionCallItem = z.infer<typeof FunctionCallItemSchema>;

@@ -1,11 +1,12 @@
 /** OpenAI Responses API client: `POST {baseUrl}/responses` with `stream: true`, `store: false`. */
 import { z } from "zod";
 import type { TokenUsage } from "../contracts/usage.ts";
-import { fastParse } from "../util/fast-parse.ts";
+import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { type ModelClient, ModelError, type ModelEvent, type ModelRequest, type ModelTool } from "./client.ts";
 import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
 import { type ResponseItem, ResponseItemSchema } from "./items.ts";
+import * as checks from "./responses-checks.generated.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
 
@@ -139,6 +140,12 @@ export const StreamEventSchema = lazySchema(() =>
     error: ErrorSchema.nullish(),
   }),
 );
+
+/**
+ * The schemas of a Responses stream, by the names of their generated checks
+ * (npm run build:validators writes them to responses-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, { streamEvent: StreamEventSchema });
 
 export function responsesUsage(u: z.infer<typeof UsageSchema>): TokenUsage {
   const usage: TokenUsage = {

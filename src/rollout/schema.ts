@@ -6,8 +6,9 @@
  */
 import { z } from "zod";
 import { type ResponseItem, ResponseItemSchema } from "../model/items.ts";
-import { fastParse } from "../util/fast-parse.ts";
+import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import * as checks from "./schema-checks.generated.ts";
 
 export const GitInfoSchema = lazySchema(() =>
   z.looseObject({
@@ -132,6 +133,19 @@ export const CompactedLineSchema = lazySchema(() =>
 );
 /** Any other line type (world_state, inter_agent_communication, ...): kept, ignored by readers. */
 export const UnknownLineSchema = lazySchema(() => z.object({ ...envelope, type: z.string(), payload: z.unknown() }));
+
+/**
+ * The schemas of rollout lines, by the names of their generated checks (npm run build:validators
+ * writes them to schema-checks.generated.ts).
+ */
+export const CHECKED_SCHEMAS = withChecks(checks, {
+  unknownLine: UnknownLineSchema,
+  sessionMetaLine: SessionMetaLineSchema,
+  responseItemLine: ResponseItemLineSchema,
+  eventMsgLine: EventMsgLineSchema,
+  turnContextLine: TurnContextLineSchema,
+  compactedLine: CompactedLineSchema,
+});
 
 export type SessionMetaLine = z.infer<typeof SessionMetaLineSchema>;
 export type ResponseItemLine = Omit<z.infer<typeof ResponseItemLineSchema>, "payload"> & { payload: ResponseItem };

@@ -1,25 +1,23 @@
 /**
- * util/fast-parse.ts: the compiled check accepts exactly what zod accepts and builds the same
- * output, key order and kept `undefined`s included; what it refuses gets zod's own error.
- * Hand-made cases for each kind of node, then generated values for every wire method relay has.
+ * util/fast-parse.ts and the generated checks (scripts/build-validators.ts): a check accepts
+ * exactly what zod accepts and builds the same output, key order and kept `undefined`s included;
+ * what it refuses gets zod's own error. Hand-made cases for each kind of node (their checks are
+ * generated from test/util/fast-parse-cases.ts like src's), then generated values for every
+ * schema relay checks this way.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
+import { OWNERS } from "../../scripts/build-validators.ts";
+import { checkedWithoutZod } from "../../scripts/validators/module.ts";
 import * as codemode from "../../src/contracts/code-mode.ts";
-import * as envelope from "../../src/contracts/envelope.ts";
-import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../../src/contracts/exec-tools.ts";
+import { ExecCommandArgsSchema } from "../../src/contracts/exec-tools.ts";
 import * as executor from "../../src/contracts/executor.ts";
-import * as mcp from "../../src/contracts/mcp-bridge.ts";
-import * as projectDocs from "../../src/executor/project-docs.ts";
-import * as skills from "../../src/executor/skills.ts";
-import { ChunkSchema } from "../../src/model/chat.ts";
 import { ResponseItemSchema } from "../../src/model/items.ts";
 import { StreamEventSchema } from "../../src/model/responses.ts";
-import * as rolloutLines from "../../src/rollout/schema.ts";
-import { compiledWithoutZod, fastParse } from "../../src/util/fast-parse.ts";
-import { lazySchema } from "../../src/util/lazy-schema.ts";
+import { FAIL, fastParse, generatedCheck } from "../../src/util/fast-parse.ts";
 import { prng } from "../support/prng.ts";
+import { DEFAULTS, LAZY, OBJECTS, PRIMITIVES, RECORDS, UNIONS } from "./fast-parse-cases.ts";
 
 /** A value as JSON that keeps what JSON drops: undefined, bigints, key order. */
 function shown(v: unknown): string {
@@ -37,12 +35,20 @@ function prototypes(v: unknown): string {
   return `${name}(${Object.values(v).map(prototypes).join(",")})`;
 }
 
-/** Both parses of `value`: the same verdict, the same output, zod's issues on a refusal. */
-function same(schema: z.ZodType, value: unknown, label = ""): boolean {
+/**
+ * Both parses of `value`: the same verdict, the same output, zod's issues on a refusal. The
+ * generated check itself accepts whatever zod accepts (a refusal would only cost a second parse,
+ * unseen in the verdict), unless `conservative`: a value it leaves to zod on purpose.
+ */
+function same(schema: z.ZodType, value: unknown, label = "", conservative = false): boolean {
+  const check = generatedCheck(schema);
+  assert.ok(check, `${label}: no generated check is filed for this schema`);
   const fast = fastParse(schema, value);
   const slow = schema.safeParse(value);
   const what = `${label} ${shown(value)}`;
   assert.equal(fast.success, slow.success, `verdict differs for ${what}`);
+  if (slow.success && !conservative)
+    assert.notEqual(check(value, schema), FAIL, `the generated check refuses what zod accepts: ${what}`);
   if (fast.success && slow.success) {
     assert.deepStrictEqual(fast.data, slow.data, `output differs for ${what}`);
     assert.equal(shown(fast.data), shown(slow.data), `key order differs for ${what}`);
@@ -69,6 +75,8 @@ describe("fastParse: hand-made cases", () => {
       "",
       "a",
       "ab",
+      "c",
+      "f",
       "😀",
       "😀😀",
       "\ud83d",
@@ -78,50 +86,14 @@ describe("fastParse: hand-made cases", () => {
       false,
       0n,
       5n,
+      11n,
       [],
       {},
     ];
-    const schemas: z.ZodType[] = [
-      z.string(),
-      z.string().min(1),
-      z.string().min(2),
-      z.string().max(1),
-      z.string().startsWith("/"),
-      z.number(),
-      z.number().int(),
-      z.number().int().min(0).max(10),
-      z.number().gt(0).lt(2),
-      z.boolean(),
-      z.null(),
-      z.bigint().min(0n).max(10n),
-      z.literal("a"),
-      z.literal([1, "a"]),
-      z.enum(["a", "ab"]),
-      z.unknown(),
-      z.any(),
-      z.string().refine((s) => s.startsWith("/"), "absolute"),
-      z.int32(),
-      z.email(),
-      z.string().trim(),
-      z.coerce.number(),
-    ];
-    for (const s of schemas) for (const v of values) same(s, v);
+    for (const [name, s] of Object.entries(PRIMITIVES)) for (const v of values) same(s, v, name);
   });
 
-  test("objects: optional, nullable, defaults, strict, unknown keys, keys on the prototype", () => {
-    const s = z.object({
-      a: z.string(),
-      b: z.number().optional(),
-      c: z.string().nullable(),
-      d: z.array(z.string()).default([]),
-      e: z.object({ x: z.boolean().default(false) }).default({ x: true }),
-      f: z.unknown(),
-    });
-    const strict = z.object({ a: z.string(), b: z.string().optional() }).strict();
-    const loose = z.looseObject({ a: z.string(), b: z.string().optional() });
-    const passthrough = z.object({ c: z.string().nullable() }).passthrough();
-    const checked = z.object({ a: z.string() }).catchall(z.number());
-    const proto = z.object({ constructor: z.unknown(), toString: z.string().optional() });
+  test("objects: optional, nullable, defaults, strict, unknown keys, keys on the prototype, odd keys", () => {
     const inputs = [
       { a: "x", c: null },
       { a: "x", b: undefined, c: "y", d: ["q"], e: {}, f: 1, extra: 2 },
@@ -130,27 +102,27 @@ describe("fastParse: hand-made cases", () => {
       { a: 1, c: null },
       JSON.parse('{"a":"x","c":null,"__proto__":{"b":1}}'),
       { a: "x", b: "1", c: null },
+      { a: "x", b: null, c: "s" },
+      { a: undefined, b: undefined, c: undefined, d: undefined },
+      { a: undefined, c: 2, d: null },
+      { a: 1, b: 2 },
+      { a: 2, b: 1 },
+      { constructor: "c", toString: "t" },
       [],
       null,
     ];
-    for (const v of inputs) {
-      same(s, v);
-      same(strict, v);
-      same(proto, v);
-      same(loose, v);
-      same(passthrough, v);
-      same(checked, v);
+    for (const [name, s] of Object.entries(OBJECTS)) {
+      for (const v of inputs) same(s, v, name);
+      same(s, {}, name);
+      same(s, { a: "x" }, name);
+      same(s, { a: "x", b: undefined }, name);
     }
-    same(strict, { a: "x" });
-    same(strict, { a: "x", b: undefined });
-    same(proto, {});
   });
+});
 
+describe("fastParse: hand-made cases, continued", () => {
   test("a default hands out a fresh copy each time, as zod's does", () => {
-    const s = z.object({
-      list: z.array(z.string()).default(["a"]),
-      map: z.object({ k: z.string() }).default({ k: "v" }),
-    });
+    const s = DEFAULTS.freshDefaults;
     const a = fastParse(s, {});
     const b = fastParse(s, {});
     assert.ok(a.success && b.success);
@@ -159,23 +131,10 @@ describe("fastParse: hand-made cases", () => {
     assert.notEqual(a.data.map, b.data.map);
     a.data.list.push("changed");
     assert.deepEqual(fastParse(s, {}).data, { list: ["a"], map: { k: "v" } });
+    same(s, { list: undefined, map: { k: "w" } }, "freshDefaults");
   });
 
   test("unions pick the first option that accepts; a discriminated one goes by its tag", () => {
-    const u = z.union([
-      z.object({ a: z.string() }),
-      z.object({ a: z.string(), b: z.number() }),
-      z.string(),
-      z.number().int(),
-    ]);
-    const du = z.discriminatedUnion("t", [
-      z.object({ t: z.literal("x"), v: z.string() }),
-      z.object({ t: z.enum(["y", "z"]), v: z.number() }),
-    ]);
-    const tagged = z.union([
-      z.object({ Ok: z.string() }).strict(),
-      z.object({ Err: z.object({ m: z.string() }) }).strict(),
-    ]);
     for (const v of [
       { a: "1", b: 2 },
       { b: 2 },
@@ -190,55 +149,58 @@ describe("fastParse: hand-made cases", () => {
       { Err: { m: "b" } },
       { Ok: "a", Err: { m: "b" } },
       {},
+      null,
     ]) {
-      same(u, v);
-      same(du, v);
-      same(tagged, v);
+      for (const [name, s] of Object.entries(UNIONS)) same(s, v, name);
     }
   });
+});
 
+describe("fastParse: hand-made records, lazy schemas, and what is left to zod", () => {
   test("records: plain objects' own keys; __proto__ and odd objects as zod treats them", () => {
-    const r = z.record(z.string(), z.string());
     const inputs: unknown[] = [
       {},
       { a: "1", b: "2" },
       { 2: "x", 1: "y", b: "z" },
       { a: 1 },
+      { a: 1, b: 2 },
       JSON.parse('{"__proto__":"x","a":"b"}'),
+      JSON.parse('{"__proto__":{"polluted":"yes"},"a":"b"}'),
       Object.create(null),
       new Date(),
       [],
-      { constructor: "c" },
-      { [Symbol("s")]: "x" },
     ];
-    for (const v of inputs) same(r, v);
-    same(z.record(z.enum(["a", "b"]), z.number()), { a: 1, b: 2 });
+    for (const v of inputs) for (const [name, s] of Object.entries(RECORDS)) same(s, v, name);
+    // An own `constructor` or a symbol key: zod's plain-object test is left to zod itself.
+    for (const v of [{ constructor: "c" }, { [Symbol("s")]: "x" }])
+      for (const [name, s] of Object.entries(RECORDS)) same(s, v, name, true);
   });
 
   test("lazy, recursive and nested lazySchema stand-ins", () => {
-    interface Tree {
-      name: string;
-      kids: Tree[];
-    }
-    const tree: z.ZodType<Tree> = z.lazy(() => z.object({ name: z.string(), kids: z.array(tree) }));
-    const node = z.object({
-      name: z.string(),
-      get kids() {
-        return z.array(node).optional();
-      },
-    });
-    const inner = lazySchema(() => z.object({ n: z.number().int() }));
-    const outer = lazySchema(() => z.object({ inner, list: z.array(inner) }));
     for (const v of [
       { name: "a", kids: [{ name: "b", kids: [] }] },
       { name: "a", kids: [{ name: 1, kids: [] }] },
       { name: "a" },
     ]) {
-      same(tree, v);
-      same(node, v);
+      same(LAZY.lazyTree, v, "lazyTree");
+      same(LAZY.getterTree, v, "getterTree");
     }
     for (const v of [{ inner: { n: 1 }, list: [{ n: 2 }] }, { inner: { n: 1.5 }, list: [] }, { inner: { n: 1 } }])
-      same(outer, v);
+      same(LAZY.nestedLazySchema, v, "nestedLazySchema");
+  });
+
+  test("what the generator leaves to zod, and what it writes out", () => {
+    for (const s of [PRIMITIVES.email, PRIMITIVES.trimmed, PRIMITIVES.coercedNumber, PRIMITIVES.bigintAbove])
+      assert.equal(checkedWithoutZod(s), false);
+    for (const s of [OBJECTS.objectCatchall, OBJECTS.objectOddKeys, UNIONS.unionExclusive, RECORDS.recordEnumKeys])
+      assert.equal(checkedWithoutZod(s), false);
+    for (const s of [LAZY.lazyTree, LAZY.getterTree]) assert.equal(checkedWithoutZod(s), false);
+    for (const s of [PRIMITIVES.stringMin2, PRIMITIVES.refinedAbsolute, PRIMITIVES.bigintRange, PRIMITIVES.enumMany])
+      assert.equal(checkedWithoutZod(s), true);
+    for (const s of [UNIONS.unionInOrder, UNIONS.unionTagged, UNIONS.unionExternallyTagged, RECORDS.recordStrings])
+      assert.equal(checkedWithoutZod(s), true);
+    for (const s of [OBJECTS.objectMixed, OBJECTS.objectRefined, LAZY.nestedLazySchema])
+      assert.equal(checkedWithoutZod(s), true);
   });
 });
 
@@ -247,10 +209,7 @@ function generate(schema: z.ZodType, rnd: () => number, depth = 0): unknown {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const junk = [undefined, null, 0, -1, 1.5, NaN, 2 ** 53, "", "x", "/tmp/a", "😀", true, [], {}, 3n];
   if (rnd() < 0.06 || depth > 8) return pick(junk);
-  const zod = (
-    schema as unknown as { _zod: { def: Record<string, unknown> & { type: string }; values?: Set<unknown> } }
-  )._zod;
-  const def = zod.def;
+  const def = schema.def as unknown as Record<string, unknown> & { type: string };
   const sub = (s: unknown) => generate(s as z.ZodType, rnd, depth + 1);
   switch (def.type) {
     case "string":
@@ -262,8 +221,9 @@ function generate(schema: z.ZodType, rnd: () => number, depth = 0): unknown {
     case "boolean":
       return rnd() < 0.5;
     case "literal":
+      return pick(def.values as unknown[]);
     case "enum":
-      return pick([...(zod.values ?? [])]);
+      return pick(Object.values(def.entries as Record<string, unknown>));
     case "optional":
     case "default":
       return rnd() < 0.3 ? undefined : sub(def.innerType);
@@ -301,60 +261,34 @@ function generateObject(
   return out;
 }
 
-/** Every method and notification spec exported by the modules of relay's wire protocols. */
-function wireSchemas(): Array<[string, z.ZodType]> {
+/** Every schema src/ registers for a generated check (every wire method and notification, the model's events, the tool arguments, the rollout lines, ...), once. */
+function checkedSchemas(): Array<[string, z.ZodType]> {
+  const seen = new Set<z.ZodType>();
   const found: Array<[string, z.ZodType]> = [];
-  const visit = (v: unknown): void => {
-    if (v === null || typeof v !== "object") return;
-    const spec = v as { name?: unknown; params?: z.ZodType; result?: z.ZodType };
-    if (typeof spec.name === "string" && spec.params) {
-      found.push([`${spec.name} params`, spec.params]);
-      if (spec.result) found.push([`${spec.name} result`, spec.result]);
-      return;
+  for (const owner of OWNERS.filter((o) => o.file.startsWith("src/")))
+    for (const [name, schema] of Object.entries(owner.schemas)) {
+      if (seen.has(schema)) continue;
+      seen.add(schema);
+      found.push([`${owner.file} ${name}`, schema]);
     }
-    for (const inner of Object.values(v)) if (inner && typeof inner === "object" && !("_zod" in inner)) visit(inner);
-  };
-  for (const mod of [codemode, executor, mcp, skills, projectDocs]) for (const v of Object.values(mod)) visit(v);
-  found.push(["envelope", envelope.EnvelopeSchema]);
-  // What a session parses per model event and per tool call.
-  found.push(
-    ["responses stream event", StreamEventSchema],
-    ["chat chunk", ChunkSchema],
-    ["response item", ResponseItemSchema],
-  );
-  found.push(["exec_command arguments", ExecCommandArgsSchema], ["write_stdin arguments", WriteStdinArgsSchema]);
-  // Every line of every rollout read (sessions, resume, memories' phase 1).
-  for (const name of [
-    "UnknownLineSchema",
-    "SessionMetaLineSchema",
-    "ResponseItemLineSchema",
-    "EventMsgLineSchema",
-    "TurnContextLineSchema",
-    "CompactedLineSchema",
-  ] as const) {
-    found.push([`rollout ${name}`, rolloutLines[name]]);
-  }
   return found;
 }
 
-describe("fastParse: generated values for every wire method", () => {
-  const schemas = wireSchemas();
+describe("fastParse: generated values for every schema src/ checks", () => {
+  const schemas = checkedSchemas();
 
-  test("the wire methods are all found", () => {
-    const names = schemas.map(([n]) => n);
-    for (const n of [
-      "codemode/execute params",
-      "codemode/execute result",
-      "process/exec params",
-      "process/exec result",
-      "mcp/message params",
+  test("the wire methods are all among them", () => {
+    const all = new Set(schemas.map(([, s]) => s));
+    for (const spec of [
+      codemode.CodeModeMethods.execute,
+      codemode.CodeModeMethods.wait,
+      executor.ExecutorMethods.exec,
+      executor.ExecutorMethods.write,
     ]) {
-      assert.ok(
-        names.some((x) => x.startsWith(n.split(" ")[0]!)),
-        `${n} not found among ${names.length}`,
-      );
+      assert.ok(all.has(spec.params), `${spec.name} params not found`);
+      assert.ok(all.has(spec.result), `${spec.name} result not found`);
     }
-    assert.ok(schemas.length > 40, `only ${schemas.length} schemas found`);
+    assert.ok(schemas.length > 60, `only ${schemas.length} schemas found`);
   });
 
   test("the same verdict and output as zod on 200 values per schema", () => {
@@ -376,14 +310,15 @@ describe("fastParse: generated values for every wire method", () => {
     for (const spec of [
       codemode.CodeModeMethods.execute,
       codemode.CodeModeMethods.hello,
+      codemode.CodeModeMethods.wait,
       executor.ExecutorMethods.exec,
       executor.ExecutorMethods.write,
     ]) {
-      assert.ok(compiledWithoutZod(spec.params), `${spec.name} params ask zod`);
-      assert.ok(compiledWithoutZod(spec.result), `${spec.name} result asks zod`);
+      assert.ok(checkedWithoutZod(spec.params), `${spec.name} params ask zod`);
+      assert.ok(checkedWithoutZod(spec.result), `${spec.name} result asks zod`);
     }
     for (const schema of [StreamEventSchema, ResponseItemSchema, ExecCommandArgsSchema])
-      assert.ok(compiledWithoutZod(schema));
-    assert.equal(compiledWithoutZod(z.email()), false);
+      assert.ok(checkedWithoutZod(schema));
+    assert.equal(checkedWithoutZod(z.email()), false);
   });
 });

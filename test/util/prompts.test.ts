@@ -99,9 +99,14 @@ describe("scripts/build-prompts.ts", () => {
     };
     const includes = biome.files.includes;
     assert.ok(includes.includes("!src/*/prompts/*.md"), "biome.json's files.includes leaves out src/*/prompts/*.md");
+    const excludesAll = includes.lastIndexOf("!**/*.generated.ts");
     assert.ok(
-      includes.indexOf("src/*/prompts.generated.ts") > includes.indexOf("!**/*.generated.ts"),
-      "biome.json takes src/*/prompts.generated.ts back in after leaving out the other generated modules",
+      excludesAll === -1 || includes.indexOf("src/*/prompts.generated.ts") > excludesAll,
+      "biome.json formats src/*/prompts.generated.ts (no exclusion of every generated module, or it is taken back after one)",
+    );
+    assert.ok(
+      !includes.some((i) => i.startsWith("!") && i.includes("prompts.generated")),
+      "prompt modules are not left out",
     );
   });
 
