@@ -1,6 +1,6 @@
 /**
  * Makes the promises a cell's `async` functions and `import()` return visible to the rejection
- * tracker (vm.ts TRACKER_SOURCE). QuickJS creates them from the intrinsic Promise, and this
+ * tracker (vm-tracker.ts TRACKER_SOURCE). QuickJS creates them from the intrinsic Promise, and this
  * build of quickjs-emscripten has no host rejection tracker, so the source is rewritten:
  *   async function f(a) { B }   →  function f(a) { return __relayTrack((async () => { B })()); }
  *   async (a) => { B }          →  (a) => { return __relayTrack((async () => { B })()); }

@@ -3,11 +3,11 @@
  * job: letting approval see every simple command a script would run, with its words, its
  * redirections and the scripts nested in substitutions. It evaluates nothing. Constructs it does
  * not model (arithmetic, `case`, functions, `${x...}` operators, zsh-only expansions) raise a
- * ShellParseError, so a caller that must be safe treats the command as unknown.
+ * ShellParseError, so a caller that must be safe treats the command as unknown. The characters
+ * and reserved words it reads by are in shell-parse-lexicon.ts.
  */
 
 import {
-  bracketCloses,
   type Command,
   type ForCommand,
   type GroupCommand,
@@ -20,6 +20,7 @@ import {
   type Word,
   WordBuilder,
 } from "./shell-ast.ts";
+import { ASSIGNMENT, BLANK, closesInWord, keywordAt, META, NOT_MODELLED, redirectAt } from "./shell-parse-lexicon.ts";
 import { decodeAnsiC, unescapeBackticks } from "./shell-quoting.ts";
 
 export type {
@@ -35,32 +36,6 @@ export type {
 export { ShellParseError } from "./shell-ast.ts";
 
 const MAX_DEPTH = 16;
-const BLANK = new Set([" ", "\t"]);
-/** Characters that end an unquoted word. */
-const META = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">"]);
-const KEYWORDS = new Set([
-  "{",
-  "}",
-  "!",
-  "if",
-  "then",
-  "elif",
-  "else",
-  "fi",
-  "while",
-  "until",
-  "do",
-  "done",
-  "for",
-  "in",
-  "case",
-  "esac",
-  "select",
-  "function",
-  "coproc",
-]);
-const NOT_MODELLED = new Set(["case", "select", "function", "coproc"]);
-const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/;
 
 export function parseShell(src: string): Script {
   return new Parser(src, 0).parseAll();
@@ -167,7 +142,7 @@ class Parser {
         separator(this.peek(1) === "|" || this.peek(1) === "&" ? 2 : 1, true);
         continue;
       }
-      const kw = this.peekKeyword();
+      const kw = keywordAt(this.src, this.pos);
       if (kw !== undefined && terms.has(kw)) {
         if (needCommand) this.fail(`a command is missing before ${kw}`);
         this.pos += kw.length;
@@ -179,17 +154,6 @@ class Parser {
       needCommand = false;
     }
   }
-
-  /** A reserved word at the current position, if one stands there as a whole word. */
-  private peekKeyword(): string | undefined {
-    let j = this.pos;
-    while (j < this.src.length && !META.has(this.src.charAt(j)) && !`'"\\$\``.includes(this.src.charAt(j))) j++;
-    const word = this.src.slice(this.pos, j);
-    const next = this.src.charAt(j);
-    if (next !== "" && !META.has(next)) return undefined;
-    return KEYWORDS.has(word) ? word : undefined;
-  }
-
   private parseCommand(): Command {
     return this.nested(() => this.parseCommandHere());
   }
@@ -200,7 +164,7 @@ class Parser {
       this.pos++;
       return this.group(this.parseList(new Set(), true).script);
     }
-    const kw = this.peekKeyword();
+    const kw = keywordAt(this.src, this.pos);
     if (kw === undefined) return this.parseSimple();
     if (NOT_MODELLED.has(kw)) this.fail(`\`${kw}\` is not analysed`);
     this.pos += kw.length;
@@ -255,7 +219,7 @@ class Parser {
     if (!nameWord.fixed || !SHELL_NAME.test(nameWord.raw)) this.fail("a for loop needs a variable name");
     const items: Word[] = [];
     this.skipSeparators(false);
-    if (this.peekKeyword() === "in") {
+    if (keywordAt(this.src, this.pos) === "in") {
       this.pos += 2;
       for (;;) {
         this.skipBlanks();
@@ -266,7 +230,7 @@ class Parser {
       }
     }
     this.skipSeparators(true);
-    if (this.peekKeyword() !== "do") this.fail("a for loop needs `do`");
+    if (keywordAt(this.src, this.pos) !== "do") this.fail("a for loop needs `do`");
     this.pos += 2;
     const body = this.parseList(new Set(["done"]), false).script;
     return { type: "for", name: nameWord.raw, items, body, redirects: this.parseTrailingRedirects() };
@@ -291,7 +255,7 @@ class Parser {
     const out: Redirect[] = [];
     for (;;) {
       this.skipBlanks();
-      if (!this.atRedirect()) return out;
+      if (!redirectAt(this.src, this.pos)) return out;
       out.push(this.parseRedirect());
     }
   }
@@ -304,7 +268,7 @@ class Parser {
       if (c === "" || c === "\n" || c === ";" || c === "|" || c === ")") break;
       if (c === "&" && this.peek(1) !== ">") break;
       if (c === "(") this.fail("unexpected ( (function definitions, arrays and extended globs are not analysed)");
-      if (this.atRedirect()) {
+      if (redirectAt(this.src, this.pos)) {
         cmd.redirects.push(this.parseRedirect());
         continue;
       }
@@ -316,16 +280,6 @@ class Parser {
     if (cmd.words.length + cmd.assigns.length + cmd.redirects.length === 0) this.fail("a command is missing");
     return cmd;
   }
-
-  /** A redirection starts here: `[n]<`, `[n]>`, `&>`, but not `<(` or `>(`. */
-  private atRedirect(): boolean {
-    let j = this.pos;
-    while (/[0-9]/.test(this.src.charAt(j))) j++;
-    const c = this.src.charAt(j);
-    if (c === "&") return j === this.pos && this.src.charAt(j + 1) === ">";
-    return (c === "<" || c === ">") && this.src.charAt(j + 1) !== "(";
-  }
-
   private parseRedirect(): Redirect {
     const digits = /^[0-9]*/.exec(this.src.slice(this.pos))?.[0] ?? "";
     this.pos += digits.length;
@@ -416,21 +370,10 @@ class Parser {
     else if (c === "`") this.readBacktick(b, false);
     else {
       this.pos++;
-      if (c === "*" || c === "?" || ((c === "[" || c === "{") && this.closes(c))) b.dyn(c, false);
+      if (c === "*" || c === "?" || ((c === "[" || c === "{") && closesInWord(this.src, this.pos, c))) b.dyn(c, false);
       else b.lit(c);
     }
   }
-
-  /**
-   * Whether the `open` just read is a glob bracket or a brace expansion, within this word (up to
-   * the next unquoted metacharacter).
-   */
-  private closes(open: "[" | "{"): boolean {
-    let end = this.pos;
-    while (end < this.src.length && !META.has(this.src.charAt(end))) end++;
-    return bracketCloses(this.src, this.pos, end, open);
-  }
-
   /** The opening `"` was read. */
   private readDoubleQuoted(b: WordBuilder): void {
     for (;;) {

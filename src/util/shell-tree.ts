@@ -5,6 +5,7 @@
  * grammar reports, so a command relay cannot read asks. Where the grammar is known to read less
  * than bash does (backticks in here-documents, substitutions it leaves in plain text), the text
  * between the nodes is checked too, so a substitution never hides in what looks like a literal.
+ * What needs only a node (its children, the checks of its text) is in shell-tree-nodes.ts.
  */
 import type { BashParser, SyntaxNode } from "./bash-grammar.ts";
 import {
@@ -22,22 +23,24 @@ import {
   WordBuilder,
 } from "./shell-ast.ts";
 import { decodeAnsiC, unescapeBackticks } from "./shell-quoting.ts";
+import {
+  addParts,
+  auditLiteral,
+  checkArithmetic,
+  checkHeredocEnd,
+  fields,
+  fixedWord,
+  kids,
+  named,
+  notAnalysed,
+  type RedirectParts,
+  syntaxError,
+} from "./shell-tree-nodes.ts";
 
 const MAX_DEPTH = 16;
 
 /** Statements that only hold other statements (the keywords around them are tokens). */
 const CONTAINERS = new Set(["pipeline", "list", "negated_command", "do_group", "elif_clause", "else_clause"]);
-/** Arithmetic that names no variable and runs nothing: numbers and operators. */
-const ARITHMETIC = new Set([
-  "number",
-  "binary_expression",
-  "unary_expression",
-  "parenthesized_expression",
-  "ternary_expression",
-]);
-const ASSIGNING = /^([+\-*/%&^|]|<<|>>)?=$|^(\+\+|--)$/;
-/** Where an unquoted or double-quoted literal would start a substitution bash runs. */
-const SUBSTITUTION_START = /^(`|\$[({[A-Za-z_0-9@*#?$!'"-])/;
 
 export function parseShellTree(parser: BashParser, src: string, depth = 0): Script {
   if (depth > MAX_DEPTH) throw new ShellParseError("substitutions are nested too deeply");
@@ -50,70 +53,6 @@ export function parseShellTree(parser: BashParser, src: string, depth = 0): Scri
   } finally {
     tree.delete();
   }
-}
-
-/** What the first ERROR or MISSING node of a tree says, in words. */
-function syntaxError(root: SyntaxNode, src: string): string {
-  const bad = firstError(root);
-  if (!bad) return "a syntax error";
-  const at = bad.startIndex;
-  if (bad.isMissing)
-    return bad.type === '"' || bad.type === "'" || bad.type === "`"
-      ? `unterminated ${bad.type}`
-      : `${bad.type === "word" ? "a word" : `\`${bad.type}\``} is missing at offset ${at}`;
-  const text = src.slice(at, bad.endIndex);
-  const quote = text.charAt(0);
-  if ((quote === '"' || quote === "'" || quote === "`") && !src.slice(at + 1).includes(quote))
-    return `unterminated ${quote}`;
-  return `a syntax error at offset ${at} near ${JSON.stringify(text.slice(0, 24))}`;
-}
-
-function firstError(node: SyntaxNode): SyntaxNode | undefined {
-  if (node.type === "ERROR" || node.isMissing) return node;
-  for (const child of kids(node)) {
-    if (child.hasError || child.isMissing || child.type === "ERROR") return firstError(child) ?? child;
-  }
-  return undefined;
-}
-
-function notAnalysed(node: SyntaxNode, where = ""): never {
-  const what = node.isNamed ? node.type.replaceAll("_", " ") : `the token ${JSON.stringify(node.type)}`;
-  throw new ShellParseError(`${what}${where} is not analysed (at offset ${node.startIndex})`);
-}
-
-/** A word whose value is exactly `text`. */
-function fixedWord(text: string, raw = text): Word {
-  return { raw, value: text, fixed: true, mayBeOption: text.startsWith("-"), splits: false, scripts: [] };
-}
-
-/** The children of `node`, tokens included. */
-function kids(node: SyntaxNode): SyntaxNode[] {
-  return node.children.filter((c): c is SyntaxNode => c !== null);
-}
-
-function named(node: SyntaxNode): SyntaxNode[] {
-  return node.namedChildren.filter((c): c is SyntaxNode => c !== null);
-}
-
-/** Each child of `node` with the field it fills, if any. */
-function* fields(node: SyntaxNode): Generator<[SyntaxNode, string | null]> {
-  for (let i = 0; i < node.childCount; i++) {
-    const child = node.child(i);
-    if (child) yield [child, node.fieldNameForChild(i)];
-  }
-}
-
-/** What a redirection adds: itself, words the grammar hung on it, and commands after a here-doc. */
-interface RedirectParts {
-  redirects: Redirect[];
-  words: Word[];
-  commands: Command[];
-}
-
-function addParts(into: RedirectParts, more: RedirectParts): void {
-  into.redirects.push(...more.redirects);
-  into.words.push(...more.words);
-  into.commands.push(...more.commands);
 }
 
 class TreeReader {
@@ -154,7 +93,7 @@ class TreeReader {
         return [this.group(this.statements(kids(n)))];
       case "compound_statement":
         if (n.child(0)?.type === "((") {
-          this.arithmetic(n);
+          checkArithmetic(n);
           return [];
         }
         return [this.group(this.statements(kids(n)))];
@@ -309,7 +248,7 @@ class TreeReader {
     if (!op || !start) return notAnalysed(n);
     const quoted = /['"\\]/.test(start.text);
     const delimiter = start.text.replace(/['"\\]/g, "");
-    this.checkHeredocEnd(op, delimiter, body, end);
+    checkHeredocEnd(op, delimiter, body, end);
     const redirect: Redirect = {
       op,
       target: fixedWord(delimiter, start.text),
@@ -318,27 +257,12 @@ class TreeReader {
     return { ...parts, redirects: [redirect, ...parts.redirects] };
   }
 
-  /** bash ends a here-document at the first line that is its delimiter: the grammar must agree. */
-  private checkHeredocEnd(
-    op: string,
-    delimiter: string,
-    body: SyntaxNode | undefined,
-    end: SyntaxNode | undefined,
-  ): void {
-    if (!end || end.text !== delimiter)
-      throw new ShellParseError(`the here-document ${delimiter} does not end where relay can see`);
-    const lines = body ? body.text.split("\n") : [];
-    const strip = (line: string) => (op === "<<-" ? line.replace(/^\t+/, "") : line);
-    if (lines.some((line) => strip(line) === delimiter))
-      throw new ShellParseError(`the here-document ${delimiter} ends earlier than the grammar read it`);
-  }
-
   /** The substitutions an unquoted here-document's body runs. */
   private heredocScripts(body: SyntaxNode): Script[] {
     const b = new WordBuilder();
     this.auditGaps(body, "a here-document");
     for (const c of named(body)) {
-      if (c.type === "heredoc_content") this.auditLiteral(c.text, c.startIndex, "a here-document");
+      if (c.type === "heredoc_content") auditLiteral(c.text, c.startIndex, "a here-document");
       else this.piece(c, b, true, c.endIndex);
     }
     return b.scripts;
@@ -436,19 +360,6 @@ class TreeReader {
     return words;
   }
 
-  /** Arithmetic bash evaluates: numbers and operators only, since a variable's value is itself evaluated (and `a[$(cmd)]` in it runs cmd). */
-  private arithmetic(n: SyntaxNode): void {
-    for (const c of named(n)) {
-      if (!ARITHMETIC.has(c.type))
-        throw new ShellParseError(
-          `arithmetic on ${c.type.replaceAll("_", " ")}s is not analysed: bash evaluates a variable's value as an expression, which can run commands`,
-        );
-      this.arithmetic(c);
-    }
-    for (const c of kids(n))
-      if (!c.isNamed && ASSIGNING.test(c.type)) throw new ShellParseError("arithmetic that assigns is not analysed");
-  }
-
   word(n: SyntaxNode): Word {
     const b = new WordBuilder();
     this.piece(n, b, false, n.endIndex);
@@ -489,13 +400,13 @@ class TreeReader {
         b.scripts.push(this.nested(() => this.script(kids(n))));
         return b.procSubst(`${text.charAt(0)}(…)`);
       case "arithmetic_expansion":
-        this.arithmetic(n);
+        checkArithmetic(n);
         return b.dyn(text, !quoted);
       case "brace_expression":
         return b.dyn(text, false);
       case "regex":
       case "extglob_pattern":
-        this.auditLiteral(text.replace(/\\./g, "__"), n.startIndex, "a pattern");
+        auditLiteral(text.replace(/\\./g, "__"), n.startIndex, "a pattern");
         return b.dyn(text, false);
       default:
         return notAnalysed(n, " in a word");
@@ -507,7 +418,7 @@ class TreeReader {
     this.auditGaps(n, "a double-quoted string");
     for (const c of kids(n)) {
       if (c.type === "string_content") {
-        this.auditLiteral(c.text, c.startIndex, "a double-quoted string");
+        auditLiteral(c.text, c.startIndex, "a double-quoted string");
         b.lit(c.text.replace(/\\([$`"\\\n])/g, (_m, ch: string) => (ch === "\n" ? "" : ch)));
       } else if (!c.isNamed) {
         if (c.type === "$") b.lit("$");
@@ -518,7 +429,7 @@ class TreeReader {
 
   /** An unquoted literal: backslashes quote, and `*`, `?`, `[...]` and `{a,b}` make it a pattern. */
   private unquoted(text: string, at: number, b: WordBuilder, wordEnd: number): void {
-    this.auditLiteral(text, at, "a word");
+    auditLiteral(text, at, "a word");
     for (let i = 0; i < text.length; i++) {
       const c = text.charAt(i);
       // The grammar reads `[ }` as one word; bash splits it at the blank.
@@ -537,26 +448,14 @@ class TreeReader {
     }
   }
 
-  /** A literal must not hold a substitution the grammar left unread: that would hide a command. */
-  private auditLiteral(text: string, at: number, where: string): void {
-    for (let i = 0; i < text.length; i++) {
-      if (text.charAt(i) === "\\") i++;
-      else if (SUBSTITUTION_START.test(text.slice(i, i + 2)) && !(text.charAt(i) === "$" && i + 1 === text.length)) {
-        throw new ShellParseError(
-          `${text.charAt(i) === "`" ? "a backtick" : `\`${text.slice(i, i + 2)}\``} in ${where} is not analysed (at offset ${at + i})`,
-        );
-      }
-    }
-  }
-
   /** The text of `n` that no child covers, audited like a literal. */
   private auditGaps(n: SyntaxNode, where: string): void {
     let pos = n.startIndex;
     for (const c of kids(n)) {
-      if (c.startIndex > pos) this.auditLiteral(this.src.slice(pos, c.startIndex), pos, where);
+      if (c.startIndex > pos) auditLiteral(this.src.slice(pos, c.startIndex), pos, where);
       pos = Math.max(pos, c.endIndex);
     }
-    if (n.endIndex > pos) this.auditLiteral(this.src.slice(pos, n.endIndex), pos, where);
+    if (n.endIndex > pos) auditLiteral(this.src.slice(pos, n.endIndex), pos, where);
   }
 
   /** `$(...)`, or a backtick substitution, whose body bash unescapes and then parses again. */

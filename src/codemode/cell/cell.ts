@@ -159,7 +159,7 @@ export class Cell {
     this.finish({ Result: { cell_id: this.id, content_items: this.output.drain(), error_text: errorText } });
   }
 
-  /** The cell's error when it ends with a rejection nothing handled (see vm.ts TRACKER_SOURCE). */
+  /** The cell's error when it ends with a rejection nothing handled (see vm-tracker.ts TRACKER_SOURCE). */
   private unhandledRejection(): string | undefined {
     const vm = this.vm;
     if (!vm || this.budget.broken) return undefined;
