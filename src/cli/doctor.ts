@@ -2,7 +2,8 @@
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
 import { applyOverrides, defaultConfig } from "../config/config.ts";
-import { type DoctorCheck, doctorReport, runDoctorChecks } from "../doctor/doctor.ts";
+import { type DoctorCheck, doctorReport } from "../doctor/check.ts";
+import { runDoctorChecks } from "../doctor/doctor.ts";
 import { relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { checkWorkingDir } from "../policy/preflight.ts";

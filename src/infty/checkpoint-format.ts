@@ -6,7 +6,8 @@
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { RoleNameSchema, RunMetaSchema } from "./run-store.ts";
+import { RoleNameSchema } from "./roles.ts";
+import { RunMetaSchema } from "./run-format.ts";
 
 /** Where the checkpoints' git repository lives inside a run (see docs/infty.md). */
 export const CHECKPOINT_GITDIR = ".checkpoints.git";

@@ -8,7 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { resolveWithin } from "./run-store.ts";
+import { resolveWithin } from "./resolve-within.ts";
 
 /** The part of a claim file the orchestrator reads; the rest is for the Verifiers. */
 export const ClaimFileSchema = lazySchema(() =>

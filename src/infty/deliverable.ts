@@ -5,7 +5,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { err, ok, type Result } from "../util/result.ts";
-import { resolveWithin } from "./run-store.ts";
+import { resolveWithin } from "./resolve-within.ts";
 
 export interface ManifestEntry {
   path: string;

@@ -1,6 +1,6 @@
 /**
  * What became of a message the orchestrator handed to a role before a crash, read from the
- * role's rollout after the offset recorded with it (see InflightSchema in run-store.ts).
+ * role's rollout after the offset recorded with it (see InflightSchema in run-format.ts).
  */
 
 import { Buffer } from "node:buffer";

@@ -6,7 +6,7 @@
 
 import type { SessionEvent } from "../contracts/events.ts";
 import type { TurnOptions, TurnOutcome } from "../session/agent.ts";
-import type { SessionHandle } from "../session/runtime.ts";
+import type { SessionHandle } from "../session/handle.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 export interface HubSession {

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { VerdictRecordSchema } from "./run-store.ts";
+import { VerdictRecordSchema } from "./run-format.ts";
 
 export const ROUNDS_FILE = "memory/verifications.jsonl";
 export const CLAIMS_INDEX = "index/claims.json";

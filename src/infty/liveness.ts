@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { type LeaseView, pidAlive } from "./lease.ts";
 import { FileLease } from "./lease-file.ts";
-import type { RunMeta } from "./run-store.ts";
+import type { RunMeta } from "./run-format.ts";
 
 /** A heartbeat older than this means nobody drives the run (the default interval is 15 s). */
 export const STALE_HEARTBEAT_MS = 60_000;

@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { memoriesDir } from "../home/home.ts";
-import type { SessionMemories } from "../session/runtime.ts";
+import type { SessionMemories } from "../session/open-options.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import { BYTES_PER_TOKEN } from "../util/truncate.ts";

@@ -11,7 +11,8 @@ import type { UserApprovalRule } from "../config/approval-rules.ts";
 import type { ApprovalPolicy } from "../config/config.ts";
 import { loadBashGrammar } from "../util/bash-grammar.ts";
 import { Log } from "../util/log.ts";
-import { commandSafety, type Safety } from "./command-safety.ts";
+import { commandSafety } from "./command-safety.ts";
+import type { Safety } from "./safety/verdict.ts";
 
 export type ApprovalDecision = "approved" | "approved_for_session" | "denied";
 

@@ -25,7 +25,7 @@ export const BuiltinRuleSchema = lazySchema(() =>
       long_value: z.array(z.string().min(1)).optional(),
       /** At most this many positionals: the next would be an output file. */
       max_positionals: z.number().int().min(0).optional(),
-      /** A named check in command-safety.ts for what options alone cannot say. */
+      /** A named check (safety/policy-tables.ts's CHECKS) for what options alone cannot say. */
       check: z.string().min(1).optional(),
       /** Commands this rule lets run without asking. */
       runs: z.array(z.string().min(1)).min(1),

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type DoctorCheck, type DoctorReport, DoctorReportSchema } from "../../src/doctor/doctor.ts";
+import { type DoctorCheck, type DoctorReport, DoctorReportSchema } from "../../src/doctor/check.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv } from "../support/self.ts";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ProgressLines, QUIET_HEARTBEAT_MS, runTag } from "../../src/cli/infty/progress.ts";
 import type { InftyEvent } from "../../src/infty/orchestrator.ts";
-import type { RunMeta } from "../../src/infty/run-store.ts";
+import type { RunMeta } from "../../src/infty/run-format.ts";
 import { httpError } from "../support/fake-model-server.ts";
 import { setup } from "../support/infty-timeline.ts";
 import { runRelayAsync } from "../support/self.ts";

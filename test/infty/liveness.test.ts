@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { runLiveness } from "../../src/infty/liveness.ts";
-import type { RunMeta } from "../../src/infty/run-store.ts";
+import type { RunMeta } from "../../src/infty/run-format.ts";
 
 const state = (status: RunMeta["status"]) => ({ status, heartbeat_at: new Date().toISOString() }) as RunMeta;
 

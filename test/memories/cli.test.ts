@@ -142,7 +142,7 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     assert.equal(JSON.parse(within.stdout).max_rollouts_capped, undefined);
   });
 
-  test("two concurrent cron runs: each rollout extracted once, at most one consolidates", async () => {
+  test("two concurrent cron runs: each rollout extracted once, one consolidation at a time", async () => {
     await using h = tempHome();
     for (let i = 0; i < 6; i++) writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR - i * 60_000 });
     const runs = await Promise.all([0, 1].map(() => relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"])));
@@ -151,10 +151,17 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
       return JSON.parse(r.stdout);
     });
     assert.equal(reps[0].phase1.claimed + reps[1].phase1.claimed, 6);
-    assert.equal(
-      reps.filter((r) => r.phase2.status === "succeeded").length,
-      1,
-      `phase 2 of each run: ${JSON.stringify(reps.map((r) => r.phase2))}`,
+    // The phase-2 lock lets one run consolidate at a time: the other finds it held (or runs after
+    // it). Which run gets there first, and with how many inputs, depends on the scheduling.
+    const outcomes = reps.map((r) => r.phase2.status as string);
+    const said = `phase 2 of each run: ${JSON.stringify(reps.map((r) => r.phase2))}`;
+    assert.ok(
+      outcomes.every((s) => s.startsWith("succeeded") || s === "skipped_running"),
+      said,
+    );
+    assert.ok(
+      outcomes.some((s) => s.startsWith("succeeded")),
+      said,
     );
     for (const r of reps) if (r.phase2.status === "skipped_running") assert.equal(r.exit_code, 3);
   });

@@ -6,7 +6,8 @@ import { defaultConfig, type RelayConfig } from "../../src/config/config.ts";
 import type { SessionEvent } from "../../src/contracts/events.ts";
 import type { Approver } from "../../src/policy/approval.ts";
 import { nonInteractiveApprover } from "../../src/policy/approval.ts";
-import { runSession, type SessionRunOptions } from "../../src/session/runtime.ts";
+import type { SessionRunOptions } from "../../src/session/open-options.ts";
+import { runSession } from "../../src/session/runtime.ts";
 import { type FakeModelServer, startFakeModelServer } from "../support/fake-model-server.ts";
 import { useSourceRelay } from "../support/self.ts";
 

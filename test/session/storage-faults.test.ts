@@ -21,7 +21,7 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { diskCheck } from "../../src/doctor/doctor.ts";
+import { diskCheck } from "../../src/doctor/storage-checks.ts";
 import { appendLine } from "../../src/infty/durable.ts";
 import { RolloutWriter } from "../../src/rollout/writer.ts";
 import { LogFile } from "../../src/util/log-file.ts";

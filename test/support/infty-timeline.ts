@@ -9,7 +9,7 @@ import path from "node:path";
 import { defaultConfig } from "../../src/config/config.ts";
 import { CHECKPOINT_DIRS } from "../../src/infty/checkpoint-format.ts";
 import { type InftyEvent, runInfty } from "../../src/infty/orchestrator.ts";
-import { RunMetaSchema } from "../../src/infty/run-store.ts";
+import { RunMetaSchema } from "../../src/infty/run-format.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "./fake-model-server.ts";
 import { useSourceRelay } from "./self.ts";
 

@@ -4,7 +4,8 @@ import path from "node:path";
 import type { Command } from "@commander-js/extra-typings";
 import { runLiveness } from "../../infty/liveness.ts";
 import { followLines, tailLines } from "../../infty/log-tail.ts";
-import { type RunStore, readRunMeta } from "../../infty/run-store.ts";
+import { readRunMeta } from "../../infty/run-format.ts";
+import type { RunStore } from "../../infty/run-store.ts";
 import { wholeNumber } from "./flags.ts";
 import { loadRun, RUN_ARG_HELP } from "./run-arg.ts";
 

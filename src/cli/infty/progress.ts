@@ -7,7 +7,7 @@
 import { activityLines } from "../../infty/activity.ts";
 import type { InftyEvent } from "../../infty/orchestrator.ts";
 import { shortCommit } from "../../infty/repo/index.ts";
-import type { RunMeta } from "../../infty/run-store.ts";
+import type { RunMeta } from "../../infty/run-format.ts";
 import { formatDuration, formatElapsed } from "../../util/duration.ts";
 
 /** A heartbeat with nothing new is printed at most this often. */

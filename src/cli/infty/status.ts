@@ -5,8 +5,8 @@ import { activityLines } from "../../infty/activity.ts";
 import type { Liveness } from "../../infty/liveness.ts";
 import { checkoutDir, type RepoRecord, shortCommit } from "../../infty/repo/index.ts";
 import { roleNames } from "../../infty/roles.ts";
+import type { RunMeta } from "../../infty/run-format.ts";
 import type { RoleModelRecord, RunSettings } from "../../infty/run-settings.ts";
-import type { RunMeta } from "../../infty/run-store.ts";
 import { formatDuration } from "../../util/duration.ts";
 
 /** `gpt-5 (openai-responses, effort high)`; the URL and key variable when they are not the defaults. */

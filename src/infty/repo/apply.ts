@@ -5,7 +5,7 @@
  * or the merge conflicts (it is aborted, and the conflicting files are named).
  */
 import { err, ok, type Result } from "../../util/result.ts";
-import type { RunMeta } from "../run-store.ts";
+import type { RunMeta } from "../run-format.ts";
 import { git, gitLine } from "./git-cli.ts";
 import { type RepoRecord, shortCommit } from "./record.ts";
 

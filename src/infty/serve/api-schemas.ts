@@ -6,7 +6,7 @@ import { z } from "zod";
 import { lazySchema } from "../../util/lazy-schema.ts";
 import { CheckpointInfoSchema } from "../checkpoint-format.ts";
 import { LogLineSchema } from "../event-log.ts";
-import { RunMetaSchema, RunStatusSchema } from "../run-store.ts";
+import { RunMetaSchema, RunStatusSchema } from "../run-format.ts";
 
 export const ApiErrorSchema = lazySchema(() =>
   z.object({ error: z.object({ code: z.string(), message: z.string() }) }),

@@ -8,7 +8,8 @@ import { lstat, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { byCodeUnits } from "../../util/compare.ts";
 import { err, ok, type Result } from "../../util/result.ts";
-import { RUN_DIRS, resolveWithin } from "../run-store.ts";
+import { resolveWithin } from "../resolve-within.ts";
+import { RUN_DIRS } from "../run-format.ts";
 import type { FileEntry, FileList } from "./api-schemas.ts";
 
 /** Entries a listing holds at most (a run with more is cut, and says so). */

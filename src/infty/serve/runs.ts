@@ -4,7 +4,8 @@ import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
 import { type Liveness, runLiveness } from "../liveness.ts";
 import { roleNames } from "../roles.ts";
-import { type RunMeta, RunStore, readRunMeta, validateRunId } from "../run-store.ts";
+import { type RunMeta, readRunMeta } from "../run-format.ts";
+import { RunStore, validateRunId } from "../run-store.ts";
 import type { RunDetail, RunList, RunSummary } from "./api-schemas.ts";
 import { RunWatch } from "./run-watch.ts";
 

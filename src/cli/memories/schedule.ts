@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
-import { relayHome } from "../home/home.ts";
+import { relayHome } from "../../home/home.ts";
 import {
   CRON_MARKER,
   consolidateLine,
@@ -19,10 +19,10 @@ import {
   systemdUnits,
   TIMER_NAME,
   withCronLine,
-} from "../memories/schedule.ts";
-import { selfCommand } from "../protocol/child.ts";
-import { findOnPath } from "../util/which.ts";
-import { ExitCode, fail } from "./usage.ts";
+} from "../../memories/schedule.ts";
+import { selfCommand } from "../../protocol/child.ts";
+import { findOnPath } from "../../util/which.ts";
+import { ExitCode, fail } from "../usage.ts";
 
 type Manager = "cron" | "systemd";
 

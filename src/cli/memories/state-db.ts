@@ -1,0 +1,20 @@
+/** The state DB and [memories] settings every `relay memories` subcommand opens, failing with usage's exit code. */
+
+import { loadMemorySettings, type MemorySettings, stateDbSpec } from "../../memories/settings.ts";
+import { openStateDb, type StateDb } from "../../memories/store/index.ts";
+import { ExitCode, fail } from "../usage.ts";
+
+export const DB_HELP =
+  "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
+
+export async function openDb(spec: string | undefined, home: string): Promise<StateDb> {
+  const r = await openStateDb(stateDbSpec(home, await settingsFor(home), spec));
+  if ("error" in r) fail(r.error.message, ExitCode.Usage);
+  return r.ok;
+}
+
+export async function settingsFor(home: string): Promise<MemorySettings> {
+  const r = await loadMemorySettings(home);
+  if ("error" in r) fail(r.error.message, ExitCode.Usage);
+  return r.ok;
+}
