@@ -1,7 +1,7 @@
 /**
  * The built-in approval policy as data: approval-policy.json says which programs only read, and
  * the options that would make them write or run another program. Every rule carries examples,
- * which the test suite checks (test/session/approval-policy.test.ts). A user's own rules are
+ * which the test suite checks (test/policy/approval-policy.test.ts). A user's own rules are
  * config/approval-rules.ts.
  */
 import { z } from "zod";

@@ -13,7 +13,7 @@ import { evaluateExec } from "../../src/policy/approval.ts";
 import { builtinPolicy } from "../../src/policy/builtin-rules.ts";
 import { commandSafety } from "../../src/policy/command-safety.ts";
 import { loadBashGrammar } from "../../src/util/bash-grammar.ts";
-import { must, mustErr, withHome } from "./support.ts";
+import { must, mustErr, withHome } from "../session/support.ts";
 
 // command-safety.ts reads commands with the bash grammar, loaded once per process.
 await loadBashGrammar();

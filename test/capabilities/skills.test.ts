@@ -13,9 +13,9 @@ import { SKILL_ENTRY_MAX_BYTES, SKILLS_CATALOG_MAX_BYTES } from "../../src/capab
 import { readSkillBody } from "../../src/capabilities/skill-sources.ts";
 import { capabilityRoot } from "../../src/config/capability-root.ts";
 import { SKILL_BODY_MAX_BYTES } from "../../src/executor/skills.ts";
+import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";
-import { harness, inputOf } from "./run-support.ts";
 
 const linuxOnly = { skip: process.platform !== "linux" && "a root at /proc/self/cwd needs Linux's /proc" };
 

@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { applyOverrides, defaultConfig, loadConfig } from "../../src/config/config.ts";
 import { configPath, relayHome, relayPaths } from "../../src/home/home.ts";
-import { must, mustErr, withHome } from "./support.ts";
+import { must, mustErr, withHome } from "../session/support.ts";
 
 async function writeConfig(home: string, text: string): Promise<string> {
   await mkdir(home, { recursive: true });

@@ -11,10 +11,10 @@ import { describe, test } from "node:test";
 import { defaultConfig } from "../../src/config/config.ts";
 import { recordedOverrides } from "../../src/config/resume-settings.ts";
 import { listRollouts } from "../../src/rollout/find.ts";
+import { harness } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { turnContexts } from "../support/rollout-lines.ts";
 import { runRelayAsync } from "../support/self.ts";
-import { harness } from "./run-support.ts";
 
 describe("resume restores the session's settings", () => {
   test("a non-default provider and base URL come back; a flag on resume overrides and is recorded", async () => {

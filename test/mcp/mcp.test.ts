@@ -8,11 +8,11 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { parseConfig } from "../../src/config/config.ts";
 import type { SessionEvent } from "../../src/contracts/events.ts";
+import { approverSaying, type Harness, harness, inputOf } from "../session/run-support.ts";
 import { isAlive } from "../support/executor.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { fixtureToml } from "../support/mcp.ts";
 import { waitFor } from "../support/wait.ts";
-import { approverSaying, type Harness, harness, inputOf } from "./run-support.ts";
 
 /** config.toml text as a user would have it, parsed as relay parses it. */
 function mcpConfig(h: Harness, toml: string, over: Record<string, unknown> = {}) {

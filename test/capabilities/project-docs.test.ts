@@ -8,8 +8,8 @@ import { isContextMessage, projectDocMessage } from "../../src/model/context-fra
 import { userMessage } from "../../src/model/items.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { buildCompactedHistory } from "../../src/session/compaction.ts";
+import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { harness, inputOf } from "./run-support.ts";
 
 /** A repository root with a nested cwd: root/.git, root/AGENTS.md, root/pkg/sub (cwd). */
 function repo(): { root: string; cwd: string; [Symbol.dispose](): void } {

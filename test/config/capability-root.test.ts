@@ -10,7 +10,7 @@ import {
 } from "../../src/config/capability-root.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { mergeEnvironments, parseEnvironmentSpec } from "../../src/config/environment-spec.ts";
-import { must, mustErr } from "./support.ts";
+import { must, mustErr } from "../session/support.ts";
 
 describe("capability roots and environments", () => {
   test("the long form takes an id; the short form derives a stable one; a comma may sit in a path", () => {

@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { bunPath, fixtureToml, MCP_FIXTURE } from "../support/mcp.ts";
 import { runRelayAsync } from "../support/self.ts";
 import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";
-import { harness, inputOf } from "./run-support.ts";
 
 const linuxOnly = { skip: process.platform !== "linux" && "a root at /proc/self/cwd needs Linux's /proc" };
 

@@ -11,8 +11,8 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 import { parseConfig } from "../../src/config/config.ts";
+import { type Harness, harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { type Harness, harness, inputOf } from "./run-support.ts";
 
 const TOKEN = "s3cret-token";
 

@@ -11,12 +11,12 @@ import { describe, test } from "node:test";
 import { capabilityRoot } from "../../src/config/capability-root.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { type Harness, harness, inputOf } from "../session/run-support.ts";
 import { isAlive } from "../support/executor.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { bunPath, fixtureToml, MCP_FIXTURE } from "../support/mcp.ts";
 import { relayArgv } from "../support/self.ts";
 import { waitFor } from "../support/wait.ts";
-import { type Harness, harness, inputOf } from "./run-support.ts";
 
 function outputFor(h: Harness, callId: string): string {
   for (const r of h.server.requests) {
