@@ -125,7 +125,7 @@ export const RelayConfigSchema = lazySchema(() =>
     project_doc_max_bytes: nonNegInt.default(32_768),
     /** Names tried after AGENTS.override.md and AGENTS.md in each directory, e.g. ["CLAUDE.md"]. */
     project_doc_fallback_filenames: z.array(nonEmpty).default([]),
-    /** `[memories]`: validated by src/memories/settings.ts (`relay memories`, read path). */
+    /** `[memories]`: its schema is config/memories.ts, read on its own when memories are used (`relay memories`, the read path), so a bad section does not stop a session. */
     memories: z.record(z.string(), z.unknown()).optional(),
     /** `[mcp_servers.NAME]`, in Codex's shape: checked server by server by config/mcp-servers.ts (a broken one does not stop the others). */
     mcp_servers: z.record(z.string(), z.unknown()).optional(),

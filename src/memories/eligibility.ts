@@ -1,7 +1,7 @@
 /** Which scanned rollouts phase 1 may claim, and why each other one is skipped (one rule, pure). */
 
+import { NEVER_READ_SOURCES } from "../rollout/sources.ts";
 import { addFilteredSource, addSkip, type SkipReason, type SkipReport } from "./skips.ts";
-import { NEVER_READ_SOURCES } from "./sources.ts";
 import type { ThreadRow } from "./store/rows.ts";
 
 export interface EligibilityRules {

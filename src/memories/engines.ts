@@ -5,11 +5,11 @@
  */
 
 import { applyOverrides, type RelayConfig } from "../config/config.ts";
+import type { MemorySettings } from "../config/memories.ts";
 import { createModelClient, DEFAULT_BASE_URL, isOpenAiHost } from "../model/factory.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { agentConsolidator, type Consolidator, heuristicConsolidator } from "./consolidate.ts";
 import { type Extractor, heuristicExtractor, modelExtractor } from "./extract.ts";
-import type { MemorySettings } from "./settings.ts";
 
 export type ExtractorKind = MemorySettings["extractor"];
 export type ConsolidatorKind = MemorySettings["consolidator"];

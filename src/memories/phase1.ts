@@ -1,6 +1,7 @@
 /** Phase 1: claim eligible rollouts, extract {raw_memory, rollout_summary, rollout_slug}, store. */
 import os from "node:os";
 import { setImmediate } from "node:timers";
+import { DEFAULT_SOURCES } from "../rollout/sources.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { type Eligible, selectCandidates } from "./eligibility.ts";
@@ -9,7 +10,6 @@ import { hasUserTurn, readMemoryRollout } from "./filter.ts";
 import { type HolderReport, LEASE_HEARTBEAT_SECONDS } from "./holder.ts";
 import { scanRollouts } from "./scan.ts";
 import { addSkip, type SkipReason, type SkipReport } from "./skips.ts";
-import { DEFAULT_SOURCES } from "./sources.ts";
 import type { StateDb } from "./store/db.ts";
 import type { TakeOver, TakeOverJudge } from "./store/leases.ts";
 import type { ThreadRow } from "./store/rows.ts";

@@ -1,4 +1,6 @@
 /** One `relay memories consolidate` run: prune, phase 1, phase 2; returns a report value. */
+
+import type { MemorySettings } from "../config/memories.ts";
 import { Log } from "../util/log.ts";
 import type { Result } from "../util/result.ts";
 import { ok } from "../util/result.ts";
@@ -7,7 +9,6 @@ import type { Extractor } from "./extract.ts";
 import { holderName, holderSince, newWorkerId } from "./holder.ts";
 import { type Phase1Report, runPhase1 } from "./phase1.ts";
 import { type Phase2Report, runPhase2 } from "./phase2.ts";
-import type { MemorySettings } from "./settings.ts";
 import { skipSummary } from "./skips.ts";
 import type { StateDb } from "./store/db.ts";
 import { pruneStage1 } from "./store/outputs.ts";
@@ -19,7 +20,7 @@ export interface ConsolidateOptions {
   relayHome: string;
   memoriesRoot: string;
   codexHome?: string;
-  /** Session sources phase 1 reads; default `settings.sources`, else cli + vscode (sources.ts). */
+  /** Session sources phase 1 reads; default `settings.sources`, else cli + vscode (rollout/sources.ts). */
   sources?: readonly string[];
   settings: MemorySettings;
   extractor: Extractor;

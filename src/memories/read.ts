@@ -2,6 +2,7 @@
 
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { loadMemorySettings, stateDbSpec } from "../config/memories.ts";
 import { memoriesDir } from "../home/home.ts";
 import type { SessionMemories } from "../session/open-options.ts";
 import { redactSecrets } from "../util/redact.ts";
@@ -9,7 +10,6 @@ import { errorMessage, ok, type Result } from "../util/result.ts";
 import { BYTES_PER_TOKEN } from "../util/truncate.ts";
 import { truncateMiddle } from "./filter.ts";
 import { readPathInstructions } from "./prompts.ts";
-import { loadMemorySettings, stateDbSpec } from "./settings.ts";
 import { MEMORY_SUMMARY } from "./storage.ts";
 import { recordUsage } from "./store/outputs.ts";
 

@@ -2,10 +2,10 @@
 import { statSync } from "node:fs";
 import { type RolloutFile, walkRollouts } from "../rollout/find.ts";
 import { rawLines, readSessionMeta } from "../rollout/reader.ts";
+import { sourceName } from "../rollout/sources.ts";
 import { redactSecrets } from "../util/redact.ts";
 import { errorMessage, ok, type Result } from "../util/result.ts";
 import { addParseError, addUnreadable, emptySkips, type SkipReport } from "./skips.ts";
-import { sourceName } from "./sources.ts";
 import type { StateDb } from "./store/db.ts";
 import type { ThreadRow } from "./store/rows.ts";
 import { getThreads, upsertThreads } from "./store/threads.ts";

@@ -4,12 +4,12 @@
  */
 import { z } from "zod";
 import { applyOverrides, type ConfigOverrides, loadConfig } from "../config/config.ts";
+import { loadMemorySettings, type MemorySettings, stateDbSpec } from "../config/memories.ts";
 import { memoriesDir } from "../home/home.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import { buildEngines, type Engines } from "./engines.ts";
 import { newWorkerId } from "./holder.ts";
 import { consolidateMemories, leaseLines, summaryLine } from "./pipeline.ts";
-import { loadMemorySettings, type MemorySettings, stateDbSpec } from "./settings.ts";
 import { type Env, type PassArg, PassArgSchema, STARTUP_FLAG, startupLog } from "./startup.ts";
 import { openStateDb, type StateDb } from "./store/db.ts";
 import { claimStartupSlot } from "./store/startup.ts";

@@ -36,13 +36,13 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import type { RelayConfig } from "../config/config.ts";
+import { type MemorySettings, parseMemorySettings, stateDbSpec } from "../config/memories.ts";
 import type { EmitEvent } from "../contracts/events.ts";
 import { configPath, logsDir, sessionsDir, stateDbPath } from "../home/home.ts";
 import { selfCommand } from "../protocol/child.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { Log } from "../util/log.ts";
 import { errorMessage } from "../util/result.ts";
-import { type MemorySettings, parseMemorySettings, stateDbSpec } from "./settings.ts";
 
 /** The internal flag of `relay memories consolidate` that runs one start-up pass. */
 export const STARTUP_FLAG = "--startup";

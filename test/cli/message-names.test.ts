@@ -9,7 +9,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { buildProgram } from "../../src/cli/program.ts";
 import { RelayConfigSchema } from "../../src/config/config.ts";
-import { MemorySettingsSchema } from "../../src/memories/settings.ts";
+import { MemorySettingsSchema } from "../../src/config/memories.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 
 interface CommandLike {

@@ -7,9 +7,9 @@ import { type Extractor, heuristicExtractor } from "../../src/memories/extract.t
 import { hasUserTurn } from "../../src/memories/filter.ts";
 import { type Phase1Options, runPhase1 } from "../../src/memories/phase1.ts";
 import { SkipReportSchema } from "../../src/memories/skips.ts";
-import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../../src/memories/sources.ts";
 import { getOutput } from "../../src/memories/store/outputs.ts";
 import type { ResponseItem } from "../../src/model/items.ts";
+import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../../src/rollout/sources.ts";
 import { CODEX, codexHomeCopy, fingerprint } from "./codex-home.ts";
 import { HOUR, OFFLINE, ok, openDb, relay, sqliteSkip, tempHome } from "./support.ts";
 

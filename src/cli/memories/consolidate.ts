@@ -8,13 +8,13 @@
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
 import { loadConfig, type RelayConfig } from "../../config/config.ts";
+import { type ClaimsCapped, claimsCapped, type MemorySettings } from "../../config/memories.ts";
 import { memoriesDir, relayHome } from "../../home/home.ts";
 import { buildEngines, type Engines } from "../../memories/engines.ts";
 import { type ConsolidateReport, consolidateMemories, leaseLines, summaryLine } from "../../memories/pipeline.ts";
-import { type ClaimsCapped, claimsCapped, type MemorySettings } from "../../memories/settings.ts";
 import { skipDetailLines } from "../../memories/skips.ts";
-import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../../memories/sources.ts";
 import { runStartupPass } from "../../memories/startup-pass.ts";
+import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../../rollout/sources.ts";
 import { wholeNumber } from "../number-flag.ts";
 import { ExitCode, fail } from "../usage.ts";
 import { DB_HELP, openDb, settingsFor } from "./state-db.ts";

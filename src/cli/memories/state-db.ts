@@ -1,6 +1,6 @@
 /** The state DB and [memories] settings every `relay memories` subcommand opens, failing with usage's exit code. */
 
-import { loadMemorySettings, type MemorySettings, stateDbSpec } from "../../memories/settings.ts";
+import { loadMemorySettings, type MemorySettings, stateDbSpec } from "../../config/memories.ts";
 import { openStateDb, type StateDb } from "../../memories/store/index.ts";
 import { ExitCode, fail } from "../usage.ts";
 

@@ -1,6 +1,6 @@
 /**
- * Which session sources phase 1 reads (`--sources`, `[memories] sources`), and the name a
- * rollout's `session_meta.source` goes by.
+ * A rollout's session source (`session_meta.source`) by name, and which sources the memories'
+ * phase 1 reads (`--sources`, `[memories] sources`).
  */
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";

@@ -3,9 +3,9 @@ import { readFile } from "node:fs/promises";
 import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
 import { configPath, stateDbPath } from "../home/home.ts";
+import { SourceNameSchema } from "../rollout/sources.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
-import { SourceNameSchema } from "./sources.ts";
 
 const clampInt = (lo: number, hi: number, dflt: number) =>
   z
@@ -44,7 +44,7 @@ export const MemorySettingsSchema = lazySchema(() =>
     summary_max_tokens: clampInt(100, 20_000, 2_500),
     /** Seconds between successful consolidations. */
     phase2_cooldown_seconds: clampInt(0, 7 * 86_400, 0),
-    /** Session sources phase 1 reads (`--sources`); unset = cli and vscode, see sources.ts. */
+    /** Session sources phase 1 reads (`--sources`); unset = cli and vscode, see rollout/sources.ts. */
     sources: z.array(SourceNameSchema).min(1).optional(),
     /** State DB: a postgres:// URL; unset = SQLite at RELAY_HOME/state.sqlite. */
     db: z.string().min(1).optional(),
