@@ -1,13 +1,8 @@
 import { isatty } from "node:tty";
 import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
-import {
-  ApprovalPolicySchema,
-  applyOverrides,
-  type ConfigOverrides,
-  loadConfig,
-  type RelayConfig,
-} from "../config/config.ts";
-import { mergeOverrides, resumeSettings } from "../config/resume-settings.ts";
+import { ApprovalPolicySchema, type ConfigOverrides, loadConfig, type RelayConfig } from "../config/config.ts";
+import { resolveConfig } from "../config/resolve.ts";
+import { resumeSettings } from "../config/resume-settings.ts";
 import type { EmitEvent } from "../contracts/events.ts";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../contracts/sandbox-policy.ts";
 import { relayHome } from "../home/home.ts";
@@ -155,7 +150,7 @@ Examples:
   echo "explain the build" | relay run        # piped stdin without an argument is the prompt`;
 
 /** The config file, then what a resumed session recorded, then the flags. */
-async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
+async function runConfig(home: string, opts: RunOpts, source: RunSource) {
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
   for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
@@ -179,7 +174,7 @@ async function resolveConfig(home: string, opts: RunOpts, source: RunSource) {
   const recorded = source.from
     ? await resumeSettings(home, source.from, loaded.ok.config)
     : { overrides: {}, choices: {} };
-  const config = applyOverrides(loaded.ok.config, mergeOverrides(recorded.overrides, flags));
+  const config = resolveConfig(loaded.ok.config, { recorded: [recorded.overrides], flags: [flags] });
   if ("error" in config) fail(config.error.message, ExitCode.Usage);
   return { config: config.ok, recorded };
 }
@@ -232,7 +227,7 @@ async function runAction(promptArg: string | undefined, opts: RunOpts): Promise<
   const home = relayHome();
   const source = await runSource(home, opts);
   const prompt = await resolvePrompt(promptArg, source.from !== undefined);
-  const { config, recorded } = await resolveConfig(home, opts, source);
+  const { config, recorded } = await runConfig(home, opts, source);
   const chosen = selection(opts, recorded.choices, config);
   const maxSteps = checkStartable(prompt, opts, config, source);
   const interactive = isatty(0) && isatty(2);

@@ -191,59 +191,57 @@ export function parseConfig(text: string, file: string): Result<LoadedConfig> {
   return ok({ config: parsed.data, warnings, path: file, exists: true });
 }
 
-/** Command-line overrides; `undefined` members are ignored. Raw strings are validated like the file. */
-export interface ConfigOverrides {
-  model?: string;
-  provider?: string;
-  base_url?: string;
-  api_key_env?: string;
-  reasoning_effort?: string;
-  reasoning_summary?: string;
-  approval_policy?: string;
-  sandbox_mode?: string;
-  sandbox_mechanism?: string;
-  sandbox_best_effort?: boolean;
-  model_context_window?: number | string;
-  auto_compact_fraction?: number | string;
-  executor?: string;
-  shell_path?: string;
-  shell_login?: boolean;
-  max_output_tokens?: number | string;
-  yield_time_ms?: number | string;
-  project_doc_max_bytes?: number | string;
-}
+/**
+ * Where each override (a flag, or a setting a resume restores) lands in the config, and what it
+ * takes: text, a number (given as text on the command line, or as a number), or a switch.
+ * Adding a setting: its schema above, its line here, its flag.
+ */
+const OVERRIDES = {
+  model: { path: ["model"], kind: "text" },
+  provider: { path: ["model_provider"], kind: "text" },
+  base_url: { path: ["base_url"], kind: "text" },
+  api_key_env: { path: ["api_key_env"], kind: "text" },
+  reasoning_effort: { path: ["model_reasoning_effort"], kind: "text" },
+  reasoning_summary: { path: ["model_reasoning_summary"], kind: "text" },
+  approval_policy: { path: ["approval_policy"], kind: "text" },
+  sandbox_mode: { path: ["sandbox_mode"], kind: "text" },
+  sandbox_mechanism: { path: ["sandbox", "mechanism"], kind: "text" },
+  sandbox_best_effort: { path: ["sandbox", "best_effort"], kind: "switch" },
+  model_context_window: { path: ["model_context_window"], kind: "number" },
+  auto_compact_fraction: { path: ["auto_compact_fraction"], kind: "number" },
+  executor: { path: ["executor"], kind: "text" },
+  shell_path: { path: ["shell", "path"], kind: "text" },
+  shell_login: { path: ["shell", "login"], kind: "switch" },
+  max_output_tokens: { path: ["exec", "max_output_tokens"], kind: "number" },
+  yield_time_ms: { path: ["exec", "yield_time_ms"], kind: "number" },
+  project_doc_max_bytes: { path: ["project_doc_max_bytes"], kind: "number" },
+} as const satisfies Record<string, { path: readonly [string] | readonly [string, string]; kind: OverrideKind }>;
+
+type OverrideKind = "text" | "number" | "switch";
+type OverrideValue<K extends OverrideKind> = K extends "text" ? string : K extends "number" ? number | string : boolean;
+
+/** Overrides of the config; `undefined` members are ignored. Raw strings are validated like the file. */
+export type ConfigOverrides = {
+  [K in keyof typeof OVERRIDES]?: OverrideValue<(typeof OVERRIDES)[K]["kind"]>;
+};
+
+/** A number given as text ("8000") is read as one; anything else is left for the schema to judge. */
+const asNumber = (v: unknown): unknown => (typeof v === "string" && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v);
 
 export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides): Result<RelayConfig> {
-  const o = overrides;
-  const num = (v: number | string | undefined): unknown =>
-    typeof v === "string" && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v;
   const merged: Record<string, unknown> = {
     ...config,
     shell: { ...config.shell },
     exec: { ...config.exec },
     sandbox: { ...config.sandbox },
   };
-  const set = (target: Record<string, unknown>, key: string, v: unknown) => {
-    if (v !== undefined) target[key] = v;
-  };
-  set(merged, "model", o.model);
-  set(merged, "model_provider", o.provider);
-  set(merged, "base_url", o.base_url);
-  set(merged, "api_key_env", o.api_key_env);
-  set(merged, "model_reasoning_effort", o.reasoning_effort);
-  set(merged, "model_reasoning_summary", o.reasoning_summary);
-  set(merged, "approval_policy", o.approval_policy);
-  set(merged, "sandbox_mode", o.sandbox_mode);
-  set(merged, "model_context_window", num(o.model_context_window));
-  set(merged, "auto_compact_fraction", num(o.auto_compact_fraction));
-  set(merged, "executor", o.executor);
-  set(merged, "project_doc_max_bytes", num(o.project_doc_max_bytes));
-  set(merged.shell as Record<string, unknown>, "path", o.shell_path);
-  set(merged.shell as Record<string, unknown>, "login", o.shell_login);
-  set(merged.exec as Record<string, unknown>, "max_output_tokens", num(o.max_output_tokens));
-  set(merged.exec as Record<string, unknown>, "yield_time_ms", num(o.yield_time_ms));
-  set(merged.sandbox as Record<string, unknown>, "mechanism", o.sandbox_mechanism);
-  set(merged.sandbox as Record<string, unknown>, "best_effort", o.sandbox_best_effort);
+  for (const [key, { path: where, kind }] of Object.entries(OVERRIDES)) {
+    const value = overrides[key as keyof ConfigOverrides];
+    if (value === undefined) continue;
+    const [top, inner] = where;
+    const target = inner === undefined ? merged : (merged[top] as Record<string, unknown>);
+    target[inner ?? top] = kind === "number" ? asNumber(value) : value;
+  }
   const parsed = RelayConfigSchema.safeParse(merged);
   if (!parsed.success) {
     const issues = describeIssues(parsed.error.issues, merged);

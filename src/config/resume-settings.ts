@@ -108,13 +108,6 @@ export function recordedOverrides(ctx: TurnContext | undefined, base: RelayConfi
   return kept;
 }
 
-/** Flags win over what was recorded: `undefined` flags leave the recorded value. */
-export function mergeOverrides(recorded: ConfigOverrides, flags: ConfigOverrides): ConfigOverrides {
-  const out: Record<string, unknown> = { ...recorded };
-  for (const [k, v] of Object.entries(flags)) if (v !== undefined) out[k] = v;
-  return out as ConfigOverrides;
-}
-
 /** The recorded settings of the session `resumeId` names; none when it cannot be read (the resume itself then says why). */
 export async function resumeSettings(
   home: string,

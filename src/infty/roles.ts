@@ -1,13 +1,14 @@
 /** The roles of an infty run and their names: solver, director, verifier-1..N. */
 import { z } from "zod";
+import type { RoleKind } from "../config/resolve.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 
 export const RoleNameSchema = lazySchema(() =>
   z.string().regex(/^(solver|director|verifier-\d+)$/, "must be solver, director or verifier-<n>"),
 );
 
-/** What a role is; every verifier-<n> is a "verifier". */
-export type RoleKind = "solver" | "director" | "verifier";
+/** What a role is (config/resolve.ts's RoleKind); every verifier-<n> is a "verifier". */
+export type { RoleKind };
 
 export function roleKind(role: string): RoleKind {
   return role === "solver" || role === "director" ? role : "verifier";

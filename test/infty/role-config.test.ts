@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { applyOverrides, parseConfig } from "../../src/config/config.ts";
-import { parseRoleModelSpec, type RoleModelLayers, roleConfig } from "../../src/infty/role-models.ts";
+import { parseRoleModelSpec } from "../../src/config/role-spec.ts";
+import { type RoleModelLayers, roleConfig } from "../../src/infty/role-models.ts";
 import { RunMetaSchema } from "../../src/infty/run-format.ts";
 import { runSettings } from "../../src/infty/run-settings.ts";
 

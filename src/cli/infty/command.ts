@@ -1,10 +1,10 @@
 import path from "node:path";
 import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
+import { ROLE_SPEC_HELP } from "../../config/role-spec.ts";
 import { SandboxMechanismSchema, SandboxModeSchema } from "../../contracts/sandbox-policy.ts";
 import { relayHome } from "../../home/home.ts";
 import { runLiveness, shownStatus } from "../../infty/liveness.ts";
 import { type InftyEvent, type InftyOptions, runInfty } from "../../infty/orchestrator.ts";
-import { ROLE_SPEC_HELP } from "../../infty/role-models.ts";
 import { MAX_WALL_MS, type RunMeta } from "../../infty/run-format.ts";
 import { RunStore, validateRunId } from "../../infty/run-store.ts";
 import { sessionMemories } from "../../memories/read.ts";

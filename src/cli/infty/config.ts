@@ -6,15 +6,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { type ConfigOverrides, loadConfig, type RelayConfig } from "../../config/config.ts";
 import type { SessionChoices } from "../../config/resume-settings.ts";
+import type { RoleOverrides } from "../../config/role-spec.ts";
 import { relayHome } from "../../home/home.ts";
 import { type InftyOptions, scriptedModels } from "../../infty/orchestrator.ts";
-import {
-  globalConfig,
-  type RoleModelFlags,
-  type RoleModelLayers,
-  type RoleOverrides,
-  roleConfigs,
-} from "../../infty/role-models.ts";
+import { globalConfig, type RoleModelFlags, type RoleModelLayers, roleConfigs } from "../../infty/role-models.ts";
 import { roleNames } from "../../infty/roles.ts";
 import { type RunSettings, recordedTools } from "../../infty/run-settings.ts";
 import { checkCredentials } from "../../policy/preflight.ts";

@@ -2,7 +2,7 @@
  * Value parsers for `relay infty` flags. Each refuses a bad value at once (exit 2) with the
  * flag's name and what it accepts, so nothing invalid reaches a run or its run.json.
  */
-import { parseRoleModelSpec, type RoleOverrides } from "../../infty/role-models.ts";
+import { parseRoleModelSpec, type RoleOverrides } from "../../config/role-spec.ts";
 import { type DurationOptions, parseDuration } from "../../util/duration.ts";
 import { ExitCode, fail } from "../usage.ts";
 
