@@ -4,16 +4,9 @@
  * One definition, so both commands spell, document and parse them the same way.
  */
 import type { Command, OptionValues } from "@commander-js/extra-typings";
-import { type CapabilityRoot, configRoots, duplicateRootId, parseCapabilityRoot } from "../config/capability-root.ts";
 import type { RelayConfig } from "../config/config.ts";
-import {
-  configEnvironments,
-  defaultExecutorName,
-  type EnvironmentSpec,
-  mergeEnvironments,
-  parseEnvironmentSpec,
-} from "../config/environment-spec.ts";
 import type { SessionChoices } from "../config/resume-settings.ts";
+import { resolveSelection, type Selection, type SelectionFlags } from "../config/selection.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -54,60 +47,12 @@ export function withToolOptions<A extends unknown[], O extends OptionValues, G e
     .option("--no-code-mode", "on resume: turn code mode off where it was on");
 }
 
-/** --capability-root flags (exit 2 on a malformed one), else the recorded roots. */
-export function capabilityRoots(specs: string[] | undefined, recorded: CapabilityRoot[] | undefined): CapabilityRoot[] {
-  const roots: CapabilityRoot[] = [];
-  for (const spec of specs ?? []) {
-    const r = parseCapabilityRoot(spec);
-    if ("error" in r) fail(r.error.message, ExitCode.Usage);
-    roots.push(r.ok);
-  }
-  return roots.length > 0 ? roots : (recorded ?? []);
-}
-
-export interface SelectionFlags {
-  capabilityRoot?: string[];
-  environment?: string[];
-  executor?: string;
-  executorName?: string;
-}
-
-/** What a session selects: roots and extra environments, and its own executor's name. */
-export interface Selection {
-  capabilityRoots: CapabilityRoot[];
-  environments: EnvironmentSpec[];
-  executorName: string;
-}
-
 /**
- * Roots: the flags, else what was recorded, else config.toml's. Environments: config.toml's,
- * then the recorded ones, then the flags, by name (a later command for a name wins). Exit 2 on a
- * malformed flag, two roots with one id, or an extra environment named like the session's executor.
+ * What a session selects from its flags, what it recorded and config.toml (config/selection.ts);
+ * a malformed flag or a clash exits 2 with the reason.
  */
 export function selection(flags: SelectionFlags, recorded: SessionChoices, config: RelayConfig): Selection {
-  const fromFlags = capabilityRoots(flags.capabilityRoot, undefined);
-  const capabilityRoots_ = fromFlags.length
-    ? fromFlags
-    : (recorded.capabilityRoots ?? configRoots(config.capability_roots));
-  const dup = duplicateRootId(capabilityRoots_);
-  if (dup)
-    fail(
-      `two capability roots have the id ${JSON.stringify(dup)}: give each its own id (id=...,env=...,path=...)`,
-      ExitCode.Usage,
-    );
-  const given = (flags.environment ?? []).map((spec) => {
-    const r = parseEnvironmentSpec(spec);
-    if ("error" in r) fail(r.error.message, ExitCode.Usage);
-    return r.ok;
-  });
-  const environments = mergeEnvironments(configEnvironments(config.environments), recorded.environments, given);
-  const executorName =
-    flags.executorName ?? recorded.executorName ?? defaultExecutorName(flags.executor ?? config.executor);
-  const clash = environments.find((e) => e.name === executorName);
-  if (clash)
-    fail(
-      `--environment ${clash.name}: "${clash.name}" is the name of the session's own executor; give the extra environment another name (or the executor another --executor-name)`,
-      ExitCode.Usage,
-    );
-  return { capabilityRoots: capabilityRoots_, environments, executorName };
+  const chosen = resolveSelection(flags, recorded, config);
+  if ("error" in chosen) fail(chosen.error.message, ExitCode.Usage);
+  return chosen.ok;
 }
