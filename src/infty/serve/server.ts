@@ -24,7 +24,7 @@ export const DEFAULT_PORT = 7788;
 const PAGE_LIMIT_DEFAULT = 200;
 const PAGE_LIMIT_MAX = 2000;
 
-/** What an action does to a run; the CLI's code behind it (serve-actions.ts). */
+/** What an action does to a run; the code behind it is actions.ts, which cli/infty/serve.ts loads on demand. */
 export type ActionHandler = (runId: string, action: string, body: unknown) => Promise<Result<ActionResult>>;
 
 export interface ServeOptions {
