@@ -29,7 +29,6 @@ import {
 import { findSource } from "./source.ts";
 import { listExecutorTools } from "./tool-router.ts";
 
-export { type CapabilityRoot, parseCapabilityRoot } from "../config/capability-root.ts";
 /** What a session asks of the memory store above it: opening a session's face exports it too (docs/architecture.md). */
 export type { SessionMemories } from "./open-options.ts";
 
