@@ -26,14 +26,20 @@ export type { ContainerRef } from "./plan-schema.ts";
 /** `relay __sandbox-exec --container-init`: the container's pid 1 after its setup in C. */
 export const CONTAINER_INIT_FLAG = "--container-init";
 
+/** The namespaces a helper joins (openContainer opens them in this order). */
+const JOINED_NAMESPACES = ["user", "mnt", "pid"] as const;
+
 /**
- * Whether the container can still be joined: its init is the same process and not exiting
- * (an init that is being killed drops its namespaces before it becomes a zombie).
+ * Whether the container can still be joined: its init is the same process and not exiting. An
+ * init that is being killed drops its mount namespace before its pid namespace's processes are
+ * killed, and long before it is reaped, while its pid namespace link stays readable until then:
+ * so every namespace a helper opens is checked, not the pid one alone (which let a command try
+ * to join a dying container and fail with ENOENT).
  */
 export function containerAlive(ref: ContainerRef): boolean {
   if (readStartTime(ref.pid) !== ref.start) return false;
   try {
-    readlinkSync(`/proc/${ref.pid}/ns/pid`);
+    for (const ns of JOINED_NAMESPACES) readlinkSync(`/proc/${ref.pid}/ns/${ns}`);
     return true;
   } catch {
     return false;
@@ -114,7 +120,7 @@ export function openContainer(libc: Libc, c: CArgs, ref: ContainerRef): Containe
     for (const fd of fds) libc.close(fd);
     throw { stage: Stage.JoinContainer, errno } satisfies ConfineFailure;
   };
-  for (const ns of ["user", "mnt", "pid"]) {
+  for (const ns of JOINED_NAMESPACES) {
     const fd = libc.open(c.str(`/proc/${ref.pid}/ns/${ns}`), O_RDONLY_CLOEXEC, 0);
     if (fd < 0) fail(libc.errno());
     fds.push(fd);
