@@ -15,12 +15,17 @@ const ts = createRequire(import.meta.url)("typescript") as typeof import("typesc
 
 const SRC = path.join(REPO_ROOT, "src");
 
-/** The fenced `layers` block of docs/architecture.md: top layer first, folders by spaces. */
-function layers(): Map<string, number> {
+/** The lines of the fenced block named `name` in docs/architecture.md, the one place the order and the entries are written. */
+function docBlock(name: string): string[] {
   const doc = readFileSync(path.join(REPO_ROOT, "docs/architecture.md"), "utf8");
-  const block = /```layers\n([\s\S]*?)```/.exec(doc);
-  assert.ok(block, "docs/architecture.md has a ```layers block");
-  const lines = block[1]!.trim().split("\n");
+  const block = new RegExp(`\`\`\`${name}\n([\\s\\S]*?)\`\`\``).exec(doc);
+  assert.ok(block, `docs/architecture.md has a \`\`\`${name} block`);
+  return block[1]!.trim().split("\n");
+}
+
+/** The `layers` block: top layer first, folders by spaces. */
+function layers(): Map<string, number> {
+  const lines = docBlock("layers");
   const rank = new Map<string, number>();
   lines.forEach((line, i) => {
     for (const name of line.trim().split(/\s+/)) rank.set(name, lines.length - i);
@@ -84,19 +89,13 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
-/** The fenced `entries` block of docs/architecture.md: module (under src/) → why another room reaches into a sub-folder for it. */
+/** The `entries` block: module (under src/) → why another room reaches into a sub-folder for it. */
 function entries(): Map<string, string> {
-  const doc = readFileSync(path.join(REPO_ROOT, "docs/architecture.md"), "utf8");
-  const block = /```entries\n([\s\S]*?)```/.exec(doc);
-  assert.ok(block, "docs/architecture.md has an ```entries block");
   return new Map(
-    block[1]!
-      .trim()
-      .split("\n")
-      .map((line) => {
-        const [module, ...why] = line.trim().split(/\s+/);
-        return [module!, why.join(" ")] as const;
-      }),
+    docBlock("entries").map((line) => {
+      const [module, ...why] = line.trim().split(/\s+/);
+      return [module!, why.join(" ")] as const;
+    }),
   );
 }
 

@@ -31,22 +31,11 @@ export interface Selection {
   executorName: string;
 }
 
-/** The roots `--capability-root` gives, or the first malformed one. */
-function flagRoots(specs: string[] | undefined): Result<CapabilityRoot[]> {
-  const roots: CapabilityRoot[] = [];
+/** Each spec parsed, or the first that is malformed (`--capability-root`, `--environment`). */
+function parseEach<T>(specs: string[] | undefined, parse: (spec: string) => Result<T>): Result<T[]> {
+  const out: T[] = [];
   for (const spec of specs ?? []) {
-    const r = parseCapabilityRoot(spec);
-    if ("error" in r) return r;
-    roots.push(r.ok);
-  }
-  return ok(roots);
-}
-
-/** The environments `--environment` gives, or the first malformed one. */
-function flagEnvironments(specs: string[] | undefined): Result<EnvironmentSpec[]> {
-  const out: EnvironmentSpec[] = [];
-  for (const spec of specs ?? []) {
-    const r = parseEnvironmentSpec(spec);
+    const r = parse(spec);
     if ("error" in r) return r;
     out.push(r.ok);
   }
@@ -59,7 +48,7 @@ export function resolveSelection(
   recorded: SessionChoices,
   config: RelayConfig,
 ): Result<Selection> {
-  const fromFlags = flagRoots(flags.capabilityRoot);
+  const fromFlags = parseEach(flags.capabilityRoot, parseCapabilityRoot);
   if ("error" in fromFlags) return fromFlags;
   const capabilityRoots = fromFlags.ok.length
     ? fromFlags.ok
@@ -70,7 +59,7 @@ export function resolveSelection(
       "invalid_capability_root",
       `two capability roots have the id ${JSON.stringify(dup)}: give each its own id (id=...,env=...,path=...)`,
     );
-  const given = flagEnvironments(flags.environment);
+  const given = parseEach(flags.environment, parseEnvironmentSpec);
   if ("error" in given) return given;
   const environments = mergeEnvironments(configEnvironments(config.environments), recorded.environments, given.ok);
   const executorName =
