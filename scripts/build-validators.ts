@@ -15,8 +15,8 @@ import * as envelope from "../src/contracts/envelope.ts";
 import * as execTools from "../src/contracts/exec-tools.ts";
 import * as executor from "../src/contracts/executor.ts";
 import * as mcp from "../src/contracts/mcp-bridge.ts";
-import * as projectDocs from "../src/executor/project-docs.ts";
-import * as skills from "../src/executor/skills.ts";
+import * as projectDocs from "../src/contracts/project-docs.ts";
+import * as skills from "../src/contracts/skills.ts";
 import * as chat from "../src/model/chat.ts";
 import * as items from "../src/model/items.ts";
 import * as responses from "../src/model/responses.ts";
@@ -32,9 +32,9 @@ export const OWNERS: Owner[] = [
   { file: "src/contracts/code-mode.ts", schemas: codemode.CHECKED_SCHEMAS },
   { file: "src/contracts/exec-tools.ts", schemas: execTools.CHECKED_SCHEMAS },
   { file: "src/contracts/mcp-bridge.ts", schemas: mcp.CHECKED_SCHEMAS },
-  { file: "src/executor/project-docs.ts", schemas: projectDocs.CHECKED_SCHEMAS },
+  { file: "src/contracts/project-docs.ts", schemas: projectDocs.CHECKED_SCHEMAS },
   { file: "src/contracts/executor.ts", schemas: executor.CHECKED_SCHEMAS },
-  { file: "src/executor/skills.ts", schemas: skills.CHECKED_SCHEMAS },
+  { file: "src/contracts/skills.ts", schemas: skills.CHECKED_SCHEMAS },
   { file: "src/model/chat.ts", schemas: chat.CHECKED_SCHEMAS },
   { file: "src/model/items.ts", schemas: items.CHECKED_SCHEMAS },
   { file: "src/model/responses.ts", schemas: responses.CHECKED_SCHEMAS },

@@ -5,13 +5,13 @@
  * loaded; a code-mode host starts compiling QuickJS's wasm first, on background threads, while
  * the rest loads.
  */
-import { SANDBOX_EXEC_ARG } from "./executor/sandbox/linux/helper-arg.ts";
+import { SANDBOX_EXEC_ARG } from "./sandbox/linux/helper-arg.ts";
 import { compileEmbeddedWasm, QUICKJS_WASM_ASSET } from "./util/embedded-file.ts";
 
 // No top-level await: `bun build --bytecode` compiles this entry as a script.
 const first = process.argv[2];
 if (first === SANDBOX_EXEC_ARG) {
-  void import("./executor/sandbox/linux/helper.ts").then((m) => m.sandboxExecMain(process.argv.slice(3)));
+  void import("./sandbox/linux/helper.ts").then((m) => m.sandboxExecMain(process.argv.slice(3)));
 } else if ((first === "--version" || first === "-V") && process.argv.length === 3) {
   void import("./cli/version-line.ts").then((m) => m.printVersion());
 } else {

@@ -276,4 +276,16 @@ describe("architecture", () => {
       "every entry says why",
     );
   });
+
+  test("the server processes' rooms (executor, codemode) are imported only by their serve entries in cli/", () => {
+    const servers = new Set(["executor", "codemode"]);
+    const found = [...graph].flatMap(([file, targets]) =>
+      targets
+        .filter((t) => servers.has(roomOf(t)) && roomOf(t) !== roomOf(file))
+        .map((t) => `${path.relative(SRC, file)} -> ${path.relative(SRC, t)}`),
+    );
+    const outsideServe = found.filter((edge) => !/^cli\/serve-[a-z-]+\.ts -> /.test(edge));
+    assert.deepEqual(outsideServe, [], "talk to a server through contracts/ and protocol/, not its internals");
+    assert.ok(found.length >= 2, `the serve entries import their servers: ${found.join(", ")}`);
+  });
 });

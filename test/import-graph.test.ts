@@ -84,7 +84,7 @@ const HEAVY = {
   toml: ["smol-toml"],
   /** The MCP SDK: imported (await import) only once a session has an MCP server to start. */
   mcp: ["@modelcontextprotocol/sdk"],
-  /** SKILL.md front matter (executor/front-matter.ts): imported on the first SKILL.md read. */
+  /** SKILL.md front matter (workspace/front-matter.ts): imported on the first SKILL.md read. */
   yaml: ["yaml"],
 };
 
@@ -98,7 +98,7 @@ function assertNoPackages(what: string, packages: Set<string>, banned: string[])
 }
 
 /** main.ts names the sandbox helper's argument, and entry.ts reads which name the binary has: two small modules of lower rooms. */
-const HELPER_ARG = "executor/sandbox/linux/helper-arg.ts";
+const HELPER_ARG = "sandbox/linux/helper-arg.ts";
 const PERSONALITY = "package/personality.ts";
 
 function assertNoRooms(what: string, modules: Set<string>, rooms: string[]): void {
@@ -217,15 +217,15 @@ describe("start-up import graph", () => {
     assert.deepEqual([...modules].sort(), [
       "../package.json",
       "cli/version-line.ts",
-      "executor/sandbox/linux/helper-arg.ts",
       "main.ts",
+      "sandbox/linux/helper-arg.ts",
       "util/embedded-file.ts",
       "version.ts",
     ]);
   });
 
   test("the sandbox helper (__sandbox-exec, once per sandboxed command): no package at all, no zod", () => {
-    const { modules, packages } = closure("executor/sandbox/linux/helper.ts");
+    const { modules, packages } = closure("sandbox/linux/helper.ts");
     assert.deepEqual([...packages], []);
     assertNoRooms("the sandbox helper", modules, ["protocol", "model", "session", "codemode", "memories"]);
   });
@@ -281,7 +281,7 @@ describe("start-up import graph", () => {
         `relay ${name}`,
         subcommand(name).builtins,
       ]),
-      ["the sandbox helper", closure("main.ts", "executor/sandbox/linux/helper.ts").builtins],
+      ["the sandbox helper", closure("main.ts", "sandbox/linux/helper.ts").builtins],
     ];
     assert.ok(closures[0]![1].has("node:child_process"), "the walk records builtins (this test sees the executor's)");
     for (const [what, builtins] of closures) {
@@ -302,7 +302,7 @@ describe("start-up import graph", () => {
       "function later() { return z.number(); }",
       "const v = ASchema.parse({});",
       "export type T = z.infer<typeof A>;",
-      'export const D = defineMethod("d", z.string(), lazySchema(() => z.string()));',
+      'export const D = defineMethod("d", z.string(), lazySchema(() => z.string()), []);',
     ].join("\n");
     assert.deepEqual(eagerSchemaLines(text), [1, 3, 7]);
   });

@@ -9,12 +9,12 @@
  */
 
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
-import { HostProvider } from "../../src/codemode/host/provider.ts";
-import { warmUp } from "../../src/codemode/host/server.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
-import type { CodeModeCallbacks, CodeModeSession } from "../../src/codemode/provider.ts";
+import { warmUp } from "../../src/codemode/server.ts";
 import { CodeModeMethods } from "../../src/contracts/code-mode.ts";
+import type { CodeModeCallbacks, CodeModeSession } from "../../src/contracts/code-mode-provider.ts";
 import type { RpcPeer } from "../../src/protocol/peer.ts";
+import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { fmtMs, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
 

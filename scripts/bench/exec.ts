@@ -11,8 +11,8 @@ import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import type { SandboxPolicy } from "../../src/contracts/sandbox-policy.ts";
-import { probeBwrap } from "../../src/executor/sandbox/bwrap.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
+import { probeBwrap } from "../../src/sandbox/bwrap.ts";
 import { buildBinary } from "../build.ts";
 import { fmtMs, numberFlag, printTable, ROOT, summarize } from "./stats.ts";
 

@@ -7,15 +7,11 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { RelayConfig } from "../config/config.ts";
-import {
-  DEFAULT_PROJECT_DOC_NAMES,
-  type ProjectDoc,
-  ProjectDocsMethod,
-  wholeCharsEnd,
-} from "../executor/project-docs.ts";
+import { DEFAULT_PROJECT_DOC_NAMES, type ProjectDoc, ProjectDocsMethod } from "../contracts/project-docs.ts";
 import { projectDocMessage } from "../model/context-fragments.ts";
 import type { MessageItem } from "../model/items.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import { wholeCharsEnd } from "../util/utf8.ts";
 
 /** The global file is bounded on its own, like one project file. */
 export const GLOBAL_DOC_MAX_BYTES = 32 * 1024;

@@ -5,8 +5,8 @@
  * the bound are counted in a last line. Hidden skills (front matter `hidden: true`) are not
  * listed, but stay invocable by name.
  */
-import { wholeCharsEnd } from "../executor/project-docs.ts";
 import { fillPrompt } from "../util/prompt-template.ts";
+import { wholeCharsEnd } from "../util/utf8.ts";
 import * as prompts from "./prompts.generated.ts";
 import { describeSource, type SelectedSkill } from "./skill-sources.ts";
 import { SKILL_TOOL } from "./skill-tool.ts";

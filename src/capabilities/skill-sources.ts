@@ -10,18 +10,18 @@
 import path from "node:path";
 import { z } from "zod";
 import type { CapabilityRoot } from "../config/capability-root.ts";
-import { projectDirs, wholeCharsEnd } from "../executor/project-docs.ts";
 import {
-  discoverSkills,
-  readSkill,
   SKILL_BODY_MAX_BYTES,
   type SkillBody,
   SkillsListMethod,
   type SkillsListResult,
   SkillsReadMethod,
-} from "../executor/skills.ts";
+} from "../contracts/skills.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, type Result } from "../util/result.ts";
+import { wholeCharsEnd } from "../util/utf8.ts";
+import { projectDirs } from "../workspace/project-dirs.ts";
+import { discoverSkills, readSkill } from "../workspace/skills.ts";
 import type { SessionEnvironments } from "./environments.ts";
 
 export const SkillSourceSchema = lazySchema(() =>

@@ -8,9 +8,9 @@
 import { z } from "zod";
 import type { EmitEvent } from "../contracts/events.ts";
 import type { ToolSpec } from "../contracts/executor.ts";
+import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../contracts/skills.ts";
 import { parseToolArguments } from "../contracts/tool-args.ts";
 import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
-import { SKILL_BODY_MAX_BYTES, type SkillBody } from "../executor/skills.ts";
 import { type ResponseItem, userMessage } from "../model/items.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { fillPrompt } from "../util/prompt-template.ts";

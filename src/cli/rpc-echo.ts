@@ -17,22 +17,26 @@ export const EchoMethod = defineMethod(
   "echo",
   lazySchema(() => z.unknown()),
   lazySchema(() => z.unknown()),
+  [],
 );
 export const SleepMethod = defineMethod(
   "sleep",
   lazySchema(() => z.object({ ms: z.number().int().min(0) })),
   lazySchema(() => z.object({ slept: z.number() })),
+  [],
 );
 export const ExitMethod = defineMethod(
   "exit",
   lazySchema(() => z.object({ code: z.number().int() })),
   lazySchema(() => z.null()),
+  [],
 );
 /** Re-execs this same program as a grandchild and echoes through it: proves self re-exec. */
 export const RelayEchoMethod = defineMethod(
   "relay_echo",
   lazySchema(() => z.unknown()),
   lazySchema(() => z.object({ echoed: z.unknown(), childPid: z.number(), selfPid: z.number() })),
+  ["invalid_command_line", "no_self_command", "spawn_failed"],
 );
 
 /**

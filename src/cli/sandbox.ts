@@ -8,7 +8,7 @@ import {
   type SandboxPolicy,
   SandboxPolicySchema,
 } from "../contracts/sandbox-policy.ts";
-import { describeAttempt, explainAttempt, runSandboxed } from "../executor/sandbox/run.ts";
+import { describeAttempt, explainAttempt, runSandboxed } from "../sandbox/run.ts";
 import { ExitCode, fail } from "./usage.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];

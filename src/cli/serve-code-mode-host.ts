@@ -1,6 +1,6 @@
 /** `relay code-mode-host` serving on stdio (cli/code-mode-host.ts holds its help; cli/direct.ts starts it). */
 import { CodeModeEngine } from "../codemode/engine.ts";
-import { serveCodeMode } from "../codemode/host/server.ts";
+import { serveCodeMode } from "../codemode/server.ts";
 import { runUntilClosed, serveStdio } from "../protocol/stdio-server.ts";
 import { Log } from "../util/log.ts";
 

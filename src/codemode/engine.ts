@@ -170,7 +170,7 @@ export class EngineSession {
     return this.cells.size;
   }
 
-  execute(req: ExecuteRequest, opts: ExecuteOptions = {}): Result<StartedCell> {
+  execute(req: ExecuteRequest, opts: ExecuteOptions = {}): Result<StartedCell, "shutting_down" | "busy_observer"> {
     if (this.closing) return err(CodeModeErrorCode.ShuttingDown, "code mode session is shutting down");
     const id = String(this.nextCell++);
     const cell = new Cell(id, this.engine, this.limits, this.delegate, this.stored, req, () => this.onClosed(id));
@@ -181,7 +181,7 @@ export class EngineSession {
     return ok({ cell_id: id, initial: initial.ok });
   }
 
-  async wait(cellId: string, yieldTimeMs: number): Promise<Result<WaitOutcome>> {
+  async wait(cellId: string, yieldTimeMs: number): Promise<Result<WaitOutcome, "busy_observer">> {
     const cell = this.cells.get(cellId);
     if (!cell) return ok(missing(cellId));
     const r = cell.observe(yieldTimeMs);
@@ -189,7 +189,7 @@ export class EngineSession {
     return ok({ LiveCell: await r.ok });
   }
 
-  async terminate(cellId: string): Promise<Result<WaitOutcome>> {
+  async terminate(cellId: string): Promise<Result<WaitOutcome, never>> {
     const cell = this.cells.get(cellId);
     const done = this.terminated.get(cellId);
     if (!cell && done) {

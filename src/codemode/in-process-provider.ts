@@ -1,9 +1,14 @@
 /** `InProcessProvider`: code-mode sessions on an engine in this process, without IPC. */
 
 import type { SessionLimits } from "../contracts/code-mode.ts";
+import {
+  type CodeModeCallbacks,
+  type CodeModeProvider,
+  type CodeModeSession,
+  untilAborted,
+} from "../contracts/code-mode-provider.ts";
 import { ok, type Result } from "../util/result.ts";
 import { CodeModeEngine, type EngineSession } from "./engine.ts";
-import { type CodeModeCallbacks, type CodeModeProvider, type CodeModeSession, untilAborted } from "./provider.ts";
 
 export class InProcessProvider implements CodeModeProvider {
   readonly kind = "in-process";

@@ -129,7 +129,7 @@ export const RelayConfigSchema = lazySchema(() =>
     memories: z.record(z.string(), z.unknown()).optional(),
     /** `[mcp_servers.NAME]`, in Codex's shape: checked server by server by config/mcp-servers.ts (a broken one does not stop the others). */
     mcp_servers: z.record(z.string(), z.unknown()).optional(),
-    /** `[infty.roles.<role>]`: a model per infty role (src/infty/role-models.ts applies them). */
+    /** `[infty.roles.<role>]`: a model per infty role (src/config/infty/role-models.ts applies them). */
     infty: InftyConfigSchema.optional(),
   }),
 );

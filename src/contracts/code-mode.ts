@@ -132,11 +132,13 @@ export const CodeModeMethods = {
         vms: z.object({ spares: z.number().int(), used: z.number().int(), settled: z.boolean() }).optional(),
       }),
     ),
+    [],
   ),
   createSession: defineMethod(
     "codemode/create_session",
     lazySchema(() => z.object({ limits: SessionLimitsSchema.optional() })),
     lazySchema(() => z.object({ session_id: SessionIdSchema })),
+    ["shutting_down"],
   ),
   execute: defineMethod(
     "codemode/execute",
@@ -154,6 +156,7 @@ export const CodeModeMethods = {
         closed: z.literal(true).optional(),
       }),
     ),
+    ["unknown_session", "shutting_down", "busy_observer", "runtime"],
   ),
   wait: defineMethod(
     "codemode/wait",
@@ -167,28 +170,33 @@ export const CodeModeMethods = {
       }),
     ),
     lazySchema(() => z.object({ outcome: WaitOutcomeSchema })),
+    ["unknown_session", "busy_observer"],
   ),
   terminate: defineMethod(
     "codemode/terminate",
     lazySchema(() => z.object({ session_id: SessionIdSchema, cell_id: CellIdSchema })),
     lazySchema(() => z.object({ outcome: WaitOutcomeSchema })),
+    ["unknown_session"],
   ),
   shutdownSession: defineMethod(
     "codemode/shutdown_session",
     lazySchema(() => z.object({ session_id: SessionIdSchema })),
     lazySchema(() => z.object({ shutdown: z.literal(true) })),
+    ["unknown_session"],
   ),
   /** host -> client: run one nested tool call; an error result rejects the JS promise with its message. */
   invokeTool: defineMethod(
     "codemode/invoke_tool",
     NestedToolCallSchema,
     lazySchema(() => z.object({ result: z.unknown() })),
+    ["unknown_session", "tool_failed"],
   ),
   /** host -> client: deliver `notify(text)` out of band. */
   notify: defineMethod(
     "codemode/notify",
     NotifySchema,
     lazySchema(() => z.object({ delivered: z.literal(true) })),
+    [],
   ),
 } as const;
 

@@ -81,3 +81,6 @@ export const ErrorCode = {
   DuplicateId: "duplicate_id",
   Timeout: "timeout",
 } as const;
+
+/** A code the peer itself may answer any method with (bad params, cancelled, closed, ...). */
+export type PeerErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

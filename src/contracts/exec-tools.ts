@@ -80,3 +80,6 @@ export const EXEC_COMMAND_DESCRIPTION = prompts.EXEC_COMMAND;
 
 /** prompts/write-stdin.md */
 export const WRITE_STDIN_DESCRIPTION = prompts.WRITE_STDIN;
+
+/** Lines read_file returns when the call names no limit (a session quotes it in its hints). */
+export const DEFAULT_READ_LIMIT = 2000;

@@ -209,27 +209,71 @@ export const SandboxCheckResultSchema = lazySchema(() =>
   z.object({ mechanism: z.string(), gaps: z.array(z.string()) }),
 );
 
+/** A command the executor's own policy refused; nothing ran. */
+const POLICY_ERRORS = ["forbidden", "approval_required", "escalation_not_approved"] as const;
+/** The sandbox could not confine the command as asked (or start its helper); nothing ran. */
+const SANDBOX_ERRORS = [
+  "sandbox_unavailable",
+  "sandbox_native",
+  "no_container",
+  "no_self_command",
+  "invalid_command_line",
+] as const;
+/** The command could not be started. */
+const SPAWN_ERRORS = ["invalid_request", "invalid_command_line", "spawn_failed", "tty_unavailable"] as const;
+/** Writing to a running command's stdin failed. */
+const STDIN_ERRORS = ["stdin_closed", "write_failed"] as const;
+
+/**
+ * Why a file tool (tools/call) failed: bad arguments, a path it cannot use, the sandbox's
+ * refusal, an I/O error, a patch that does not apply, or the call being cancelled.
+ */
+export const TOOL_ERRORS = [
+  "unknown_tool",
+  "invalid_arguments",
+  "not_found",
+  "not_a_directory",
+  "not_a_file",
+  "is_directory",
+  "binary_file",
+  "permission_denied",
+  "sandbox_denied",
+  "io_error",
+  "invalid_patch",
+  "patch_failed",
+  "aborted",
+] as const;
+export type ToolErrorCode = (typeof TOOL_ERRORS)[number];
+
 export const ExecutorMethods = {
-  info: defineMethod("executor/info", ExecutorInfoRequestSchema, ExecutorInfoSchema),
+  info: defineMethod("executor/info", ExecutorInfoRequestSchema, ExecutorInfoSchema, []),
   toolsList: defineMethod(
     "tools/list",
     lazySchema(() => z.object({}).optional()),
     lazySchema(() => z.object({ tools: z.array(ToolSpecSchema) })),
+    [],
   ),
-  toolsCall: defineMethod("tools/call", ToolCallRequestSchema, ToolCallResultSchema),
-  exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema),
-  write: defineMethod("process/write", WriteStdinRequestSchema, ExecResultSchema),
-  readOutput: defineMethod("process/read_output", ReadOutputRequestSchema, ReadOutputResultSchema),
+  toolsCall: defineMethod("tools/call", ToolCallRequestSchema, ToolCallResultSchema, TOOL_ERRORS),
+  exec: defineMethod("process/exec", ExecCommandRequestSchema, ExecResultSchema, [
+    ...POLICY_ERRORS,
+    ...SANDBOX_ERRORS,
+    ...SPAWN_ERRORS,
+    ...STDIN_ERRORS,
+  ]),
+  write: defineMethod("process/write", WriteStdinRequestSchema, ExecResultSchema, ["unknown_process", ...STDIN_ERRORS]),
+  readOutput: defineMethod("process/read_output", ReadOutputRequestSchema, ReadOutputResultSchema, ["unknown_output"]),
   terminate: defineMethod(
     "process/terminate",
     lazySchema(() => z.object({ process_id: z.number().int() })),
     lazySchema(() => z.object({ running: z.boolean() })),
+    [],
   ),
-  sandboxCheck: defineMethod("sandbox/check", SandboxCheckRequestSchema, SandboxCheckResultSchema),
+  sandboxCheck: defineMethod("sandbox/check", SandboxCheckRequestSchema, SandboxCheckResultSchema, SANDBOX_ERRORS),
   list: defineMethod(
     "process/list",
     lazySchema(() => z.object({}).optional()),
     lazySchema(() => z.object({ processes: z.array(ProcessInfoSchema) })),
+    [],
   ),
 } as const;
 

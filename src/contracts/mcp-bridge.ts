@@ -56,6 +56,7 @@ export const McpManifestMethod = defineMethod(
       warnings: z.array(z.string()),
     }),
   ),
+  [],
 );
 
 /** `server_id` is chosen by the orchestrator, so it can route the first stdout message before `start` is answered. */
@@ -74,18 +75,21 @@ export const McpStartMethod = defineMethod(
     }),
   ),
   lazySchema(() => z.object({ pid: z.number().int() })),
+  ["invalid_params", "too_many_servers", "spawn_failed"],
 );
 
 export const McpSendMethod = defineMethod(
   "mcp/send",
   lazySchema(() => z.object({ server_id: ServerId, message: z.unknown() })),
   lazySchema(() => z.object({})),
+  ["not_running"],
 );
 
 export const McpStopMethod = defineMethod(
   "mcp/stop",
   lazySchema(() => z.object({ server_id: ServerId })),
   lazySchema(() => z.object({ was_running: z.boolean() })),
+  [],
 );
 
 /** One JSON value the server wrote as a line on stdout. */

@@ -5,7 +5,7 @@
  * process-checks.ts); a check's shape and the report are check.ts.
  */
 import { applyOverrides, type ConfigOverrides, defaultConfig, loadConfig } from "../config/config.ts";
-import { probeLandlock, probeSandbox, type SandboxSupport } from "../executor/sandbox/index.ts";
+import { probeLandlock, probeSandbox, type SandboxSupport } from "../sandbox/index.ts";
 import { errorMessage } from "../util/result.ts";
 import { check, type DoctorCheck, guarded } from "./check.ts";
 import { configCheck, credentialsCheck } from "./config-checks.ts";

@@ -5,12 +5,12 @@
  */
 import { spawnSync } from "node:child_process";
 import os from "node:os";
-import { resolveHostProgram } from "../codemode/host/program.ts";
 import type { RelayConfig } from "../config/config.ts";
 import { CodeModeMethods } from "../contracts/code-mode.ts";
 import { ExecutorMethods } from "../contracts/executor.ts";
-import { ptySupported, spawnProcess } from "../executor/spawn/index.ts";
+import { ptySupported, spawnProcess } from "../process/spawn/index.ts";
 import { type ChildPeer, spawnPeer, spawnSelf } from "../protocol/child.ts";
+import { resolveHostProgram } from "../protocol/code-mode-host-program.ts";
 import type { Result } from "../util/result.ts";
 import { check, type DoctorCheck, stringEnv } from "./check.ts";
 

@@ -4,6 +4,7 @@
  * namespaces, bubblewrap).
  */
 import type { RelayConfig } from "../config/config.ts";
+import { sessionSandboxPolicy } from "../policy/sandbox-check.ts";
 import {
   type BwrapSupport,
   type LandlockSupport,
@@ -11,8 +12,7 @@ import {
   probeBwrap,
   probeUserns,
   type SandboxSupport,
-} from "../executor/sandbox/index.ts";
-import { sessionSandboxPolicy } from "../policy/sandbox-check.ts";
+} from "../sandbox/index.ts";
 import { check, type DoctorCheck, notLinux, stringEnv } from "./check.ts";
 
 const SANDBOX_CHOICES =

@@ -48,7 +48,7 @@ export class FullOutputStore {
     id: string,
     offset: number,
     maxBytes: number,
-  ): Result<{ data_base64: string; next_offset: number; done: boolean }> {
+  ): Result<{ data_base64: string; next_offset: number; done: boolean }, "unknown_output"> {
     const data = this.held.get(id);
     if (!data)
       return err(

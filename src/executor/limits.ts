@@ -20,6 +20,3 @@ export const TRAILING_OUTPUT_GRACE_MS = 50;
 export function clamp(n: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, n));
 }
-
-/** Lines read_file returns when the call names no limit. */
-export const DEFAULT_READ_LIMIT = 2000;

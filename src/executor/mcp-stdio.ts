@@ -17,6 +17,7 @@ import {
   McpStartMethod,
   McpStopMethod,
 } from "../contracts/mcp-bridge.ts";
+import type { MethodErrors } from "../contracts/method.ts";
 import { killTree, killTreeNow, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { Log } from "../util/log.ts";
@@ -126,7 +127,7 @@ export class McpStdioHost {
     args: string[];
     env: Record<string, string>;
     cwd: string;
-  }): Result<{ pid: number }> {
+  }): Result<{ pid: number }, MethodErrors<typeof McpStartMethod>> {
     if (this.servers.has(req.server_id))
       return err("invalid_params", `MCP server id ${req.server_id} is already running; stop it first`);
     if (this.servers.size >= MAX_SERVERS)
@@ -210,7 +211,10 @@ export class McpStdioHost {
     this.peer.notify(McpBadLineNotification, { server_id: id, reason, ...(edges !== undefined ? { edges } : {}) });
   }
 
-  private send(id: string, message: unknown): Promise<Result<Record<string, never>>> | Result<Record<string, never>> {
+  private send(
+    id: string,
+    message: unknown,
+  ): Promise<Result<Record<string, never>, "not_running">> | Result<Record<string, never>, "not_running"> {
     const s = this.servers.get(id);
     if (!s || s.exited) return err("not_running", `MCP server ${id} is not running on this executor`);
     const stdin = s.child.stdin!;

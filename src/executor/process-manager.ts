@@ -2,13 +2,15 @@
  * Starts, tracks and polls the executor's processes. Ids are minted here; each process keeps
  * a 1 MiB head+tail buffer (with keep_full_output, all of it up to 64 MiB: full-output.ts); every
  * poll drains what it returns, so output is never repeated (tracked-process.ts). Sandboxed
- * pipe-mode commands start through the container's init or a warm helper (sandbox-launchers.ts).
+ * pipe-mode commands start through the container's init or a warm helper (sandbox/launchers.ts).
  * At most 64 processes stay open: beyond that the least recently used exited one (else the
  * least recently used one) outside the 8 most recent is killed with its whole tree.
  */
 
 import type { ExecCommandRequest, ExecResult } from "../contracts/executor.ts";
 import { killTree, killTreesNow, MARKER_VAR } from "../process/kill-tree.ts";
+import { type RunningProcess, type SpawnErrorCode, spawnProcess, type WriteErrorCode } from "../process/spawn/index.ts";
+import { type ConfinePlan, type Containment, SandboxLaunchers, type WarmLaunch } from "../sandbox/index.ts";
 import { Log } from "../util/log.ts";
 import { randomHex, randomInt } from "../util/random.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -16,10 +18,6 @@ import { FullOutputStore, OutputSpool } from "./full-output.ts";
 import { HeadTailBuffer } from "./head-tail-buffer.ts";
 import * as L from "./limits.ts";
 import { withRelayFirst } from "./relay-path.ts";
-import type { ConfinePlan } from "./sandbox/linux/plan-schema.ts";
-import type { WarmLaunch } from "./sandbox/warm-helper.ts";
-import { type Containment, SandboxLaunchers } from "./sandbox-launchers.ts";
-import { type RunningProcess, spawnProcess } from "./spawn/index.ts";
 import { collect, type Entry, pollResult } from "./tracked-process.ts";
 
 const log = Log.create("executor");
@@ -81,7 +79,7 @@ export class ProcessManager {
     return this.store.size;
   }
 
-  async exec(req: ExecRequest): Promise<Result<ExecResult>> {
+  async exec(req: ExecRequest): Promise<Result<ExecResult, SpawnErrorCode>> {
     const started = performance.now();
     const id = this.allocateId();
     const env: Record<string, string> = {
@@ -135,7 +133,7 @@ export class ProcessManager {
     input?: string;
     yield_time_ms?: number;
     max_output_tokens?: number;
-  }): Promise<Result<ExecResult>> {
+  }): Promise<Result<ExecResult, "unknown_process" | WriteErrorCode>> {
     const started = performance.now();
     const entry = this.store.get(req.process_id);
     if (!entry) return err("unknown_process", `Unknown process id ${req.process_id}`);
@@ -199,7 +197,7 @@ export class ProcessManager {
   private async startProcess(
     req: ExecRequest,
     env: Record<string, string>,
-  ): Promise<{ spawned: Result<RunningProcess>; by?: string }> {
+  ): Promise<{ spawned: Result<RunningProcess, SpawnErrorCode>; by?: string }> {
     const pipeLaunch = req.tty ? undefined : req.warmLaunch;
     const direct = pipeLaunch && (await this.sandbox.spawnInContainer(pipeLaunch, env, req.cwd));
     if (direct) return { spawned: direct, by: "container" };

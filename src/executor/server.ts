@@ -12,19 +12,21 @@ import {
   ProcessExitedNotification,
   type ToolSpec,
 } from "../contracts/executor.ts";
+import { ProjectDocsMethod } from "../contracts/project-docs.ts";
 import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
+import { SkillsListMethod, SkillsReadMethod } from "../contracts/skills.ts";
+import { ptySupported } from "../process/spawn/index.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
+import { prepareSandbox, probeSandbox } from "../sandbox/index.ts";
 import { Log } from "../util/log.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { currentRuntime } from "../util/runtime.ts";
 import { VERSION } from "../version.ts";
+import { readProjectDocs } from "../workspace/project-docs.ts";
+import { discoverSkills, readSkill } from "../workspace/skills.ts";
 import { fileTools } from "./file-tools.ts";
 import { McpStdioHost } from "./mcp-stdio.ts";
 import { type ManagerOptions, ProcessManager } from "./process-manager.ts";
-import { ProjectDocsMethod, readProjectDocs } from "./project-docs.ts";
-import { prepareSandbox, probeSandbox } from "./sandbox/index.ts";
-import { discoverSkills, readSkill, SkillsListMethod, SkillsReadMethod } from "./skills.ts";
-import { ptySupported } from "./spawn/index.ts";
 import { type ExecutorTool, parseToolArgs } from "./tool.ts";
 import { execToolSchema, toolJsonSchema } from "./tool-schemas.ts";
 
@@ -63,7 +65,9 @@ export function toolSpecs(tools: ExecutorTool[]): ToolSpec[] {
 }
 
 /** Decides the sandbox to apply from the request, refusing what approval does not cover. */
-function effectiveSandbox(req: ExecCommandParams): Result<SandboxPolicy> {
+function effectiveSandbox(
+  req: ExecCommandParams,
+): Result<SandboxPolicy, "forbidden" | "approval_required" | "escalation_not_approved"> {
   const approval = req.exec_approval_requirement;
   if (approval.type === "forbidden") return err("forbidden", `the command is forbidden by policy: ${approval.reason}`);
   if (approval.type === "needs_approval" && !approval.approved) {

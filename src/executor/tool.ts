@@ -3,6 +3,7 @@
  * returns text for the model, and reports failure as a value (never throws to the caller).
  */
 import { z } from "zod";
+import type { ToolErrorCode } from "../contracts/executor.ts";
 import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
 import { err, type Result } from "../util/result.ts";
 
@@ -26,7 +27,7 @@ export interface ExecutorTool<P extends z.ZodType = z.ZodType> {
   readonly parameters: P;
   /** True when the tool never changes the host, so calls may run in parallel. */
   readonly readOnly: boolean;
-  execute(args: z.output<P>, ctx: ToolContext): Promise<Result<ToolOutput>>;
+  execute(args: z.output<P>, ctx: ToolContext): Promise<Result<ToolOutput, ToolErrorCode>>;
 }
 
 export function defineTool<P extends z.ZodType>(tool: ExecutorTool<P>): ExecutorTool<P> {
@@ -34,7 +35,10 @@ export function defineTool<P extends z.ZodType>(tool: ExecutorTool<P>): Executor
 }
 
 /** Validates raw model arguments; the message is written for the model to fix its call. */
-export function parseToolArgs<P extends z.ZodType>(tool: ExecutorTool<P>, raw: unknown): Result<z.output<P>> {
+export function parseToolArgs<P extends z.ZodType>(
+  tool: ExecutorTool<P>,
+  raw: unknown,
+): Result<z.output<P>, "invalid_arguments"> {
   const parsed = tool.parameters.safeParse(raw);
   if (parsed.success) return { ok: parsed.data };
   return err(

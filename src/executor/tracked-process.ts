@@ -6,13 +6,13 @@
 
 import { Buffer } from "node:buffer";
 import type { ExecResult } from "../contracts/executor.ts";
+import type { ProcessExit, RunningProcess } from "../process/spawn/index.ts";
 import { randomHex } from "../util/random.ts";
 import { truncateMiddle } from "../util/truncate.ts";
 import { type FullOutputStore, type OutputSpool, spooledPieces } from "./full-output.ts";
 import type { HeadTailBuffer } from "./head-tail-buffer.ts";
 import * as L from "./limits.ts";
 import { renderTerminalText, splitUtf8Tail } from "./render-output.ts";
-import type { ProcessExit, RunningProcess } from "./spawn/index.ts";
 
 export interface Entry {
   id: number;

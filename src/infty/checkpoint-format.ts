@@ -5,8 +5,8 @@
  * restore.ts read and write them.
  */
 import { z } from "zod";
+import { RoleNameSchema } from "../config/infty/index.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
-import { RoleNameSchema } from "./roles.ts";
 import { RunMetaSchema } from "./run-format.ts";
 
 /** Where the checkpoints' git repository lives inside a run (see docs/infty.md). */

@@ -7,8 +7,8 @@
  * they cannot change.
  */
 import path from "node:path";
+import { roleKind } from "../config/infty/index.ts";
 import { checkoutDir, type RepoRecord, reviewDir, shortCommit } from "./repo/record.ts";
-import { roleKind } from "./roles.ts";
 
 /** The file of index/ that the Solver keeps; the rest of index/ is the orchestrator's. */
 export const INDEX_README = path.join("index", "README.md");

@@ -7,6 +7,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { RoleNameSchema, RunSettingsSchema } from "../config/infty/index.ts";
 import { MAX_TIMER_MS } from "../util/duration.ts";
 import { parseJsonWith } from "../util/json.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
@@ -14,8 +15,6 @@ import { err, type Result } from "../util/result.ts";
 import { describeIssues } from "../util/schema-issues.ts";
 import { RoleActivitySchema } from "./activity.ts";
 import { RepoRecordSchema } from "./repo/record.ts";
-import { RoleNameSchema } from "./roles.ts";
-import { RunSettingsSchema } from "./run-settings.ts";
 
 export const RUN_DIRS = ["artifacts", "memory", "index", "deliverable"] as const;
 

@@ -11,6 +11,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
+import { verifierNumber } from "../config/infty/index.ts";
 import { makePrivateDirs } from "../rollout/writer.ts";
 import { byCodeUnits } from "../util/compare.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -19,7 +20,6 @@ import { type LogEventInput, redactLogLine } from "./event-log.ts";
 import type { LeaseGrant } from "./lease.ts";
 import { linesFromEnd } from "./log-tail.ts";
 import { resolveWithin } from "./resolve-within.ts";
-import { verifierNumber } from "./roles.ts";
 import {
   type CreateInit,
   createRun,

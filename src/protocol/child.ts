@@ -14,8 +14,13 @@ import { type PeerOptions, RpcPeer } from "./peer.ts";
 const STDERR_TAIL_BYTES = 8 * 1024;
 const log = Log.create("child");
 
+/** Why this program cannot tell how to start itself again. */
+export type SelfCommandErrorCode = "no_self_command" | "invalid_command_line";
+/** Why a child peer did not start. */
+export type ChildSpawnErrorCode = "invalid_command_line" | "spawn_failed" | SelfCommandErrorCode;
+
 /** argv prefix that starts this program again; RELAY_SELF_COMMAND (a command line) overrides it. */
-export function selfCommand(): Result<string[]> {
+export function selfCommand(): Result<string[], SelfCommandErrorCode> {
   const override = process.env.RELAY_SELF_COMMAND;
   if (override) return splitCommandLine(override);
   const runtime = currentRuntime();
@@ -152,7 +157,10 @@ function pipeChildStderr(child: ChildIo, holder: ChildPeer, inherit: boolean | u
 }
 
 /** Spawns `argv` and speaks the protocol over its stdin/stdout. */
-export function spawnPeer(argv: readonly string[], options: ChildPeerOptions = {}): Result<ChildPeer> {
+export function spawnPeer(
+  argv: readonly string[],
+  options: ChildPeerOptions = {},
+): Result<ChildPeer, ChildSpawnErrorCode> {
   if (argv.length === 0) return err("invalid_command_line", "the command line is empty");
   let child: ChildIo;
   try {
@@ -185,14 +193,14 @@ export function spawnSelf(
   subcommand: string,
   args: readonly string[] = [],
   options: ChildPeerOptions = {},
-): Result<ChildPeer> {
+): Result<ChildPeer, ChildSpawnErrorCode> {
   const self = selfCommand();
   if ("error" in self) return self;
   return spawnPeer([...self.ok, subcommand, ...args], { name: subcommand, ...options });
 }
 
 /** Spawns a user command line (`ssh host relay executor`) as a peer. */
-export function spawnCommandLine(line: string, options: ChildPeerOptions = {}): Result<ChildPeer> {
+export function spawnCommandLine(line: string, options: ChildPeerOptions = {}): Result<ChildPeer, ChildSpawnErrorCode> {
   const argv = splitCommandLine(line);
   if ("error" in argv) return argv;
   return spawnPeer(argv.ok, options);

@@ -7,7 +7,7 @@
 import { err, ok, type Result } from "../util/result.ts";
 import { parseShell, ShellParseError } from "../util/shell-parse.ts";
 
-export function splitCommandLine(line: string): Result<string[]> {
+export function splitCommandLine(line: string): Result<string[], "invalid_command_line"> {
   let script;
   try {
     script = parseShell(line);

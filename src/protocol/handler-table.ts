@@ -10,6 +10,21 @@ import type { MethodSpec, NotificationSpec } from "../contracts/method.ts";
 import { fastParse } from "../util/fast-parse.ts";
 import { err, type Result } from "../util/result.ts";
 
+const PEER_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
+
+/**
+ * `r`, unless it fails with a code `spec` does not declare: then an `internal` error naming the
+ * code (kept in `data`), so a caller never sees a code outside the method's closed list. Handlers
+ * are typed to make this unreachable; it guards what a cast or an untyped value lets through.
+ */
+export function withinDeclared(spec: MethodSpec, r: Result<unknown>): Result<unknown> {
+  if (!("error" in r) || PEER_CODES.has(r.error.code) || spec.errors.includes(r.error.code)) return r;
+  const { code, message } = r.error;
+  return err(ErrorCode.Internal, `${spec.name} failed with undeclared error code ${JSON.stringify(code)}: ${message}`, {
+    code,
+  });
+}
+
 type AnyHandler<Ctx> = (params: unknown, ctx: Ctx) => Promise<Result<unknown>> | Result<unknown>;
 type AnyNotificationHandler = (params: unknown) => void;
 
@@ -55,7 +70,7 @@ export class HandlerTable<Ctx> {
     const respond = (r: Result<unknown>) => {
       if (answered) return;
       answered = true;
-      answer(req.id, r, req.method);
+      answer(req.id, h ? withinDeclared(h.spec, r) : r, req.method);
     };
     let result: Result<unknown>;
     if (!h) {

@@ -21,10 +21,10 @@
  *   message too large is cut with a "…[truncated N bytes]" marker.
  */
 import { z } from "zod";
-import { type Envelope, EnvelopeSchema, ErrorCode, type RequestId } from "../contracts/envelope.ts";
+import { type Envelope, EnvelopeSchema, ErrorCode, type PeerErrorCode, type RequestId } from "../contracts/envelope.ts";
 import type { MethodSpec, NotificationSpec } from "../contracts/method.ts";
 import { idFromToken, restoreExactId, scanEnvelopeHead } from "../contracts/wire-id.ts";
-import { type ErrorValue, err, ok, type Result } from "../util/result.ts";
+import { type ErrorValue, err, type Failure, ok, type Result } from "../util/result.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 import { CorkedOutput } from "./corked-output.ts";
 import { checkEnvelope, isRequestId } from "./envelope-guard.ts";
@@ -128,9 +128,13 @@ export class RpcPeer {
     return this.pending.size;
   }
 
-  handle<P extends z.ZodType, R extends z.ZodType>(
-    spec: MethodSpec<P, R>,
-    fn: (params: z.output<P>, ctx: HandlerContext) => Promise<Result<z.input<R>>> | Result<z.input<R>>,
+  /** Serves `spec`: `fn` may fail only with the method's declared codes or the peer's own. */
+  handle<P extends z.ZodType, R extends z.ZodType, E extends string>(
+    spec: MethodSpec<P, R, E>,
+    fn: (
+      params: z.output<P>,
+      ctx: HandlerContext,
+    ) => Promise<Result<z.input<R>, NoInfer<E> | PeerErrorCode>> | Result<z.input<R>, NoInfer<E> | PeerErrorCode>,
   ): this {
     this.served.handle(
       spec,
@@ -144,11 +148,12 @@ export class RpcPeer {
     return this;
   }
 
-  call<P extends z.ZodType, R extends z.ZodType>(
-    spec: MethodSpec<P, R>,
+  /** Calls `spec`: a failure carries one of its declared codes or one of the peer's own. */
+  call<P extends z.ZodType, R extends z.ZodType, E extends string>(
+    spec: MethodSpec<P, R, E>,
     params: z.input<P>,
     options: CallOptions = {},
-  ): Promise<Result<z.output<R>>> {
+  ): Promise<Result<z.output<R>, E | PeerErrorCode>> {
     if (this.closedReason !== undefined || this.answeringLast) return Promise.resolve(this.closedError(spec.name));
     if (options.signal?.aborted)
       return Promise.resolve(err(ErrorCode.Cancelled, `${spec.name} was cancelled before it was sent`));
@@ -157,7 +162,7 @@ export class RpcPeer {
       // Unsent because the connection is ending: the call is settled when it closes, with the reason.
       return "error" in sent && this.endingReason !== undefined ? ok(null) : sent;
     });
-    return answer as Promise<Result<z.output<R>>>;
+    return answer as Promise<Result<z.output<R>, E | PeerErrorCode>>;
   }
 
   notify<P extends z.ZodType>(spec: NotificationSpec<P>, params: z.input<P>): Result<null> {
@@ -201,7 +206,7 @@ export class RpcPeer {
     this.resolveClosed(reason);
   }
 
-  private closedError(method: string): { error: ErrorValue } {
+  private closedError(method: string): Failure<typeof ErrorCode.PeerClosed> {
     return err(
       ErrorCode.PeerClosed,
       `${method} failed: ${this.name} closed the connection (${this.closedReason ?? this.endingReason ?? "unknown reason"})`,

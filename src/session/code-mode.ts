@@ -5,8 +5,6 @@
  * `Output:`, then the script's text items.
  */
 import { z } from "zod";
-import { HostProvider } from "../codemode/host/provider.ts";
-import type { CodeModeProvider, CodeModeSession } from "../codemode/provider.ts";
 import {
   CodeModeErrorCode,
   cellOf,
@@ -16,6 +14,7 @@ import {
   type ToolDefinition,
   type WaitOutcome,
 } from "../contracts/code-mode.ts";
+import type { CodeModeProvider, CodeModeSession } from "../contracts/code-mode-provider.ts";
 import type { ExecResult } from "../contracts/executor.ts";
 import { parseToolArguments } from "../contracts/tool-args.ts";
 import type { ToolCallOutcome } from "../contracts/tool-outcome.ts";
@@ -23,6 +22,7 @@ import type { ModelTool } from "../model/client.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { truncateMiddle } from "../util/truncate.ts";
+import { HostProvider } from "./code-mode-host/provider.ts";
 import * as prompts from "./prompts.generated.ts";
 
 export const EXEC_TOOL = "exec";

@@ -7,8 +7,8 @@
 import { Buffer } from "node:buffer";
 import { chmod, mkdir, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { DEFAULT_READ_LIMIT } from "../contracts/exec-tools.ts";
 import { ExecutorMethods, type FullOutputInfo } from "../contracts/executor.ts";
-import { DEFAULT_READ_LIMIT } from "../executor/limits.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 

@@ -3,19 +3,25 @@ import type { ErrorValue } from "./result-schema.ts";
 
 export type { ErrorValue };
 
-/** `{ok: value}` or `{error: {code, message}}`; never thrown across a process boundary. */
-export type Result<T> = { ok: T } | { error: ErrorValue };
+/** An error whose code is one of `C` (a method's declared codes, say). */
+export type Failure<C extends string = string> = { error: ErrorValue & { code: C } };
+
+/**
+ * `{ok: value}` or `{error: {code, message}}`; never thrown across a process boundary. `C`
+ * narrows the codes it may fail with (a wire method's closed list; any string by default).
+ */
+export type Result<T, C extends string = string> = { ok: T } | Failure<C>;
 
 export function ok<T>(value: T): { ok: T } {
   // JSON drops undefined members, which would make `{ok: undefined}` arrive as `{}`.
   return { ok: (value === undefined ? null : value) as T };
 }
 
-export function err(code: string, message: string, data?: unknown): { error: ErrorValue } {
+export function err<C extends string>(code: C, message: string, data?: unknown): Failure<C> {
   return data === undefined ? { error: { code, message } } : { error: { code, message, data } };
 }
 
-export function isErr<T>(r: Result<T>): r is { error: ErrorValue } {
+export function isErr<T, C extends string>(r: Result<T, C>): r is Failure<C> {
   return "error" in r;
 }
 

@@ -3,11 +3,11 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { readProjectDocs } from "../../src/executor/project-docs.ts";
 import { isContextMessage, projectDocMessage } from "../../src/model/context-fragments.ts";
 import { userMessage } from "../../src/model/items.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { buildCompactedHistory } from "../../src/session/compaction.ts";
+import { readProjectDocs } from "../../src/workspace/project-docs.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 

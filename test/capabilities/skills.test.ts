@@ -12,7 +12,7 @@ import { SessionEnvironments } from "../../src/capabilities/environments.ts";
 import { SKILL_ENTRY_MAX_BYTES, SKILLS_CATALOG_MAX_BYTES } from "../../src/capabilities/skill-catalog.ts";
 import { readSkillBody } from "../../src/capabilities/skill-sources.ts";
 import { capabilityRoot } from "../../src/config/capability-root.ts";
-import { SKILL_BODY_MAX_BYTES } from "../../src/executor/skills.ts";
+import { SKILL_BODY_MAX_BYTES } from "../../src/contracts/skills.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
 import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";

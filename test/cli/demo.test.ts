@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { probeSandbox } from "../../src/executor/sandbox/index.ts";
+import { probeSandbox } from "../../src/sandbox/index.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { skipBecause } from "../support/skip.ts";
 

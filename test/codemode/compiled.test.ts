@@ -6,8 +6,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildBinary } from "../../scripts/build.ts";
-import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/codemode/host/program.ts";
-import { HostProvider } from "../../src/codemode/host/provider.ts";
+import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/protocol/code-mode-host-program.ts";
+import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 
 describe("code mode in the compiled binary", { skip: !process.versions.bun && "needs Bun to compile" }, () => {

@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { after, describe, test } from "node:test";
-import { HostProvider } from "../../src/codemode/host/provider.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
-import type { CodeModeCallbacks } from "../../src/codemode/provider.ts";
 import type { RuntimeResponse } from "../../src/contracts/code-mode.ts";
+import type { CodeModeCallbacks } from "../../src/contracts/code-mode-provider.ts";
+import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { RawChild, type RawMessage, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { useSourceRelay } from "../support/self.ts";

@@ -3,9 +3,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/codemode/host/program.ts";
-import { HostProvider } from "../../src/codemode/host/provider.ts";
+import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/protocol/code-mode-host-program.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 

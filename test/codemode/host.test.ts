@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { HostProvider } from "../../src/codemode/host/provider.ts";
 import { InProcessProvider } from "../../src/codemode/in-process-provider.ts";
-import type { CodeModeCallbacks, CodeModeProvider } from "../../src/codemode/provider.ts";
 import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/contracts/code-mode.ts";
+import type { CodeModeCallbacks, CodeModeProvider } from "../../src/contracts/code-mode-provider.ts";
 import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
+import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { useSourceRelay } from "../support/self.ts";
 import { deferred, Inbox, until } from "../support/wait.ts";
@@ -126,10 +126,7 @@ describe("code-mode host: raw protocol", () => {
   });
 
   test("unknown op and bad params are answered with errors, the host keeps serving", async () => {
-    const unknown = await host.peer.call(
-      { name: "codemode/frobnicate", params: CodeModeMethods.hello.params, result: CodeModeMethods.hello.result },
-      {},
-    );
+    const unknown = await host.peer.call({ ...CodeModeMethods.hello, name: "codemode/frobnicate" }, {});
     assert.ok("error" in unknown);
     assert.equal(unknown.error.code, "method_not_found");
     const bad = await host.peer.call(

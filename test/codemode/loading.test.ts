@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setImmediate } from "node:timers/promises";
 import { CodeModeEngine } from "../../src/codemode/engine.ts";
-import { serveCodeMode } from "../../src/codemode/host/server.ts";
+import { serveCodeMode } from "../../src/codemode/server.ts";
 import { CodeModeMethods } from "../../src/contracts/code-mode.ts";
 import { peerPair } from "../support/streams.ts";
 

@@ -1,6 +1,6 @@
 /** `relay infty run -C repo` end to end from the source tree (the compiled binary's run is in test/build/compiled.test.ts). */
 import { describe, test } from "node:test";
-import { probeSandbox } from "../../src/executor/sandbox/index.ts";
+import { probeSandbox } from "../../src/sandbox/index.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";

@@ -185,6 +185,7 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
       "codemode/hello",
       z.object({}).passthrough(),
       z.object({ pid: z.number() }).passthrough(),
+      [],
     );
     const c = spawnPeer([path.join(pkgDir, "bin/relay-code-mode-host")], {
       cwd: "/",

@@ -16,11 +16,11 @@ import { err, ok } from "../../src/util/result.ts";
 import { header, type RawMessage, RawReader, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { Inbox } from "../support/wait.ts";
 
-const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }));
-const Fail = defineMethod("fail", z.object({ bytes: z.number() }), z.null());
-const Cyclic = defineMethod("cyclic", z.object({}), z.unknown());
-const NotAResult = defineMethod("not_a_result", z.object({}), z.unknown());
-const Hold = defineMethod("hold", z.object({}), z.object({ released: z.boolean() }));
+const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }), []);
+const Fail = defineMethod("fail", z.object({ bytes: z.number() }), z.null(), ["tool_failed"]);
+const Cyclic = defineMethod("cyclic", z.object({}), z.unknown(), []);
+const NotAResult = defineMethod("not_a_result", z.object({}), z.unknown(), []);
+const Hold = defineMethod("hold", z.object({}), z.object({ released: z.boolean() }), []);
 
 /** A peer with handlers on one side; the test is the other side, in raw bytes. */
 function rawPeer(frameLimit = 4096) {
@@ -135,7 +135,7 @@ describe("rpc peer: answers always fit", () => {
 
   test("an error message with multi-byte and escaped characters is cut at a character boundary and still fits", async () => {
     const s = rawPeer(1024);
-    const Emoji = defineMethod("emoji", z.object({}), z.null());
+    const Emoji = defineMethod("emoji", z.object({}), z.null(), ["x"]);
     s.peer.handle(Emoji, () => err("x", '😀"\n\u0001é'.repeat(500)));
     s.toPeer.write(requestFrame(2, "emoji"));
     const a = await s.answer("2");
@@ -158,7 +158,7 @@ describe("rpc peer: answers always fit", () => {
 
   test("an ok answer over the limit becomes a frame_too_large error that says the sizes", async () => {
     const s = rawPeer(4096);
-    const Big = defineMethod("big", z.object({}), z.string());
+    const Big = defineMethod("big", z.object({}), z.string(), []);
     s.peer.handle(Big, () => ok("b".repeat(10_000)));
     s.toPeer.write(requestFrame(1, "big"));
     const e = (await s.answer("1")).value.result?.error;

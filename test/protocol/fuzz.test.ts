@@ -351,8 +351,8 @@ class ChildConn implements Conn {
   }
 }
 
-const Ping = defineMethod("fuzz/ping", z.object({ n: z.number() }), z.object({ n: z.number() }));
-const Echo = defineMethod("echo", z.unknown(), z.unknown());
+const Ping = defineMethod("fuzz/ping", z.object({ n: z.number() }), z.object({ n: z.number() }), []);
+const Echo = defineMethod("echo", z.unknown(), z.unknown(), []);
 
 /** The parent's reader: the RpcPeer spawnPeer builds around a child's pipes, fed by the fuzz. */
 class ParentConn implements Conn {

@@ -11,10 +11,10 @@ import { RpcPeer } from "../../src/protocol/peer.ts";
 import { err, ok } from "../../src/util/result.ts";
 import { peerPair } from "../support/streams.ts";
 
-const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }));
-const Wait = defineMethod("wait", z.object({ ms: z.number() }), z.object({ waited: z.boolean() }));
-const Boom = defineMethod("boom", z.object({}), z.null());
-const Big = defineMethod("big", z.object({ bytes: z.number() }), z.string());
+const Add = defineMethod("add", z.object({ a: z.number(), b: z.number() }), z.object({ sum: z.number() }), []);
+const Wait = defineMethod("wait", z.object({ ms: z.number() }), z.object({ waited: z.boolean() }), []);
+const Boom = defineMethod("boom", z.object({}), z.null(), []);
+const Big = defineMethod("big", z.object({ bytes: z.number() }), z.string(), []);
 const Progress = defineNotification("progress", z.object({ pct: z.number() }));
 
 /** Resolves once `cond` holds, checking after each turn of the event loop (no fixed delay). */
@@ -49,6 +49,30 @@ function setup() {
 }
 
 describe("rpc peer", () => {
+  test("a method fails only with its declared codes or the peer's: an undeclared one is answered as internal, naming it", async () => {
+    const Lookup = defineMethod("lookup", z.object({ key: z.string() }), z.string(), ["not_found"]);
+    const { left, right } = peerPair();
+    right.handle(Lookup, (p) => {
+      if (p.key === "missing") return err("not_found", "no such key");
+      if (p.key === "stop") return err("cancelled", "stopped by the peer");
+      // What a cast lets through: the types refuse this code.
+      return err("disk_on_fire" as "not_found", "the disk is on fire");
+    });
+    assert.deepEqual(await left.call(Lookup, { key: "missing" }), {
+      error: { code: "not_found", message: "no such key" },
+    });
+    assert.deepEqual(await left.call(Lookup, { key: "stop" }), {
+      error: { code: "cancelled", message: "stopped by the peer" },
+    });
+    assert.deepEqual(await left.call(Lookup, { key: "other" }), {
+      error: {
+        code: "internal",
+        message: 'lookup failed with undeclared error code "disk_on_fire": the disk is on fire',
+        data: { code: "disk_on_fire" },
+      },
+    });
+  });
+
   test("requests resolve with typed ok values", async () => {
     const { left } = setup();
     assert.deepEqual(await left.call(Add, { a: 2, b: 3 }), { ok: { sum: 5 } });
@@ -63,7 +87,7 @@ describe("rpc peer", () => {
 
   test("unknown methods, bad params and throwing handlers come back as error values", async () => {
     const { left } = setup();
-    const unknown = await left.call(defineMethod("nope", z.unknown(), z.unknown()), {});
+    const unknown = await left.call(defineMethod("nope", z.unknown(), z.unknown(), []), {});
     assert.ok("error" in unknown);
     assert.equal(unknown.error.code, "method_not_found");
     assert.match(unknown.error.message, /unknown method "nope"; right supports: add, big, boom, wait/);
@@ -81,8 +105,8 @@ describe("rpc peer", () => {
 
   test("a result that does not match the method's schema is reported, not trusted", async () => {
     const { left, right } = setup();
-    right.handle(defineMethod("liar", z.unknown(), z.unknown()), () => ok({ sum: "not a number" }));
-    const r = await left.call(defineMethod("liar", z.unknown(), z.object({ sum: z.number() })), {});
+    right.handle(defineMethod("liar", z.unknown(), z.unknown(), []), () => ok({ sum: "not a number" }));
+    const r = await left.call(defineMethod("liar", z.unknown(), z.object({ sum: z.number() }), []), {});
     assert.ok("error" in r);
     assert.equal(r.error.code, "invalid_result");
   });
@@ -184,7 +208,7 @@ describe("rpc peer", () => {
 
   test("a handler can answer before it returns; its return value is then dropped", async () => {
     const pair = peerPair();
-    const Start = defineMethod("start", z.object({}), z.object({ started: z.number() }));
+    const Start = defineMethod("start", z.object({}), z.object({ started: z.number() }), []);
     pair.right.handle(Start, (_p, ctx) => {
       pair.right.cork();
       ctx.respond(ok({ started: 1 }));

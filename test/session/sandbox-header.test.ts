@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { probeSandbox } from "../../src/executor/sandbox/index.ts";
+import { probeSandbox } from "../../src/sandbox/index.ts";
 import { runRelayAsync } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 

@@ -1,17 +1,23 @@
 /**
  * What an infty run's roles run with: config.toml, then what a resumed run recorded, then the
- * flags (see src/infty/role-models.ts for the order per role). Everything is checked here,
+ * flags (see src/config/infty/role-models.ts for the order per role). Everything is checked here,
  * before the run directory exists: a run that cannot start leaves nothing behind (exit 2).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { type ConfigOverrides, loadConfig, type RelayConfig } from "../../config/config.ts";
+import {
+  globalConfig,
+  type RoleModelFlags,
+  type RoleModelLayers,
+  type RunSettings,
+  recordedTools,
+  roleConfigs,
+  roleNames,
+} from "../../config/infty/index.ts";
 import type { SessionChoices } from "../../config/resume-settings.ts";
 import type { RoleOverrides } from "../../config/role-spec.ts";
 import { relayHome } from "../../home/home.ts";
 import { type InftyOptions, scriptedModels } from "../../infty/orchestrator.ts";
-import { globalConfig, type RoleModelFlags, type RoleModelLayers, roleConfigs } from "../../infty/role-models.ts";
-import { roleNames } from "../../infty/roles.ts";
-import { type RunSettings, recordedTools } from "../../infty/run-settings.ts";
 import { checkCredentials } from "../../policy/preflight.ts";
 import { selection } from "../session-options.ts";
 import { ExitCode, fail } from "../usage.ts";

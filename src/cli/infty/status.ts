@@ -1,12 +1,11 @@
 /** The text `relay infty status` prints: the run's state, budgets, and each role's model, tools and rollout. */
 
 import { formatCapabilityRoot, recordedRoot } from "../../config/capability-root.ts";
+import { type RoleModelRecord, type RunSettings, roleNames } from "../../config/infty/index.ts";
 import { activityLines } from "../../infty/activity.ts";
 import type { Liveness } from "../../infty/liveness.ts";
 import { checkoutDir, type RepoRecord, shortCommit } from "../../infty/repo/index.ts";
-import { roleNames } from "../../infty/roles.ts";
 import type { RunMeta } from "../../infty/run-format.ts";
-import type { RoleModelRecord, RunSettings } from "../../infty/run-settings.ts";
 import { formatDuration } from "../../util/duration.ts";
 
 /** `gpt-5 (openai-responses, effort high)`; the URL and key variable when they are not the defaults. */

@@ -62,7 +62,10 @@ export class Cell {
    * The cell's next yield, result or termination. `onResponse` hears it synchronously, at the
    * moment it is decided (the host writes it in the same turn); the promise settles after.
    */
-  observe(yieldTimeMs: number, onResponse?: (r: RuntimeResponse) => void): Result<Promise<RuntimeResponse>> {
+  observe(
+    yieldTimeMs: number,
+    onResponse?: (r: RuntimeResponse) => void,
+  ): Result<Promise<RuntimeResponse>, "busy_observer"> {
     return this.replies.observe(yieldTimeMs, onResponse);
   }
 

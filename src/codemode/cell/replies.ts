@@ -37,7 +37,10 @@ export class CellReplies {
    * The cell's next yield, result or termination. `onResponse` hears it synchronously, at the
    * moment it is decided (the host writes it in the same turn); the promise settles after.
    */
-  observe(yieldTimeMs: number, onResponse?: (r: RuntimeResponse) => void): Result<Promise<RuntimeResponse>> {
+  observe(
+    yieldTimeMs: number,
+    onResponse?: (r: RuntimeResponse) => void,
+  ): Result<Promise<RuntimeResponse>, "busy_observer"> {
     if (this.observer) return err("busy_observer", `exec cell ${this.cellId} already has an active observer`);
     const now = (r: RuntimeResponse) => {
       onResponse?.(r);

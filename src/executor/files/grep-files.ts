@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
+import type { ToolErrorCode } from "../../contracts/executor.ts";
 import { lazySchema } from "../../util/lazy-schema.ts";
 import { fillPrompt } from "../../util/prompt-template.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
@@ -88,7 +89,7 @@ export function createGrepFilesTool(limits: GrepLimits = DEFAULT_GREP_LIMITS) {
 export const grepFilesTool = createGrepFilesTool();
 
 /** Compiles with the `u` flag when the pattern allows it; accepts a leading `(?i)` as ripgrep does. */
-export function compilePattern(pattern: string): Result<RegExp> {
+export function compilePattern(pattern: string): Result<RegExp, ToolErrorCode> {
   let source = pattern;
   let flags = "m";
   if (source.startsWith("(?i)")) {
@@ -121,10 +122,10 @@ interface Search {
 
 const aborted = () => err("aborted", "grep_files was cancelled.");
 
-async function grep(search: Search, cwd: string): Promise<Result<ToolOutput>> {
+async function grep(search: Search, cwd: string): Promise<Result<ToolOutput, ToolErrorCode>> {
   const stat = await statPath(search.root, cwd);
   if ("error" in stat) return stat;
-  let walked: Result<Walked>;
+  let walked: Result<Walked, ToolErrorCode>;
   if (stat.ok.isDirectory()) walked = await walkFiles(search);
   else if (stat.ok.isFile()) walked = ok({ files: [search.root], visited: 0, capped: false });
   else return err("not_a_directory", `${search.root} is neither a directory nor a regular file.`);
@@ -143,7 +144,7 @@ interface Walked {
   capped: boolean;
 }
 
-async function walkFiles(search: Search): Promise<Result<Walked>> {
+async function walkFiles(search: Search): Promise<Result<Walked, ToolErrorCode>> {
   const { root, glob, limits, signal } = search;
   const walked: Walked = { files: [], visited: 0, capped: false };
   const stack = [{ dir: root, outer: await scopeAbove(root) }];

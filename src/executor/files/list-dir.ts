@@ -2,6 +2,7 @@
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import type { ToolErrorCode } from "../../contracts/executor.ts";
 import { lazySchema } from "../../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import * as prompts from "../prompts.generated.ts";
@@ -57,7 +58,7 @@ async function listPage(
   depth: number,
   cwd: string,
   signal: AbortSignal,
-): Promise<Result<ToolOutput>> {
+): Promise<Result<ToolOutput, ToolErrorCode>> {
   const stat = await statPath(abs, cwd);
   if ("error" in stat) return stat;
   if (!stat.ok.isDirectory()) {
@@ -85,7 +86,7 @@ class Listing {
   ) {}
 
   /** Depth-first so each directory's children follow it. */
-  async walk(dir: string, level: number, outer: IgnoreScope): Promise<Result<null> | "stop"> {
+  async walk(dir: string, level: number, outer: IgnoreScope): Promise<Result<null, ToolErrorCode> | "stop"> {
     if (this.signal.aborted) return err("aborted", "list_dir was cancelled.");
     let visible: VisibleDir;
     try {
@@ -116,7 +117,7 @@ class Listing {
   }
 }
 
-function listOutput(abs: string, offset: number, depth: number, listing: Listing): Result<ToolOutput> {
+function listOutput(abs: string, offset: number, depth: number, listing: Listing): Result<ToolOutput, ToolErrorCode> {
   const { seen, more } = listing;
   const header = `Absolute path: ${abs}`;
   if (seen === 0) {

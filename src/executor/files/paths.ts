@@ -2,10 +2,11 @@
 import type { Stats } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
+import type { ToolErrorCode } from "../../contracts/executor.ts";
+import { PROTECTED_NAMES } from "../../contracts/protected-names.ts";
 import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
 import { isInside } from "../../util/paths.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
-import { PROTECTED_NAMES } from "../sandbox/linux/landlock-plan.ts";
 
 /** A tool path argument: absolute, or relative to the tool's cwd. */
 export function resolveToolPath(cwd: string, p: string): string {
@@ -33,7 +34,7 @@ export async function realPathOfPossiblyMissing(absPath: string): Promise<string
 }
 
 /** Whether the sandbox lets the tools write `absPath`; the value is the symlink-free path. */
-export async function checkWritable(absPath: string, sandbox: SandboxPolicy): Promise<Result<string>> {
+export async function checkWritable(absPath: string, sandbox: SandboxPolicy): Promise<Result<string, ToolErrorCode>> {
   try {
     if (sandbox.mode === "danger-full-access") return ok(path.resolve(absPath));
     if (sandbox.mode === "read-only") {
@@ -80,7 +81,7 @@ export function fsErrorCode(e: unknown): string | undefined {
 }
 
 /** Turns a failed stat/open into an error value the model can act on. */
-export function fsError(e: unknown, absPath: string, cwd: string): Result<never> {
+export function fsError(e: unknown, absPath: string, cwd: string): Result<never, ToolErrorCode> {
   const code = fsErrorCode(e);
   if (code === "ENOENT" || code === "ENOTDIR") {
     return err(
@@ -93,7 +94,7 @@ export function fsError(e: unknown, absPath: string, cwd: string): Result<never>
 }
 
 /** `fs.stat`, with a failure turned into the error value of `fsError`. */
-export async function statPath(absPath: string, cwd: string): Promise<Result<Stats>> {
+export async function statPath(absPath: string, cwd: string): Promise<Result<Stats, ToolErrorCode>> {
   try {
     return ok(await fs.stat(absPath));
   } catch (e) {

@@ -2,10 +2,11 @@
 import { Buffer } from "node:buffer";
 import fs, { type FileHandle } from "node:fs/promises";
 import { z } from "zod";
+import { DEFAULT_READ_LIMIT } from "../../contracts/exec-tools.ts";
+import type { ToolErrorCode } from "../../contracts/executor.ts";
 import { lazySchema } from "../../util/lazy-schema.ts";
 import { fillPrompt } from "../../util/prompt-template.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
-import { DEFAULT_READ_LIMIT } from "../limits.ts";
 import * as prompts from "../prompts.generated.ts";
 import { defineTool, type ToolOutput } from "../tool.ts";
 import { type Page, pageOutput } from "./paging.ts";
@@ -58,7 +59,7 @@ async function readPage(
   limit: number,
   cwd: string,
   signal: AbortSignal,
-): Promise<Result<ToolOutput>> {
+): Promise<Result<ToolOutput, ToolErrorCode>> {
   const stat = await statPath(abs, cwd);
   if ("error" in stat) return stat;
   if (stat.ok.isDirectory()) {
@@ -108,7 +109,7 @@ async function scanPage(
   offset: number,
   limit: number,
   signal: AbortSignal,
-): Promise<Result<Page>> {
+): Promise<Result<Page, ToolErrorCode>> {
   const scan: Scan = {
     offset,
     lastWanted: offset + limit - 1,
@@ -152,7 +153,7 @@ function feed(scan: Scan, buf: Buffer, bytesRead: number): boolean {
   return true;
 }
 
-function lineOutput(abs: string, offset: number, page: Page): Result<ToolOutput> {
+function lineOutput(abs: string, offset: number, page: Page): Result<ToolOutput, ToolErrorCode> {
   const total = page.total;
   if (!page.more && offset > total && !(offset === 1 && total === 0)) {
     return err(

@@ -4,6 +4,7 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
+import type { ToolErrorCode } from "../../contracts/executor.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { checkWritable, fsErrorCode, realPathOfPossiblyMissing, resolveToolPath } from "../files/paths.ts";
 import type { ToolContext, ToolOutput } from "../tool.ts";
@@ -22,7 +23,7 @@ interface Change {
   abs: string;
 }
 
-export async function applyPatch(ops: PatchOp[], ctx: ToolContext): Promise<Result<ToolOutput>> {
+export async function applyPatch(ops: PatchOp[], ctx: ToolContext): Promise<Result<ToolOutput, ToolErrorCode>> {
   // 1. Every path the patch writes, checked before anything else happens.
   const keys = await checkTargets(ops, ctx);
   if ("error" in keys) return keys;
@@ -52,7 +53,7 @@ export async function applyPatch(ops: PatchOp[], ctx: ToolContext): Promise<Resu
  * and maps each absolute path as written to its key: the path with symlink-free parent dirs. The
  * leaf is not resolved, so deleting a symlink removes the link; writes follow it (see commit).
  */
-async function checkTargets(ops: PatchOp[], ctx: ToolContext): Promise<Result<Map<string, string>>> {
+async function checkTargets(ops: PatchOp[], ctx: ToolContext): Promise<Result<Map<string, string>, ToolErrorCode>> {
   const keys = new Map<string, string>();
   for (const op of ops) {
     const targets = [op.path, ...(op.kind === "update" && op.movePath !== undefined ? [op.movePath] : [])];
@@ -74,7 +75,7 @@ interface Plan {
 }
 
 /** Adds one operation's effect to `plan`, or says why it cannot be applied. */
-async function planOp(plan: Plan, op: PatchOp, keyOf: (p: string) => string): Promise<Result<null>> {
+async function planOp(plan: Plan, op: PatchOp, keyOf: (p: string) => string): Promise<Result<null, ToolErrorCode>> {
   const key = keyOf(op.path);
   if (op.kind === "add") {
     if (await isDirectory(key)) return failed(op.path, `cannot add ${op.path}: a directory with that name exists.`);
@@ -115,7 +116,7 @@ async function currentState(
   key: string,
   display: string,
   verb: "update" | "delete",
-): Promise<Result<FileState>> {
+): Promise<Result<FileState, ToolErrorCode>> {
   const known = state.get(key);
   if (known) {
     if (known.content === null)
@@ -138,7 +139,7 @@ async function currentState(
   }
 }
 
-function failed(display: string, message: string): Result<never> {
+function failed(display: string, message: string): Result<never, ToolErrorCode> {
   return err("patch_failed", `Failed to apply the patch to ${display}: ${message}\nNo files were changed.`);
 }
 
@@ -150,7 +151,7 @@ async function isDirectory(p: string): Promise<boolean> {
   }
 }
 
-async function commit(state: Map<string, FileState>): Promise<Result<null>> {
+async function commit(state: Map<string, FileState>): Promise<Result<null, ToolErrorCode>> {
   const temps: { temp: string; target: string }[] = [];
   const removeTemps = () => Promise.all(temps.map((t) => fs.rm(t.temp, { force: true }).catch(() => {})));
   try {
@@ -194,7 +195,7 @@ async function commit(state: Map<string, FileState>): Promise<Result<null>> {
 // ---- hunk matching ----
 
 /** New content of a file after its hunks, or a patch_failed error naming the lines not found. */
-export function applyChunks(original: string, chunks: Chunk[], display: string): Result<string> {
+export function applyChunks(original: string, chunks: Chunk[], display: string): Result<string, ToolErrorCode> {
   const crlf = usesCrlf(original);
   const eol = crlf ? "\r\n" : "\n";
   const endsWithNewline = original === "" || original.endsWith("\n");

@@ -8,6 +8,8 @@
  *   @@ [context line]           lines " context", "-removed", "+added", optional "*** End of File"
  *   *** End Patch
  */
+
+import type { ToolErrorCode } from "../../contracts/executor.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 
 export interface HunkLine {
@@ -55,7 +57,7 @@ function show(line: string): string {
   return JSON.stringify(line.length > 120 ? `${line.slice(0, 120)}…` : line);
 }
 
-export function parsePatch(input: string): Result<PatchOp[]> {
+export function parsePatch(input: string): Result<PatchOp[], ToolErrorCode> {
   const env = envelope(input);
   if ("error" in env) return env;
   const { lines, first, last } = env.ok;
@@ -92,7 +94,7 @@ export function parsePatch(input: string): Result<PatchOp[]> {
 }
 
 /** The patch's lines and where its Begin and End lines are, blank lines and a heredoc wrapper around them tolerated. */
-function envelope(input: string): Result<{ lines: string[]; first: number; last: number }> {
+function envelope(input: string): Result<{ lines: string[]; first: number; last: number }, ToolErrorCode> {
   let lines = input.replace(/\r\n/g, "\n").split("\n");
   let first = 0; // index of the first line, for error line numbers after trimming
   // Tolerate blank lines around the envelope and a shell heredoc wrapper (<<'EOF' ... EOF).
@@ -117,7 +119,11 @@ function envelope(input: string): Result<{ lines: string[]; first: number; last:
 }
 
 /** `*** Add File: p` at line `i` and its `+` lines; `next` is the line after them. */
-function parseAdd(lines: readonly string[], i: number, last: number): Result<{ op: PatchOp; next: number }> {
+function parseAdd(
+  lines: readonly string[],
+  i: number,
+  last: number,
+): Result<{ op: PatchOp; next: number }, ToolErrorCode> {
   const lineNo = i + 1;
   const p = (lines[i] as string).trim().slice(ADD.length).trim();
   if (p === "") return parseError(lineNo, "Add File needs a path after the colon.");
@@ -137,7 +143,7 @@ function parseAdd(lines: readonly string[], i: number, last: number): Result<{ o
 }
 
 /** `*** Update File: p` at line `i`, an optional `*** Move to:`, and its hunks. */
-function parseUpdate(lines: string[], i: number, last: number): Result<{ op: PatchOp; next: number }> {
+function parseUpdate(lines: string[], i: number, last: number): Result<{ op: PatchOp; next: number }, ToolErrorCode> {
   const lineNo = i + 1;
   const p = (lines[i] as string).trim().slice(UPDATE.length).trim();
   if (p === "") return parseError(lineNo, "Update File needs a path after the colon.");
@@ -169,7 +175,7 @@ function parseChunks(
   start: number,
   end: number,
   file: string,
-): Result<{ chunks: Chunk[]; next: number }> {
+): Result<{ chunks: Chunk[]; next: number }, ToolErrorCode> {
   const chunks: Chunk[] = [];
   let current: Chunk | undefined;
   let i = start;
@@ -234,7 +240,7 @@ function parseChunks(
   return ok({ chunks, next: i });
 }
 
-function checkChunk(chunk: Chunk, file: string): Result<never> | undefined {
+function checkChunk(chunk: Chunk, file: string): Result<never, ToolErrorCode> | undefined {
   if (chunk.oldLines.length === 0 && chunk.newLines.length === 0) {
     return parseError(
       chunk.line,

@@ -7,6 +7,7 @@
 
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { roleNames } from "../../config/infty/index.ts";
 import type { Result } from "../../util/result.ts";
 import { writeIndexes } from "../index-files.ts";
 import { CLAIMS_INDEX } from "../index-format.ts";
@@ -15,7 +16,6 @@ import { readOperatorNotes } from "../operator.ts";
 import { proseQuestion, solverCorrective } from "../prompts.ts";
 import { ensureCheckout, prepareReview } from "../repo/checkout.ts";
 import { shortCommit } from "../repo/record.ts";
-import { roleNames } from "../roles.ts";
 import { LeaseLostError, RunStore } from "../run-store.ts";
 import { DirectiveSchema, readContract, SHAPES, type SolverSignal, SolverSignalSchema } from "../signals.ts";
 import { RunCheckpoints } from "./checkpointing.ts";

@@ -5,6 +5,7 @@
 
 import { z } from "zod";
 import type { RelayConfig } from "../../config/config.ts";
+import { verifierNumber } from "../../config/infty/index.ts";
 import type { SessionChoices } from "../../config/resume-settings.ts";
 import type { SessionEvent } from "../../contracts/events.ts";
 import type { ModelClient } from "../../model/client.ts";
@@ -18,7 +19,6 @@ import type { RoleActivity } from "../activity.ts";
 import type { CheckpointTrigger } from "../checkpoint-format.ts";
 import type { RunLease } from "../lease.ts";
 import type { RepoRequest } from "../repo/repository.ts";
-import { verifierNumber } from "../roles.ts";
 import { scriptTurnsUsed } from "../scripted-resume.ts";
 
 export const InftyScriptSchema = lazySchema(() =>
@@ -95,7 +95,7 @@ export interface InftyOptions {
   failOnToolError?: boolean;
   /** The memory store the roles' sessions inject from (wired by the CLI). */
   memories?: SessionMemories;
-  /** Each role's configuration (its own model; src/infty/role-models.ts); default: `config`. */
+  /** Each role's configuration (its own model; src/config/infty/role-models.ts); default: `config`. */
   roleConfig?: (role: string) => RelayConfig;
   /** The roles' tools: code mode, capability roots, the executor's name (as for relay run). */
   tools?: SessionChoices;

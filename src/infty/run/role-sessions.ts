@@ -6,6 +6,7 @@
  */
 
 import type { z } from "zod";
+import { roleKind } from "../../config/infty/index.ts";
 import type { SessionEvent } from "../../contracts/events.ts";
 import type { ResponseItem } from "../../model/items.ts";
 import { nonInteractiveApprover } from "../../policy/approval.ts";
@@ -17,7 +18,6 @@ import { deliveryOf, rolloutOffset } from "../exchange.ts";
 import { CrossSessionHub } from "../hub.ts";
 import { correctiveRetry, DIRECTOR_PROMPT, SOLVER_PROMPT, VERIFIER_PROMPT } from "../prompts.ts";
 import { roleWorkspace } from "../role-workspace.ts";
-import { roleKind } from "../roles.ts";
 import { type Inflight, inflightList, type RunStore } from "../run-store.ts";
 import { OUTPUT_SCHEMAS, type RoleVerdict, readContract, SHAPES } from "../signals.ts";
 import type { InftyOptions } from "./options.ts";

@@ -5,6 +5,7 @@
  * already accepted completed from that record.
  */
 
+import { type RunSettings, roleNames, runSettings } from "../../config/infty/index.ts";
 import { Log } from "../../util/log.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { checkListed } from "../checkpoints.ts";
@@ -13,8 +14,6 @@ import { catchUpCheckpoint } from "../handoff-record.ts";
 import { objectiveMessage } from "../prompts.ts";
 import { prepareRepository } from "../repo/repository.ts";
 import { finishInterruptedRestore } from "../restore.ts";
-import { roleNames } from "../roles.ts";
-import { type RunSettings, runSettings } from "../run-settings.ts";
 import { generateRunId, type RunMeta, RunStore, validateRunId } from "../run-store.ts";
 import { deliverableRules } from "./delivery.ts";
 import type { InftyOptions, InftyResult } from "./options.ts";

@@ -4,6 +4,7 @@
  */
 
 import path from "node:path";
+import { roleNames } from "../../config/infty/index.ts";
 import { checkClaim } from "../claims.ts";
 import { recordRound } from "../index-files.ts";
 import {
@@ -15,7 +16,6 @@ import {
 } from "../prompts.ts";
 import { prepareReview } from "../repo/checkout.ts";
 import { type RepoRecord, reviewDir } from "../repo/record.ts";
-import { roleNames } from "../roles.ts";
 import { inflightList, type Pending, type RunStore } from "../run-store.ts";
 import { aggregate, type RoleVerdict, VerdictSchema } from "../signals.ts";
 import type { RunDelivery } from "./delivery.ts";

@@ -4,8 +4,9 @@
  * run_started closes the previous process's share), turns and the time they took from the
  * role's turn_started / turn_completed lines.
  */
+
+import { verifierNumber } from "../../config/infty/index.ts";
 import { KnownLogEventSchema, parseLogLine } from "../event-log.ts";
-import { verifierNumber } from "../roles.ts";
 import type { RoleBudget } from "./api-schemas.ts";
 import type { EventLogIndex } from "./event-index.ts";
 

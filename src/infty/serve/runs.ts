@@ -1,9 +1,9 @@
 /** The runs under a runs root, as the API shows them: summaries for the list, one run in detail. Reads only. */
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { roleNames } from "../../config/infty/index.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { type Liveness, runLiveness } from "../liveness.ts";
-import { roleNames } from "../roles.ts";
 import { type RunMeta, readRunMeta } from "../run-format.ts";
 import { RunStore, validateRunId } from "../run-store.ts";
 import type { RunDetail, RunList, RunSummary } from "./api-schemas.ts";
