@@ -17,10 +17,12 @@ import {
   type LeaseRecord,
   LeaseRecordSchema,
   type LeaseView,
+  leaseLost,
+  liveRefusal,
   processGone,
   type RunLease,
-  sameHolder,
   selfHolder,
+  stillOurs,
   viewOf,
 } from "./lease.ts";
 
@@ -98,13 +100,7 @@ export class FileLease implements RunLease {
       const prior = current.ok;
       const v = prior ? viewOf(prior) : ({ state: "free" } as const);
       // Held is held, also by this very process: two drivers in one process are two drivers.
-      if (v.state === "held") {
-        const age = Math.round(v.heartbeatAgeMs / 1000);
-        return err(
-          "run_live",
-          `run ${this.runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago), and only one process may drive or change a run at a time. Watch it with: relay infty logs ${this.runId} --follow; or stop it first (relay infty stop ${this.runId}, or Ctrl-C where it runs; it stays resumable), then: ${then}`,
-        );
-      }
+      if (v.state === "held") return liveRefusal(this.runId, v, then);
       const now = new Date().toISOString();
       const record: LeaseRecord = {
         version: 1,
@@ -169,20 +165,11 @@ class FileGrant implements LeaseGrant {
   }
 
   private ours(current: LeaseRecord | undefined): boolean {
-    return (
-      current !== undefined &&
-      current.epoch === this.record.epoch &&
-      !current.released_at &&
-      sameHolder(current.holder, this.record.holder)
-    );
+    return stillOurs(this.record, current);
   }
 
   private lost(current: LeaseRecord | undefined): Result<never> {
-    const who =
-      current && !current.released_at
-        ? `${describeHolder(current.holder)} holds it now (epoch ${current.epoch})`
-        : "its lease was released or removed";
-    return err("lease_lost", `this process no longer drives the run: ${who}; it stops without writing anything more`);
+    return leaseLost(current);
   }
 
   /** Run before every run.json write: one small read, and a parse only when someone else wrote the lease. */

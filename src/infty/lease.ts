@@ -12,7 +12,7 @@ import os from "node:os";
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { procStatFields, START_TIME_FIELD } from "../util/proc-stat.ts";
-import type { Result } from "../util/result.ts";
+import { err, type Result } from "../util/result.ts";
 
 /** A lease without a heartbeat for this long is stale (the heartbeat comes every 15 s). */
 export const LEASE_STALE_MS = 120_000;
@@ -98,9 +98,14 @@ export const sameHolder = (a: LeaseHolder, b: LeaseHolder) =>
  * heartbeat older than LEASE_STALE_MS does.
  */
 export function holderGone(record: LeaseRecord, now = Date.now(), staleMs = LEASE_STALE_MS): string | undefined {
+  return goneAfter(record, now - Date.parse(record.heartbeat_at), staleMs);
+}
+
+/** holderGone, given the heartbeat's age as measured elsewhere (by the fleet DB's clock). */
+function goneAfter(record: LeaseRecord, heartbeatAgeMs: number, staleMs: number): string | undefined {
   const gone = processGone(record.holder);
   if (gone) return gone;
-  if (now - Date.parse(record.heartbeat_at) >= staleMs) return `no heartbeat since ${record.heartbeat_at}`;
+  if (heartbeatAgeMs >= staleMs) return `no heartbeat since ${record.heartbeat_at}`;
   return undefined;
 }
 
@@ -116,13 +121,48 @@ export function processGone(h: LeaseHolder): string | undefined {
 
 /** The view of a lease record. */
 export function viewOf(record: LeaseRecord, now = Date.now()): LeaseView {
+  return viewAt(record, now - Date.parse(record.heartbeat_at));
+}
+
+/**
+ * The view of a lease record whose heartbeat is `heartbeatAgeMs` old: a fleet measures the age
+ * with its database's clock, since the hosts' clocks may disagree.
+ */
+export function viewAt(record: LeaseRecord, heartbeatAgeMs: number, staleMs = LEASE_STALE_MS): LeaseView {
   if (record.released_at) return { state: "free" };
-  const heartbeatAgeMs = now - Date.parse(record.heartbeat_at);
-  const why = holderGone(record, now);
+  const why = goneAfter(record, heartbeatAgeMs, staleMs);
   return why ? { state: "stale", record, heartbeatAgeMs, why } : { state: "held", record, heartbeatAgeMs };
 }
 
 /** Who drives a run, as people read it: `pid 123 on host h`. */
 export function describeHolder(h: LeaseHolder): string {
   return h.host === os.hostname() ? `pid ${h.pid}` : `pid ${h.pid} on host ${h.host}`;
+}
+
+/** The refusal of a run another live process drives; `then` is what to run once it is stopped. */
+export function liveRefusal(runId: string, v: { record: LeaseRecord; heartbeatAgeMs: number }, then: string) {
+  const age = Math.round(v.heartbeatAgeMs / 1000);
+  return err(
+    "run_live",
+    `run ${runId} is driven by ${describeHolder(v.record.holder)} (since ${v.record.acquired_at}, last heartbeat ${age} s ago), and only one process may drive or change a run at a time. Watch it with: relay infty logs ${runId} --follow; or stop it first (relay infty stop ${runId}, or Ctrl-C where it runs; it stays resumable), then: ${then}`,
+  );
+}
+
+/** What a grant's fencing check says once the lease is no longer its own (`current`: the lease now). */
+export function leaseLost(current: LeaseRecord | undefined) {
+  const who =
+    current && !current.released_at
+      ? `${describeHolder(current.holder)} holds it now (epoch ${current.epoch})`
+      : "its lease was released or removed";
+  return err("lease_lost", `this process no longer drives the run: ${who}; it stops without writing anything more`);
+}
+
+/** Whether `current` is still the lease granted as `mine` (same epoch and holder, not released). */
+export function stillOurs(mine: LeaseRecord, current: LeaseRecord | undefined): boolean {
+  return (
+    current !== undefined &&
+    current.epoch === mine.epoch &&
+    !current.released_at &&
+    sameHolder(current.holder, mine.holder)
+  );
 }

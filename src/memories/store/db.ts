@@ -3,7 +3,8 @@
  * Postgres (`--db postgres://...`). Tables: `memory_threads` (rollouts seen by the scans of every host),
  * `stage1_outputs` (phase 1 results, usage counts) and `jobs` (leases, backoff, watermarks).
  */
-import { Kysely, type Migration, PostgresDialect, sql, type Transaction } from "kysely";
+import { Kysely, type Migration, sql, type Transaction } from "kysely";
+import { openPostgres as connectPostgres, isPostgresUrl } from "../../postgres/pool.ts";
 import { byCodeUnits } from "../../util/compare.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { openNativeSqlite, sqliteDialect } from "./sqlite-dialect.ts";
@@ -212,19 +213,9 @@ async function withProcessLock<T>(key: string, fn: () => Promise<T>): Promise<T>
   }
 }
 
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparseable url)";
-  }
-}
-
 /** `spec`: a SQLite file path, or a `postgres://` / `postgresql://` URL. */
 export async function openStateDb(spec: string): Promise<Result<StateDb>> {
-  if (/^postgres(ql)?:\/\//i.test(spec)) return openPostgres(spec);
+  if (isPostgresUrl(spec)) return openPostgres(spec);
   return openSqlite(spec);
 }
 
@@ -262,28 +253,9 @@ async function openSqlite(file: string): Promise<Result<StateDb>> {
 }
 
 async function openPostgres(url: string): Promise<Result<StateDb>> {
-  const location = redactUrl(url);
-  // Loaded here: most state DBs are SQLite, and pg is a large module tree.
-  const { default: pg } = await import("pg");
-  const int8 = 20;
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 4,
-    connectionTimeoutMillis: 10_000,
-    types: {
-      getTypeParser: ((oid: number, format?: "text" | "binary") =>
-        oid === int8
-          ? (v: string) => Number(v)
-          : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
-    },
-  });
-  const db = new Kysely<MemoryDB>({ dialect: new PostgresDialect({ pool }) });
-  try {
-    await sql`select 1`.execute(db);
-  } catch (e) {
-    await db.destroy().catch(() => undefined);
-    return err("db_open", `cannot connect to the Postgres state DB ${location}: ${errorMessage(e)}`);
-  }
+  const opened = await connectPostgres<MemoryDB>(url, "the Postgres state DB");
+  if ("error" in opened) return opened;
+  const { db, location } = opened.ok;
   const state: StateDb = {
     db,
     kind: "postgres",

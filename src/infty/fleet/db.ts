@@ -1,0 +1,88 @@
+/**
+ * The infty fleet's database (Postgres, `--db postgres://…`): what every worker of a fleet
+ * shares. `infty_leases` holds each run's one-driver lease (lease-pg.ts). Migrations are
+ * applied once, under an advisory lock, so workers starting together never race; a migration a
+ * newer relay added is left alone.
+ */
+import { type Kysely, type Migration, sql } from "kysely";
+import { openPostgres, type PostgresDb } from "../../postgres/pool.ts";
+import { byCodeUnits } from "../../util/compare.ts";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+
+export interface LeasesTable {
+  run_id: string;
+  epoch: number;
+  holder_pid: number;
+  holder_start: string | null;
+  holder_host: string;
+  acquired_at: Date;
+  heartbeat_at: Date;
+  released_at: Date | null;
+}
+
+export interface FleetTables {
+  infty_leases: LeasesTable;
+}
+
+export type FleetDb = PostgresDb<FleetTables>;
+
+const MIGRATIONS_TABLE = "relay_infty_migrations";
+/** The advisory lock migrations run under (the memories state DB uses another). */
+const MIGRATION_LOCK = 7007101;
+
+const migrations: Record<string, Migration> = {
+  "0001_leases": {
+    // biome-ignore lint/suspicious/noExplicitAny: a migration runs against the schema as it was then, which no current type describes
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("infty_leases")
+        .addColumn("run_id", "text", (c) => c.primaryKey())
+        .addColumn("epoch", "bigint", (c) => c.notNull())
+        .addColumn("holder_pid", "integer", (c) => c.notNull())
+        .addColumn("holder_start", "text")
+        .addColumn("holder_host", "text", (c) => c.notNull())
+        .addColumn("acquired_at", "timestamptz", (c) => c.notNull())
+        .addColumn("heartbeat_at", "timestamptz", (c) => c.notNull())
+        .addColumn("released_at", "timestamptz")
+        .execute();
+    },
+  },
+};
+
+/** Opens the fleet DB at `url` and brings its tables up to date. */
+export async function openFleetDb(url: string): Promise<Result<FleetDb>> {
+  const opened = await openPostgres<FleetTables>(url, "the infty fleet DB");
+  if ("error" in opened) return opened;
+  const migrated = await migrate(opened.ok.db);
+  if ("error" in migrated) {
+    await opened.ok.close();
+    return err(migrated.error.code, `${migrated.error.message} (fleet DB ${opened.ok.location})`);
+  }
+  return opened;
+}
+
+async function migrate(db: Kysely<FleetTables>): Promise<Result<void>> {
+  try {
+    await db.transaction().execute(async (tx) => {
+      await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(tx);
+      // biome-ignore lint/suspicious/noExplicitAny: the migrations table is not part of FleetTables
+      const t = tx as unknown as Kysely<any>;
+      await t.schema
+        .createTable(MIGRATIONS_TABLE)
+        .ifNotExists()
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("applied_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .execute();
+      const rows: Array<{ name: string }> = await t.selectFrom(MIGRATIONS_TABLE).select("name").execute();
+      const done = new Set(rows.map((r) => r.name));
+      for (const [name, m] of Object.entries(migrations).sort(([a], [b]) => byCodeUnits(a, b))) {
+        if (done.has(name)) continue;
+        await m.up(t);
+        await t.insertInto(MIGRATIONS_TABLE).values({ name }).execute();
+      }
+    });
+    return ok(undefined);
+  } catch (e) {
+    return err("db_migrate", `fleet DB migration failed: ${errorMessage(e)}`);
+  }
+}
