@@ -72,6 +72,11 @@ export type RoleModelConfig = z.infer<typeof RoleModelConfigSchema>;
 /** `[infty]`: settings of `relay infty` runs. */
 export const InftyConfigSchema = lazySchema(() =>
   z.object({
+    /** The fleet DB (`postgres://…`) submit, worker, list and workers use; RELAY_INFTY_DB and --db win. */
+    db: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//i, "a postgres:// or postgresql:// URL")
+      .optional(),
     roles: z
       .object({
         solver: RoleModelConfigSchema.optional(),

@@ -51,6 +51,9 @@ export function generateRunId(now = new Date()): string {
 /** Thrown by a write of run.json when this process no longer holds the run's lease. */
 export class LeaseLostError extends Error {}
 
+/** Overrides where runs live (see RunStore.runsRoot). */
+export const RUNS_ROOT_ENV = "RELAY_INFTY_RUNS_ROOT";
+
 export class RunStore {
   /** Saves run one after another (the heartbeat timer and handoffs both save). */
   private saving: Promise<void> = Promise.resolve();
@@ -82,8 +85,13 @@ export class RunStore {
     return ensureIndexReadme(dir);
   }
 
+  /**
+   * Where runs live: RELAY_INFTY_RUNS_ROOT when set (a fleet's shared root, which its workers
+   * give the runs they drive), else $RELAY_HOME/infty.
+   */
   static runsRoot(home: string): string {
-    return path.join(home, "infty");
+    const shared = process.env[RUNS_ROOT_ENV];
+    return shared ? path.resolve(shared) : path.join(home, "infty");
   }
 
   /** A new run, staged and renamed into place (run-creation.ts). */

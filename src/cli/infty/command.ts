@@ -15,6 +15,7 @@ import { ExitCode, fail } from "../usage.ts";
 import { addCheckpoints, addPack, addRestore } from "./checkpoints.ts";
 import { type InftyFlags, inftyRunConfig } from "./config.ts";
 import { duration, roleModel, roleModels, wholeNumber } from "./flags.ts";
+import { addSubmit, addWorker, addWorkers, DB_ENV, DB_HELP, fleetDriving, listFleet } from "./fleet.ts";
 import { addLogs } from "./logs.ts";
 import { addNote, addStop } from "./operator.ts";
 import { ProgressLines } from "./progress.ts";
@@ -154,19 +155,25 @@ async function checkRunId(o: { runId?: string; resume?: boolean }): Promise<RunM
 
 type DriveOptions = Omit<InftyOptions, "report" | "signal" | "home" | "config">;
 
-async function drive(o: DriveOptions, flags: CommonFlags): Promise<never> {
+async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Promise<never> {
   const recorded = await checkRunId(o);
   const run = await inftyRunConfig(flags, recorded?.settings, recorded?.verifiers ?? o.verifiers ?? 1);
   const ctrl = new AbortController();
   let presses = 0;
+  let signalled = false;
+  const fleet = await fleetDriving(flags.db, () => ctrl.abort());
   process.on("SIGINT", () => {
+    signalled = true;
     if (++presses > 1) process.exit(ExitCode.Interrupted);
     process.stderr.write(
       "relay: stopping after the current step; the run stays resumable (Ctrl-C again to quit now)\n",
     );
     ctrl.abort();
   });
-  process.on("SIGTERM", () => ctrl.abort());
+  process.on("SIGTERM", () => {
+    signalled = true;
+    ctrl.abort();
+  });
   const progress = new ProgressLines();
   const r = await runInfty({
     ...o,
@@ -178,7 +185,9 @@ async function drive(o: DriveOptions, flags: CommonFlags): Promise<never> {
     structuredOutput: flags.structuredOutput !== false,
     maxTokens: flags.maxTokens,
     memories: sessionMemories,
+    ...(fleet ? { lease: fleet.lease } : {}),
   });
+  await fleet?.record(o.runId, r, signalled);
   if ("ok" in r && !flags.json) {
     const final = await RunStore.load(relayHome(), r.ok.runId);
     if ("ok" in final) process.stderr.write(`\n${progress.summary(final.ok.state, final.ok.dir).join("\n")}\n`);
@@ -231,6 +240,16 @@ Exit codes: 0 complete; 1 failed or budget used up (resumable); 2 bad usage, or 
 created (the message gives the command to start over); 130 interrupted (resumable).`,
     );
   addRun(infty);
+  addSubmit(
+    runOptions(
+      infty
+        .command("submit")
+        .description("queue a run in the fleet DB for a worker to drive; prints its id (takes every option of run)")
+        .argument("<objective>", "what the run must achieve"),
+    ) as unknown as Command,
+  );
+  addWorker(infty);
+  addWorkers(infty);
   addResume(infty);
   addStatus(infty);
   addList(infty);
@@ -291,11 +310,9 @@ Examples:
   relay infty run --director-model gpt-5,provider=openai-responses,base-url=https://api.openai.com/v1,effort=high \\
       --provider openai-chat --base-url http://localhost:11434/v1 -m qwen3-coder:30b "objective"`;
 
-function addRun(infty: Parent) {
-  const cmd = infty
-    .command("run")
-    .description("start a run for an objective and drive it to a verified deliverable")
-    .argument("<objective>", "what the run must achieve")
+/** What `run` and `submit` both take. */
+function runOptions(cmd: Command<[string]>) {
+  const withRun = cmd
     .option(
       "--verifiers <n>",
       `number of Verifier sessions, 0 to ${MAX_VERIFIERS}`,
@@ -317,7 +334,16 @@ function addRun(infty: Parent) {
     .addOption(
       new Option("--checkpoint-every <n>", "no longer used: a checkpoint is taken at every handoff").hideHelp(),
     );
-  modelOptions(budgetOptions(repoOptions(cmd), true))
+  return modelOptions(budgetOptions(repoOptions(withRun), true));
+}
+
+function addRun(infty: Parent) {
+  const cmd = infty
+    .command("run")
+    .description("start a run for an objective and drive it to a verified deliverable")
+    .argument("<objective>", "what the run must achieve");
+  runOptions(cmd)
+    .option("--db <url>", `drive it under the fleet's lease and record how it ends in the fleet's queue: ${DB_HELP}`)
     .addHelpText("after", RUN_WORKSPACE_HELP + "\n" + ROLE_HELP + "\n" + RUN_EXAMPLES)
     .action(async (objective, opts) => {
       if (opts.checkpointEvery !== undefined)
@@ -341,7 +367,8 @@ function addResume(infty: Parent) {
       "continue a run after a crash, Ctrl-C or an exhausted budget; it keeps the models, tools and budgets it recorded unless a flag changes them",
     )
     .argument("<run-id>", `the run to continue: ${RUN_ARG_HELP}`)
-    .option("--max-turns <n>", "raise the turn budget", wholeNumber("--max-turns", 1, MAX_TURNS));
+    .option("--max-turns <n>", "raise the turn budget", wholeNumber("--max-turns", 1, MAX_TURNS))
+    .option("--db <url>", `drive it under the fleet's lease (a fleet's run): ${DB_HELP}`);
   modelOptions(budgetOptions(cmd, false))
     .addHelpText("after", ROLE_HELP)
     .action(async (ref, opts) => {
@@ -373,9 +400,11 @@ function addStatus(infty: Parent) {
 function addList(infty: Parent) {
   infty
     .command("list")
-    .description("list runs, most recently updated first")
+    .description("list runs, most recently updated first (with --db: the fleet's runs, their workers and leases)")
     .option("--json", "print JSON")
+    .option("--db <url>", `list the fleet's runs instead of this host's: ${DB_HELP}`)
     .action(async (opts) => {
+      if (opts.db !== undefined || process.env[DB_ENV]) return listFleet(opts.db, Boolean(opts.json));
       const { runs, warnings } = await RunStore.list(relayHome());
       for (const w of warnings) process.stderr.write(`relay: warning: ${w}\n`);
       if (opts.json) {

@@ -1,9 +1,11 @@
 /**
  * The infty fleet's database (Postgres, `--db postgres://…`): what every worker of a fleet
- * shares. `infty_leases` holds each run's one-driver lease (lease-pg.ts). Migrations are
+ * shares: `infty_leases` holds each run's one-driver lease (lease-pg.ts), `infty_runs` the
+ * submitted runs and `infty_workers` the workers (queue.ts). Migrations are
  * applied once, under an advisory lock, so workers starting together never race; a migration a
  * newer relay added is left alone.
  */
+import type { Generated } from "kysely";
 import { type Kysely, type Migration, sql } from "kysely";
 import { openPostgres, type PostgresDb } from "../../postgres/pool.ts";
 import { byCodeUnits } from "../../util/compare.ts";
@@ -20,8 +22,45 @@ export interface LeasesTable {
   released_at: Date | null;
 }
 
+/** A submitted run: what to run, and where it stands in the queue. */
+export interface RunsTable {
+  id: string;
+  objective: string;
+  /** `relay infty run`'s arguments as submitted (the objective and --run-id left out). */
+  args: string[];
+  priority: Generated<number>;
+  submitter: string;
+  /** Where it was submitted: a worker on a host that has it drives the run from there. */
+  cwd: string;
+  /** queued, running, complete, failed, stopped or parked (see queue.ts). */
+  state: string;
+  worker: string | null;
+  submitted_at: Generated<Date>;
+  claimed_at: Date | null;
+  /** Whether a driver was ever started for it (then the next one resumes it). */
+  started: Generated<boolean>;
+  /** Claims of a run already running whose driver was gone, in a row since it last progressed. */
+  takeovers: Generated<number>;
+  /** Why it is parked or failed, or the last takeover. */
+  reason: string | null;
+  updated_at: Generated<Date>;
+}
+
+/** A worker process, while it runs (its row stays afterwards, with `stopped_at`). */
+export interface WorkersTable {
+  name: string;
+  host: string;
+  pid: number;
+  max_runs: number;
+  started_at: Date;
+  heartbeat_at: Date;
+  stopped_at: Date | null;
+}
+
 export interface FleetTables {
   infty_leases: LeasesTable;
+  infty_runs: RunsTable;
+  infty_workers: WorkersTable;
 }
 
 export type FleetDb = PostgresDb<FleetTables>;
@@ -44,6 +83,43 @@ const migrations: Record<string, Migration> = {
         .addColumn("acquired_at", "timestamptz", (c) => c.notNull())
         .addColumn("heartbeat_at", "timestamptz", (c) => c.notNull())
         .addColumn("released_at", "timestamptz")
+        .execute();
+    },
+  },
+  "0002_queue": {
+    // biome-ignore lint/suspicious/noExplicitAny: as above
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("infty_runs")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("objective", "text", (c) => c.notNull())
+        .addColumn("args", "jsonb", (c) => c.notNull())
+        .addColumn("priority", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("submitter", "text", (c) => c.notNull())
+        .addColumn("cwd", "text", (c) => c.notNull())
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("worker", "text")
+        .addColumn("submitted_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn("claimed_at", "timestamptz")
+        .addColumn("started", "boolean", (c) => c.notNull().defaultTo(false))
+        .addColumn("takeovers", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("reason", "text")
+        .addColumn("updated_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .execute();
+      await db.schema
+        .createIndex("infty_runs_queue")
+        .on("infty_runs")
+        .columns(["state", "priority", "submitted_at"])
+        .execute();
+      await db.schema
+        .createTable("infty_workers")
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("host", "text", (c) => c.notNull())
+        .addColumn("pid", "integer", (c) => c.notNull())
+        .addColumn("max_runs", "integer", (c) => c.notNull())
+        .addColumn("started_at", "timestamptz", (c) => c.notNull())
+        .addColumn("heartbeat_at", "timestamptz", (c) => c.notNull())
+        .addColumn("stopped_at", "timestamptz")
         .execute();
     },
   },

@@ -1,0 +1,251 @@
+/**
+ * The fleet's commands: `relay infty submit` (queue a run in the fleet DB), `relay infty worker`
+ * (drive queued runs), `relay infty workers` and `relay infty list --db` (what the fleet does),
+ * and what `run`/`resume --db` need to drive a run under the fleet's lease. The fleet's modules
+ * (kysely, pg) are loaded only when a fleet DB is named.
+ */
+import os from "node:os";
+import path from "node:path";
+import type { Command } from "@commander-js/extra-typings";
+import { loadConfig } from "../../config/config.ts";
+import { relayHome } from "../../home/home.ts";
+import type { FleetDb } from "../../infty/fleet/index.ts";
+import type { InftyOptions, InftyResult } from "../../infty/orchestrator.ts";
+import { generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
+import type { Result } from "../../util/result.ts";
+import { alignRows, outputWidth } from "../session-format.ts";
+import { ExitCode, fail } from "../usage.ts";
+import { wholeNumber } from "./flags.ts";
+
+export const DB_ENV = "RELAY_INFTY_DB";
+export const DB_HELP = `the fleet DB, postgres://… (default: ${DB_ENV}, else [infty] db in config.toml)`;
+
+/** The fleet DB's URL: the flag, RELAY_INFTY_DB, or config.toml's [infty] db; undefined for none. */
+export async function fleetUrl(flag: string | undefined): Promise<string | undefined> {
+  if (flag !== undefined || process.env[DB_ENV]) {
+    const url = flag ?? process.env[DB_ENV]!;
+    if (!/^postgres(ql)?:\/\//i.test(url))
+      fail(
+        `${flag !== undefined ? "--db" : DB_ENV} must be a postgres:// URL, not ${JSON.stringify(url)}`,
+        ExitCode.Usage,
+      );
+    return url;
+  }
+  const loaded = await loadConfig(relayHome()).catch(() => undefined);
+  return loaded && "ok" in loaded ? loaded.ok.config.infty?.db : undefined;
+}
+
+/** The fleet DB at `url` (or the configured one), opened and migrated; exits with the reason when it cannot be. */
+export async function openFleet(flag: string | undefined): Promise<{ fleet: FleetDb; url: string }> {
+  const url = await fleetUrl(flag);
+  if (!url)
+    fail(`no fleet DB: give --db postgres://…, set ${DB_ENV}, or set db under [infty] in config.toml`, ExitCode.Usage);
+  const { openFleetDb } = await import("../../infty/fleet/index.ts");
+  const opened = await openFleetDb(url);
+  if ("error" in opened) fail(opened.error.message, ExitCode.Failure);
+  return { fleet: opened.ok, url };
+}
+
+/** What `run`/`resume --db` add: the fleet's lease, and recording how the run ended in the queue. */
+export async function fleetDriving(flag: string | undefined, stop: () => void) {
+  const url = await fleetUrl(flag);
+  if (!url) return undefined;
+  const { fleet } = await openFleet(url);
+  const { PgLease, finishRun, leaseTimeoutMs, watchWorker } = await import("../../infty/fleet/index.ts");
+  let stoppedByWorker = false;
+  watchWorker(() => {
+    stoppedByWorker = true;
+    stop();
+  });
+  const lease: InftyOptions["lease"] = (_dir, id) => new PgLease(fleet, id, leaseTimeoutMs());
+  return {
+    lease,
+    /** Records `r` for run `runId`, unless another driver has the run now. */
+    async record(runId: string | undefined, r: Result<InftyResult>, signalled: boolean): Promise<void> {
+      if ("error" in r) {
+        if (runId && !["lease_lost", "run_live", "run_exists"].includes(r.error.code))
+          await finishRun(fleet, runId, "parked", r.error.message);
+      } else {
+        const s = r.ok.status;
+        const requeue = s === "interrupted" && (signalled || stoppedByWorker);
+        const state = s === "complete" ? "complete" : requeue ? "queued" : s === "interrupted" ? "stopped" : "failed";
+        await finishRun(fleet, r.ok.runId, state, state === "complete" ? undefined : r.ok.detail);
+      }
+      await fleet.close();
+    },
+  };
+}
+
+/**
+ * The arguments of `argv` (what follows `submit`) that `relay infty run` takes again: without
+ * the objective and the options submit keeps for itself.
+ */
+export function runArgsOf(cmd: Command, argv: readonly string[], own: readonly string[]): string[] {
+  const takesValue = new Map<string, boolean>();
+  for (const o of cmd.options) {
+    for (const flag of [o.long, o.short]) if (flag) takesValue.set(flag, o.required || o.optional);
+  }
+  const out: string[] = [];
+  let positional = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.startsWith("--") ? a.indexOf("=") : -1;
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    if (a === "--") {
+      positional = true;
+      continue;
+    }
+    if (!positional && name.startsWith("-") && takesValue.has(name)) {
+      const value = eq > 0 ? [] : takesValue.get(name) ? [argv[++i]!] : [];
+      if (!own.includes(name)) out.push(a, ...value);
+    }
+    // Anything else is the objective (the one positional argument), stored on its own.
+  }
+  return out;
+}
+
+/** submit's action sees its options untyped: it takes every option of run, which it passes on as given. */
+type SubmitCommand = {
+  action(fn: (objective: string, opts: Record<string, unknown>, cmd: Command) => Promise<void>): unknown;
+};
+
+export function addSubmit(submit: Command): void {
+  (
+    submit
+      .option("--db <url>", DB_HELP)
+      .option(
+        "--priority <n>",
+        "higher runs first (default 0)",
+        wholeNumber("--priority", -1000, 1000),
+        0,
+      ) as unknown as SubmitCommand
+  ).action(async (objective: string, opts: Record<string, unknown>, cmd: Command) => {
+    const runId = (opts.runId as string | undefined) ?? generateRunId();
+    const valid = validateRunId(runId);
+    if ("error" in valid) fail(valid.error.message, ExitCode.Usage);
+    const at = process.argv.lastIndexOf("submit");
+    const args = runArgsOf(cmd, process.argv.slice(at + 1), ["--db", "--priority", "--run-id"]);
+    const { fleet } = await openFleet(opts.db as string | undefined);
+    const { submitRun } = await import("../../infty/fleet/index.ts");
+    const submitter = `${os.userInfo().username}@${os.hostname()}`;
+    const r = await submitRun(fleet, {
+      id: runId,
+      objective,
+      args,
+      priority: opts.priority as number,
+      submitter,
+      cwd: process.cwd(),
+    });
+    await fleet.close();
+    if ("error" in r) fail(r.error.message, r.error.code === "run_exists" ? ExitCode.Usage : ExitCode.Failure);
+    process.stdout.write(`${runId}\n`);
+    process.stderr.write(
+      `queued ${runId}; a worker drives it (relay infty worker --db …); see: relay infty list --db …\n`,
+    );
+  });
+}
+
+export function addWorker(infty: Command): void {
+  infty
+    .command("worker")
+    .description(
+      "drive runs from the fleet's queue, several at once, until stopped (SIGTERM or Ctrl-C: its runs are queued again)",
+    )
+    .option("--db <url>", DB_HELP)
+    .option("--max-runs <n>", "runs this worker drives at once", wholeNumber("--max-runs", 1, 256), 2)
+    .option("--name <name>", "this worker's name in the fleet (default: host-pid)")
+    .option(
+      "--runs-root <dir>",
+      "where run stores live; every worker of the fleet must reach the same one (default: $RELAY_HOME/infty)",
+    )
+    .option("--poll <ms>", "how often an idle worker looks for work", wholeNumber("--poll", 50, 600_000), 2000)
+    .action(async (opts) => {
+      const { fleet, url } = await openFleet(opts.db);
+      const { runWorker, leaseTimeoutMs } = await import("../../infty/fleet/index.ts");
+      const { LEASE_STALE_MS } = await import("../../infty/lease.ts");
+      const ctrl = new AbortController();
+      const stop = () => {
+        if (!ctrl.signal.aborted)
+          process.stderr.write("relay: worker stopping: its runs stop after their current step and are queued again\n");
+        ctrl.abort();
+      };
+      process.on("SIGINT", stop);
+      process.on("SIGTERM", stop);
+      const r = await runWorker({
+        fleet,
+        dbUrl: url,
+        name: opts.name ?? `${os.hostname()}-${process.pid}`,
+        maxRuns: opts.maxRuns,
+        runsRoot: path.resolve(opts.runsRoot ?? RunStore.runsRoot(relayHome())),
+        pollMs: opts.poll,
+        staleMs: leaseTimeoutMs() ?? LEASE_STALE_MS,
+        signal: ctrl.signal,
+        say: (line) => process.stderr.write(`${line}\n`),
+      });
+      await fleet.close();
+      if ("error" in r) fail(r.error.message, r.error.code === "worker_live" ? ExitCode.Usage : ExitCode.Failure);
+    });
+}
+
+export function addWorkers(infty: Command): void {
+  infty
+    .command("workers")
+    .description("list the fleet's workers: host, pid, runs, last heartbeat")
+    .option("--db <url>", DB_HELP)
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const { fleet } = await openFleet(opts.db);
+      const { listWorkers } = await import("../../infty/fleet/index.ts");
+      const r = await listWorkers(fleet);
+      await fleet.close();
+      if ("error" in r) fail(r.error.message, ExitCode.Failure);
+      if (opts.json) return void process.stdout.write(JSON.stringify(r.ok) + "\n");
+      if (r.ok.length === 0)
+        return void process.stderr.write("no workers yet; start one with: relay infty worker --db …\n");
+      const rows = r.ok.map((w) => ({
+        cells: [
+          w.name,
+          w.host,
+          String(w.pid),
+          `${w.runs}/${w.max_runs}`,
+          w.stopped ? "stopped" : `${w.heartbeat_age_s} s ago`,
+        ],
+        text: w.started_at,
+      }));
+      process.stdout.write(
+        alignRows(rows, outputWidth(process.stdout), {
+          cells: ["WORKER", "HOST", "PID", "RUNS", "HEARTBEAT"],
+          text: "STARTED",
+        }).join("\n") + "\n",
+      );
+    });
+}
+
+/** `relay infty list --db`: every run of the fleet with its worker, state and lease age. */
+export async function listFleet(flag: string | undefined, json: boolean): Promise<void> {
+  const { fleet } = await openFleet(flag);
+  const { listRuns } = await import("../../infty/fleet/index.ts");
+  const r = await listRuns(fleet);
+  await fleet.close();
+  if ("error" in r) fail(r.error.message, ExitCode.Failure);
+  if (json) return void process.stdout.write(JSON.stringify(r.ok) + "\n");
+  if (r.ok.length === 0)
+    return void process.stderr.write(
+      'no runs in the fleet yet; queue one with: relay infty submit "objective" --db …\n',
+    );
+  const rows = r.ok.map((run) => ({
+    cells: [
+      run.id,
+      run.state,
+      run.worker ?? "-",
+      run.lease && !run.lease.released ? `${run.lease.heartbeat_age_s} s (epoch ${run.lease.epoch})` : "-",
+    ],
+    text: run.objective.split("\n")[0]!,
+  }));
+  process.stdout.write(
+    alignRows(rows, outputWidth(process.stdout), {
+      cells: ["RUN", "STATE", "WORKER", "LEASE"],
+      text: "OBJECTIVE",
+    }).join("\n") + "\n",
+  );
+}

@@ -1,0 +1,8 @@
+/**
+ * The infty fleet (loaded on demand, when a command names a fleet DB): its database, the runs'
+ * Postgres lease, the queue of runs and its workers, and the worker that drives them.
+ */
+export { type FleetDb, openFleetDb } from "./db.ts";
+export { PgLease } from "./lease-pg.ts";
+export { finishRun, listRuns, listWorkers, submitRun } from "./queue.ts";
+export { leaseTimeoutMs, runWorker, watchWorker } from "./worker.ts";

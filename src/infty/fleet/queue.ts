@@ -1,0 +1,327 @@
+/**
+ * The fleet's queue of runs (`infty_runs`) and its workers (`infty_workers`). A run is
+ * `queued` until a worker claims it (`running`); the process that drives it sets how it ended:
+ * `complete`, `failed` (resumable by hand), `queued` again when it was interrupted (another
+ * worker resumes it), or `parked` with the reason when it cannot go on by itself. A `running`
+ * run whose driver is gone (its lease released, or silent past the timeout, or never taken) is
+ * claimable again: that claim is a takeover, and a run taken over too often in a row is parked.
+ * Claims skip rows another worker is claiming (`FOR UPDATE SKIP LOCKED`): no two workers ever
+ * claim the same run, and none waits for another.
+ */
+import os from "node:os";
+import { type Selectable, sql } from "kysely";
+import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import type { FleetDb, RunsTable, WorkersTable } from "./db.ts";
+
+export const RUN_STATES = ["queued", "running", "complete", "failed", "stopped", "parked"] as const;
+export type RunState = (typeof RUN_STATES)[number];
+
+/** Takeovers in a row after which a run is parked instead of claimed again. */
+export const MAX_TAKEOVERS = 3;
+
+export interface Submission {
+  id: string;
+  objective: string;
+  args: string[];
+  priority: number;
+  submitter: string;
+  cwd: string;
+}
+
+/** A claimed run: drive it with `relay infty run` (first time) or `resume`. */
+export interface Claim {
+  id: string;
+  objective: string;
+  args: string[];
+  cwd: string;
+  resume: boolean;
+  /** Set when the run was running under a driver that is gone. */
+  tookOver?: string;
+}
+
+function dbError(what: string, fleet: FleetDb, e: unknown) {
+  return err("fleet_db", `${what} in the fleet DB ${fleet.location} failed: ${errorMessage(e)}`);
+}
+
+export async function submitRun(fleet: FleetDb, s: Submission): Promise<Result<void>> {
+  try {
+    const inserted = await fleet.db
+      .insertInto("infty_runs")
+      .values({ ...s, args: JSON.stringify(s.args) as unknown as string[], state: "queued" })
+      .onConflict((oc) => oc.column("id").doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0)
+      return err("run_exists", `run ${s.id} is already in the fleet; pick another --run-id`);
+    return ok(undefined);
+  } catch (e) {
+    return dbError(`submitting run ${s.id}`, fleet, e);
+  }
+}
+
+/** Runs whose driver is gone: the lease released, silent for `staleMs`, or never taken since the claim. */
+const driverGone = (staleMs: number) => sql<boolean>`(
+  l.run_id is null and r.claimed_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000})
+  or l.released_at is not null
+  or l.heartbeat_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000}))`;
+
+/** The next run for `worker`, highest priority then oldest first; undefined when there is none. */
+export async function claimRun(
+  fleet: FleetDb,
+  worker: string,
+  staleMs: number,
+  maxTakeovers = MAX_TAKEOVERS,
+): Promise<Result<Claim | undefined>> {
+  try {
+    return ok(
+      await fleet.db.transaction().execute(async (tx) => {
+        for (;;) {
+          const found = await sql<Selectable<RunsTable> & { lease_holder: string | null }>`
+            select r.*, l.holder_host || ' pid ' || l.holder_pid as lease_holder
+            from infty_runs r left join infty_leases l on l.run_id = r.id
+            where r.state = 'queued' or (r.state = 'running' and ${driverGone(staleMs)})
+            order by r.priority desc, r.submitted_at, r.id
+            limit 1 for update of r skip locked`.execute(tx);
+          const row = found.rows[0];
+          if (!row) return undefined;
+          const takeover = row.state === "running";
+          const takeovers = takeover ? row.takeovers + 1 : row.takeovers;
+          if (takeovers > maxTakeovers) {
+            await tx
+              .updateTable("infty_runs")
+              .set({
+                state: "parked",
+                worker: null,
+                reason: `parked after ${maxTakeovers} takeovers in a row (its drivers keep dying; last on ${row.worker ?? "?"}): see relay infty logs ${row.id}, then relay infty resume ${row.id} by hand`,
+                updated_at: sql`now()`,
+              })
+              .where("id", "=", row.id)
+              .execute();
+            continue;
+          }
+          const tookOver = takeover
+            ? `taken over by worker ${worker} from worker ${row.worker ?? "?"} (${row.lease_holder ?? "no driver"}, gone)`
+            : undefined;
+          await tx
+            .updateTable("infty_runs")
+            .set({
+              state: "running",
+              worker,
+              claimed_at: sql`clock_timestamp()`,
+              started: true,
+              takeovers,
+              ...(tookOver ? { reason: tookOver } : {}),
+              updated_at: sql`now()`,
+            })
+            .where("id", "=", row.id)
+            .execute();
+          return {
+            id: row.id,
+            objective: row.objective,
+            args: row.args,
+            cwd: row.cwd,
+            resume: row.started,
+            ...(tookOver ? { tookOver } : {}),
+          };
+        }
+      }),
+    );
+  } catch (e) {
+    return dbError(`claiming a run for worker ${worker}`, fleet, e);
+  }
+}
+
+/** What the driver of run `id` ends it as; `reason` says why for failed and parked runs. */
+export async function finishRun(fleet: FleetDb, id: string, state: RunState, reason?: string): Promise<Result<void>> {
+  try {
+    await fleet.db
+      .updateTable("infty_runs")
+      .set({
+        state,
+        worker: state === "running" ? undefined : null,
+        reason: reason ?? null,
+        // A run that progressed to an end is no longer being bounced between drivers.
+        ...(state === "complete" || state === "queued" ? { takeovers: 0 } : {}),
+        updated_at: sql`now()`,
+      })
+      .where("id", "=", id)
+      .execute();
+    return ok(undefined);
+  } catch (e) {
+    return dbError(`recording run ${id} as ${state}`, fleet, e);
+  }
+}
+
+export interface FleetRun {
+  id: string;
+  state: string;
+  worker: string | null;
+  priority: number;
+  submitter: string;
+  objective: string;
+  reason: string | null;
+  takeovers: number;
+  submitted_at: string;
+  updated_at: string;
+  /** The driver's lease: its epoch, holder and heartbeat age (by the DB's clock). */
+  lease: { epoch: number; holder: string; heartbeat_age_s: number; released: boolean } | null;
+}
+
+export async function listRuns(fleet: FleetDb): Promise<Result<FleetRun[]>> {
+  try {
+    const rows = await sql<
+      Selectable<RunsTable> & {
+        epoch: number | null;
+        holder_host: string | null;
+        holder_pid: number | null;
+        age_s: number | null;
+        released_at: Date | null;
+      }
+    >`select r.*, l.epoch, l.holder_host, l.holder_pid, l.released_at,
+        extract(epoch from (clock_timestamp() - l.heartbeat_at))::float8 as age_s
+      from infty_runs r left join infty_leases l on l.run_id = r.id
+      order by r.submitted_at desc, r.id`.execute(fleet.db);
+    return ok(
+      rows.rows.map((r) => ({
+        id: r.id,
+        state: r.state,
+        worker: r.worker,
+        priority: r.priority,
+        submitter: r.submitter,
+        objective: r.objective,
+        reason: r.reason,
+        takeovers: r.takeovers,
+        submitted_at: r.submitted_at.toISOString(),
+        updated_at: r.updated_at.toISOString(),
+        lease:
+          r.epoch === null
+            ? null
+            : {
+                epoch: r.epoch,
+                holder: `pid ${r.holder_pid} on ${r.holder_host}`,
+                heartbeat_age_s: Math.round(r.age_s ?? 0),
+                released: r.released_at !== null,
+              },
+      })),
+    );
+  } catch (e) {
+    return dbError("listing runs", fleet, e);
+  }
+}
+
+/** Registers this process as worker `name`; refused while a live worker has that name. */
+export async function registerWorker(
+  fleet: FleetDb,
+  name: string,
+  maxRuns: number,
+  staleMs: number,
+): Promise<Result<void>> {
+  try {
+    return await fleet.db.transaction().execute(async (tx) => {
+      const prior = await sql<WorkersTable & { age_ms: number }>`
+        select *, (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::float8 as age_ms
+        from infty_workers where name = ${name} for update`.execute(tx);
+      const p = prior.rows[0];
+      if (p && p.stopped_at === null && p.age_ms < staleMs && !(p.host === os.hostname() && !pidAlive(p.pid)))
+        return err(
+          "worker_live",
+          `worker ${name} is already running (pid ${p.pid} on ${p.host}); give this one another --name, or stop that one first`,
+        );
+      const row = { host: os.hostname(), pid: process.pid, max_runs: maxRuns, stopped_at: null };
+      await tx
+        .insertInto("infty_workers")
+        .values({ name, ...row, started_at: sql`clock_timestamp()`, heartbeat_at: sql`clock_timestamp()` })
+        .onConflict((oc) =>
+          oc
+            .column("name")
+            .doUpdateSet({ ...row, started_at: sql`clock_timestamp()`, heartbeat_at: sql`clock_timestamp()` }),
+        )
+        .execute();
+      return ok(undefined);
+    });
+  } catch (e) {
+    return dbError(`registering worker ${name}`, fleet, e);
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export async function beatWorker(fleet: FleetDb, name: string, stopped = false): Promise<Result<void>> {
+  try {
+    await fleet.db
+      .updateTable("infty_workers")
+      .set({ heartbeat_at: sql`clock_timestamp()`, ...(stopped ? { stopped_at: sql`clock_timestamp()` } : {}) })
+      .where("name", "=", name)
+      .where("pid", "=", process.pid)
+      .execute();
+    return ok(undefined);
+  } catch (e) {
+    return dbError(`renewing worker ${name}`, fleet, e);
+  }
+}
+
+export interface FleetWorker {
+  name: string;
+  host: string;
+  pid: number;
+  max_runs: number;
+  runs: number;
+  started_at: string;
+  heartbeat_age_s: number;
+  stopped: boolean;
+}
+
+export async function listWorkers(fleet: FleetDb): Promise<Result<FleetWorker[]>> {
+  try {
+    const rows = await sql<WorkersTable & { age_s: number; runs: number }>`
+      select w.*, extract(epoch from (clock_timestamp() - w.heartbeat_at))::float8 as age_s,
+        (select count(*)::int from infty_runs r where r.worker = w.name and r.state = 'running') as runs
+      from infty_workers w order by w.name`.execute(fleet.db);
+    return ok(
+      rows.rows.map((w) => ({
+        name: w.name,
+        host: w.host,
+        pid: w.pid,
+        max_runs: w.max_runs,
+        runs: w.runs,
+        started_at: w.started_at.toISOString(),
+        heartbeat_age_s: Math.round(w.age_s),
+        stopped: w.stopped_at !== null,
+      })),
+    );
+  } catch (e) {
+    return dbError("listing workers", fleet, e);
+  }
+}
+
+/**
+ * A driver of run `id` ended without saying how (it crashed or was killed): queued again for
+ * the next claim, counted as a takeover, and parked once there were too many in a row.
+ */
+export async function requeueAfterCrash(
+  fleet: FleetDb,
+  id: string,
+  worker: string,
+  why: string,
+  maxTakeovers = MAX_TAKEOVERS,
+): Promise<Result<void>> {
+  try {
+    await sql`update infty_runs set
+        takeovers = takeovers + 1,
+        state = case when takeovers + 1 > ${maxTakeovers} then 'parked' else 'queued' end,
+        reason = case when takeovers + 1 > ${maxTakeovers}
+          then ${`parked after ${maxTakeovers} drivers in a row ended without finishing (last: ${why}): see relay infty logs ${id}, then relay infty resume ${id} by hand`}
+          else ${`its driver on worker ${worker} ${why}; queued again`} end,
+        worker = null, updated_at = now()
+      where id = ${id} and state = 'running' and worker = ${worker}`.execute(fleet.db);
+    return ok(undefined);
+  } catch (e) {
+    return dbError(`requeueing run ${id}`, fleet, e);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * `relay infty worker`: claims runs from the fleet's queue and drives each in a child process
+ * (`relay infty run` the first time, `relay infty resume` after), at most `maxRuns` at once. The
+ * child holds the run's lease and records how the run ended; the worker heartbeats its own row
+ * and requeues a run whose child died without saying. A child watches its stdin, a pipe only the
+ * worker holds: when the worker dies (even SIGKILL) the child stops after its current step and
+ * queues its run again for another worker. SIGTERM or SIGINT stops the worker the same way.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { selfCommand } from "../../protocol/child.ts";
+import { Log } from "../../util/log.ts";
+import { ok, type Result } from "../../util/result.ts";
+import { RUNS_ROOT_ENV } from "../run-store.ts";
+import type { FleetDb } from "./db.ts";
+import { beatWorker, type Claim, claimRun, registerWorker, requeueAfterCrash } from "./queue.ts";
+
+const log = Log.create("infty-worker");
+
+/** Set in a driver a worker started: it then stops when its stdin closes (the worker is gone). */
+export const FLEET_CHILD_ENV = "RELAY_INFTY_FLEET_CHILD";
+/** How long a silent driver keeps its run (ms); a fleet's workers must agree on it. */
+export const LEASE_TIMEOUT_ENV = "RELAY_INFTY_LEASE_TIMEOUT_MS";
+
+export interface WorkerOptions {
+  fleet: FleetDb;
+  /** The fleet DB's URL, handed to the drivers. */
+  dbUrl: string;
+  name: string;
+  maxRuns: number;
+  runsRoot: string;
+  /** How often to look for work when idle. */
+  pollMs: number;
+  staleMs: number;
+  /** Ends the worker: it claims nothing more and stops its drivers (their runs are queued again). */
+  signal: AbortSignal;
+  /** One line per event, for the terminal. */
+  say(line: string): void;
+}
+
+/** The argv after relay's own command that drives `c`. */
+export function driverArgs(c: Claim, dbUrl: string): string[] {
+  return c.resume
+    ? ["infty", "resume", c.id, "--db", dbUrl]
+    : ["infty", "run", c.objective, ...c.args, "--run-id", c.id, "--db", dbUrl];
+}
+
+export async function runWorker(o: WorkerOptions): Promise<Result<void>> {
+  const registered = await registerWorker(o.fleet, o.name, o.maxRuns, o.staleMs);
+  if ("error" in registered) return registered;
+  const self = selfCommand();
+  if ("error" in self) return self;
+  const drivers = new Map<string, ChildProcess>();
+  let wake: () => void = () => {};
+  const beat = setInterval(() => void beatWorker(o.fleet, o.name), Math.min(15_000, o.staleMs / 4));
+  o.signal.addEventListener("abort", () => {
+    for (const child of drivers.values()) child.kill("SIGTERM");
+    wake();
+  });
+  o.say(`worker ${o.name} (pid ${process.pid}) takes up to ${o.maxRuns} run(s) from ${o.fleet.location}`);
+  try {
+    while (!o.signal.aborted) {
+      const claimed = drivers.size < o.maxRuns ? await claimRun(o.fleet, o.name, o.staleMs) : ok(undefined);
+      if ("error" in claimed) o.say(`warning: ${claimed.error.message}`);
+      else if (claimed.ok) {
+        drivers.set(
+          claimed.ok.id,
+          startDriver(o, self.ok, claimed.ok, drivers, () => wake()),
+        );
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, o.pollMs);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+    await Promise.all(
+      [...drivers.values()].map((c) => new Promise((r) => (c.exitCode === null ? c.once("exit", r) : r(null)))),
+    );
+  } finally {
+    clearInterval(beat);
+    await beatWorker(o.fleet, o.name, true);
+  }
+  o.say(`worker ${o.name} stopped`);
+  return ok(undefined);
+}
+
+function startDriver(
+  o: WorkerOptions,
+  self: string[],
+  c: Claim,
+  drivers: Map<string, ChildProcess>,
+  done: () => void,
+): ChildProcess {
+  const argv = [...self, ...driverArgs(c, o.dbUrl)];
+  o.say(`${c.id}: ${c.resume ? "resuming" : "starting"}${c.tookOver ? ` (${c.tookOver})` : ""}`);
+  log.info("driver starting", { run_id: c.id, resume: c.resume });
+  const child = spawn(argv[0]!, argv.slice(1), {
+    cwd: c.cwd,
+    env: {
+      ...process.env,
+      [RUNS_ROOT_ENV]: o.runsRoot,
+      [FLEET_CHILD_ENV]: o.name,
+      [LEASE_TIMEOUT_ENV]: String(o.staleMs),
+    },
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  let tail = "";
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (text: string) => {
+    tail = (tail + text).slice(-2000);
+    for (const line of text.split("\n")) if (line.trim()) o.say(`${c.id}: ${line}`);
+  });
+  child.on("error", (e) => (tail += `\n${e.message}`));
+  child.on("exit", (code, signal) => {
+    drivers.delete(c.id);
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    o.say(`${c.id}: driver ${how}`);
+    // A driver records its own end; this only catches one that could not.
+    void requeueAfterCrash(o.fleet, c.id, o.name, `${how}${tail ? `: ${tail.trim().split("\n").at(-1)}` : ""}`).then(
+      done,
+    );
+  });
+  return child;
+}
+
+/** A driver started by a worker: `stop` once its stdin closes, i.e. once the worker is gone. */
+export function watchWorker(stop: () => void): void {
+  if (!process.env[FLEET_CHILD_ENV]) return;
+  process.stdin.on("end", stop);
+  process.stdin.on("error", stop);
+  process.stdin.resume();
+}
+
+/** The lease timeout a fleet runs with (RELAY_INFTY_LEASE_TIMEOUT_MS), or undefined for the default. */
+export function leaseTimeoutMs(): number | undefined {
+  const v = Number(process.env[LEASE_TIMEOUT_ENV]);
+  return Number.isInteger(v) && v > 0 ? v : undefined;
+}
