@@ -185,7 +185,7 @@ async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Pro
     structuredOutput: flags.structuredOutput !== false,
     maxTokens: flags.maxTokens,
     memories: sessionMemories,
-    ...(fleet ? { lease: fleet.lease } : {}),
+    ...(fleet ? { lease: fleet.lease, heartbeatMs: fleet.heartbeatMs } : {}),
   });
   await fleet?.record(o.runId, r, signalled);
   if ("ok" in r && !flags.json) {

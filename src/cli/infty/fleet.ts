@@ -57,9 +57,12 @@ export async function fleetDriving(flag: string | undefined, stop: () => void) {
     stoppedByWorker = true;
     stop();
   });
-  const lease: InftyOptions["lease"] = (_dir, id) => new PgLease(fleet, id, leaseTimeoutMs());
+  const timeout = leaseTimeoutMs();
+  const lease: InftyOptions["lease"] = (_dir, id) => new PgLease(fleet, id, timeout);
   return {
     lease,
+    /** Beats often enough for the fleet's lease timeout (four beats to a timeout). */
+    heartbeatMs: timeout === undefined ? undefined : Math.min(15_000, Math.max(50, Math.floor(timeout / 4))),
     /** Records `r` for run `runId`, unless another driver has the run now. */
     async record(runId: string | undefined, r: Result<InftyResult>, signalled: boolean): Promise<void> {
       if ("error" in r) {
@@ -80,7 +83,12 @@ export async function fleetDriving(flag: string | undefined, stop: () => void) {
  * The arguments of `argv` (what follows `submit`) that `relay infty run` takes again: without
  * the objective and the options submit keeps for itself.
  */
-export function runArgsOf(cmd: Command, argv: readonly string[], own: readonly string[]): string[] {
+export function runArgsOf(
+  cmd: { readonly options: readonly { long?: string; short?: string; required: boolean; optional: boolean }[] },
+  argv: readonly string[],
+  own: readonly string[],
+  keep: (flag: string) => boolean = () => true,
+): string[] {
   const takesValue = new Map<string, boolean>();
   for (const o of cmd.options) {
     for (const flag of [o.long, o.short]) if (flag) takesValue.set(flag, o.required || o.optional);
@@ -97,7 +105,7 @@ export function runArgsOf(cmd: Command, argv: readonly string[], own: readonly s
     }
     if (!positional && name.startsWith("-") && takesValue.has(name)) {
       const value = eq > 0 ? [] : takesValue.get(name) ? [argv[++i]!] : [];
-      if (!own.includes(name)) out.push(a, ...value);
+      if (!own.includes(name) && keep(name)) out.push(a, ...value);
     }
     // Anything else is the objective (the one positional argument), stored on its own.
   }
@@ -124,7 +132,13 @@ export function addSubmit(submit: Command): void {
     const valid = validateRunId(runId);
     if ("error" in valid) fail(valid.error.message, ExitCode.Usage);
     const at = process.argv.lastIndexOf("submit");
-    const args = runArgsOf(cmd, process.argv.slice(at + 1), ["--db", "--priority", "--run-id"]);
+    const given = process.argv.slice(at + 1);
+    const own = ["--db", "--priority", "--run-id"];
+    const args = runArgsOf(cmd, given, own);
+    // A run taken over is resumed: with what of its arguments resume takes (its models, tools, budgets).
+    const resume = cmd.parent?.commands.find((c) => c.name() === "resume");
+    const resumes = new Set(resume?.options.flatMap((o) => [o.long, o.short]).filter(Boolean));
+    const resumeArgs = runArgsOf(cmd, given, own, (flag) => resumes.has(flag));
     const { fleet } = await openFleet(opts.db as string | undefined);
     const { submitRun } = await import("../../infty/fleet/index.ts");
     const submitter = `${os.userInfo().username}@${os.hostname()}`;
@@ -132,6 +146,7 @@ export function addSubmit(submit: Command): void {
       id: runId,
       objective,
       args,
+      resumeArgs,
       priority: opts.priority as number,
       submitter,
       cwd: process.cwd(),

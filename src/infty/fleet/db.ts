@@ -28,6 +28,8 @@ export interface RunsTable {
   objective: string;
   /** `relay infty run`'s arguments as submitted (the objective and --run-id left out). */
   args: string[];
+  /** Those of `args` that `relay infty resume` takes too (models, tools, budgets). */
+  resume_args: string[];
   priority: Generated<number>;
   submitter: string;
   /** Where it was submitted: a worker on a host that has it drives the run from there. */
@@ -94,6 +96,7 @@ const migrations: Record<string, Migration> = {
         .addColumn("id", "text", (c) => c.primaryKey())
         .addColumn("objective", "text", (c) => c.notNull())
         .addColumn("args", "jsonb", (c) => c.notNull())
+        .addColumn("resume_args", "jsonb", (c) => c.notNull())
         .addColumn("priority", "integer", (c) => c.notNull().defaultTo(0))
         .addColumn("submitter", "text", (c) => c.notNull())
         .addColumn("cwd", "text", (c) => c.notNull())

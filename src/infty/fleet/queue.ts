@@ -23,6 +23,7 @@ export interface Submission {
   id: string;
   objective: string;
   args: string[];
+  resumeArgs: string[];
   priority: number;
   submitter: string;
   cwd: string;
@@ -33,6 +34,7 @@ export interface Claim {
   id: string;
   objective: string;
   args: string[];
+  resumeArgs: string[];
   cwd: string;
   resume: boolean;
   /** Set when the run was running under a driver that is gone. */
@@ -47,7 +49,17 @@ export async function submitRun(fleet: FleetDb, s: Submission): Promise<Result<v
   try {
     const inserted = await fleet.db
       .insertInto("infty_runs")
-      .values({ ...s, args: JSON.stringify(s.args) as unknown as string[], state: "queued" })
+      .values({
+        id: s.id,
+        objective: s.objective,
+        // jsonb columns take JSON text.
+        args: JSON.stringify(s.args) as unknown as string[],
+        resume_args: JSON.stringify(s.resumeArgs) as unknown as string[],
+        priority: s.priority,
+        submitter: s.submitter,
+        cwd: s.cwd,
+        state: "queued",
+      })
       .onConflict((oc) => oc.column("id").doNothing())
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0)
@@ -58,11 +70,14 @@ export async function submitRun(fleet: FleetDb, s: Submission): Promise<Result<v
   }
 }
 
-/** Runs whose driver is gone: the lease released, silent for `staleMs`, or never taken since the claim. */
+/**
+ * Runs whose driver is gone: claimed longer than `staleMs` ago (a new driver gets that long to
+ * take its lease) and its lease never taken, released, or silent for `staleMs`.
+ */
 const driverGone = (staleMs: number) => sql<boolean>`(
-  l.run_id is null and r.claimed_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000})
-  or l.released_at is not null
-  or l.heartbeat_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000}))`;
+  r.claimed_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000})
+  and (l.run_id is null or l.released_at is not null
+    or l.heartbeat_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000})))`;
 
 /** The next run for `worker`, highest priority then oldest first; undefined when there is none. */
 export async function claimRun(
@@ -118,6 +133,7 @@ export async function claimRun(
             id: row.id,
             objective: row.objective,
             args: row.args,
+            resumeArgs: row.resume_args,
             cwd: row.cwd,
             resume: row.started,
             ...(tookOver ? { tookOver } : {}),

@@ -40,7 +40,7 @@ export interface WorkerOptions {
 /** The argv after relay's own command that drives `c`. */
 export function driverArgs(c: Claim, dbUrl: string): string[] {
   return c.resume
-    ? ["infty", "resume", c.id, "--db", dbUrl]
+    ? ["infty", "resume", c.id, ...c.resumeArgs, "--db", dbUrl]
     : ["infty", "run", c.objective, ...c.args, "--run-id", c.id, "--db", dbUrl];
 }
 

@@ -1,0 +1,345 @@
+/**
+ * The infty fleet: the queue in Postgres (src/infty/fleet/queue.ts) and workers as separate
+ * processes sharing one runs root (relay infty submit / worker / list / workers). Runs against
+ * RELAY_TEST_POSTGRES_URL (scripts/ci/postgres.sh starts one); skipped, saying so, without it.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
+import { inftyCommand } from "../../src/cli/infty/command.ts";
+import { runArgsOf } from "../../src/cli/infty/fleet.ts";
+import { type FleetDb, openFleetDb } from "../../src/infty/fleet/db.ts";
+import {
+  type Claim,
+  claimRun,
+  type FleetRun,
+  finishRun,
+  listRuns,
+  requeueAfterCrash,
+  submitRun,
+} from "../../src/infty/fleet/queue.ts";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { REPO_ROOT } from "../support/paths.ts";
+import { relayArgv, runRelayAsync } from "../support/self.ts";
+import { noSandboxHere, skipBecause } from "../support/skip.ts";
+import { waitFor } from "../support/wait.ts";
+
+const PG = process.env.RELAY_TEST_POSTGRES_URL;
+const noPg = PG ? false : "RELAY_TEST_POSTGRES_URL is not set (start one with scripts/ci/postgres.sh)";
+
+describe("relay infty submit keeps run's arguments", () => {
+  const submit = inftyCommand().commands.find((c) => c.name() === "submit")!;
+  test("without the objective and submit's own options, values and = forms kept whole", () => {
+    const argv = ["--db", "postgres://x", "-m", "gpt-5", "build it", "--verifiers=2", "--no-repo", "--priority", "5"];
+    assert.deepEqual(runArgsOf(submit, [...argv, "--run-id=r1"], ["--db", "--priority", "--run-id"]), [
+      "-m",
+      "gpt-5",
+      "--verifiers=2",
+      "--no-repo",
+    ]);
+  });
+  test("what resume takes of them (models, tools, budgets), for a run taken over", () => {
+    const resume = inftyCommand().commands.find((c) => c.name() === "resume")!;
+    const resumes = new Set(resume.options.flatMap((o) => [o.long, o.short]));
+    const argv = [
+      "--verifiers",
+      "2",
+      "-m",
+      "gpt-5",
+      "--script",
+      "s.json",
+      "--no-repo",
+      "x",
+      "--max-wall=2h",
+      "--consensus",
+      "majority",
+    ];
+    assert.deepEqual(
+      runArgsOf(submit, argv, [], (f) => resumes.has(f)),
+      ["-m", "gpt-5", "--script", "s.json", "--max-wall=2h"],
+    );
+  });
+  test("an objective that looks like a value is not taken for one", () => {
+    assert.deepEqual(runArgsOf(submit, ["--sandbox-best-effort", "-s", "read-only", "fix -m"], []), [
+      "--sandbox-best-effort",
+      "-s",
+      "read-only",
+    ]);
+  });
+});
+
+describe("the fleet's queue in Postgres", { skip: skipBecause("the infty fleet queue", noPg) }, () => {
+  let fleet: FleetDb;
+  /** Each test's runs carry its own prefix; claims only see runs of the test's priority band. */
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => `q-${randomUUID().slice(0, 8)}-${i}`);
+  const submit = (id: string, priority = 0) =>
+    submitRun(fleet, {
+      id,
+      objective: `objective ${id}`,
+      args: ["--no-repo", "-m", "m1"],
+      resumeArgs: ["-m", "m1"],
+      priority,
+      submitter: "t@h",
+      cwd: "/",
+    });
+
+  async function claim(worker: string): Promise<Claim | undefined> {
+    const r = await claimRun(fleet, worker, 60_000);
+    assert.ok("ok" in r, JSON.stringify(r));
+    return r.ok ?? undefined;
+  }
+  async function row(id: string): Promise<FleetRun | undefined> {
+    const r = await listRuns(fleet);
+    assert.ok("ok" in r, JSON.stringify(r));
+    return r.ok.find((run) => run.id === id);
+  }
+
+  before(async () => {
+    const opened = await openFleetDb(PG!);
+    assert.ok("ok" in opened, JSON.stringify(opened));
+    fleet = opened.ok;
+    // Runs other test files left queued would be claimed here: park them.
+    await sql`update infty_runs set state = 'parked' where state in ('queued', 'running')`.execute(fleet.db);
+  });
+  after(() => fleet?.close());
+
+  test("claims go by priority, then submission; two workers at once never get the same run; an id is taken once", async () => {
+    const [low, high, next] = ids(3);
+    await submit(low!, 1);
+    await submit(high!, 9);
+    await submit(next!, 1);
+    const dup = await submit(low!);
+    assert.ok("error" in dup);
+    assert.equal(dup.error.code, "run_exists");
+    const [a, b] = await Promise.all([claim("wa"), claim("wb")]);
+    assert.deepEqual([a?.id, b?.id].sort(), [high, low].sort());
+    const c = await claim("wc");
+    assert.equal(c?.id, next);
+    assert.equal(c?.resume, false);
+    assert.deepEqual(c?.args, ["--no-repo", "-m", "m1"]);
+    assert.deepEqual(c?.resumeArgs, ["-m", "m1"]);
+    assert.equal(await claim("wc"), undefined, "nothing left");
+    for (const id of [low!, high!, next!]) await finishRun(fleet, id, "complete");
+  });
+
+  test("a running run whose driver never took its lease is taken over after the timeout, then parked after too many", async () => {
+    const [id] = ids(1);
+    await submit(id!);
+    const first = await claim("w1");
+    assert.equal(first?.id, id);
+    assert.equal(await claim("w2"), undefined, "its driver may still be starting");
+    const age = () =>
+      sql`update infty_runs set claimed_at = now() - interval '10 minutes' where id = ${id}`.execute(fleet.db);
+    for (let n = 1; n <= 3; n++) {
+      await age();
+      const taken = await claim(`w${n + 1}`);
+      assert.equal(taken?.id, id);
+      assert.equal(taken?.resume, true, "a run that was started is resumed");
+      assert.match(
+        taken?.tookOver ?? "",
+        new RegExp(`taken over by worker w${n + 1} from worker w${n} \\(no driver, gone\\)`),
+      );
+    }
+    await age();
+    assert.equal(await claim("w9"), undefined);
+    const found = await row(id!);
+    assert.equal(found?.state, "parked");
+    assert.match(found?.reason ?? "", /parked after 3 takeovers in a row .*relay infty resume/);
+  });
+
+  test("a driver that dies without saying is queued again, and its run parked after three in a row; progress resets the count", async () => {
+    const [id] = ids(1);
+    await submit(id!);
+    for (let n = 1; n <= 3; n++) {
+      assert.equal((await claim("w"))?.id, id);
+      await requeueAfterCrash(fleet, id!, "w", "was killed by SIGKILL");
+      const found = await row(id!);
+      assert.equal(found?.state, "queued");
+      assert.match(found?.reason ?? "", /its driver on worker w was killed by SIGKILL; queued again/);
+    }
+    await finishRun(fleet, id!, "queued");
+    assert.equal((await row(id!))?.takeovers, 0);
+    for (let n = 1; n <= 4; n++) {
+      assert.equal((await claim("w"))?.id, id);
+      await requeueAfterCrash(fleet, id!, "w", "exited with code 1");
+    }
+    const found = await row(id!);
+    assert.equal(found?.state, "parked");
+    assert.match(
+      found?.reason ?? "",
+      /parked after 3 drivers in a row ended without finishing \(last: exited with code 1\)/,
+    );
+    // A requeue for a run this worker no longer drives changes nothing.
+    await requeueAfterCrash(fleet, id!, "w", "late");
+    assert.equal((await row(id!))?.state, "parked");
+  });
+});
+
+describe("a fleet of worker processes", {
+  skip: skipBecause("the infty fleet's workers", noPg || noSandboxHere()),
+}, () => {
+  let fleet: FleetDb;
+  let root: string;
+  const workers: ChildProcess[] = [];
+  const env = () => ({
+    ...process.env,
+    RELAY_HOME: path.join(root, "home"),
+    RELAY_SELF_COMMAND: joinCommandLine(relayArgv()),
+  });
+
+  before(async () => {
+    root = mkdtempSync(path.join(os.tmpdir(), "relay-fleet-"));
+    const opened = await openFleetDb(PG!);
+    assert.ok("ok" in opened);
+    fleet = opened.ok;
+    await sql`update infty_runs set state = 'parked' where state in ('queued', 'running')`.execute(fleet.db);
+  });
+  after(async () => {
+    for (const w of workers) w.kill("SIGKILL");
+    await fleet?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  function startWorker(name: string, extra: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string } {
+    const [cmd, ...pre] = relayArgv();
+    const child = spawn(
+      cmd!,
+      [
+        ...pre,
+        "infty",
+        "worker",
+        "--db",
+        PG!,
+        "--name",
+        name,
+        "--max-runs",
+        "2",
+        "--poll",
+        "100",
+        "--runs-root",
+        path.join(root, "runs"),
+      ],
+      { cwd: REPO_ROOT, env: { ...env(), ...extra }, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    let out = "";
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
+    workers.push(child);
+    return { child, output: () => out };
+  }
+
+  test("six submitted runs all complete, each driven by exactly one worker; list and workers tell it", async () => {
+    const submitted: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await runRelayAsync(
+        ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", `build wc ${i}`],
+        env(),
+      );
+      assert.equal(r.status, 0, r.stderr);
+      submitted.push(r.stdout.trim());
+    }
+    const ws = ["fw-a", "fw-b", "fw-c"].map((n) => startWorker(n));
+    const all = async () => {
+      const listed = await listRuns(fleet);
+      return "ok" in listed ? listed.ok : [];
+    };
+    await waitFor(async () => {
+      const runs = await all();
+      return submitted.every((id) => runs.find((r) => r.id === id)?.state === "complete");
+    }, "the six runs to complete");
+    const runs = (await all()).filter((r) => submitted.includes(r.id));
+    // One grant per run: no run ever had a second driver.
+    assert.deepEqual(
+      runs.map((r) => r.lease?.epoch),
+      Array(6).fill(1),
+    );
+    for (const id of submitted) {
+      const drivers = ws.filter((w) => w.output().includes(`${id}: starting`));
+      assert.equal(drivers.length, 1, `${id} was started by one worker`);
+    }
+    const list = await runRelayAsync(["infty", "list", "--db", PG!], env());
+    assert.equal(list.status, 0, list.stderr);
+    for (const id of submitted) assert.match(list.stdout, new RegExp(`${id} +complete +- +- +build wc`));
+    const status = await runRelayAsync(["infty", "status", submitted[0]!, "--json"], {
+      ...env(),
+      RELAY_INFTY_RUNS_ROOT: path.join(root, "runs"),
+    });
+    assert.equal(JSON.parse(status.stdout).status, "complete");
+    const listed = await runRelayAsync(["infty", "workers", "--db", PG!, "--json"], env());
+    const names = (JSON.parse(listed.stdout) as Array<{ name: string; stopped: boolean }>).filter((w) =>
+      w.name.startsWith("fw-"),
+    );
+    assert.deepEqual(
+      names.map((w) => [w.name, w.stopped]),
+      [
+        ["fw-a", false],
+        ["fw-b", false],
+        ["fw-c", false],
+      ],
+    );
+    for (const w of ws) w.child.kill("SIGTERM");
+    await Promise.all(
+      ws.map((w) => new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)))),
+    );
+    for (const w of ws) assert.match(w.output(), /worker fw-. stopped/);
+  });
+
+  /** The demo's script, its Solver first waiting in a command until `<gate>/go` exists. */
+  function gatedScript(gate: string): string {
+    const demo = JSON.parse(readFileSync(path.join(REPO_ROOT, "examples/infty-demo.json"), "utf8"));
+    const cmd = `touch gate-started && while [ ! -e ${gate}/go ]; do sleep 0.05; done`;
+    demo.solver.turns.unshift({ tool_calls: [{ name: "exec_command", arguments: { cmd, yield_time_ms: 30000 } }] });
+    const file = path.join(gate, "script.json");
+    writeFileSync(file, JSON.stringify(demo));
+    return file;
+  }
+
+  const hasFile = (dir: string, name: string) =>
+    existsSync(dir) && (readdirSync(dir, { recursive: true }) as string[]).some((f) => path.basename(f) === name);
+
+  test("a worker killed with its driver (its host gone): after the lease timeout another worker takes the run over and completes it, saying so in the run's events", async () => {
+    const gate = mkdtempSync(path.join(root, "gate-"));
+    const timeout = { RELAY_INFTY_LEASE_TIMEOUT_MS: "1500" };
+    const a = startWorker("fk-a", timeout);
+    const sub = await runRelayAsync(
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), "gated"],
+      env(),
+    );
+    assert.equal(sub.status, 0, sub.stderr);
+    const id = sub.stdout.trim();
+    const runDir = path.join(root, "runs", id);
+    await waitFor(() => hasFile(runDir, "gate-started"), "the gated command to start");
+    const lease = await fleet.db
+      .selectFrom("infty_leases")
+      .selectAll()
+      .where("run_id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.equal(lease.epoch, 1);
+    process.kill(lease.holder_pid, "SIGKILL");
+    a.child.kill("SIGKILL");
+    writeFileSync(path.join(gate, "go"), "");
+    const b = startWorker("fk-b", timeout);
+    await waitFor(async () => {
+      const runs = await listRuns(fleet);
+      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "complete";
+    }, "the run to complete under fk-b");
+    const after = await fleet.db
+      .selectFrom("infty_leases")
+      .selectAll()
+      .where("run_id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.equal(after.epoch, 2, "one takeover, no other driver");
+    assert.match(b.output(), new RegExp(`${id}: resuming \\(taken over by worker fk-b from worker fk-a`));
+    const events = readFileSync(path.join(runDir, "events.jsonl"), "utf8");
+    assert.match(
+      events,
+      new RegExp(`took the run over from pid ${lease.holder_pid} \\(driver pid ${lease.holder_pid} gone\\)`),
+    );
+    b.child.kill("SIGTERM");
+    await new Promise((r) => (b.child.exitCode === null ? b.child.once("exit", r) : r(null)));
+  });
+});
