@@ -7,6 +7,7 @@
  * queues its run again for another worker. SIGTERM or SIGINT stops the worker the same way.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { selfCommand } from "../../protocol/child.ts";
 import { Log } from "../../util/log.ts";
 import { ok, type Result } from "../../util/result.ts";
@@ -98,7 +99,8 @@ function startDriver(
   o.say(`${c.id}: ${c.resume ? "resuming" : "starting"}${c.tookOver ? ` (${c.tookOver})` : ""}`);
   log.info("driver starting", { run_id: c.id, resume: c.resume });
   const child = spawn(argv[0]!, argv.slice(1), {
-    cwd: c.cwd,
+    // Where it was submitted, when this host has that directory.
+    cwd: existsSync(c.cwd) ? c.cwd : o.runsRoot,
     env: {
       ...process.env,
       [RUNS_ROOT_ENV]: o.runsRoot,
