@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, afterEach, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { inftyCommand } from "../../src/cli/infty/command.ts";
 import { runArgsOf } from "../../src/cli/infty/fleet.ts";
@@ -199,8 +199,11 @@ describe("a fleet of worker processes", {
     fleet = opened.ok;
     await sql`update infty_runs set state = 'parked' where state in ('queued', 'running')`.execute(fleet.db);
   });
+  // A test that failed half-way must not leave its workers claiming the next test's runs.
+  afterEach(() => {
+    for (const w of workers.splice(0)) if (w.exitCode === null) w.kill("SIGKILL");
+  });
   after(async () => {
-    for (const w of workers) w.kill("SIGKILL");
     await fleet?.close();
     rmSync(root, { recursive: true, force: true });
   });
@@ -337,9 +340,60 @@ describe("a fleet of worker processes", {
     const events = readFileSync(path.join(runDir, "events.jsonl"), "utf8");
     assert.match(
       events,
-      new RegExp(`took the run over from pid ${lease.holder_pid} \\(driver pid ${lease.holder_pid} gone\\)`),
+      // Its pid seen gone, or (while it is an unreaped zombie) its heartbeat too old.
+      new RegExp(
+        `took the run over from pid ${lease.holder_pid} \\((driver pid ${lease.holder_pid} gone|no heartbeat since [^)]+)\\)`,
+      ),
     );
     b.child.kill("SIGTERM");
     await new Promise((r) => (b.child.exitCode === null ? b.child.once("exit", r) : r(null)));
   });
+
+  test("a driver paused past the lease timeout is taken over; continued, it writes nothing more to the run", async () => {
+    const gate = mkdtempSync(path.join(root, "gate-"));
+    const w = startWorker("fs-a", { RELAY_INFTY_LEASE_TIMEOUT_MS: "1500" });
+    const sub = await runRelayAsync(
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), "paused"],
+      env(),
+    );
+    assert.equal(sub.status, 0, sub.stderr);
+    const id = sub.stdout.trim();
+    const runDir = path.join(root, "runs", id);
+    await waitFor(() => hasFile(runDir, "gate-started"), "the gated command to start");
+    const first = await fleet.db
+      .selectFrom("infty_leases")
+      .selectAll()
+      .where("run_id", "=", id)
+      .executeTakeFirstOrThrow();
+    process.kill(first.holder_pid, "SIGSTOP");
+    await waitFor(async () => {
+      const l = await fleet.db.selectFrom("infty_leases").select("epoch").where("run_id", "=", id).executeTakeFirst();
+      return l?.epoch === 2;
+    }, "another driver to take the paused one's lease");
+    writeFileSync(path.join(gate, "go"), "");
+    await waitFor(async () => {
+      const runs = await listRuns(fleet);
+      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "complete";
+    }, "the run to complete under its new driver");
+    const state = readFileSync(path.join(runDir, "run.json"), "utf8");
+    process.kill(first.holder_pid, "SIGCONT");
+    await waitFor(
+      () => !existsSync(`/proc/${first.holder_pid}`) || isZombie(first.holder_pid),
+      "the old driver to stop at its next write",
+    );
+    assert.equal(readFileSync(path.join(runDir, "run.json"), "utf8"), state, "the old driver wrote nothing");
+    const runs = await listRuns(fleet);
+    assert.equal("ok" in runs && runs.ok.find((r) => r.id === id)?.state, "complete");
+    assert.match(w.output(), new RegExp(`${id}: resuming \\(taken over by worker fs-a from worker fs-a`));
+    w.child.kill("SIGTERM");
+    await new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)));
+  });
 });
+
+function isZombie(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") ?? false;
+  } catch {
+    return true;
+  }
+}

@@ -117,7 +117,8 @@ function startDriver(
   });
   child.on("error", (e) => (tail += `\n${e.message}`));
   child.on("exit", (code, signal) => {
-    drivers.delete(c.id);
+    // A run taken over from this worker's own stuck driver has a newer driver here by now.
+    if (drivers.get(c.id) === child) drivers.delete(c.id);
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     o.say(`${c.id}: driver ${how}`);
     // A driver records its own end; this only catches one that could not.
