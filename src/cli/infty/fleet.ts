@@ -31,8 +31,9 @@ export async function fleetUrl(flag: string | undefined): Promise<string | undef
       );
     return url;
   }
-  const loaded = await loadConfig(relayHome()).catch(() => undefined);
-  return loaded && "ok" in loaded ? loaded.ok.config.infty?.db : undefined;
+  const loaded = await loadConfig(relayHome());
+  if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
+  return loaded.ok.config.infty?.db;
 }
 
 /** The fleet DB at `url` (or the configured one), opened and migrated; exits with the reason when it cannot be. */
