@@ -73,6 +73,34 @@ describe("relay infty submit keeps run's arguments", () => {
   });
 });
 
+describe("the fleet commands refuse a missing or bad fleet DB", () => {
+  test("no DB, not a postgres URL, an unreachable one (password hidden), a bad [infty] db in config.toml", async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-fleet-bad-"));
+    try {
+      const base = { ...process.env, RELAY_HOME: home, RELAY_INFTY_DB: "" };
+      const none = await runRelayAsync(["infty", "workers"], base);
+      assert.equal(none.status, 2);
+      assert.match(none.stderr, /no fleet DB: give --db postgres:\/\/…, set RELAY_INFTY_DB, or set db under \[infty\]/);
+      const mysql = await runRelayAsync(["infty", "list", "--db", "mysql://x"], base);
+      assert.equal(mysql.status, 2);
+      assert.match(mysql.stderr, /--db must be a postgres:\/\/ URL, not "mysql:\/\/x"/);
+      const down = await runRelayAsync(
+        ["infty", "submit", "--db", "postgres://u:hush@127.0.0.1:1/x", "objective"],
+        base,
+      );
+      assert.equal(down.status, 1);
+      assert.match(down.stderr, /cannot connect to the infty fleet DB postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x/);
+      assert.doesNotMatch(down.stderr, /hush/);
+      writeFileSync(path.join(home, "config.toml"), '[infty]\ndb = "mysql://x"\n');
+      const config = await runRelayAsync(["infty", "workers"], base);
+      assert.equal(config.status, 2);
+      assert.match(config.stderr, /infty\.db.*postgres:\/\/ or postgresql:\/\/ URL/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the fleet's queue in Postgres", { skip: skipBecause("the infty fleet queue", noPg) }, () => {
   let fleet: FleetDb;
   /** Each test's runs carry its own prefix; claims only see runs of the test's priority band. */
