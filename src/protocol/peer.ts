@@ -63,6 +63,12 @@ export interface PeerOptions {
    * connection closes (a parent may close stdin right after its last request).
    */
   answerBeforeEnd?: boolean;
+  /**
+   * With answerBeforeEnd: whether the other side is gone for good (a stdio server's parent that
+   * died), so nobody will read the answers still being worked on: then the connection closes
+   * at once and its handlers are aborted, instead of running on (a command's whole yield time).
+   */
+  clientGone?: () => boolean;
 }
 
 /**
@@ -70,6 +76,9 @@ export interface PeerOptions {
  * (handler-table.ts) and our corked output (corked-output.ts); it reads frames, dispatches
  * them, and closes the connection.
  */
+/** How often a server answering its last requests looks whether its client is still there. */
+const CLIENT_GONE_POLL_MS = 200;
+
 export class RpcPeer {
   readonly name: string;
   readonly frameLimit: number;
@@ -269,9 +278,24 @@ export class RpcPeer {
       // Our own calls can no longer be answered: they fail now, so no handler waits on them.
       this.answeringLast = true;
       this.pending.settleAll((method) => this.closedError(method));
-      await this.served.idle();
+      await this.idleUnlessClientGone();
     }
     this.close(reason, isError);
+  }
+
+  /** Waits for the running handlers to answer, or until the client is found gone (looked at every 200 ms). */
+  private async idleUnlessClientGone(): Promise<void> {
+    const gone = this.options.clientGone;
+    if (!gone) return this.served.idle();
+    let timer: ReturnType<typeof setInterval> | undefined;
+    const clientLeft = new Promise<void>((resolve) => {
+      timer = setInterval(() => gone() && resolve(), CLIENT_GONE_POLL_MS);
+    });
+    try {
+      await Promise.race([this.served.idle(), clientLeft]);
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   private protocolError(message: string): void {

@@ -21,12 +21,15 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
   // Under Bun, building process.stdin and process.stdout costs milliseconds of every start.
   const onBun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
   if (onBun) bunStdout ??= new BunStdout();
+  // A parent that died (SIGKILL) leaves this process to another: nobody reads our answers then.
+  const parent = process.ppid;
   return new RpcPeer(onBun ? new BunStdin() : process.stdin, bunStdout ?? process.stdout, {
     onProtocolError: (m) => {
       log.warn("protocol error", { message: m });
       process.stderr.write(`relay: ${m}\n`);
     },
     answerBeforeEnd: true,
+    clientGone: () => process.ppid !== parent,
     ...options,
   });
 }

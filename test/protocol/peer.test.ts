@@ -49,6 +49,34 @@ function setup() {
 }
 
 describe("rpc peer", () => {
+  test("after its input ends a server answers what it is running, unless its client is gone: then it closes and aborts them", async () => {
+    let gone = false;
+    const { left, right, leftToRight } = peerPair({}, { answerBeforeEnd: true, clientGone: () => gone });
+    const aborted: boolean[] = [];
+    let started = false;
+    right.handle(Wait, (_p, ctx) => {
+      started = true;
+      return new Promise((resolve) => {
+        ctx.signal.addEventListener("abort", () => {
+          aborted.push(true);
+          resolve(err("cancelled", "aborted"));
+        });
+      });
+    });
+    const call = left.call(Wait, { ms: 0 });
+    await until(() => started, "the handler to start");
+    leftToRight.end();
+    let closed = false;
+    void right.closed.then(() => (closed = true));
+    // Still answering: the client may only have closed its side.
+    await new Promise((r) => setImmediate(r));
+    assert.equal(closed, false);
+    gone = true;
+    await right.closed;
+    assert.deepEqual(aborted, [true], "the running handler was aborted");
+    void call;
+  });
+
   test("a method fails only with its declared codes or the peer's: an undeclared one is answered as internal, naming it", async () => {
     const Lookup = defineMethod("lookup", z.object({ key: z.string() }), z.string(), ["not_found"]);
     const { left, right } = peerPair();

@@ -50,7 +50,7 @@ describe("relay run CLI", () => {
     h.server.enqueue(
       reply()
         .text("starting the long job")
-        .toolCall("exec_command", { cmd: "sleep 30; echo never", yield_time_ms: 30000 }, { callId: "call_long" }),
+        .toolCall("exec_command", { cmd: "sleep 300; echo never", yield_time_ms: 30000 }, { callId: "call_long" }),
     );
     const [cmd, ...pre] = relayArgv();
     const child = spawn(
