@@ -416,6 +416,46 @@ describe("a fleet of worker processes", {
     w.child.kill("SIGTERM");
     await new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)));
   });
+
+  test("a worker killed alone: its driver stops after its current step and queues the run again, and another worker resumes it", async () => {
+    const gate = mkdtempSync(path.join(root, "gate-"));
+    const a = startWorker("fo-a");
+    const sub = await runRelayAsync(
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), "orphaned"],
+      env(),
+    );
+    assert.equal(sub.status, 0, sub.stderr);
+    const id = sub.stdout.trim();
+    const runDir = path.join(root, "runs", id);
+    await waitFor(() => hasFile(runDir, "gate-started"), "the gated command to start");
+    const lease = await fleet.db
+      .selectFrom("infty_leases")
+      .selectAll()
+      .where("run_id", "=", id)
+      .executeTakeFirstOrThrow();
+    a.child.kill("SIGKILL");
+    await waitFor(async () => {
+      const runs = await listRuns(fleet);
+      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "queued";
+    }, "the orphaned driver to queue its run again");
+    await waitFor(
+      () => !existsSync(`/proc/${lease.holder_pid}`) || isZombie(lease.holder_pid),
+      "the orphaned driver to exit",
+    );
+    writeFileSync(path.join(gate, "go"), "");
+    const b = startWorker("fo-b");
+    await waitFor(async () => {
+      const runs = await listRuns(fleet);
+      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "complete";
+    }, "the run to complete under fo-b");
+    assert.match(b.output(), new RegExp(`${id}: resuming\\n`), "resumed, and not as a takeover: its driver let go");
+    const after = await fleet.db
+      .selectFrom("infty_leases")
+      .selectAll()
+      .where("run_id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.equal(after.epoch, 2);
+  });
 });
 
 function isZombie(pid: number): boolean {

@@ -129,11 +129,22 @@ function startDriver(
   return child;
 }
 
-/** A driver started by a worker: `stop` once its stdin closes, i.e. once the worker is gone. */
+/**
+ * A driver started by a worker: `stop` once its stdin closes, i.e. once the worker is gone.
+ * Its stderr went to the worker too: from then on what it prints is dropped, since a write to a
+ * pipe nobody reads would end it before it could stop cleanly.
+ */
 export function watchWorker(stop: () => void): void {
   if (!process.env[FLEET_CHILD_ENV]) return;
-  process.stdin.on("end", stop);
-  process.stdin.on("error", stop);
+  const orphaned = () => {
+    for (const out of [process.stdout, process.stderr]) {
+      out.on("error", () => {});
+      out.write = (() => true) as typeof out.write;
+    }
+    stop();
+  };
+  process.stdin.on("end", orphaned);
+  process.stdin.on("error", orphaned);
   process.stdin.resume();
 }
 
