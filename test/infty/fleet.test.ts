@@ -331,78 +331,59 @@ describe("a fleet of worker processes", {
 
   const hasFile = (dir: string, name: string) =>
     existsSync(dir) && (readdirSync(dir, { recursive: true }) as string[]).some((f) => path.basename(f) === name);
+  const leaseOf = (id: string) =>
+    fleet.db.selectFrom("infty_leases").selectAll().where("run_id", "=", id).executeTakeFirstOrThrow();
+  const stateOf = async (id: string) => {
+    const runs = await listRuns(fleet);
+    return "ok" in runs ? runs.ok.find((r) => r.id === id)?.state : undefined;
+  };
+  const stopped = (w: { child: ChildProcess }) =>
+    new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)));
 
-  test("a worker killed with its driver (its host gone): after the lease timeout another worker takes the run over and completes it, saying so in the run's events", async () => {
+  /** Submits a gated run and waits until its Solver waits at the gate (a worker must be running); `open()` lets it on. */
+  async function gatedRun(objective: string) {
     const gate = mkdtempSync(path.join(root, "gate-"));
-    const timeout = { RELAY_INFTY_LEASE_TIMEOUT_MS: "1500" };
-    const a = startWorker("fk-a", timeout);
     const sub = await runRelayAsync(
-      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), "gated"],
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), objective],
       env(),
     );
     assert.equal(sub.status, 0, sub.stderr);
     const id = sub.stdout.trim();
     const runDir = path.join(root, "runs", id);
     await waitFor(() => hasFile(runDir, "gate-started"), "the gated command to start");
-    const lease = await fleet.db
-      .selectFrom("infty_leases")
-      .selectAll()
-      .where("run_id", "=", id)
-      .executeTakeFirstOrThrow();
+    return { id, runDir, lease: await leaseOf(id), open: () => writeFileSync(path.join(gate, "go"), "") };
+  }
+
+  test("a worker killed with its driver (its host gone): after the lease timeout another worker takes the run over and completes it, saying so in the run's events", async () => {
+    const timeout = { RELAY_INFTY_LEASE_TIMEOUT_MS: "1500" };
+    const a = startWorker("fk-a", timeout);
+    const { id, runDir, lease, open } = await gatedRun("gated");
     assert.equal(lease.epoch, 1);
     process.kill(lease.holder_pid, "SIGKILL");
     a.child.kill("SIGKILL");
-    writeFileSync(path.join(gate, "go"), "");
+    open();
     const b = startWorker("fk-b", timeout);
-    await waitFor(async () => {
-      const runs = await listRuns(fleet);
-      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "complete";
-    }, "the run to complete under fk-b");
-    const after = await fleet.db
-      .selectFrom("infty_leases")
-      .selectAll()
-      .where("run_id", "=", id)
-      .executeTakeFirstOrThrow();
-    assert.equal(after.epoch, 2, "one takeover, no other driver");
+    await waitFor(async () => (await stateOf(id)) === "complete", "the run to complete under fk-b");
+    assert.equal((await leaseOf(id)).epoch, 2, "one takeover, no other driver");
     assert.match(b.output(), new RegExp(`${id}: resuming \\(taken over by worker fk-b from worker fk-a`));
     const events = readFileSync(path.join(runDir, "events.jsonl"), "utf8");
+    const pid = lease.holder_pid;
+    // Its pid seen gone, or (while it is an unreaped zombie) its heartbeat too old.
     assert.match(
       events,
-      // Its pid seen gone, or (while it is an unreaped zombie) its heartbeat too old.
-      new RegExp(
-        `took the run over from pid ${lease.holder_pid} \\((driver pid ${lease.holder_pid} gone|no heartbeat since [^)]+)\\)`,
-      ),
+      new RegExp(`took the run over from pid ${pid} \\((driver pid ${pid} gone|no heartbeat since [^)]+)\\)`),
     );
     b.child.kill("SIGTERM");
-    await new Promise((r) => (b.child.exitCode === null ? b.child.once("exit", r) : r(null)));
+    await stopped(b);
   });
 
   test("a driver paused past the lease timeout is taken over; continued, it writes nothing more to the run", async () => {
-    const gate = mkdtempSync(path.join(root, "gate-"));
     const w = startWorker("fs-a", { RELAY_INFTY_LEASE_TIMEOUT_MS: "1500" });
-    const sub = await runRelayAsync(
-      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), "paused"],
-      env(),
-    );
-    assert.equal(sub.status, 0, sub.stderr);
-    const id = sub.stdout.trim();
-    const runDir = path.join(root, "runs", id);
-    await waitFor(() => hasFile(runDir, "gate-started"), "the gated command to start");
-    const first = await fleet.db
-      .selectFrom("infty_leases")
-      .selectAll()
-      .where("run_id", "=", id)
-      .executeTakeFirstOrThrow();
+    const { id, runDir, lease: first, open } = await gatedRun("paused");
     process.kill(first.holder_pid, "SIGSTOP");
-    await waitFor(async () => {
-      const l = await fleet.db.selectFrom("infty_leases").select("epoch").where("run_id", "=", id).executeTakeFirst();
-      return l?.epoch === 2;
-    }, "another driver to take the paused one's lease");
-    writeFileSync(path.join(gate, "go"), "");
-    await waitFor(async () => {
-      const runs = await listRuns(fleet);
-      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "complete";
-    }, "the run to complete under its new driver");
+    await waitFor(async () => (await leaseOf(id)).epoch === 2, "another driver to take the paused one's lease");
+    open();
+    await waitFor(async () => (await stateOf(id)) === "complete", "the run to complete under its new driver");
     const state = readFileSync(path.join(runDir, "run.json"), "utf8");
     process.kill(first.holder_pid, "SIGCONT");
     await waitFor(
@@ -410,51 +391,26 @@ describe("a fleet of worker processes", {
       "the old driver to stop at its next write",
     );
     assert.equal(readFileSync(path.join(runDir, "run.json"), "utf8"), state, "the old driver wrote nothing");
-    const runs = await listRuns(fleet);
-    assert.equal("ok" in runs && runs.ok.find((r) => r.id === id)?.state, "complete");
+    assert.equal(await stateOf(id), "complete");
     assert.match(w.output(), new RegExp(`${id}: resuming \\(taken over by worker fs-a from worker fs-a`));
     w.child.kill("SIGTERM");
-    await new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)));
+    await stopped(w);
   });
 
   test("a worker killed alone: its driver stops after its current step and queues the run again, and another worker resumes it", async () => {
-    const gate = mkdtempSync(path.join(root, "gate-"));
     const a = startWorker("fo-a");
-    const sub = await runRelayAsync(
-      ["infty", "submit", "--db", PG!, "--no-repo", "--script", gatedScript(gate), "orphaned"],
-      env(),
-    );
-    assert.equal(sub.status, 0, sub.stderr);
-    const id = sub.stdout.trim();
-    const runDir = path.join(root, "runs", id);
-    await waitFor(() => hasFile(runDir, "gate-started"), "the gated command to start");
-    const lease = await fleet.db
-      .selectFrom("infty_leases")
-      .selectAll()
-      .where("run_id", "=", id)
-      .executeTakeFirstOrThrow();
+    const { id, lease, open } = await gatedRun("orphaned");
     a.child.kill("SIGKILL");
-    await waitFor(async () => {
-      const runs = await listRuns(fleet);
-      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "queued";
-    }, "the orphaned driver to queue its run again");
+    await waitFor(async () => (await stateOf(id)) === "queued", "the orphaned driver to queue its run again");
     await waitFor(
       () => !existsSync(`/proc/${lease.holder_pid}`) || isZombie(lease.holder_pid),
       "the orphaned driver to exit",
     );
-    writeFileSync(path.join(gate, "go"), "");
+    open();
     const b = startWorker("fo-b");
-    await waitFor(async () => {
-      const runs = await listRuns(fleet);
-      return "ok" in runs && runs.ok.find((r) => r.id === id)?.state === "complete";
-    }, "the run to complete under fo-b");
+    await waitFor(async () => (await stateOf(id)) === "complete", "the run to complete under fo-b");
     assert.match(b.output(), new RegExp(`${id}: resuming\\n`), "resumed, and not as a takeover: its driver let go");
-    const after = await fleet.db
-      .selectFrom("infty_leases")
-      .selectAll()
-      .where("run_id", "=", id)
-      .executeTakeFirstOrThrow();
-    assert.equal(after.epoch, 2);
+    assert.equal((await leaseOf(id)).epoch, 2);
   });
 });
 

@@ -6,7 +6,7 @@
  * finds out at its next write and stops. Heartbeat ages are measured by the database's clock,
  * since the hosts' clocks may disagree.
  */
-import { sql, type Transaction } from "kysely";
+import { type RawBuilder, sql, type Transaction } from "kysely";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import {
   describeHolder,
@@ -138,18 +138,22 @@ class PgGrant implements LeaseGrant {
     return stillOurs(this.record, current.ok) ? ok(undefined) : leaseLost(current.ok);
   }
 
-  async beat(): Promise<Result<void>> {
+  /** An update of this grant's row, only while it is still this grant's (epoch, holder, not released). */
+  private updateOurs(set: { heartbeat_at?: RawBuilder<Date>; released_at?: RawBuilder<Date> }) {
     const { holder } = this.record;
+    return this.fleet.db
+      .updateTable("infty_leases")
+      .set(set)
+      .where("run_id", "=", this.runId)
+      .where("epoch", "=", this.record.epoch)
+      .where("holder_pid", "=", holder.pid)
+      .where("holder_host", "=", holder.host)
+      .where("released_at", "is", null);
+  }
+
+  async beat(): Promise<Result<void>> {
     try {
-      const beaten = await this.fleet.db
-        .updateTable("infty_leases")
-        .set({ heartbeat_at: sql`clock_timestamp()` })
-        .where("run_id", "=", this.runId)
-        .where("epoch", "=", this.record.epoch)
-        .where("holder_pid", "=", holder.pid)
-        .where("holder_host", "=", holder.host)
-        .where("released_at", "is", null)
-        .executeTakeFirst();
+      const beaten = await this.updateOurs({ heartbeat_at: sql`clock_timestamp()` }).executeTakeFirst();
       if (Number(beaten.numUpdatedRows) === 1) return ok(undefined);
     } catch (e) {
       return err(
@@ -162,15 +166,7 @@ class PgGrant implements LeaseGrant {
   }
 
   async release(): Promise<void> {
-    const { holder } = this.record;
-    await this.fleet.db
-      .updateTable("infty_leases")
-      .set({ released_at: sql`clock_timestamp()` })
-      .where("run_id", "=", this.runId)
-      .where("epoch", "=", this.record.epoch)
-      .where("holder_pid", "=", holder.pid)
-      .where("holder_host", "=", holder.host)
-      .where("released_at", "is", null)
+    await this.updateOurs({ released_at: sql`clock_timestamp()` })
       .execute()
       .catch(() => undefined);
   }
