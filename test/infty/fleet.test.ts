@@ -27,7 +27,7 @@ import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
-import { waitFor } from "../support/wait.ts";
+import { deferred, waitFor } from "../support/wait.ts";
 
 const PG = process.env.RELAY_TEST_POSTGRES_URL;
 const noPg = PG ? false : "RELAY_TEST_POSTGRES_URL is not set (start one with scripts/ci/postgres.sh)";
@@ -105,19 +105,19 @@ describe("the fleet's queue in Postgres", { skip: skipBecause("the infty fleet q
   let fleet: FleetDb;
   /** Each test's runs carry its own prefix; claims only see runs of the test's priority band. */
   const ids = (n: number) => Array.from({ length: n }, (_, i) => `q-${randomUUID().slice(0, 8)}-${i}`);
-  const submit = (id: string, priority = 0) =>
+  const submit = (id: string, priority = 0, submitter = "t@h") =>
     submitRun(fleet, {
       id,
       objective: `objective ${id}`,
       args: ["--no-repo", "-m", "m1"],
       resumeArgs: ["-m", "m1"],
       priority,
-      submitter: "t@h",
+      submitter,
       cwd: "/",
     });
 
-  async function claim(worker: string): Promise<Claim | undefined> {
-    const r = await claimRun(fleet, worker, 60_000);
+  async function claim(worker: string, perSubmitter?: number): Promise<Claim | undefined> {
+    const r = await claimRun(fleet, worker, { staleMs: 60_000, ...(perSubmitter ? { perSubmitter } : {}) });
     assert.ok("ok" in r, JSON.stringify(r));
     return r.ok ?? undefined;
   }
@@ -153,6 +153,39 @@ describe("the fleet's queue in Postgres", { skip: skipBecause("the infty fleet q
     assert.deepEqual(c?.resumeArgs, ["-m", "m1"]);
     assert.equal(await claim("wc"), undefined, "nothing left");
     for (const id of [low!, high!, next!]) await finishRun(fleet, id, "complete");
+  });
+
+  test("a cap per submitter: at it, a submitter's runs wait while another's are claimed, even by two workers at once", async () => {
+    const [a1, a2, a3, b1] = ids(4);
+    const alice = `alice-${randomUUID().slice(0, 6)}`;
+    const bob = `bob-${randomUUID().slice(0, 6)}`;
+    await submit(a1!, 5, alice);
+    await submit(a2!, 5, alice);
+    await submit(a3!, 5, alice);
+    await submit(b1!, 1, bob);
+    const first = await claim("wa", 2);
+    assert.equal(first?.id, a1, "highest priority, oldest");
+    // Claimers count a submitter's runs under its lock: one claim waits while another holds it.
+    const release = deferred();
+    const holding = fleet.db.transaction().execute(async (tx) => {
+      await sql`select pg_advisory_xact_lock(hashtext(${`relay-infty-submitter:${alice}`}))`.execute(tx);
+      await release.promise;
+    });
+    const waiting = claim("wb", 2);
+    await waitFor(async () => {
+      const r = await sql<{
+        n: number;
+      }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`.execute(fleet.db);
+      return (r.rows[0]?.n ?? 0) > 0;
+    }, "the claim to wait for the submitter's lock");
+    release.resolve();
+    await holding;
+    const [x, y] = await Promise.all([waiting, claim("wc", 2)]);
+    assert.deepEqual([x?.id, y?.id].sort(), [a2, b1].sort(), "alice's second place and bob's run, never alice's third");
+    assert.equal(await claim("wd", 2), undefined, "alice is at the cap and bob has nothing queued");
+    await finishRun(fleet, a1!, "complete");
+    assert.equal((await claim("wd", 2))?.id, a3, "a place freed");
+    for (const id of [a2!, a3!, b1!]) await finishRun(fleet, id, "complete");
   });
 
   test("a running run whose driver never took its lease is taken over after the timeout, then parked after too many", async () => {

@@ -175,6 +175,11 @@ export function addWorker(infty: Command): void {
       "where run stores live; every worker of the fleet must reach the same one (default: $RELAY_HOME/infty)",
     )
     .option("--poll <ms>", "how often an idle worker looks for work", wholeNumber("--poll", 50, 600_000), 2000)
+    .option(
+      "--per-submitter <n>",
+      "runs one submitter may have running across the fleet; give every worker the same (default: no cap)",
+      wholeNumber("--per-submitter", 1, 10_000),
+    )
     .action(async (opts) => {
       const { fleet, url } = await openFleet(opts.db);
       const { runWorker, leaseTimeoutMs } = await import("../../infty/fleet/index.ts");
@@ -195,6 +200,7 @@ export function addWorker(infty: Command): void {
         runsRoot: path.resolve(opts.runsRoot ?? RunStore.runsRoot(relayHome())),
         pollMs: opts.poll,
         staleMs: leaseTimeoutMs() ?? LEASE_STALE_MS,
+        perSubmitter: opts.perSubmitter,
         signal: ctrl.signal,
         say: (line) => process.stderr.write(`${line}\n`),
       });

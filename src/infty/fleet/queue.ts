@@ -9,9 +9,9 @@
  * claim the same run, and none waits for another.
  */
 import os from "node:os";
-import { type Selectable, sql } from "kysely";
+import { type Selectable, sql, type Transaction } from "kysely";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
-import type { FleetDb, RunsTable, WorkersTable } from "./db.ts";
+import type { FleetDb, FleetTables, RunsTable, WorkersTable } from "./db.ts";
 
 export const RUN_STATES = ["queued", "running", "complete", "failed", "stopped", "parked"] as const;
 export type RunState = (typeof RUN_STATES)[number];
@@ -79,71 +79,109 @@ const driverGone = (staleMs: number) => sql<boolean>`(
   and (l.run_id is null or l.released_at is not null
     or l.heartbeat_at < clock_timestamp() - make_interval(secs => ${staleMs / 1000})))`;
 
-/** The next run for `worker`, highest priority then oldest first; undefined when there is none. */
+/** How claims go: the lease timeout, how many takeovers in a row park a run, the cap per submitter. */
+export interface ClaimPolicy {
+  staleMs: number;
+  maxTakeovers?: number;
+  /** Runs one submitter may have running at once across the fleet (default: no cap). */
+  perSubmitter?: number;
+}
+
+type Candidate = Selectable<RunsTable> & { lease_holder: string | null };
+
+/**
+ * The next run for `worker`, highest priority then oldest first; undefined when there is none.
+ * A submitter at the cap is passed over: its count is taken under a lock per submitter, so two
+ * workers claiming at once cannot both take its last place.
+ */
 export async function claimRun(
   fleet: FleetDb,
   worker: string,
-  staleMs: number,
-  maxTakeovers = MAX_TAKEOVERS,
+  policy: ClaimPolicy,
 ): Promise<Result<Claim | undefined>> {
+  const maxTakeovers = policy.maxTakeovers ?? MAX_TAKEOVERS;
   try {
     return ok(
       await fleet.db.transaction().execute(async (tx) => {
+        const full: string[] = [];
         for (;;) {
-          const found = await sql<Selectable<RunsTable> & { lease_holder: string | null }>`
+          const found = await sql<Candidate>`
             select r.*, l.holder_host || ' pid ' || l.holder_pid as lease_holder
             from infty_runs r left join infty_leases l on l.run_id = r.id
-            where r.state = 'queued' or (r.state = 'running' and ${driverGone(staleMs)})
+            where (r.state = 'queued' or (r.state = 'running' and ${driverGone(policy.staleMs)}))
+              and not (r.submitter = any(${full}::text[]))
             order by r.priority desc, r.submitted_at, r.id
             limit 1 for update of r skip locked`.execute(tx);
           const row = found.rows[0];
           if (!row) return undefined;
-          const takeover = row.state === "running";
-          const takeovers = takeover ? row.takeovers + 1 : row.takeovers;
-          if (takeovers > maxTakeovers) {
-            await tx
-              .updateTable("infty_runs")
-              .set({
-                state: "parked",
-                worker: null,
-                reason: `parked after ${maxTakeovers} takeovers in a row (its drivers keep dying; last on ${row.worker ?? "?"}): see relay infty logs ${row.id}, then relay infty resume ${row.id} by hand`,
-                updated_at: sql`now()`,
-              })
-              .where("id", "=", row.id)
-              .execute();
+          if (policy.perSubmitter !== undefined && (await atCap(tx, row, policy.perSubmitter))) {
+            full.push(row.submitter);
             continue;
           }
-          const tookOver = takeover
-            ? `taken over by worker ${worker} from worker ${row.worker ?? "?"} (${row.lease_holder ?? "no driver"}, gone)`
-            : undefined;
-          await tx
-            .updateTable("infty_runs")
-            .set({
-              state: "running",
-              worker,
-              claimed_at: sql`clock_timestamp()`,
-              started: true,
-              takeovers,
-              ...(tookOver ? { reason: tookOver } : {}),
-              updated_at: sql`now()`,
-            })
-            .where("id", "=", row.id)
-            .execute();
-          return {
-            id: row.id,
-            objective: row.objective,
-            args: row.args,
-            resumeArgs: row.resume_args,
-            cwd: row.cwd,
-            resume: row.started,
-            ...(tookOver ? { tookOver } : {}),
-          };
+          const takeovers = row.state === "running" ? row.takeovers + 1 : row.takeovers;
+          if (takeovers > maxTakeovers) {
+            await park(tx, row, maxTakeovers);
+            continue;
+          }
+          return take(tx, row, worker, takeovers);
         }
       }),
     );
   } catch (e) {
     return dbError(`claiming a run for worker ${worker}`, fleet, e);
   }
+}
+
+/** Whether `row`'s submitter already has `cap` runs running (counted under its lock). */
+async function atCap(tx: Transaction<FleetTables>, row: Candidate, cap: number): Promise<boolean> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`relay-infty-submitter:${row.submitter}`}))`.execute(tx);
+  const running = await sql<{ n: number }>`
+    select count(*)::int as n from infty_runs
+    where submitter = ${row.submitter} and state = 'running' and id <> ${row.id}`.execute(tx);
+  return (running.rows[0]?.n ?? 0) >= cap;
+}
+
+async function park(tx: Transaction<FleetTables>, row: Candidate, maxTakeovers: number): Promise<void> {
+  await tx
+    .updateTable("infty_runs")
+    .set({
+      state: "parked",
+      worker: null,
+      reason: `parked after ${maxTakeovers} takeovers in a row (its drivers keep dying; last on ${row.worker ?? "?"}): see relay infty logs ${row.id}, then relay infty resume ${row.id} by hand`,
+      updated_at: sql`now()`,
+    })
+    .where("id", "=", row.id)
+    .execute();
+}
+
+/** Marks `row` running under `worker` and says how to drive it. */
+async function take(tx: Transaction<FleetTables>, row: Candidate, worker: string, takeovers: number): Promise<Claim> {
+  const tookOver =
+    row.state === "running"
+      ? `taken over by worker ${worker} from worker ${row.worker ?? "?"} (${row.lease_holder ?? "no driver"}, gone)`
+      : undefined;
+  await tx
+    .updateTable("infty_runs")
+    .set({
+      state: "running",
+      worker,
+      claimed_at: sql`clock_timestamp()`,
+      started: true,
+      takeovers,
+      ...(tookOver ? { reason: tookOver } : {}),
+      updated_at: sql`now()`,
+    })
+    .where("id", "=", row.id)
+    .execute();
+  return {
+    id: row.id,
+    objective: row.objective,
+    args: row.args,
+    resumeArgs: row.resume_args,
+    cwd: row.cwd,
+    resume: row.started,
+    ...(tookOver ? { tookOver } : {}),
+  };
 }
 
 /** What the driver of run `id` ends it as; `reason` says why for failed and parked runs. */

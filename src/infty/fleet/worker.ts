@@ -32,6 +32,8 @@ export interface WorkerOptions {
   /** How often to look for work when idle. */
   pollMs: number;
   staleMs: number;
+  /** Runs one submitter may have running across the fleet (default: no cap). */
+  perSubmitter?: number;
   /** Ends the worker: it claims nothing more and stops its drivers (their runs are queued again). */
   signal: AbortSignal;
   /** One line per event, for the terminal. */
@@ -60,7 +62,10 @@ export async function runWorker(o: WorkerOptions): Promise<Result<void>> {
   o.say(`worker ${o.name} (pid ${process.pid}) takes up to ${o.maxRuns} run(s) from ${o.fleet.location}`);
   try {
     while (!o.signal.aborted) {
-      const claimed = drivers.size < o.maxRuns ? await claimRun(o.fleet, o.name, o.staleMs) : ok(undefined);
+      const claimed =
+        drivers.size < o.maxRuns
+          ? await claimRun(o.fleet, o.name, { staleMs: o.staleMs, perSubmitter: o.perSubmitter })
+          : ok(undefined);
       if ("error" in claimed) o.say(`warning: ${claimed.error.message}`);
       else if (claimed.ok) {
         drivers.set(
