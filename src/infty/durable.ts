@@ -27,8 +27,12 @@ export async function fsyncDir(dir: string): Promise<void> {
 const PRIVATE_FILE_MODE = 0o600;
 
 /** Replaces `file` with `value` as JSON: temp file in the same folder, fsync, rename, fsync of the folder. */
-export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
-  await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n");
+export async function writeJsonAtomic(
+  file: string,
+  value: unknown,
+  opts: { beforeRename?: () => Promise<void> } = {},
+): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value, null, 2) + "\n", opts);
 }
 
 /**
@@ -39,7 +43,12 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
 export async function writeFileAtomic(
   file: string,
   data: string | Uint8Array,
-  opts: { mode?: number; sync?: boolean } = {},
+  opts: {
+    mode?: number;
+    sync?: boolean;
+    /** Runs once the new bytes are on disk, right before they replace the file; a throw keeps the old file. */
+    beforeRename?: () => Promise<void>;
+  } = {},
 ): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
   const fh = await open(tmp, "w", opts.mode ?? PRIVATE_FILE_MODE);
@@ -52,6 +61,12 @@ export async function writeFileAtomic(
     throw e;
   }
   await fh.close();
+  try {
+    await opts.beforeRename?.();
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
   await rename(tmp, file);
   if (opts.sync !== false) await fsyncDir(path.dirname(file));
 }

@@ -271,8 +271,10 @@ export class RunStore {
 
   private save(): Promise<void> {
     const next = this.saving.then(async () => {
-      await this.checkLease();
-      await writeJsonAtomic(path.join(this.dir, "run.json"), this.meta);
+      // Checked once the new bytes are on disk, right before the rename: a driver paused while
+      // writing (SIGSTOP, a frozen VM) that lost its lease meanwhile finds out before it replaces
+      // the file. What is left is the instant between this check and the rename.
+      await writeJsonAtomic(path.join(this.dir, "run.json"), this.meta, { beforeRename: () => this.checkLease() });
     });
     this.saving = next.catch(() => {});
     return next;
