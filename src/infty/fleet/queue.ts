@@ -11,6 +11,7 @@
 import os from "node:os";
 import { type Selectable, sql, type Transaction } from "kysely";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import { pidAlive } from "../lease.ts";
 import type { FleetDb, FleetTables, RunsTable, WorkersTable } from "./db.ts";
 
 export const RUN_STATES = ["queued", "running", "complete", "failed", "stopped", "parked"] as const;
@@ -294,15 +295,6 @@ export async function registerWorker(
     });
   } catch (e) {
     return dbError(`registering worker ${name}`, fleet, e);
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
