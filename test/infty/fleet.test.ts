@@ -167,10 +167,14 @@ describe("the fleet's queue in Postgres", { skip: skipBecause("the infty fleet q
     assert.equal(first?.id, a1, "highest priority, oldest");
     // Claimers count a submitter's runs under its lock: one claim waits while another holds it.
     const release = deferred();
+    const locked = deferred();
     const holding = fleet.db.transaction().execute(async (tx) => {
       await sql`select pg_advisory_xact_lock(hashtext(${`relay-infty-submitter:${alice}`}))`.execute(tx);
+      locked.resolve();
       await release.promise;
     });
+    // The claim starts only once the lock is held, or it could take the lock first and never wait.
+    await locked.promise;
     const waiting = claim("wb", 2);
     await waitFor(async () => {
       const r = await sql<{
