@@ -114,6 +114,14 @@ export const KnownLogEventSchema = lazySchema(() =>
     z.object({ ...base, type: z.literal("operator"), action: z.string(), text: z.string().optional() }),
     z.object({
       ...base,
+      type: z.literal("pushed"),
+      ok: z.boolean(),
+      branch: z.string(),
+      commit: z.string(),
+      text: z.string(),
+    }),
+    z.object({
+      ...base,
       type: z.literal("run_finished"),
       status: z.string(),
       detail: z.string(),

@@ -16,6 +16,7 @@ import { Log } from "../util/log.ts";
 import { err, type Result } from "../util/result.ts";
 import { dropReadCache } from "./git-store.ts";
 import { FileLease } from "./lease-file.ts";
+import { pushDelivery } from "./push-delivery.ts";
 import { checkoutDir } from "./repo/record.ts";
 import { InftyRun } from "./run/driver.ts";
 import type { InftyOptions, InftyResult } from "./run/options.ts";
@@ -72,8 +73,8 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
       await store.log({ type: "warning", message: grant.ok.tookOver });
     }
     log.info("run started", { run_id: store.id, resumed: Boolean(o.resume), epoch: grant.ok.epoch });
-    if (store.state.deliverable) return await completeFromRecord(o, store);
-    return await new InftyRun(o, store).drive();
+    const r = store.state.deliverable ? await completeFromRecord(o, store) : await new InftyRun(o, store).drive();
+    return await pushDelivery(o, store, r);
   } catch (e) {
     if (e instanceof LeaseLostError) return err("lease_lost", `run ${store.id}: ${e.message}`);
     throw e;

@@ -4,9 +4,9 @@
  * RELAY_TEST_POSTGRES_URL (scripts/ci/postgres.sh starts one); skipped, saying so, without it.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
@@ -24,12 +24,20 @@ import {
   submitRun,
 } from "../../src/infty/fleet/queue.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { gitIn, makeRepo, userCheckoutFingerprint } from "../support/git-repo.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { deferred, waitFor } from "../support/wait.ts";
 
 const PG = process.env.RELAY_TEST_POSTGRES_URL;
+
+/** A repository whose test fails until wc.mjs splits on any whitespace (examples/infty-repo-demo.json fixes it). */
+const WC_FILES = {
+  "wc.mjs": 'export function count(text) {\n  return text.split(" ").length;\n}\n',
+  "wc.test.mjs":
+    'import assert from "node:assert/strict";\nimport { count } from "./wc.mjs";\n\nassert.equal(count("a b  c\\n"), 3);\nassert.equal(count(""), 0);\nconsole.log("wc tests passed");\n',
+};
 const noPg = PG ? false : "RELAY_TEST_POSTGRES_URL is not set (start one with scripts/ci/postgres.sh)";
 
 describe("relay infty submit keeps run's arguments", () => {
@@ -95,6 +103,47 @@ describe("the fleet commands refuse a missing or bad fleet DB", () => {
       const config = await runRelayAsync(["infty", "workers"], base);
       assert.equal(config.status, 2);
       assert.match(config.stderr, /infty\.db.*postgres:\/\/ or postgresql:\/\/ URL/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("relay infty submit refuses a repository a worker could not start from, before the fleet DB is opened", () => {
+  test("a dirty tree, --include-uncommitted, --push or --branch without a repository, -C of a folder outside any", async () => {
+    using repo = makeRepo(WC_FILES);
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-fleet-submit-"));
+    try {
+      const env = { ...process.env, RELAY_HOME: home, RELAY_INFTY_DB: "" };
+      // An unreachable DB: every refusal below comes before it would be opened.
+      const submit = (args: string[], cwd = repo.dir) =>
+        runRelayAsync(["infty", "submit", "--db", "postgres://u@127.0.0.1:1/x", ...args, "x"], env, undefined, cwd);
+      writeFileSync(path.join(repo.dir, "wc.mjs"), "changed\n");
+      const dirty = await submit([]);
+      assert.equal(dirty.status, 2, dirty.stderr);
+      assert.match(
+        dirty.stderr,
+        /has uncommitted changes \(M wc\.mjs\); a worker clones the repository at a commit.*Nothing was queued\./,
+      );
+      const snapshot = await submit(["--include-uncommitted"]);
+      assert.equal(snapshot.status, 2);
+      assert.match(snapshot.stderr, /--include-uncommitted is not for submit: .*commit or stash your changes/);
+      const pushNone = await submit(["--no-repo", "--push"]);
+      assert.equal(pushNone.status, 2);
+      assert.match(pushNone.stderr, /--branch and --push need a repository: .* \(instead of --no-repo\)/);
+      const outside = await submit(["-C", home]);
+      assert.equal(outside.status, 2);
+      assert.match(
+        outside.stderr,
+        /-C .*: not inside a git repository; give a repository's folder or URL, or --no-repo/,
+      );
+      const branchOutside = await submit(["--branch", "b"], home);
+      assert.equal(branchOutside.status, 2);
+      assert.match(branchOutside.stderr, /--branch and --push need a repository: submit inside one/);
+      // Past the repository checks, the DB is what fails.
+      const url = await submit(["-C", "ssh://git@example.invalid/r.git"]);
+      assert.equal(url.status, 1);
+      assert.match(url.stderr, /cannot connect to the infty fleet DB/);
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
@@ -452,6 +501,78 @@ describe("a fleet of worker processes", {
     await waitFor(async () => (await stateOf(id)) === "complete", "the run to complete under fo-b");
     assert.match(b.output(), new RegExp(`${id}: resuming\\n`), "resumed, and not as a takeover: its driver let go");
     assert.equal((await leaseOf(id)).epoch, 2);
+  });
+  test("runs on repositories: a path's is cloned at its submitted commit and pushed back with --push, then applied from the user's repository; a URL's is cloned; one no worker can clone is parked with the reason", async () => {
+    using repo = makeRepo(WC_FILES);
+    const submitted = repo.head();
+    const bare = path.join(root, "wc-origin.git");
+    gitIn(root, "clone", "-q", "--bare", repo.dir, bare);
+    // Committed after submission: the run starts from the commit submit saw, not this one.
+    const script = ["--script", path.join(REPO_ROOT, "examples/infty-repo-demo.json"), "--fail-on-tool-error"];
+    const submit = (args: string[], cwd = REPO_ROOT) =>
+      runRelayAsync(["infty", "submit", "--db", PG!, ...script, ...args], env(), undefined, cwd);
+    const pushed = await submit(["--push", "fix wc"], repo.dir);
+    assert.equal(pushed.status, 0, pushed.stderr);
+    assert.match(pushed.stderr, new RegExp(`on ${realpathSync(repo.dir)} at ${submitted.slice(0, 12)}`));
+    writeFileSync(path.join(repo.dir, "later.txt"), "later\n");
+    gitIn(repo.dir, "add", "-A");
+    gitIn(repo.dir, "commit", "-qm", "later");
+    const before = userCheckoutFingerprint(repo.dir);
+    const byUrl = await submit(["-C", `file://${bare}`, "fix wc from the URL"]);
+    assert.equal(byUrl.status, 0, byUrl.stderr);
+    const lost = await submit(["-C", `file://${path.join(root, "no-such.git")}`, "nowhere"]);
+    assert.equal(lost.status, 0, lost.stderr);
+    const [p, u, l] = [pushed, byUrl, lost].map((r) => r.stdout.trim());
+    const w = startWorker("fr-a");
+    await waitFor(async () => {
+      const states = await Promise.all([p!, u!, l!].map(stateOf));
+      return states.join() === "complete,complete,parked";
+    }, "the two runs to complete and the third to be parked");
+    const runs = await listRuns(fleet);
+    assert.ok("ok" in runs);
+    assert.match(
+      runs.ok.find((r) => r.id === l)?.reason ?? "",
+      /cannot clone file:\/\/.*no-such\.git on .*: submit with a repository URL every worker can reach/,
+    );
+    assert.equal(runs.ok.find((r) => r.id === p)?.repo, realpathSync(repo.dir));
+
+    // The path's run: its clone started at the submitted commit, and --push put the verified commit on the user's repository.
+    const state = (id: string) =>
+      JSON.parse(readFileSync(path.join(root, "runs", id, "run.json"), "utf8")) as {
+        repo: { path: string; base_commit: string; branch: string };
+        deliverable: { commit: string };
+      };
+    const ps = state(p!);
+    assert.equal(ps.repo.path, path.join(root, "runs", ".fleet-repos", p!));
+    assert.equal(ps.repo.base_commit, submitted);
+    assert.equal(gitIn(repo.dir, "rev-parse", `relay/${p}`), ps.deliverable.commit);
+    assert.match(readFileSync(path.join(root, "runs", p!, "events.jsonl"), "utf8"), /"type":"pushed","ok":true/);
+    assert.equal(
+      userCheckoutFingerprint(repo.dir),
+      before,
+      "the push added a branch; the user's checkout is as it was",
+    );
+    // Applied from inside the user's repository: the fleet clone's branch is fetched and merged there.
+    const applied = await runRelayAsync(
+      ["infty", "apply", p!],
+      { ...env(), RELAY_INFTY_RUNS_ROOT: path.join(root, "runs") },
+      undefined,
+      repo.dir,
+    );
+    assert.equal(applied.status, 0, applied.stderr);
+    assert.match(
+      applied.stdout,
+      new RegExp(`merged run ${p}'s commit .* into main in ${realpathSync(repo.dir)}: merge commit`),
+    );
+    assert.equal(execFileSync("node", ["wc.test.mjs"], { cwd: repo.dir, encoding: "utf8" }), "wc tests passed\n");
+
+    // The URL's run: cloned from the URL's default branch; nothing pushed (no --push).
+    const us = state(u!);
+    assert.equal(us.repo.base_commit, submitted);
+    assert.equal(gitIn(path.join(root, "runs", ".fleet-repos", u!), "remote", "get-url", "origin"), `file://${bare}`);
+    assert.throws(() => gitIn(bare, "rev-parse", "--verify", `relay/${u}`), "not pushed without --push");
+    w.child.kill("SIGTERM");
+    await stopped(w);
   });
 });
 

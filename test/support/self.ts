@@ -26,11 +26,12 @@ export function runRelayAsync(
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
   stdin?: string,
+  cwd = REPO_ROOT,
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const [cmd, ...pre] = relayArgv();
   // With `stdin`, it is written to relay's standard input, then closed; without, stdin is /dev/null.
   const child = spawn(cmd!, [...pre, ...args], {
-    cwd: REPO_ROOT,
+    cwd,
     env,
     stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });

@@ -205,9 +205,11 @@ async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Pro
         "not_a_repository",
         "branch_exists",
         "git_missing",
+        "no_remote",
       ].includes(r.error.code) || r.error.code.startsWith("invalid");
     fail(r.error.message, usage ? ExitCode.Usage : ExitCode.Failure);
   }
+  if (r.ok.pushError) fail(`run ${r.ok.runId} is complete, but its push failed: ${r.ok.pushError}`);
   const code =
     r.ok.status === "complete" ? ExitCode.Ok : r.ok.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Failure;
   process.exit(code);

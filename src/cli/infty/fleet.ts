@@ -4,13 +4,17 @@
  * and what `run`/`resume --db` need to drive a run under the fleet's lease. The fleet's modules
  * (kysely, pg) are loaded only when a fleet DB is named.
  */
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Command } from "@commander-js/extra-typings";
 import { loadConfig } from "../../config/config.ts";
 import { relayHome } from "../../home/home.ts";
 import type { FleetDb } from "../../infty/fleet/index.ts";
+import type { Submission } from "../../infty/fleet/queue.ts";
+import { isRepoUrl } from "../../infty/fleet/repo-clone.ts";
 import type { InftyOptions, InftyResult } from "../../infty/orchestrator.ts";
+import { dirtyEntries, findRepository } from "../../infty/repo/repository.ts";
 import { generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
 import type { Result } from "../../util/result.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
@@ -73,7 +77,8 @@ export async function fleetDriving(flag: string | undefined, stop: () => void) {
         const s = r.ok.status;
         const requeue = s === "interrupted" && (signalled || stoppedByWorker);
         const state = s === "complete" ? "complete" : requeue ? "queued" : s === "interrupted" ? "stopped" : "failed";
-        await finishRun(fleet, r.ok.runId, state, state === "complete" ? undefined : r.ok.detail);
+        const reason = state === "complete" ? r.ok.pushError && `push failed: ${r.ok.pushError}` : r.ok.detail;
+        await finishRun(fleet, r.ok.runId, state, reason || undefined);
       }
       await fleet.close();
     },
@@ -113,6 +118,52 @@ export function runArgsOf(
   return out;
 }
 
+/**
+ * The repository a submitted run works on: a URL as given, or the repository of the -C path (or
+ * of the current directory) at its HEAD; none with --no-repo or outside any. A worker clones it,
+ * so the run starts from a commit: uncommitted changes are refused, as run refuses them.
+ */
+async function submittedRepo(opts: Record<string, unknown>): Promise<Submission["repo"]> {
+  const given = opts.repo as string | false | undefined;
+  if (opts.includeUncommitted)
+    fail(
+      "--include-uncommitted is not for submit: a worker clones the repository, so a fleet run starts from a commit; commit or stash your changes, then submit",
+      ExitCode.Usage,
+    );
+  const needsRepo = () => {
+    if (opts.branch !== undefined || opts.push)
+      fail(
+        `--branch and --push need a repository: submit inside one, or give it with -C <repo or URL>${given === false ? " (instead of --no-repo)" : ""}`,
+        ExitCode.Usage,
+      );
+    return undefined;
+  };
+  if (given === false) return needsRepo();
+  if (typeof given === "string" && isRepoUrl(given)) return { source: given };
+  const dir = path.resolve(given ?? ".");
+  if (typeof given === "string" && !existsSync(dir)) fail(`-C ${given}: no such folder`, ExitCode.Usage);
+  const found = await findRepository(dir);
+  if ("error" in found) fail(found.error.message, ExitCode.Usage);
+  if (!found.ok) {
+    if (typeof given === "string")
+      fail(`-C ${given}: not inside a git repository; give a repository's folder or URL, or --no-repo`, ExitCode.Usage);
+    return needsRepo();
+  }
+  const dirty = await dirtyEntries(found.ok.top);
+  if ("error" in dirty) fail(dirty.error.message, ExitCode.Usage);
+  if (dirty.ok.length > 0)
+    fail(
+      `the working tree of ${found.ok.top} has uncommitted changes (${dirty.ok
+        .slice(0, 3)
+        .map((e) => e.trim())
+        .join(
+          ", ",
+        )}${dirty.ok.length > 3 ? ", …" : ""}); a worker clones the repository at a commit, so they would not be in the run: commit or stash them, then submit. Nothing was queued.`,
+      ExitCode.Usage,
+    );
+  return { source: found.ok.top, commit: found.ok.head };
+}
+
 /** submit's action sees its options untyped: it takes every option of run, which it passes on as given. */
 type SubmitCommand = {
   action(fn: (objective: string, opts: Record<string, unknown>, cmd: Command) => Promise<void>): unknown;
@@ -134,7 +185,9 @@ export function addSubmit(submit: Command): void {
     if ("error" in valid) fail(valid.error.message, ExitCode.Usage);
     const at = process.argv.lastIndexOf("submit");
     const given = process.argv.slice(at + 1);
-    const own = ["--db", "--priority", "--run-id"];
+    const repo = await submittedRepo(opts);
+    // The worker adds -C (its clone of the repository) or --no-repo.
+    const own = ["--db", "--priority", "--run-id", "-C", "--repo", "--no-repo", "--include-uncommitted"];
     const args = runArgsOf(cmd, given, own);
     // A run taken over is resumed: with what of its arguments resume takes (its models, tools, budgets).
     const resume = cmd.parent?.commands.find((c) => c.name() === "resume");
@@ -151,12 +204,14 @@ export function addSubmit(submit: Command): void {
       priority: opts.priority as number,
       submitter,
       cwd: process.cwd(),
+      ...(repo ? { repo } : {}),
     });
     await fleet.close();
     if ("error" in r) fail(r.error.message, r.error.code === "run_exists" ? ExitCode.Usage : ExitCode.Failure);
     process.stdout.write(`${runId}\n`);
+    const on = repo ? ` on ${repo.source}${repo.commit ? ` at ${repo.commit.slice(0, 12)}` : ""}` : " (no repository)";
     process.stderr.write(
-      `queued ${runId}; a worker drives it (relay infty worker --db …); see: relay infty list --db …\n`,
+      `queued ${runId}${on}; a worker drives it (relay infty worker --db …); see: relay infty list --db …\n`,
     );
   });
 }

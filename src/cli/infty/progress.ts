@@ -69,6 +69,8 @@ export class ProgressLines {
         return this.heartbeat(e, now).map(w);
       case "warning":
         return [w(`warning: ${e.message}`)];
+      case "pushed":
+        return [w(`pushed ${e.commit.slice(0, 12)} to ${e.branch} on ${e.remote}`)];
       case "run_finished":
         return [w(`${e.status}: ${e.detail}`)];
     }

@@ -7,8 +7,10 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command, OptionValues } from "@commander-js/extra-typings";
+import { isFleetClone } from "../../infty/fleet/repo-clone.ts";
 import { runLiveness } from "../../infty/liveness.ts";
 import { applyCommit, branchDiff, commitToApply, type RepoRequest, shortCommit } from "../../infty/repo/index.ts";
+import { findRepository } from "../../infty/repo/repository.ts";
 import { ExitCode, fail } from "../usage.ts";
 import { loadRun, RUN_ARG_HELP } from "./run-arg.ts";
 
@@ -17,6 +19,7 @@ export interface RepoFlags {
   repo?: string | false;
   branch?: string;
   includeUncommitted?: boolean;
+  push?: boolean;
 }
 
 export function repoOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
@@ -32,6 +35,10 @@ export function repoOptions<A extends unknown[], O extends OptionValues, G exten
     .option(
       "--include-uncommitted",
       "start the run's branch with a commit of your uncommitted changes instead of refusing a dirty tree (your tree stays as it is)",
+    )
+    .option(
+      "--push",
+      "once verified, push the run's commit to its branch on the repository's origin remote (never forced; checked before the run starts)",
     );
 }
 
@@ -49,9 +56,9 @@ export function repoRequest(f: RepoFlags): RepoRequest | undefined {
   if (given && !existsSync(given)) fail(`-C ${f.repo}: no such folder`, ExitCode.Usage);
   const dir = f.repo === false ? undefined : (given ?? repositoryAbove(process.cwd()));
   if (!dir) {
-    if (f.branch !== undefined || f.includeUncommitted)
+    if (f.branch !== undefined || f.includeUncommitted || f.push)
       fail(
-        `--branch and --include-uncommitted need a repository: run inside one, or give it with -C <repo>${f.repo === false ? " (instead of --no-repo)" : ""}`,
+        `--branch, --include-uncommitted and --push need a repository: run inside one, or give it with -C <repo>${f.repo === false ? " (instead of --no-repo)" : ""}`,
         ExitCode.Usage,
       );
     return undefined;
@@ -60,7 +67,26 @@ export function repoRequest(f: RepoFlags): RepoRequest | undefined {
     dir,
     ...(f.branch !== undefined ? { branch: f.branch } : {}),
     ...(f.includeUncommitted ? { includeUncommitted: true } : {}),
+    ...(f.push ? { push: true } : {}),
   };
+}
+
+/**
+ * The repository `apply` merges into, when not the run's own: -C's, or (a fleet run, whose own
+ * is a clone under the runs root) the current directory's.
+ */
+async function applyTarget(runRepo: string, flag: string | undefined, runId: string): Promise<string | undefined> {
+  if (flag === undefined && !isFleetClone(runRepo)) return undefined;
+  const found = await findRepository(path.resolve(flag ?? "."));
+  if ("error" in found) fail(found.error.message, ExitCode.Usage);
+  if (!found.ok)
+    fail(
+      flag !== undefined
+        ? `-C ${flag}: not inside a git repository`
+        : `run ${runId} worked on the fleet's clone ${runRepo}; run relay infty apply ${runId} inside the repository to merge into, or give it with -C <repo>`,
+      ExitCode.Usage,
+    );
+  return found.ok.top === runRepo ? undefined : found.ok.top;
 }
 
 export function addDiff(infty: Command) {
@@ -94,6 +120,10 @@ export function addApply(infty: Command) {
     .argument("<run-id>", RUN_ARG_HELP)
     .option("--no-ff", "always make a merge commit")
     .option("--unverified", "merge the branch's newest commit although no Verifier passed it as a delivery")
+    .option(
+      "-C, --repo <dir>",
+      "merge into this repository instead of the run's own (its branch is fetched first); a fleet run's default is the one the current directory is in",
+    )
     .option("--json", "print the outcome as JSON")
     .action(async (runId, opts) => {
       const store = await loadRun(runId);
@@ -105,17 +135,21 @@ export function addApply(infty: Command) {
         );
       const got = commitToApply(store.state, { unverified: opts.unverified });
       if ("error" in got) fail(got.error.message, ExitCode.Failure);
-      const r = await applyCommit(got.ok.repo, got.ok.commit, store.id, { noFastForward: opts.ff === false });
+      const into = await applyTarget(got.ok.repo.path, opts.repo, store.id);
+      const r = await applyCommit(got.ok.repo, got.ok.commit, store.id, {
+        noFastForward: opts.ff === false,
+        ...(into ? { into } : {}),
+      });
       if ("error" in r) fail(r.error.message, ExitCode.Failure);
       if (opts.json) {
         process.stdout.write(JSON.stringify({ run_id: store.id, branch: got.ok.repo.branch, ...r.ok }) + "\n");
         return;
       }
-      const into = r.ok.into ?? "the detached HEAD";
+      const target = r.ok.into ?? "the detached HEAD";
       const line =
         r.ok.how === "already merged"
-          ? `run ${store.id}'s commit ${shortCommit(r.ok.commit)} is already in ${into}; nothing to do`
-          : `merged run ${store.id}'s commit ${shortCommit(r.ok.commit)} (${got.ok.repo.branch}) into ${into} in ${got.ok.repo.path}: ${r.ok.how}${r.ok.how === "merge commit" ? ` ${shortCommit(r.ok.head)}` : ""}`;
+          ? `run ${store.id}'s commit ${shortCommit(r.ok.commit)} is already in ${target}; nothing to do`
+          : `merged run ${store.id}'s commit ${shortCommit(r.ok.commit)} (${got.ok.repo.branch}) into ${target} in ${into ?? got.ok.repo.path}: ${r.ok.how}${r.ok.how === "merge commit" ? ` ${shortCommit(r.ok.head)}` : ""}`;
       process.stdout.write(`${line}\n`);
     });
 }

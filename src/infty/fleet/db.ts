@@ -34,6 +34,10 @@ export interface RunsTable {
   submitter: string;
   /** Where it was submitted: a worker on a host that has it drives the run from there. */
   cwd: string;
+  /** The repository it works on (a URL, or a path as the submitting host saw it); null: none. */
+  repo: Generated<string | null>;
+  /** The commit it starts from (a path's HEAD at submission); null: the clone's default branch. */
+  repo_commit: Generated<string | null>;
   /** queued, running, complete, failed, stopped or parked (see queue.ts). */
   state: string;
   worker: string | null;
@@ -124,6 +128,13 @@ const migrations: Record<string, Migration> = {
         .addColumn("heartbeat_at", "timestamptz", (c) => c.notNull())
         .addColumn("stopped_at", "timestamptz")
         .execute();
+    },
+  },
+  "0003_repositories": {
+    // biome-ignore lint/suspicious/noExplicitAny: as above
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable("infty_runs").addColumn("repo", "text").execute();
+      await db.schema.alterTable("infty_runs").addColumn("repo_commit", "text").execute();
     },
   },
 };

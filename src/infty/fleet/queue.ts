@@ -28,6 +28,8 @@ export interface Submission {
   priority: number;
   submitter: string;
   cwd: string;
+  /** The repository to clone for the run, and the commit to start from. */
+  repo?: { source: string; commit?: string };
 }
 
 /** A claimed run: drive it with `relay infty run` (first time) or `resume`. */
@@ -37,6 +39,7 @@ export interface Claim {
   args: string[];
   resumeArgs: string[];
   cwd: string;
+  repo?: { source: string; commit?: string };
   resume: boolean;
   /** Set when the run was running under a driver that is gone. */
   tookOver?: string;
@@ -59,6 +62,8 @@ export async function submitRun(fleet: FleetDb, s: Submission): Promise<Result<v
         priority: s.priority,
         submitter: s.submitter,
         cwd: s.cwd,
+        repo: s.repo?.source ?? null,
+        repo_commit: s.repo?.commit ?? null,
         state: "queued",
       })
       .onConflict((oc) => oc.column("id").doNothing())
@@ -180,6 +185,7 @@ async function take(tx: Transaction<FleetTables>, row: Candidate, worker: string
     args: row.args,
     resumeArgs: row.resume_args,
     cwd: row.cwd,
+    ...(row.repo ? { repo: { source: row.repo, ...(row.repo_commit ? { commit: row.repo_commit } : {}) } } : {}),
     resume: row.started,
     ...(tookOver ? { tookOver } : {}),
   };
@@ -213,6 +219,8 @@ export interface FleetRun {
   priority: number;
   submitter: string;
   objective: string;
+  /** The repository it was submitted with (URL or path), or null. */
+  repo: string | null;
   reason: string | null;
   takeovers: number;
   submitted_at: string;
@@ -243,6 +251,7 @@ export async function listRuns(fleet: FleetDb): Promise<Result<FleetRun[]>> {
         priority: r.priority,
         submitter: r.submitter,
         objective: r.objective,
+        repo: r.repo,
         reason: r.reason,
         takeovers: r.takeovers,
         submitted_at: r.submitted_at.toISOString(),

@@ -8,12 +8,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import path from "node:path";
 import { selfCommand } from "../../protocol/child.ts";
 import { Log } from "../../util/log.ts";
 import { ok, type Result } from "../../util/result.ts";
 import { RUNS_ROOT_ENV } from "../run-store.ts";
 import type { FleetDb } from "./db.ts";
-import { beatWorker, type Claim, claimRun, registerWorker, requeueAfterCrash } from "./queue.ts";
+import { beatWorker, type Claim, claimRun, finishRun, registerWorker, requeueAfterCrash } from "./queue.ts";
+import { cloneForRun } from "./repo-clone.ts";
 
 const log = Log.create("infty-worker");
 
@@ -40,11 +42,31 @@ export interface WorkerOptions {
   say(line: string): void;
 }
 
-/** The argv after relay's own command that drives `c`. */
-export function driverArgs(c: Claim, dbUrl: string): string[] {
-  return c.resume
-    ? ["infty", "resume", c.id, ...c.resumeArgs, "--db", dbUrl]
-    : ["infty", "run", c.objective, ...c.args, "--run-id", c.id, "--db", dbUrl];
+/**
+ * The argv after relay's own command that drives `c`: `run` (on `clone`, the run's clone of its
+ * repository, or on none), or `resume` once the run exists.
+ */
+export function driverArgs(c: Claim, dbUrl: string, clone?: string): string[] {
+  if (c.resume) return ["infty", "resume", c.id, ...c.resumeArgs, "--db", dbUrl];
+  const repo = clone ? ["-C", clone] : c.repo ? [] : ["--no-repo"];
+  return ["infty", "run", c.objective, ...c.args, ...repo, "--run-id", c.id, "--db", dbUrl];
+}
+
+/** Whether run `id` exists under `runsRoot` (or was cut off while being created): then it is resumed. */
+function runExists(runsRoot: string, id: string): boolean {
+  return existsSync(path.join(runsRoot, id, "run.json")) || existsSync(path.join(runsRoot, `.creating-${id}`));
+}
+
+/**
+ * What the driver of `claimed` needs before it starts: whether it resumes (a driver before it may
+ * have died before the run was created) and, for a new run on a repository, its clone.
+ */
+async function prepareDriver(o: WorkerOptions, claimed: Claim): Promise<Result<{ claim: Claim; clone?: string }>> {
+  const claim = { ...claimed, resume: claimed.resume && runExists(o.runsRoot, claimed.id) };
+  if (claim.resume || !claim.repo) return ok({ claim });
+  o.say(`${claim.id}: cloning ${claim.repo.source}${claim.repo.commit ? ` at ${claim.repo.commit.slice(0, 12)}` : ""}`);
+  const clone = await cloneForRun(o.runsRoot, claim.id, claim.repo.source, claim.repo.commit);
+  return "error" in clone ? clone : ok({ claim, clone: clone.ok });
 }
 
 export async function runWorker(o: WorkerOptions): Promise<Result<void>> {
@@ -68,10 +90,15 @@ export async function runWorker(o: WorkerOptions): Promise<Result<void>> {
           : ok(undefined);
       if ("error" in claimed) o.say(`warning: ${claimed.error.message}`);
       else if (claimed.ok) {
-        drivers.set(
-          claimed.ok.id,
-          startDriver(o, self.ok, claimed.ok, drivers, () => wake()),
-        );
+        const ready = await prepareDriver(o, claimed.ok);
+        if ("error" in ready) {
+          o.say(`${claimed.ok.id}: parked: ${ready.error.message}`);
+          await finishRun(o.fleet, claimed.ok.id, "parked", ready.error.message);
+        } else
+          drivers.set(
+            claimed.ok.id,
+            startDriver(o, self.ok, ready.ok, drivers, () => wake()),
+          );
         continue;
       }
       await new Promise<void>((resolve) => {
@@ -96,11 +123,11 @@ export async function runWorker(o: WorkerOptions): Promise<Result<void>> {
 function startDriver(
   o: WorkerOptions,
   self: string[],
-  c: Claim,
+  { claim: c, clone }: { claim: Claim; clone?: string },
   drivers: Map<string, ChildProcess>,
   done: () => void,
 ): ChildProcess {
-  const argv = [...self, ...driverArgs(c, o.dbUrl)];
+  const argv = [...self, ...driverArgs(c, o.dbUrl, clone)];
   o.say(`${c.id}: ${c.resume ? "resuming" : "starting"}${c.tookOver ? ` (${c.tookOver})` : ""}`);
   log.info("driver starting", { run_id: c.id, resume: c.resume });
   const child = spawn(argv[0]!, argv.slice(1), {

@@ -14,6 +14,8 @@ export interface ApplyOptions {
   unverified?: boolean;
   /** Always make a merge commit (git merge --no-ff). */
   noFastForward?: boolean;
+  /** The repository to merge into, when not the run's own (a fleet run's clone): the branch is fetched from the run's first. */
+  into?: string;
 }
 
 export interface ApplyOutcome {
@@ -52,7 +54,7 @@ export async function applyCommit(
   runId: string,
   o: ApplyOptions,
 ): Promise<Result<ApplyOutcome>> {
-  const top = repo.path;
+  const top = o.into ?? repo.path;
   const dirty = await git(["status", "--porcelain=v1", "--untracked-files=no"], { cwd: top });
   if ("error" in dirty) return dirty;
   if (dirty.ok.stdout.trim()) {
@@ -66,6 +68,11 @@ export async function applyCommit(
       "repo_dirty",
       `the working tree of ${top} has uncommitted changes:\n${files}\nCommit or stash them (git stash), then run: relay infty apply ${runId}. Nothing was merged.`,
     );
+  }
+  if (top !== repo.path) {
+    // Only objects are added (FETCH_HEAD aside): no ref of the target changes before the merge.
+    const fetched = await git(["fetch", "--quiet", "--no-tags", repo.path, `refs/heads/${repo.branch}`], { cwd: top });
+    if ("error" in fetched) return fetched;
   }
   const branch = await git(["symbolic-ref", "--quiet", "--short", "HEAD"], { cwd: top, okCodes: [1] });
   if ("error" in branch) return branch;

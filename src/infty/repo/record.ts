@@ -27,6 +27,8 @@ export const RepoRecordSchema = lazySchema(() =>
     start_commit: CommitSchema,
     /** The newest commit the orchestrator made on the branch (the start commit until the first). */
     head_commit: CommitSchema,
+    /** Push the verified commit to the branch of the same name on the repository's `origin` (--push). */
+    push: z.boolean().optional(),
   }),
 );
 export type RepoRecord = z.infer<typeof RepoRecordSchema>;

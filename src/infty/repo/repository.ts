@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
 import { git, gitLine } from "./git-cli.ts";
+import { pushRemote } from "./push.ts";
 import { defaultBranch, type RepoRecord, shortCommit } from "./record.ts";
 
 /** What `relay infty run` asks for: a run on the repository at (or above) `dir`. */
@@ -19,6 +20,8 @@ export interface RepoRequest {
   branch?: string;
   /** Snapshot uncommitted changes as the branch's first commit instead of refusing them. */
   includeUncommitted?: boolean;
+  /** Push the verified commit to `origin` on delivery (the repository must have that remote). */
+  push?: boolean;
 }
 
 export interface FoundRepository {
@@ -58,7 +61,7 @@ export async function findRepository(dir: string): Promise<Result<FoundRepositor
 }
 
 /** The first entries of `git status` of a dirty tree (none: clean). */
-async function dirtyEntries(top: string): Promise<Result<string[]>> {
+export async function dirtyEntries(top: string): Promise<Result<string[]>> {
   const r = await git(["status", "--porcelain=v1", "-z", "--untracked-files=normal"], { cwd: top });
   if ("error" in r) return r;
   return ok(r.ok.stdout.split("\0").filter(Boolean));
@@ -116,6 +119,10 @@ export async function prepareRepository(req: RepoRequest, runId: string): Promis
   const branch = req.branch ?? defaultBranch(runId);
   const free = await checkBranchFree(repo.top, branch);
   if ("error" in free) return free;
+  if (req.push) {
+    const remote = await pushRemote(repo.top);
+    if ("error" in remote) return remote;
+  }
   const dirty = await dirtyEntries(repo.top);
   if ("error" in dirty) return dirty;
   let start = repo.head;
@@ -143,6 +150,7 @@ export async function prepareRepository(req: RepoRequest, runId: string): Promis
     base_branch: repo.branch,
     start_commit: start,
     head_commit: start,
+    ...(req.push ? { push: true } : {}),
   });
 }
 

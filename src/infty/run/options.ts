@@ -55,6 +55,7 @@ export type InftyEvent =
       roles: RoleActivity[];
     }
   | { type: "warning"; message: string }
+  | { type: "pushed"; remote: string; branch: string; commit: string }
   | {
       type: "run_finished";
       run_id: string;
@@ -115,6 +116,9 @@ export interface InftyResult {
   /** A run on a repository: its branch and the commit the Verifiers passed. */
   branch?: string;
   commit?: string;
+  /** --push: where the verified commit went, or why it could not (the run is complete either way). */
+  pushed?: { remote: string; branch: string; commit: string };
+  pushError?: string;
 }
 
 /** Loads a scripted-run file: one script per role; a resumed role goes on where its session stopped. */
