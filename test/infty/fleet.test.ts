@@ -502,6 +502,23 @@ describe("a fleet of worker processes", {
     assert.match(b.output(), new RegExp(`${id}: resuming\\n`), "resumed, and not as a takeover: its driver let go");
     assert.equal((await leaseOf(id)).epoch, 2);
   });
+  test("a run claimed by a worker that died before its driver created it is started, not resumed, by the next", async () => {
+    const sub = await runRelayAsync(
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", "never started"],
+      env(),
+    );
+    assert.equal(sub.status, 0, sub.stderr);
+    const id = sub.stdout.trim();
+    const claimed = await claimRun(fleet, "fd-gone", { staleMs: 60_000 });
+    assert.equal("ok" in claimed && claimed.ok?.id, id);
+    await sql`update infty_runs set claimed_at = now() - interval '10 minutes' where id = ${id}`.execute(fleet.db);
+    const w = startWorker("fd-b", { RELAY_INFTY_LEASE_TIMEOUT_MS: "1500" });
+    await waitFor(async () => (await stateOf(id)) === "complete", "the run to complete under fd-b");
+    assert.match(w.output(), new RegExp(`${id}: starting \\(taken over by worker fd-b from worker fd-gone`));
+    w.child.kill("SIGTERM");
+    await stopped(w);
+  });
+
   test("runs on repositories: a path's is cloned at its submitted commit and pushed back with --push, then applied from the user's repository; a URL's is cloned; one no worker can clone is parked with the reason", async () => {
     using repo = makeRepo(WC_FILES);
     const submitted = repo.head();
