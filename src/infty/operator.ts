@@ -110,8 +110,8 @@ export async function resumeDetached(
   }
 }
 
-/** Leaves a note for the Director; it is sent with the Director's next direction request. */
-export async function noteForDirector(home: string, runId: string, text: string, who: string): Promise<Result<Done>> {
+/** A note's text, trimmed; refused when empty or too long. */
+export function noteText(text: string): Result<string> {
   const t = text.trim();
   if (!t) return err("bad_request", "a note needs some text");
   if (t.length > MAX_NOTE_CHARS)
@@ -119,6 +119,14 @@ export async function noteForDirector(home: string, runId: string, text: string,
       "bad_request",
       `a note has at most ${MAX_NOTE_CHARS} characters (this one has ${t.length}); shorten it or put the rest in a file under artifacts/`,
     );
+  return ok(t);
+}
+
+/** Leaves a note for the Director; it is sent with the Director's next direction request. */
+export async function noteForDirector(home: string, runId: string, text: string, who: string): Promise<Result<Done>> {
+  const checked = noteText(text);
+  if ("error" in checked) return checked;
+  const t = checked.ok;
   const loaded = await RunStore.load(home, runId);
   if ("error" in loaded) return loaded;
   const store = loaded.ok;

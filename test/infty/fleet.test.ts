@@ -93,7 +93,7 @@ describe("the fleet commands refuse a missing or bad fleet DB", () => {
       assert.equal(mysql.status, 2);
       assert.match(mysql.stderr, /--db must be a postgres:\/\/ URL, not "mysql:\/\/x"/);
       const down = await runRelayAsync(
-        ["infty", "submit", "--db", "postgres://u:hush@127.0.0.1:1/x", "objective"],
+        ["infty", "submit", "--db", "postgres://u:hush@127.0.0.1:1/x", "--no-repo", "objective"],
         base,
       );
       assert.equal(down.status, 1);
@@ -502,6 +502,50 @@ describe("a fleet of worker processes", {
     assert.match(b.output(), new RegExp(`${id}: resuming\\n`), "resumed, and not as a takeover: its driver let go");
     assert.equal((await leaseOf(id)).epoch, 2);
   });
+  test("stop and note through the fleet DB: a queued run is stopped at once; a running one's driver hands the note on and stops, the run left stopped and resumable", async () => {
+    const queued = await runRelayAsync(
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", "stopped early"],
+      env(),
+    );
+    const early = queued.stdout.trim();
+    const stopEarly = await runRelayAsync(["infty", "stop", early, "--db", PG!], env());
+    assert.equal(stopEarly.status, 0, stopEarly.stderr);
+    assert.match(stopEarly.stdout, /was queued; it is stopped and no worker will take it/);
+    assert.equal(await stateOf(early), "stopped");
+
+    const w = startWorker("fn-a");
+    const { id, runDir } = await gatedRun("asked");
+    // The asking host has no runs root: it goes through the DB alone.
+    const elsewhere = { ...env(), RELAY_HOME: path.join(root, "elsewhere") };
+    const note = await runRelayAsync(["infty", "note", id, "look at the edge cases", "--db", PG!], elsewhere);
+    assert.equal(note.status, 0, note.stderr);
+    assert.match(note.stdout, /recorded in the fleet DB; its driver hands it on within seconds/);
+    const notes = path.join(runDir, "memory", "operator-notes.jsonl");
+    await waitFor(
+      () => existsSync(notes) && readFileSync(notes, "utf8").includes("look at the edge cases"),
+      "the driver to hand the note on",
+    );
+    assert.match(readFileSync(notes, "utf8"), /"from":"relay infty note by [^"]+ \(through the fleet DB\)"/);
+    const stop = await runRelayAsync(["infty", "stop", id, "--db", PG!], elsewhere);
+    assert.equal(stop.status, 0, stop.stderr);
+    assert.match(stop.stdout, new RegExp(`asked run ${id} \\(on worker fn-a\\) to stop after its current step`));
+    await waitFor(async () => (await stateOf(id)) === "stopped", "the driver to stop the run");
+    const runs = await listRuns(fleet);
+    assert.ok("ok" in runs);
+    assert.match(
+      runs.ok.find((r) => r.id === id)?.reason ?? "",
+      /stopped by relay infty stop by .*; resume it with relay infty resume/,
+    );
+    const again = await runRelayAsync(["infty", "stop", id, "--db", PG!], elsewhere);
+    assert.equal(again.status, 1);
+    assert.match(again.stderr, new RegExp(`run ${id} is stopped in the fleet; nothing to stop`));
+    const state = JSON.parse(readFileSync(path.join(runDir, "run.json"), "utf8"));
+    assert.equal(state.status, "interrupted");
+    assert.equal(await stateOf(early), "stopped", "no worker took the stopped run");
+    w.child.kill("SIGTERM");
+    await stopped(w);
+  });
+
   test("a run claimed by a worker that died before its driver created it is started, not resumed, by the next", async () => {
     const sub = await runRelayAsync(
       ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", "never started"],

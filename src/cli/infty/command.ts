@@ -6,7 +6,7 @@ import { relayHome } from "../../home/home.ts";
 import { runLiveness, shownStatus } from "../../infty/liveness.ts";
 import { type InftyEvent, type InftyOptions, runInfty } from "../../infty/orchestrator.ts";
 import { MAX_WALL_MS, type RunMeta } from "../../infty/run-format.ts";
-import { RunStore, validateRunId } from "../../infty/run-store.ts";
+import { generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
 import { sessionMemories } from "../../memories/read.ts";
 import { ModelProviderSchema } from "../../model/factory.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
@@ -161,7 +161,9 @@ async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Pro
   const ctrl = new AbortController();
   let presses = 0;
   let signalled = false;
-  const fleet = await fleetDriving(flags.db, () => ctrl.abort());
+  // A fleet run's id is known before it starts: requests for it are looked for from the start.
+  const runId = o.runId ?? generateRunId();
+  const fleet = await fleetDriving(flags.db, runId, () => ctrl.abort());
   process.on("SIGINT", () => {
     signalled = true;
     if (++presses > 1) process.exit(ExitCode.Interrupted);
@@ -177,6 +179,7 @@ async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Pro
   const progress = new ProgressLines();
   const r = await runInfty({
     ...o,
+    runId,
     ...run,
     home: relayHome(),
     report: reporter(Boolean(flags.json), progress),
@@ -187,7 +190,7 @@ async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Pro
     memories: sessionMemories,
     ...(fleet ? { lease: fleet.lease, heartbeatMs: fleet.heartbeatMs } : {}),
   });
-  await fleet?.record(o.runId, r, signalled);
+  await fleet?.record(r, signalled);
   if ("ok" in r && !flags.json) {
     const final = await RunStore.load(relayHome(), r.ok.runId);
     if ("ok" in final) process.stderr.write(`\n${progress.summary(final.ok.state, final.ok.dir).join("\n")}\n`);

@@ -51,16 +51,31 @@ export async function openFleet(flag: string | undefined): Promise<{ fleet: Flee
   return { fleet: opened.ok, url };
 }
 
-/** What `run`/`resume --db` add: the fleet's lease, and recording how the run ended in the queue. */
-export async function fleetDriving(flag: string | undefined, stop: () => void) {
+/** How often a fleet run's driver looks for stops and notes asked through the fleet DB. */
+const REQUESTS_EVERY_MS = 2000;
+
+/**
+ * What `run`/`resume --db` add: the fleet's lease, carrying out stops and notes asked through
+ * the fleet DB, and recording how the run ended in the queue.
+ */
+export async function fleetDriving(flag: string | undefined, runId: string, stop: () => void) {
   const url = await fleetUrl(flag);
   if (!url) return undefined;
   const { fleet } = await openFleet(url);
-  const { PgLease, finishRun, leaseTimeoutMs, watchWorker } = await import("../../infty/fleet/index.ts");
+  const { PgLease, finishRun, leaseTimeoutMs, watchRequests, watchWorker } = await import("../../infty/fleet/index.ts");
   let stoppedByWorker = false;
+  let stoppedBy: string | undefined;
   watchWorker(() => {
     stoppedByWorker = true;
     stop();
+  });
+  const { noteForDirector } = await import("../../infty/operator.ts");
+  const unwatch = watchRequests(fleet, runId, REQUESTS_EVERY_MS, {
+    stop(from) {
+      stoppedBy ??= from;
+      stop();
+    },
+    deliver: (r) => noteForDirector(relayHome(), runId, r.text ?? "", `${r.from} (through the fleet DB)`),
   });
   const timeout = leaseTimeoutMs();
   const lease: InftyOptions["lease"] = (_dir, id) => new PgLease(fleet, id, timeout);
@@ -69,10 +84,18 @@ export async function fleetDriving(flag: string | undefined, stop: () => void) {
     /** Beats often enough for the fleet's lease timeout (four beats to a timeout). */
     heartbeatMs: timeout === undefined ? undefined : Math.min(15_000, Math.max(50, Math.floor(timeout / 4))),
     /** Records `r` for run `runId`, unless another driver has the run now. */
-    async record(runId: string | undefined, r: Result<InftyResult>, signalled: boolean): Promise<void> {
+    async record(r: Result<InftyResult>, signalled: boolean): Promise<void> {
+      unwatch();
       if ("error" in r) {
-        if (runId && !["lease_lost", "run_live", "run_exists"].includes(r.error.code))
+        if (!["lease_lost", "run_live", "run_exists"].includes(r.error.code))
           await finishRun(fleet, runId, "parked", r.error.message);
+      } else if (r.ok.status === "interrupted" && stoppedBy) {
+        await finishRun(
+          fleet,
+          r.ok.runId,
+          "stopped",
+          `stopped by ${stoppedBy}; resume it with relay infty resume ${runId}`,
+        );
       } else {
         const s = r.ok.status;
         const requeue = s === "interrupted" && (signalled || stoppedByWorker);
@@ -325,4 +348,27 @@ export async function listFleet(flag: string | undefined, json: boolean): Promis
       text: "OBJECTIVE",
     }).join("\n") + "\n",
   );
+}
+
+/**
+ * `relay infty stop/note` with a fleet DB (--db, RELAY_INFTY_DB or [infty] db): the request goes
+ * through the DB to the run's driver wherever it runs. Undefined when there is no fleet DB or the
+ * fleet has no run `ref` (then the run is looked for on this host).
+ */
+export async function askFleet(
+  flag: string | undefined,
+  ref: string,
+  ask: (fleet: FleetDb, runId: string, from: string) => Promise<Result<{ message: string } | undefined>>,
+): Promise<Result<{ message: string }> | undefined> {
+  if ("error" in validateRunId(ref)) return undefined;
+  const url = await fleetUrl(flag);
+  if (!url) return undefined;
+  const { fleet } = await openFleet(url);
+  try {
+    const r = await ask(fleet, ref, `${os.userInfo().username}@${os.hostname()}`);
+    if ("error" in r) return r;
+    return r.ok ? { ok: r.ok } : undefined;
+  } finally {
+    await fleet.close();
+  }
 }

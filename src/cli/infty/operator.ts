@@ -4,6 +4,7 @@ import { relayHome } from "../../home/home.ts";
 import { noteForDirector, stopRun } from "../../infty/operator.ts";
 import type { Result } from "../../util/result.ts";
 import { ExitCode, fail } from "../usage.ts";
+import { askFleet, DB_HELP } from "./fleet.ts";
 import { RUN_ARG_HELP, runArg } from "./run-arg.ts";
 
 function report(r: Result<{ message: string }>): void {
@@ -22,7 +23,13 @@ export function addStop(infty: Command) {
     .command("stop")
     .description("stop a live run after its current step, as Ctrl-C where it runs would (it stays resumable)")
     .argument("<run-id>", RUN_ARG_HELP)
-    .action(async (ref) => report(await stopRun(relayHome(), await runArg(ref), "relay infty stop")));
+    .option("--db <url>", `a fleet's run, from any machine: ${DB_HELP}`)
+    .action(async (ref, opts) => {
+      const asked = await askFleet(opts.db, ref, async (fleet, id, from) =>
+        (await import("../../infty/fleet/index.ts")).requestStop(fleet, id, `relay infty stop by ${from}`),
+      );
+      report(asked ?? (await stopRun(relayHome(), await runArg(ref), "relay infty stop")));
+    });
 }
 
 export function addNote(infty: Command) {
@@ -31,7 +38,11 @@ export function addNote(infty: Command) {
     .description("leave a note for a run's Director; it is sent with the Director's next direction request")
     .argument("<run-id>", RUN_ARG_HELP)
     .argument("<text>", "the note")
-    .action(async (ref, text) =>
-      report(await noteForDirector(relayHome(), await runArg(ref), text, "relay infty note")),
-    );
+    .option("--db <url>", `a fleet's run, from any machine: ${DB_HELP}`)
+    .action(async (ref, text, opts) => {
+      const asked = await askFleet(opts.db, ref, async (fleet, id, from) =>
+        (await import("../../infty/fleet/index.ts")).requestNote(fleet, id, text, `relay infty note by ${from}`),
+      );
+      report(asked ?? (await noteForDirector(relayHome(), await runArg(ref), text, "relay infty note")));
+    });
 }

@@ -63,10 +63,26 @@ export interface WorkersTable {
   stopped_at: Date | null;
 }
 
+/** What someone asked of a run from any machine (relay infty stop/note --db), for its driver to carry out. */
+export interface RequestsTable {
+  id: Generated<number>;
+  run_id: string;
+  /** stop or note. */
+  kind: string;
+  /** A note's text. */
+  text: string | null;
+  /** Who asked (the command, user and host). */
+  from_who: string;
+  requested_at: Generated<Date>;
+  /** When the driver carried it out; null while it waits. */
+  done_at: Date | null;
+}
+
 export interface FleetTables {
   infty_leases: LeasesTable;
   infty_runs: RunsTable;
   infty_workers: WorkersTable;
+  infty_requests: RequestsTable;
 }
 
 export type FleetDb = PostgresDb<FleetTables>;
@@ -135,6 +151,26 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       await db.schema.alterTable("infty_runs").addColumn("repo", "text").execute();
       await db.schema.alterTable("infty_runs").addColumn("repo_commit", "text").execute();
+    },
+  },
+  "0004_requests": {
+    // biome-ignore lint/suspicious/noExplicitAny: as above
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("infty_requests")
+        .addColumn("id", "bigserial", (c) => c.primaryKey())
+        .addColumn("run_id", "text", (c) => c.notNull())
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("text", "text")
+        .addColumn("from_who", "text", (c) => c.notNull())
+        .addColumn("requested_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn("done_at", "timestamptz")
+        .execute();
+      await db.schema
+        .createIndex("infty_requests_waiting")
+        .on("infty_requests")
+        .columns(["run_id", "done_at"])
+        .execute();
     },
   },
 };
