@@ -23,6 +23,8 @@ import {
   requeueAfterCrash,
   submitRun,
 } from "../../src/infty/fleet/queue.ts";
+import { FleetViewSchema } from "../../src/infty/fleet/view-format.ts";
+import { startServe } from "../../src/infty/serve/server.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { gitIn, makeRepo, userCheckoutFingerprint } from "../support/git-repo.ts";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -291,6 +293,95 @@ describe("the fleet's queue in Postgres", { skip: skipBecause("the infty fleet q
     // A requeue for a run this worker no longer drives changes nothing.
     await requeueAfterCrash(fleet, id!, "w", "late");
     assert.equal((await row(id!))?.state, "parked");
+  });
+});
+
+describe("the live view with a fleet DB", { skip: skipBecause("relay infty serve --db", noPg) }, () => {
+  test("GET /api/fleet lists the fleet's runs and workers (the DB's password hidden); the page's stop goes through the DB, its resume queues the run again, as relay infty requeue does", async () => {
+    const opened = await openFleetDb(PG!);
+    assert.ok("ok" in opened);
+    const fleet = opened.ok;
+    const home = mkdtempSync(path.join(os.tmpdir(), "relay-fleet-serve-"));
+    const id = `sv-${randomUUID().slice(0, 8)}`;
+    const [cmd, ...pre] = relayArgv();
+    const child = spawn(cmd!, [...pre, "infty", "serve", "--db", PG!, "--port", "0", "--allow-actions"], {
+      env: { ...process.env, RELAY_HOME: home, RELAY_INFTY_DB: "" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    try {
+      // Parked at once: no worker of another test may claim it.
+      const sub = await submitRun(fleet, {
+        id,
+        objective: "watched",
+        args: [],
+        resumeArgs: [],
+        priority: -1000,
+        submitter: "t@h",
+        cwd: "/",
+      });
+      assert.ok("ok" in sub);
+      await finishRun(fleet, id, "parked", "held for the test");
+      let err = "";
+      await new Promise<void>((resolve, reject) => {
+        child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+          err += d;
+          if (/actions are on/.test(err)) resolve();
+        });
+        child.once("exit", () => reject(new Error(err)));
+      });
+      assert.match(err, /the fleet in postgres:\/\/relay:\*\*\*@/);
+      const base = /^open (http:\/\/[^/]+)\//m.exec(err)![1]!;
+      const token = /Authorization: Bearer (\S+)\)/.exec(err)![1]!;
+      const auth = { authorization: `Bearer ${token}` };
+      const view = FleetViewSchema.parse(await (await fetch(`${base}/api/fleet`, { headers: auth })).json());
+      assert.doesNotMatch(view.location, /:relay@/);
+      assert.equal(view.runs.find((r) => r.id === id)?.reason, "held for the test");
+      const act = async (action: string) => {
+        const r = await fetch(`${base}/api/runs/${id}/actions/${action}`, {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json", "x-relay-action": "1" },
+          body: "{}",
+        });
+        return { status: r.status, body: (await r.json()) as { message?: string; error?: { message: string } } };
+      };
+      const resumed = await act("resume");
+      assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+      assert.match(resumed.body.message ?? "", /is queued again; the next free worker resumes it/);
+      const stop = await act("stop");
+      assert.equal(stop.status, 200, JSON.stringify(stop.body));
+      assert.match(stop.body.message ?? "", /was queued; it is stopped and no worker will take it/);
+      const again = await act("stop");
+      assert.equal(again.status, 409);
+      assert.match(again.body.error?.message ?? "", /is stopped in the fleet; nothing to stop/);
+      const requeue = await runRelayAsync(["infty", "requeue", id, "--db", PG!], { ...process.env, RELAY_HOME: home });
+      assert.equal(requeue.status, 0, requeue.stderr);
+      const twice = await runRelayAsync(["infty", "requeue", id, "--db", PG!], { ...process.env, RELAY_HOME: home });
+      assert.equal(twice.status, 2);
+      assert.match(twice.stderr, /is queued in the fleet; only a stopped, failed or parked run is queued again/);
+      await finishRun(fleet, id, "parked", "done with it");
+    } finally {
+      child.kill("SIGINT");
+      await new Promise((r) => (child.exitCode === null ? child.once("exit", r) : r(null)));
+      await fleet.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("without --db, GET /api/fleet is a 404 that says how to show one", async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-serve-nofleet-"));
+    const served = await startServe({ root, host: "127.0.0.1", port: 0 });
+    assert.ok("ok" in served);
+    try {
+      const r = await fetch(`${served.ok.url}/api/fleet`);
+      assert.equal(r.status, 404);
+      assert.match(
+        ((await r.json()) as { error: { message: string } }).error.message,
+        /relay infty serve --db postgres/,
+      );
+    } finally {
+      await served.ok.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 

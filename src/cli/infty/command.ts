@@ -15,7 +15,7 @@ import { ExitCode, fail } from "../usage.ts";
 import { addCheckpoints, addPack, addRestore } from "./checkpoints.ts";
 import { type InftyFlags, inftyRunConfig } from "./config.ts";
 import { duration, roleModel, roleModels, wholeNumber } from "./flags.ts";
-import { addSubmit, addWorker, addWorkers, DB_ENV, DB_HELP, fleetDriving, listFleet } from "./fleet.ts";
+import { addRequeue, addSubmit, addWorker, addWorkers, DB_ENV, DB_HELP, fleetDriving, listFleet } from "./fleet.ts";
 import { addLogs } from "./logs.ts";
 import { addNote, addStop } from "./operator.ts";
 import { ProgressLines } from "./progress.ts";
@@ -255,6 +255,7 @@ created (the message gives the command to start over); 130 interrupted (resumabl
   );
   addWorker(infty);
   addWorkers(infty);
+  addRequeue(infty);
   addResume(infty);
   addStatus(infty);
   addList(infty);

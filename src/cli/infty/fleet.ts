@@ -372,3 +372,22 @@ export async function askFleet(
     await fleet.close();
   }
 }
+
+export function addRequeue(infty: Command): void {
+  infty
+    .command("requeue")
+    .description("queue a fleet run that stopped, failed or was parked again; the next free worker resumes it")
+    .argument("<run-id>", "the fleet run's id")
+    .option("--db <url>", DB_HELP)
+    .action(async (ref, opts) => {
+      const valid = validateRunId(ref);
+      if ("error" in valid) fail(valid.error.message, ExitCode.Usage);
+      const { fleet } = await openFleet(opts.db);
+      const { requeueRun } = await import("../../infty/fleet/index.ts");
+      const r = await requeueRun(fleet, ref, `relay infty requeue by ${os.userInfo().username}@${os.hostname()}`);
+      await fleet.close();
+      if ("error" in r) fail(r.error.message, r.error.code === "conflict" ? ExitCode.Usage : ExitCode.Failure);
+      if (!r.ok) fail(`the fleet has no run ${ref}; see: relay infty list --db …`, ExitCode.Usage);
+      process.stdout.write(`${r.ok.message}\n`);
+    });
+}

@@ -5,5 +5,5 @@
 export { type FleetDb, openFleetDb } from "./db.ts";
 export { PgLease } from "./lease-pg.ts";
 export { finishRun, listRuns, listWorkers, submitRun } from "./queue.ts";
-export { requestNote, requestStop, watchRequests } from "./requests.ts";
+export { requestNote, requestStop, requeueRun, watchRequests } from "./requests.ts";
 export { leaseTimeoutMs, runWorker, watchWorker } from "./worker.ts";

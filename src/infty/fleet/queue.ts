@@ -13,6 +13,9 @@ import { type Selectable, sql, type Transaction } from "kysely";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { pidAlive } from "../lease.ts";
 import type { FleetDb, FleetTables, RunsTable, WorkersTable } from "./db.ts";
+import type { FleetRun, FleetWorker } from "./view-format.ts";
+
+export type { FleetRun, FleetWorker } from "./view-format.ts";
 
 export const RUN_STATES = ["queued", "running", "complete", "failed", "stopped", "parked"] as const;
 export type RunState = (typeof RUN_STATES)[number];
@@ -212,23 +215,6 @@ export async function finishRun(fleet: FleetDb, id: string, state: RunState, rea
   }
 }
 
-export interface FleetRun {
-  id: string;
-  state: string;
-  worker: string | null;
-  priority: number;
-  submitter: string;
-  objective: string;
-  /** The repository it was submitted with (URL or path), or null. */
-  repo: string | null;
-  reason: string | null;
-  takeovers: number;
-  submitted_at: string;
-  updated_at: string;
-  /** The driver's lease: its epoch, holder and heartbeat age (by the DB's clock). */
-  lease: { epoch: number; holder: string; heartbeat_age_s: number; released: boolean } | null;
-}
-
 export async function listRuns(fleet: FleetDb): Promise<Result<FleetRun[]>> {
   try {
     const rows = await sql<
@@ -319,17 +305,6 @@ export async function beatWorker(fleet: FleetDb, name: string, stopped = false):
   } catch (e) {
     return dbError(`renewing worker ${name}`, fleet, e);
   }
-}
-
-export interface FleetWorker {
-  name: string;
-  host: string;
-  pid: number;
-  max_runs: number;
-  runs: number;
-  started_at: string;
-  heartbeat_age_s: number;
-  stopped: boolean;
 }
 
 export async function listWorkers(fleet: FleetDb): Promise<Result<FleetWorker[]>> {

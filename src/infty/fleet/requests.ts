@@ -94,6 +94,29 @@ export async function requestNote(
   }
 }
 
+/** Queues run `id` again (stopped, failed or parked) for the next worker, which resumes it. */
+export async function requeueRun(fleet: FleetDb, id: string, from: string): Promise<Result<Asked | undefined>> {
+  try {
+    return await fleet.db.transaction().execute(async (tx) => {
+      const run = await lockedRun(tx, id);
+      if (!run) return ok(undefined);
+      if (!["stopped", "failed", "parked"].includes(run.state))
+        return err(
+          "conflict",
+          `run ${id} is ${run.state} in the fleet; only a stopped, failed or parked run is queued again`,
+        );
+      await tx
+        .updateTable("infty_runs")
+        .set({ state: "queued", worker: null, takeovers: 0, reason: `queued again (${from})`, updated_at: sql`now()` })
+        .where("id", "=", id)
+        .execute();
+      return ok({ message: `run ${id} is queued again; the next free worker resumes it` });
+    });
+  } catch (e) {
+    return failed(`queueing run ${id} again`, fleet, e);
+  }
+}
+
 /** Requests for run `id` not carried out yet, oldest first. */
 export async function waitingRequests(fleet: FleetDb, id: string): Promise<Result<RunRequest[]>> {
   try {

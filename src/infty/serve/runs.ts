@@ -45,9 +45,16 @@ export class RunRegistry {
   ) {}
 
   /** The folder of run `id`, if it names one. */
-  dirOf(id: string): Result<string> {
+  /** `id`, if it can name a run. */
+  validId(id: string): Result<string> {
     if ("error" in validateRunId(id))
       return err("run_not_found", `no run ${JSON.stringify(id)}: a run id has letters, digits, '.', '-', '_' only`);
+    return ok(id);
+  }
+
+  dirOf(id: string): Result<string> {
+    const valid = this.validId(id);
+    if ("error" in valid) return valid;
     const dir = path.join(this.root, id);
     if (!existsSync(path.join(dir, "run.json")))
       return err("run_not_found", `no run ${id} under ${this.root}; the list is at /api/runs`);

@@ -12,6 +12,7 @@ import os from "node:os";
 import { err, ok, type Result } from "../../util/result.ts";
 import { listCheckpoints } from "../checkpoints.ts";
 import { parseLogLine } from "../event-log.ts";
+import type { FleetView } from "../fleet/view-format.ts";
 import type { ActionResult, CheckpointList, EventsPage, FileList } from "./api-schemas.ts";
 import { streamEvents, streamStart } from "./event-stream.ts";
 import { Guard, isLoopbackAddress, newToken } from "./guard.ts";
@@ -36,6 +37,8 @@ export interface ServeOptions {
   token?: string;
   /** Set: POST /api/runs/:id/actions/* is served (and a token is made if none is given). */
   actions?: ActionHandler;
+  /** Set (--db): GET /api/fleet answers with the fleet's runs and workers. */
+  fleet?: () => Promise<Result<FleetView>>;
 }
 
 export interface ServeHandle {
@@ -90,7 +93,7 @@ export async function startServe(o: ServeOptions): Promise<Result<ServeHandle>> 
   const guard = new Guard({ host: o.host, token });
   const runs = new RunRegistry(o.root, Boolean(o.actions));
   const server = createServer((req, res) => {
-    void route(req, res, { guard, runs, actions: o.actions }).catch((e: Error) => {
+    void route(req, res, { guard, runs, actions: o.actions, fleet: o.fleet }).catch((e: Error) => {
       if (!res.headersSent) sendError(res, "internal", `the server failed on ${req.method} ${req.url}: ${e.message}`);
       else res.destroy();
     });
@@ -145,6 +148,7 @@ interface Ctx {
   guard: Guard;
   runs: RunRegistry;
   actions: ActionHandler | undefined;
+  fleet: ServeOptions["fleet"];
 }
 
 async function route(req: IncomingMessage, res: ServerResponse, c: Ctx): Promise<void> {
@@ -188,6 +192,7 @@ async function route(req: IncomingMessage, res: ServerResponse, c: Ctx): Promise
       asset.type.startsWith("text/html") ? { "content-security-policy": PAGE_CSP } : {},
     );
   if (pathname === "/api/runs") return sendJson(res, 200, await c.runs.list());
+  if (pathname === "/api/fleet") return fleet(res, c);
   const m = /^\/api\/runs\/([^/]+)(\/[^/]+)?(\/.*)?$/.exec(pathname);
   if (!m) return sendError(res, "not_found", `nothing at ${pathname}; the page is at / and the API under /api/runs`);
   const id = safeDecode(m[1]!);
@@ -207,6 +212,14 @@ async function route(req: IncomingMessage, res: ServerResponse, c: Ctx): Promise
   }
   if (sub === "/files") return files(res, dir.ok, (m[3] ?? "").replace(/^\//, ""));
   return sendError(res, "not_found", `nothing at ${pathname}; a run has /events, /files, /checkpoints`);
+}
+
+async function fleet(res: ServerResponse, c: Ctx): Promise<void> {
+  if (!c.fleet)
+    return sendError(res, "not_found", "this server shows no fleet: start it with relay infty serve --db postgres://…");
+  const view = await c.fleet();
+  if ("error" in view) return sendError(res, "internal", view.error.message);
+  return sendJson(res, 200, view.ok);
 }
 
 function safeDecode(s: string): string {
@@ -294,8 +307,9 @@ async function action(req: IncomingMessage, res: ServerResponse, c: Ctx, id: str
     return sendError(res, "method_not_allowed", `actions are POST requests (POST /api/runs/${id}/actions/${name})`);
   const bad = c.guard.badAction(req);
   if (bad) return sendError(res, "forbidden", bad);
-  const dir = c.runs.dirOf(id);
-  if ("error" in dir) return sendError(res, dir.error.code, dir.error.message);
+  // With a fleet, a run may be only in the fleet DB (queued, or on a root this host lacks): the handler looks.
+  const known = c.fleet ? c.runs.validId(id) : c.runs.dirOf(id);
+  if ("error" in known) return sendError(res, known.error.code, known.error.message);
   let body: unknown = {};
   const chunks: Buffer[] = [];
   let size = 0;

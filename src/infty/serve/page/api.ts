@@ -1,4 +1,6 @@
 /** The page's calls to the server (same origin; the cookie, if any, goes along). */
+
+import type { FleetView } from "../../fleet/view-format.ts";
 import type {
   ActionResult,
   ApiError,
@@ -20,8 +22,18 @@ async function getJson<T>(path: string): Promise<T> {
 
 const run = (id: string) => `/api/runs/${encodeURIComponent(id)}`;
 
+/** The fleet's panel, or undefined when the server shows no fleet (404). */
+async function fleet(): Promise<FleetView | undefined> {
+  const r = await fetch("/api/fleet", { headers: { accept: "application/json" }, credentials: "same-origin" });
+  if (r.status === 404) return undefined;
+  const body = (await r.json().catch(() => undefined)) as FleetView | ApiError | undefined;
+  if (!r.ok) throw new ApiFailure((body as ApiError | undefined)?.error?.message ?? `/api/fleet: HTTP ${r.status}`);
+  return body as FleetView;
+}
+
 export const api = {
   runs: () => getJson<RunList>("/api/runs"),
+  fleet,
   run: (id: string) => getJson<RunDetail>(run(id)),
   events: (id: string, from: number, limit: number) =>
     getJson<EventsPage>(`${run(id)}/events?from=${from}&limit=${limit}`),

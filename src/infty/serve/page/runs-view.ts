@@ -2,6 +2,7 @@
 import type { RunSummary } from "../api-schemas.ts";
 import { api } from "./api.ts";
 import { clear, driverBadge, formatTime, formatTokens, h } from "./dom.ts";
+import { fleetPanel } from "./fleet-view.ts";
 
 const REFRESH_MS = 5000;
 
@@ -40,13 +41,15 @@ export function runsView(root: HTMLElement): () => void {
     ),
     body,
   );
+  const fleet = h("section", { data: { testid: "fleet" } });
   clear(root);
-  root.append(h("h1", {}, "Runs"), note, table);
+  root.append(h("h1", {}, "Runs"), note, table, fleet);
   let stopped = false;
   const load = async () => {
     try {
-      const list = await api.runs();
+      const [list, view] = await Promise.all([api.runs(), api.fleet()]);
       if (stopped) return;
+      if (view) fleet.replaceChildren(...fleetPanel(view));
       clear(body);
       for (const r of list.runs) body.appendChild(row(r));
       note.textContent = list.runs.length
