@@ -15,6 +15,7 @@ import type { Browser, Page } from "playwright-core";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { serveActions } from "../../src/infty/serve/actions.ts";
 import { type ServeHandle, startServe } from "../../src/infty/serve/server.ts";
+import { ok } from "../../src/util/result.ts";
 import { launchChromium, noChromium } from "../support/chromium.ts";
 import { FINISHED, HOSTILE, RUNNING, STALE, serveRuns } from "../support/serve-runs.ts";
 import { skipBecause } from "../support/skip.ts";
@@ -93,6 +94,64 @@ describe("relay infty serve in Chromium", { skip }, () => {
     );
     assert.equal(await page.locator(`tr[data-run="${STALE}"] .live`).count(), 0);
     assert.equal(await pwned(), undefined, "the hostile objective did not run");
+  });
+
+  test("with a fleet (serve --db), the runs page shows its workers and runs, hostile text kept as text", async () => {
+    const fleet = await startServe({
+      root: runs.root,
+      host: "127.0.0.1",
+      port: 0,
+      fleet: async () =>
+        ok({
+          location: "postgres://relay:***@db.example/fleet",
+          workers: [
+            {
+              name: "w-a",
+              host: "box-1",
+              pid: 41,
+              max_runs: 2,
+              runs: 1,
+              started_at: "2026-12-06T00:00:00Z",
+              heartbeat_age_s: 3,
+              stopped: false,
+            },
+          ],
+          runs: [
+            {
+              id: "fleet-run-1",
+              state: "running",
+              worker: "w-a",
+              priority: 0,
+              submitter: "ann@laptop",
+              objective: `fix it ${HOSTILE}`,
+              repo: null,
+              reason: null,
+              takeovers: 0,
+              submitted_at: "2026-12-06T00:00:00Z",
+              updated_at: "2026-12-06T00:00:00Z",
+              lease: { epoch: 2, holder: "pid 77 on box-1", heartbeat_age_s: 4, released: false },
+            },
+          ],
+        }),
+    }).then((r) => ("ok" in r ? r.ok : Promise.reject(new Error(r.error.message))));
+    try {
+      await page.goto(fleet.url);
+      const row = page.locator('[data-testid="fleet-runs"] tr[data-fleet-run="fleet-run-1"]');
+      await row.waitFor();
+      assert.match((await row.textContent()) ?? "", /running.*w-a.*epoch 2, pid 77 on box-1, 4 s.*ann@laptop.*fix it/s);
+      assert.match(
+        (await page.locator('[data-testid="fleet-workers"] tr[data-worker="w-a"]').textContent()) ?? "",
+        /w-a.*box-1.*41.*1\/2.*3 s ago/s,
+      );
+      await page
+        .locator('[data-testid="fleet"] .note', {
+          hasText: "1 worker(s) running; database postgres://relay:***@db.example/fleet",
+        })
+        .waitFor();
+      assert.equal(await pwned(), undefined, "the hostile objective did not run");
+    } finally {
+      await fleet.close();
+    }
   });
 
   test("a stale run's page says why and how to resume; the header's label is about the page's updates", async () => {
