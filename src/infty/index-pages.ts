@@ -205,7 +205,10 @@ export class PagedIndex<E> {
    */
   async write(entryOf: (key: string) => E, head: { run_id: string; generated_at: string }): Promise<string[]> {
     const changed: string[] = [];
-    await mkdir(path.join(this.runDir, this.o.dir), { recursive: true });
+    // Not recursive: index/ exists from the run's creation, and a store whose folder is gone must not be made again.
+    await mkdir(path.join(this.runDir, this.o.dir)).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw e;
+    });
     for (const page of this.pages.filter((p) => this.dirty.has(p))) {
       const text =
         JSON.stringify({ version: 2, run_id: head.run_id, [this.o.listKey]: page.keys.map(entryOf) }, null, 2) + "\n";

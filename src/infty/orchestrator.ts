@@ -35,7 +35,7 @@ export async function runInfty(o: InftyOptions): Promise<Result<InftyResult>> {
   // One driver per run: nothing of the run is written before this process holds its lease.
   const grant = await (o.lease ?? ((dir, id) => new FileLease(dir, id)))(store.dir, store.id).acquire();
   if ("error" in grant) return grant;
-  store.fenceWith(grant.ok);
+  await store.fenceWith(grant.ok);
   try {
     if (o.resume) {
       const prepared = await prepareResume(o, store);

@@ -11,8 +11,9 @@ import { err, ok, type Result } from "../util/result.ts";
 import { packIfDue } from "./checkpoint-pack.ts";
 import { gitdirOf } from "./checkpoints.ts";
 import { loadGit } from "./git-store.ts";
+import type { RunLease } from "./lease.ts";
 import { FileLease } from "./lease-file.ts";
-import type { RunStore } from "./run-store.ts";
+import { FLEET_DB_ENV, type RunStore } from "./run-store.ts";
 
 export interface PackOutcome {
   objects: number;
@@ -22,9 +23,9 @@ export interface PackOutcome {
 /** Packs the run's checkpoints now (`force`: whatever is loose), holding its lease, or checking that `heldBy` does. */
 export async function packRun(
   store: RunStore,
-  o: { heldBy?: number; force?: boolean } = {},
+  o: { heldBy?: number; force?: boolean; lease?: RunLease } = {},
 ): Promise<Result<PackOutcome | null>> {
-  const lease = new FileLease(store.dir, store.id);
+  const lease = o.lease ?? new FileLease(store.dir, store.id);
   if (o.heldBy !== undefined) {
     const v = await lease.view();
     if (v?.state !== "held" || v.record.holder.pid !== o.heldBy)
@@ -51,14 +52,33 @@ async function packNow(store: RunStore, force = true): Promise<Result<PackOutcom
   }
 }
 
-/** Runs `relay infty pack` for the driver (this process) of the run in `home` as a child; why it failed, or undefined. */
-export function packInChild(home: string, store: RunStore, force: boolean): Promise<string | undefined> {
+/**
+ * Runs `relay infty pack` for the driver (this process) of the run in `home` as a child; why it
+ * failed, or undefined. A fleet run's driver holds the fleet's lease: the child checks that one,
+ * given the DB in its environment (not its arguments, which other processes can read).
+ */
+export function packInChild(
+  home: string,
+  store: RunStore,
+  force: boolean,
+  fleetDb?: string,
+): Promise<string | undefined> {
   const self = selfCommand();
   if ("error" in self) return Promise.resolve(self.error.message);
   const [cmd, ...pre] = self.ok;
-  const args = [...pre, "infty", "pack", store.id, "--held-by", String(process.pid), ...(force ? [] : ["--if-due"])];
+  const args = [
+    ...pre,
+    "infty",
+    "pack",
+    store.id,
+    "--held-by",
+    String(process.pid),
+    ...(force ? [] : ["--if-due"]),
+    ...(fleetDb ? ["--fleet-lease"] : []),
+  ];
+  const env = { ...process.env, RELAY_HOME: home, ...(fleetDb ? { [FLEET_DB_ENV]: fleetDb } : {}) };
   return new Promise((resolve) => {
-    const child = spawn(cmd!, args, { env: { ...process.env, RELAY_HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(cmd!, args, { env, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-2000)));
     child.once("error", (e) => resolve(`could not start ${cmd}: ${e.message}`));

@@ -214,7 +214,7 @@ export async function restoreRun(store: RunStore, want: string): Promise<Result<
   // A restore changes the run: it holds the run's lease while it does, as a driver would.
   const grant = await new FileLease(store.dir, store.id).acquire(`relay infty restore ${store.id} ${want}`);
   if ("error" in grant) return grant;
-  store.fenceWith(grant.ok);
+  await store.fenceWith(grant.ok);
   try {
     return await restoreHeld(store, want);
   } finally {

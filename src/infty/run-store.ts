@@ -9,7 +9,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { mkdir, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { verifierNumber } from "../config/infty/index.ts";
 import { makePrivateDirs } from "../rollout/writer.ts";
@@ -53,6 +53,8 @@ export class LeaseLostError extends Error {}
 
 /** Overrides where runs live (see RunStore.runsRoot). */
 export const RUNS_ROOT_ENV = "RELAY_INFTY_RUNS_ROOT";
+/** The fleet DB's URL (relay infty --db's default); a fleet driver's children find it here. */
+export const FLEET_DB_ENV = "RELAY_INFTY_DB";
 
 export class RunStore {
   /** Saves run one after another (the heartbeat timer and handoffs both save). */
@@ -61,6 +63,8 @@ export class RunStore {
   private logging: Promise<void> = Promise.resolve();
   /** The lease this process drives the run under: every run.json write checks it first. */
   private grant: LeaseGrant | undefined;
+  /** The store folder's identity when the lease was taken. */
+  private identity: { dev: number; ino: number } | undefined;
   /** The notes of the current handoff and the next note number (see noteTail). */
   private notesTail: { handoff: number; notes: Note[]; next: number } | undefined;
 
@@ -193,7 +197,10 @@ export class RunStore {
   /** Keeps a role's compaction summary in memory/handoffs/, so the handoff survives the session's history. */
   async keepSummary(role: string, summary: string): Promise<string> {
     const dir = path.join(this.dir, "memory", "handoffs");
-    await mkdir(dir, { recursive: true });
+    // Not recursive: a store whose folder is gone must not be made again here.
+    await mkdir(dir).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw e;
+    });
     const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${role}.md`);
     await writeFileAtomic(file, `# Handoff summary of the ${role}\n\n${summary.trim()}\n`);
     return file;
@@ -202,7 +209,10 @@ export class RunStore {
   /** Appends one event line to events.jsonl (the `relay infty logs` source), after every earlier one; secrets in its texts are redacted. */
   log(event: LogEventInput): Promise<void> {
     const line = JSON.stringify({ at: new Date().toISOString(), ...redactLogLine(event) });
-    const next = this.logging.then(() => appendLine(path.join(this.dir, "events.jsonl"), line));
+    const next = this.logging.then(async () => {
+      await this.checkFolder();
+      await appendLine(path.join(this.dir, "events.jsonl"), line);
+    });
     this.logging = next.catch(() => {});
     return next;
   }
@@ -257,16 +267,36 @@ export class RunStore {
     return (this.notesTail = tail);
   }
 
-  /** From now on every run.json write first checks that `grant` is still this process's lease. */
-  fenceWith(grant: LeaseGrant): void {
+  /**
+   * From now on every run.json write first checks that `grant` is still this process's lease,
+   * and that the store's folder is still the one it was (not gone, or made again by a write
+   * after a network filesystem went away).
+   */
+  async fenceWith(grant: LeaseGrant): Promise<void> {
     this.grant = grant;
+    const st = await stat(this.dir);
+    this.identity = { dev: st.dev, ino: st.ino };
   }
 
-  /** Throws LeaseLostError when another process has taken the run over. */
+  /** Throws LeaseLostError when another process has taken the run over, an ESTALE error when the folder changed. */
   async checkLease(): Promise<void> {
     if (!this.grant) return;
     const r = await this.grant.check();
     if ("error" in r) throw new LeaseLostError(r.error.message);
+    await this.checkFolder();
+  }
+
+  /** Throws (code ESTALE, or ENOENT) when the store's folder is not the one the lease was taken in. */
+  private async checkFolder(): Promise<void> {
+    if (!this.identity) return;
+    const st = await stat(this.dir);
+    if (st.dev !== this.identity.dev || st.ino !== this.identity.ino)
+      throw Object.assign(
+        new Error(`${this.dir} is no longer the run's store (replaced, or its filesystem remounted)`),
+        {
+          code: "ESTALE",
+        },
+      );
   }
 
   private save(): Promise<void> {

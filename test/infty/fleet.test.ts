@@ -6,7 +6,16 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
@@ -498,6 +507,8 @@ describe("a fleet of worker processes", {
       ws.map((w) => new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)))),
     );
     for (const w of ws) assert.match(w.output(), /worker fw-. stopped/);
+    // Their drivers hold the fleet's lease, which the checkpoints' packer checks too.
+    for (const w of ws) assert.doesNotMatch(w.output(), /could not pack/);
   });
 
   /** The demo's script, its Solver first waiting in a command until `<gate>/go` exists. */
@@ -633,6 +644,55 @@ describe("a fleet of worker processes", {
     const state = JSON.parse(readFileSync(path.join(runDir, "run.json"), "utf8"));
     assert.equal(state.status, "interrupted");
     assert.equal(await stateOf(early), "stopped", "no worker took the stopped run");
+    w.child.kill("SIGTERM");
+    await stopped(w);
+  });
+
+  test("a runs root gone from under a driver (as an unmounted network filesystem): the run stops with its lease released and nothing half written; no worker starts it afresh; back in place and requeued, it is resumed from its last durable state", async () => {
+    const w = startWorker("fu-a");
+    const { id, runDir, open } = await gatedRun("unmounted");
+    const away = `${runDir}.away`;
+    renameSync(runDir, away);
+    open();
+    await waitFor(() => /its run store could not be written/.test(w.output()), "the driver to find its store gone");
+    assert.match(w.output(), new RegExp(`the run stopped and released its lease.*relay infty resume ${id}`));
+    await waitFor(async () => (await stateOf(id)) === "parked", "the run to be parked");
+    assert.match(
+      w.output(),
+      new RegExp(
+        `${id}: cannot drive it here: run ${id} was created, but its store is not under .* is the shared runs root mounted there`,
+      ),
+    );
+    // A command of the Solver's may have made folders there again (its patch's); never a run.
+    assert.equal(existsSync(path.join(runDir, "run.json")), false, "no worker started the run afresh");
+    assert.equal(
+      existsSync(path.join(runDir, "events.jsonl")),
+      false,
+      "the driver logged nothing in a folder not its store",
+    );
+    assert.notEqual((await leaseOf(id)).released_at, null, "its lease was released");
+    // Whole files only: run.json parses, and no temp file was left.
+    JSON.parse(readFileSync(path.join(away, "run.json"), "utf8"));
+    assert.deepEqual(
+      readdirSync(away).filter((f) => f.includes(".tmp-")),
+      [],
+    );
+    rmSync(runDir, { recursive: true, force: true });
+    renameSync(away, runDir);
+    const requeue = await runRelayAsync(["infty", "requeue", id, "--db", PG!], env());
+    assert.equal(requeue.status, 0, requeue.stderr);
+    // What the Solver wrote while the store was gone is lost (as on an unmounted filesystem); the
+    // run goes on from its last durable state, which the scripted model's later turns may not suit.
+    await waitFor(
+      async () => ["complete", "failed"].includes((await stateOf(id)) ?? ""),
+      "the run to be driven to an end once its store is back",
+    );
+    assert.match(w.output(), new RegExp(`${id}: resuming\\n`));
+    const started = readFileSync(path.join(runDir, "events.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"type":"run_started"'));
+    assert.equal(started.length, 2);
+    assert.match(started[1]!, /"resumed":true/);
     w.child.kill("SIGTERM");
     await stopped(w);
   });

@@ -108,10 +108,16 @@ export function addPack(infty: Command) {
         .argParser(wholeNumber("--held-by", 2))
         .hideHelp(),
     )
+    .addOption(new Option("--fleet-lease", "the driver holds the fleet's lease (in RELAY_INFTY_DB)").hideHelp())
     .option("--json", "print the outcome as JSON")
     .action(async (ref, opts) => {
       const store = await loadRun(ref);
-      const r = await packRun(store, { heldBy: opts.heldBy, force: !opts.ifDue });
+      const fleet = opts.fleetLease ? await fleetLease(store.id) : undefined;
+      const r = await packRun(store, {
+        heldBy: opts.heldBy,
+        force: !opts.ifDue,
+        ...(fleet ? { lease: fleet.lease } : {}),
+      }).finally(() => fleet?.close());
       if ("error" in r) fail(r.error.message, r.error.code === "run_live" ? ExitCode.Failure : ExitCode.Failure);
       if (opts.json) process.stdout.write(JSON.stringify(r.ok ?? { objects: 0, merged: false }) + "\n");
       else
@@ -121,4 +127,12 @@ export function addPack(infty: Command) {
             : `nothing to pack in run ${store.id}\n`,
         );
     });
+}
+
+/** The fleet's lease of run `runId`, with the DB its driver gave in RELAY_INFTY_DB. */
+async function fleetLease(runId: string) {
+  const { openFleet } = await import("./fleet.ts");
+  const { fleet } = await openFleet(undefined);
+  const { PgLease, leaseTimeoutMs } = await import("../../infty/fleet/index.ts");
+  return { lease: new PgLease(fleet, runId, leaseTimeoutMs()), close: () => fleet.close() };
 }

@@ -9,6 +9,7 @@ import { MAX_WALL_MS, type RunMeta } from "../../infty/run-format.ts";
 import { generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
 import { sessionMemories } from "../../memories/read.ts";
 import { ModelProviderSchema } from "../../model/factory.ts";
+import { err } from "../../util/result.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
 import { withToolOptions } from "../session-options.ts";
 import { ExitCode, fail } from "../usage.ts";
@@ -188,7 +189,15 @@ async function drive(o: DriveOptions, flags: CommonFlags & { db?: string }): Pro
     structuredOutput: flags.structuredOutput !== false,
     maxTokens: flags.maxTokens,
     memories: sessionMemories,
-    ...(fleet ? { lease: fleet.lease, heartbeatMs: fleet.heartbeatMs } : {}),
+    ...(fleet ? { lease: fleet.lease, heartbeatMs: fleet.heartbeatMs, fleetDb: fleet.url } : {}),
+  }).catch((e: NodeJS.ErrnoException) => {
+    if (typeof e.code !== "string") throw e;
+    // A run store that cannot be written (its filesystem gone): the lease was released on the way out.
+    const root = RunStore.runsRoot(relayHome());
+    return err(
+      "store_unwritable",
+      `run ${runId}: its run store could not be written (${e.message}); the run stopped and released its lease, and nothing of it is half written (each write is a temp file renamed into place). Once ${root} is reachable again: relay infty resume ${runId}`,
+    );
   });
   await fleet?.record(r, signalled);
   if ("ok" in r && !flags.json) {

@@ -15,13 +15,13 @@ import type { Submission } from "../../infty/fleet/queue.ts";
 import { isRepoUrl } from "../../infty/fleet/repo-clone.ts";
 import type { InftyOptions, InftyResult } from "../../infty/orchestrator.ts";
 import { dirtyEntries, findRepository } from "../../infty/repo/repository.ts";
-import { generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
+import { FLEET_DB_ENV, generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
 import type { Result } from "../../util/result.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
 import { ExitCode, fail } from "../usage.ts";
 import { wholeNumber } from "./flags.ts";
 
-export const DB_ENV = "RELAY_INFTY_DB";
+export const DB_ENV = FLEET_DB_ENV;
 export const DB_HELP = `the fleet DB, postgres://… (default: ${DB_ENV}, else [infty] db in config.toml)`;
 
 /** The fleet DB's URL: the flag, RELAY_INFTY_DB, or config.toml's [infty] db; undefined for none. */
@@ -62,7 +62,8 @@ export async function fleetDriving(flag: string | undefined, runId: string, stop
   const url = await fleetUrl(flag);
   if (!url) return undefined;
   const { fleet } = await openFleet(url);
-  const { PgLease, finishRun, leaseTimeoutMs, watchRequests, watchWorker } = await import("../../infty/fleet/index.ts");
+  const { FLEET_CHILD_ENV, PgLease, finishRun, leaseTimeoutMs, requeueAfterCrash, watchRequests, watchWorker } =
+    await import("../../infty/fleet/index.ts");
   let stoppedByWorker = false;
   let stoppedBy: string | undefined;
   watchWorker(() => {
@@ -81,13 +82,17 @@ export async function fleetDriving(flag: string | undefined, runId: string, stop
   const lease: InftyOptions["lease"] = (_dir, id) => new PgLease(fleet, id, timeout);
   return {
     lease,
+    url,
     /** Beats often enough for the fleet's lease timeout (four beats to a timeout). */
     heartbeatMs: timeout === undefined ? undefined : Math.min(15_000, Math.max(50, Math.floor(timeout / 4))),
     /** Records `r` for run `runId`, unless another driver has the run now. */
     async record(r: Result<InftyResult>, signalled: boolean): Promise<void> {
       unwatch();
       if ("error" in r) {
-        if (!["lease_lost", "run_live", "run_exists"].includes(r.error.code))
+        // Another worker may reach the runs root: queued again, and parked if it keeps failing.
+        if (r.error.code === "store_unwritable")
+          await requeueAfterCrash(fleet, runId, process.env[FLEET_CHILD_ENV] ?? "", r.error.message);
+        else if (!["lease_lost", "run_live", "run_exists"].includes(r.error.code))
           await finishRun(fleet, runId, "parked", r.error.message);
       } else if (r.ok.status === "interrupted" && stoppedBy) {
         await finishRun(

@@ -4,6 +4,6 @@
  */
 export { type FleetDb, openFleetDb } from "./db.ts";
 export { PgLease } from "./lease-pg.ts";
-export { finishRun, listRuns, listWorkers, submitRun } from "./queue.ts";
+export { finishRun, listRuns, listWorkers, requeueAfterCrash, submitRun } from "./queue.ts";
 export { requestNote, requestStop, requeueRun, watchRequests } from "./requests.ts";
-export { leaseTimeoutMs, runWorker, watchWorker } from "./worker.ts";
+export { FLEET_CHILD_ENV, leaseTimeoutMs, runWorker, watchWorker } from "./worker.ts";

@@ -44,6 +44,8 @@ export interface Claim {
   cwd: string;
   repo?: { source: string; commit?: string };
   resume: boolean;
+  /** A driver took its lease, so the run was created (its store must be under the runs root). */
+  created: boolean;
   /** Set when the run was running under a driver that is gone. */
   tookOver?: string;
 }
@@ -190,6 +192,7 @@ async function take(tx: Transaction<FleetTables>, row: Candidate, worker: string
     cwd: row.cwd,
     ...(row.repo ? { repo: { source: row.repo, ...(row.repo_commit ? { commit: row.repo_commit } : {}) } } : {}),
     resume: row.started,
+    created: row.lease_holder !== null,
     ...(tookOver ? { tookOver } : {}),
   };
 }

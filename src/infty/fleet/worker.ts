@@ -8,13 +8,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { selfCommand } from "../../protocol/child.ts";
 import { Log } from "../../util/log.ts";
-import { ok, type Result } from "../../util/result.ts";
-import { RUNS_ROOT_ENV } from "../run-store.ts";
+import { err, ok, type Result } from "../../util/result.ts";
+import { FLEET_DB_ENV, RUNS_ROOT_ENV } from "../run-store.ts";
 import type { FleetDb } from "./db.ts";
-import { beatWorker, type Claim, claimRun, finishRun, registerWorker, requeueAfterCrash } from "./queue.ts";
+import { beatWorker, type Claim, claimRun, registerWorker, requeueAfterCrash } from "./queue.ts";
 import { cloneForRun } from "./repo-clone.ts";
 
 const log = Log.create("infty-worker");
@@ -46,10 +47,10 @@ export interface WorkerOptions {
  * The argv after relay's own command that drives `c`: `run` (on `clone`, the run's clone of its
  * repository, or on none), or `resume` once the run exists.
  */
-export function driverArgs(c: Claim, dbUrl: string, clone?: string): string[] {
-  if (c.resume) return ["infty", "resume", c.id, ...c.resumeArgs, "--db", dbUrl];
+export function driverArgs(c: Claim, clone?: string): string[] {
+  if (c.resume) return ["infty", "resume", c.id, ...c.resumeArgs];
   const repo = clone ? ["-C", clone] : c.repo ? [] : ["--no-repo"];
-  return ["infty", "run", c.objective, ...c.args, ...repo, "--run-id", c.id, "--db", dbUrl];
+  return ["infty", "run", c.objective, ...c.args, ...repo, "--run-id", c.id];
 }
 
 /** Whether run `id` exists under `runsRoot` (or was cut off while being created): then it is resumed. */
@@ -62,7 +63,14 @@ function runExists(runsRoot: string, id: string): boolean {
  * have died before the run was created) and, for a new run on a repository, its clone.
  */
 async function prepareDriver(o: WorkerOptions, claimed: Claim): Promise<Result<{ claim: Claim; clone?: string }>> {
-  const claim = { ...claimed, resume: claimed.resume && runExists(o.runsRoot, claimed.id) };
+  const exists = runExists(o.runsRoot, claimed.id);
+  // Never start a created run afresh because this host cannot see it (a runs root not mounted).
+  if (claimed.created && !exists)
+    return err(
+      "run_store_missing",
+      `run ${claimed.id} was created, but its store is not under ${o.runsRoot} on ${os.hostname()}: is the shared runs root mounted there (--runs-root)?`,
+    );
+  const claim = { ...claimed, resume: claimed.resume && exists };
   if (claim.resume || !claim.repo) return ok({ claim });
   o.say(`${claim.id}: cloning ${claim.repo.source}${claim.repo.commit ? ` at ${claim.repo.commit.slice(0, 12)}` : ""}`);
   const clone = await cloneForRun(o.runsRoot, claim.id, claim.repo.source, claim.repo.commit);
@@ -92,8 +100,9 @@ export async function runWorker(o: WorkerOptions): Promise<Result<void>> {
       else if (claimed.ok) {
         const ready = await prepareDriver(o, claimed.ok);
         if ("error" in ready) {
-          o.say(`${claimed.ok.id}: parked: ${ready.error.message}`);
-          await finishRun(o.fleet, claimed.ok.id, "parked", ready.error.message);
+          o.say(`${claimed.ok.id}: cannot drive it here: ${ready.error.message}`);
+          // Another worker may manage (its mount, its network): queued again, parked if none does.
+          await requeueAfterCrash(o.fleet, claimed.ok.id, o.name, `could not start: ${ready.error.message}`);
         } else
           drivers.set(
             claimed.ok.id,
@@ -127,7 +136,7 @@ function startDriver(
   drivers: Map<string, ChildProcess>,
   done: () => void,
 ): ChildProcess {
-  const argv = [...self, ...driverArgs(c, o.dbUrl, clone)];
+  const argv = [...self, ...driverArgs(c, clone)];
   o.say(`${c.id}: ${c.resume ? "resuming" : "starting"}${c.tookOver ? ` (${c.tookOver})` : ""}`);
   log.info("driver starting", { run_id: c.id, resume: c.resume });
   const child = spawn(argv[0]!, argv.slice(1), {
@@ -135,6 +144,8 @@ function startDriver(
     cwd: existsSync(c.cwd) ? c.cwd : o.runsRoot,
     env: {
       ...process.env,
+      // The fleet DB goes in the environment, not the arguments: any process can read those.
+      [FLEET_DB_ENV]: o.dbUrl,
       [RUNS_ROOT_ENV]: o.runsRoot,
       [FLEET_CHILD_ENV]: o.name,
       [LEASE_TIMEOUT_ENV]: String(o.staleMs),

@@ -80,7 +80,7 @@ export class RunCheckpoints {
    */
   private pack(force: boolean): void {
     packedNow();
-    this.packing = packInChild(this.o.home, this.store, force).then((why) => {
+    this.packing = packInChild(this.o.home, this.store, force, this.o.fleetDb).then((why) => {
       if (why)
         this.o.report({
           type: "warning",

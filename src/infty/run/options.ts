@@ -104,6 +104,8 @@ export interface InftyOptions {
   repo?: RepoRequest;
   /** The lease that makes this process the run's one driver; default: a file in the run store. */
   lease?: (runDir: string, runId: string) => RunLease;
+  /** Set when `lease` is the fleet's: its DB, for the child processes that check the lease (packing). */
+  fleetDb?: string;
 }
 
 export interface InftyResult {

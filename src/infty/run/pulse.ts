@@ -36,9 +36,11 @@ export class RunPulse {
         this.beating = true;
         void this.store
           .heartbeat(now - this.lastBeat, { activity: roles, tokens_used: this.board.tokensUsed })
-          .catch((e: Error) => {
+          .catch((e: NodeJS.ErrnoException) => {
             // Another process took the run over: stop after the current step, writing nothing more.
-            if (e instanceof LeaseLostError) this.stopper.abort();
+            // The run store became unwritable (a network filesystem gone): stop too, rather than
+            // working on with nowhere to record it.
+            if (e instanceof LeaseLostError || typeof e.code === "string") this.stopper.abort();
           })
           .finally(() => (this.beating = false));
         this.lastBeat = now;
