@@ -23,6 +23,10 @@ export function modelOwnedPaths(runDir: string): string[] {
  * files, the records it appends to in memory/, the Verifiers' checkout): needed when the run
  * store lies under a temp dir or a writable root, harmless otherwise.
  */
+/** The roles' rollouts, in the run store (written by the orchestrator's sessions, read-only to the roles' commands). */
+export const ROLE_SESSIONS_DIR = "sessions";
+export const roleSessionsDir = (runDir: string) => path.join(runDir, ROLE_SESSIONS_DIR);
+
 export function orchestratorPaths(runDir: string): string[] {
   const own = [
     "run.json",
@@ -37,6 +41,7 @@ export function orchestratorPaths(runDir: string): string[] {
     "memory/verifications.jsonl",
     "memory/operator-notes.jsonl",
     "review",
+    ROLE_SESSIONS_DIR,
   ];
   return own.map((p) => path.join(runDir, p));
 }
@@ -54,7 +59,7 @@ export interface RoleWorkspace {
 }
 
 const storeParts = (runDir: string) =>
-  `The run store is ${runDir} ($RELAY_RUN_STORE in your commands): artifacts/, memory/ and deliverable/ and the file index/README.md are yours to write; run.json, events.jsonl, lease.json, the rest of index/ and .checkpoints.git are the orchestrator's and read-only to you.`;
+  `The run store is ${runDir} ($RELAY_RUN_STORE in your commands): artifacts/, memory/ and deliverable/ and the file index/README.md are yours to write; run.json, events.jsonl, lease.json, sessions/, the rest of index/ and .checkpoints.git are the orchestrator's and read-only to you.`;
 
 function solverWhere(runDir: string, repo: RepoRecord | undefined): string {
   if (!repo) return `The current directory is the run store (${runDir}). ${storeParts(runDir)}`;

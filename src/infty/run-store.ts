@@ -53,7 +53,7 @@ export class LeaseLostError extends Error {}
 
 /** Overrides where runs live (see RunStore.runsRoot). */
 export const RUNS_ROOT_ENV = "RELAY_INFTY_RUNS_ROOT";
-/** The fleet DB's URL (relay infty --db's default); a fleet driver's children find it here. */
+/** The fleet DB's URL (the default of the fleet commands' --db); a fleet driver's children find it here. */
 export const FLEET_DB_ENV = "RELAY_INFTY_DB";
 
 export class RunStore {

@@ -143,7 +143,16 @@ export class RolloutWriter {
     return this.meta.id;
   }
 
-  static async create(opts: { home: string; meta: NewSessionMeta; now?: Date }): Promise<Result<RolloutWriter>> {
+  /**
+   * A new rollout under $RELAY_HOME/sessions/YYYY/MM/DD, or directly in `dir` (an infty run keeps
+   * its roles' rollouts in its own store, where every worker of a fleet reaches them).
+   */
+  static async create(opts: {
+    home: string;
+    meta: NewSessionMeta;
+    now?: Date;
+    dir?: string;
+  }): Promise<Result<RolloutWriter>> {
     const now = opts.now ?? new Date();
     const meta: SessionMeta = {
       ...opts.meta,
@@ -154,10 +163,12 @@ export class RolloutWriter {
       cli_version: opts.meta.cli_version ?? VERSION,
       source: opts.meta.source,
     };
-    const file = path.join(sessionsDir(opts.home), rolloutRelativePath(meta.id, now));
+    const relative = rolloutRelativePath(meta.id, now);
+    const file = opts.dir ? path.join(opts.dir, path.basename(relative)) : path.join(sessionsDir(opts.home), relative);
+    const root = opts.dir ? path.dirname(opts.dir) : sessionsDir(opts.home);
     let fh: FileHandle;
     try {
-      await makePrivateDirs(sessionsDir(opts.home), path.dirname(file));
+      await makePrivateDirs(root, path.dirname(file));
       fh = await open(file, "ax", ROLLOUT_FILE_MODE);
       await makePrivateFile(file);
     } catch (e) {

@@ -57,6 +57,8 @@ export interface SessionRunOptions {
   env?: Record<string, string>;
   /** The infty run and role this session is (recorded in its session_meta; `source` is then "infty"). */
   infty?: { runId: string; role: string };
+  /** Where a new session's rollout goes (default: $RELAY_HOME/sessions/YYYY/MM/DD). */
+  rolloutDir?: string;
   /** How a person continues this session after a failed turn (default: relay run --resume <id>). */
   resumeCommand?: string;
   /** Give a new session the AGENTS.md files (default true; off for the memory consolidation agent). */

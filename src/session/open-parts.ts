@@ -121,17 +121,22 @@ export function openRollout(
   model: ModelClient,
   started: StartedExecutor,
 ): Promise<Result<RolloutWriter>> {
-  return openSourceRollout(o.home, resumed, {
-    cwd,
-    source: o.source ?? "cli",
-    originator: "relay",
-    cli_version: VERSION,
-    model_provider: o.config.codex_provider_id ?? codexProviderId(o.config.base_url),
-    wire_api: wireApiOf(model.provider),
-    base_instructions: { text: BASE_INSTRUCTIONS },
-    executor: { name: started.name, hostname: started.info.hostname },
-    ...(o.infty ? { infty: { run_id: o.infty.runId, role: o.infty.role } } : {}),
-  });
+  return openSourceRollout(
+    o.home,
+    resumed,
+    {
+      cwd,
+      source: o.source ?? "cli",
+      originator: "relay",
+      cli_version: VERSION,
+      model_provider: o.config.codex_provider_id ?? codexProviderId(o.config.base_url),
+      wire_api: wireApiOf(model.provider),
+      base_instructions: { text: BASE_INSTRUCTIONS },
+      executor: { name: started.name, hostname: started.info.hostname },
+      ...(o.infty ? { infty: { run_id: o.infty.runId, role: o.infty.role } } : {}),
+    },
+    o.rolloutDir,
+  );
 }
 
 /** A new session's first items: its AGENTS.md instructions (a resumed one has them in history). */

@@ -83,8 +83,9 @@ export function openSourceRollout(
   home: string,
   resumed: Resumed | undefined,
   meta: NewSessionMeta,
+  dir?: string,
 ): Promise<Result<RolloutWriter>> {
   if (resumed?.fork) return forkRollout({ home, source: resumed.fork, meta });
   if (resumed) return RolloutWriter.resume(resumed.path);
-  return RolloutWriter.create({ home, meta });
+  return RolloutWriter.create({ home, meta, ...(dir ? { dir } : {}) });
 }

@@ -103,7 +103,7 @@ describe("relay completion", () => {
   test("bash: subcommands, nested subcommands, flags, flag choices, and a flag's value is not taken for a subcommand", () => {
     const script = generate("bash");
     assert.ok(complete(script, ["relay", ""]).includes("infty"));
-    assert.deepEqual(complete(script, ["relay", "infty", "re"]).sort(), ["restore", "resume"]);
+    assert.deepEqual(complete(script, ["relay", "infty", "re"]).sort(), ["requeue", "restore", "resume"]);
     assert.deepEqual(complete(script, ["relay", "memories", "consolidate", "--extr"]), [
       "--extractor",
       "--extract-script",
@@ -144,7 +144,7 @@ describe("relay completion", () => {
       const r = spawnSync(bin!, ["-n"], { input: script, encoding: "utf8" });
       assert.equal(r.status, 0, r.stderr);
       const offered = (typed: string) => completeIn(shell, bin!, script, typed);
-      assert.deepEqual(offered("relay infty re").sort(), ["restore", "resume"]);
+      assert.deepEqual(offered("relay infty re").sort(), ["requeue", "restore", "resume"]);
       assert.deepEqual(offered("relay run --provider openai-").sort(), ["openai-chat", "openai-responses"]);
       assert.ok(offered("relay run -m run --sandbox-b").includes("--sandbox-best-effort"));
     }

@@ -554,9 +554,15 @@ describe("a fleet of worker processes", {
     process.kill(lease.holder_pid, "SIGKILL");
     a.child.kill("SIGKILL");
     open();
-    const b = startWorker("fk-b", timeout);
+    // Another host: its own RELAY_HOME; the run's role sessions are in its store, on the shared root.
+    const b = startWorker("fk-b", { ...timeout, RELAY_HOME: path.join(root, "home-b") });
     await waitFor(async () => (await stateOf(id)) === "complete", "the run to complete under fk-b");
     assert.equal((await leaseOf(id)).epoch, 2, "one takeover, no other driver");
+    const roles = JSON.parse(readFileSync(path.join(runDir, "run.json"), "utf8")).roles as Array<{
+      rollout_path: string;
+    }>;
+    for (const r of roles)
+      assert.ok(r.rollout_path.startsWith(path.join(runDir, "sessions") + path.sep), r.rollout_path);
     assert.match(b.output(), new RegExp(`${id}: resuming \\(taken over by worker fk-b from worker fk-a`));
     const events = readFileSync(path.join(runDir, "events.jsonl"), "utf8");
     const pid = lease.holder_pid;

@@ -236,8 +236,8 @@ export function inftyCommand() {
 A run works on a repository (its own checkout and branch; see relay infty run --help) and lives
 in $RELAY_HOME/infty/<run-id>/: checkout/ and review/ (the Solver's and the Verifiers' worktrees),
 artifacts/, memory/ (notes.jsonl, claims/, verifications.jsonl), index/ (the claims and
-artifacts indexes kept by the orchestrator), deliverable/, run.json (state), lease.json (its one
-driver), events.jsonl (log) and .checkpoints.git (a checkpoint after every handoff:
+artifacts indexes kept by the orchestrator), deliverable/, sessions/ (a fleet run's roles' rollouts),
+run.json (state), lease.json (its one driver), events.jsonl (log) and .checkpoints.git (a checkpoint after every handoff:
 \`relay infty checkpoints <id>\`; rewind with \`relay infty restore <id> <checkpoint>\`).
 The Solver works autonomously; it asks the Director for direction and the Verifiers for
 verification through JSON signals; after a passing verification it builds deliverable/
@@ -313,8 +313,8 @@ checkout of exactly that commit. Then: relay infty diff <run> and relay infty ap
 Roles are autonomous: they never ask for approval (their approval policy is always never). Under
 the default sandbox (workspace-write) the Solver may write its checkout and the run store's
 artifacts/, memory/, deliverable/ and index/README.md; the Director memory/; Verifiers only temp
-files. run.json, events.jsonl, lease.json, index/ (but README.md), .checkpoints.git and the repository's
-.git are read-only to every role. -s danger-full-access lifts all of that.`;
+files. run.json, events.jsonl, lease.json, sessions/, index/ (but README.md), .checkpoints.git and the
+repository's .git are read-only to every role. -s danger-full-access lifts all of that.`;
 
 const RUN_EXAMPLES = `
 Examples:

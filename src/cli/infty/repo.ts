@@ -7,10 +7,16 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command, OptionValues } from "@commander-js/extra-typings";
-import { isFleetClone } from "../../infty/fleet/repo-clone.ts";
 import { runLiveness } from "../../infty/liveness.ts";
-import { applyCommit, branchDiff, commitToApply, type RepoRequest, shortCommit } from "../../infty/repo/index.ts";
-import { findRepository } from "../../infty/repo/repository.ts";
+import {
+  applyCommit,
+  branchDiff,
+  commitToApply,
+  findRepository,
+  isFleetClone,
+  type RepoRequest,
+  shortCommit,
+} from "../../infty/repo/index.ts";
 import { ExitCode, fail } from "../usage.ts";
 import { loadRun, RUN_ARG_HELP } from "./run-arg.ts";
 

@@ -13,21 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { err, ok, type Result } from "../../util/result.ts";
 import { git } from "../repo/git-cli.ts";
-
-/** Where fleet clones live under the runs root (not a run id, so `relay infty list` skips it). */
-export const FLEET_REPOS_DIR = ".fleet-repos";
-
-export const fleetCloneDir = (runsRoot: string, runId: string) => path.join(runsRoot, FLEET_REPOS_DIR, runId);
-
-/** Whether `dir` is a clone made for a fleet run (its repository is then not the user's own). */
-export function isFleetClone(dir: string): boolean {
-  return path.basename(path.dirname(path.resolve(dir))) === FLEET_REPOS_DIR;
-}
-
-/** Whether `spec` names a remote repository (scheme://… or scp-like user@host:path) rather than a path. */
-export function isRepoUrl(spec: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(spec) || /^[^/\s:@]+@[^/\s:]+:/.test(spec);
-}
+import { fleetCloneDir } from "../repo/record.ts";
 
 /** The clone of `source` at `commit` for run `runId`; one a previous claim finished is used as it is. */
 export async function cloneForRun(

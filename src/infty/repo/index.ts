@@ -4,5 +4,5 @@
  */
 export { applyCommit, commitToApply } from "./apply.ts";
 export { branchDiff } from "./checkout.ts";
-export { checkoutDir, type RepoRecord, shortCommit } from "./record.ts";
-export type { RepoRequest } from "./repository.ts";
+export { checkoutDir, isFleetClone, type RepoRecord, shortCommit } from "./record.ts";
+export { dirtyEntries, findRepository, isRepoUrl, type RepoRequest } from "./repository.ts";

@@ -47,3 +47,13 @@ export const defaultBranch = (runId: string) => `relay/${runId}`;
 
 /** The commit id as people read it (12 characters). */
 export const shortCommit = (commit: string) => commit.slice(0, 12);
+
+/** Where a fleet's workers clone the repositories of the runs they start, under the runs root (not a run id, so lists skip it). */
+export const FLEET_REPOS_DIR = ".fleet-repos";
+
+export const fleetCloneDir = (runsRoot: string, runId: string) => path.join(runsRoot, FLEET_REPOS_DIR, runId);
+
+/** Whether `dir` is a clone made for a fleet run (its repository is then not the user's own). */
+export function isFleetClone(dir: string): boolean {
+  return path.basename(path.dirname(path.resolve(dir))) === FLEET_REPOS_DIR;
+}

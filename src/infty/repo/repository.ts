@@ -162,3 +162,8 @@ export function describeRepo(r: RepoRecord): string {
       : `${shortCommit(r.base_commit)} + your uncommitted changes (${shortCommit(r.start_commit)})`;
   return `${r.path} on branch ${r.branch}, from ${r.base_branch ?? "a detached HEAD"} at ${from}`;
 }
+
+/** Whether `spec` names a remote repository (scheme://… or scp-like user@host:path) rather than a path. */
+export function isRepoUrl(spec: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(spec) || /^[^/\s:@]+@[^/\s:]+:/.test(spec);
+}

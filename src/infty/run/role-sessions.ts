@@ -17,7 +17,7 @@ import { roleLogEvent } from "../event-log.ts";
 import { deliveryOf, rolloutOffset } from "../exchange.ts";
 import { CrossSessionHub } from "../hub.ts";
 import { correctiveRetry, DIRECTOR_PROMPT, SOLVER_PROMPT, VERIFIER_PROMPT } from "../prompts.ts";
-import { roleWorkspace } from "../role-workspace.ts";
+import { roleSessionsDir, roleWorkspace } from "../role-workspace.ts";
 import { type Inflight, inflightList, type RunStore } from "../run-store.ts";
 import { OUTPUT_SCHEMAS, type RoleVerdict, readContract, SHAPES } from "../signals.ts";
 import type { InftyOptions } from "./options.ts";
@@ -77,6 +77,9 @@ export class RoleSessions {
       approver: nonInteractiveApprover,
       source: "infty",
       infty: { runId: this.store.id, role },
+      // A fleet run's in its store, on the shared root, where the worker that takes it over resumes
+      // them; a run of this host's in $RELAY_HOME/sessions, where relay sessions lists them.
+      ...(this.o.fleetDb ? { rolloutDir: roleSessionsDir(this.store.dir) } : {}),
       resumeCommand: `relay infty resume ${this.store.id}`,
       memories: this.o.memories,
       extraInstructions: [
