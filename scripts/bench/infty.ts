@@ -38,7 +38,7 @@ async function storeCosts(home: string) {
   // The same write by a driver holding the run's lease: each is fenced (the lease read first).
   const lease = await new FileLease(s.dir, "bench").acquire();
   if ("error" in lease) throw new Error(lease.error.message);
-  s.fenceWith(lease.ok);
+  await s.fenceWith(lease.ok);
   const fenced = await timeEach(N, (i) => s.update({ handoffs: i }));
   const beat = await timeEach(N, () => s.heartbeat(0));
   const index = await timeEach(N, () => writeIndexes(s));
