@@ -10,6 +10,7 @@ import { SandboxMechanismSchema, SandboxModeSchema } from "../contracts/sandbox-
 import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
+import { POSTGRES_URL } from "../postgres/url.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { envVarName, httpUrl } from "../util/schema-fields.ts";
@@ -73,10 +74,7 @@ export type RoleModelConfig = z.infer<typeof RoleModelConfigSchema>;
 export const InftyConfigSchema = lazySchema(() =>
   z.object({
     /** The fleet DB (`postgres://…`) submit, worker, list and workers use; RELAY_INFTY_DB and --db win. */
-    db: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//i, "a postgres:// or postgresql:// URL")
-      .optional(),
+    db: z.string().regex(POSTGRES_URL, "a postgres:// or postgresql:// URL").optional(),
     roles: z
       .object({
         solver: RoleModelConfigSchema.optional(),

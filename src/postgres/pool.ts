@@ -6,28 +6,13 @@
  */
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
+import { redactUrl } from "./url.ts";
 
 export interface PostgresDb<DB> {
   db: Kysely<DB>;
   /** The URL without its password, for messages. */
   location: string;
   close(): Promise<void>;
-}
-
-/** Whether `spec` names a Postgres database (`postgres://` or `postgresql://`). */
-export function isPostgresUrl(spec: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(spec);
-}
-
-/** `url` with its password replaced by `***`. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparseable url)";
-  }
 }
 
 /**

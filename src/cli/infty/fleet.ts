@@ -14,6 +14,7 @@ import type { FleetDb, Submission } from "../../infty/fleet/index.ts";
 import type { InftyOptions, InftyResult } from "../../infty/orchestrator.ts";
 import { dirtyEntries, findRepository, isRepoUrl } from "../../infty/repo/index.ts";
 import { FLEET_DB_ENV, generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
+import { isPostgresUrl } from "../../postgres/url.ts";
 import type { Result } from "../../util/result.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
 import { ExitCode, fail } from "../usage.ts";
@@ -26,7 +27,7 @@ export const DB_HELP = `the fleet DB, postgres://… (default: ${DB_ENV}, else [
 export async function fleetUrl(flag: string | undefined): Promise<string | undefined> {
   if (flag !== undefined || process.env[DB_ENV]) {
     const url = flag ?? process.env[DB_ENV]!;
-    if (!/^postgres(ql)?:\/\//i.test(url))
+    if (!isPostgresUrl(url))
       fail(
         `${flag !== undefined ? "--db" : DB_ENV} must be a postgres:// URL, not ${JSON.stringify(url)}`,
         ExitCode.Usage,

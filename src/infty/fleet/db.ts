@@ -8,7 +8,7 @@
 import type { Generated } from "kysely";
 import { type Kysely, type Migration, sql } from "kysely";
 import { openPostgres, type PostgresDb } from "../../postgres/pool.ts";
-import { byCodeUnits } from "../../util/compare.ts";
+import { applyMigrations } from "../../util/migrate.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 
 export interface LeasesTable {
@@ -192,20 +192,11 @@ async function migrate(db: Kysely<FleetTables>): Promise<Result<void>> {
     await db.transaction().execute(async (tx) => {
       await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(tx);
       // biome-ignore lint/suspicious/noExplicitAny: the migrations table is not part of FleetTables
-      const t = tx as unknown as Kysely<any>;
-      await t.schema
-        .createTable(MIGRATIONS_TABLE)
-        .ifNotExists()
-        .addColumn("name", "text", (c) => c.primaryKey())
-        .addColumn("applied_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
-        .execute();
-      const rows: Array<{ name: string }> = await t.selectFrom(MIGRATIONS_TABLE).select("name").execute();
-      const done = new Set(rows.map((r) => r.name));
-      for (const [name, m] of Object.entries(migrations).sort(([a], [b]) => byCodeUnits(a, b))) {
-        if (done.has(name)) continue;
-        await m.up(t);
-        await t.insertInto(MIGRATIONS_TABLE).values({ name }).execute();
-      }
+      await applyMigrations(
+        tx as unknown as Kysely<any>,
+        { name: MIGRATIONS_TABLE, appliedAt: "timestamptz" },
+        migrations,
+      );
     });
     return ok(undefined);
   } catch (e) {

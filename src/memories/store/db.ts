@@ -4,8 +4,9 @@
  * `stage1_outputs` (phase 1 results, usage counts) and `jobs` (leases, backoff, watermarks).
  */
 import { Kysely, type Migration, sql, type Transaction } from "kysely";
-import { openPostgres as connectPostgres, isPostgresUrl } from "../../postgres/pool.ts";
-import { byCodeUnits } from "../../util/compare.ts";
+import { openPostgres as connectPostgres } from "../../postgres/pool.ts";
+import { isPostgresUrl } from "../../postgres/url.ts";
+import { applyMigrations } from "../../util/migrate.ts";
 import { err, errorMessage, ok, type Result } from "../../util/result.ts";
 import { openNativeSqlite, sqliteDialect } from "./sqlite-dialect.ts";
 
@@ -167,27 +168,10 @@ const migrations: Record<string, Migration> = {
  */
 async function migrate(state: StateDb): Promise<Result<void>> {
   try {
-    await state.exclusive(async (tx) => {
+    await state.exclusive(async (tx) =>
       // biome-ignore lint/suspicious/noExplicitAny: as in the migrations above
-      const t = tx as unknown as Kysely<any>;
-      await t.schema
-        .createTable(MIGRATIONS_TABLE)
-        .ifNotExists()
-        .addColumn("name", "text", (c) => c.primaryKey())
-        .addColumn("applied_at", "bigint", (c) => c.notNull())
-        .execute();
-      const done = new Set(
-        (await t.selectFrom(MIGRATIONS_TABLE).select("name").execute()).map((r: { name: unknown }) => String(r.name)),
-      );
-      for (const [name, m] of Object.entries(migrations).sort(([a], [b]) => byCodeUnits(a, b))) {
-        if (done.has(name)) continue;
-        await m.up(t);
-        await t
-          .insertInto(MIGRATIONS_TABLE)
-          .values({ name, applied_at: Math.floor(Date.now() / 1000) })
-          .execute();
-      }
-    });
+      applyMigrations(tx as unknown as Kysely<any>, { name: MIGRATIONS_TABLE, appliedAt: "epoch-seconds" }, migrations),
+    );
     return ok(undefined);
   } catch (e) {
     return err("db_migrate", `state DB migration failed: ${errorMessage(e)}`);
