@@ -16,7 +16,7 @@ export function infoParams(value: unknown): unknown {
     let containment_or_default: unknown;
     if (containment === undefined) containment_or_default = "wait";
     else {
-      if (containment !== "wait" && containment !== "start") return FAIL;
+      if (containment !== "wait" && containment !== "start" && containment !== "later") return FAIL;
       containment_or_default = containment;
     }
     value_out.containment = containment_or_default;

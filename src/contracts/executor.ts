@@ -175,8 +175,10 @@ export const ExecutorInfoRequestSchema = lazySchema(() =>
        * `wait` (the default): start the process container for sandboxed commands and report on
        * it in `sandbox.containment`. `start`: start it and answer at once, without that field; a
        * session does not show it, and its first sandboxed command waits for the container anyway.
+       * `later`: leave it to the first command that needs it (a danger-full-access session,
+       * whose commands never do, does not pay for it while it starts).
        */
-      containment: z.enum(["wait", "start"]).default("wait"),
+      containment: z.enum(["wait", "start", "later"]).default("wait"),
     })
     .optional(),
 );

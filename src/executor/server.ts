@@ -110,12 +110,15 @@ function containmentWithout(mechanism: string): string {
  * the answer waits for it and says whether it holds, otherwise it leaves containment out and a
  * failed start is reported again by the first command that needs the container.
  */
-async function sandboxInfo(manager: ProcessManager, wait: boolean): Promise<ExecutorInfo["sandbox"]> {
+async function sandboxInfo(
+  manager: ProcessManager,
+  asked: "wait" | "start" | "later",
+): Promise<ExecutorInfo["sandbox"]> {
   const sandbox = await probeSandbox();
   log.debug("sandbox probed", { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail });
-  const starting = sandbox.mechanism === "landlock" ? manager.container() : undefined;
+  const starting = sandbox.mechanism === "landlock" && asked !== "later" ? manager.container() : undefined;
   const about = { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail };
-  if (!wait) {
+  if (asked !== "wait") {
     starting?.catch(() => undefined);
     return { ...about, warm_helpers: manager.warmStats() };
   }
@@ -137,7 +140,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
     },
   });
   peer.handle(ExecutorMethods.info, async (req) =>
-    ok(hostInfo(await sandboxInfo(manager, req?.containment !== "start"))),
+    ok(hostInfo(await sandboxInfo(manager, req?.containment ?? "wait"))),
   );
   peer.handle(ExecutorMethods.toolsList, () => ok({ tools: toolSpecs(tools) }));
   handleProcesses(peer, manager);

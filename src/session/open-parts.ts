@@ -98,8 +98,9 @@ export function sessionModel(o: OpenSessionOptions): Result<ModelClient> {
 }
 
 export async function describeExecutor(o: OpenSessionOptions, executor: ChildPeer): Promise<Result<StartedExecutor>> {
-  // The container for sandboxed commands starts meanwhile; the first command waits for it.
-  const infoR = await executor.peer.call(ExecutorMethods.info, { containment: "start" }, { timeoutMs: 60_000 });
+  // The container for sandboxed commands is started once the session is set up (startContainer),
+  // so that its start does not compete with the setup's calls to the executor.
+  const infoR = await executor.peer.call(ExecutorMethods.info, { containment: "later" }, { timeoutMs: 60_000 });
   if ("error" in infoR) return err("executor_unavailable", `the executor did not start: ${infoR.error.message}`);
   return ok({
     executor,
@@ -107,6 +108,16 @@ export async function describeExecutor(o: OpenSessionOptions, executor: ChildPee
     remote: Boolean(o.executorCommand ?? o.config.executor),
     name: executorNameOf(o),
   });
+}
+
+/**
+ * Starts the executor's container for sandboxed commands in the background, while the first
+ * model request is under way; the first command that needs it waits for it. A
+ * danger-full-access session's commands run outside it: it starts only if one ever needs it.
+ */
+export function startContainer(o: OpenSessionOptions, executor: ChildPeer): void {
+  if (o.config.sandbox_mode === "danger-full-access") return;
+  void executor.peer.call(ExecutorMethods.info, { containment: "start" }, { timeoutMs: 60_000 }).catch(() => undefined);
 }
 
 /** The session's own executor's environment name: `--executor-name`, else local or remote. */

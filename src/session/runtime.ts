@@ -23,6 +23,7 @@ import {
   openRollout,
   sessionContext,
   sessionModel,
+  startContainer,
   startExecutor,
   startMcp,
 } from "./open-parts.ts";
@@ -112,6 +113,7 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
       memory,
     });
     if ("error" in built) return built;
+    startContainer(o, executor);
     handedOver = true;
     return ok(sessionHandle(o, { ...built.ok, rollout, executor, environments, skills, cwd, context }));
   } finally {
