@@ -15,9 +15,10 @@
  * --codex, RELAY_TEST_CODEX (CI installs it there) or PATH; without it every row is skipped with
  * the reason.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { findCodex, writeCodexConfig } from "../../test/support/codex-cli.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
 import { goalLine, numberFlag, percentile, ROOT } from "./stats.ts";
 
@@ -34,17 +35,6 @@ const median = (xs: number[]) =>
     [...xs].sort((a, b) => a - b),
     50,
   );
-
-/** The Codex CLI to compare with, or why there is none. */
-function findCodex(): { bin: string } | { missing: string } {
-  const candidates = [
-    flag("--codex"),
-    process.env.RELAY_TEST_CODEX,
-    ...(process.env.PATH ?? "").split(":").map((d) => path.join(d, "codex")),
-  ];
-  for (const bin of candidates) if (bin && existsSync(bin)) return { bin };
-  return { missing: "no Codex CLI (give --codex PATH, set RELAY_TEST_CODEX, or npm install -g @openai/codex@0.171.0)" };
-}
 
 interface Side {
   name: "relay" | "codex";
@@ -86,7 +76,7 @@ async function main(): Promise<void> {
     process.stderr.write(`no relay binary at ${BINARY}: build it (npm run build) or give --binary\n`);
     process.exit(2);
   }
-  const codex = findCodex();
+  const codex = findCodex(flag("--codex"));
   if ("missing" in codex) {
     for (const row of [
       "turn_no_tool",
@@ -114,19 +104,7 @@ async function compare(server: FakeModelServer, root: string, codexBin: string):
   const codexHome = path.join(root, "codex-home");
   const ws = path.join(root, "ws");
   for (const d of [relayHome, codexHome, ws]) mkdirSync(d);
-  writeFileSync(
-    path.join(codexHome, "config.toml"),
-    [
-      'model_provider = "fake"',
-      'model = "test-model"',
-      "[model_providers.fake]",
-      'name = "Fake"',
-      `base_url = "${server.baseUrl}"`,
-      'wire_api = "responses"',
-      'env_key = "FAKE_KEY"',
-      "",
-    ].join("\n"),
-  );
+  writeCodexConfig(codexHome, server.baseUrl);
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: root,

@@ -4,11 +4,21 @@
  * with at most its last line torn, which the next append terminates instead of gluing onto it.
  */
 import { Buffer } from "node:buffer";
-import { open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import type { z } from "zod";
 
 let tmpCounter = 0;
+
+/**
+ * Makes folder `dir` if it is not there, but never its parents: a store whose own folder is gone
+ * (a network filesystem unmounted) must not be made again by a write into it.
+ */
+export async function makeDirIn(dir: string): Promise<void> {
+  await mkdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== "EEXIST") throw e;
+  });
+}
 
 /** fsyncs a folder so that a rename inside it survives a power loss too (no-op where unsupported). */
 export async function fsyncDir(dir: string): Promise<void> {

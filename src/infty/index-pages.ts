@@ -6,10 +6,10 @@
  * two past PAGE_MAX; appended pages (claims, in the order first sent) fill up to PAGE_TARGET,
  * then a new one starts.
  */
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { byCodeUnits } from "../util/compare.ts";
-import { writeFileAtomic } from "./durable.ts";
+import { makeDirIn, writeFileAtomic } from "./durable.ts";
 import { type IndexManifest, IndexManifestSchema } from "./index-format.ts";
 import { count } from "./work-count.ts";
 
@@ -205,10 +205,8 @@ export class PagedIndex<E> {
    */
   async write(entryOf: (key: string) => E, head: { run_id: string; generated_at: string }): Promise<string[]> {
     const changed: string[] = [];
-    // Not recursive: index/ exists from the run's creation, and a store whose folder is gone must not be made again.
-    await mkdir(path.join(this.runDir, this.o.dir)).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "EEXIST") throw e;
-    });
+    // index/ exists from the run's creation.
+    await makeDirIn(path.join(this.runDir, this.o.dir));
     for (const page of this.pages.filter((p) => this.dirty.has(p))) {
       const text =
         JSON.stringify({ version: 2, run_id: head.run_id, [this.o.listKey]: page.keys.map(entryOf) }, null, 2) + "\n";

@@ -9,13 +9,13 @@
  */
 
 import { existsSync } from "node:fs";
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { verifierNumber } from "../config/infty/index.ts";
 import { makePrivateDirs } from "../rollout/writer.ts";
 import { byCodeUnits } from "../util/compare.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { appendLine, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
+import { appendLine, makeDirIn, readJsonl, removeStaleTemps, writeFileAtomic, writeJsonAtomic } from "./durable.ts";
 import { type LogEventInput, redactLogLine } from "./event-log.ts";
 import type { LeaseGrant } from "./lease.ts";
 import { linesFromEnd } from "./log-tail.ts";
@@ -197,10 +197,7 @@ export class RunStore {
   /** Keeps a role's compaction summary in memory/handoffs/, so the handoff survives the session's history. */
   async keepSummary(role: string, summary: string): Promise<string> {
     const dir = path.join(this.dir, "memory", "handoffs");
-    // Not recursive: a store whose folder is gone must not be made again here.
-    await mkdir(dir).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "EEXIST") throw e;
-    });
+    await makeDirIn(dir);
     const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${role}.md`);
     await writeFileAtomic(file, `# Handoff summary of the ${role}\n\n${summary.trim()}\n`);
     return file;

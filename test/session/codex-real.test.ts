@@ -10,7 +10,7 @@
  * with `codex_provider_id`, as a user with a custom Codex provider would configure it.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   copyFileSync,
@@ -26,29 +26,10 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { readRollout } from "../../src/rollout/reader.ts";
+import { findCodex, writeCodexConfig } from "../support/codex-cli.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "../support/fake-model-server.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
-
-/** The codex binary to drive and its version, or why there is none. */
-function findCodex(): { bin: string; version: string } | { missing: string } {
-  const candidates = [
-    process.env.RELAY_TEST_CODEX,
-    ...(process.env.PATH ?? "")
-      .split(":")
-      .filter(Boolean)
-      .map((d) => path.join(d, "codex")),
-  ];
-  for (const bin of candidates) {
-    if (!bin || !existsSync(bin)) continue;
-    const v = spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 });
-    const version = /codex-cli (\S+)/.exec(v.stdout ?? "")?.[1];
-    if (v.status === 0 && version) return { bin, version };
-  }
-  return {
-    missing: "no codex CLI (set RELAY_TEST_CODEX to a codex binary, or `npm install -g @openai/codex@0.171.0`)",
-  };
-}
 
 const codex = findCodex();
 const skip = skipBecause("the real-Codex round trip", "missing" in codex && codex.missing);
@@ -74,19 +55,7 @@ async function homes(): Promise<Homes> {
   for (const d of [codexHome, relayHome, workspace]) mkdirSync(d);
   const server = await startFakeModelServer();
   writeFileSync(path.join(relayHome, "config.toml"), `codex_provider_id = "fake"\n`);
-  writeFileSync(
-    path.join(codexHome, "config.toml"),
-    [
-      `model_provider = "fake"`,
-      `model = "test-model"`,
-      `[model_providers.fake]`,
-      `name = "Fake"`,
-      `base_url = "${server.baseUrl}"`,
-      `wire_api = "responses"`,
-      `env_key = "FAKE_KEY"`,
-      ``,
-    ].join("\n"),
-  );
+  writeCodexConfig(codexHome, server.baseUrl);
   // Nothing from the developer's own homes: HOME is the temp root, network only to loopback.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",

@@ -23,6 +23,9 @@ import { wholeNumber } from "./flags.ts";
 export const DB_ENV = FLEET_DB_ENV;
 export const DB_HELP = `the fleet DB, postgres://… (default: ${DB_ENV}, else [infty] db in config.toml)`;
 
+/** Who is asking, as the fleet records it: user@host. */
+const whoAmI = () => `${os.userInfo().username}@${os.hostname()}`;
+
 /** The fleet DB's URL: the flag, RELAY_INFTY_DB, or config.toml's [infty] db; undefined for none. */
 export async function fleetUrl(flag: string | undefined): Promise<string | undefined> {
   if (flag !== undefined || process.env[DB_ENV]) {
@@ -222,7 +225,7 @@ export function addSubmit(submit: Command): void {
     const resumeArgs = runArgsOf(cmd, given, own, (flag) => resumes.has(flag));
     const { fleet } = await openFleet(opts.db as string | undefined);
     const { submitRun } = await import("../../infty/fleet/index.ts");
-    const submitter = `${os.userInfo().username}@${os.hostname()}`;
+    const submitter = whoAmI();
     const r = await submitRun(fleet, {
       id: runId,
       objective,
@@ -369,7 +372,7 @@ export async function askFleet(
   if (!url) return undefined;
   const { fleet } = await openFleet(url);
   try {
-    const r = await ask(fleet, ref, `${os.userInfo().username}@${os.hostname()}`);
+    const r = await ask(fleet, ref, whoAmI());
     if ("error" in r) return r;
     return r.ok ? { ok: r.ok } : undefined;
   } finally {
@@ -388,7 +391,7 @@ export function addRequeue(infty: Command): void {
       if ("error" in valid) fail(valid.error.message, ExitCode.Usage);
       const { fleet } = await openFleet(opts.db);
       const { requeueRun } = await import("../../infty/fleet/index.ts");
-      const r = await requeueRun(fleet, ref, `relay infty requeue by ${os.userInfo().username}@${os.hostname()}`);
+      const r = await requeueRun(fleet, ref, `relay infty requeue by ${whoAmI()}`);
       await fleet.close();
       if ("error" in r) fail(r.error.message, r.error.code === "conflict" ? ExitCode.Usage : ExitCode.Failure);
       if (!r.ok) fail(`the fleet has no run ${ref}; see: relay infty list --db …`, ExitCode.Usage);

@@ -50,7 +50,8 @@ export interface Claim {
   tookOver?: string;
 }
 
-function dbError(what: string, fleet: FleetDb, e: unknown) {
+/** A failed query, as every fleet function reports it: what was being done, and where. */
+export function dbError(what: string, fleet: FleetDb, e: unknown) {
   return err("fleet_db", `${what} in the fleet DB ${fleet.location} failed: ${errorMessage(e)}`);
 }
 

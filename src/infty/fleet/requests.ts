@@ -5,9 +5,10 @@
  * done. A stop of a run still queued needs no driver: it is marked stopped at once.
  */
 import { sql, type Transaction } from "kysely";
-import { err, errorMessage, ok, type Result } from "../../util/result.ts";
+import { err, ok, type Result } from "../../util/result.ts";
 import { noteText } from "../operator.ts";
 import type { FleetDb, FleetTables } from "./db.ts";
+import { dbError } from "./queue.ts";
 
 export type RequestKind = "stop" | "note";
 
@@ -21,9 +22,6 @@ export interface RunRequest {
 export interface Asked {
   message: string;
 }
-
-const failed = (what: string, fleet: FleetDb, e: unknown) =>
-  err("fleet_db", `${what} in the fleet DB ${fleet.location} failed: ${errorMessage(e)}`);
 
 /** The run's state and worker, locked for the caller's transaction; undefined when the fleet has no such run. */
 async function lockedRun(tx: Transaction<FleetTables>, id: string) {
@@ -61,7 +59,7 @@ export async function requestStop(fleet: FleetDb, id: string, from: string): Pro
       });
     });
   } catch (e) {
-    return failed(`asking run ${id} to stop`, fleet, e);
+    return dbError(`asking run ${id} to stop`, fleet, e);
   }
 }
 
@@ -90,7 +88,7 @@ export async function requestNote(
       return ok({ message: `note for the Director of run ${id} recorded in the fleet DB; ${when}` });
     });
   } catch (e) {
-    return failed(`leaving a note for run ${id}`, fleet, e);
+    return dbError(`leaving a note for run ${id}`, fleet, e);
   }
 }
 
@@ -113,7 +111,7 @@ export async function requeueRun(fleet: FleetDb, id: string, from: string): Prom
       return ok({ message: `run ${id} is queued again; the next free worker resumes it` });
     });
   } catch (e) {
-    return failed(`queueing run ${id} again`, fleet, e);
+    return dbError(`queueing run ${id} again`, fleet, e);
   }
 }
 
@@ -129,7 +127,7 @@ export async function waitingRequests(fleet: FleetDb, id: string): Promise<Resul
       .execute();
     return ok(rows.map((r) => ({ id: r.id, kind: r.kind as RequestKind, text: r.text, from: r.from_who })));
   } catch (e) {
-    return failed(`reading run ${id}'s requests`, fleet, e);
+    return dbError(`reading run ${id}'s requests`, fleet, e);
   }
 }
 
@@ -139,7 +137,7 @@ export async function requestDone(fleet: FleetDb, id: number): Promise<Result<vo
     await fleet.db.updateTable("infty_requests").set({ done_at: sql`now()` }).where("id", "=", id).execute();
     return ok(undefined);
   } catch (e) {
-    return failed(`marking request ${id} done`, fleet, e);
+    return dbError(`marking request ${id} done`, fleet, e);
   }
 }
 
