@@ -56,6 +56,11 @@ function modules(): Map<string, string[]> {
   return graph;
 }
 
+/** Lines as an editor numbers them: a final newline does not start another. */
+function lineCount(text: string): number {
+  return text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+}
+
 /** Strongly connected groups of more than one module (Tarjan). */
 function cycles(graph: Map<string, string[]>): string[][] {
   let next = 0;
@@ -133,6 +138,7 @@ const RUNTIME_CODE = /\bnew\s+Function\s*\(|(?<![\w$.])eval\s*\(/;
 
 /** A function read at once fits a screen: longer ones are split into named steps. */
 const MAX_FUNCTION_LINES = 80;
+const MAX_FILE_LINES = 500;
 
 /** Every function, method, arrow and accessor of `text` longer than `max` lines, as `file:line name (N lines)`. */
 export function longFunctions(file: string, text: string, max = MAX_FUNCTION_LINES): string[] {
@@ -210,6 +216,15 @@ describe("architecture", () => {
       [`src/made.ts:1 big (${MAX_FUNCTION_LINES + 2} lines)`],
       "the check finds a long one",
     );
+  });
+
+  test(`no file in src/ is over ${MAX_FILE_LINES} lines (generated ones aside)`, () => {
+    const long = [...graph.keys()]
+      .filter((file) => !file.endsWith(".generated.ts"))
+      .map((file) => ({ file: path.relative(REPO_ROOT, file), lines: lineCount(readFileSync(file, "utf8")) }))
+      .filter(({ lines }) => lines > MAX_FILE_LINES);
+    assert.deepEqual(long, []);
+    assert.equal(lineCount("a\nb\n"), 2, "a final newline does not start a line");
   });
 
   test("nothing in src/ compiles code at run time (new Function, eval): checks are generated ahead", () => {
