@@ -5,9 +5,12 @@
  * take, an error or a folder replaced under its watcher, a runtime whose recursive watcher is
  * not trusted (Node's and Deno's lose events, measured; Bun's, which the binary runs, does not),
  * and every FULL_EVERY-th take, as a safety net against anything a watcher missed.
+ * A take waits for its watchers to catch up: it writes a marker file into each folder and waits
+ * for the marker's own event (the kernel queues events in order, so every change made before the
+ * take has been reported by then); a marker not seen in BARRIER_MS means "look at everything".
  */
 import { type FSWatcher, watch } from "node:fs";
-import { stat } from "node:fs/promises";
+import { readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 /** Everything, or these paths (relative to the run store, e.g. `artifacts/a/b.txt`; a folder means all under it). */
@@ -18,7 +21,11 @@ export const ALL: Changes = { all: true };
 /** Takes between two full looks when the watchers report nothing wrong. */
 export const FULL_EVERY = 200;
 
-const settle = () => new Promise<void>((r) => setImmediate(r));
+/** How long a take waits for a marker's event before it looks at everything instead. */
+export const BARRIER_MS = 5000;
+
+/** The name of a take's marker files: never a change of the run's own. */
+const MARKER = ".relay-change-feed-";
 
 export class ChangeFeed {
   private paths = new Set<string>();
@@ -27,6 +34,9 @@ export class ChangeFeed {
   private readonly watchers: FSWatcher[] = [];
   /** Each folder's inode when its watcher started: another inode means the folder was replaced. */
   private readonly inodes = new Map<string, number>();
+  /** Markers written by a take, by their path in the store, and what their event resolves. */
+  private readonly markers = new Map<string, () => void>();
+  private markerSeq = 0;
 
   private constructor(
     private readonly root: string,
@@ -36,8 +46,18 @@ export class ChangeFeed {
   /** Watches `dirs` of `root`; without a trusted recursive watcher every take is ALL. */
   static async start(root: string, dirs: readonly string[]): Promise<ChangeFeed> {
     const feed = new ChangeFeed(root, dirs);
+    await feed.removeStaleMarkers();
     if (process.versions.bun) await feed.watchAll();
     return feed;
+  }
+
+  /** Markers a driver killed mid-take left behind (each folder's top level is listed once per start). */
+  private async removeStaleMarkers(): Promise<void> {
+    for (const d of this.dirs) {
+      const names = await readdir(path.join(this.root, d)).catch(() => [] as string[]);
+      for (const name of names.filter((n) => n.startsWith(MARKER)))
+        await rm(path.join(this.root, d, name), { force: true }).catch(() => undefined);
+    }
   }
 
   private async watchAll(): Promise<void> {
@@ -45,8 +65,10 @@ export class ChangeFeed {
       const abs = path.join(this.root, d);
       try {
         const w = watch(abs, { recursive: true }, (_event, name) => {
-          if (name === null || name === undefined) this.doubt = true;
-          else this.paths.add(`${d}/${String(name).split(path.sep).join("/")}`);
+          if (name === null || name === undefined) return void (this.doubt = true);
+          const rel = `${d}/${String(name).split(path.sep).join("/")}`;
+          if (String(name).startsWith(MARKER)) this.markers.get(rel)?.();
+          else this.paths.add(rel);
         });
         w.on("error", () => (this.doubt = true));
         this.watchers.push(w);
@@ -57,10 +79,9 @@ export class ChangeFeed {
     }
   }
 
-  /** What changed since the last take (events already queued are let in first). */
+  /** What changed since the last take (every change made before it is reported first). */
   async take(): Promise<Changes> {
-    await settle();
-    await settle();
+    if (this.watchers.length > 0) await Promise.all(this.dirs.map((d) => this.catchUp(d)));
     const replaced = await this.replacedFolder();
     const full = this.doubt || replaced || this.watchers.length < this.dirs.length || ++this.takes % FULL_EVERY === 0;
     const paths = this.paths;
@@ -68,6 +89,26 @@ export class ChangeFeed {
     this.doubt = false;
     if (replaced) await this.restart();
     return full ? ALL : { all: false, paths };
+  }
+
+  /** Writes a marker into folder `d` and waits for its event; one not seen in time (or not written) is a doubt. */
+  private async catchUp(d: string): Promise<void> {
+    const name = `${MARKER}${process.pid}-${++this.markerSeq}`;
+    const rel = `${d}/${name}`;
+    const file = path.join(this.root, d, name);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const seen = new Promise<boolean>((resolve) => {
+      this.markers.set(rel, () => resolve(true));
+      timer = setTimeout(() => resolve(false), BARRIER_MS);
+    });
+    const written = await writeFile(file, "").then(
+      () => true,
+      () => false,
+    );
+    if (!written || !(await seen)) this.doubt = true;
+    clearTimeout(timer);
+    this.markers.delete(rel);
+    await rm(file, { force: true }).catch(() => undefined);
   }
 
   /** Whether a watched folder is gone or another one stands in its place (its watcher then sees nothing). */
