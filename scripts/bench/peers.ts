@@ -11,6 +11,9 @@
  *   peers.code_mode_host_start_exit / _rss  `relay code-mode-host` beside the reference's
  *                           `codex-code-mode-host` (in the CLI's platform package), each started
  *                           and ended by the end of its input   goal ≤ 2
+ *   peers.code_mode_host_first_answer  a fresh `relay code-mode-host` spawned, a session opened
+ *                           and `text("ok")` answered, against the reference host's start to
+ *                           exit (the issue's measure of a host's start)   goal ≤ 2
  * plus `#` lines with both sides' milliseconds and peak RSS. The Codex CLI is found with
  * --codex, RELAY_TEST_CODEX (CI installs it there) or PATH; without it every row is skipped with
  * the reason.
@@ -18,6 +21,10 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { CodeModeSession } from "../../src/contracts/code-mode-provider.ts";
+import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
+import { ok } from "../../src/util/result.ts";
 import { findCodex, writeCodexConfig } from "../../test/support/codex-cli.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
 import { goalLine, numberFlag, percentile, ROOT } from "./stats.ts";
@@ -212,6 +219,39 @@ async function codeModeHosts(codexBin: string): Promise<void> {
   );
   process.stdout.write(`${goalLine("peers.code_mode_host_start_exit", ms("relay") / ms("codex"), 2)}\n`);
   process.stdout.write(`${goalLine("peers.code_mode_host_rss", rss("relay") / rss("codex"), 2)}\n`);
+  await firstAnswers(sides.codex, env);
+}
+
+/** A fresh relay host's spawn to its first `text("ok")` answer, in pairs with the reference host's start to exit. */
+async function firstAnswers(reference: string[], env: Record<string, string>): Promise<void> {
+  process.env.RELAY_SELF_COMMAND = joinCommandLine([BINARY]);
+  const relay: number[] = [];
+  const codex: number[] = [];
+  for (let i = 0; i < RUNS * 2; i++) {
+    if (i % 2 === 1) codex.push((await timed(reference, os.tmpdir(), env)).ms);
+    relay.push(await relayFirstAnswer());
+    if (i % 2 === 0) codex.push((await timed(reference, os.tmpdir(), env)).ms);
+  }
+  process.stdout.write(
+    `# code-mode host's first answer (spawn, session, text("ok")): relay ${median(relay).toFixed(1)} ms; codex start to exit ${median(codex).toFixed(1)} ms\n`,
+  );
+  process.stdout.write(`${goalLine("peers.code_mode_host_first_answer", median(relay) / median(codex), 2)}\n`);
+}
+
+async function relayFirstAnswer(): Promise<number> {
+  const t = performance.now();
+  const provider = new HostProvider({ pool: 0 });
+  const must = <T>(r: { ok: T } | { error: { message: string } }): T => {
+    if ("error" in r) throw new Error(r.error.message);
+    return r.ok;
+  };
+  const session: CodeModeSession = must(await provider.openSession({ invokeTool: async () => ok(null) }));
+  const answer = must(await session.execute({ tool_call_id: "bench", source: "text('ok')" }));
+  const ms = performance.now() - t;
+  await provider.close();
+  if (!("Result" in answer) || answer.Result.error_text !== null)
+    throw new Error(`unexpected: ${JSON.stringify(answer)}`);
+  return ms;
 }
 
 /**

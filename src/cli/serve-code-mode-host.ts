@@ -13,7 +13,9 @@ export async function serveCodeModeHostMain(): Promise<void> {
   const loading = CodeModeEngine.load();
   const peer = serveStdio({ name: "code-mode-host" });
   const shutdown = serveCodeMode(peer, loading);
-  await loading;
-  log.debug("QuickJS loaded", { ms: Math.round(performance.now() - t) });
+  // A parent that ends its input before asking anything (a probe, a session that never ran code)
+  // is not kept waiting for the load: the peer closes only once every request has its answer.
+  const loaded = await Promise.race([loading.then(() => true), peer.closed.then(() => false)]);
+  if (loaded) log.debug("QuickJS loaded", { ms: Math.round(performance.now() - t) });
   await runUntilClosed(peer, shutdown);
 }

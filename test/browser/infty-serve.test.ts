@@ -18,9 +18,12 @@ import { type ServeHandle, startServe } from "../../src/infty/serve/server.ts";
 import { ok } from "../../src/util/result.ts";
 import { launchChromium, noChromium } from "../support/chromium.ts";
 import { FINISHED, HOSTILE, RUNNING, STALE, serveRuns } from "../support/serve-runs.ts";
+import { longSuite } from "../support/long.ts";
 import { skipBecause } from "../support/skip.ts";
 
-const skip = skipBecause("the browser tests of relay infty serve", noChromium());
+const skip =
+  longSuite("the browser tests of relay infty serve", "about a minute on 2 cores") ||
+  skipBecause("the browser tests of relay infty serve", noChromium());
 const BIG = "run-big";
 const BIG_EVENTS = 100_000;
 

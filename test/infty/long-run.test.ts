@@ -11,11 +11,14 @@ import { createScriptedClient } from "../../src/model/scripted.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { longSuite } from "../support/long.ts";
 import { until } from "../support/wait.ts";
 
 describe("infty long-run hygiene", () => {
   // 400 turns, each a handoff with its own checkpoint; a window small enough for 10+ compactions.
-  test("400 Solver turns stay within a small context window through compaction", async () => {
+  test("400 Solver turns stay within a small context window through compaction", {
+    skip: longSuite("infty's 400-turn run", "half a minute on 2 cores"),
+  }, async () => {
     useSourceRelay();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-long-"));
     try {

@@ -22,6 +22,7 @@ import { CodeModeMethods } from "../../src/contracts/code-mode.ts";
 import { defineMethod } from "../../src/contracts/method.ts";
 import { RpcPeer } from "../../src/protocol/peer.ts";
 import { ok, type Result } from "../../src/util/result.ts";
+import { LONG_TESTS } from "../support/long.ts";
 import { header, RawChild, type RawMessage, RawReader, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { useSourceRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
@@ -29,7 +30,8 @@ import { until } from "../support/wait.ts";
 useSourceRelay();
 
 const SEED = Number(process.env.RELAY_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
-const BATCHES = Number(process.env.RELAY_FUZZ_BATCHES ?? 30);
+// npm test runs a few batches with a fresh seed each time; the long step (RELAY_LONG_TESTS=1) runs 30.
+const BATCHES = Number(process.env.RELAY_FUZZ_BATCHES ?? (LONG_TESTS ? 30 : 8));
 const FRAMES_PER_BATCH = 80;
 /** A batch ending in a fatal frame error, then a fresh peer, every this many batches. */
 const FATAL_EVERY = 7;
