@@ -17,8 +17,8 @@ import { serveActions } from "../../src/infty/serve/actions.ts";
 import { type ServeHandle, startServe } from "../../src/infty/serve/server.ts";
 import { ok } from "../../src/util/result.ts";
 import { launchChromium, noChromium } from "../support/chromium.ts";
-import { FINISHED, HOSTILE, RUNNING, STALE, serveRuns } from "../support/serve-runs.ts";
 import { longSuite } from "../support/long.ts";
+import { FINISHED, HOSTILE, RUNNING, STALE, serveRuns } from "../support/serve-runs.ts";
 import { skipBecause } from "../support/skip.ts";
 
 const skip =

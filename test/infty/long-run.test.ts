@@ -9,9 +9,9 @@ import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
+import { longSuite } from "../support/long.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { relayArgv, useSourceRelay } from "../support/self.ts";
-import { longSuite } from "../support/long.ts";
 import { until } from "../support/wait.ts";
 
 describe("infty long-run hygiene", () => {
