@@ -23,5 +23,10 @@ if (first === SANDBOX_EXEC_ARG) {
       : first === "code-mode-host" && process.argv.length === 3;
   // Started early and awaited where it is used (compileEmbeddedWasm catches its own failure).
   if (host) void compileEmbeddedWasm(QUICKJS_WASM_ASSET);
+  // `relay run` starts its executor while its own command line, config and session are read
+  // (the session takes it; one nobody takes ends with this process). Not with --verbose or
+  // --executor, which change how the executor starts or which one runs.
+  if (first === "run" && !process.argv.some((a) => /^(--verbose|--executor(=.*)?|-h|--help)$/.test(a)))
+    void import("./protocol/early-child.ts").then((m) => m.spawnEarly("executor"));
   void import("./cli/entry.ts").then((m) => m.runCli());
 }

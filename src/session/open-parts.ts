@@ -19,6 +19,7 @@ import { createModelClient } from "../model/factory.ts";
 import type { ResponseItem } from "../model/items.ts";
 import { sessionSandboxPolicy } from "../policy/sandbox-check.ts";
 import { type ChildPeer, spawnCommandLine, spawnSelf } from "../protocol/child.ts";
+import { closeEarly, takeEarly } from "../protocol/early-child.ts";
 import type { RpcPeer } from "../protocol/peer.ts";
 import { codexProviderId, wireApiOf } from "../rollout/codex-compat.ts";
 import type { RolloutWriter } from "../rollout/writer.ts";
@@ -33,8 +34,14 @@ import { openSourceRollout, type Resumed } from "./source.ts";
 
 const log = Log.create("session");
 
+/** The session's executor: a remote one's command line, else this binary's (the one main.ts started early, if it did). */
 export function startExecutor(command: string | undefined): Result<ChildPeer> {
-  return command ? spawnCommandLine(command, { name: "executor" }) : spawnSelf("executor", [], { name: "executor" });
+  if (command) {
+    void closeEarly();
+    return spawnCommandLine(command, { name: "executor" });
+  }
+  const early = takeEarly("executor");
+  return early ? ok(early) : spawnSelf("executor", [], { name: "executor" });
 }
 
 /** The executor a session runs its tools on, and what it said about itself. */
