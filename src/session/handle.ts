@@ -90,12 +90,19 @@ export function sessionHandle(o: OpenSessionOptions, p: HandleParts): SessionHan
       if (closed) return;
       closed = true;
       log.info("session ended", { session_id: rollout.id });
-      // An open handle would be closed by GC, which Bun reports as an error.
-      await rollout.close();
-      await p.codeMode?.close();
-      await p.mcp?.close();
-      await p.executor.shutdown();
-      await p.environments.close();
+      // An open handle would be closed by GC, which Bun reports as an error. The rollout's last
+      // write and the children's ends (MCP servers before the executor that may run them) are
+      // waited for side by side.
+      const ended = await Promise.allSettled([
+        rollout.close(),
+        (async () => {
+          await p.codeMode?.close();
+          await p.mcp?.close();
+          await p.executor.shutdown();
+          await p.environments.close();
+        })(),
+      ]);
+      for (const end of ended) if (end.status === "rejected") throw end.reason;
     },
   };
 }
