@@ -27,6 +27,6 @@ if (first === SANDBOX_EXEC_ARG) {
   // (the session takes it; one nobody takes ends with this process). Not with --verbose or
   // --executor, which change how the executor starts or which one runs.
   if (first === "run" && !process.argv.some((a) => /^(--verbose|--executor(=.*)?|-h|--help)$/.test(a)))
-    void import("./protocol/early-child.ts").then((m) => m.spawnEarly("executor"));
+    void import("./protocol/early-spawn.ts").then((m) => m.spawnEarly("executor"));
   void import("./cli/entry.ts").then((m) => m.runCli());
 }

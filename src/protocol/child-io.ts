@@ -5,14 +5,19 @@
  * infty role starting its own), and more work per frame after.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { type BunSpawnOptions, type BunSubprocess, bunSpawn } from "../util/bun-spawn.ts";
+import {
+  type BunSpawnOptions,
+  type BunSubprocess,
+  bunSpawn,
+  spawnWatched,
+  type WatchedChild,
+  type WatchedExit,
+} from "../util/bun-spawn.ts";
 import { BunStdin, BunStdout } from "./bun-stdio.ts";
 import type { ByteSink, ByteSource } from "./byte-stream.ts";
 
-export interface ChildExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
+/** How a child ended (util/bun-spawn.ts names it for both ways of starting one). */
+export type ChildExit = WatchedExit;
 
 /** A started child: its pid, its pipes, and how it ended. */
 export interface ChildIo {
@@ -46,33 +51,34 @@ export function startChild(start: ChildStart): ChildIo {
 }
 
 function startWithBun(spawn: (o: BunSpawnOptions) => BunSubprocess, start: ChildStart): ChildIo | undefined {
-  let exitInfo: ChildExit | undefined;
-  let settle!: (exit: ChildExit) => void;
-  const exited = new Promise<ChildExit>((resolve) => (settle = resolve));
-  let child: BunSubprocess;
   try {
-    child = spawn({
-      cmd: [...start.argv],
-      ...(start.cwd ? { cwd: start.cwd } : {}),
-      env: start.env,
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      onExit: (_proc, code, signal) => settle((exitInfo = { code, signal: signal as NodeJS.Signals | null })),
-    });
+    return bunChildIo(
+      spawnWatched(spawn, {
+        cmd: [...start.argv],
+        ...(start.cwd ? { cwd: start.cwd } : {}),
+        env: start.env,
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+      }),
+    );
   } catch {
     return undefined;
   }
+}
+
+/** A Bun child started with its three pipes (here, or early by protocol/early-spawn.ts) as a peer's pipes. */
+export function bunChildIo({ child, exited, exit }: WatchedChild): ChildIo {
   return {
     pid: child.pid,
     kill: (signal) => child.kill(signal),
-    // All three are pipes: the options above ask for them.
+    // All three are pipes: whoever started it asked for them.
     input: new BunStdin(() => child.stdout!),
     output: new BunStdout(child.stdin!),
     onStderr: (text, end) => void readText(child.stderr!, text).then(end),
     exited,
     spawnError: () => undefined,
-    exit: () => exitInfo,
+    exit,
   };
 }
 

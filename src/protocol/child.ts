@@ -168,6 +168,11 @@ export function spawnPeer(
   } catch (e) {
     return err("spawn_failed", `could not start ${argv[0]}: ${(e as Error).message}`);
   }
+  return ok(connectChild(argv, child, options));
+}
+
+/** The peer over a started child's pipes (spawned here, or early: protocol/early-child.ts). */
+export function connectChild(argv: readonly string[], child: ChildIo, options: ChildPeerOptions = {}): ChildPeer {
   const name = options.name ?? argv[0]!;
   let holder: ChildPeer | undefined;
   let stderrDone!: () => void;
@@ -185,7 +190,7 @@ export function spawnPeer(
   holder = new ChildPeer(peer, child, argv, child.exited);
   closeWithChild(child, peer, holder, name);
   pipeChildStderr(child, holder, options.inheritStderr, stderrDone);
-  return ok(holder);
+  return holder;
 }
 
 /** Spawns this program with `subcommand` and returns the connected peer. */

@@ -42,3 +42,33 @@ export interface BunSubprocess {
 export function bunSpawn(): ((o: BunSpawnOptions) => BunSubprocess) | undefined {
   return (globalThis as unknown as { Bun?: { spawn(o: BunSpawnOptions): BunSubprocess } }).Bun?.spawn;
 }
+
+/** How a child ended: its exit code, or the signal that ended it. */
+export interface WatchedExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A Bun child whose end is recorded from its start on. */
+export interface WatchedChild {
+  readonly child: BunSubprocess;
+  /** Settles when it ends. */
+  readonly exited: Promise<WatchedExit>;
+  /** Its end, once known. */
+  exit(): WatchedExit | undefined;
+}
+
+/** Starts a child with `spawn` (Bun.spawn) and records its end; throws where Bun.spawn does. */
+export function spawnWatched(
+  spawn: (o: BunSpawnOptions) => BunSubprocess,
+  options: Omit<BunSpawnOptions, "onExit">,
+): WatchedChild {
+  let end: WatchedExit | undefined;
+  let settle!: (exit: WatchedExit) => void;
+  const exited = new Promise<WatchedExit>((resolve) => (settle = resolve));
+  const child = spawn({
+    ...options,
+    onExit: (_proc, code, signal) => settle((end = { code, signal: signal as NodeJS.Signals | null })),
+  });
+  return { child, exited, exit: () => end };
+}
