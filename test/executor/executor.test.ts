@@ -8,7 +8,7 @@ import { ExecutorMethods, ProcessExitedNotification } from "../../src/contracts/
 import { findTree } from "../../src/process/kill-tree.ts";
 import type { ChildPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
-import { exec, isAlive, startExecutor, write } from "../support/executor.ts";
+import { exec, isAlive, outputUntil, startExecutor, write, writeUntilExit } from "../support/executor.ts";
 import { skipBecause } from "../support/skip.ts";
 import { Inbox, until, waitFor } from "../support/wait.ts";
 
@@ -290,11 +290,12 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     const id = s.process_id!;
     assert.equal(typeof id, "number");
     await write(ex, id, "export RELAY_T=persisted\n");
-    const r = await write(ex, id, "echo value=$RELAY_T; test -t 0 && echo istty\n", { yield_time_ms: 1000 });
+    const asked = await write(ex, id, "echo value=$RELAY_T; test -t 0 && echo istty\n", { yield_time_ms: 1000 });
+    const r = await outputUntil(ex, id, /istty/, asked);
     assert.match(r.output, /value=persisted/);
     assert.match(r.output, /istty/);
     assert.doesNotMatch(r.output, /\r/, "CRLF from the terminal is normalised");
-    const bye = await write(ex, id, "exit 5\n", { yield_time_ms: 2000 });
+    const bye = await writeUntilExit(ex, id, "exit 5\n");
     assert.equal(bye.exit_code, 5);
     assert.equal(bye.process_id, undefined);
   });
@@ -303,12 +304,18 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     skip: skipBecause("interactive python over a PTY", !hasPython && "python3 is not installed"),
   }, async () => {
     const s = await exec(ex, { command: ["python3", "-i", "-q"], tty: true, yield_time_ms: 1500 });
-    assert.match(s.output, />>>/);
-    const r = await write(ex, s.process_id!, "print(6*7)\n", { yield_time_ms: 1000 });
-    assert.match(r.output, /42/);
-    const bye = await write(ex, s.process_id!, "exit()\n", { yield_time_ms: 3000 });
-    assert.equal(bye.exit_code, 0);
-    assert.equal(bye.process_id, undefined);
+    const id = s.process_id!;
+    try {
+      assert.match((await outputUntil(ex, id, />>>/, s)).output, />>>/);
+      const answer = await outputUntil(ex, id, /42/, await write(ex, id, "print(6*7)\n", { yield_time_ms: 1000 }));
+      assert.match(answer.output, /42/);
+      const bye = await writeUntilExit(ex, id, "exit()\n");
+      assert.equal(bye.exit_code, 0);
+      assert.equal(bye.process_id, undefined);
+    } finally {
+      // A failure above must not leave python among the next test's stored processes.
+      await ex.peer.call(ExecutorMethods.terminate, { process_id: id });
+    }
   });
 
   test("cat on a tty ends on EOF (Ctrl-D) with exit 0 and the id is released", async () => {
@@ -318,8 +325,8 @@ describe("relay executor: PTY sessions", { skip: !hasPty && "PTY needs Bun" }, (
     assert.equal(s.exit_code, undefined);
     const echo = await write(ex, id, "ping\n");
     assert.equal(echo.process_id, id);
-    assert.match(echo.output, /ping/);
-    const eof = await write(ex, id, "\u0004", { yield_time_ms: 2000 });
+    assert.match((await outputUntil(ex, id, /ping/, echo)).output, /ping/);
+    const eof = await writeUntilExit(ex, id, "\u0004");
     assert.equal(eof.exit_code, 0);
     assert.equal(eof.process_id, undefined);
     const after = await ex.peer.call(ExecutorMethods.write, { process_id: id, input: "" });

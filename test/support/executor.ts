@@ -40,6 +40,33 @@ export async function write(
   return r.ok;
 }
 
+/**
+ * What a running process prints until its output (from `first` on) matches `pattern`, read a
+ * window at a time, or until it exits: a loaded machine may take longer than any one window.
+ * (An empty write waits its whole window, at least 5 s: give `first` a window that usually does.)
+ */
+export async function outputUntil(
+  child: ChildPeer,
+  process_id: number,
+  pattern: RegExp,
+  first: ExecResult | undefined = undefined,
+): Promise<{ output: string; last: ExecResult }> {
+  let last = first ?? (await write(child, process_id, "", { yield_time_ms: 250 }));
+  let output = last.output;
+  while (!pattern.test(output) && last.exit_code === undefined) {
+    last = await write(child, process_id, "", { yield_time_ms: 250 });
+    output += last.output;
+  }
+  return { output, last };
+}
+
+/** Writes `input` and reads until the process has exited (see outputUntil); its last answer. */
+export async function writeUntilExit(child: ChildPeer, process_id: number, input: string): Promise<ExecResult> {
+  let last = await write(child, process_id, input, { yield_time_ms: 250 });
+  while (last.exit_code === undefined) last = await write(child, process_id, "", { yield_time_ms: 250 });
+  return last;
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
