@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -19,43 +18,17 @@ import { z } from "zod";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
 import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import { defineMethod } from "../../src/contracts/method.ts";
-import { ARCHIVE_FORMATS, type ArchiveFormat, readArchive, writeArchive } from "../../src/package/archive.ts";
 import { parseManifest, walkTree } from "../../src/package/manifest.ts";
 import { hostTarget } from "../../src/package/targets.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
-import { longSuite } from "../support/long.ts";
 import { type BuildJson, cleanEnv, hasBun, parseBuild, ROOT, relay } from "./build-support.ts";
 import { fakeElf, fakePackage, writeExec } from "./fixtures.ts";
 
 const host = hostTarget();
 const hostName = "ok" in host ? host.ok.name : "unknown";
 const hostIsX64Linux = process.platform === "linux" && process.arch === "x64";
-
-const canRun = (cmd: string, args: string[]) => !spawnSync(cmd, args, { stdio: "ignore" }).error;
-const HAS = { tar: canRun("tar", ["--version"]), unzip: canRun("unzip", ["-v"]), zstd: canRun("zstd", ["--version"]) };
-
-/** argv (the destination directory is appended) that extracts an archive with system tools, when present. */
-const SYSTEM_EXTRACT: Record<ArchiveFormat, (file: string) => string[] | undefined> = {
-  "tar.gz": (f) => (HAS.tar ? ["tar", "-xzf", f, "-C"] : undefined),
-  "tar.zst": (f) => (HAS.tar && HAS.zstd ? ["sh", "-c", 'zstd -dc "$0" | tar -xf - -C "$1"', f] : undefined),
-  zip: (f) => (HAS.unzip ? ["unzip", "-q", f, "-d"] : undefined),
-};
-
-/** path, type, permission bits, size and sha256 of everything under a directory. */
-function snapshot(dir: string) {
-  const t = walkTree(dir);
-  if ("error" in t) throw new Error(t.error.message);
-  const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
-  return t.ok.map((e) => ({
-    path: e.path,
-    type: e.type,
-    mode: e.mode,
-    size: e.size,
-    sha256: e.type === "file" ? sha(e.abs) : "",
-  }));
-}
 
 /** Newest mtime (ms) under src/ and of package.json: other people may edit the tree during a run. */
 function newestSourceMtime(): number {
@@ -159,56 +132,6 @@ describe("relay package build (host)", { skip: !hasBun && "needs Bun to compile"
     const exit = await c.ok.shutdown();
     assert.equal(exit.code, 0);
   });
-
-  // Each compresses both real binaries (about 250 MB): 8-22 s apiece on 2 cores, so the long step
-  // runs them; the formats' own tests (archive.test.ts) run on small trees in npm test.
-  const realArchives = longSuite("the real package's archive round-trips", "40 s on 2 cores");
-  for (const format of ARCHIVE_FORMATS) {
-    test(`${format} of the real package round-trips to the directory: relay's reader and system tools`, {
-      skip: realArchives,
-    }, async () => {
-      const outDir = path.join(tmp, "archives");
-      const want = snapshot(pkgDir);
-      const file = path.join(outDir, `relay.${format}`);
-      let started = Date.now();
-      const w = await writeArchive(pkgDir, file, format);
-      assert.ok("ok" in w, JSON.stringify(w));
-      const writeMs = Date.now() - started;
-      started = Date.now();
-      const entries = await readArchive(file);
-      assert.ok("ok" in entries, JSON.stringify(entries));
-      assert.deepEqual(
-        entries.ok.map((e) => ({
-          path: e.path,
-          type: e.type,
-          mode: e.mode,
-          size: e.size,
-          sha256: e.type === "file" ? e.sha256 : "",
-        })),
-        want,
-        `${format} read back by relay`,
-      );
-      const readMs = Date.now() - started;
-      const v = await verifyPackage(file);
-      assert.ok("ok" in v);
-      assert.deepEqual(v.ok.problems, []);
-      const sys = SYSTEM_EXTRACT[format](file);
-      let sysNote = "system tool absent";
-      if (sys) {
-        const dest = path.join(outDir, `x-${format}`);
-        mkdirSync(dest, { recursive: true });
-        const r = spawnSync(sys[0]!, [...sys.slice(1), dest], { encoding: "utf8" });
-        assert.equal(r.status, 0, `${sys.join(" ")}: ${r.stderr}`);
-        assert.deepEqual(snapshot(dest), want, `${format} extracted by ${sys[0]}`);
-        rmSync(dest, { recursive: true, force: true });
-        sysNote = `checked with ${sys[0] === "sh" ? "zstd | tar" : sys[0]}`;
-      }
-      process.stderr.write(
-        `# real ${format}: ${statSync(file).size} bytes, written in ${writeMs} ms, read in ${readMs} ms, ${sysNote}\n`,
-      );
-      rmSync(file, { force: true });
-    });
-  }
 
   test("prebuilt binaries are used as they are (never rebuilt); variant, rg and a real tar.zst archive", {
     skip: !hostIsX64Linux && "uses an x64 ELF fake rg",
