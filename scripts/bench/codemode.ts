@@ -16,7 +16,7 @@ import type { CodeModeCallbacks, CodeModeSession } from "../../src/contracts/cod
 import type { RpcPeer } from "../../src/protocol/peer.ts";
 import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
-import { fmtMs, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
+import { fmtMs, must, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
 
 const ROUNDS = numberFlag("--rounds", 200);
 const JSON_OUT = process.argv.includes("--json");
@@ -25,12 +25,6 @@ useSourceRelay();
 
 const callbacks: CodeModeCallbacks = { invokeTool: async () => ok(null) };
 const WORK = { tool_call_id: "bench", source: "text('ok')" };
-
-async function must<T>(p: Promise<{ ok: T } | { error: { message: string } }>): Promise<T> {
-  const r = await p;
-  if ("error" in r) throw new Error(r.error.message);
-  return r.ok;
-}
 
 async function command(s: CodeModeSession): Promise<void> {
   const r = await must(s.execute(WORK));

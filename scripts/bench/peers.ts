@@ -27,7 +27,7 @@ import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { findCodex, writeCodexConfig } from "../../test/support/codex-cli.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
-import { goalLine, numberFlag, percentile, ROOT } from "./stats.ts";
+import { goalLine, must, numberFlag, percentile, ROOT } from "./stats.ts";
 
 const RUNS = numberFlag("--runs", 6);
 const CALLS = numberFlag("--calls", 20);
@@ -241,12 +241,8 @@ async function firstAnswers(reference: string[], env: Record<string, string>): P
 async function relayFirstAnswer(): Promise<number> {
   const t = performance.now();
   const provider = new HostProvider({ pool: 0 });
-  const must = <T>(r: { ok: T } | { error: { message: string } }): T => {
-    if ("error" in r) throw new Error(r.error.message);
-    return r.ok;
-  };
-  const session: CodeModeSession = must(await provider.openSession({ invokeTool: async () => ok(null) }));
-  const answer = must(await session.execute({ tool_call_id: "bench", source: "text('ok')" }));
+  const session: CodeModeSession = await must(provider.openSession({ invokeTool: async () => ok(null) }));
+  const answer = await must(session.execute({ tool_call_id: "bench", source: "text('ok')" }));
   const ms = performance.now() - t;
   await provider.close();
   if (!("Result" in answer) || answer.Result.error_text !== null)

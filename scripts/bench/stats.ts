@@ -51,3 +51,10 @@ export async function timeEach(n: number, fn: (i: number) => Promise<unknown> | 
   }
   return out;
 }
+
+/** The value of a Result the bench needs, or a throw with its message. */
+export async function must<T>(p: Promise<{ ok: T } | { error: { message: string } }>): Promise<T> {
+  const r = await p;
+  if ("error" in r) throw new Error(r.error.message);
+  return r.ok;
+}

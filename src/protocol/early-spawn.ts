@@ -1,12 +1,14 @@
 /**
  * The first thing `relay run` does (main.ts, before any other module loads): start its executor,
- * so that the executor's start overlaps this process's own. This module imports nothing but
- * Bun.spawn's types, so the spawn happens as soon as the runtime runs main.ts (importing the
- * peer first cost 20 ms); protocol/early-child.ts makes a peer of the child when a session takes
- * it. Under Node and Deno, or with a RELAY_SELF_COMMAND that needs a shell's quoting, nothing is
- * started here and the session spawns its executor as before.
+ * so that the executor's start overlaps this process's own. This module imports only two small
+ * modules that import nothing (Bun.spawn's types, the runtime's name), so the spawn happens as
+ * soon as the runtime runs main.ts (importing the peer first cost 20 ms); protocol/early-child.ts
+ * makes a peer of the child when a session takes it. Under Node and Deno, or with a
+ * RELAY_SELF_COMMAND that needs a shell's quoting, nothing is started here and the session spawns
+ * its executor as before.
  */
 import { bunSpawn, spawnWatched, type WatchedChild } from "../util/bun-spawn.ts";
+import { currentRuntime } from "../util/runtime.ts";
 
 export interface EarlySpawn {
   argv: string[];
@@ -52,9 +54,8 @@ const PLAIN_WORDS = /^[\w@%+=:,./-]+( [\w@%+=:,./-]+)*$/;
 export function selfArgv(subcommand: string): string[] | undefined {
   const override = process.env.RELAY_SELF_COMMAND;
   if (override) return PLAIN_WORDS.test(override) ? [...override.split(" "), subcommand] : undefined;
-  const bun = (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun;
-  if (!bun) return undefined;
-  if (bun.isStandaloneExecutable || import.meta.url.includes("$bunfs")) return [process.execPath, subcommand];
+  const runtime = currentRuntime();
+  if (runtime === "bun-compiled") return [process.execPath, subcommand];
   const script = process.argv[1];
-  return script ? [process.execPath, script, subcommand] : undefined;
+  return runtime === "bun" && script ? [process.execPath, script, subcommand] : undefined;
 }

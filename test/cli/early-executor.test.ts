@@ -5,20 +5,14 @@
  * --executor none is started.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { type LogLine, logFile, logLines } from "../support/log-file.ts";
 import { relayArgv, runRelayAsync } from "../support/self.ts";
 import { waitFor } from "../support/wait.ts";
-
-interface Line {
-  pid: number;
-  service: string;
-  msg: string;
-  fields?: Record<string, unknown>;
-}
 
 const base = mkdtempSync(path.join(os.tmpdir(), "relay-early-exec-"));
 after(() => rmSync(base, { recursive: true, force: true }));
@@ -37,14 +31,9 @@ function setup(config = ""): { env: NodeJS.ProcessEnv; ws: string; script: strin
   return { env, ws, script, home };
 }
 
-function log(home: string): Line[] {
-  return readFileSync(path.join(home, "logs", "relay.log"), "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Line);
-}
+const log = (home: string) => logLines(logFile(home));
 
-const executorStarts = (lines: Line[]) => lines.filter((l) => l.msg === "start" && l.fields?.command === "executor");
+const executorStarts = (lines: LogLine[]) => lines.filter((l) => l.msg === "start" && l.fields?.command === "executor");
 
 describe("relay run's early executor", () => {
   test("a run starts one executor, and its session runs on it", async () => {

@@ -6,30 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import { logFile, logLines } from "../support/log-file.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { runRelayAsync } from "../support/self.ts";
-
-interface Line {
-  time: string;
-  level: string;
-  pid: number;
-  service: string;
-  msg: string;
-  fields?: Record<string, unknown>;
-}
 
 const base = mkdtempSync(path.join(os.tmpdir(), "relay-logs-test-"));
 let n = 0;
@@ -41,22 +24,6 @@ function freshHome(extra: Record<string, string> = {}): { home: string; env: Nod
   const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: home, ...extra };
   for (const k of ["RELAY_LOG", "RELAY_LOG_MAX_BYTES"]) if (!(k in extra)) delete env[k];
   return { home, env };
-}
-
-const logFile = (home: string) => path.join(home, "logs", "relay.log");
-
-/** Every line of a log file, each parsed (a torn or interleaved line fails here). */
-function lines(file: string): Line[] {
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l, i) => {
-      try {
-        return JSON.parse(l) as Line;
-      } catch {
-        assert.fail(`${path.basename(file)} line ${i + 1} is not JSON: ${l.slice(0, 200)}`);
-      }
-    });
 }
 
 const HUMAN = /^relay\[(\d+)\] \d\d:\d\d:\d\d\.\d{3} (DEBUG|INFO|WARN|ERROR) [\w-]+: /;
@@ -71,7 +38,7 @@ describe("relay's log", () => {
     assert.equal(r.stderr, "");
     assert.equal(statSync(path.join(home, "logs")).mode & 0o777, 0o700);
     assert.equal(statSync(logFile(home)).mode & 0o777, 0o600);
-    const [first, ...rest] = lines(logFile(home));
+    const [first, ...rest] = logLines(logFile(home));
     assert.ok(first, "a line");
     assert.deepEqual(
       [first.level, first.service, first.msg, first.fields?.command],
@@ -97,7 +64,7 @@ describe("relay's log", () => {
       assert.match(r.stderr, /INFO cli: start command="memories status" /);
       assert.match(r.stderr, /DEBUG cli: exit command="memories status" code=0 /);
       assert.ok(
-        lines(logFile(home)).some((l) => l.level === "debug" && l.msg === "exit"),
+        logLines(logFile(home)).some((l) => l.level === "debug" && l.msg === "exit"),
         "debug lines reach the file",
       );
     }
@@ -107,7 +74,7 @@ describe("relay's log", () => {
     const { home, env } = freshHome({ RELAY_LOG: "debug" });
     const r = await runRelayAsync(["executor", "--check", "--json"], env);
     JSON.parse(r.stdout); // the report is on stdout, untouched by the log
-    const all = lines(logFile(home));
+    const all = logLines(logFile(home));
     const parent = all.find((l) => l.msg === "start" && l.fields?.command === "executor")!;
     const spawned = all.find((l) => l.service === "child" && l.msg === "spawned" && l.pid === parent.pid);
     assert.ok(spawned, "the parent logs the spawn");
@@ -139,8 +106,8 @@ describe("relay's log", () => {
       files.every((f) => /^relay\.log(\.[1-3])?$/.test(f)),
       `only relay.log and at most 3 rotated files: ${files.join(", ")}`,
     );
-    for (const f of files) lines(path.join(home, "logs", f));
-    const starts = files.flatMap((f) => lines(path.join(home, "logs", f))).filter((l) => l.msg === "start");
+    for (const f of files) logLines(path.join(home, "logs", f));
+    const starts = files.flatMap((f) => logLines(path.join(home, "logs", f))).filter((l) => l.msg === "start");
     assert.equal(starts.length, 3, "no line lost");
   });
 
@@ -192,7 +159,7 @@ process.stdin.once("data", () => {
     );
     const seen = new Map<string, number>();
     for (const f of files)
-      for (const l of lines(path.join(dir, f))) {
+      for (const l of logLines(path.join(dir, f))) {
         const key = `${l.fields?.writer}:${l.fields?.seq}`;
         seen.set(key, (seen.get(key) ?? 0) + 1);
       }
@@ -255,7 +222,7 @@ void runCli(async () => {
       });
       assert.equal(r.status, 1);
       assert.equal(r.stderr, `relay: unexpected error: ${message} (details in ${logFile(home)})\n`);
-      const logged = lines(logFile(home)).find((l) => l.level === "error" && l.msg === "unexpected error");
+      const logged = logLines(logFile(home)).find((l) => l.level === "error" && l.msg === "unexpected error");
       const error = logged?.fields?.error as { message: string; stack: string } | undefined;
       assert.equal(error?.message, message);
       assert.match(error?.stack ?? "", /crash\.ts/, "the stack says where");

@@ -3,8 +3,10 @@
  * do not check the codec with itself: raw frames out, response texts and their exact id tokens
  * in, and a relay subcommand driven over real pipes.
  */
+
 import { Buffer } from "node:buffer";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildExit } from "../../src/protocol/child-io.ts";
 import { relayArgv } from "./self.ts";
 
 /** A 4-byte big-endian length header saying `n`. */
@@ -61,15 +63,10 @@ export class RawReader {
   }
 }
 
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
 /** A relay subcommand on real pipes, spoken to in raw bytes. */
 export class RawChild {
   readonly child: ChildProcessWithoutNullStreams;
-  readonly exited: Promise<Exit>;
+  readonly exited: Promise<ChildExit>;
   /** Every frame the child wrote, in order. */
   readonly messages: RawMessage[] = [];
   stderr = "";
