@@ -16,76 +16,17 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { buildBinary } from "../../scripts/build.ts";
 import { SkillsListOutputSchema } from "../../src/capabilities/skill-sources.ts";
 import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
 import { ExecutorMethods } from "../../src/contracts/executor.ts";
-import { sha256File } from "../../src/package/manifest.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
+import { compiledRelay } from "../support/compiled.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
+import { assertGrammarApproval, loneCopy } from "../support/lone-binary.ts";
 import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";
-
-/**
- * `relay run -a untrusted` with a scripted model in a new `dir`: a command only the bash grammar
- * reads (`case`, `[[ ]]`) runs without asking; `rm` asks and, with no terminal, is refused.
- */
-function assertGrammarApproval(relay: string, dir: string, env: Record<string, string>): void {
-  const ws = path.join(dir, "ws");
-  mkdirSync(ws, { recursive: true });
-  writeFileSync(path.join(ws, "keep.txt"), "keep\n");
-  const call = (cmd: string) => ({ name: "exec_command", arguments: { cmd } });
-  const script = {
-    turns: [
-      { tool_calls: [call("[[ 3 -gt 2 ]] && case x in x) echo grammar-ok;; esac")] },
-      { tool_calls: [call("rm -f keep.txt")] },
-      { text: "done" },
-    ],
-  };
-  writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
-  const r = spawnSync(
-    relay,
-    [
-      "run",
-      "--script",
-      path.join(dir, "script.json"),
-      "-a",
-      "untrusted",
-      "-s",
-      "danger-full-access",
-      "-C",
-      ws,
-      "--json",
-      "go",
-    ],
-    { cwd: ws, encoding: "utf8", env },
-  );
-  assert.equal(r.status, 0, r.stderr);
-  const outputs = r.stdout
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { type: string; output?: string })
-    .filter((e) => e.type === "tool_result")
-    .map((e) => e.output ?? "");
-  assert.equal(outputs.length, 2, r.stdout);
-  assert.match(outputs[0]!, /grammar-ok/);
-  assert.match(
-    outputs[1]!,
-    /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal/,
-  );
-  assert.ok(existsSync(path.join(ws, "keep.txt")), "the command that asks did not run");
-}
-
-/** A copy of the binary alone in `dir`, as a download would leave it. */
-function loneCopy(bin: string, dir: string): string {
-  const lone = path.join(dir, "relay");
-  mkdirSync(dir);
-  copyFileSync(bin, lone);
-  chmodSync(lone, 0o755);
-  return lone;
-}
 
 // Compiling needs Bun; the portable runs under Node and Deno skip this file's body.
 const hasBun = Boolean(process.versions.bun);
@@ -95,7 +36,7 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
   let bin = "";
   before(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "relay-build-"));
-    bin = buildBinary({ outfile: path.join(dir, "relay") }).outfile;
+    bin = compiledRelay();
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -241,70 +182,6 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
         refusedCross.stderr,
       );
       assert.ok(!existsSync(path.join(machine, "pkg-arm64")), "nothing was left behind");
-    } finally {
-      rmSync(machine, { recursive: true, force: true });
-    }
-  });
-
-  test("a lone copy recompiles itself for another target from a seeded cache, and the result does too", {
-    skip:
-      (process.platform !== "linux" || process.arch !== "x64") &&
-      "seeds linux-x64-baseline with this host's bun (x64 Linux only)",
-  }, async () => {
-    const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-cross-"));
-    try {
-      const lone = loneCopy(bin, path.join(machine, "empty"));
-      const home = path.join(machine, "home");
-      // The cache as a fetch would leave it, so the test stays offline: the baseline target's
-      // runtime is this host's bun (same format and CPU; the cross build cannot tell).
-      const version = process.versions.bun!;
-      const cacheDir = path.join(home, ".relay", "cache", "bun", version, "linux-x64-baseline");
-      mkdirSync(cacheDir, { recursive: true });
-      copyFileSync(realpathSync(process.execPath), path.join(cacheDir, "bun"));
-      chmodSync(path.join(cacheDir, "bun"), 0o755);
-      const meta = {
-        package: "@oven/bun-linux-x64-baseline",
-        version,
-        target: "linux-x64-baseline",
-        file: "bun",
-        size: statSync(path.join(cacheDir, "bun")).size,
-        sha256: await sha256File(path.join(cacheDir, "bun")),
-        fetchedAt: new Date().toISOString(),
-      };
-      writeFileSync(path.join(cacheDir, "meta.json"), JSON.stringify(meta));
-      // No bun, no npm, no source tree: PATH has only the system, cwd is an empty directory.
-      const env = { PATH: "/usr/bin:/bin", HOME: home, RELAY_NPM_REGISTRY: "http://127.0.0.1:1" };
-      const cross = spawnSync(lone, ["package", "build", "--target", "linux-x64-baseline", "--json"], {
-        cwd: path.dirname(lone),
-        encoding: "utf8",
-        env,
-      });
-      assert.equal(cross.status, 0, cross.stderr);
-      const report = JSON.parse(cross.stdout) as {
-        packageDir: string;
-        compiled?: { from: string; fetched?: boolean; compileExecutablePath?: string };
-      };
-      assert.match(report.compiled?.from ?? "", /this binary's own bundle/);
-      assert.equal(report.compiled?.fetched, false);
-      assert.equal(report.compiled?.compileExecutablePath, path.join(cacheDir, "bun"));
-      const built = path.join(report.packageDir, "bin", "relay");
-      const version2 = spawnSync(built, ["--version"], { encoding: "utf8", env });
-      assert.equal(version2.stdout.trim(), VERSION, version2.stderr);
-      // It carries the wasm files too: the bash grammar approval reads commands with.
-      assertGrammarApproval(built, path.join(machine, "approval"), env);
-      // The recompiled binary carries its bundle too: it packages itself again.
-      const again = spawnSync(
-        built,
-        ["package", "build", "--target", "linux-x64-baseline", "--package-dir", path.join(machine, "again"), "--json"],
-        { cwd: machine, encoding: "utf8", env },
-      );
-      assert.equal(again.status, 0, again.stderr);
-      const sandboxed = spawnSync(
-        path.join(machine, "again", "bin", "relay"),
-        ["sandbox", "--", "sh", "-c", "echo inside"],
-        { cwd: machine, encoding: "utf8", env },
-      );
-      assert.equal(sandboxed.stdout, "inside\n", sandboxed.stderr);
     } finally {
       rmSync(machine, { recursive: true, force: true });
     }

@@ -298,7 +298,7 @@ describe("relay doctor", () => {
       assert.equal(c.status, "ok", `${name}: ${c.detail}`);
       assert.equal(c.required, true);
     }
-    assert.match(find(rep, "executor").detail, /^relay \d+\.\d+\.\d+ \(bun, .*pid \d+\)/);
+    assert.match(find(rep, "executor").detail, /^relay \d+\.\d+\.\d+ \(bun(-compiled)?, .*pid \d+\)/);
     assert.match(find(rep, "code-mode host").detail, /pid \d+/);
     // What the executor reported: its container where the built-in sandbox runs, else what holds instead.
     const containment = find(rep, "containment");

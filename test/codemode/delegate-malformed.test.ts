@@ -12,10 +12,10 @@ import type { CodeModeCallbacks } from "../../src/contracts/code-mode-provider.t
 import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { RawChild, type RawMessage, rawFrame, requestFrame } from "../support/raw-frames.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
-useSourceRelay();
+useTestRelay();
 
 const probeTool = [{ name: "probe", description: "", kind: "function" as const }];
 /** Calls the tool `n` times; each outcome becomes one line of output. */

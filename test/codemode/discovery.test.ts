@@ -7,7 +7,7 @@ import { HOST_BINARY_NAME, resolveHostProgram } from "../../src/protocol/code-mo
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 
 describe("code-mode host discovery", () => {
   test("RELAY_CODE_MODE_HOST_PATH, then a sibling binary, then PATH, then our own subcommand", () => {
@@ -67,7 +67,7 @@ describe("code-mode host discovery", () => {
   test("a host path is spawned as is; sessions are multiplexed over one host process", {
     skip: process.platform === "win32",
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cm-host-"));
     const script = path.join(dir, HOST_BINARY_NAME);
     writeFileSync(script, `#!/bin/sh\nexec ${joinCommandLine(relayArgv())} code-mode-host "$@"\n`);

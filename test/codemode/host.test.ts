@@ -6,7 +6,7 @@ import type { CodeModeCallbacks, CodeModeProvider } from "../../src/contracts/co
 import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 import { deferred, Inbox, until } from "../support/wait.ts";
 
 const texts = (r: RuntimeResponse) =>
@@ -29,7 +29,7 @@ describe("code-mode host: raw protocol", () => {
   let host: ChildPeer;
   const initial = new Inbox<unknown>();
   before(() => {
-    useSourceRelay();
+    useTestRelay();
     const s = spawnSelf("code-mode-host");
     assert.ok("ok" in s);
     host = s.ok;
@@ -144,7 +144,7 @@ for (const kind of ["host", "in-process"] as const) {
   describe(`code-mode provider (${kind})`, () => {
     let provider: CodeModeProvider;
     before(() => {
-      useSourceRelay();
+      useTestRelay();
       provider = kind === "host" ? new HostProvider() : new InProcessProvider();
     });
     after(async () => provider.close());
@@ -461,7 +461,7 @@ for (const kind of ["host", "in-process"] as const) {
 
 describe("code-mode host: terminate a CPU-bound cell", () => {
   test("terminate stops a busy loop long before its CPU budget, the host keeps serving", async () => {
-    useSourceRelay();
+    useTestRelay();
     const provider = new HostProvider();
     try {
       const spinning = deferred();
@@ -492,7 +492,7 @@ describe("code-mode host: terminate a CPU-bound cell", () => {
 
 describe("code-mode host: shutdown with a CPU-bound cell", () => {
   test("shutting the session down stops a busy loop that never yielded", async () => {
-    useSourceRelay();
+    useTestRelay();
     const provider = new HostProvider();
     try {
       const spinning = deferred();
@@ -525,7 +525,7 @@ describe("code-mode host: shutdown with a CPU-bound cell", () => {
 
 describe("code-mode host crash", () => {
   test("a SIGKILLed host fails the pending exec clearly and the next session respawns", async () => {
-    useSourceRelay();
+    useTestRelay();
     const provider = new HostProvider();
     try {
       let delegateCancelled = false;

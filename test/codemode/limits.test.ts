@@ -13,7 +13,7 @@ import { FIXED_HEAP_OVERHEAD_BYTES } from "../../src/codemode/heap-guard.ts";
 import { CodeModeMethods, CodeModeNotifications, type RuntimeResponse } from "../../src/contracts/code-mode.ts";
 import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { err, ok } from "../../src/util/result.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 import { Inbox, until } from "../support/wait.ts";
 
@@ -227,7 +227,7 @@ describe("code-mode limits (host process)", { skip: notLinux }, () => {
   let host: ChildPeer;
   const initial = new Inbox<{ id: number; response: { ok?: RuntimeResponse } }>();
   before(() => {
-    useSourceRelay();
+    useTestRelay();
     const s = spawnSelf("code-mode-host");
     assert.ok("ok" in s);
     host = s.ok;

@@ -6,7 +6,7 @@ import { CodeModeTools, parseExecInput } from "../../src/session/code-mode.ts";
 import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { harness, inputOf } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { runRelayAsync, useSourceRelay } from "../support/self.ts";
+import { runRelayAsync, useTestRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
 describe("relay run --code-mode", () => {
@@ -94,7 +94,7 @@ describe("relay run --code-mode", () => {
   });
 
   test("the host starts with the session, before the first exec; a host that cannot start fails that exec clearly", async () => {
-    useSourceRelay();
+    useTestRelay();
     const runner = { specs: [], call: async () => ({ output: "", success: true, display: "" }) };
     const provider = new HostProvider();
     const tools = new CodeModeTools(runner, provider);

@@ -9,11 +9,11 @@ import { CrossSessionHub } from "../../src/infty/hub.ts";
 import { nonInteractiveApprover } from "../../src/policy/approval.ts";
 import { openSession } from "../../src/session/runtime.ts";
 import { hang, reply, startFakeModelServer } from "../support/fake-model-server.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 
 describe("cross-session hub", () => {
   test("registers sessions by role and id, posts turns, streams events, unregisters on drop, times out", async () => {
-    useSourceRelay();
+    useTestRelay();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-hub-"));
     await using server = await startFakeModelServer();
     const hub = new CrossSessionHub();

@@ -11,7 +11,7 @@ import { createScriptedClient } from "../../src/model/scripted.ts";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { longSuite } from "../support/long.ts";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
 describe("infty long-run hygiene", () => {
@@ -19,7 +19,7 @@ describe("infty long-run hygiene", () => {
   test("400 Solver turns stay within a small context window through compaction", {
     skip: longSuite("infty's 400-turn run", "half a minute on 2 cores"),
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-long-"));
     try {
       const solver = createScriptedClient({

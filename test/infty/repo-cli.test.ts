@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { gitIn, makeRepo, userCheckoutFingerprint } from "../support/git-repo.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 
 function relayIn(
@@ -26,7 +26,7 @@ function relayIn(
 
 describe("relay infty run: which repository", () => {
   test("refused before anything exists: a dirty tree (from inside it, no -C), --branch without a repository, -C of a missing folder, no git on PATH", async () => {
-    useSourceRelay();
+    useTestRelay();
     using repo = makeRepo({ "a.txt": "a\n" });
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-repo-cli-"));
     try {
@@ -92,7 +92,7 @@ const WC_FILES = {
 
 describe("relay infty run --push", { skip: skipBecause("relay infty run --push", noSandboxHere()) }, () => {
   test("no origin: refused before anything exists; an origin: the verified commit is pushed to the run's branch; a refused push leaves the run complete, says how to push, exits 1", async () => {
-    useSourceRelay();
+    useTestRelay();
     using repo = makeRepo(WC_FILES);
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-push-"));
     try {

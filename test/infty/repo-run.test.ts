@@ -2,7 +2,7 @@
 import { describe, test } from "node:test";
 import { probeSandbox } from "../../src/sandbox/index.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 
 // The run uses the default sandbox, as a new user's would: the built-in one (Bun's FFI).
@@ -16,7 +16,7 @@ describe("relay infty run on a repository", () => {
   test("a failing test is fixed on the run's branch, verified in a clean checkout of the commit; the user's checkout is untouched until apply; roles cannot write the orchestrator's files", {
     skip,
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     await repoRunFixesTheTest(relayArgv(), { ...process.env, RELAY_SANDBOX_SIMULATE: "no-bwrap" });
   });
 });

@@ -5,11 +5,11 @@ import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { reply, startFakeModelServer } from "../support/fake-model-server.ts";
-import { runRelayAsync, useSourceRelay } from "../support/self.ts";
+import { runRelayAsync, useTestRelay } from "../support/self.ts";
 
 describe("relay infty resume", () => {
   test("a run on a non-default provider and base URL resumes on them; a flag on resume overrides and is recorded", async () => {
-    useSourceRelay();
+    useTestRelay();
     const server = await startFakeModelServer();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-resume-"));
     const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: home, NO_COLOR: "1" };

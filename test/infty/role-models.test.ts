@@ -18,7 +18,7 @@ import {
   startFakeModelServer,
 } from "../support/fake-model-server.ts";
 import { REPO_ROOT } from "../support/paths.ts";
-import { relayArgv, runRelayAsync, useSourceRelay } from "../support/self.ts";
+import { relayArgv, runRelayAsync, useTestRelay } from "../support/self.ts";
 
 type Role = "solver" | "director" | "verifier";
 const roleOf = (r: RecordedRequest): Role | undefined =>
@@ -62,7 +62,7 @@ function seen(server: FakeModelServer, from: number): Record<Role, Array<[string
 
 describe("relay infty: a model per role", () => {
   test("three models and two APIs by role are used, recorded, shown, and used again after Ctrl-C and resume; a flag on resume overrides", async () => {
-    useSourceRelay();
+    useTestRelay();
     const server = await startFakeModelServer();
     const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-roles-"));
     const env: NodeJS.ProcessEnv = { ...process.env, RELAY_HOME: home, NO_COLOR: "1" };

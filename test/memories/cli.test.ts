@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { newWorkerId } from "../../src/memories/holder.ts";
 import { tryClaimStage1 } from "../../src/memories/store/stage1.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { HOUR, OFFLINE, ok, openDb, relay, sqliteSkip, tempHome, writeRollout } from "./support.ts";
 
@@ -189,7 +189,7 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
   test("a consolidate killed mid-phase-2 (SIGKILL) leaves a live lease; the rerun takes over and completes", {
     skip: skipBecause("memories SIGKILL mid-phase-2", noSandboxHere()),
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["migrate the build to bun"] });
     const script = path.join(h.home, "agent-script.json");

@@ -15,7 +15,7 @@ import type { StateDb } from "../../src/memories/store/db.ts";
 import { heartbeatPhase2, tryClaimPhase2 } from "../../src/memories/store/phase2.ts";
 import { tryClaimStage1 } from "../../src/memories/store/stage1.ts";
 import { type FakeModelServer, hang, startFakeModelServer } from "../support/fake-model-server.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { until } from "../support/wait.ts";
 import { HOUR, OFFLINE, ok, openDb, relay, sqliteSkip, type TempHome, tempHome, writeRollout } from "./support.ts";
@@ -98,7 +98,7 @@ describe("memories leases: the CLI", { skip: skipBecause("memories leases throug
   test("SIGKILL mid-phase-2: the rerun takes the lock over at once and says so", {
     skip: skipBecause("memories SIGKILL mid-phase-2", phase2Skip),
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     const b = await consolidateHeldInPhase2(h);
     await killed(b);
@@ -123,7 +123,7 @@ describe("memories leases: the CLI", { skip: skipBecause("memories leases throug
   test("a live holder keeps the lock: the second run exits 3 and names the holder and since when", {
     skip: skipBecause("memories live phase 2 holder", phase2Skip),
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     const b = await consolidateHeldInPhase2(h);
     try {
@@ -150,7 +150,7 @@ describe("memories leases: the CLI", { skip: skipBecause("memories leases throug
   test("status shows held leases: host, pid, since, heartbeat age, and whether the holder is gone", {
     skip: skipBecause("memories status of leases", phase2Skip),
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     const none = await relay(h.home, ["memories", "status"]);
     assert.match(none.stdout, /^leases held: none$/m);
@@ -180,7 +180,7 @@ describe("memories leases: the CLI", { skip: skipBecause("memories leases throug
   });
 
   test("SIGKILL mid-phase-1 (extraction request held open): the rerun takes the claim over at once and says so", async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     const server = await startFakeModelServer();
     try {

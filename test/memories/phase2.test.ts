@@ -16,7 +16,7 @@ import { forgetThread } from "../../src/memories/store/outputs.ts";
 import { readPhase2Job } from "../../src/memories/store/phase2.ts";
 import { workspaceDiff } from "../../src/memories/workspace.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.ts";
 
 async function phase1(db: StateDb, home: string) {
@@ -268,7 +268,7 @@ describe("phase 2", { skip: sqliteSkip }, () => {
   });
 
   test("agent consolidator: a locked-down sub-session writes MEMORY.md and memory_summary.md in the memory folder", async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR });
     const db = await openDb(h.dbFile);
@@ -305,7 +305,7 @@ describe("phase 2", { skip: sqliteSkip }, () => {
   });
 
   test("agent consolidator: writes outside the memory folder (cwd, workdir, /tmp, patch) are refused", async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     await using out = tempHome();
     writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR });

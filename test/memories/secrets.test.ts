@@ -28,7 +28,7 @@ import { REDACTED } from "../../src/util/redact.ts";
 import { err } from "../../src/util/result.ts";
 import { harness } from "../session/run-support.ts";
 import { reply } from "../support/fake-model-server.ts";
-import { runRelayAsync, useSourceRelay } from "../support/self.ts";
+import { runRelayAsync, useTestRelay } from "../support/self.ts";
 import { noSandboxHere, skipBecause } from "../support/skip.ts";
 import { findLeaks, type Leak, type SecretCase, secretCorpus } from "./secret-corpus.ts";
 import { HOUR, ok, openDb, sqliteSkip, tempHome, writeRollout } from "./support.ts";
@@ -272,7 +272,7 @@ describe("secrets never reach memories", { skip: sqliteSkip }, () => {
   test("model extractor and agent consolidator that echo secrets: the models see none, nothing is kept", {
     skip: skipBecause("the secrets test's consolidation agent", noSandboxHere()),
   }, async () => {
-    useSourceRelay();
+    useTestRelay();
     await using h = tempHome();
     const cases = taggedCorpus();
     const pre = cases.slice(0, 2);

@@ -4,9 +4,9 @@ import { z } from "zod";
 import { EchoMethod, RelayEchoMethod, SleepMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnCommandLine, spawnPeer, spawnSelf } from "../../src/protocol/child.ts";
 import { joinCommandLine, splitCommandLine } from "../../src/protocol/command-line.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 
-useSourceRelay();
+useTestRelay();
 
 function spawnEcho() {
   const c = spawnSelf("rpc-echo");

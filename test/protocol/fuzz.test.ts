@@ -24,10 +24,10 @@ import { RpcPeer } from "../../src/protocol/peer.ts";
 import { ok, type Result } from "../../src/util/result.ts";
 import { LONG_TESTS } from "../support/long.ts";
 import { header, RawChild, type RawMessage, RawReader, rawFrame, requestFrame } from "../support/raw-frames.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 import { until } from "../support/wait.ts";
 
-useSourceRelay();
+useTestRelay();
 
 const SEED = Number(process.env.RELAY_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
 // npm test runs a few batches with a fresh seed each time; the long step (RELAY_LONG_TESTS=1) runs 30.

@@ -10,9 +10,9 @@ import { EchoMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { header, RawChild, rawFrame, requestFrame } from "../support/raw-frames.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 
-useSourceRelay();
+useTestRelay();
 
 const servers = [
   { args: ["executor"], name: "executor", probe: "process/list" },

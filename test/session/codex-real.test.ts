@@ -28,7 +28,7 @@ import { describe, test } from "node:test";
 import { readRollout } from "../../src/rollout/reader.ts";
 import { findCodex, writeCodexConfig } from "../support/codex-cli.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "../support/fake-model-server.ts";
-import { relayArgv, useSourceRelay } from "../support/self.ts";
+import { relayArgv, useTestRelay } from "../support/self.ts";
 import { skipBecause } from "../support/skip.ts";
 
 const codex = findCodex();
@@ -47,7 +47,7 @@ interface Homes extends AsyncDisposable {
 }
 
 async function homes(): Promise<Homes> {
-  useSourceRelay();
+  useTestRelay();
   const root = mkdtempSync(path.join(os.tmpdir(), "relay-codex-real-"));
   const codexHome = path.join(root, "codex-home");
   const relayHome = path.join(root, "relay-home");

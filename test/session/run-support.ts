@@ -9,7 +9,7 @@ import { nonInteractiveApprover } from "../../src/policy/approval.ts";
 import type { SessionRunOptions } from "../../src/session/open-options.ts";
 import { runSession } from "../../src/session/runtime.ts";
 import { type FakeModelServer, startFakeModelServer } from "../support/fake-model-server.ts";
-import { useSourceRelay } from "../support/self.ts";
+import { useTestRelay } from "../support/self.ts";
 
 export interface Harness extends AsyncDisposable {
   home: string;
@@ -21,7 +21,7 @@ export interface Harness extends AsyncDisposable {
 }
 
 export async function harness(): Promise<Harness> {
-  useSourceRelay();
+  useTestRelay();
   const home = mkdtempSync(path.join(os.tmpdir(), "relay-home-"));
   const workspace = mkdtempSync(path.join(os.tmpdir(), "relay-ws-"));
   const server = await startFakeModelServer();

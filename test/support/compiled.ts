@@ -1,17 +1,8 @@
-/** One compiled relay per test process, built on first use (Bun only) and removed at exit. */
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { buildBinary } from "../../scripts/build.ts";
-
-let built: string | undefined;
+/** The run's shared compiled relay (Bun only; shared-relay.ts), for tests that need the binary itself. */
+import { sharedRelay } from "./shared-relay.ts";
 
 export function compiledRelay(): string {
-  if (built) return built;
-  const dir = mkdtempSync(path.join(os.tmpdir(), "relay-compiled-"));
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  built = buildBinary({ outfile: path.join(dir, "relay") }).outfile;
-  return built;
+  return sharedRelay();
 }
 
 /** The environment a freshly started relay binary should see: no override of how to re-exec. */

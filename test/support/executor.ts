@@ -2,11 +2,11 @@
 import assert from "node:assert/strict";
 import { type ExecCommandRequest, type ExecResult, ExecutorMethods } from "../../src/contracts/executor.ts";
 import { type ChildPeer, spawnSelf } from "../../src/protocol/child.ts";
-import { useSourceRelay } from "./self.ts";
+import { useTestRelay } from "./self.ts";
 import { waitFor } from "./wait.ts";
 
 export async function startExecutor(env: Record<string, string> = {}): Promise<ChildPeer & AsyncDisposable> {
-  useSourceRelay();
+  useTestRelay();
   const c = spawnSelf("executor", [], { env: { ...process.env, RELAY_DETERMINISTIC_IDS: "1", ...env } });
   assert.ok("ok" in c, JSON.stringify(c));
   const child = c.ok as ChildPeer & AsyncDisposable;

@@ -11,7 +11,7 @@ import { CHECKPOINT_DIRS } from "../../src/infty/checkpoint-format.ts";
 import { type InftyEvent, runInfty } from "../../src/infty/orchestrator.ts";
 import { RunMetaSchema } from "../../src/infty/run-format.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "./fake-model-server.ts";
-import { useSourceRelay } from "./self.ts";
+import { useTestRelay } from "./self.ts";
 
 export const sig = (o: unknown) => reply().text(JSON.stringify(o));
 export const patch = (file: string, text: string) => ({
@@ -45,7 +45,7 @@ export interface Captured {
 
 /** A home, a fake model server and a config for runs against it; removed when disposed. */
 export async function setup(api: "openai-responses" | "openai-chat" = "openai-responses") {
-  useSourceRelay();
+  useTestRelay();
   const home = mkdtempSync(path.join(os.tmpdir(), "relay-infty-"));
   const server = await startFakeModelServer();
   const events: InftyEvent[] = [];

@@ -1,20 +1,24 @@
 /**
  * Inside a test runner, argv[1] is the test file, not relay's entry point, so tests say how
- * to start relay through RELAY_SELF_COMMAND (children inherit it).
+ * to start relay through RELAY_SELF_COMMAND (children inherit it). Under Bun that is one
+ * compiled relay shared by the run's workers (shared-relay.ts); RELAY_TEST_SOURCE=1 runs
+ * `bun src/main.ts` instead (source lines in stack traces). Deno and Node run the sources.
  */
 
 import { spawn } from "node:child_process";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { MAIN_TS, NODE_BUNDLE, REPO_ROOT } from "./paths.ts";
+import { sharedRelay } from "./shared-relay.ts";
 
 export function relayArgv(): string[] {
   const deno = (globalThis as { Deno?: { execPath(): string } }).Deno;
   if (deno) return [deno.execPath(), "run", "-A", "--no-check", MAIN_TS];
-  if (process.versions.bun) return [process.execPath, MAIN_TS];
+  if (process.versions.bun)
+    return process.env.RELAY_TEST_SOURCE === "1" ? [process.execPath, MAIN_TS] : [sharedRelay()];
   return [process.execPath, NODE_BUNDLE];
 }
 
-export function useSourceRelay(): void {
+export function useTestRelay(): void {
   process.env.RELAY_SELF_COMMAND = joinCommandLine(relayArgv());
 }
 

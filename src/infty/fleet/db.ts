@@ -191,8 +191,8 @@ async function migrate(db: Kysely<FleetTables>): Promise<Result<void>> {
   try {
     await db.transaction().execute(async (tx) => {
       await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(tx);
-      // biome-ignore lint/suspicious/noExplicitAny: the migrations table is not part of FleetTables
       await applyMigrations(
+        // biome-ignore lint/suspicious/noExplicitAny: the migrations table is not part of FleetTables
         tx as unknown as Kysely<any>,
         { name: MIGRATIONS_TABLE, appliedAt: "timestamptz" },
         migrations,
