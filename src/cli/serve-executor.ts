@@ -1,13 +1,18 @@
 /** `relay executor` serving on stdio (cli/executor.ts parses its flags; cli/direct.ts starts it without them). */
 import { serveExecutor } from "../executor/server.ts";
-import { startDeathGuard } from "../process/death-guard.ts";
+import { armDeathGuard } from "../process/death-guard.ts";
 import { runUntilClosed, serveStdio } from "../protocol/index.ts";
 
 /** Serves until stdin closes; every process it started dies with it, whatever ends it. */
 export async function serveExecutorMain(frameLimit?: number): Promise<void> {
   const peer = serveStdio({ name: "executor", frameLimit });
-  const manager = serveExecutor(peer, { deterministicIds: process.env.RELAY_DETERMINISTIC_IDS === "1" });
-  void startDeathGuard(manager.instanceId);
+  // The guard starts with the first process that carries this executor's marker.
+  let guardBeforeSpawn = () => {};
+  const manager = serveExecutor(peer, {
+    deterministicIds: process.env.RELAY_DETERMINISTIC_IDS === "1",
+    beforeMarkedSpawn: () => guardBeforeSpawn(),
+  });
+  guardBeforeSpawn = armDeathGuard(manager.instanceId);
   const stop = (code: number) => () => {
     manager.killAllNow();
     process.exit(code);

@@ -108,7 +108,8 @@ export class McpStdioHost {
 
   constructor(
     private readonly peer: RpcPeer,
-    private readonly instanceId: string,
+    /** The marker value of a process about to start (ProcessManager.marker). */
+    private readonly marker: (suffix: string) => string,
   ) {}
 
   /** Serves the mcp/* methods; `owner` kills this host's servers whenever it kills its own processes. */
@@ -132,7 +133,7 @@ export class McpStdioHost {
       return err("invalid_params", `MCP server id ${req.server_id} is already running; stop it first`);
     if (this.servers.size >= MAX_SERVERS)
       return err("too_many_servers", `this executor already runs ${MAX_SERVERS} MCP servers; stop one first`);
-    const marker = `${this.instanceId}:mcp${++this.counter}`;
+    const marker = this.marker(`mcp${++this.counter}`);
     const env: Record<string, string> = {};
     for (const k of BASE_ENV_VARS) if (process.env[k] !== undefined) env[k] = process.env[k]!;
     Object.assign(env, req.env, { [MARKER_VAR]: marker });

@@ -50,6 +50,8 @@ export interface ManagerOptions {
   onExit?: (processId: number, exitCode: number) => void;
   /** Keep a sandbox helper started ahead of the next sandboxed command (default true). */
   warmHelpers?: boolean;
+  /** Runs before each process that carries the marker is started (relay executor starts its death guard on the first). */
+  beforeMarkedSpawn?: () => void;
 }
 
 /** A command to start, with what the sandbox attempt made of it. */
@@ -72,7 +74,13 @@ export class ProcessManager {
   constructor(private readonly options: ManagerOptions = {}) {
     this.instanceId = options.instanceId ?? randomHex(6);
     this.maxProcesses = options.maxProcesses ?? L.MAX_PROCESSES;
-    this.sandbox = new SandboxLaunchers(this.instanceId, options.warmHelpers !== false);
+    this.sandbox = new SandboxLaunchers((suffix) => this.marker(suffix), options.warmHelpers !== false);
+  }
+
+  /** The marker value of a process about to start (`<instance>:<suffix>`), once whatever must precede it has run. */
+  marker(suffix: string | number): string {
+    this.options.beforeMarkedSpawn?.();
+    return `${this.instanceId}:${suffix}`;
   }
 
   get size(): number {
@@ -86,7 +94,7 @@ export class ProcessManager {
       ...req.env,
       ...FORCED_ENV,
       ...(req.tty ? {} : PIPE_ENV),
-      [MARKER_VAR]: `${this.instanceId}:${id}`,
+      [MARKER_VAR]: this.marker(id),
     };
     // `relay` in a command is this executor's own binary.
     env.PATH = withRelayFirst(req.env?.PATH);

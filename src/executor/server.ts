@@ -147,7 +147,7 @@ export function serveExecutor(peer: RpcPeer, options: ExecutorServerOptions = {}
   peer.handle(SkillsListMethod, async (req) => ok(await discoverSkills(req.roots, req.max_depth)));
   peer.handle(SkillsReadMethod, (req) => readSkill(req.path, req.offset, req.max_bytes));
   peer.handle(ProjectDocsMethod, async (req) => ok(await readProjectDocs(req.cwd, req.names, req.max_bytes)));
-  new McpStdioHost(peer, manager.instanceId).register(manager);
+  new McpStdioHost(peer, (suffix) => manager.marker(suffix)).register(manager);
   handleToolCalls(peer, tools);
   log.info("serving", { tools: tools.length + 2, pty: ptySupported() });
   return manager;

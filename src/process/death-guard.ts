@@ -25,32 +25,46 @@ sweep "$1"; sleep 0.2; sweep "$1"
  */
 const running: object[] = [];
 
-/** Starts the guard where there is a /proc to sweep; a guard that cannot start leaves the exit handlers alone. */
-export async function startDeathGuard(instanceId: string): Promise<void> {
-  if (process.platform !== "linux" || !existsSync("/proc/self/environ")) return;
+/**
+ * Readies the guard for `instanceId` and returns the function to call before each process that
+ * carries its marker starts. Under Bun the guard starts (synchronously) on the first such call, so
+ * an executor that never starts a command, helper or MCP server never runs the guard's shell, nor
+ * its sweep of every process's environment at exit. Elsewhere it starts now, as it is spawned
+ * asynchronously. Where there is no /proc to sweep it never starts: the exit handlers remain.
+ */
+export function armDeathGuard(instanceId: string): () => void {
+  if (process.platform !== "linux" || !existsSync("/proc/self/environ")) return () => {};
+  const argv = ["/bin/sh", "-c", SCRIPT, "relay-death-guard", instanceId];
+  const bun = bunSpawn();
+  if (!bun) {
+    void spawnWithNode(argv);
+    return () => {};
+  }
+  let started = false;
+  return () => {
+    if (started) return;
+    started = true;
+    try {
+      const guard = bun({ cmd: argv, stdin: "pipe", stdout: "ignore", stderr: "ignore", detached: true });
+      guard.unref();
+      guard.stdin?.unref?.();
+      running.push(guard);
+    } catch {
+      // no shell to run it: the exit handlers remain
+    }
+  };
+}
+
+/** Node and Deno: node:child_process, imported only here (Bun.spawn costs 0.4 ms where it costs 5). */
+async function spawnWithNode(argv: string[]): Promise<void> {
   try {
-    running.push(await spawnGuard(["/bin/sh", "-c", SCRIPT, "relay-death-guard", instanceId]));
+    const { spawn } = await import("node:child_process");
+    const guard = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "ignore"], detached: true });
+    guard.on("error", () => {});
+    guard.unref();
+    (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    running.push(guard);
   } catch {
     // no shell to run it: the exit handlers remain
   }
-}
-
-/**
- * Under Bun, Bun.spawn: node:child_process builds Node streams for the pipe, about 5 ms of
- * an executor's start-up in a compiled binary, against 0.4 ms.
- */
-async function spawnGuard(argv: string[]): Promise<object> {
-  const bun = bunSpawn();
-  if (bun) {
-    const guard = bun({ cmd: argv, stdin: "pipe", stdout: "ignore", stderr: "ignore", detached: true });
-    guard.unref();
-    guard.stdin?.unref?.();
-    return guard;
-  }
-  const { spawn } = await import("node:child_process");
-  const guard = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "ignore"], detached: true });
-  guard.on("error", () => {});
-  guard.unref();
-  (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  return guard;
 }

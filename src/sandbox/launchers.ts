@@ -32,8 +32,8 @@ export class SandboxLaunchers {
   private containment: Promise<Containment> | undefined;
 
   constructor(
-    /** The executor's instance id, for the marker variable of its warm helpers. */
-    private readonly instanceId: string,
+    /** The marker value of a process about to start (ProcessManager.marker). */
+    private readonly marker: (suffix: string) => string,
     private readonly useWarmHelpers: boolean,
   ) {}
 
@@ -47,7 +47,7 @@ export class SandboxLaunchers {
       }
       this.warm = new WarmHelpers(self.ok, {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
-        [MARKER_VAR]: `${this.instanceId}:warm`,
+        [MARKER_VAR]: this.marker("warm"),
       });
     }
     return this.warm ?? undefined;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -13,6 +13,22 @@ import { skipBecause } from "../support/skip.ts";
 import { Inbox, until, waitFor } from "../support/wait.ts";
 
 const hasPty = Boolean(process.versions.bun);
+
+/** The command lines of `pid`'s living children, from /proc. */
+function childrenOf(pid: number): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) out.push(readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").join(" "));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
 const hasPython =
   existsSync("/usr/bin/python3") ||
   existsSync("/usr/local/bin/python3") ||
@@ -397,6 +413,21 @@ describe("relay executor: lifetime", () => {
     ex.kill("SIGKILL");
     await ex.exited;
     await waitFor(() => pids.every((p) => !isAlive(p)), `every process of the tree to die (${pids.join(", ")})`);
+  });
+
+  test("the death guard starts with the first process: an executor that starts none runs no guard shell", {
+    skip: skipBecause("the lazy death guard", !process.versions.bun && "elsewhere the guard starts with the executor"),
+  }, async () => {
+    const ex = await startExecutor();
+    const guards = () => childrenOf(ex.child.pid!).filter((cmd) => cmd.includes("relay-death-guard"));
+    const info = await ex.peer.call(ExecutorMethods.info, {});
+    assert.ok("ok" in info);
+    assert.deepEqual(guards(), [], "no guard before any process");
+    await exec(ex, { command: ["true"] });
+    assert.equal(guards().length, 1, "the first command started the guard");
+    await exec(ex, { command: ["true"] });
+    assert.equal(guards().length, 1, "one guard for the executor's lifetime");
+    assert.equal((await ex.shutdown()).code, 0);
   });
 
   test("closing the executor's stdin ends it and its children", async () => {
