@@ -10,8 +10,15 @@ const log = Log.create("protocol");
 
 /** This process's stdout when Bun's own sink serves it (see bun-stdio.ts). */
 let bunStdout: BunStdout | undefined;
-/** Longest an exiting server waits for the answers still queued for a pipe its parent stopped reading. */
-const EXIT_DRAIN_MS = 2000;
+/**
+ * Longest an exiting server waits for its queued answers while its parent lives but does not read
+ * them. A parent that is only slow (a loaded machine reading a 4 MiB answer) must not lose them,
+ * so this is a last resort; a parent that died is noticed within PARENT_CHECK_MS.
+ */
+const EXIT_DRAIN_MS = 60_000;
+const PARENT_CHECK_MS = 100;
+/** The parent this server answers, as it was when serving began. */
+let servedParent: number | undefined;
 
 export function serveStdio(options: PeerOptions = {}): RpcPeer {
   const toStderr = (...args: unknown[]) => process.stderr.write(args.map(String).join(" ") + "\n");
@@ -23,6 +30,7 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
   if (onBun) bunStdout ??= new BunStdout();
   // A parent that died (SIGKILL) leaves this process to another: nobody reads our answers then.
   const parent = process.ppid;
+  servedParent = parent;
   return new RpcPeer(onBun ? new BunStdin() : process.stdin, bunStdout ?? process.stdout, {
     onProtocolError: (m) => {
       log.warn("protocol error", { message: m });
@@ -46,6 +54,19 @@ function stdoutDrained(): Promise<void> {
   });
 }
 
+/** Resolves once the parent has died (nobody will read the answers then) or after EXIT_DRAIN_MS. */
+function parentGoneOrLimit(): Promise<void> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const timer = setInterval(() => {
+      if (process.ppid !== servedParent || Date.now() - started >= EXIT_DRAIN_MS) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, PARENT_CHECK_MS);
+  });
+}
+
 /**
  * Keeps a stdio server alive until its peer closes, then exits once its queued answers are out
  * (a parent may close stdin right after its last request): 0 after a clean EOF from the parent,
@@ -54,7 +75,7 @@ function stdoutDrained(): Promise<void> {
 export async function runUntilClosed(peer: RpcPeer, cleanup?: () => Promise<void> | void): Promise<never> {
   const reason = await peer.closed;
   if (cleanup) await cleanup();
-  await Promise.race([stdoutDrained(), new Promise((r) => setTimeout(r, EXIT_DRAIN_MS))]);
+  await Promise.race([stdoutDrained(), parentGoneOrLimit()]);
   if (peer.failed) {
     log.error("stopped", { peer: peer.name, reason });
     process.stderr.write(`relay: ${peer.name} stopped: ${reason}\n`);

@@ -5,12 +5,18 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import { execFileSync, spawn } from "node:child_process";
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, test } from "node:test";
 import { EchoMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { joinCommandLine } from "../../src/protocol/command-line.ts";
+import { isAlive } from "../support/executor.ts";
 import { header, RawChild, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { relayArgv, useTestRelay } from "../support/self.ts";
+import { waitFor } from "../support/wait.ts";
 
 useTestRelay();
 
@@ -46,6 +52,39 @@ describe("framed servers: bad frames", () => {
       ]);
     });
   }
+
+  test("rpc-echo: once its parent is gone, answers nobody reads do not keep the server alive", async () => {
+    // A shell starts the server with stdout on a fifo, then waits for a line on its stdin. The
+    // test reads the first (small) answer, so the server is serving, then stops reading with a
+    // 4 MiB answer queued, and ends the shell: the server, orphaned, exits without the answer
+    // (it waits up to a minute for a parent that lives, longer than this test may take).
+    const dir = mkdtempSync(path.join(os.tmpdir(), "relay-orphan-"));
+    const fifo = path.join(dir, "out");
+    execFileSync("mkfifo", [fifo]);
+    const req = path.join(dir, "req");
+    writeFileSync(req, Buffer.concat([requestFrame(1, "echo", "hi"), requestFrame(2, "echo", "x".repeat(4 << 20))]));
+    const out = createReadStream(fifo);
+    const first = new Promise<void>((resolve) => out.once("data", () => resolve()));
+    const [cmd, ...pre] = relayArgv();
+    const shell = spawn(
+      "sh",
+      ["-c", '"$@" rpc-echo <"$REQ" >"$FIFO" 2>/dev/null & echo $!; read line', "sh", cmd!, ...pre],
+      {
+        env: { ...process.env, REQ: req, FIFO: fifo },
+        stdio: ["pipe", "pipe", "ignore"],
+      },
+    );
+    const pid = await new Promise<number>((resolve) =>
+      shell.stdout.once("data", (d: Buffer) => resolve(Number(String(d).trim()))),
+    );
+    await first;
+    out.pause();
+    shell.stdin.end("go\n");
+    await new Promise((r) => shell.once("close", r));
+    await waitFor(() => !isAlive(pid), "the orphaned rpc-echo to exit");
+    out.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   test("rpc-echo: a 4 MiB answer to a request sent right before EOF arrives whole before the server exits", async () => {
     // The parent closes stdin as soon as the request is out; the answer is still in the pipe's
