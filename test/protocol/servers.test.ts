@@ -16,6 +16,7 @@ import { joinCommandLine } from "../../src/protocol/command-line.ts";
 import { isAlive } from "../support/executor.ts";
 import { header, RawChild, rawFrame, requestFrame } from "../support/raw-frames.ts";
 import { relayArgv, useTestRelay } from "../support/self.ts";
+import { skipBecause } from "../support/skip.ts";
 import { waitFor } from "../support/wait.ts";
 
 useTestRelay();
@@ -53,7 +54,13 @@ describe("framed servers: bad frames", () => {
     });
   }
 
-  test("rpc-echo: once its parent is gone, answers nobody reads do not keep the server alive", async () => {
+  test("rpc-echo: once its parent is gone, answers nobody reads do not keep the server alive", {
+    // Node and Deno write to a piped stdout synchronously: a full pipe nobody reads blocks them.
+    skip: skipBecause(
+      "an orphaned server's exit",
+      !process.versions.bun && "a piped stdout blocks Node and Deno when full",
+    ),
+  }, async () => {
     // A shell starts the server with stdout on a fifo, then waits for a line on its stdin. The
     // test reads the first (small) answer, so the server is serving, then stops reading with a
     // 4 MiB answer queued, and ends the shell: the server, orphaned, exits without the answer
