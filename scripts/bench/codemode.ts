@@ -16,12 +16,12 @@ import type { CodeModeCallbacks, CodeModeSession } from "../../src/contracts/cod
 import type { RpcPeer } from "../../src/protocol/peer.ts";
 import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
-import { fmtMs, must, numberFlag, printTable, summarize, useTestRelay } from "./stats.ts";
+import { fmtMs, must, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
 
 const ROUNDS = numberFlag("--rounds", 200);
 const JSON_OUT = process.argv.includes("--json");
 const COLD = numberFlag("--cold", 10);
-useTestRelay();
+useSourceRelay();
 
 const callbacks: CodeModeCallbacks = { invokeTool: async () => ok(null) };
 const WORK = { tool_call_id: "bench", source: "text('ok')" };

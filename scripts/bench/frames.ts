@@ -8,11 +8,11 @@ import { EchoMethod } from "../../src/cli/rpc-echo.ts";
 import { spawnSelf } from "../../src/protocol/child.ts";
 import { RpcPeer } from "../../src/protocol/peer.ts";
 import { ok } from "../../src/util/result.ts";
-import { fmtMs, numberFlag, printTable, summarize, useTestRelay } from "./stats.ts";
+import { fmtMs, numberFlag, printTable, summarize, useSourceRelay } from "./stats.ts";
 
 const ROUNDS = numberFlag("--rounds", 1000);
 const MIB = numberFlag("--mib", 8);
-useTestRelay();
+useSourceRelay();
 
 function inProcessPeer(): RpcPeer {
   const a = new PassThrough({ highWaterMark: 1 << 20 });

@@ -18,7 +18,7 @@ import { runInfty } from "../../src/infty/orchestrator.ts";
 import { RunStore } from "../../src/infty/run-store.ts";
 import { readContract, SolverSignalSchema } from "../../src/infty/signals.ts";
 import { createScriptedClient } from "../../src/model/scripted.ts";
-import { fmtMs, goalLine, numberFlag, printTable, summarize, timeEach, useTestRelay } from "./stats.ts";
+import { fmtMs, goalLine, numberFlag, printTable, summarize, timeEach, useSourceRelay } from "./stats.ts";
 
 const N = numberFlag("--n", 100);
 const TURNS = numberFlag("--turns", 100);
@@ -61,7 +61,7 @@ async function storeCosts(home: string) {
 
 /** A Solver that never signals: every turn is a model turn, a handoff, the index and a checkpoint. */
 async function turnCost(home: string) {
-  useTestRelay();
+  useSourceRelay();
   const solver = createScriptedClient({
     script: { turns: Array.from({ length: TURNS * 2 }, () => ({ text: "still working" })) },
   });

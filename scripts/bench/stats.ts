@@ -12,7 +12,7 @@ export function numberFlag(name: string, dflt: number): number {
 }
 
 /** Child processes re-exec relay from source, not the benchmark script. */
-export function useTestRelay(): void {
+export function useSourceRelay(): void {
   process.env.RELAY_SELF_COMMAND ??= joinCommandLine([process.execPath, path.join(ROOT, "src/main.ts")]);
 }
 export function percentile(sortedMs: number[], p: number): number {

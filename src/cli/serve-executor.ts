@@ -2,17 +2,18 @@
 import { serveExecutor } from "../executor/server.ts";
 import { armDeathGuard } from "../process/death-guard.ts";
 import { runUntilClosed, serveStdio } from "../protocol/index.ts";
+import { randomHex } from "../util/random.ts";
 
 /** Serves until stdin closes; every process it started dies with it, whatever ends it. */
 export async function serveExecutorMain(frameLimit?: number): Promise<void> {
   const peer = serveStdio({ name: "executor", frameLimit });
   // The guard starts with the first process that carries this executor's marker.
-  let guardBeforeSpawn = () => {};
+  const instanceId = randomHex(6);
   const manager = serveExecutor(peer, {
+    instanceId,
     deterministicIds: process.env.RELAY_DETERMINISTIC_IDS === "1",
-    beforeMarkedSpawn: () => guardBeforeSpawn(),
+    beforeMarkedSpawn: armDeathGuard(instanceId),
   });
-  guardBeforeSpawn = armDeathGuard(manager.instanceId);
   const stop = (code: number) => () => {
     manager.killAllNow();
     process.exit(code);

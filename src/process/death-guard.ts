@@ -55,7 +55,7 @@ export function armDeathGuard(instanceId: string): () => void {
   };
 }
 
-/** Node and Deno: node:child_process, imported only here (Bun.spawn costs 0.4 ms where it costs 5). */
+/** Node and Deno: node:child_process, imported only here (under Bun, Bun.spawn takes 0.4 ms of start-up where it took 5). */
 async function spawnWithNode(argv: string[]): Promise<void> {
   try {
     const { spawn } = await import("node:child_process");

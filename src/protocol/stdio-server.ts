@@ -17,8 +17,11 @@ let bunStdout: BunStdout | undefined;
  */
 const EXIT_DRAIN_MS = 60_000;
 const PARENT_CHECK_MS = 100;
-/** The parent this server answers, as it was when serving began. */
-let servedParent: number | undefined;
+/**
+ * Whether the parent this server answers has died: a parent killed by SIGKILL leaves this process
+ * to another, and nobody reads our answers then. Set when serving begins.
+ */
+let parentGone: () => boolean = () => false;
 
 export function serveStdio(options: PeerOptions = {}): RpcPeer {
   const toStderr = (...args: unknown[]) => process.stderr.write(args.map(String).join(" ") + "\n");
@@ -28,16 +31,15 @@ export function serveStdio(options: PeerOptions = {}): RpcPeer {
   // Under Bun, building process.stdin and process.stdout costs milliseconds of every start.
   const onBun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
   if (onBun) bunStdout ??= new BunStdout();
-  // A parent that died (SIGKILL) leaves this process to another: nobody reads our answers then.
   const parent = process.ppid;
-  servedParent = parent;
+  parentGone = () => process.ppid !== parent;
   return new RpcPeer(onBun ? new BunStdin() : process.stdin, bunStdout ?? process.stdout, {
     onProtocolError: (m) => {
       log.warn("protocol error", { message: m });
       process.stderr.write(`relay: ${m}\n`);
     },
     answerBeforeEnd: true,
-    clientGone: () => process.ppid !== parent,
+    clientGone: parentGone,
     ...options,
   });
 }
@@ -59,7 +61,7 @@ function parentGoneOrLimit(): Promise<void> {
   return new Promise((resolve) => {
     const started = Date.now();
     const timer = setInterval(() => {
-      if (process.ppid !== servedParent || Date.now() - started >= EXIT_DRAIN_MS) {
+      if (parentGone() || Date.now() - started >= EXIT_DRAIN_MS) {
         clearInterval(timer);
         resolve();
       }
