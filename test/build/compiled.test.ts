@@ -21,11 +21,12 @@ import { EchoMethod, RelayEchoMethod } from "../../src/cli/rpc-echo.ts";
 import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
-import { compiledRelay } from "../support/compiled.ts";
+import { envWithoutSelfCommand as cleanEnv } from "../support/compiled.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
 import { assertGrammarApproval, loneCopy } from "../support/lone-binary.ts";
 import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 import { REPO_ROOT } from "../support/paths.ts";
+import { sharedRelay } from "../support/shared-relay.ts";
 import { ENV_ROOT, envDir, executorIn, writeSkill } from "../support/skills.ts";
 
 // Compiling needs Bun; the portable runs under Node and Deno skip this file's body.
@@ -36,15 +37,9 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
   let bin = "";
   before(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "relay-build-"));
-    bin = compiledRelay();
+    bin = sharedRelay();
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
-
-  const cleanEnv = () => {
-    const env = { ...process.env };
-    delete env.RELAY_SELF_COMMAND;
-    return env;
-  };
 
   test("prints its version and rejects unknown commands with exit 2, from any directory", () => {
     const v = spawnSync(bin, ["--version"], { cwd: "/", encoding: "utf8", env: cleanEnv() });

@@ -20,9 +20,9 @@ import path from "node:path";
 import { test } from "node:test";
 import { sha256File } from "../../src/package/manifest.ts";
 import { VERSION } from "../../src/version.ts";
-import { compiledRelay } from "../support/compiled.ts";
 import { assertGrammarApproval, loneCopy } from "../support/lone-binary.ts";
 import { longSuite } from "../support/long.ts";
+import { sharedRelay } from "../support/shared-relay.ts";
 
 const skip =
   longSuite("the lone binary's cross-target self-build", "7 s of compiling on 2 cores") ||
@@ -35,7 +35,7 @@ test("a lone copy recompiles itself for another target from a seeded cache, and 
 }, async () => {
   const machine = mkdtempSync(path.join(os.tmpdir(), "relay-lone-cross-"));
   try {
-    const lone = loneCopy(compiledRelay(), path.join(machine, "empty"));
+    const lone = loneCopy(sharedRelay(), path.join(machine, "empty"));
     const home = path.join(machine, "home");
     // The cache as a fetch would leave it, so the test stays offline: the baseline target's
     // runtime is this host's bun (same format and CPU; the cross build cannot tell).

@@ -25,11 +25,10 @@ import {
   readArchive,
   writeArchive,
 } from "../../src/package/archive.ts";
-import { walkTree } from "../../src/package/manifest.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
 import { zstdBackend, zstdCompressStream, zstdDecompressStream } from "../../src/package/zstd.ts";
 import { skipBecause } from "../support/skip.ts";
-import { copyTreeWithLinks, fakePackage, noise, writeExec } from "./fixtures.ts";
+import { copyTreeWithLinks, entryShapes, fakePackage, noise, snapshot, writeExec } from "./fixtures.ts";
 
 const has = (cmd: string, args: string[] = ["--version"]) => {
   const r = spawnSync(cmd, args, { stdio: "ignore" });
@@ -40,19 +39,6 @@ const hasUnzip = has("unzip", ["-v"]);
 const hasZstd = has("zstd");
 
 const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
-
-/** Every entry of a directory: path, type, permission bits, size and sha256. */
-function snapshot(dir: string) {
-  const t = walkTree(dir);
-  if ("error" in t) throw new Error(t.error.message);
-  return t.ok.map((e) => ({
-    path: e.path,
-    type: e.type,
-    mode: e.mode,
-    size: e.size,
-    sha256: e.type === "file" ? sha(e.abs) : "",
-  }));
-}
 
 describe("package archives", () => {
   let root = "";
@@ -80,16 +66,7 @@ describe("package archives", () => {
       const entries = await readArchive(archive(f));
       assert.ok("ok" in entries, JSON.stringify(entries));
       const want = snapshot(pkg).map((e) => ({ ...e, mode: e.type === "dir" || e.mode & 0o100 ? 0o755 : 0o644 }));
-      assert.deepEqual(
-        entries.ok.map((e) => ({
-          path: e.path,
-          type: e.type,
-          mode: e.mode,
-          size: e.size,
-          sha256: e.type === "file" ? e.sha256 : "",
-        })),
-        want,
-      );
+      assert.deepEqual(entryShapes(entries.ok), want);
       const paths = entries.ok.map((e) => e.path);
       assert.deepEqual(paths, [...paths].sort());
       assert.ok(

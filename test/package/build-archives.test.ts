@@ -6,16 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ARCHIVE_FORMATS, type ArchiveFormat, readArchive, writeArchive } from "../../src/package/archive.ts";
-import { walkTree } from "../../src/package/manifest.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
 import { longSuite } from "../support/long.ts";
 import { cleanEnv, hasBun, parseBuild, relay } from "./build-support.ts";
+import { entryShapes, snapshot } from "./fixtures.ts";
 
 const canRun = (cmd: string, args: string[]) => !spawnSync(cmd, args, { stdio: "ignore" }).error;
 const HAS = { tar: canRun("tar", ["--version"]), unzip: canRun("unzip", ["-v"]), zstd: canRun("zstd", ["--version"]) };
@@ -26,20 +25,6 @@ const SYSTEM_EXTRACT: Record<ArchiveFormat, (file: string) => string[] | undefin
   "tar.zst": (f) => (HAS.tar && HAS.zstd ? ["sh", "-c", 'zstd -dc "$0" | tar -xf - -C "$1"', f] : undefined),
   zip: (f) => (HAS.unzip ? ["unzip", "-q", f, "-d"] : undefined),
 };
-
-/** path, type, permission bits, size and sha256 of everything under a directory. */
-function snapshot(dir: string) {
-  const t = walkTree(dir);
-  if ("error" in t) throw new Error(t.error.message);
-  const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
-  return t.ok.map((e) => ({
-    path: e.path,
-    type: e.type,
-    mode: e.mode,
-    size: e.size,
-    sha256: e.type === "file" ? sha(e.abs) : "",
-  }));
-}
 
 const skip =
   longSuite("the real package's archive round-trips", "40 s on 2 cores") || (!hasBun && "needs Bun to compile");
@@ -66,17 +51,7 @@ describe("relay package build (host): the real package's archives", { skip }, ()
       started = Date.now();
       const entries = await readArchive(file);
       assert.ok("ok" in entries, JSON.stringify(entries));
-      assert.deepEqual(
-        entries.ok.map((e) => ({
-          path: e.path,
-          type: e.type,
-          mode: e.mode,
-          size: e.size,
-          sha256: e.type === "file" ? e.sha256 : "",
-        })),
-        want,
-        `${format} read back by relay`,
-      );
+      assert.deepEqual(entryShapes(entries.ok), want, `${format} read back by relay`);
       const readMs = Date.now() - started;
       const v = await verifyPackage(file);
       assert.ok("ok" in v);

@@ -1,6 +1,8 @@
-/** Helpers for the package tests: tiny fake executables and package directories. */
-import { chmodSync, copyFileSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
+/** Helpers for the package tests: tiny fake executables and package directories, and trees to compare. */
+import { createHash } from "node:crypto";
+import { chmodSync, copyFileSync, linkSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import type { ArchiveEntry } from "../../src/package/archive.ts";
 import {
   describeFiles,
   MANIFEST_NAME,
@@ -110,4 +112,38 @@ export function copyTreeWithLinks(src: string, dest: string): void {
       if (e.linkKey) first.set(e.linkKey, to);
     }
   }
+}
+
+/** What a tree comparison looks at of each entry: path, type, permission bits, size and sha256. */
+export interface EntryShape {
+  path: string;
+  type: string;
+  mode: number;
+  size: number;
+  sha256: string;
+}
+
+/** Every entry of a directory, as EntryShape. */
+export function snapshot(dir: string): EntryShape[] {
+  const t = walkTree(dir);
+  if ("error" in t) throw new Error(t.error.message);
+  const sha = (f: string) => createHash("sha256").update(readFileSync(f)).digest("hex");
+  return t.ok.map((e) => ({
+    path: e.path,
+    type: e.type,
+    mode: e.mode,
+    size: e.size,
+    sha256: e.type === "file" ? sha(e.abs) : "",
+  }));
+}
+
+/** An archive's entries as EntryShape, to compare with a directory's snapshot. */
+export function entryShapes(entries: ArchiveEntry[]): EntryShape[] {
+  return entries.map((e) => ({
+    path: e.path,
+    type: e.type,
+    mode: e.mode,
+    size: e.size,
+    sha256: e.type === "file" ? e.sha256 : "",
+  }));
 }

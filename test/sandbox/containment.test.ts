@@ -15,8 +15,9 @@ import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import type { SandboxPolicy } from "../../src/contracts/sandbox-policy.ts";
 import { type ChildPeer, spawnPeer } from "../../src/protocol/child.ts";
 import { probeSandbox } from "../../src/sandbox/index.ts";
-import { compiledRelay, envWithoutSelfCommand } from "../support/compiled.ts";
+import { envWithoutSelfCommand } from "../support/compiled.ts";
 import { exec, isAlive, startExecutor } from "../support/executor.ts";
+import { sharedRelay } from "../support/shared-relay.ts";
 import { skipBecause } from "../support/skip.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -66,7 +67,7 @@ for (const way of ways) {
       const parts = [...way.simulate, ...simulate];
       const env: Record<string, string> = parts.length ? { RELAY_SANDBOX_SIMULATE: parts.join(",") } : {};
       if (!way.compiled) return startExecutor(env);
-      const c = spawnPeer([compiledRelay(), "executor"], {
+      const c = spawnPeer([sharedRelay(), "executor"], {
         env: envWithoutSelfCommand(env),
         name: "compiled-executor",
       });

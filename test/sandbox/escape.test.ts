@@ -26,9 +26,10 @@ import { orchestratorPaths } from "../../src/infty/role-workspace.ts";
 import { type ChildPeer, spawnPeer } from "../../src/protocol/child.ts";
 import { probeBwrap } from "../../src/sandbox/bwrap.ts";
 import { probeSandbox } from "../../src/sandbox/index.ts";
-import { compiledRelay, envWithoutSelfCommand } from "../support/compiled.ts";
+import { envWithoutSelfCommand } from "../support/compiled.ts";
 import { exec, isAlive, startExecutor, waitUntil, write } from "../support/executor.ts";
 import { LONG_TESTS } from "../support/long.ts";
+import { sharedRelay } from "../support/shared-relay.ts";
 import { skipBecause } from "../support/skip.ts";
 
 const support = await probeSandbox();
@@ -148,7 +149,7 @@ for (const mechanism of mechanisms) {
     let net0: Awaited<ReturnType<typeof listeners>>;
     before(async () => {
       if (mechanism.compiled) {
-        const c = spawnPeer([compiledRelay(), "executor"], {
+        const c = spawnPeer([sharedRelay(), "executor"], {
           env: envWithoutSelfCommand(mechanism.executorEnv),
           name: "compiled-executor",
         });
