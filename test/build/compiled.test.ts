@@ -23,7 +23,7 @@ import { spawnPeer } from "../../src/protocol/child.ts";
 import { VERSION } from "../../src/version.ts";
 import { envWithoutSelfCommand as cleanEnv } from "../support/compiled.ts";
 import { repoRunFixesTheTest } from "../support/infty-repo-run.ts";
-import { assertGrammarApproval, loneCopy } from "../support/lone-binary.ts";
+import { assertGrammarApproval, loneCopy, scriptedToolResults } from "../support/lone-binary.ts";
 import { fixtureToml, mcpFixtureCommand } from "../support/mcp.ts";
 import { REPO_ROOT } from "../support/paths.ts";
 import { sharedRelay } from "../support/shared-relay.ts";
@@ -242,29 +242,12 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
         ],
       };
       writeFileSync(path.join(machine, "script.json"), JSON.stringify(script));
-      const r = spawnSync(
+      const results = scriptedToolResults(
         lone,
-        [
-          "run",
-          "--script",
-          path.join(machine, "script.json"),
-          "-a",
-          "never",
-          "-s",
-          "danger-full-access",
-          "--capability-root",
-          `local:${root}`,
-          "--json",
-          "go",
-        ],
-        { cwd: machine, encoding: "utf8", env: { PATH: "/usr/bin:/bin", HOME: home } },
+        path.join(machine, "script.json"),
+        ["-a", "never", "-s", "danger-full-access", "--capability-root", `local:${root}`, "go"],
+        { cwd: machine, env: { PATH: "/usr/bin:/bin", HOME: home } },
       );
-      assert.equal(r.status, 0, r.stderr);
-      const results = r.stdout
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { type: string; name?: string; output?: string })
-        .filter((e) => e.type === "tool_result");
       // Read-only calls of one turn run together: their results come in either order.
       assert.deepEqual(results.map((e) => [e.name, e.output?.split("\n")[0]]).sort(), [
         ["srv__crash", "MCP server srv exited (code 3): fixture srv ready"],
@@ -411,30 +394,12 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
           turns: [{ tool_calls: [{ name: "skill", arguments: { name: "deploy" } }] }, { text: "done" }],
         }),
       );
-      const run = spawnSync(
+      const results = scriptedToolResults(
         bin,
-        [
-          "run",
-          "--json",
-          "--script",
-          script,
-          "--sandbox",
-          "danger-full-access",
-          "--no-memories",
-          "--environment",
-          build,
-          "--capability-root",
-          root,
-          "go",
-        ],
-        { cwd: machine, encoding: "utf8", env: clean },
+        script,
+        ["--sandbox", "danger-full-access", "--no-memories", "--environment", build, "--capability-root", root, "go"],
+        { cwd: machine, env: clean },
       );
-      assert.equal(run.status, 0, run.stderr);
-      const results = run.stdout
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { type: string; name?: string; output?: string; success?: boolean })
-        .filter((e) => e.type === "tool_result");
       assert.equal(results.length, 1);
       assert.equal(results[0]!.name, "skill");
       assert.ok(results[0]!.success, results[0]!.output);

@@ -21,37 +21,44 @@ export function assertGrammarApproval(relay: string, dir: string, env: Record<st
     ],
   };
   writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
-  const r = spawnSync(
+  const results = scriptedToolResults(
     relay,
-    [
-      "run",
-      "--script",
-      path.join(dir, "script.json"),
-      "-a",
-      "untrusted",
-      "-s",
-      "danger-full-access",
-      "-C",
-      ws,
-      "--json",
-      "go",
-    ],
-    { cwd: ws, encoding: "utf8", env },
+    path.join(dir, "script.json"),
+    ["-a", "untrusted", "-s", "danger-full-access", "-C", ws, "go"],
+    { cwd: ws, env },
   );
-  assert.equal(r.status, 0, r.stderr);
-  const outputs = r.stdout
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { type: string; output?: string })
-    .filter((e) => e.type === "tool_result")
-    .map((e) => e.output ?? "");
-  assert.equal(outputs.length, 2, r.stdout);
+  const outputs = results.map((e) => e.output ?? "");
+  assert.equal(outputs.length, 2, JSON.stringify(results));
   assert.match(outputs[0]!, /grammar-ok/);
   assert.match(
     outputs[1]!,
     /needs the user's approval \(approval policy untrusted\), but relay is not running on a terminal/,
   );
   assert.ok(existsSync(path.join(ws, "keep.txt")), "the command that asks did not run");
+}
+
+/** A `tool_result` event of `relay run --json`. */
+export interface ToolResultEvent {
+  type: "tool_result";
+  name?: string;
+  output?: string;
+  success?: boolean;
+}
+
+/** `relay run --script <script> --json <args>` on `relay`: it must exit 0; its tool results, in order. */
+export function scriptedToolResults(
+  relay: string,
+  script: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): ToolResultEvent[] {
+  const r = spawnSync(relay, ["run", "--script", script, "--json", ...args], { ...options, encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string })
+    .filter((e): e is ToolResultEvent => e.type === "tool_result");
 }
 
 /** A copy of the binary alone in `dir`, as a download would leave it. */
