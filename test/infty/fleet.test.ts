@@ -406,8 +406,16 @@ describe("a fleet of worker processes", {
     RELAY_SELF_COMMAND: joinCommandLine(relayArgv()),
   });
 
+  /** examples/infty-demo.json with `cat` where it runs `node`: these tests are about who drives a run, and a node start is 0.1-0.15 s of CPU. */
+  let demo: string;
+
   before(async () => {
     root = mkdtempSync(path.join(os.tmpdir(), "relay-fleet-"));
+    demo = path.join(root, "demo.json");
+    writeFileSync(
+      demo,
+      readFileSync(path.join(REPO_ROOT, "examples/infty-demo.json"), "utf8").replaceAll("node ", "cat "),
+    );
     const opened = await openFleetDb(PG!);
     assert.ok("ok" in opened);
     fleet = opened.ok;
@@ -455,10 +463,7 @@ describe("a fleet of worker processes", {
   test(`${RUNS} submitted runs over three workers all complete, each driven by exactly one worker; list and workers tell it`, async () => {
     const submits = await Promise.all(
       Array.from({ length: RUNS }, (_, i) =>
-        runRelayAsync(
-          ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", `build wc ${i}`],
-          env(),
-        ),
+        runRelayAsync(["infty", "submit", "--db", PG!, "--no-repo", "--script", demo, `build wc ${i}`], env()),
       ),
     );
     for (const r of submits) assert.equal(r.status, 0, r.stderr);
@@ -513,11 +518,11 @@ describe("a fleet of worker processes", {
 
   /** The demo's script, its Solver first waiting in a command until `<gate>/go` exists. */
   function gatedScript(gate: string): string {
-    const demo = JSON.parse(readFileSync(path.join(REPO_ROOT, "examples/infty-demo.json"), "utf8"));
+    const gated = JSON.parse(readFileSync(demo, "utf8"));
     const cmd = `touch gate-started && while [ ! -e ${gate}/go ]; do sleep 0.05; done`;
-    demo.solver.turns.unshift({ tool_calls: [{ name: "exec_command", arguments: { cmd, yield_time_ms: 30000 } }] });
+    gated.solver.turns.unshift({ tool_calls: [{ name: "exec_command", arguments: { cmd, yield_time_ms: 30000 } }] });
     const file = path.join(gate, "script.json");
-    writeFileSync(file, JSON.stringify(demo));
+    writeFileSync(file, JSON.stringify(gated));
     return file;
   }
 
@@ -525,10 +530,9 @@ describe("a fleet of worker processes", {
     existsSync(dir) && (readdirSync(dir, { recursive: true }) as string[]).some((f) => path.basename(f) === name);
   const leaseOf = (id: string) =>
     fleet.db.selectFrom("infty_leases").selectAll().where("run_id", "=", id).executeTakeFirstOrThrow();
-  const stateOf = async (id: string) => {
-    const runs = await listRuns(fleet);
-    return "ok" in runs ? runs.ok.find((r) => r.id === id)?.state : undefined;
-  };
+  // One row, not the whole list: waitFor asks this many times over.
+  const stateOf = async (id: string) =>
+    (await fleet.db.selectFrom("infty_runs").select("state").where("id", "=", id).executeTakeFirst())?.state;
   const stopped = (w: { child: ChildProcess }) =>
     new Promise((r) => (w.child.exitCode === null ? w.child.once("exit", r) : r(null)));
 
@@ -612,7 +616,7 @@ describe("a fleet of worker processes", {
   });
   test("stop and note through the fleet DB: a queued run is stopped at once; a running one's driver hands the note on and stops, the run left stopped and resumable", async () => {
     const queued = await runRelayAsync(
-      ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", "stopped early"],
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", demo, "stopped early"],
       env(),
     );
     const early = queued.stdout.trim();
@@ -705,7 +709,7 @@ describe("a fleet of worker processes", {
 
   test("a run claimed by a worker that died before its driver created it is started, not resumed, by the next", async () => {
     const sub = await runRelayAsync(
-      ["infty", "submit", "--db", PG!, "--no-repo", "--script", "examples/infty-demo.json", "never started"],
+      ["infty", "submit", "--db", PG!, "--no-repo", "--script", demo, "never started"],
       env(),
     );
     assert.equal(sub.status, 0, sub.stderr);

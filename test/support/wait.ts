@@ -4,8 +4,14 @@
  * condition that no event announces is polled, by `waitFor`.
  */
 
-/** How often `waitFor` looks again; not a bound: it looks until the condition holds. */
+/** How often `waitFor` looks again at the least; not a bound: it looks until the condition holds. */
 const POLL_MS = 10;
+/**
+ * A look that takes a while (a query, a walk of a directory) is repeated after ten times its own
+ * duration, up to this: looking keeps to about a tenth of a core, which the suite's parallel
+ * workers need (it is CPU-bound on two cores).
+ */
+const MAX_POLL_MS = 200;
 /** A wait this long is probably stuck: say which one, so the runner's timeout is not a mystery. */
 const NOTE_AFTER_MS = 10_000;
 
@@ -30,7 +36,12 @@ export async function until<T>(p: Promise<T>, what: string): Promise<T> {
 export async function waitFor(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const done = noteIfSlow(what);
   try {
-    while (!(await cond())) await new Promise((r) => setTimeout(r, POLL_MS));
+    for (;;) {
+      const started = performance.now();
+      if (await cond()) return;
+      const interval = Math.min(MAX_POLL_MS, Math.max(POLL_MS, 10 * (performance.now() - started)));
+      await new Promise((r) => setTimeout(r, interval));
+    }
   } finally {
     done();
   }
