@@ -2,7 +2,8 @@
  * The host package, built for real, written as each archive format and read back by relay's
  * reader and by the system's tools. Each compresses both real binaries (about 250 MB): 8-22 s
  * apiece on 2 cores, so this is a long suite (.ci/run's long step; RELAY_LONG_TESTS=1 runs it
- * here). The formats' own tests (archive.test.ts) run on small trees in npm test.
+ * here), and the packaged binary builds it again from the sources, which must give the same
+ * bytes. The formats' own tests (archive.test.ts) run on small trees in npm test.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -12,8 +13,9 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ARCHIVE_FORMATS, type ArchiveFormat, readArchive, writeArchive } from "../../src/package/archive.ts";
 import { verifyPackage } from "../../src/package/verify.ts";
+import { VERSION } from "../../src/version.ts";
 import { longSuite } from "../support/long.ts";
-import { cleanEnv, hasBun, parseBuild, relay } from "./build-support.ts";
+import { type BuildJson, cleanEnv, hasBun, newestSourceMtime, parseBuild, ROOT, relay } from "./build-support.ts";
 import { entryShapes, snapshot } from "./fixtures.ts";
 
 const canRun = (cmd: string, args: string[]) => !spawnSync(cmd, args, { stdio: "ignore" }).error;
@@ -32,12 +34,37 @@ const skip =
 describe("relay package build (host): the real package's archives", { skip }, () => {
   let tmp = "";
   let pkgDir = "";
+  let built: BuildJson;
+  let builtAt = 0;
   before(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), "relay-pkg-archives-"));
     pkgDir = path.join(tmp, "host");
-    parseBuild(relay(["build", "--package-dir", pkgDir, "--json"], cleanEnv({ RELAY_HOME: path.join(tmp, "home") })));
+    builtAt = Date.now() - 1000;
+    built = parseBuild(
+      relay(["build", "--package-dir", pkgDir, "--json"], cleanEnv({ RELAY_HOME: path.join(tmp, "home") })),
+    );
   });
   after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  test("the packaged binary builds the package again from RELAY_SOURCE_DIR, byte for byte", () => {
+    const out = path.join(tmp, "from-compiled");
+    const started = Date.now();
+    const okBuild = spawnSync(path.join(pkgDir, "bin/relay"), ["package", "build", "--package-dir", out, "--json"], {
+      cwd: "/",
+      encoding: "utf8",
+      env: cleanEnv({ RELAY_HOME: path.join(tmp, "home"), RELAY_SOURCE_DIR: ROOT, PATH: "/usr/bin:/bin" }),
+    });
+    assert.equal(okBuild.status, 0, okBuild.stderr);
+    process.stderr.write(`# build from the compiled binary: ${Date.now() - started} ms\n`);
+    const v = spawnSync(path.join(out, "bin/relay"), ["--version"], { cwd: "/", encoding: "utf8", env: cleanEnv() });
+    assert.equal(v.stdout.trim(), VERSION);
+    // Same source tree, same bun: the same bytes (bun's output depends only on them and the output name).
+    const second = JSON.parse(okBuild.stdout.trim()) as BuildJson;
+    if (newestSourceMtime() < builtAt)
+      assert.deepEqual(second.manifest.files, built.manifest.files, "a second build is byte-identical");
+    else process.stderr.write("# sources changed since the first build: byte-identity not checked\n");
+    rmSync(out, { recursive: true, force: true });
+  });
 
   for (const format of ARCHIVE_FORMATS) {
     test(`${format} of the real package round-trips to the directory: relay's reader and system tools`, async () => {

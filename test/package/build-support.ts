@@ -1,12 +1,20 @@
 /** What the package build tests share: `relay package` run from source with a clean environment, and its --json report. */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { PackageManifest } from "../../src/package/manifest.ts";
+import { type PackageManifest, walkTree } from "../../src/package/manifest.ts";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const hasBun = Boolean(process.versions.bun);
+
+/** Newest mtime (ms) under src/ and of package.json: other people may edit the tree during a run. */
+export function newestSourceMtime(): number {
+  const t = walkTree(path.join(ROOT, "src"));
+  if ("error" in t) return Number.POSITIVE_INFINITY;
+  return Math.max(statSync(path.join(ROOT, "package.json")).mtimeMs, ...t.ok.map((e) => statSync(e.abs).mtimeMs));
+}
 
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
