@@ -10,6 +10,8 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as rpcEcho from "../src/cli/rpc-echo.ts";
+import * as config from "../src/config/config.ts";
+import * as memories from "../src/config/memories.ts";
 import * as codemode from "../src/contracts/code-mode.ts";
 import * as envelope from "../src/contracts/envelope.ts";
 import * as execTools from "../src/contracts/exec-tools.ts";
@@ -40,6 +42,8 @@ export const OWNERS: Owner[] = [
   { file: "src/model/responses.ts", schemas: responses.CHECKED_SCHEMAS },
   { file: "src/contracts/envelope.ts", schemas: envelope.CHECKED_SCHEMAS },
   { file: "src/rollout/schema.ts", schemas: rollout.CHECKED_SCHEMAS },
+  { file: "src/config/config.ts", schemas: config.CHECKED_SCHEMAS },
+  { file: "src/config/memories.ts", schemas: memories.CHECKED_SCHEMAS },
   { file: "test/util/fast-parse-cases.ts", schemas: cases.CHECKED_SCHEMAS },
 ];
 

@@ -11,12 +11,14 @@ import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
 import { POSTGRES_URL } from "../postgres/url.ts";
+import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { envVarName, httpUrl } from "../util/schema-fields.ts";
 import { describeIssues, type SchemaIssue } from "../util/schema-issues.ts";
 import { UserApprovalRuleSchema } from "./approval-rules.ts";
 import { CapabilityRootConfigSchema } from "./capability-root.ts";
+import * as checks from "./config-checks.generated.ts";
 import { EnvironmentsConfigSchema } from "./environment-spec.ts";
 
 export { type ModelProvider, ModelProviderSchema } from "../model/factory.ts";
@@ -138,6 +140,9 @@ export const RelayConfigSchema = lazySchema(() =>
 );
 export type RelayConfig = z.infer<typeof RelayConfigSchema>;
 
+/** For scripts/build-validators.ts: config.toml is parsed by every relay command. */
+export const CHECKED_SCHEMAS = withChecks(checks, { relayConfig: RelayConfigSchema });
+
 export interface LoadedConfig {
   config: RelayConfig;
   /** Human-readable notes (unknown keys); print them, do not fail. */
@@ -151,7 +156,10 @@ export interface LoadedConfig {
 export type ConfigIssue = SchemaIssue;
 
 export function defaultConfig(): RelayConfig {
-  return RelayConfigSchema.parse({});
+  // Through the generated check: an empty home would otherwise build the whole schema for its defaults.
+  const parsed = fastParse(RelayConfigSchema, {});
+  if (!parsed.success) throw parsed.error;
+  return parsed.data;
 }
 
 /** Reads `<home>/config.toml`. */
@@ -185,7 +193,7 @@ export function parseConfig(text: string, file: string): Result<LoadedConfig> {
     }
     return err("config_syntax", `${file}: TOML syntax error: ${(e as Error).message}`, { path: file });
   }
-  const parsed = RelayConfigSchema.safeParse(raw);
+  const parsed = fastParse(RelayConfigSchema, raw);
   if (!parsed.success) {
     const issues = describeIssues(parsed.error.issues, raw);
     return err("config_invalid", formatIssues(file, issues), { path: file, issues });
@@ -245,7 +253,7 @@ export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides):
     const target = inner === undefined ? merged : (merged[top] as Record<string, unknown>);
     target[inner ?? top] = kind === "number" ? asNumber(value) : value;
   }
-  const parsed = RelayConfigSchema.safeParse(merged);
+  const parsed = fastParse(RelayConfigSchema, merged);
   if (!parsed.success) {
     const issues = describeIssues(parsed.error.issues, merged);
     return err("config_invalid", formatIssues("command-line override", issues), { issues });

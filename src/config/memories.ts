@@ -4,8 +4,10 @@ import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
 import { configPath, stateDbPath } from "../home/home.ts";
 import { SourceNameSchema } from "../rollout/sources.ts";
+import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
+import * as checks from "./memories-checks.generated.ts";
 
 const clampInt = (lo: number, hi: number, dflt: number) =>
   z
@@ -52,6 +54,9 @@ export const MemorySettingsSchema = lazySchema(() =>
 );
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 
+/** For scripts/build-validators.ts. */
+export const CHECKED_SCHEMAS = withChecks(checks, { memorySettings: MemorySettingsSchema });
+
 /** `--db`, else $RELAY_MEMORIES_DB, else `[memories] db`, else RELAY_HOME/state.sqlite. */
 export function stateDbSpec(
   home: string,
@@ -63,7 +68,9 @@ export function stateDbSpec(
 }
 
 export function defaultMemorySettings(): MemorySettings {
-  return MemorySettingsSchema.parse({});
+  const parsed = fastParse(MemorySettingsSchema, {});
+  if (!parsed.success) throw parsed.error;
+  return parsed.data;
 }
 
 export async function loadMemorySettings(home: string): Promise<Result<MemorySettings>> {
@@ -103,7 +110,7 @@ export function claimsCapped(
 
 /** `[memories]` as already read from `file` (e.g. `RelayConfig.memories`). */
 export function parseMemorySettings(section: unknown, file: string): Result<MemorySettings> {
-  const r = MemorySettingsSchema.safeParse(section);
+  const r = fastParse(MemorySettingsSchema, section);
   if (!r.success) return err("config_invalid", `${file}: [memories]: ${z.prettifyError(r.error)}`);
   return ok(r.data);
 }

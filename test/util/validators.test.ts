@@ -11,6 +11,8 @@ import type { z } from "zod";
 import { OWNERS, validatorsTexts } from "../../scripts/build-validators.ts";
 import { checksModulePath, withoutFormatting } from "../../scripts/validators/module.ts";
 import * as rpcEcho from "../../src/cli/rpc-echo.ts";
+import { RelayConfigSchema } from "../../src/config/config.ts";
+import { MemorySettingsSchema } from "../../src/config/memories.ts";
 import * as codemode from "../../src/contracts/code-mode.ts";
 import { ResultValueSchema } from "../../src/contracts/envelope.ts";
 import { ExecCommandArgsSchema, WriteStdinArgsSchema } from "../../src/contracts/exec-tools.ts";
@@ -76,6 +78,11 @@ describe("generated validators", () => {
     }
     // A new call: file its schema's check (the owner's CHECKED_SCHEMAS) and add the call here.
     assert.deepEqual(calls.sort(), [
+      "src/config/config.ts: RelayConfigSchema",
+      "src/config/config.ts: RelayConfigSchema",
+      "src/config/config.ts: RelayConfigSchema",
+      "src/config/memories.ts: MemorySettingsSchema",
+      "src/config/memories.ts: MemorySettingsSchema",
       "src/model/chat.ts: ChunkSchema",
       "src/model/responses.ts: ResponseItemSchema",
       "src/model/responses.ts: StreamEventSchema",
@@ -93,6 +100,7 @@ describe("generated validators", () => {
   test("every schema those calls can be given has a generated check", () => {
     const named: z.ZodType[] = [ChunkSchema, StreamEventSchema, ResponseItemSchema, ResultValueSchema];
     named.push(ExecCommandArgsSchema, WriteStdinArgsSchema, rollout.UnknownLineSchema);
+    named.push(RelayConfigSchema, MemorySettingsSchema);
     named.push(rollout.SessionMetaLineSchema, rollout.ResponseItemLineSchema, rollout.EventMsgLineSchema);
     named.push(rollout.TurnContextLineSchema, rollout.CompactedLineSchema);
     for (const schema of named) assert.ok(generatedCheck(schema), "a schema fastParse is called with has no check");
