@@ -11,7 +11,7 @@ import { configPath, relayHome } from "../home/home.ts";
 import { ModelProviderSchema } from "../model/factory.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS } from "../model/http.ts";
 import { POSTGRES_URL } from "../postgres/url.ts";
-import { fastParse, withChecks } from "../util/fast-parse.ts";
+import { fastParse, fastParseOrThrow, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { envVarName, httpUrl } from "../util/schema-fields.ts";
@@ -157,9 +157,7 @@ export type ConfigIssue = SchemaIssue;
 
 export function defaultConfig(): RelayConfig {
   // Through the generated check: an empty home would otherwise build the whole schema for its defaults.
-  const parsed = fastParse(RelayConfigSchema, {});
-  if (!parsed.success) throw parsed.error;
-  return parsed.data;
+  return fastParseOrThrow(RelayConfigSchema, {});
 }
 
 /** Reads `<home>/config.toml`. */

@@ -4,7 +4,7 @@ import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
 import { configPath, stateDbPath } from "../home/home.ts";
 import { SourceNameSchema } from "../rollout/sources.ts";
-import { fastParse, withChecks } from "../util/fast-parse.ts";
+import { fastParse, fastParseOrThrow, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import * as checks from "./memories-checks.generated.ts";
@@ -68,9 +68,7 @@ export function stateDbSpec(
 }
 
 export function defaultMemorySettings(): MemorySettings {
-  const parsed = fastParse(MemorySettingsSchema, {});
-  if (!parsed.success) throw parsed.error;
-  return parsed.data;
+  return fastParseOrThrow(MemorySettingsSchema, {});
 }
 
 export async function loadMemorySettings(home: string): Promise<Result<MemorySettings>> {
