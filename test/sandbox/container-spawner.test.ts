@@ -5,7 +5,17 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -137,6 +147,36 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
       () => open().join() === before.join(),
       `descriptors back to ${before.join(" and ")}, not ${open().join(" and ")}`,
     );
+  });
+
+  test("a writable root renamed away and made again: the kept ruleset is built anew, the new one writable and the moved one not", async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-kept-ruleset-"));
+    const moved = `${root}.moved`;
+    try {
+      await using ex = await startExecutor();
+      // Temp dirs are not writable here: the root and its moved copy both live in one.
+      const sandbox: SandboxPolicy = {
+        mode: "workspace-write",
+        writable_roots: [root],
+        network: false,
+        tmp_writable: false,
+      };
+      const touch = (file: string) =>
+        exec(ex, { command: ["sh", "-c", `touch '${file}' 2>&1`], cwd: root, env, sandbox });
+      assert.equal((await touch(path.join(root, "a"))).exit_code, 0);
+      renameSync(root, moved);
+      mkdirSync(root);
+      const fresh = await touch(path.join(root, "b"));
+      assert.equal(fresh.exit_code, 0, `the new directory at the root's path is writable: ${fresh.output}`);
+      const old = await touch(path.join(moved, "c"));
+      assert.notEqual(old.exit_code, 0, "the moved directory is no writable root any more");
+      assert.match(old.output, /Permission denied/);
+      assert.ok(existsSync(path.join(root, "b")));
+      assert.ok(!existsSync(path.join(moved, "c")));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+      rmSync(moved, { recursive: true, force: true });
+    }
   });
 
   test("without Landlock's signal scope (ABI < 6) the init forks each command and kills a child stopped before its execve: a SIGSTOP storm cannot leave it stuck", async () => {

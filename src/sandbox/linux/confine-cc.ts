@@ -23,6 +23,9 @@ export interface NativeSymbols {
   relay_send(sock: number, buf: Pointer | null, len: number, fd: number, block: number): number | bigint;
   relay_recv(sock: number, buf: Pointer, cap: number, fd: Pointer): number | bigint;
   relay_init_wait(sock: number, pidfds: Pointer, count: number, ready: Pointer, timeoutMs: number): number;
+  relay_init_signals(): number;
+  relay_build_ruleset(...args: unknown[]): number;
+  relay_ruleset_current(paths: Pointer, ids: Pointer, statxNr: number): number;
 }
 type RelayCall = (op: number, args: Pointer) => number | bigint;
 interface BunFfi {
@@ -42,6 +45,9 @@ const Op = {
   relay_send: 5,
   relay_recv: 6,
   relay_init_wait: 7,
+  relay_init_signals: 8,
+  relay_build_ruleset: 9,
+  relay_ruleset_current: 10,
 } as const satisfies Record<keyof NativeSymbols, number>;
 
 /**
@@ -194,19 +200,32 @@ export function startContainerInit(
   );
 }
 
-/** The plan's arguments as confine.c takes them, after the program's (path, argv, envp). */
-function planArgs(c: CArgs, plan: ConfinePlan): unknown[] {
-  const insns = plan.filterSockets ? networkFilter(process.arch) : undefined;
-  const bpf = insns ? encodeFilter(insns) : undefined;
+let socketFilter: { bpf: Uint8Array; length: number } | null | undefined;
+
+/** The network filter's BPF program for this CPU (null where there is none), built once: every command of a container's init takes it. */
+function networkProgram(): { bpf: Uint8Array; length: number } | null {
+  if (socketFilter === undefined) {
+    const insns = networkFilter(process.arch);
+    socketFilter = insns ? { bpf: encodeFilter(insns), length: insns.length } : null;
+  }
+  return socketFilter;
+}
+
+/**
+ * The plan's arguments as confine.c takes them, after the program's (path, argv, envp). With a
+ * ruleset already built for its rules (kept), the rules themselves are not needed.
+ */
+function planArgs(c: CArgs, plan: ConfinePlan, kept = false): unknown[] {
+  const filter = plan.filterSockets ? networkProgram() : null;
   return [
     plan.handledFs,
     plan.handledNet,
     plan.scoped,
     rulesetAttrSize(plan.abi),
-    c.strArray(plan.rules.map((r) => r.path)),
-    c.u64Array(plan.rules.map((r) => r.access)),
-    bpf ? c.bytes(bpf) : null,
-    insns?.length ?? 0,
+    kept ? null : c.strArray(plan.rules.map((r) => r.path)),
+    kept ? null : c.u64Array(plan.rules.map((r) => r.access)),
+    filter ? c.bytes(filter.bpf) : null,
+    filter?.length ?? 0,
     c.strArray(plan.readOnly),
     c.strArray(plan.hide ?? []),
   ];
@@ -240,21 +259,23 @@ export function spawnChild(
   native: Native,
   plan: ConfinePlan,
   target: ExecTarget,
-  io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number },
+  io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number; ruleset?: number },
 ): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
   const c = new CArgs(native.ffi);
   const out = new Int32Array(2);
   const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
   const fork = spawnMode(plan) === "fork" ? CLONE_NR[process.arch]! : -1;
+  const ruleset = io.ruleset ?? -1;
   const r = native.symbols.relay_spawn_child(
     ...program,
-    ...planArgs(c, plan),
+    ...planArgs(c, plan, ruleset >= 0),
     io.outFd,
     c.str(io.cwd),
     io.hostProcFd,
     fork,
     io.deadlineMs ?? SPAWN_DEADLINE_MS,
     c.bytes(out),
+    ruleset,
   );
   return r > 0 ? { pid: r, hostPid: out[0]!, pidfd: out[1]! } : { failure: r };
 }

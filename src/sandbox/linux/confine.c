@@ -105,6 +105,7 @@ int signalfd(int fd, const void *mask, int flags);
 #define SIGUSR2 12
 #define SIG_IGN ((sighandler_t)1)
 #define SIG_DFL ((sighandler_t)0)
+#define SIG_ERR ((sighandler_t)-1)
 
 /* Stages, reported in errors (keep in sync with stages.ts). */
 #define ST_NO_NEW_PRIVS 1
@@ -136,36 +137,83 @@ struct sock_fprog { u16 len; void *filter; };
 
 static int fail(int stage) { return -(stage * 1000 + *__errno_location()); }
 
+#define AT_EMPTY_PATH 0x1000
+#define STATX_INO 0x100
+/* struct statx: stx_ino at byte 32, stx_dev_major and stx_dev_minor at 136 and 140. */
+#define STATX_INO_AT 32
+#define STATX_DEV_AT 136
+
+/*
+ * The device and inode of `path` at `dirfd` (following symlinks, as open does) into id[0..1]
+ * through statx (its number on this CPU: statx_nr, since libc's stat wrappers differ between
+ * versions and TinyCC links whatever libc is there). 0, or -1 with errno set.
+ */
+static int file_id(int dirfd, const char *path, int flags, long statx_nr, unsigned char *stx, u64 *id) {
+  if (syscall(statx_nr, dirfd, path, flags, STATX_INO, stx) != 0) return -1;
+  id[0] = ((u64) * (u32 *)(stx + STATX_DEV_AT) << 32) | *(u32 *)(stx + STATX_DEV_AT + 4);
+  id[1] = *(u64 *)(stx + STATX_INO_AT);
+  return 0;
+}
+
 /*
  * Confines the calling thread. rule_paths is NULL-terminated with one access mask per path;
  * attr_size is 8, 16 or 24 bytes as the running Landlock ABI knows. bpf may be NULL.
  * Integers are passed as 64-bit values: 32-bit arguments on the stack came through bun:ffi as 0.
  */
-static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len) {
+/*
+ * Makes a Landlock ruleset with one rule per path (NULL-terminated rule_paths, one access mask
+ * each). With `ids`, each rule path's device and inode (as statx gives them, two u64 per path)
+ * are stored there, so that a kept ruleset can later be checked against its paths
+ * (relay_ruleset_current). Returns the ruleset's fd (close-on-exec) or a negative stage error.
+ */
+static int build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                         char **rule_paths, u64 *rule_access, u64 *ids, long statx_nr) {
   struct ruleset_attr attr;
   struct path_beneath_attr rule;
-  struct sock_fprog prog;
+  unsigned char stx[256];
   int ruleset, i, fd;
+  attr.handled_fs = handled_fs;
+  attr.handled_net = handled_net;
+  attr.scoped = scoped;
+  ruleset = (int)syscall(SYS_LANDLOCK_CREATE_RULESET, &attr, (unsigned long)attr_size, 0);
+  if (ruleset < 0) return fail(ST_RULESET);
+  for (i = 0; rule_paths[i]; i++) {
+    fd = open(rule_paths[i], O_PATH | O_CLOEXEC);
+    if (fd < 0) { int e = fail(ST_OPEN_RULE_PATH); close(ruleset); return e; }
+    if (ids && file_id(fd, "", AT_EMPTY_PATH, statx_nr, stx, ids + 2 * i) != 0) {
+      int e = fail(ST_OPEN_RULE_PATH); close(fd); close(ruleset); return e;
+    }
+    rule.allowed = rule_access[i];
+    rule.parent_fd = fd;
+    if (syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+      int e = fail(ST_ADD_RULE); close(fd); close(ruleset); return e;
+    }
+    close(fd);
+  }
+  return ruleset;
+}
+
+/*
+ * Confines the calling thread. rule_paths is NULL-terminated with one access mask per path;
+ * attr_size is 8, 16 or 24 bytes as the running Landlock ABI knows. `ruleset` >= 0 is one
+ * already built for exactly these rules (and still current: relay_ruleset_current), else the
+ * ruleset is built here. bpf may be NULL. Integers are passed as 64-bit values: 32-bit
+ * arguments on the stack came through bun:ffi as 0.
+ */
+static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                   char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, long ruleset) {
+  struct sock_fprog prog;
+  int own = ruleset < 0;
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(ST_NO_NEW_PRIVS);
   if (handled_fs || handled_net || scoped) {
-    attr.handled_fs = handled_fs;
-    attr.handled_net = handled_net;
-    attr.scoped = scoped;
-    ruleset = (int)syscall(SYS_LANDLOCK_CREATE_RULESET, &attr, (unsigned long)attr_size, 0);
-    if (ruleset < 0) return fail(ST_RULESET);
-    for (i = 0; rule_paths[i]; i++) {
-      fd = open(rule_paths[i], O_PATH | O_CLOEXEC);
-      if (fd < 0) { int e = fail(ST_OPEN_RULE_PATH); close(ruleset); return e; }
-      rule.allowed = rule_access[i];
-      rule.parent_fd = fd;
-      if (syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
-        int e = fail(ST_ADD_RULE); close(fd); close(ruleset); return e;
-      }
-      close(fd);
+    if (own && (ruleset = build_ruleset(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, 0, -1)) < 0)
+      return (int)ruleset;
+    if (syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0) {
+      int e = fail(ST_RESTRICT);
+      if (own) close((int)ruleset);
+      return e;
     }
-    if (syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0) { int e = fail(ST_RESTRICT); close(ruleset); return e; }
-    close(ruleset);
+    if (own) close((int)ruleset);
   }
   if (bpf && bpf_len > 0) {
     prog.len = (u16)bpf_len;
@@ -173,6 +221,33 @@ static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)&prog, 0, 0) != 0) return fail(ST_SECCOMP);
   }
   return 0;
+}
+
+/*
+ * A ruleset for the container's init to keep and hand to every command under the same rules
+ * (relay_spawn_child's `ruleset`), with each rule path's device and inode stored in ids (two
+ * u64 per path). Its fd, or a negative stage error.
+ */
+long relay_build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+                         char **rule_paths, u64 *rule_access, u64 *ids, long statx_nr) {
+  return build_ruleset(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, ids, statx_nr);
+}
+
+/*
+ * 1 when every rule path still names the file it named when its kept ruleset was built (ids
+ * from relay_build_ruleset), so that a ruleset built now would be the same one; else 0. A
+ * rule holds on to the inode it was made from: after a rename that inode may be somewhere the
+ * policy does not name, so a ruleset whose paths moved is built again, never reused.
+ */
+long relay_ruleset_current(char **rule_paths, u64 *ids, long statx_nr) {
+  unsigned char stx[256];
+  u64 id[2];
+  int i;
+  for (i = 0; rule_paths[i]; i++) {
+    if (file_id(AT_FDCWD, rule_paths[i], 0, statx_nr, stx, id) != 0) return 0;
+    if (id[0] != ids[2 * i] || id[1] != ids[2 * i + 1]) return 0;
+  }
+  return 1;
 }
 
 /*
@@ -190,12 +265,50 @@ static void reset_signals(void) {
   sigprocmask(SIG_SETMASK, empty, 0);
 }
 
+/*
+ * Set in the container's init by relay_init_signals: no signal is ignored there, so execve
+ * alone gives a command the default dispositions and a child only clears its signal mask.
+ */
+static int no_ignored_signals = 0;
+
+static void swallow(int sig) { (void)sig; }
+
+/* A signal whose own fault raises it again: a handler that returns would fault forever. */
+static int is_fault_signal(int sig) {
+  return sig == 4 /* ILL */ || sig == 5 /* TRAP */ || sig == 7 /* BUS */ || sig == 8 /* FPE */ ||
+         sig == 11 /* SEGV */ || sig == 31 /* SYS */;
+}
+
+/*
+ * The init's dispositions: every signal it may be sent is caught by a handler that does
+ * nothing (as pid 1 it would drop those it does not handle from inside its namespace anyway),
+ * instead of ignored, because execve resets a caught signal to its default but keeps an ignored
+ * one ignored: each command would otherwise need about sixty sigaction calls before its execve.
+ * Fault signals keep their default (a real fault ends the init, which ends the container).
+ * SIGCHLD stays default: the init blocks it and reads it from a signalfd. 0, or -errno.
+ */
+int relay_init_signals(void) {
+  int sig;
+  for (sig = 1; sig <= 64; sig++) {
+    if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == 32 || sig == 33) continue;
+    if (signal(sig, is_fault_signal(sig) ? SIG_DFL : swallow) == SIG_ERR) return -*__errno_location();
+  }
+  no_ignored_signals = 1;
+  return 0;
+}
+
 static int confine_exec(char *path, char **argv, char **envp,
                        u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len) {
-  int r = confine(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, long ruleset) {
+  unsigned char empty[128];
+  int r = confine(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, ruleset);
   if (r != 0) return r;
-  reset_signals();
+  if (no_ignored_signals) {
+    for (r = 0; r < 128; r++) empty[r] = 0;
+    sigprocmask(SIG_SETMASK, empty, 0);
+  } else {
+    reset_signals();
+  }
   execve(path, argv, envp);
   return fail(ST_EXECVE);
 }
@@ -344,7 +457,7 @@ int relay_spawn_ns(char *path, char **argv, char **envp,
         end_like(wait_status(command));
       }
     }
-    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, -1);
     write(fds[1], &r, sizeof r);
     _exit(126);
   }
@@ -587,7 +700,7 @@ static void end_child(int pid) {
 static int spawn_forked(char *path, char **argv, char **envp,
                         u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                         char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
-                        long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
+                        long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out, long ruleset) {
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
   int fds[2], pid, seen = -1, failed = 0;
@@ -601,7 +714,7 @@ static int spawn_forked(char *path, char **argv, char **envp,
     seen = pid_in((int)host_proc_fd);
     write(fds[1], &seen, sizeof seen);
     r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid) : -(ST_HOST_PID * 1000 + 3);
-    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, ruleset);
     write(fds[1], &r, sizeof r);
     _exit(126);
   }
@@ -640,21 +753,21 @@ static int spawn_forked(char *path, char **argv, char **envp,
 int relay_spawn_child(char *path, char **argv, char **envp,
                       u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
-                      long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out) {
+                      long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out, long ruleset) {
   volatile int seen = -1, failed = 0;
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
   int pid, status;
   if (clone_nr >= 0)
     return spawn_forked(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len,
-                        read_only, hide, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out);
+                        read_only, hide, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out, ruleset);
   block_all(all, old);
   pid = vfork();
   if (pid == 0) {
     int r;
     seen = pid_in((int)host_proc_fd);
     r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid) : -(ST_HOST_PID * 1000 + 3);
-    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, ruleset);
     failed = r;
     _exit(126);
   }
@@ -788,7 +901,7 @@ long relay_call(long op, long *a) {
     return relay_start_container(a[0], (char *)a[1], (char **)a[2], (char **)a[3], a[4]);
   case 3:
     return relay_spawn_child((char *)a[0], (char **)a[1], (char **)a[2], (u64)a[3], (u64)a[4], (u64)a[5], a[6], (char **)a[7],
-                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], (char **)a[12], a[13], (char *)a[14], a[15], a[16], a[17], (int *)a[18]);
+                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], (char **)a[12], a[13], (char *)a[14], a[15], a[16], a[17], (int *)a[18], a[19]);
   case 4:
     return relay_make_pair(a[0], (int *)a[1]);
   case 5:
@@ -797,6 +910,12 @@ long relay_call(long op, long *a) {
     return relay_recv(a[0], (char *)a[1], a[2], (int *)a[3]);
   case 7:
     return relay_init_wait(a[0], (int *)a[1], a[2], (unsigned char *)a[3], a[4]);
+  case 8:
+    return relay_init_signals();
+  case 9:
+    return relay_build_ruleset((u64)a[0], (u64)a[1], (u64)a[2], a[3], (char **)a[4], (u64 *)a[5], (u64 *)a[6], a[7]);
+  case 10:
+    return relay_ruleset_current((char **)a[0], (u64 *)a[1], a[2]);
   default:
     return -22; /* EINVAL */
   }

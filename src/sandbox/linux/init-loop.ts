@@ -15,14 +15,17 @@
  * descriptor): until then its pid, which is its process group's id too, cannot be given to
  * another process, so the executor's kills of it can reach nothing else. Orphans are reaped
  * as they end.
- * Signals from inside the namespace cannot end the init (pid 1 only gets those it handles, and
- * it ignores all); SIGKILL from the executor's side, the executor's death, or the channel's
- * end ends it, and with it every process in the namespace.
+ * Signals cannot end the init: it catches every one it may be sent with a handler that does
+ * nothing (caught rather than ignored, so that a command's execve resets them to their
+ * defaults), and from inside its namespace pid 1 gets no other; SIGKILL from the executor's
+ * side, the executor's death, or the channel's end ends it, and with it every process in the
+ * namespace.
  */
 import { closeSync, readdirSync, statSync, writeSync } from "node:fs";
 import { procStatFields } from "../../util/proc-stat.ts";
 import { resolveProgram } from "../../util/which.ts";
 import { loadNative, type Native, SPAWN_DEADLINE_MS, spawnChild, spawnMode } from "./confine-cc.ts";
+import { KeptRulesets } from "./kept-rulesets.ts";
 import { CArgs, type Libc, loadLibc } from "./libc.ts";
 import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
 import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
@@ -62,10 +65,13 @@ class InitLoop {
   private readonly buf = Buffer.allocUnsafeSlow(SPAWN_READ_BYTES);
   private readonly receivedFd = new Int32Array(1);
   private readonly status = new Int32Array(1);
+  private readonly rulesets: KeptRulesets;
   constructor(
     private readonly native: Native,
     private readonly libc: Libc,
-  ) {}
+  ) {
+    this.rulesets = new KeptRulesets(native);
+  }
 
   reply(message: object): void {
     const bytes = Buffer.from(`${JSON.stringify(message)}\n`);
@@ -211,7 +217,7 @@ class InitLoop {
       this.native,
       req.plan,
       { file: file.ok, argv: req.argv, env: req.env },
-      { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD },
+      { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD, ruleset: this.rulesets.rulesetFor(req.plan) },
     );
     if ("pid" in r) {
       this.running.set(r.pid, { id: req.id, pidfd: r.pidfd });
@@ -270,6 +276,8 @@ export async function containerInitMain(): Promise<never> {
   if ("error" in loaded) process.exit(1);
   ignoreSignals(loaded.ok.libc);
   const native = await loadNative();
+  // Caught rather than ignored, so a command's execve resets them (confine.c relay_init_signals).
+  if ("ok" in native && native.ok.symbols.relay_init_signals() !== 0) ignoreSignals(loaded.ok.libc);
   const loop = "ok" in native ? new InitLoop(native.ok, loaded.ok.libc) : undefined;
   if (!loop) return reapOnly(loaded.ok.libc, new CArgs(loaded.ok.ffi), "error" in native ? native.error.message : "");
   loop.reply({ ready: true });

@@ -149,6 +149,19 @@ export function protectedPaths(roots: string[]): string[] {
   return [...new Set(out)];
 }
 
+const devices = new Map<string, boolean>();
+
+/**
+ * Whether device node `d` exists, looked at once per process rather than for every command: a
+ * device that went away later makes the command's rule fail to open, and the command is
+ * refused, never run with less confinement.
+ */
+function deviceExists(d: string): boolean {
+  let found = devices.get(d);
+  if (found === undefined) devices.set(d, (found = existsSync(d)));
+  return found;
+}
+
 export type PlanResult = { ok: ConfinePlan } | { missing: string[] };
 
 /**
@@ -178,9 +191,9 @@ export function planConfinement(input: PlanInput): PlanResult {
   const rules: LandlockRule[] = [];
   if (handledFs) {
     rules.push({ path: "/", access: READ });
-    if (existsSync("/dev")) rules.push({ path: "/dev", access: (READ | Fs.IOCTL_DEV) & handledFs });
-    for (const d of WRITABLE_DEVICES) if (existsSync(d)) rules.push({ path: d, access: deviceRights & FILE_RIGHTS });
-    if (existsSync("/dev/pts")) rules.push({ path: "/dev/pts", access: deviceRights });
+    if (deviceExists("/dev")) rules.push({ path: "/dev", access: (READ | Fs.IOCTL_DEV) & handledFs });
+    for (const d of WRITABLE_DEVICES) if (deviceExists(d)) rules.push({ path: d, access: deviceRights & FILE_RIGHTS });
+    if (deviceExists("/dev/pts")) rules.push({ path: "/dev/pts", access: deviceRights });
     for (const root of [...roots, ...temp]) {
       // A file root gets file rights only: directory rights on a file make the kernel refuse the rule.
       const dir = statSync(root, { throwIfNoEntry: false })?.isDirectory() ?? false;
