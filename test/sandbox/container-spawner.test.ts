@@ -179,6 +179,27 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     }
   });
 
+  test("a .git made after the first command, then replaced: each command finds the .git of its time read-only, and the moved one writable", async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-kept-ns-"));
+    try {
+      await using ex = await startExecutor();
+      const sandbox: SandboxPolicy = { mode: "workspace-write", writable_roots: [root], network: false };
+      const write = async (file: string) => {
+        const r = await exec(ex, { command: ["sh", "-c", `echo x > '${file}' 2>&1`], cwd: root, env, sandbox });
+        return r.exit_code === 0 ? "written" : r.output.includes("Read-only file system") ? "read-only" : r.output;
+      };
+      assert.equal(await write(path.join(root, "a")), "written");
+      mkdirSync(path.join(root, ".git"));
+      assert.equal(await write(path.join(root, ".git", "config")), "read-only");
+      renameSync(path.join(root, ".git"), path.join(root, "old-git"));
+      mkdirSync(path.join(root, ".git"));
+      assert.equal(await write(path.join(root, ".git", "config")), "read-only", "the new .git");
+      assert.equal(await write(path.join(root, "old-git", "config")), "written", "the moved one is plain workspace");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("without Landlock's signal scope (ABI < 6) the init forks each command and kills a child stopped before its execve: a SIGSTOP storm cannot leave it stuck", async () => {
     await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
     const first = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });

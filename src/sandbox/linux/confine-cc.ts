@@ -25,7 +25,8 @@ export interface NativeSymbols {
   relay_init_wait(sock: number, pidfds: Pointer, count: number, ready: Pointer, timeoutMs: number): number;
   relay_init_signals(): number;
   relay_build_ruleset(...args: unknown[]): number;
-  relay_ruleset_current(paths: Pointer, ids: Pointer, statxNr: number): number;
+  relay_paths_current(paths: Pointer, ids: Pointer, statxNr: number): number;
+  relay_build_namespaces(readOnly: Pointer, hide: Pointer, ids: Pointer, statxNr: number, out: Pointer): number;
 }
 type RelayCall = (op: number, args: Pointer) => number | bigint;
 interface BunFfi {
@@ -47,7 +48,8 @@ const Op = {
   relay_init_wait: 7,
   relay_init_signals: 8,
   relay_build_ruleset: 9,
-  relay_ruleset_current: 10,
+  relay_paths_current: 10,
+  relay_build_namespaces: 11,
 } as const satisfies Record<keyof NativeSymbols, number>;
 
 /**
@@ -259,23 +261,23 @@ export function spawnChild(
   native: Native,
   plan: ConfinePlan,
   target: ExecTarget,
-  io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number; ruleset?: number },
+  io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number; kept?: Int32Array },
 ): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
   const c = new CArgs(native.ffi);
   const out = new Int32Array(2);
   const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
   const fork = spawnMode(plan) === "fork" ? CLONE_NR[process.arch]! : -1;
-  const ruleset = io.ruleset ?? -1;
+  const kept = io.kept ?? Int32Array.of(-1, -1, -1);
   const r = native.symbols.relay_spawn_child(
     ...program,
-    ...planArgs(c, plan, ruleset >= 0),
+    ...planArgs(c, plan, kept[0]! >= 0),
     io.outFd,
     c.str(io.cwd),
     io.hostProcFd,
     fork,
     io.deadlineMs ?? SPAWN_DEADLINE_MS,
     c.bytes(out),
-    ruleset,
+    c.bytes(kept),
   );
   return r > 0 ? { pid: r, hostPid: out[0]!, pidfd: out[1]! } : { failure: r };
 }

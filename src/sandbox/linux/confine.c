@@ -137,6 +137,11 @@ struct sock_fprog { u16 len; void *filter; };
 
 static int fail(int stage) { return -(stage * 1000 + *__errno_location()); }
 
+/* What the container's init keeps for a command (int kept[3]; -1: none, made by the child). */
+#define KEPT_RULESET 0
+#define KEPT_USER_NS 1
+#define KEPT_MNT_NS 2
+
 #define AT_EMPTY_PATH 0x1000
 #define STATX_INO 0x100
 /* struct statx: stx_ino at byte 32, stx_dev_major and stx_dev_minor at 136 and 140. */
@@ -234,17 +239,18 @@ long relay_build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_
 }
 
 /*
- * 1 when every rule path still names the file it named when its kept ruleset was built (ids
- * from relay_build_ruleset), so that a ruleset built now would be the same one; else 0. A
- * rule holds on to the inode it was made from: after a rename that inode may be somewhere the
- * policy does not name, so a ruleset whose paths moved is built again, never reused.
+ * 1 when every path still names the file it named when what the init keeps for it was made
+ * (ids from relay_build_ruleset or relay_build_namespaces), so that one made now would be the
+ * same; else 0. A Landlock rule or a bind holds on to the inode it was made from: after a
+ * rename that inode may be somewhere the policy does not name, so what was made for paths
+ * that moved is made again, never reused.
  */
-long relay_ruleset_current(char **rule_paths, u64 *ids, long statx_nr) {
+long relay_paths_current(char **paths, u64 *ids, long statx_nr) {
   unsigned char stx[256];
   u64 id[2];
   int i;
-  for (i = 0; rule_paths[i]; i++) {
-    if (file_id(AT_FDCWD, rule_paths[i], 0, statx_nr, stx, id) != 0) return 0;
+  for (i = 0; paths[i]; i++) {
+    if (file_id(AT_FDCWD, paths[i], 0, statx_nr, stx, id) != 0) return 0;
     if (id[0] != ids[2 * i] || id[1] != ids[2 * i + 1]) return 0;
   }
   return 1;
@@ -353,13 +359,15 @@ static int map_ids(unsigned uid, unsigned gid) {
  * namespace, or (new_user 0, inside the container, whose user namespace already gives the
  * rights and whose /proc cannot map a process outside its pid namespace) in the current one.
  */
-static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, char **hide, int new_user) {
+static int enter_namespaces_as(unsigned uid, unsigned gid, char **read_only, char **hide, int new_user,
+                               unsigned long propagation, u64 *hide_ids, long statx_nr) {
   struct mount_attr ro;
+  unsigned char stx[256];
   int i, r, e;
   if (unshare(new_user ? CLONE_NEWUSER | CLONE_NEWNS : CLONE_NEWNS) != 0) return fail(ST_UNSHARE);
   if (new_user && (r = map_ids(uid, gid)) != 0) return r;
-  /* Keep our mounts to ourselves. */
-  if (mount("none", "/", 0, MS_REC | MS_PRIVATE, 0) != 0) return fail(ST_MOUNT_PRIVATE);
+  /* Keep our mounts to ourselves (MS_SLAVE: and still get the host's later ones). */
+  if (mount("none", "/", 0, MS_REC | propagation, 0) != 0) return fail(ST_MOUNT_PRIVATE);
   ro.set = MOUNT_ATTR_RDONLY;
   ro.clr = 0;
   ro.propagation = 0;
@@ -371,11 +379,17 @@ static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, char *
   }
   /* A named socket under /dev/null: connect() finds no socket there. One gone since it was listed needs nothing. */
   for (i = 0; hide && hide[i]; i++) {
+    /* Kept namespaces note what each socket path named before it is covered. */
+    if (hide_ids && file_id(AT_FDCWD, hide[i], 0, statx_nr, stx, hide_ids + 2 * i) != 0) return fail(ST_HIDE_SOCKET);
     if (mount("/dev/null", hide[i], 0, MS_BIND, 0) == 0) continue;
     e = *__errno_location();
     if (e != ENOENT && e != ENOTDIR && e != EACCES) return fail(ST_HIDE_SOCKET);
   }
   return 0;
+}
+
+static int enter_namespaces(unsigned uid, unsigned gid, char **read_only, char **hide, int new_user) {
+  return enter_namespaces_as(uid, gid, read_only, hide, new_user, MS_PRIVATE, 0, -1);
 }
 
 static volatile int child_pid = 0;
@@ -608,12 +622,17 @@ static int pid_in(int proc_fd) {
  * stderr on `out_fd`, the cwd, a user + mount namespace of its own with the protected paths
  * read-only, and no descriptor but those three.
  */
-static int child_setup(char *cwd, long out_fd, char **read_only, char **hide, unsigned uid, unsigned gid) {
+static int child_setup(char *cwd, long out_fd, char **read_only, char **hide, unsigned uid, unsigned gid, int *kept) {
   int null_fd, fd, r;
   setsid();
   null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2((int)out_fd, 1) < 0 || dup2((int)out_fd, 2) < 0) return fail(ST_STDIO);
-  if ((r = enter_namespaces(uid, gid, read_only, hide, 1)) != 0) return r;
+  if (kept[KEPT_USER_NS] >= 0) {
+    /* A kept namespace pair made for these very paths (relay_build_namespaces). */
+    if (setns(kept[KEPT_USER_NS], CLONE_NEWUSER) != 0 || setns(kept[KEPT_MNT_NS], CLONE_NEWNS) != 0) return fail(ST_JOIN);
+  } else if ((r = enter_namespaces(uid, gid, read_only, hide, 1)) != 0) {
+    return r;
+  }
   /* After the binds: a cwd entered before them would stay on the writable mount underneath. */
   if (chdir(cwd) != 0) return fail(ST_CWD);
   if (syscall(SYS_CLOSE_RANGE, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
@@ -700,7 +719,7 @@ static void end_child(int pid) {
 static int spawn_forked(char *path, char **argv, char **envp,
                         u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                         char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
-                        long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out, long ruleset) {
+                        long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out, int *kept) {
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
   int fds[2], pid, seen = -1, failed = 0;
@@ -713,8 +732,8 @@ static int spawn_forked(char *path, char **argv, char **envp,
     close(fds[0]);
     seen = pid_in((int)host_proc_fd);
     write(fds[1], &seen, sizeof seen);
-    r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid) : -(ST_HOST_PID * 1000 + 3);
-    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, ruleset);
+    r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid, kept) : -(ST_HOST_PID * 1000 + 3);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, kept[KEPT_RULESET]);
     write(fds[1], &r, sizeof r);
     _exit(126);
   }
@@ -753,21 +772,21 @@ static int spawn_forked(char *path, char **argv, char **envp,
 int relay_spawn_child(char *path, char **argv, char **envp,
                       u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                       char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, char **read_only, char **hide,
-                      long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out, long ruleset) {
+                      long out_fd, char *cwd, long host_proc_fd, long clone_nr, long deadline_ms, int *out, int *kept) {
   volatile int seen = -1, failed = 0;
   unsigned char all[128], old[128];
   unsigned uid = getuid(), gid = getgid();
   int pid, status;
   if (clone_nr >= 0)
     return spawn_forked(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len,
-                        read_only, hide, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out, ruleset);
+                        read_only, hide, out_fd, cwd, host_proc_fd, clone_nr, deadline_ms, out, kept);
   block_all(all, old);
   pid = vfork();
   if (pid == 0) {
     int r;
     seen = pid_in((int)host_proc_fd);
-    r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid) : -(ST_HOST_PID * 1000 + 3);
-    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, ruleset);
+    r = seen > 0 ? child_setup(cwd, out_fd, read_only, hide, uid, gid, kept) : -(ST_HOST_PID * 1000 + 3);
+    if (r == 0) r = confine_exec(path, argv, envp, handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, kept[KEPT_RULESET]);
     failed = r;
     _exit(126);
   }
@@ -884,6 +903,88 @@ int relay_init_wait(long sock, int *pidfds, long count, unsigned char *ready, lo
   return r;
 }
 
+/* Sends one byte with descriptors a and b attached. */
+static long send_two_fds(int sock, int a, int b) {
+  struct iovec iov;
+  struct msghdr_ msg;
+  struct fd_cmsg cm;
+  char byte = 0;
+  iov.base = &byte;
+  iov.len = 1;
+  msg.name = 0; msg.namelen = 0; msg.iov = &iov; msg.iovlen = 1; msg.flags = 0;
+  cm.len = CMSG_DATA_LEN + 4; cm.level = SOL_SOCKET; cm.type = SCM_RIGHTS; cm.fd = a; cm.pad = b;
+  msg.control = &cm;
+  msg.controllen = sizeof cm;
+  return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+/* Receives send_two_fds' message, already queued, into out[0..1]; 0 or -1. */
+static int receive_two_fds(int sock, int *out) {
+  struct iovec iov;
+  struct msghdr_ msg;
+  struct fd_cmsg cm;
+  char byte;
+  iov.base = &byte;
+  iov.len = 1;
+  msg.name = 0; msg.namelen = 0; msg.iov = &iov; msg.iovlen = 1; msg.flags = 0;
+  msg.control = &cm;
+  msg.controllen = sizeof cm;
+  cm.len = 0;
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != 1) return -1;
+  if (msg.controllen < sizeof cm || cm.level != SOL_SOCKET || cm.type != SCM_RIGHTS || cm.len != CMSG_DATA_LEN + 4) {
+    if (msg.controllen >= 20 && cm.level == SOL_SOCKET && cm.type == SCM_RIGHTS) close(cm.fd);
+    return -1;
+  }
+  out[0] = cm.fd;
+  out[1] = cm.pad;
+  return 0;
+}
+
+/*
+ * A user + mount namespace with `read_only` bound read-only and the `hide` sockets covered,
+ * made once for the container's init to keep (kept[KEPT_USER_NS], kept[KEPT_MNT_NS]): a
+ * command under the same paths joins it instead of making its own (an unshare, the id maps and
+ * the binds, then their teardown at its exit). Its mounts are slaves of the container's, so
+ * mounts the host makes later still reach every command, as they reach one made per command.
+ * Made in a vfork child, which notes what each path names in ids (two u64 per path,
+ * read_only's first, then hide's) and hands both namespaces back over a socket pair before it
+ * ends. 0 with out[0..1] set (close-on-exec), or a negative stage error.
+ */
+long relay_build_namespaces(char **read_only, char **hide, u64 *ids, long statx_nr, int *out) {
+  volatile int failed = 0;
+  unsigned char all[128], old[128];
+  unsigned uid = getuid(), gid = getgid();
+  int pair[2], pid, status, n_ro = 0, r;
+  while (read_only[n_ro]) n_ro++;
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(ST_PIPE);
+  block_all(all, old);
+  pid = vfork();
+  if (pid == 0) {
+    unsigned char stx[256];
+    int i, user = -1, mnt = -1;
+    r = enter_namespaces_as(uid, gid, read_only, hide, 1, MS_SLAVE, ids + 2 * n_ro, statx_nr);
+    /* After the binds: each read-only path now names its bind's root, the very file it named. */
+    for (i = 0; r == 0 && read_only[i]; i++)
+      if (file_id(AT_FDCWD, read_only[i], 0, statx_nr, stx, ids + 2 * i) != 0) r = fail(ST_BIND);
+    if (r == 0) {
+      user = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+      mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+      if (user < 0 || mnt < 0 || send_two_fds(pair[1], user, mnt) != 1) r = fail(ST_JOIN);
+    }
+    failed = r;
+    _exit(0);
+  }
+  sigprocmask(SIG_SETMASK, old, 0);
+  if (pid < 0) r = fail(ST_FORK);
+  else {
+    while (waitpid(pid, &status, 0) < 0 && *__errno_location() == EINTR) {}
+    r = failed < 0 ? failed : receive_two_fds(pair[0], out) == 0 ? 0 : -(ST_JOIN * 1000 + 5);
+  }
+  close(pair[0]);
+  close(pair[1]);
+  return r;
+}
+
 /*
  * The one symbol JavaScript binds. bun:ffi compiles a wrapper for every symbol it binds (about
  * a millisecond each, in every executor and every container init), so the functions above are
@@ -901,7 +1002,7 @@ long relay_call(long op, long *a) {
     return relay_start_container(a[0], (char *)a[1], (char **)a[2], (char **)a[3], a[4]);
   case 3:
     return relay_spawn_child((char *)a[0], (char **)a[1], (char **)a[2], (u64)a[3], (u64)a[4], (u64)a[5], a[6], (char **)a[7],
-                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], (char **)a[12], a[13], (char *)a[14], a[15], a[16], a[17], (int *)a[18], a[19]);
+                             (u64 *)a[8], (void *)a[9], a[10], (char **)a[11], (char **)a[12], a[13], (char *)a[14], a[15], a[16], a[17], (int *)a[18], (int *)a[19]);
   case 4:
     return relay_make_pair(a[0], (int *)a[1]);
   case 5:
@@ -915,7 +1016,9 @@ long relay_call(long op, long *a) {
   case 9:
     return relay_build_ruleset((u64)a[0], (u64)a[1], (u64)a[2], a[3], (char **)a[4], (u64 *)a[5], (u64 *)a[6], a[7]);
   case 10:
-    return relay_ruleset_current((char **)a[0], (u64 *)a[1], a[2]);
+    return relay_paths_current((char **)a[0], (u64 *)a[1], a[2]);
+  case 11:
+    return relay_build_namespaces((char **)a[0], (char **)a[1], (u64 *)a[2], a[3], (int *)a[4]);
   default:
     return -22; /* EINVAL */
   }

@@ -25,7 +25,7 @@ import { closeSync, readdirSync, statSync, writeSync } from "node:fs";
 import { procStatFields } from "../../util/proc-stat.ts";
 import { resolveProgram } from "../../util/which.ts";
 import { loadNative, type Native, SPAWN_DEADLINE_MS, spawnChild, spawnMode } from "./confine-cc.ts";
-import { KeptRulesets } from "./kept-rulesets.ts";
+import { KeptConfinement } from "./kept-confinement.ts";
 import { CArgs, type Libc, loadLibc } from "./libc.ts";
 import { parseRelease, parseSpawnRequest, SPAWN_READ_BYTES, type SpawnRequest } from "./plan-guard.ts";
 import { decodeNativeError, describeFailure, Stage } from "./stages.ts";
@@ -65,12 +65,12 @@ class InitLoop {
   private readonly buf = Buffer.allocUnsafeSlow(SPAWN_READ_BYTES);
   private readonly receivedFd = new Int32Array(1);
   private readonly status = new Int32Array(1);
-  private readonly rulesets: KeptRulesets;
+  private readonly kept: KeptConfinement;
   constructor(
     private readonly native: Native,
     private readonly libc: Libc,
   ) {
-    this.rulesets = new KeptRulesets(native);
+    this.kept = new KeptConfinement(native);
   }
 
   reply(message: object): void {
@@ -217,7 +217,7 @@ class InitLoop {
       this.native,
       req.plan,
       { file: file.ok, argv: req.argv, env: req.env },
-      { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD, ruleset: this.rulesets.rulesetFor(req.plan) },
+      { outFd, cwd: req.cwd, hostProcFd: HOST_PROC_FD, kept: this.kept.for(req.plan) },
     );
     if ("pid" in r) {
       this.running.set(r.pid, { id: req.id, pidfd: r.pidfd });
