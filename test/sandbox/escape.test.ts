@@ -471,6 +471,26 @@ except OSError as e: print('netlink:' + str(e.errno))"; readlink /proc/self/ns/n
           }
         });
 
+        test("a listed socket whose file was unlinked, then one bound at the same path: the new one is hidden too", async () => {
+          // /proc/net/unix keeps listing a listener's path after its file is gone: the path names
+          // nothing for the first command, and a socket for the second (kept namespaces must notice).
+          const sock = path.join(out, `unlinked-${mode}.sock`);
+          const first = await unixServer(sock);
+          const second = { server: undefined as Awaited<ReturnType<typeof unixServer>> | undefined };
+          try {
+            rmSync(sock);
+            const r = await run(mode, connectProbe(sock));
+            assert.equal(r.output, "named:ENOENT\n");
+            second.server = await unixServer(sock);
+            const again = await run(mode, connectProbe(sock));
+            assert.match(again.output, /^named:(ECONNREFUSED|EACCES|EPERM)\n$/, "the new socket is hidden");
+            assert.equal(second.server.hits(), 0, "no connection arrived");
+          } finally {
+            await first.close();
+            await second.server?.close();
+          }
+        });
+
         test("signalling the executor (the command's parent) is refused", {
           skip:
             (support.landlock?.abi ?? 0) < 6 &&

@@ -250,7 +250,11 @@ long relay_paths_current(char **paths, u64 *ids, long statx_nr) {
   u64 id[2];
   int i;
   for (i = 0; paths[i]; i++) {
-    if (file_id(AT_FDCWD, paths[i], 0, statx_nr, stx, id) != 0) return 0;
+    /* {0, 0}: the path named nothing then (a listed socket already unlinked), and must not now. */
+    if (file_id(AT_FDCWD, paths[i], 0, statx_nr, stx, id) != 0) {
+      if (ids[2 * i] == 0 && ids[2 * i + 1] == 0) continue;
+      return 0;
+    }
     if (id[0] != ids[2 * i] || id[1] != ids[2 * i + 1]) return 0;
   }
   return 1;
@@ -379,8 +383,13 @@ static int enter_namespaces_as(unsigned uid, unsigned gid, char **read_only, cha
   }
   /* A named socket under /dev/null: connect() finds no socket there. One gone since it was listed needs nothing. */
   for (i = 0; hide && hide[i]; i++) {
-    /* Kept namespaces note what each socket path named before it is covered. */
-    if (hide_ids && file_id(AT_FDCWD, hide[i], 0, statx_nr, stx, hide_ids + 2 * i) != 0) return fail(ST_HIDE_SOCKET);
+    /* Kept namespaces note what each socket path named before it is covered ({0, 0}: nothing). */
+    if (hide_ids && file_id(AT_FDCWD, hide[i], 0, statx_nr, stx, hide_ids + 2 * i) != 0) {
+      e = *__errno_location();
+      if (e != ENOENT && e != ENOTDIR && e != EACCES) return fail(ST_HIDE_SOCKET);
+      hide_ids[2 * i] = hide_ids[2 * i + 1] = 0;
+      continue;
+    }
     if (mount("/dev/null", hide[i], 0, MS_BIND, 0) == 0) continue;
     e = *__errno_location();
     if (e != ENOENT && e != ENOTDIR && e != EACCES) return fail(ST_HIDE_SOCKET);
