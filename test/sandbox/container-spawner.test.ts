@@ -493,6 +493,31 @@ describe("the container's init refuses malformed requests and goes on serving", 
     await waitFor(() => !existsSync(`/proc/${pid}`), "a command released early to be reaped as it ends");
     assert.equal(replies.length, 0, "no reply to the releases");
   });
+
+  test("releases in a spawn request are taken once its command started; a malformed one refuses the request", async () => {
+    const first = send(await request(13, ["true"]))!;
+    const held = (await nextReply()).pid as number;
+    assert.equal((await nextReply()).id, 13);
+    closeSync(first);
+    assert.equal(statField(held, 3), "Z", "held until released");
+    const withRelease = JSON.parse(await request(14, ["sh", "-c", "echo second"])) as Record<string, unknown>;
+    const second = send(JSON.stringify({ ...withRelease, release: [13] }))!;
+    const secondPid = (await nextReply()).pid as number;
+    await waitFor(() => !existsSync(`/proc/${held}`), "the command released with the next request to be reaped");
+    assert.equal((await nextReply()).id, 14);
+    assert.equal(readFileSync(`/proc/self/fd/${second}`, "utf8"), "second\n");
+    closeSync(second);
+    const bad = JSON.parse(await request(15, ["sh", "-c", "echo ran"])) as Record<string, unknown>;
+    const refused = send(JSON.stringify({ ...bad, release: ["14"] }))!;
+    const answer = await nextReply();
+    assert.deepEqual(answer.id, 15);
+    assert.match(String(answer.problem), /release must be an array of positive integers/);
+    assert.equal(readFileSync(`/proc/self/fd/${refused}`, "utf8"), "", "nothing ran");
+    closeSync(refused);
+    // Released and reaped before the init is killed: a message it never read would reset the channel.
+    send(JSON.stringify({ release: [14] }), false);
+    await waitFor(() => !existsSync(`/proc/${secondPid}`), "the second command to be reaped");
+  });
 });
 
 describe("the init's fork where signals are not scoped (Landlock ABI < 6)", { skip }, () => {

@@ -11,7 +11,8 @@
  *   {"id":N,"exit":C}                            not run: the reason went to its output
  *   {"id":N,"problem":…}                         not run: a malformed request (a bug)
  *   {"id":N,"status":S}                          ended, with its wait status
- * A command that ended stays a zombie until the executor sends {"release":[N, …]} (no
+ * A command that ended stays a zombie until the executor releases it, in a spawn request's
+ * `release` (taken once that command has started) or on its own as {"release":[N, …]} (no
  * descriptor): until then its pid, which is its process group's id too, cannot be given to
  * another process, so the executor's kills of it can reach nothing else. Orphans are reaped
  * as they end.
@@ -46,6 +47,13 @@ const LOST = 9;
 /** Only bounds a missed wake-up: a request, a command's end or SIGCHLD ends the wait at once. */
 const WAIT_MS = 60_000;
 const UNWATCHED_POLL_MS = 20;
+/**
+ * Orphans are looked for (a walk of /proc) once the init has been idle this long after a
+ * SIGCHLD, not at every command's end (each sends one): while commands run back to back the
+ * walk stays off their path, at most once per ORPHAN_SCAN_MAX_DELAY_MS.
+ */
+const ORPHAN_SCAN_IDLE_MS = 10;
+const ORPHAN_SCAN_MAX_DELAY_MS = 1_000;
 /** relay_recv's answer for a message cut short. */
 const TRUNCATED = -1000;
 /** Shell conventions: 126 found but cannot run, 127 not found. */
@@ -64,6 +72,8 @@ class InitLoop {
   /** Not zeroed: pages a message never reached are never touched. */
   private readonly buf = Buffer.allocUnsafeSlow(SPAWN_READ_BYTES);
   private readonly receivedFd = new Int32Array(1);
+  /** When a SIGCHLD came that no walk for orphans has followed yet. */
+  private orphansSince: number | undefined;
   private readonly status = new Int32Array(1);
   private readonly kept: KeptConfinement;
   constructor(
@@ -136,13 +146,16 @@ class InitLoop {
     }
   }
 
-  /** Waits for a request, a command's end or a SIGCHLD; which of them came (nothing: the wait timed out). */
-  private wait(): { request: boolean; sigchld: boolean } {
+  /** Waits for a request, a command's end or a SIGCHLD; which of them came (idle: none, the wait timed out). */
+  private wait(): { request: boolean; sigchld: boolean; idle: boolean } {
     const pidfds = [...this.running.values()].map((r) => r.pidfd);
     const fds = Int32Array.from([...pidfds, -1]);
     const ready = new Uint8Array(pidfds.length + 2);
     // A command without a pidfd (pidfd_open failed) is looked for often instead.
-    const timeout = pidfds.some((fd) => fd < 0) ? UNWATCHED_POLL_MS : WAIT_MS;
+    const timeout = Math.min(
+      pidfds.some((fd) => fd < 0) ? UNWATCHED_POLL_MS : WAIT_MS,
+      this.orphansSince === undefined ? WAIT_MS : ORPHAN_SCAN_IDLE_MS,
+    );
     const r = this.native.symbols.relay_init_wait(
       CHANNEL_FD,
       this.native.ffi.ptr(fds),
@@ -152,7 +165,7 @@ class InitLoop {
     );
     if (r < 0) process.exit(1);
     // A timeout also looks for orphans: it only bounds a missed wake-up.
-    return { request: ready[0] === 1, sigchld: r === 0 || ready[pidfds.length + 1] === 1 };
+    return { request: ready[0] === 1, sigchld: r === 0 || ready[pidfds.length + 1] === 1, idle: r === 0 };
   }
 
   /** Serves one request; false once the executor's end is closed or broken. */
@@ -192,6 +205,7 @@ class InitLoop {
     } finally {
       closeSync(outFd);
     }
+    if (req.ok.release) this.release(req.ok.release);
     return true;
   }
 
@@ -246,7 +260,14 @@ class InitLoop {
       const woke = this.wait();
       this.reportEnded();
       if (woke.request && !this.serveOne()) process.exit(0);
-      if (woke.sigchld) this.reapOrphans();
+      if (woke.sigchld) this.orphansSince ??= Date.now();
+      if (
+        this.orphansSince !== undefined &&
+        (woke.idle || Date.now() - this.orphansSince >= ORPHAN_SCAN_MAX_DELAY_MS)
+      ) {
+        this.orphansSince = undefined;
+        this.reapOrphans();
+      }
     }
   }
 }

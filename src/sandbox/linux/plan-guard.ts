@@ -100,8 +100,11 @@ export const MAX_SPAWN_REQUEST = 192 * 1024;
 /** What the init reads at most: more than any request, so none is ever cut short. */
 export const SPAWN_READ_BYTES = 256 * 1024;
 
-/** What the executor sends its container's init for one command: a warm request with its id. */
-export type SpawnRequest = WarmRequest & { id: number };
+/**
+ * What the executor sends its container's init for one command: a warm request with its id,
+ * and the ids of ended commands it is done with (released once this one has started).
+ */
+export type SpawnRequest = WarmRequest & { id: number; release?: number[] };
 
 export function parseSpawnRequest(text: string): { ok: SpawnRequest } | { problem: string; id?: number } {
   // The id, where there is one, tells the executor which request was refused.
@@ -110,6 +113,8 @@ export function parseSpawnRequest(text: string): { ok: SpawnRequest } | { proble
     if (!isObject(v)) return warmRequestProblem(v);
     if (!isId(v.id)) return "id must be a positive integer";
     id = v.id;
+    if (v.release !== undefined && !(Array.isArray(v.release) && v.release.every(isId)))
+      return "release must be an array of positive integers";
     return warmRequestProblem(v);
   });
   if ("ok" in r) return { ok: { ...r.ok, plan: withDefaults(r.ok.plan) } };

@@ -44,15 +44,21 @@ const log = Log.create("executor");
 const KILLED: ProcessExit = { code: 128 + 9, signal: "SIGKILL" };
 /** How soon releases the init's full channel refused are sent again. */
 const RELEASE_RETRY_MS = 100;
+/**
+ * How long releases wait to go with the next command's request before they are sent on their
+ * own: one message (and one wake-up of the init) fewer per command while a session runs
+ * commands back to back. The zombies they free take nothing but their pids meanwhile.
+ */
+const RELEASE_DELAY_MS = 20;
 
 export class ContainerSpawner {
   private nextId = 1;
   /** Spawn replies come in the order of the requests. */
   private readonly pending: Array<{ id: number; settle: (s: Spawned) => void }> = [];
   private readonly ends = new Map<number, (exit: ProcessExit) => void>();
-  /** Commands the executor is done with, not yet told to the init (its channel was full). */
+  /** Commands the executor is done with, not yet told to the init (waiting for a request to go with, or its channel was full). */
   private toRelease: number[] = [];
-  private retry: ReturnType<typeof setTimeout> | undefined;
+  private releaseTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   private markReady!: (ready: boolean) => void;
   /** Whether the init can spawn (it says so first); false once its channel has ended. */
@@ -123,7 +129,7 @@ export class ContainerSpawner {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.retry);
+    clearTimeout(this.releaseTimer);
     this.markReady(false);
     for (const p of this.pending.splice(0))
       p.settle({
@@ -149,8 +155,10 @@ export class ContainerSpawner {
     if (!takes(launch.plan)) return undefined;
     if (!(await this.ready) || this.closed) return undefined;
     const id = this.nextId++;
-    this.flushReleases();
-    const request = Buffer.from(JSON.stringify({ id, plan: launch.plan, argv: launch.command, env, cwd }));
+    const release = this.toRelease;
+    const request = Buffer.from(
+      JSON.stringify({ id, plan: launch.plan, argv: launch.command, env, cwd, ...(release.length ? { release } : {}) }),
+    );
     if (request.length > MAX_SPAWN_REQUEST) return undefined;
     const pipe = makePair(this.native, "pipe");
     if ("error" in pipe) return undefined;
@@ -163,11 +171,16 @@ export class ContainerSpawner {
       closeSync(readEnd);
       return undefined;
     }
+    // The releases went with it (the init reaps them once it has started this command).
+    if (release.length) this.toRelease = this.toRelease.slice(release.length);
+    if (this.toRelease.length === 0) clearTimeout(this.releaseTimer);
     const exited = new Promise<ProcessExit>((resolve) => this.ends.set(id, resolve));
     const output = readOutput(readEnd);
     const spawned = await new Promise<Spawned>((settle) => this.pending.push({ id, settle }));
     if ("problem" in spawned) {
       this.ends.delete(id);
+      // A refused request may have been refused whole: its releases are sent again (a second release of an id changes nothing).
+      if (release.length) this.requeueReleases(release);
       return err("spawn_failed", `the sandboxed command could not be started: ${spawned.problem}`);
     }
     const done = "exit" in spawned ? Promise.resolve<ProcessExit>({ code: spawned.exit, signal: null }) : exited;
@@ -188,13 +201,21 @@ export class ContainerSpawner {
   /** Tells the init that command `id`'s pid may go (init-loop.ts keeps an ended command a zombie until then). */
   private release(id: number): void {
     this.toRelease.push(id);
-    this.flushReleases();
+    if (this.toRelease.length === 1) this.flushReleasesIn(RELEASE_DELAY_MS);
   }
 
-  /** Sends the releases not sent yet; a full channel keeps them for the next send. */
+  private requeueReleases(ids: number[]): void {
+    this.toRelease = [...ids, ...this.toRelease];
+    this.flushReleasesIn(RELEASE_DELAY_MS);
+  }
+
+  private flushReleasesIn(ms: number): void {
+    clearTimeout(this.releaseTimer);
+    (this.releaseTimer = setTimeout(() => this.flushReleases(), ms)).unref?.();
+  }
+
+  /** Sends the releases no request took on their own; a full channel keeps them for the next send. */
   private flushReleases(): void {
-    clearTimeout(this.retry);
-    this.retry = undefined;
     if (this.closed || this.toRelease.length === 0) return;
     const message = Buffer.from(JSON.stringify({ release: this.toRelease }));
     const sent = Number(
@@ -202,7 +223,7 @@ export class ContainerSpawner {
     );
     if (sent === message.length) this.toRelease = [];
     // Tried again shortly, not only with the next command: a session may have run its last.
-    else (this.retry = setTimeout(() => this.flushReleases(), RELEASE_RETRY_MS)).unref?.();
+    else this.flushReleasesIn(RELEASE_RETRY_MS);
   }
 }
 
