@@ -10,6 +10,7 @@ import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { PROTECTED_NAMES } from "../contracts/protected-names.ts";
 import type { SandboxPolicy } from "../contracts/sandbox-policy.ts";
+import { entryAt } from "../util/paths.ts";
 import { resolveProgram } from "../util/which.ts";
 import { readOnlyInside } from "./linux/landlock-plan.ts";
 import { socketsToHide } from "./linux/unix-sockets.ts";
@@ -102,7 +103,9 @@ export function bwrapArgv(program: string, argv: string[], policy: SandboxPolicy
 /**
  * A private network namespace does not cover named Unix sockets (a path reaches them from any
  * namespace): each one outside the writable places gets /dev/null over it (unix-sockets.ts).
+ * A listed socket whose file is gone (its listener unlinked it) is left out: nothing there to
+ * reach, and bwrap would fail making a mount point for it on a read-only tree.
  */
 function hideArgs(roots: string[], temp: string[]): string[] {
-  return (socketsToHide(roots, temp) ?? []).flatMap((p) => ["--ro-bind-try", "/dev/null", p]);
+  return (socketsToHide(roots, temp) ?? []).filter(entryAt).flatMap((p) => ["--ro-bind-try", "/dev/null", p]);
 }

@@ -3,11 +3,16 @@ import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
 import { err, ok, type Result } from "./result.ts";
 
-/** A regular file this process may execute (on Windows: one that exists). */
+/**
+ * A regular file this process may execute (on Windows: one that exists). A missing file is
+ * told without an exception: a PATH search misses in most directories, and a thrown error
+ * costs a stack trace each time (20–130 µs).
+ */
 export function isExecutableFile(p: string): boolean {
   try {
+    if (!statSync(p, { throwIfNoEntry: false })?.isFile()) return false;
     accessSync(p, process.platform === "win32" ? constants.F_OK : constants.X_OK);
-    return statSync(p).isFile();
+    return true;
   } catch {
     return false;
   }

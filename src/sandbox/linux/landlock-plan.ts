@@ -4,10 +4,11 @@
  * read-only (Landlock only adds rights, so `.git` under a writable root cannot be excluded by
  * a rule: it gets a read-only bind mount instead). Pure, so every case is unit-tested.
  */
-import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { PROTECTED_NAMES } from "../../contracts/protected-names.ts";
 import type { SandboxPolicy } from "../../contracts/sandbox-policy.ts";
+import { entryAt } from "../../util/paths.ts";
 import type { ConfinePlan, LandlockRule } from "./plan-schema.ts";
 import { socketsToHide } from "./unix-sockets.ts";
 
@@ -138,11 +139,8 @@ export function protectedPaths(roots: string[]): string[] {
   for (const root of roots) {
     for (const name of PROTECTED_NAMES) {
       const p = path.join(root, name);
-      try {
-        lstatSync(p);
-      } catch {
-        continue;
-      }
+      // Looked for at every command: a missing one is told without an exception (a stack trace each).
+      if (!entryAt(p)) continue;
       if (existsSync(p)) out.push(real(p) ?? p);
     }
   }
