@@ -215,21 +215,22 @@ function networkProgram(): { bpf: Uint8Array; length: number } | null {
 
 /**
  * The plan's arguments as confine.c takes them, after the program's (path, argv, envp). With a
- * ruleset already built for its rules (kept), the rules themselves are not needed.
+ * ruleset already built for its rules, or namespaces already made for its paths (kept: the
+ * child joins those), what they were made from is not needed.
  */
-function planArgs(c: CArgs, plan: ConfinePlan, kept = false): unknown[] {
+function planArgs(c: CArgs, plan: ConfinePlan, kept = { ruleset: false, namespaces: false }): unknown[] {
   const filter = plan.filterSockets ? networkProgram() : null;
   return [
     plan.handledFs,
     plan.handledNet,
     plan.scoped,
     rulesetAttrSize(plan.abi),
-    kept ? null : c.strArray(plan.rules.map((r) => r.path)),
-    kept ? null : c.u64Array(plan.rules.map((r) => r.access)),
+    kept.ruleset ? null : c.strArray(plan.rules.map((r) => r.path)),
+    kept.ruleset ? null : c.u64Array(plan.rules.map((r) => r.access)),
     filter ? c.bytes(filter.bpf) : null,
     filter?.length ?? 0,
-    c.strArray(plan.readOnly),
-    c.strArray(plan.hide ?? []),
+    kept.namespaces ? null : c.strArray(plan.readOnly),
+    kept.namespaces ? null : c.strArray(plan.hide ?? []),
   ];
 }
 
@@ -270,7 +271,7 @@ export function spawnChild(
   const kept = io.kept ?? Int32Array.of(-1, -1, -1);
   const r = native.symbols.relay_spawn_child(
     ...program,
-    ...planArgs(c, plan, kept[0]! >= 0),
+    ...planArgs(c, plan, { ruleset: kept[0]! >= 0, namespaces: kept[1]! >= 0 }),
     io.outFd,
     c.str(io.cwd),
     io.hostProcFd,
