@@ -15,6 +15,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  writeFileSync,
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -78,6 +79,22 @@ function helpersOf(pid: number): number[] {
       }
     });
 }
+
+/** Why this process cannot make mounts on the host (they need root), or false. */
+function noHostMounts(): string | false {
+  if (process.getuid?.() !== 0) return "making a mount on the host needs root";
+  const probe = mkdtempSync(path.join(os.tmpdir(), "relay-mount-probe-"));
+  try {
+    const bound = spawnSync("mount", ["--bind", probe, probe]);
+    if (bound.status !== 0)
+      return `mount --bind fails here: ${bound.stderr?.toString().trim() || bound.error?.message}`;
+    spawnSync("umount", [probe]);
+    return false;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+const hostMountsSkip = skip || skipBecause("the kept namespace's mount propagation test", noHostMounts());
 
 describe("the container's init spawns sandboxed commands", { skip }, () => {
   let ws = "";
@@ -196,6 +213,42 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
       assert.equal(await write(path.join(root, ".git", "config")), "read-only", "the new .git");
       assert.equal(await write(path.join(root, "old-git", "config")), "written", "the moved one is plain workspace");
     } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("a mount made on the host after the kept namespace was made reaches the next command", {
+    skip: hostMountsSkip,
+  }, async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "relay-kept-mounts-"));
+    const shared = path.join(root, "shared");
+    const sub = path.join(shared, "sub");
+    mkdirSync(path.join(root, ".git"));
+    mkdirSync(sub, { recursive: true });
+    const sh = (cmd: string, ...args: string[]) =>
+      assert.equal(spawnSync(cmd, args).status, 0, `${cmd} ${args.join(" ")}`);
+    // The host's own mounts may be private (nothing would propagate at all): a shared one of the test's own.
+    sh("mount", "--bind", shared, shared);
+    sh("mount", "--make-shared", shared);
+    try {
+      await using ex = await startExecutor();
+      const sandbox: SandboxPolicy = { mode: "workspace-write", writable_roots: [root], network: false };
+      const look = async () =>
+        (
+          await exec(ex, {
+            command: ["sh", "-c", `cat '${sub}/marker' 2>/dev/null || echo missing`],
+            cwd: root,
+            env,
+            sandbox,
+          })
+        ).output;
+      assert.equal(await look(), "missing\n", "the kept namespace is made here");
+      sh("mount", "-t", "tmpfs", "tmpfs", sub);
+      writeFileSync(path.join(sub, "marker"), "here\n");
+      assert.equal(await look(), "here\n", "the tmpfs mounted since reached the kept namespace");
+    } finally {
+      spawnSync("umount", ["-l", sub]);
+      spawnSync("umount", ["-l", shared]);
       rmSync(root, { recursive: true, force: true });
     }
   });
