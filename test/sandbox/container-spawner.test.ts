@@ -166,6 +166,37 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     );
   });
 
+  test("twelve policies in turn: the init keeps what eight of them need, no more, and every command is confined", async () => {
+    const roots = Array.from({ length: 12 }, () => mkdtempSync(path.join(os.tmpdir(), "relay-kept-many-")));
+    try {
+      await using ex = await startExecutor();
+      const run = (root: string) =>
+        exec(ex, {
+          command: ["sh", "-c", "(echo x > .git/x) 2>/dev/null || echo git-read-only; echo x > ok && echo wrote"],
+          cwd: root,
+          env,
+          sandbox: { mode: "workspace-write", writable_roots: [root], network: false },
+        });
+      for (const root of roots) mkdirSync(path.join(root, ".git"));
+      assert.equal((await run(roots[0]!)).output, "git-read-only\nwrote\n");
+      const init = readdirSync("/proc")
+        .map(Number)
+        .find((p) => statField(p, 4) === String(ex.pid) && (cmdlineOf(p) ?? "").includes("--container-init"))!;
+      const openInInit = () => readdirSync(`/proc/${init}/fd`).length;
+      // One policy kept: its ruleset and its two namespaces.
+      const withOne = openInInit();
+      for (const root of roots) assert.equal((await run(root)).output, "git-read-only\nwrote\n", root);
+      // Eight kept at most, each a ruleset and two namespaces: seven more than with one.
+      await waitFor(
+        () => openInInit() <= withOne + 7 * 3,
+        `at most 8 kept (${openInInit()} fds open, ${withOne} with one)`,
+      );
+      assert.equal((await run(roots[0]!)).output, "git-read-only\nwrote\n", "an evicted policy is made again");
+    } finally {
+      for (const root of roots) rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("a writable root renamed away and made again: the kept ruleset is built anew, the new one writable and the moved one not", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "relay-kept-ruleset-"));
     const moved = `${root}.moved`;
