@@ -37,6 +37,7 @@ const bwrap = process.platform === "linux" ? probeBwrap() : { works: false, deta
 /** The system's python3 where there is one: a version manager's shim on PATH takes 0.3 s to start it. */
 const python = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => existsSync(p)) ?? "python3";
 const hasPython = spawnSync(python, ["-c", "0"]).status === 0;
+const hasUmount = spawnSync("sh", ["-c", "command -v umount"]).status === 0;
 const hostNetNs = readlinkSync("/proc/self/ns/net");
 const FULL_ACCESS: SandboxPolicy = { mode: "danger-full-access", writable_roots: [], network: true };
 const baseEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.homedir() };
@@ -267,6 +268,20 @@ for (const mechanism of mechanisms) {
           assert.ok(existsSync(path.join(ws, ".git", "hooks")));
           rmSync(path.join(ws, "evil"), { force: true });
           untouched();
+        });
+
+        test("unmounting the read-only .git is refused, and the next command finds it read-only still", {
+          skip: !hasUmount && "umount is not installed",
+        }, async () => {
+          // Commands share one kept mount namespace: one that could unmount the bind would open .git to the next.
+          const r = await run(
+            mode,
+            `umount -l .git 2>/dev/null; echo "umount:$?"; (echo x > .git/y) 2>/dev/null; echo "write:$?"`,
+          );
+          assert.match(r.output, /umount:[1-9][0-9]*\nwrite:1\n/);
+          const next = await run(mode, `(echo x > .git/y) 2>/dev/null; echo "write:$?"`);
+          assert.equal(next.output, "write:1\n");
+          absent(path.join(ws, ".git", "y"));
         });
 
         test(".git stays read-only to a command whose cwd is inside it", async () => {
