@@ -9,7 +9,7 @@ import path from "node:path";
 import { hashHex } from "../../util/random.ts";
 import { err, type Result } from "../../util/result.ts";
 import { rulesetAttrSize, Scope } from "./landlock-plan.ts";
-import { CArgs, envList } from "./libc.ts";
+import { CArena, CArgs, type CMarshal, envList } from "./libc.ts";
 import type { ConfinePlan, ExecTarget } from "./plan-schema.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 
@@ -59,14 +59,22 @@ const Op = {
  */
 function bindOps(ffi: BunFfi, call: RelayCall): NativeSymbols {
   const args = new BigInt64Array(20);
+  // Numbers go in as two little-endian 32-bit halves: no BigInt made per argument.
+  const halves = new Int32Array(args.buffer);
   const bound =
     (op: number) =>
     (...xs: unknown[]): number => {
       if (xs.length > args.length)
         throw new Error(`relay_call op ${op}: ${xs.length} arguments, at most ${args.length}`);
-      xs.forEach(
-        (x, i) => (args[i] = x === null || x === undefined ? 0n : typeof x === "bigint" ? x : BigInt(x as number)),
-      );
+      for (let i = 0; i < xs.length; i++) {
+        const x = xs[i];
+        if (typeof x === "bigint") args[i] = x;
+        else {
+          const n = x === null || x === undefined ? 0 : (x as number);
+          halves[2 * i] = n | 0;
+          halves[2 * i + 1] = Math.floor(n / 0x1_0000_0000);
+        }
+      }
       return Number(call(op, ffi.ptr(args)));
     };
   return Object.fromEntries(Object.entries(Op).map(([name, op]) => [name, bound(op)])) as unknown as NativeSymbols;
@@ -218,7 +226,7 @@ function networkProgram(): { bpf: Uint8Array; length: number } | null {
  * ruleset already built for its rules, or namespaces already made for its paths (kept: the
  * child joins those), what they were made from is not needed.
  */
-function planArgs(c: CArgs, plan: ConfinePlan, kept = { ruleset: false, namespaces: false }): unknown[] {
+function planArgs(c: CMarshal, plan: ConfinePlan, kept = { ruleset: false, namespaces: false }): unknown[] {
   const filter = plan.filterSockets ? networkProgram() : null;
   return [
     plan.handledFs,
@@ -253,6 +261,29 @@ export function spawnMode(plan: ConfinePlan): "vfork" | "fork" | undefined {
   return CLONE_NR[process.arch] === undefined ? undefined : "fork";
 }
 
+let spawnArena: CArena | undefined;
+
+/** The init's arena, begun with room for what spawnChild writes for this command. */
+function arenaFor(native: Native, plan: ConfinePlan, target: ExecTarget, cwd: string, kept: Int32Array): CArena {
+  spawnArena ??= new CArena(native.ffi);
+  const env = Object.entries(target.env);
+  const hide = plan.hide ?? [];
+  let chars = target.file.length + cwd.length + 2;
+  let slots = target.argv.length + env.length + 16;
+  for (const a of target.argv) chars += a.length + 1;
+  for (const [k, v] of env) chars += k.length + (v?.length ?? 0) + 2;
+  if (kept[0]! < 0) {
+    for (const r of plan.rules) chars += r.path.length + 1;
+    slots += 2 * plan.rules.length + 2;
+  }
+  if (kept[1]! < 0) {
+    for (const p of [...plan.readOnly, ...hide]) chars += p.length + 1;
+    slots += plan.readOnly.length + hide.length + 2;
+  }
+  spawnArena.begin(chars, slots);
+  return spawnArena;
+}
+
 /**
  * For the container's init: forks `target` confined per `plan`, in a session of its own with
  * `outFd` as stdout and stderr. Its pid in the container and on the host, or a negative stage
@@ -264,11 +295,11 @@ export function spawnChild(
   target: ExecTarget,
   io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number; kept?: Int32Array },
 ): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
-  const c = new CArgs(native.ffi);
+  const kept = io.kept ?? Int32Array.of(-1, -1, -1);
+  const c = arenaFor(native, plan, target, io.cwd, kept);
   const out = new Int32Array(2);
   const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
   const fork = spawnMode(plan) === "fork" ? CLONE_NR[process.arch]! : -1;
-  const kept = io.kept ?? Int32Array.of(-1, -1, -1);
   const r = native.symbols.relay_spawn_child(
     ...program,
     ...planArgs(c, plan, { ruleset: kept[0]! >= 0, namespaces: kept[1]! >= 0 }),

@@ -134,8 +134,16 @@ export async function loadLibc(): Promise<Result<{ libc: Libc; ffi: Ffi }>> {
   return err("sandbox_native", `cannot load the C library for the sandbox (${tried.join("; ")})`);
 }
 
+/** What marshals a native call's arguments: C strings, arrays of them or of numbers, and views passed as they are. */
+export interface CMarshal {
+  str(s: string): Pointer;
+  strArray(list: readonly string[]): Pointer;
+  u64Array(list: readonly number[]): Pointer;
+  bytes(b: ArrayBufferView): Pointer;
+}
+
 /** Keeps C strings, arrays and structs alive while a native call uses them. */
-export class CArgs {
+export class CArgs implements CMarshal {
   private readonly keep: ArrayBufferView[] = [];
   constructor(private readonly ffi: Pick<Ffi, "ptr">) {}
 
@@ -158,6 +166,67 @@ export class CArgs {
   bytes(b: ArrayBufferView): Pointer {
     this.keep.push(b);
     return this.ffi.ptr(b);
+  }
+}
+
+/**
+ * C strings and pointer arrays for one native call, written into one buffer reused from call
+ * to call: one `ffi.ptr` per call instead of a buffer and an `ffi.ptr` per string. The
+ * container's init makes such a call for every command, and its code runs cold (interpreted)
+ * for most of a session, where each allocation and conversion costs most. Only for calls that
+ * return before the arena is begun again (every native call here is synchronous).
+ */
+export class CArena implements CMarshal {
+  private buf = Buffer.allocUnsafeSlow(64 * 1024);
+  private base = 0;
+  private off = 0;
+  constructor(private readonly ffi: Pick<Ffi, "ptr">) {}
+
+  /** Starts a call's arguments, room for `strings` (their UTF-16 lengths summed) and `slots` pointers or numbers; what the last call wrote may be overwritten. */
+  begin(strings: number, slots: number): void {
+    const room = 3 * strings + 16 * slots + 64;
+    if (room > this.buf.length) this.buf = Buffer.allocUnsafeSlow(Math.max(room, 2 * this.buf.length));
+    this.base = this.ffi.ptr(this.buf);
+    this.off = 0;
+  }
+
+  str(s: string): Pointer {
+    const at = this.off;
+    this.off += this.buf.write(s, at, "utf8");
+    this.buf[this.off++] = 0;
+    return this.base + at;
+  }
+
+  strArray(list: readonly string[]): Pointer {
+    const at = this.slots(list.length + 1);
+    for (let i = 0; i < list.length; i++) this.setWord(at + 8 * i, this.str(list[i]!));
+    this.setWord(at + 8 * list.length, 0);
+    return this.base + at;
+  }
+
+  u64Array(list: readonly number[]): Pointer {
+    const at = this.slots(Math.max(1, list.length));
+    for (let i = 0; i < list.length; i++) this.setWord(at + 8 * i, list[i]!);
+    return this.base + at;
+  }
+
+  /** A view the caller keeps alive through the call (its result, say), passed as it is. */
+  bytes(b: ArrayBufferView): Pointer {
+    return this.ffi.ptr(b);
+  }
+
+  /** `n` 8-byte words, aligned; their offset. */
+  private slots(n: number): number {
+    this.off = (this.off + 7) & ~7;
+    const at = this.off;
+    this.off += 8 * n;
+    return at;
+  }
+
+  /** A number up to 2^53 (or -1) as a little-endian 64-bit word, without making a BigInt. */
+  private setWord(at: number, n: number): void {
+    this.buf.writeInt32LE(n | 0, at);
+    this.buf.writeInt32LE(Math.floor(n / 0x1_0000_0000), at + 4);
   }
 }
 
