@@ -30,6 +30,15 @@ export const CONTAINER_INIT_FLAG = "--container-init";
 const JOINED_NAMESPACES = ["user", "mnt", "pid"] as const;
 
 /**
+ * The init's runtime settings: few threads (SINGLE_THREAD_ENV), and no optimizing JIT. With
+ * JSC's concurrent JIT off, every compile runs on the init's one thread, in some command's
+ * path, and the optimizing tier's compiles of the few small functions it runs per command cost
+ * more than they win back: with the baseline JIT alone, a fresh executor's commands 4-25 took
+ * 4.9 ms p50 against 5.6-5.8, and a warm one's 3.6-3.7 against 3.8-4.0 (docs/performance.md).
+ */
+const INIT_ENV: Readonly<Record<string, string>> = { ...SINGLE_THREAD_ENV, BUN_JSC_useDFGJIT: "0" };
+
+/**
  * Whether the container can still be joined: its init is the same process and not exiting. An
  * init that is being killed drops its mount namespace before its pid namespace's processes are
  * killed, and long before it is reaped, while its pid namespace link stays readable until then:
@@ -85,12 +94,7 @@ export async function startContainer(self: readonly string[]): Promise<Result<St
     return err("no_container", `the executor's container could not be made (${pair.error.message}), ${FIX}`);
   const [mine, its] = pair.ok;
   // The init runs no user code and needs nothing of the executor's environment (its secrets included).
-  const pid = startContainerInit(
-    native.ok,
-    argv,
-    { PATH: process.env.PATH ?? "/usr/bin:/bin", ...SINGLE_THREAD_ENV },
-    its,
-  );
+  const pid = startContainerInit(native.ok, argv, { PATH: process.env.PATH ?? "/usr/bin:/bin", ...INIT_ENV }, its);
   closeSync(its);
   const start = pid < 0 ? undefined : readStartTime(pid);
   if (start === undefined) closeSync(mine);
