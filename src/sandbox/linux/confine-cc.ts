@@ -263,21 +263,28 @@ export function spawnMode(plan: ConfinePlan): "vfork" | "fork" | undefined {
 
 let spawnArena: CArena | undefined;
 
-/** The init's arena, begun with room for what spawnChild writes for this command. */
-function arenaFor(native: Native, plan: ConfinePlan, target: ExecTarget, cwd: string, kept: Int32Array): CArena {
+/** The init's arena, begun with room for what spawnChild writes for this command (`env` as envList gives it). */
+function arenaFor(
+  native: Native,
+  plan: ConfinePlan,
+  target: ExecTarget,
+  env: string[],
+  cwd: string,
+  kept: Int32Array,
+): CArena {
   spawnArena ??= new CArena(native.ffi);
-  const env = Object.entries(target.env);
   const hide = plan.hide ?? [];
   let chars = target.file.length + cwd.length + 2;
   let slots = target.argv.length + env.length + 16;
   for (const a of target.argv) chars += a.length + 1;
-  for (const [k, v] of env) chars += k.length + (v?.length ?? 0) + 2;
+  for (const e of env) chars += e.length + 1;
   if (kept[0]! < 0) {
     for (const r of plan.rules) chars += r.path.length + 1;
     slots += 2 * plan.rules.length + 2;
   }
   if (kept[1]! < 0) {
-    for (const p of [...plan.readOnly, ...hide]) chars += p.length + 1;
+    for (const p of plan.readOnly) chars += p.length + 1;
+    for (const p of hide) chars += p.length + 1;
     slots += plan.readOnly.length + hide.length + 2;
   }
   spawnArena.begin(chars, slots);
@@ -296,9 +303,10 @@ export function spawnChild(
   io: { outFd: number; cwd: string; hostProcFd: number; deadlineMs?: number; kept?: Int32Array },
 ): { pid: number; hostPid: number; pidfd: number } | { failure: number } {
   const kept = io.kept ?? Int32Array.of(-1, -1, -1);
-  const c = arenaFor(native, plan, target, io.cwd, kept);
+  const env = envList(target.env);
+  const c = arenaFor(native, plan, target, env, io.cwd, kept);
   const out = new Int32Array(2);
-  const program = [c.str(target.file), c.strArray(target.argv), c.strArray(envList(target.env))];
+  const program = [c.str(target.file), c.strArray(target.argv), c.strArray(env)];
   const fork = spawnMode(plan) === "fork" ? CLONE_NR[process.arch]! : -1;
   const r = native.symbols.relay_spawn_child(
     ...program,

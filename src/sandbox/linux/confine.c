@@ -161,17 +161,14 @@ static int file_id(int dirfd, const char *path, int flags, long statx_nr, unsign
 }
 
 /*
- * Confines the calling thread. rule_paths is NULL-terminated with one access mask per path;
- * attr_size is 8, 16 or 24 bytes as the running Landlock ABI knows. bpf may be NULL.
- * Integers are passed as 64-bit values: 32-bit arguments on the stack came through bun:ffi as 0.
- */
-/*
  * Makes a Landlock ruleset with one rule per path (NULL-terminated rule_paths, one access mask
  * each). With `ids`, each rule path's device and inode (as statx gives them, two u64 per path)
- * are stored there, so that a kept ruleset can later be checked against its paths
- * (relay_ruleset_current). Returns the ruleset's fd (close-on-exec) or a negative stage error.
+ * are stored there, so that the container's init can keep the ruleset, hand it to every
+ * command under the same rules (relay_spawn_child's kept[KEPT_RULESET]) and check it against
+ * its paths first (relay_paths_current). Returns the ruleset's fd (close-on-exec) or a negative
+ * stage error.
  */
-static int build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
+long relay_build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                          char **rule_paths, u64 *rule_access, u64 *ids, long statx_nr) {
   struct ruleset_attr attr;
   struct path_beneath_attr rule;
@@ -201,7 +198,7 @@ static int build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_
 /*
  * Confines the calling thread. rule_paths is NULL-terminated with one access mask per path;
  * attr_size is 8, 16 or 24 bytes as the running Landlock ABI knows. `ruleset` >= 0 is one
- * already built for exactly these rules (and still current: relay_ruleset_current), else the
+ * already built for exactly these rules (and still current: relay_paths_current), else the
  * ruleset is built here. bpf may be NULL. Integers are passed as 64-bit values: 32-bit
  * arguments on the stack came through bun:ffi as 0.
  */
@@ -211,7 +208,7 @@ static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
   int own = ruleset < 0;
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(ST_NO_NEW_PRIVS);
   if (handled_fs || handled_net || scoped) {
-    if (own && (ruleset = build_ruleset(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, 0, -1)) < 0)
+    if (own && (ruleset = relay_build_ruleset(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, 0, -1)) < 0)
       return (int)ruleset;
     if (syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0) {
       int e = fail(ST_RESTRICT);
@@ -226,16 +223,6 @@ static int confine(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)&prog, 0, 0) != 0) return fail(ST_SECCOMP);
   }
   return 0;
-}
-
-/*
- * A ruleset for the container's init to keep and hand to every command under the same rules
- * (relay_spawn_child's `ruleset`), with each rule path's device and inode stored in ids (two
- * u64 per path). Its fd, or a negative stage error.
- */
-long relay_build_ruleset(u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
-                         char **rule_paths, u64 *rule_access, u64 *ids, long statx_nr) {
-  return build_ruleset(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, ids, statx_nr);
 }
 
 /*
@@ -261,6 +248,12 @@ long relay_paths_current(char **paths, u64 *ids, long statx_nr) {
 }
 
 /*
+ * Set in the container's init by relay_init_signals: no signal is ignored there, so execve
+ * alone gives a command the default dispositions and a child only clears its signal mask.
+ */
+static int no_ignored_signals = 0;
+
+/*
  * Dispositions the runtime ignores (Bun: SIGPIPE, SIGXFSZ) and its signal mask survive execve;
  * the command gets the defaults a shell gives instead.
  */
@@ -268,18 +261,12 @@ static void reset_signals(void) {
   unsigned char empty[128];
   int sig;
   for (sig = 0; sig < 128; sig++) empty[sig] = 0;
-  for (sig = 1; sig <= 64; sig++) {
+  for (sig = 1; sig <= 64 && !no_ignored_signals; sig++) {
     if (sig == SIGKILL || sig == SIGSTOP || sig == 32 || sig == 33) continue;
     signal(sig, SIG_DFL);
   }
   sigprocmask(SIG_SETMASK, empty, 0);
 }
-
-/*
- * Set in the container's init by relay_init_signals: no signal is ignored there, so execve
- * alone gives a command the default dispositions and a child only clears its signal mask.
- */
-static int no_ignored_signals = 0;
 
 static void swallow(int sig) { (void)sig; }
 
@@ -310,15 +297,9 @@ int relay_init_signals(void) {
 static int confine_exec(char *path, char **argv, char **envp,
                        u64 handled_fs, u64 handled_net, u64 scoped, long attr_size,
                        char **rule_paths, u64 *rule_access, void *bpf, long bpf_len, long ruleset) {
-  unsigned char empty[128];
   int r = confine(handled_fs, handled_net, scoped, attr_size, rule_paths, rule_access, bpf, bpf_len, ruleset);
   if (r != 0) return r;
-  if (no_ignored_signals) {
-    for (r = 0; r < 128; r++) empty[r] = 0;
-    sigprocmask(SIG_SETMASK, empty, 0);
-  } else {
-    reset_signals();
-  }
+  reset_signals();
   execve(path, argv, envp);
   return fail(ST_EXECVE);
 }

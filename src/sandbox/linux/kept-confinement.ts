@@ -41,15 +41,23 @@ class Kept {
     private readonly statx: number,
   ) {}
 
-  /** The fds kept for `key` (made from `paths` by `make` if there are none, or none current); undefined if making failed. */
-  get(key: string, paths: string[], make: (args: CArgs, paths: number, ids: BigUint64Array) => number[] | undefined) {
+  /**
+   * The fds kept for `key`, or made by `make` from the paths `paths()` lists (only asked for
+   * then) where there are none, or none current; undefined if making failed.
+   */
+  get(
+    key: string,
+    paths: () => string[],
+    make: (args: CArgs, paths: number, ids: BigUint64Array) => number[] | undefined,
+  ) {
     const found = this.made.get(key);
     if (found && this.native.symbols.relay_paths_current(found.paths, this.native.ffi.ptr(found.ids), this.statx) === 1)
       return found.fds;
     if (found) this.drop(key, found);
     const args = new CArgs(this.native.ffi);
-    const encoded = args.strArray(paths);
-    const ids = new BigUint64Array(Math.max(1, paths.length * 2));
+    const list = paths();
+    const encoded = args.strArray(list);
+    const ids = new BigUint64Array(Math.max(1, list.length * 2));
     const fds = make(args, encoded, ids);
     if (!fds) return undefined;
     if (this.made.size >= MAX_KEPT) {
@@ -96,7 +104,7 @@ export class KeptConfinement {
     const key = `${plan.abi} ${plan.handledFs} ${plan.handledNet} ${plan.scoped}\0${plan.rules.map((r) => `${r.access} ${r.path}`).join("\0")}`;
     return this.rulesets?.get(
       key,
-      plan.rules.map((r) => r.path),
+      () => plan.rules.map((r) => r.path),
       (args, paths, ids) => {
         const fd = this.native.symbols.relay_build_ruleset(
           plan.handledFs,
@@ -116,16 +124,20 @@ export class KeptConfinement {
   private mountNamespace(plan: ConfinePlan): number[] | undefined {
     const hide = plan.hide ?? [];
     const key = `${plan.readOnly.join("\0")}\0\0${hide.join("\0")}`;
-    return this.namespaces?.get(key, [...plan.readOnly, ...hide], (args, _paths, ids) => {
-      const out = new Int32Array(2);
-      const r = this.native.symbols.relay_build_namespaces(
-        args.strArray(plan.readOnly),
-        args.strArray(hide),
-        args.bytes(ids),
-        STATX_NR[process.arch]!,
-        args.bytes(out),
-      );
-      return r === 0 ? [out[0]!, out[1]!] : undefined;
-    });
+    return this.namespaces?.get(
+      key,
+      () => [...plan.readOnly, ...hide],
+      (args, _paths, ids) => {
+        const out = new Int32Array(2);
+        const r = this.native.symbols.relay_build_namespaces(
+          args.strArray(plan.readOnly),
+          args.strArray(hide),
+          args.bytes(ids),
+          STATX_NR[process.arch]!,
+          args.bytes(out),
+        );
+        return r === 0 ? [out[0]!, out[1]!] : undefined;
+      },
+    );
   }
 }

@@ -172,8 +172,10 @@ export class ContainerSpawner {
       return undefined;
     }
     // The releases went with it (the init reaps them once it has started this command).
-    if (release.length) this.toRelease = this.toRelease.slice(release.length);
-    if (this.toRelease.length === 0) clearTimeout(this.releaseTimer);
+    if (release.length) {
+      this.toRelease = [];
+      clearTimeout(this.releaseTimer);
+    }
     const exited = new Promise<ProcessExit>((resolve) => this.ends.set(id, resolve));
     const output = readOutput(readEnd);
     const spawned = await new Promise<Spawned>((settle) => this.pending.push({ id, settle }));
