@@ -19,8 +19,13 @@ const ts = createRequire(import.meta.url)("typescript") as typeof import("typesc
 
 const SRC = path.join(REPO_ROOT, "src");
 
+/** Each module's import list, read once: the closures below walk the same modules many times. */
+const importsOf = new Map<string, string[]>();
+
 /** The specifiers a module loads when it is evaluated: its static imports and re-exports, not type-only ones. */
 function staticImports(file: string): string[] {
+  const known = importsOf.get(file);
+  if (known !== undefined) return known;
   const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
   const out: string[] = [];
   for (const s of source.statements) {
@@ -29,6 +34,7 @@ function staticImports(file: string): string[] {
     if (ts.isExportDeclaration(s) && !s.isTypeOnly && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier))
       out.push(s.moduleSpecifier.text);
   }
+  importsOf.set(file, out);
   return out;
 }
 
@@ -150,8 +156,16 @@ function eagerSchemaLines(text: string): number[] {
   return found;
 }
 
-const eagerSchemas = (module: string) =>
-  eagerSchemaLines(readFileSync(path.join(SRC, module), "utf8")).map((line) => `${module}:${line}`);
+const eagerSchemasOf = new Map<string, string[]>();
+
+const eagerSchemas = (module: string): string[] => {
+  let found = eagerSchemasOf.get(module);
+  if (found === undefined) {
+    found = eagerSchemaLines(readFileSync(path.join(SRC, module), "utf8")).map((line) => `${module}:${line}`);
+    eagerSchemasOf.set(module, found);
+  }
+  return found;
+};
 
 describe("start-up import graph", () => {
   test("the CLI core loads no package; the command tree (relay --version, every subcommand before its own module) adds commander alone", () => {

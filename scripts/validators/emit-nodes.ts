@@ -2,8 +2,8 @@
  * What each kind of zod node becomes in a generated check: statements that refuse (`e.fail`)
  * exactly where zod reports an issue, and the expression of the node's output. Objects, arrays,
  * records with string keys, unions (in order, or by their tag), literals, enums, optional,
- * nullable and default wrappers, and length, range, integer and refinement checks are written
- * out; any other node (pipes, transforms, string formats, lazy schemas, a schema inside itself)
+ * nullable and default wrappers, and length, range, integer, regex and refinement checks are
+ * written out (a refinement by a function of src/util/predicates.ts as a call of it by name); any other node (pipes, transforms, string formats, lazy schemas, a schema inside itself)
  * is a call into zod for that node. Refusing more than zod would is always safe (fastParse then
  * asks zod); accepting more, or building another output, is what test/util/fast-parse.test.ts
  * looks for.
@@ -137,6 +137,11 @@ function refusedBy(e: Emitter, f: CheckFact, x: string, type: string, path: Path
     case "refine":
       e.helpers.add("refinementHolds");
       return `!refinementHolds(${e.part(path)}, ${x})`;
+    case "predicate":
+      return `!${f.name}(${x})`;
+    case "regex":
+      // `source` is a valid literal body (RegExp escapes its slashes), and Biome prefers literals.
+      return `!${e.constant("pattern", `/${f.source}/${f.flags}`)}.test(${x})`;
   }
 }
 

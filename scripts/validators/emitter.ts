@@ -4,6 +4,8 @@
  * becomes is in emit-nodes.ts.
  */
 
+import { PREDICATES } from "./zod-read.ts";
+
 /** Steps from the root schema to a node, as util/fast-parse.ts's zodPart takes them. */
 export type Path = ReadonlyArray<string | number>;
 
@@ -26,7 +28,18 @@ const RESERVED = new Set(
 );
 
 /** Names the generated code imports or declares itself. */
-const TAKEN = ["FAIL", "Obj", "Schema", "viaZod", "zodPart", "refinementHolds", "codePoints", "value", "schema"];
+const TAKEN = [
+  "FAIL",
+  "Obj",
+  "Schema",
+  "viaZod",
+  "zodPart",
+  "refinementHolds",
+  "codePoints",
+  "value",
+  "schema",
+  ...PREDICATES,
+];
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
@@ -51,6 +64,8 @@ export class Emitter {
   lines: string[] = [];
   /** Module-level constants the function reads. */
   readonly constants: string[] = [];
+  /** Each constant's name by its source, so a value used twice is declared once. */
+  private readonly constantNames = new Map<string, string>();
   /** Helpers of util/fast-parse.ts the function calls. */
   readonly helpers = new Set<string>();
   /** Whether the function reads its `schema` argument. */
@@ -86,10 +101,13 @@ export class Emitter {
     return name;
   }
 
-  /** A module-level constant for this function, named after it and `hint`. */
+  /** A module-level constant for this function, named after it and `hint`; one per source. */
   constant(hint: string, source: string): string {
+    const known = this.constantNames.get(source);
+    if (known !== undefined) return known;
     const name = this.name(`${this.fnName}_${hint}`);
     this.constants.push(`const ${name} = ${source};`);
+    this.constantNames.set(source, name);
     return name;
   }
 

@@ -9,6 +9,7 @@
  * when })`): such a check would be generated as if it always ran. Relay's schemas give none.
  */
 import { z } from "zod";
+import * as predicates from "../../src/util/predicates.ts";
 
 /** A node's definition as the generator reads it (the fields vary with `type`). */
 export type Def = { type: string } & Record<string, unknown>;
@@ -127,7 +128,17 @@ export type CheckFact =
   | { kind: "min_length" | "max_length"; bound: number }
   | { kind: "at_least" | "above" | "at_most" | "below"; bound: number | bigint }
   | { kind: "integer"; min: number; max: number }
-  | { kind: "refine" };
+  | { kind: "refine" }
+  /** A refinement by a function of src/util/predicates.ts, called there by name. */
+  | { kind: "predicate"; name: string }
+  /** A regular expression the string must match; only flags under which `test` keeps no state. */
+  | { kind: "regex"; source: string; flags: string };
+
+/** The functions of src/util/predicates.ts, by identity. */
+const PREDICATE_NAMES = new Map<unknown, string>(Object.entries(predicates).map(([name, fn]) => [fn, name]));
+
+/** The names a generated module may import from src/util/predicates.ts. */
+export const PREDICATES = [...PREDICATE_NAMES.values()];
 
 const INT_RANGES: Record<string, [number, number]> = {
   safeint: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
@@ -139,7 +150,15 @@ const INT_RANGES: Record<string, [number, number]> = {
 export function checkFact(check: unknown, type: string): CheckFact | undefined {
   if (check instanceof z.ZodCustom) {
     const def = defOf(check);
-    return def.when === undefined && typeof def.fn === "function" ? { kind: "refine" } : undefined;
+    if (def.when !== undefined || typeof def.fn !== "function") return undefined;
+    const name = PREDICATE_NAMES.get(def.fn);
+    return name === undefined ? { kind: "refine" } : { kind: "predicate", name };
+  }
+  if (check instanceof z.core.$ZodCheckRegex) {
+    // Read through the check's own definition: zod's public getters do not show a pattern's flags.
+    const def = check._zod.def;
+    const { source, flags } = def.pattern;
+    return def.when === undefined && !/[gy]/.test(flags) ? { kind: "regex", source, flags } : undefined;
   }
   if (check instanceof z.ZodNumberFormat) {
     const def = defOf(check);

@@ -5,7 +5,7 @@ import { applyOverrides, defaultConfig } from "../config/config.ts";
 import { type DoctorCheck, doctorReport } from "../doctor/check.ts";
 import { runDoctorChecks } from "../doctor/doctor.ts";
 import { relayHome } from "../home/home.ts";
-import { ModelProviderSchema } from "../model/factory.ts";
+import { MODEL_PROVIDERS } from "../model/factory.ts";
 import { checkWorkingDir } from "../policy/preflight.ts";
 import { Log } from "../util/log.ts";
 import { ExitCode } from "./usage.ts";
@@ -55,7 +55,7 @@ export function doctorCommand() {
     .option("-m, --model <name>", "as relay run: the model a session would use (config: model)")
     .addOption(
       new Option("--provider <provider>", "as relay run: the model API (config: model_provider)").choices(
-        ModelProviderSchema.options,
+        MODEL_PROVIDERS,
       ),
     )
     .option(

@@ -1,14 +1,14 @@
 import { isatty } from "node:tty";
 import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
-import { ApprovalPolicySchema, type ConfigOverrides, loadConfig, type RelayConfig } from "../config/config.ts";
+import { APPROVAL_POLICIES, type ConfigOverrides, loadConfig, type RelayConfig } from "../config/config.ts";
 import { resolveConfig } from "../config/resolve.ts";
 import { resumeSettings } from "../config/resume-settings.ts";
 import type { EmitEvent } from "../contracts/events.ts";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../contracts/sandbox-policy.ts";
+import { SANDBOX_MECHANISMS, SANDBOX_MODES } from "../contracts/sandbox-policy.ts";
 import { relayHome } from "../home/home.ts";
 import { sessionMemories } from "../memories/read.ts";
 import { withStartupMemories } from "../memories/startup.ts";
-import { ModelProviderSchema } from "../model/factory.ts";
+import { MODEL_PROVIDERS } from "../model/factory.ts";
 import { nonInteractiveApprover, terminalApprover } from "../policy/approval.ts";
 import { checkCredentials, checkPrompt, checkScriptFile, checkWorkingDir } from "../policy/preflight.ts";
 import { runSession } from "../session/runtime.ts";
@@ -34,9 +34,7 @@ function withModelOptions<A extends unknown[], O extends OptionValues, G extends
         "reasoning summaries for the Responses API (config: model_reasoning_summary)",
       ).choices(["auto", "concise", "detailed"] as const),
     )
-    .addOption(
-      new Option("--provider <provider>", "model API (config: model_provider)").choices(ModelProviderSchema.options),
-    )
+    .addOption(new Option("--provider <provider>", "model API (config: model_provider)").choices(MODEL_PROVIDERS))
     .option(
       "--base-url <url>",
       "API base URL, e.g. http://localhost:11434/v1 for Ollama (config: base_url; env OPENAI_BASE_URL)",
@@ -58,18 +56,14 @@ function withPolicyOptions<A extends unknown[], O extends OptionValues, G extend
       new Option(
         "-a, --approval <policy>",
         "when to ask before running: untrusted (ask unless read-only), on-request (ask only to leave the sandbox), never (never ask)",
-      ).choices(ApprovalPolicySchema.options),
+      ).choices(APPROVAL_POLICIES),
     )
-    .addOption(
-      new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(
-        SandboxModeSchema.options,
-      ),
-    )
+    .addOption(new Option("-s, --sandbox <mode>", "sandbox for commands (config: sandbox_mode)").choices(SANDBOX_MODES))
     .addOption(
       new Option(
         "--sandbox-mechanism <mechanism>",
         "how the sandbox is enforced: auto (built-in Landlock + seccomp, else bubblewrap), landlock, bwrap (config: sandbox.mechanism)",
-      ).choices(SandboxMechanismSchema.options),
+      ).choices(SANDBOX_MECHANISMS),
     )
     .option(
       "--sandbox-best-effort",

@@ -3,8 +3,8 @@
 import path from "node:path";
 import { Command, Option } from "@commander-js/extra-typings";
 import {
-  SandboxMechanismSchema,
-  SandboxModeSchema,
+  SANDBOX_MECHANISMS,
+  SANDBOX_MODES,
   type SandboxPolicy,
   SandboxPolicySchema,
 } from "../contracts/sandbox-policy.ts";
@@ -44,10 +44,10 @@ export function sandboxCommand() {
     .passThroughOptions()
     .addOption(
       new Option("-s, --sandbox <mode>", "the sandbox mode, as relay run's -s (default: workspace-write)").choices(
-        SandboxModeSchema.options,
+        SANDBOX_MODES,
       ),
     )
-    .addOption(new Option("--mode <mode>", "old name of --sandbox").choices(SandboxModeSchema.options).hideHelp())
+    .addOption(new Option("--mode <mode>", "old name of --sandbox").choices(SANDBOX_MODES).hideHelp())
     .option("--writable-root <dir>", "another directory the command may write (workspace-write); repeatable", collect)
     .option("--network", "allow network access (workspace-write only; read-only never has it)")
     .option("-C, --cd <dir>", "run in this directory, which is also the workspace (default: the current directory)")
@@ -55,12 +55,10 @@ export function sandboxCommand() {
       new Option(
         "--sandbox-mechanism <mechanism>",
         "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (default: auto)",
-      ).choices(SandboxMechanismSchema.options),
+      ).choices(SANDBOX_MECHANISMS),
     )
     .addOption(
-      new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism")
-        .choices(SandboxMechanismSchema.options)
-        .hideHelp(),
+      new Option("--mechanism <mechanism>", "old name of --sandbox-mechanism").choices(SANDBOX_MECHANISMS).hideHelp(),
     )
     .option("--sandbox-best-effort", "run with what the kernel can enforce, saying what it cannot, instead of refusing")
     .addOption(new Option("--best-effort", "old name of --sandbox-best-effort").hideHelp())

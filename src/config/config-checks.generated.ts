@@ -3,7 +3,13 @@
  * The checks of CHECKED_SCHEMAS in src/config/config.ts, one function per schema, named as
  * there: each returns the parsed value, or FAIL exactly where zod reports an issue.
  */
-import { FAIL, type Obj, refinementHolds, type Schema, viaZod, zodPart } from "../util/fast-parse.ts";
+import { FAIL, type Obj, type Schema, viaZod, zodPart } from "../util/fast-parse.ts";
+import { isHttpUrl } from "../util/predicates.ts";
+
+const relayConfig_pattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const relayConfig_pattern_2 = /^[A-Za-z0-9_.-]+$/;
+const relayConfig_pattern_3 = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+const relayConfig_pattern_4 = /^postgres(ql)?:\/\//i;
 
 /** CHECKED_SCHEMAS.relayConfig of src/config/config.ts. */
 export function relayConfig(value: unknown, schema: Schema): unknown {
@@ -32,7 +38,7 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
     const base_url = value_obj.base_url;
     if (base_url !== undefined) {
       if (typeof base_url !== "string") return FAIL;
-      if (!refinementHolds(zodPart(schema, "shape", "base_url", "innerType", "checks", 0), base_url)) return FAIL;
+      if (!isHttpUrl(base_url)) return FAIL;
     }
     value_out.base_url = base_url;
   }
@@ -40,25 +46,18 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
   let api_key_env_or_default: unknown;
   if (api_key_env === undefined) api_key_env_or_default = "OPENAI_API_KEY";
   else {
-    // a check or coercion the generator does not know (string): zod decides
-    const api_key_env_zod = viaZod(zodPart(schema, "shape", "api_key_env", "innerType"), api_key_env);
-    if (api_key_env_zod === FAIL) return FAIL;
-    api_key_env_or_default = api_key_env_zod;
+    if (typeof api_key_env !== "string") return FAIL;
+    if (!relayConfig_pattern.test(api_key_env)) return FAIL;
+    api_key_env_or_default = api_key_env;
   }
   value_out.api_key_env = api_key_env_or_default;
   if ("codex_provider_id" in value_obj) {
     const codex_provider_id = value_obj.codex_provider_id;
-    let codex_provider_id_checked: unknown;
     if (codex_provider_id !== undefined) {
-      // a check or coercion the generator does not know (string): zod decides
-      const codex_provider_id_zod = viaZod(
-        zodPart(schema, "shape", "codex_provider_id", "innerType"),
-        codex_provider_id,
-      );
-      if (codex_provider_id_zod === FAIL) return FAIL;
-      codex_provider_id_checked = codex_provider_id_zod;
+      if (typeof codex_provider_id !== "string") return FAIL;
+      if (!relayConfig_pattern_2.test(codex_provider_id)) return FAIL;
     }
-    value_out.codex_provider_id = codex_provider_id_checked;
+    value_out.codex_provider_id = codex_provider_id;
   }
   if ("model_reasoning_effort" in value_obj) {
     const model_reasoning_effort = value_obj.model_reasoning_effort;
@@ -288,13 +287,9 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
         }
         if (!("environment" in capability_roots_item_obj)) return FAIL;
         const environment = capability_roots_item_obj.environment;
-        // a check or coercion the generator does not know (string): zod decides
-        const environment_zod = viaZod(
-          zodPart(schema, "shape", "capability_roots", "innerType", "element", "shape", "environment"),
-          environment,
-        );
-        if (environment_zod === FAIL) return FAIL;
-        capability_roots_item_out.environment = environment_zod;
+        if (typeof environment !== "string") return FAIL;
+        if (!relayConfig_pattern_3.test(environment)) return FAIL;
+        capability_roots_item_out.environment = environment;
         if (!("path" in capability_roots_item_obj)) return FAIL;
         const path_2 = capability_roots_item_obj.path;
         if (typeof path_2 !== "string") return FAIL;
@@ -389,14 +384,11 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
       const infty_out: Obj = {};
       if ("db" in infty_obj) {
         const db = infty_obj.db;
-        let db_checked: unknown;
         if (db !== undefined) {
-          // a check or coercion the generator does not know (string): zod decides
-          const db_zod = viaZod(zodPart(schema, "shape", "infty", "innerType", "shape", "db", "innerType"), db);
-          if (db_zod === FAIL) return FAIL;
-          db_checked = db_zod;
+          if (typeof db !== "string") return FAIL;
+          if (!relayConfig_pattern_4.test(db)) return FAIL;
         }
-        infty_out.db = db_checked;
+        infty_out.db = db;
       }
       if ("roles" in infty_obj) {
         const roles = infty_obj.roles;
@@ -436,59 +428,17 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
                 const base_url_2 = solver_obj.base_url;
                 if (base_url_2 !== undefined) {
                   if (typeof base_url_2 !== "string") return FAIL;
-                  if (
-                    !refinementHolds(
-                      zodPart(
-                        schema,
-                        "shape",
-                        "infty",
-                        "innerType",
-                        "shape",
-                        "roles",
-                        "innerType",
-                        "shape",
-                        "solver",
-                        "innerType",
-                        "shape",
-                        "base_url",
-                        "innerType",
-                        "checks",
-                        0,
-                      ),
-                      base_url_2,
-                    )
-                  )
-                    return FAIL;
+                  if (!isHttpUrl(base_url_2)) return FAIL;
                 }
                 solver_out.base_url = base_url_2;
               }
               if ("api_key_env" in solver_obj) {
                 const api_key_env_2 = solver_obj.api_key_env;
-                let api_key_env_2_checked: unknown;
                 if (api_key_env_2 !== undefined) {
-                  // a check or coercion the generator does not know (string): zod decides
-                  const api_key_env_2_zod = viaZod(
-                    zodPart(
-                      schema,
-                      "shape",
-                      "infty",
-                      "innerType",
-                      "shape",
-                      "roles",
-                      "innerType",
-                      "shape",
-                      "solver",
-                      "innerType",
-                      "shape",
-                      "api_key_env",
-                      "innerType",
-                    ),
-                    api_key_env_2,
-                  );
-                  if (api_key_env_2_zod === FAIL) return FAIL;
-                  api_key_env_2_checked = api_key_env_2_zod;
+                  if (typeof api_key_env_2 !== "string") return FAIL;
+                  if (!relayConfig_pattern.test(api_key_env_2)) return FAIL;
                 }
-                solver_out.api_key_env = api_key_env_2_checked;
+                solver_out.api_key_env = api_key_env_2;
               }
               if ("model_reasoning_effort" in solver_obj) {
                 const model_reasoning_effort_2 = solver_obj.model_reasoning_effort;
@@ -533,59 +483,17 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
                 const base_url_3 = director_obj.base_url;
                 if (base_url_3 !== undefined) {
                   if (typeof base_url_3 !== "string") return FAIL;
-                  if (
-                    !refinementHolds(
-                      zodPart(
-                        schema,
-                        "shape",
-                        "infty",
-                        "innerType",
-                        "shape",
-                        "roles",
-                        "innerType",
-                        "shape",
-                        "director",
-                        "innerType",
-                        "shape",
-                        "base_url",
-                        "innerType",
-                        "checks",
-                        0,
-                      ),
-                      base_url_3,
-                    )
-                  )
-                    return FAIL;
+                  if (!isHttpUrl(base_url_3)) return FAIL;
                 }
                 director_out.base_url = base_url_3;
               }
               if ("api_key_env" in director_obj) {
                 const api_key_env_3 = director_obj.api_key_env;
-                let api_key_env_3_checked: unknown;
                 if (api_key_env_3 !== undefined) {
-                  // a check or coercion the generator does not know (string): zod decides
-                  const api_key_env_3_zod = viaZod(
-                    zodPart(
-                      schema,
-                      "shape",
-                      "infty",
-                      "innerType",
-                      "shape",
-                      "roles",
-                      "innerType",
-                      "shape",
-                      "director",
-                      "innerType",
-                      "shape",
-                      "api_key_env",
-                      "innerType",
-                    ),
-                    api_key_env_3,
-                  );
-                  if (api_key_env_3_zod === FAIL) return FAIL;
-                  api_key_env_3_checked = api_key_env_3_zod;
+                  if (typeof api_key_env_3 !== "string") return FAIL;
+                  if (!relayConfig_pattern.test(api_key_env_3)) return FAIL;
                 }
-                director_out.api_key_env = api_key_env_3_checked;
+                director_out.api_key_env = api_key_env_3;
               }
               if ("model_reasoning_effort" in director_obj) {
                 const model_reasoning_effort_3 = director_obj.model_reasoning_effort;
@@ -630,59 +538,17 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
                 const base_url_4 = verifier_obj.base_url;
                 if (base_url_4 !== undefined) {
                   if (typeof base_url_4 !== "string") return FAIL;
-                  if (
-                    !refinementHolds(
-                      zodPart(
-                        schema,
-                        "shape",
-                        "infty",
-                        "innerType",
-                        "shape",
-                        "roles",
-                        "innerType",
-                        "shape",
-                        "verifier",
-                        "innerType",
-                        "shape",
-                        "base_url",
-                        "innerType",
-                        "checks",
-                        0,
-                      ),
-                      base_url_4,
-                    )
-                  )
-                    return FAIL;
+                  if (!isHttpUrl(base_url_4)) return FAIL;
                 }
                 verifier_out.base_url = base_url_4;
               }
               if ("api_key_env" in verifier_obj) {
                 const api_key_env_4 = verifier_obj.api_key_env;
-                let api_key_env_4_checked: unknown;
                 if (api_key_env_4 !== undefined) {
-                  // a check or coercion the generator does not know (string): zod decides
-                  const api_key_env_4_zod = viaZod(
-                    zodPart(
-                      schema,
-                      "shape",
-                      "infty",
-                      "innerType",
-                      "shape",
-                      "roles",
-                      "innerType",
-                      "shape",
-                      "verifier",
-                      "innerType",
-                      "shape",
-                      "api_key_env",
-                      "innerType",
-                    ),
-                    api_key_env_4,
-                  );
-                  if (api_key_env_4_zod === FAIL) return FAIL;
-                  api_key_env_4_checked = api_key_env_4_zod;
+                  if (typeof api_key_env_4 !== "string") return FAIL;
+                  if (!relayConfig_pattern.test(api_key_env_4)) return FAIL;
                 }
-                verifier_out.api_key_env = api_key_env_4_checked;
+                verifier_out.api_key_env = api_key_env_4;
               }
               if ("model_reasoning_effort" in verifier_obj) {
                 const model_reasoning_effort_4 = verifier_obj.model_reasoning_effort;
@@ -706,3 +572,38 @@ export function relayConfig(value: unknown, schema: Schema): unknown {
   }
   return value_out;
 }
+
+/** The keys of relayConfig in src/config/config.ts, through its objects (src/config/unknown-keys.ts). */
+export const relayConfigKeys = {
+  model: null,
+  model_provider: null,
+  base_url: null,
+  api_key_env: null,
+  codex_provider_id: null,
+  model_reasoning_effort: null,
+  model_reasoning_summary: null,
+  approval_policy: null,
+  approval_rules: null,
+  sandbox_mode: null,
+  sandbox: { mechanism: null, best_effort: null },
+  stream_idle_timeout_ms: null,
+  model_context_window: null,
+  auto_compact_fraction: null,
+  shell: { path: null, login: null },
+  exec: { max_output_tokens: null, yield_time_ms: null },
+  executor: null,
+  environments: null,
+  capability_roots: null,
+  project_doc_max_bytes: null,
+  project_doc_fallback_filenames: null,
+  memories: null,
+  mcp_servers: null,
+  infty: {
+    db: null,
+    roles: {
+      solver: { model: null, model_provider: null, base_url: null, api_key_env: null, model_reasoning_effort: null },
+      director: { model: null, model_provider: null, base_url: null, api_key_env: null, model_reasoning_effort: null },
+      verifier: { model: null, model_provider: null, base_url: null, api_key_env: null, model_reasoning_effort: null },
+    },
+  },
+};

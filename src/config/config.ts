@@ -20,9 +20,12 @@ import { UserApprovalRuleSchema } from "./approval-rules.ts";
 import { CapabilityRootConfigSchema } from "./capability-root.ts";
 import * as checks from "./config-checks.generated.ts";
 import { EnvironmentsConfigSchema } from "./environment-spec.ts";
+import { unknownKeysIn } from "./unknown-keys.ts";
 
 export { type ModelProvider, ModelProviderSchema } from "../model/factory.ts";
-export const ApprovalPolicySchema = lazySchema(() => z.enum(["untrusted", "on-request", "never"]));
+/** The approval policies, as a list a command line's choices take without building the schema. */
+export const APPROVAL_POLICIES = ["untrusted", "on-request", "never"] as const;
+export const ApprovalPolicySchema = lazySchema(() => z.enum(APPROVAL_POLICIES));
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
 
 const nonEmpty = lazySchema(() => z.string().min(1));
@@ -143,6 +146,9 @@ export type RelayConfig = z.infer<typeof RelayConfigSchema>;
 /** For scripts/build-validators.ts: config.toml is parsed by every relay command. */
 export const CHECKED_SCHEMAS = withChecks(checks, { relayConfig: RelayConfigSchema });
 
+/** Schemas whose keys (through objects) the generated module lists, for unknown-key warnings without zod. */
+export const KEY_TREES = { relayConfigKeys: RelayConfigSchema };
+
 export interface LoadedConfig {
   config: RelayConfig;
   /** Human-readable notes (unknown keys); print them, do not fail. */
@@ -196,7 +202,8 @@ export function parseConfig(text: string, file: string): Result<LoadedConfig> {
     const issues = describeIssues(parsed.error.issues, raw);
     return err("config_invalid", formatIssues(file, issues), { path: file, issues });
   }
-  const warnings = unknownKeys(RelayConfigSchema, raw, "").map((w) => `${file}: ${w}`);
+  // From the generated key tree: walking the schema's shapes would build all of it.
+  const warnings = unknownKeysIn(checks.relayConfigKeys, raw, "").map((w) => `${file}: ${w}`);
   return ok({ config: parsed.data, warnings, path: file, exists: true });
 }
 
@@ -262,53 +269,4 @@ export function applyOverrides(config: RelayConfig, overrides: ConfigOverrides):
 function formatIssues(source: string, issues: ConfigIssue[]): string {
   if (issues.length === 1) return `${source}: ${issues[0]!.message}`;
   return `${source}: ${issues.length} problems:\n${issues.map((i) => `  - ${i.message}`).join("\n")}`;
-}
-
-/** Unwraps default/optional wrappers down to an object schema's shape, if any. */
-function shapeOf(schema: z.ZodType): Record<string, z.ZodType> | undefined {
-  let cur: z.ZodType = schema;
-  for (;;) {
-    if (cur instanceof z.ZodDefault || cur instanceof z.ZodOptional) cur = cur.unwrap() as z.ZodType;
-    else break;
-  }
-  return cur instanceof z.ZodObject ? (cur.shape as Record<string, z.ZodType>) : undefined;
-}
-
-/** `unknown key "a.b" ignored` (with the nearest known key as a hint) for each key `schema` lacks. */
-export function unknownKeys(schema: z.ZodType, raw: unknown, prefix: string): string[] {
-  const shape = shapeOf(schema);
-  if (!shape || raw === null || typeof raw !== "object" || Array.isArray(raw)) return [];
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(raw)) {
-    const sub = shape[k];
-    if (sub) {
-      out.push(...unknownKeys(sub, v, `${prefix}${k}.`));
-      continue;
-    }
-    const hint = closest(k, Object.keys(shape));
-    out.push(`unknown key "${prefix}${k}" ignored${hint ? ` (did you mean "${prefix}${hint}"?)` : ""}`);
-  }
-  return out;
-}
-
-function closest(word: string, candidates: string[]): string | undefined {
-  let best: string | undefined;
-  let bestDist = Math.max(2, Math.floor(word.length / 4)) + 1;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c);
-    if (d < bestDist) [best, bestDist] = [c, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length]!;
 }

@@ -15,7 +15,7 @@ import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { envVarName, httpUrl } from "../util/schema-fields.ts";
 import { describeIssues } from "../util/schema-issues.ts";
-import { unknownKeys } from "./config.ts";
+import { unknownKeys } from "./unknown-keys.ts";
 
 export const DEFAULT_STARTUP_TIMEOUT_SEC = 10;
 export const DEFAULT_TOOL_TIMEOUT_SEC = 60;

@@ -3,12 +3,12 @@
  * The checks of CHECKED_SCHEMAS in src/config/memories.ts, one function per schema, named as
  * there: each returns the parsed value, or FAIL exactly where zod reports an issue.
  */
-import { FAIL, type Obj, type Schema, viaZod, zodPart } from "../util/fast-parse.ts";
+import { FAIL, type Obj } from "../util/fast-parse.ts";
 
 const memorySettings_values = new Set<unknown>(["cli", "vscode", "exec", "mcp", "subagent", "unknown"]);
 
 /** CHECKED_SCHEMAS.memorySettings of src/config/memories.ts. */
-export function memorySettings(value: unknown, schema: Schema): unknown {
+export function memorySettings(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;
   const value_obj = value as Obj;
   const value_out: Obj = {};
@@ -29,59 +29,128 @@ export function memorySettings(value: unknown, schema: Schema): unknown {
   }
   value_out.generate_memories = generate_memories_or_default;
   const max_raw_memories_for_consolidation = value_obj.max_raw_memories_for_consolidation;
-  // a node the generator leaves to zod (pipe): zod decides
-  const max_raw_memories_for_consolidation_zod = viaZod(
-    zodPart(schema, "shape", "max_raw_memories_for_consolidation"),
-    max_raw_memories_for_consolidation,
-  );
-  if (max_raw_memories_for_consolidation_zod === FAIL) return FAIL;
-  value_out.max_raw_memories_for_consolidation = max_raw_memories_for_consolidation_zod;
+  let max_raw_memories_for_consolidation_or_default: unknown;
+  if (max_raw_memories_for_consolidation === undefined) max_raw_memories_for_consolidation_or_default = 256;
+  else {
+    if (typeof max_raw_memories_for_consolidation !== "number" || !Number.isFinite(max_raw_memories_for_consolidation))
+      return FAIL;
+    if (
+      !Number.isInteger(max_raw_memories_for_consolidation) ||
+      max_raw_memories_for_consolidation < -9007199254740991 ||
+      max_raw_memories_for_consolidation > 9007199254740991
+    )
+      return FAIL;
+    max_raw_memories_for_consolidation_or_default = max_raw_memories_for_consolidation;
+  }
+  value_out.max_raw_memories_for_consolidation = max_raw_memories_for_consolidation_or_default;
   const max_unused_days = value_obj.max_unused_days;
-  // a node the generator leaves to zod (pipe): zod decides
-  const max_unused_days_zod = viaZod(zodPart(schema, "shape", "max_unused_days"), max_unused_days);
-  if (max_unused_days_zod === FAIL) return FAIL;
-  value_out.max_unused_days = max_unused_days_zod;
+  let max_unused_days_or_default: unknown;
+  if (max_unused_days === undefined) max_unused_days_or_default = 30;
+  else {
+    if (typeof max_unused_days !== "number" || !Number.isFinite(max_unused_days)) return FAIL;
+    if (!Number.isInteger(max_unused_days) || max_unused_days < -9007199254740991 || max_unused_days > 9007199254740991)
+      return FAIL;
+    max_unused_days_or_default = max_unused_days;
+  }
+  value_out.max_unused_days = max_unused_days_or_default;
   const max_rollout_age_days = value_obj.max_rollout_age_days;
-  // a node the generator leaves to zod (pipe): zod decides
-  const max_rollout_age_days_zod = viaZod(zodPart(schema, "shape", "max_rollout_age_days"), max_rollout_age_days);
-  if (max_rollout_age_days_zod === FAIL) return FAIL;
-  value_out.max_rollout_age_days = max_rollout_age_days_zod;
+  let max_rollout_age_days_or_default: unknown;
+  if (max_rollout_age_days === undefined) max_rollout_age_days_or_default = 10;
+  else {
+    if (typeof max_rollout_age_days !== "number" || !Number.isFinite(max_rollout_age_days)) return FAIL;
+    if (
+      !Number.isInteger(max_rollout_age_days) ||
+      max_rollout_age_days < -9007199254740991 ||
+      max_rollout_age_days > 9007199254740991
+    )
+      return FAIL;
+    max_rollout_age_days_or_default = max_rollout_age_days;
+  }
+  value_out.max_rollout_age_days = max_rollout_age_days_or_default;
   const max_rollouts_per_run = value_obj.max_rollouts_per_run;
-  // a node the generator leaves to zod (pipe): zod decides
-  const max_rollouts_per_run_zod = viaZod(zodPart(schema, "shape", "max_rollouts_per_run"), max_rollouts_per_run);
-  if (max_rollouts_per_run_zod === FAIL) return FAIL;
-  value_out.max_rollouts_per_run = max_rollouts_per_run_zod;
+  let max_rollouts_per_run_or_default: unknown;
+  if (max_rollouts_per_run === undefined) max_rollouts_per_run_or_default = 16;
+  else {
+    if (typeof max_rollouts_per_run !== "number" || !Number.isFinite(max_rollouts_per_run)) return FAIL;
+    if (
+      !Number.isInteger(max_rollouts_per_run) ||
+      max_rollouts_per_run < -9007199254740991 ||
+      max_rollouts_per_run > 9007199254740991
+    )
+      return FAIL;
+    max_rollouts_per_run_or_default = max_rollouts_per_run;
+  }
+  value_out.max_rollouts_per_run = max_rollouts_per_run_or_default;
   const max_rollouts_per_startup = value_obj.max_rollouts_per_startup;
-  // a node the generator leaves to zod (pipe): zod decides
-  const max_rollouts_per_startup_zod = viaZod(
-    zodPart(schema, "shape", "max_rollouts_per_startup"),
-    max_rollouts_per_startup,
-  );
-  if (max_rollouts_per_startup_zod === FAIL) return FAIL;
-  value_out.max_rollouts_per_startup = max_rollouts_per_startup_zod;
+  let max_rollouts_per_startup_or_default: unknown;
+  if (max_rollouts_per_startup === undefined) max_rollouts_per_startup_or_default = 2;
+  else {
+    if (typeof max_rollouts_per_startup !== "number" || !Number.isFinite(max_rollouts_per_startup)) return FAIL;
+    if (
+      !Number.isInteger(max_rollouts_per_startup) ||
+      max_rollouts_per_startup < -9007199254740991 ||
+      max_rollouts_per_startup > 9007199254740991
+    )
+      return FAIL;
+    max_rollouts_per_startup_or_default = max_rollouts_per_startup;
+  }
+  value_out.max_rollouts_per_startup = max_rollouts_per_startup_or_default;
   const min_startup_interval_seconds = value_obj.min_startup_interval_seconds;
-  // a node the generator leaves to zod (pipe): zod decides
-  const min_startup_interval_seconds_zod = viaZod(
-    zodPart(schema, "shape", "min_startup_interval_seconds"),
-    min_startup_interval_seconds,
-  );
-  if (min_startup_interval_seconds_zod === FAIL) return FAIL;
-  value_out.min_startup_interval_seconds = min_startup_interval_seconds_zod;
+  let min_startup_interval_seconds_or_default: unknown;
+  if (min_startup_interval_seconds === undefined) min_startup_interval_seconds_or_default = 3600;
+  else {
+    if (typeof min_startup_interval_seconds !== "number" || !Number.isFinite(min_startup_interval_seconds)) return FAIL;
+    if (
+      !Number.isInteger(min_startup_interval_seconds) ||
+      min_startup_interval_seconds < -9007199254740991 ||
+      min_startup_interval_seconds > 9007199254740991
+    )
+      return FAIL;
+    min_startup_interval_seconds_or_default = min_startup_interval_seconds;
+  }
+  value_out.min_startup_interval_seconds = min_startup_interval_seconds_or_default;
   const min_rollout_idle_hours = value_obj.min_rollout_idle_hours;
-  // a node the generator leaves to zod (pipe): zod decides
-  const min_rollout_idle_hours_zod = viaZod(zodPart(schema, "shape", "min_rollout_idle_hours"), min_rollout_idle_hours);
-  if (min_rollout_idle_hours_zod === FAIL) return FAIL;
-  value_out.min_rollout_idle_hours = min_rollout_idle_hours_zod;
+  let min_rollout_idle_hours_or_default: unknown;
+  if (min_rollout_idle_hours === undefined) min_rollout_idle_hours_or_default = 6;
+  else {
+    if (typeof min_rollout_idle_hours !== "number" || !Number.isFinite(min_rollout_idle_hours)) return FAIL;
+    if (
+      !Number.isInteger(min_rollout_idle_hours) ||
+      min_rollout_idle_hours < -9007199254740991 ||
+      min_rollout_idle_hours > 9007199254740991
+    )
+      return FAIL;
+    min_rollout_idle_hours_or_default = min_rollout_idle_hours;
+  }
+  value_out.min_rollout_idle_hours = min_rollout_idle_hours_or_default;
   const max_running_jobs = value_obj.max_running_jobs;
-  // a node the generator leaves to zod (pipe): zod decides
-  const max_running_jobs_zod = viaZod(zodPart(schema, "shape", "max_running_jobs"), max_running_jobs);
-  if (max_running_jobs_zod === FAIL) return FAIL;
-  value_out.max_running_jobs = max_running_jobs_zod;
+  let max_running_jobs_or_default: unknown;
+  if (max_running_jobs === undefined) max_running_jobs_or_default = 16;
+  else {
+    if (typeof max_running_jobs !== "number" || !Number.isFinite(max_running_jobs)) return FAIL;
+    if (
+      !Number.isInteger(max_running_jobs) ||
+      max_running_jobs < -9007199254740991 ||
+      max_running_jobs > 9007199254740991
+    )
+      return FAIL;
+    max_running_jobs_or_default = max_running_jobs;
+  }
+  value_out.max_running_jobs = max_running_jobs_or_default;
   const extract_concurrency = value_obj.extract_concurrency;
-  // a node the generator leaves to zod (pipe): zod decides
-  const extract_concurrency_zod = viaZod(zodPart(schema, "shape", "extract_concurrency"), extract_concurrency);
-  if (extract_concurrency_zod === FAIL) return FAIL;
-  value_out.extract_concurrency = extract_concurrency_zod;
+  let extract_concurrency_or_default: unknown;
+  if (extract_concurrency === undefined) extract_concurrency_or_default = 8;
+  else {
+    if (typeof extract_concurrency !== "number" || !Number.isFinite(extract_concurrency)) return FAIL;
+    if (
+      !Number.isInteger(extract_concurrency) ||
+      extract_concurrency < -9007199254740991 ||
+      extract_concurrency > 9007199254740991
+    )
+      return FAIL;
+    extract_concurrency_or_default = extract_concurrency;
+  }
+  value_out.extract_concurrency = extract_concurrency_or_default;
   const extractor = value_obj.extractor;
   let extractor_or_default: unknown;
   if (extractor === undefined) extractor_or_default = "auto";
@@ -115,18 +184,33 @@ export function memorySettings(value: unknown, schema: Schema): unknown {
     value_out.consolidation_model = consolidation_model;
   }
   const summary_max_tokens = value_obj.summary_max_tokens;
-  // a node the generator leaves to zod (pipe): zod decides
-  const summary_max_tokens_zod = viaZod(zodPart(schema, "shape", "summary_max_tokens"), summary_max_tokens);
-  if (summary_max_tokens_zod === FAIL) return FAIL;
-  value_out.summary_max_tokens = summary_max_tokens_zod;
+  let summary_max_tokens_or_default: unknown;
+  if (summary_max_tokens === undefined) summary_max_tokens_or_default = 2500;
+  else {
+    if (typeof summary_max_tokens !== "number" || !Number.isFinite(summary_max_tokens)) return FAIL;
+    if (
+      !Number.isInteger(summary_max_tokens) ||
+      summary_max_tokens < -9007199254740991 ||
+      summary_max_tokens > 9007199254740991
+    )
+      return FAIL;
+    summary_max_tokens_or_default = summary_max_tokens;
+  }
+  value_out.summary_max_tokens = summary_max_tokens_or_default;
   const phase2_cooldown_seconds = value_obj.phase2_cooldown_seconds;
-  // a node the generator leaves to zod (pipe): zod decides
-  const phase2_cooldown_seconds_zod = viaZod(
-    zodPart(schema, "shape", "phase2_cooldown_seconds"),
-    phase2_cooldown_seconds,
-  );
-  if (phase2_cooldown_seconds_zod === FAIL) return FAIL;
-  value_out.phase2_cooldown_seconds = phase2_cooldown_seconds_zod;
+  let phase2_cooldown_seconds_or_default: unknown;
+  if (phase2_cooldown_seconds === undefined) phase2_cooldown_seconds_or_default = 0;
+  else {
+    if (typeof phase2_cooldown_seconds !== "number" || !Number.isFinite(phase2_cooldown_seconds)) return FAIL;
+    if (
+      !Number.isInteger(phase2_cooldown_seconds) ||
+      phase2_cooldown_seconds < -9007199254740991 ||
+      phase2_cooldown_seconds > 9007199254740991
+    )
+      return FAIL;
+    phase2_cooldown_seconds_or_default = phase2_cooldown_seconds;
+  }
+  value_out.phase2_cooldown_seconds = phase2_cooldown_seconds_or_default;
   if ("sources" in value_obj) {
     const sources = value_obj.sources;
     let sources_checked: unknown;

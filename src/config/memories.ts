@@ -9,12 +9,25 @@ import { lazySchema } from "../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import * as checks from "./memories-checks.generated.ts";
 
-const clampInt = (lo: number, hi: number, dflt: number) =>
-  z
-    .number()
-    .int()
-    .default(dflt)
-    .transform((v) => Math.min(hi, Math.max(lo, v)));
+/**
+ * The bounded settings' ranges: a value outside one is taken as its nearest bound (clamped after
+ * the parse, not by a transform, so the generated check decides the whole section without zod).
+ */
+const RANGES = {
+  max_raw_memories_for_consolidation: [1, 4096],
+  max_unused_days: [0, 365],
+  max_rollout_age_days: [0, 90],
+  max_rollouts_per_run: [1, 512],
+  max_rollouts_per_startup: [1, 128],
+  min_startup_interval_seconds: [0, 7 * 86_400],
+  min_rollout_idle_hours: [0, 48],
+  max_running_jobs: [1, 256],
+  extract_concurrency: [1, 64],
+  summary_max_tokens: [100, 20_000],
+  phase2_cooldown_seconds: [0, 7 * 86_400],
+} as const satisfies Record<string, readonly [number, number]>;
+
+const intOr = (dflt: number) => z.number().int().default(dflt);
 
 export const MemorySettingsSchema = lazySchema(() =>
   z.object({
@@ -22,30 +35,30 @@ export const MemorySettingsSchema = lazySchema(() =>
     use_memories: z.boolean().default(true),
     /** Run a background phase 1 + phase 2 pass when a `relay run` session starts (startup.ts). */
     generate_memories: z.boolean().default(true),
-    max_raw_memories_for_consolidation: clampInt(1, 4096, 256),
-    max_unused_days: clampInt(0, 365, 30),
-    max_rollout_age_days: clampInt(0, 90, 10),
-    max_rollouts_per_run: clampInt(1, 512, 16),
+    max_raw_memories_for_consolidation: intOr(256),
+    max_unused_days: intOr(30),
+    max_rollout_age_days: intOr(10),
+    max_rollouts_per_run: intOr(16),
     /** Claims of one start-up pass (the reference's default and range). */
-    max_rollouts_per_startup: clampInt(1, 128, 2),
+    max_rollouts_per_startup: intOr(2),
     /**
      * Seconds between two start-up passes, recorded in the state DB. The reference skips a pass
      * when the account's rate limit is low; relay has no rate-limit data, so it spaces passes.
      */
-    min_startup_interval_seconds: clampInt(0, 7 * 86_400, 3_600),
-    min_rollout_idle_hours: clampInt(0, 48, 6),
+    min_startup_interval_seconds: intOr(3_600),
+    min_rollout_idle_hours: intOr(6),
     /** Cross-process cap on running phase 1 jobs (independent of the per-run claim count). */
-    max_running_jobs: clampInt(1, 256, 16),
-    extract_concurrency: clampInt(1, 64, 8),
+    max_running_jobs: intOr(16),
+    extract_concurrency: intOr(8),
     /** Phase 1 and phase 2 engines when no flag says (cron) and at start-up; auto: see engines.ts. */
     extractor: z.enum(["auto", "model", "heuristic"]).default("auto"),
     consolidator: z.enum(["auto", "agent", "heuristic"]).default("auto"),
     extract_model: z.string().min(1).optional(),
     consolidation_model: z.string().min(1).optional(),
     /** Read-path budget for memory_summary.md. */
-    summary_max_tokens: clampInt(100, 20_000, 2_500),
+    summary_max_tokens: intOr(2_500),
     /** Seconds between successful consolidations. */
-    phase2_cooldown_seconds: clampInt(0, 7 * 86_400, 0),
+    phase2_cooldown_seconds: intOr(0),
     /** Session sources phase 1 reads (`--sources`); unset = cli and vscode, see rollout/sources.ts. */
     sources: z.array(SourceNameSchema).min(1).optional(),
     /** State DB: a postgres:// URL; unset = SQLite at RELAY_HOME/state.sqlite. */
@@ -68,7 +81,15 @@ export function stateDbSpec(
 }
 
 export function defaultMemorySettings(): MemorySettings {
-  return fastParseOrThrow(MemorySettingsSchema, {});
+  return clamped(fastParseOrThrow(MemorySettingsSchema, {}));
+}
+
+/** `settings` with each bounded value within its range. */
+function clamped(settings: MemorySettings): MemorySettings {
+  const out = { ...settings };
+  for (const [key, [lo, hi]] of Object.entries(RANGES) as Array<[keyof typeof RANGES, readonly [number, number]]>)
+    out[key] = Math.min(hi, Math.max(lo, out[key]));
+  return out;
 }
 
 export async function loadMemorySettings(home: string): Promise<Result<MemorySettings>> {
@@ -110,5 +131,5 @@ export function claimsCapped(
 export function parseMemorySettings(section: unknown, file: string): Result<MemorySettings> {
   const r = fastParse(MemorySettingsSchema, section);
   if (!r.success) return err("config_invalid", `${file}: [memories]: ${z.prettifyError(r.error)}`);
-  return ok(r.data);
+  return ok(clamped(r.data));
 }

@@ -2,11 +2,14 @@
 import { z } from "zod";
 import { lazySchema } from "../util/lazy-schema.ts";
 
-export const SandboxModeSchema = lazySchema(() => z.enum(["read-only", "workspace-write", "danger-full-access"]));
+/** The sandbox modes, as a list a command line's choices take without building the schema. */
+export const SANDBOX_MODES = ["read-only", "workspace-write", "danger-full-access"] as const;
+export const SandboxModeSchema = lazySchema(() => z.enum(SANDBOX_MODES));
 export type SandboxMode = z.infer<typeof SandboxModeSchema>;
 
 /** How a policy is enforced: `auto` prefers the built-in Landlock sandbox, then bubblewrap. */
-export const SandboxMechanismSchema = lazySchema(() => z.enum(["auto", "landlock", "bwrap"]));
+export const SANDBOX_MECHANISMS = ["auto", "landlock", "bwrap"] as const;
+export const SandboxMechanismSchema = lazySchema(() => z.enum(SANDBOX_MECHANISMS));
 export type SandboxMechanism = z.infer<typeof SandboxMechanismSchema>;
 
 export const SandboxPolicySchema = lazySchema(() =>

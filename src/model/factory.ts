@@ -10,7 +10,9 @@ import { createScriptedClient } from "./scripted.ts";
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_API_KEY_ENV = "OPENAI_API_KEY";
 
-export const ModelProviderSchema = lazySchema(() => z.enum(["openai-responses", "openai-chat", "scripted"]));
+/** The model APIs, as a list a command line's choices take without building the schema. */
+export const MODEL_PROVIDERS = ["openai-responses", "openai-chat", "scripted"] as const;
+export const ModelProviderSchema = lazySchema(() => z.enum(MODEL_PROVIDERS));
 export type ModelProvider = z.infer<typeof ModelProviderSchema>;
 
 /** The fields, without the cross-field check (for `.extend`/`.pick` by config code). */

@@ -13,6 +13,7 @@ import {
   viaZod,
   zodPart,
 } from "../../src/util/fast-parse.ts";
+import { isHttpUrl } from "../../src/util/predicates.ts";
 
 /** CHECKED_SCHEMAS.string of test/util/fast-parse-cases.ts. */
 export function string(value: unknown): unknown {
@@ -148,6 +149,51 @@ export function refinedAbsolute(value: unknown, schema: Schema): unknown {
   if (typeof value !== "string") return FAIL;
   if (!refinementHolds(zodPart(schema, "checks", 0), value)) return FAIL;
   return value;
+}
+
+/** CHECKED_SCHEMAS.httpUrl of test/util/fast-parse-cases.ts. */
+export function httpUrl(value: unknown): unknown {
+  if (typeof value !== "string") return FAIL;
+  if (!isHttpUrl(value)) return FAIL;
+  return value;
+}
+
+const regexName_pattern = /^[a-z][a-z0-9_]*$/;
+
+/** CHECKED_SCHEMAS.regexName of test/util/fast-parse-cases.ts. */
+export function regexName(value: unknown): unknown {
+  if (typeof value !== "string") return FAIL;
+  if (!regexName_pattern.test(value)) return FAIL;
+  return value;
+}
+
+const regexFolded_pattern = /^relay/i;
+
+/** CHECKED_SCHEMAS.regexFolded of test/util/fast-parse-cases.ts. */
+export function regexFolded(value: unknown): unknown {
+  if (typeof value !== "string") return FAIL;
+  if (!regexFolded_pattern.test(value)) return FAIL;
+  return value;
+}
+
+const regexTwice_pattern = /^[a-z]/;
+const regexTwice_pattern_2 = /[0-9]$/;
+
+/** CHECKED_SCHEMAS.regexTwice of test/util/fast-parse-cases.ts. */
+export function regexTwice(value: unknown): unknown {
+  if (typeof value !== "string") return FAIL;
+  if (value.length < 1) return FAIL;
+  if (!regexTwice_pattern.test(value)) return FAIL;
+  if (!regexTwice_pattern_2.test(value)) return FAIL;
+  return value;
+}
+
+/** CHECKED_SCHEMAS.regexGlobal of test/util/fast-parse-cases.ts. */
+export function regexGlobal(value: unknown, schema: Schema): unknown {
+  // a check or coercion the generator does not know (string): zod decides
+  const value_zod = viaZod(schema, value);
+  if (value_zod === FAIL) return FAIL;
+  return value_zod;
 }
 
 /** CHECKED_SCHEMAS.int32 of test/util/fast-parse-cases.ts. */

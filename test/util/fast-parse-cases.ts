@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { withChecks } from "../../src/util/fast-parse.ts";
 import { lazySchema } from "../../src/util/lazy-schema.ts";
+import { httpUrl } from "../../src/util/schema-fields.ts";
 import * as checks from "./fast-parse-cases-checks.generated.ts";
 
 interface Tree {
@@ -44,6 +45,17 @@ export const PRIMITIVES = {
   unknownValue: z.unknown(),
   anyValue: z.any(),
   refinedAbsolute: z.string().refine((s) => s.startsWith("/"), "absolute"),
+  /** A refinement by a function of src/util/predicates.ts: a call of it by name. */
+  httpUrl,
+  regexName: z.string().regex(/^[a-z][a-z0-9_]*$/, "a name"),
+  regexFolded: z.string().regex(/^relay/i),
+  regexTwice: z
+    .string()
+    .min(1)
+    .regex(/^[a-z]/)
+    .regex(/[0-9]$/),
+  /** A global pattern's test keeps its position between calls: left to zod. */
+  regexGlobal: z.string().regex(/a/g),
   int32: z.int32(),
   email: z.email(),
   trimmed: z.string().trim(),

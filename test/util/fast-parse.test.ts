@@ -192,6 +192,9 @@ describe("fastParse: hand-made records, lazy schemas, and what is left to zod", 
   test("what the generator leaves to zod, and what it writes out", () => {
     for (const s of [PRIMITIVES.email, PRIMITIVES.trimmed, PRIMITIVES.coercedNumber, PRIMITIVES.bigintAbove])
       assert.equal(checkedWithoutZod(s), false);
+    assert.equal(checkedWithoutZod(PRIMITIVES.regexGlobal), false);
+    for (const s of [PRIMITIVES.httpUrl, PRIMITIVES.regexName, PRIMITIVES.regexFolded, PRIMITIVES.regexTwice])
+      assert.equal(checkedWithoutZod(s), true);
     for (const s of [OBJECTS.objectCatchall, OBJECTS.objectOddKeys, UNIONS.unionExclusive, RECORDS.recordEnumKeys])
       assert.equal(checkedWithoutZod(s), false);
     for (const s of [LAZY.lazyTree, LAZY.getterTree]) assert.equal(checkedWithoutZod(s), false);
@@ -213,7 +216,22 @@ function generate(schema: z.ZodType, rnd: () => number, depth = 0): unknown {
   const sub = (s: unknown) => generate(s as z.ZodType, rnd, depth + 1);
   switch (def.type) {
     case "string":
-      return pick(["", "a", "relay", "/work/x", "C:\\x", "😀", "a".repeat(70), "id-1"]);
+      return pick([
+        "",
+        "a",
+        "relay",
+        "Relay_2",
+        "/work/x",
+        "C:\\x",
+        "😀",
+        "a".repeat(70),
+        "id-1",
+        "a1",
+        "http://127.0.0.1:8080/v1",
+        "https://example.com",
+        "ftp://example.com",
+        "http://",
+      ]);
     case "number":
       return pick([0, 1, 2, 7, 30, 1000, 10_000, -3, 0.5, 2 ** 31, Number.MAX_SAFE_INTEGER]);
     case "bigint":

@@ -1,14 +1,14 @@
 import path from "node:path";
 import { Command, Option, type OptionValues } from "@commander-js/extra-typings";
 import { ROLE_SPEC_HELP } from "../../config/role-spec.ts";
-import { SandboxMechanismSchema, SandboxModeSchema } from "../../contracts/sandbox-policy.ts";
+import { SANDBOX_MECHANISMS, SANDBOX_MODES } from "../../contracts/sandbox-policy.ts";
 import { relayHome } from "../../home/home.ts";
 import { runLiveness, shownStatus } from "../../infty/liveness.ts";
 import { type InftyEvent, type InftyOptions, runInfty } from "../../infty/orchestrator.ts";
 import { MAX_WALL_MS, type RunMeta } from "../../infty/run-format.ts";
 import { generateRunId, RunStore, validateRunId } from "../../infty/run-store.ts";
 import { sessionMemories } from "../../memories/read.ts";
-import { ModelProviderSchema } from "../../model/factory.ts";
+import { MODEL_PROVIDERS } from "../../model/factory.ts";
 import { err } from "../../util/result.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
 import { withToolOptions } from "../session-options.ts";
@@ -29,9 +29,7 @@ function modelOptions<A extends unknown[], O extends OptionValues, G extends Opt
   const withModels = cmd
     .option("-m, --model <name>", "model for every role without one of its own (config: model)")
     .addOption(
-      new Option("--provider <provider>", "model API for every role (config: model_provider)").choices(
-        ModelProviderSchema.options,
-      ),
+      new Option("--provider <provider>", "model API for every role (config: model_provider)").choices(MODEL_PROVIDERS),
     )
     .option(
       "--base-url <url>",
@@ -62,14 +60,14 @@ function modelOptions<A extends unknown[], O extends OptionValues, G extends Opt
     )
     .addOption(
       new Option("-s, --sandbox <mode>", "sandbox for the roles' commands (default: config sandbox_mode)").choices(
-        SandboxModeSchema.options,
+        SANDBOX_MODES,
       ),
     )
     .addOption(
       new Option(
         "--sandbox-mechanism <mechanism>",
         "auto (built-in Landlock + seccomp, else bubblewrap), landlock or bwrap (config: sandbox.mechanism)",
-      ).choices(SandboxMechanismSchema.options),
+      ).choices(SANDBOX_MECHANISMS),
     )
     .option(
       "--sandbox-best-effort",
