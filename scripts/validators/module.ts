@@ -121,6 +121,11 @@ export function checkedWithoutZod(schema: z.ZodType): boolean {
   return !new ChecksFile({ file: "", schemas: { check: schema } }).check("check").asksZod;
 }
 
+/** Whether the generated check of `schema` decides every value without reading the schema (which builds a lazy one). */
+export function checkedWithoutSchema(schema: z.ZodType): boolean {
+  return !new ChecksFile({ file: "", schemas: { check: schema } }).check("check").readsSchema;
+}
+
 /** The unformatted text of `owner`'s checks module, its imports read from `root`. */
 export function checksModuleText(owner: Owner, root: string): string {
   const { body, labels } = new ChecksFile(owner).parts();

@@ -3,7 +3,8 @@
  * The checks of CHECKED_SCHEMAS in src/contracts/executor.ts, one function per schema, named as
  * there: each returns the parsed value, or FAIL exactly where zod reports an issue.
  */
-import { FAIL, type Obj, refinementHolds, type Schema, zodPart } from "../util/fast-parse.ts";
+import { FAIL, type Obj } from "../util/fast-parse.ts";
+import { isAbsolutePath } from "../util/predicates.ts";
 
 /** CHECKED_SCHEMAS.infoParams of src/contracts/executor.ts. */
 export function infoParams(value: unknown): unknown {
@@ -314,7 +315,7 @@ export function toolsCallResult(value: unknown): unknown {
 }
 
 /** CHECKED_SCHEMAS.execParams of src/contracts/executor.ts. */
-export function execParams(value: unknown, schema: Schema): unknown {
+export function execParams(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return FAIL;
   const value_obj = value as Obj;
   const value_out: Obj = {};
@@ -332,7 +333,7 @@ export function execParams(value: unknown, schema: Schema): unknown {
   if (!("cwd" in value_obj)) return FAIL;
   const cwd = value_obj.cwd;
   if (typeof cwd !== "string") return FAIL;
-  if (!refinementHolds(zodPart(schema, "shape", "cwd", "checks", 0), cwd)) return FAIL;
+  if (!isAbsolutePath(cwd)) return FAIL;
   value_out.cwd = cwd;
   if (!("env" in value_obj)) return FAIL;
   const env = value_obj.env;

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
+import { isAbsolutePath } from "../util/predicates.ts";
 import * as checks from "./executor-checks.generated.ts";
 import { defineMethod, defineNotification, specSchemas } from "./method.ts";
 import { SandboxPolicySchema } from "./sandbox-policy.ts";
@@ -31,7 +32,7 @@ export const AdditionalPermissionsSchema = lazySchema(() =>
 export const ExecCommandRequestSchema = lazySchema(() =>
   z.object({
     command: z.array(z.string()).min(1, "command (argv) must not be empty"),
-    cwd: z.string().refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), "cwd must be an absolute path"),
+    cwd: z.string().refine(isAbsolutePath, "cwd must be an absolute path"),
     env: z.record(z.string(), z.string()),
     tty: z.boolean().default(false),
     yield_time_ms: z.number().int().min(0).optional(),

@@ -13,3 +13,8 @@ export function isHttpUrl(s: string): boolean {
     return false;
   }
 }
+
+/** An absolute path, POSIX (`/…`) or Windows (`C:\…`, `C:/…`). */
+export function isAbsolutePath(p: string): boolean {
+  return p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p);
+}
