@@ -9,6 +9,8 @@
  * schemas), so callers do not change. Only identity differs: the stand-in is not `===` the
  * schema it builds.
  */
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 
 /**
@@ -22,6 +24,19 @@ z.config({ jitless: true });
 
 let built = 0;
 
+/**
+ * For tests of whole processes (test/session/schemas-built.test.ts): where this variable names a
+ * directory, the process writes there, as it exits, how many schemas it built and where the
+ * first was asked for.
+ */
+const REPORT_DIR = process.env.RELAY_TEST_SCHEMAS_BUILT_DIR;
+let firstBuiltAt: string | undefined;
+if (REPORT_DIR)
+  process.once("exit", () => {
+    const line = JSON.stringify({ argv: process.argv.slice(2), built, first: firstBuiltAt });
+    writeFileSync(path.join(REPORT_DIR, `${process.pid}.json`), line);
+  });
+
 /** How many lazy schemas this process has built so far (for tests of what loading a module builds). */
 export function lazySchemasBuilt(): number {
   return built;
@@ -31,6 +46,7 @@ export function lazySchema<T extends z.ZodType>(build: () => T): T {
   let schema: T | undefined;
   const real = (): T => {
     if (schema === undefined) {
+      if (REPORT_DIR && firstBuiltAt === undefined) firstBuiltAt = new Error("built here").stack;
       schema = build();
       built++;
     }
