@@ -68,4 +68,39 @@ describe("schemas built by a whole turn", () => {
       await server.close();
     }
   });
+
+  test("a code-mode turn whose cell calls a tool: neither relay run, its executor nor the code-mode host builds one", async () => {
+    const server = await startFakeModelServer();
+    try {
+      const [home, work, reports] = ["cm-home", "cm-work", "cm-reports"].map((d) => path.join(root, d)) as [
+        string,
+        string,
+        string,
+      ];
+      for (const d of [home, work, reports]) mkdirSync(d);
+      const js = 'const r = await tools.exec_command({ cmd: "echo cell > cell.txt" }); text("ran");';
+      server.enqueue(reply().customToolCall("exec", js, { callId: "c1" }));
+      server.enqueue(reply().text("done"));
+      const env = {
+        ...process.env,
+        RELAY_HOME: home,
+        OPENAI_API_KEY: "sk-test",
+        RELAY_TEST_SCHEMAS_BUILT_DIR: reports,
+      };
+      const args = ["run", "--code-mode", "--approval", "never", "-s", "workspace-write"];
+      const r = await runRelayAsync([...args, "--base-url", server.baseUrl, "-m", "test-model", "-C", work, "go"], env);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(readFileSync(path.join(work, "cell.txt"), "utf8"), "cell\n", "the cell's tool call ran");
+      const all = readdirSync(reports).map((f) => JSON.parse(readFileSync(path.join(reports, f), "utf8")) as Report);
+      assert.deepEqual(
+        all.map((p) => p.argv[0]).sort(),
+        ["code-mode-host", "executor", "run"],
+        JSON.stringify(all.map((p) => p.argv)),
+      );
+      for (const p of all)
+        assert.equal(p.built, 0, `relay ${p.argv.join(" ")} built ${p.built}; the first at:\n${p.first}`);
+    } finally {
+      await server.close();
+    }
+  });
 });
