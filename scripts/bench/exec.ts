@@ -1,9 +1,10 @@
 /**
  * Executor overhead against a direct spawn measured in the same run: `true` and `echo` with no
  * sandbox, under the default sandbox (workspace-write in a git workspace, built-in mechanism)
- * and, where it works, bubblewrap; then 100 MB streamed through a PTY with the executor's peak
- * RSS. By default it measures a freshly compiled binary, as users run it.
- *   bun scripts/bench/exec.ts [--runs 40] [--mb 100] [--source | --relay PATH]
+ * and, where it works, bubblewrap; then a session's first commands on fresh executors; then 100 MB
+ * streamed through a PTY with the executor's peak RSS. By default it measures a freshly compiled
+ * binary, as users run it.
+ *   bun scripts/bench/exec.ts [--runs 40] [--fresh 6] [--mb 100] [--source | --relay PATH]
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -147,6 +148,52 @@ for (const c of cases) {
     ]);
   }
 }
+/**
+ * A session's first commands run on a fresh executor, before its code is warm: FRESH executors,
+ * each started, asked for its info (as a session does) and given FRESH_COMMANDS sandboxed `true`s;
+ * the p50 of commands 4 onward (the first three also wait for the container's start), against
+ * direct spawns alternated with them.
+ */
+const FRESH = numberFlag("--fresh", 6);
+const FRESH_COMMANDS = 25;
+async function freshExecutorCommands(): Promise<{ fresh: number; direct: number }> {
+  const [fresh, directs]: [number[], number[]] = [[], []];
+  for (let e = 0; e < FRESH; e++) {
+    const spawned = spawnPeer([...relay.argv, "executor"], { env: childEnv, name: "executor" });
+    if ("error" in spawned) throw new Error(spawned.error.message);
+    const peer = spawned.ok.peer;
+    if ("error" in (await peer.call(ExecutorMethods.info, {}))) throw new Error("a fresh executor did not answer");
+    for (let i = 0; i < FRESH_COMMANDS; i++) {
+      const t = performance.now();
+      const r = await peer.call(ExecutorMethods.exec, {
+        command: ["true"],
+        cwd: workspace,
+        env,
+        tty: false,
+        yield_time_ms: 30_000,
+        sandbox: sandboxed("landlock"),
+      });
+      if ("error" in r || r.ok.exit_code !== 0) throw new Error(`true on a fresh executor: ${JSON.stringify(r)}`);
+      if (i >= 3) fresh.push(performance.now() - t);
+      if (i >= 3) directs.push(await direct(["true"]));
+    }
+    await spawned.ok.shutdown();
+  }
+  return { fresh: summarize(fresh).p50, direct: summarize(directs).p50 };
+}
+const firsts = await freshExecutorCommands();
+printTable([
+  [`true on ${FRESH} fresh executors, commands 4-${FRESH_COMMANDS}`, "p50", "ratio vs direct", "overhead"],
+  ["direct", fmtMs(firsts.direct), "1.00x", ""],
+  [
+    "fresh executor, default sandbox",
+    fmtMs(firsts.fresh),
+    `${(firsts.fresh / firsts.direct).toFixed(2)}x`,
+    fmtMs(firsts.fresh - firsts.direct),
+  ],
+]);
+process.stdout.write("\n");
+
 const warmStats = await ex.peer.call(ExecutorMethods.info, {});
 if ("ok" in warmStats)
   process.stdout.write(`warm sandbox helpers: ${JSON.stringify(warmStats.ok.sandbox.warm_helpers)}\n\n`);
