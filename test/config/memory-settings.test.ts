@@ -7,14 +7,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { defaultMemorySettings, parseMemorySettings } from "../../src/config/memories.ts";
 import { lazySchemasBuilt } from "../../src/util/lazy-schema.ts";
+import { schemasBuiltElsewhere } from "../support/skip.ts";
 
 const builtAtStart = lazySchemasBuilt();
 
 describe("[memories] settings", () => {
   test("defaults, and values outside a range taken as its nearest bound, read without building a schema", {
-    skip:
-      builtAtStart > 0 &&
-      "another test file built schemas in this process; run this one in a global of its own (npm test's --parallel does)",
+    skip: schemasBuiltElsewhere(builtAtStart),
   }, () => {
     const defaults = defaultMemorySettings();
     assert.equal(defaults.max_raw_memories_for_consolidation, 256);

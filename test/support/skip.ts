@@ -16,3 +16,15 @@ export function noSandboxHere(): string | false {
     ? false
     : `${(globalThis as { Deno?: unknown }).Deno ? "Deno" : "Node"} has no built-in sandbox (it needs Bun's FFI) and bubblewrap is not installed`;
 }
+
+/**
+ * For a test that counts the schemas its process built (src/util/lazy-schema.ts): why it cannot
+ * tell here, when another test file in the same global built some before it ran, or false.
+ */
+export function schemasBuiltElsewhere(builtAtStart: number): string | false {
+  return skipBecause(
+    "a count of built schemas",
+    builtAtStart > 0 &&
+      "another test file built schemas in this process; run this one in a global of its own (npm test's --parallel does)",
+  );
+}
