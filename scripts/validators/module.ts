@@ -24,7 +24,11 @@ export interface Owner {
 /** A key tree as source: keys unquoted where they can be, as Biome writes them. */
 function keyTreeSource(tree: KeyTree | null): string {
   if (tree === null) return "null";
-  const key = (k: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : JSON.stringify(k));
+  const key = (k: string) => {
+    // In an object literal, `__proto__: …` sets the prototype instead of making a key.
+    if (k === "__proto__") throw new Error("a schema key named __proto__ cannot be written into a key tree");
+    return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : JSON.stringify(k);
+  };
   return `{ ${Object.entries(tree)
     .map(([k, sub]) => `${key(k)}: ${keyTreeSource(sub)}`)
     .join(", ")} }`;
