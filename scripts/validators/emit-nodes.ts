@@ -3,8 +3,9 @@
  * exactly where zod reports an issue, and the expression of the node's output. Objects, arrays,
  * records with string keys, unions (in order, or by their tag), literals, enums, optional,
  * nullable and default wrappers, and length, range, integer, regex and refinement checks are
- * written out (a refinement by a function of src/util/predicates.ts as a call of it by name); any other node (pipes, transforms, string formats, lazy schemas, a schema inside itself)
- * is a call into zod for that node. Refusing more than zod would is always safe (fastParse then
+ * written out (a refinement by a function of src/util/predicates.ts as a call of it by name);
+ * any other node (pipes, transforms, string formats, lazy schemas, a schema inside itself) is a
+ * call into zod for that node. Refusing more than zod would is always safe (fastParse then
  * asks zod); accepting more, or building another output, is what test/util/fast-parse.test.ts
  * looks for.
  */

@@ -11,7 +11,7 @@ import type { z } from "zod";
 import { type KeyTree, keyTreeOf } from "../../src/config/unknown-keys.ts";
 import { emitNode } from "./emit-nodes.ts";
 import { Emitter, type SharedCheck } from "./emitter.ts";
-import { defOf, PREDICATES } from "./zod-read.ts";
+import { defOf, keySource, PREDICATES } from "./zod-read.ts";
 
 /** A module that owns schemas parsed on the hot path, by its path from the repository root. */
 export interface Owner {
@@ -21,13 +21,13 @@ export interface Owner {
   keyTrees?: Record<string, z.ZodType>;
 }
 
-/** A key tree as source: keys unquoted where they can be, as Biome writes them. */
+/** A key tree as source. */
 function keyTreeSource(tree: KeyTree | null): string {
   if (tree === null) return "null";
   const key = (k: string) => {
     // In an object literal, `__proto__: …` sets the prototype instead of making a key.
     if (k === "__proto__") throw new Error("a schema key named __proto__ cannot be written into a key tree");
-    return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : JSON.stringify(k);
+    return keySource(k);
   };
   return `{ ${Object.entries(tree)
     .map(([k, sub]) => `${key(k)}: ${keyTreeSource(sub)}`)

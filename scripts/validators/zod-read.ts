@@ -107,6 +107,9 @@ export function defaultSource(def: Def): string | undefined {
   return first !== undefined && first === valueSource(def.defaultValue) ? first : undefined;
 }
 
+/** An object literal's key for `k`: unquoted where it can be, as Biome writes it (never `__proto__`, which sets the prototype). */
+export const keySource = (k: string): string => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : JSON.stringify(k));
+
 function valueSource(v: unknown): string | undefined {
   if (Array.isArray(v)) {
     const items = v.map(valueSource);
@@ -114,9 +117,7 @@ function valueSource(v: unknown): string | undefined {
   }
   if (typeof v === "object" && v !== null) {
     if (Object.getPrototypeOf(v) !== Object.prototype || Object.getOwnPropertySymbols(v).length > 0) return undefined;
-    // Keys unquoted where they can be, as Biome writes them.
-    const key = (k: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : JSON.stringify(k));
-    const entries = Object.entries(v).map(([k, x]) => (k === "__proto__" ? undefined : [key(k), valueSource(x)]));
+    const entries = Object.entries(v).map(([k, x]) => (k === "__proto__" ? undefined : [keySource(k), valueSource(x)]));
     if (entries.some((e) => e === undefined || e[1] === undefined)) return undefined;
     return `{ ${entries.map((e) => `${e![0]}: ${e![1]}`).join(", ")} }`;
   }
