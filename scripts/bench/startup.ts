@@ -213,10 +213,24 @@ function runArgv(binary: string, server: FakeModelServer, c: TurnCase, cwd: stri
 interface TurnRun {
   wallMs: number;
   gaps: number[];
+  /** Per call, what the executor reported as the command's wall time (its request in to its answer out). */
+  commandMs: number[];
   /** User + system CPU of `relay run` and the children it waited for (its executor and theirs). */
   cpuMs: number;
   pssMiB?: number;
   rssMiB?: number;
+}
+
+/**
+ * The "Wall time: S seconds" of the last tool output in a request body: the executor's own
+ * measure of one `exec_command` (its request in to its answer out, in whole milliseconds).
+ */
+function reportedWallMs(body: unknown): number {
+  const input = (body as { input?: Array<{ type?: string; output?: unknown }> }).input ?? [];
+  const last = input.filter((item) => item.type === "function_call_output").at(-1);
+  const seconds = /Wall time: ([\d.]+) seconds/.exec(typeof last?.output === "string" ? last.output : "")?.[1];
+  if (seconds === undefined) throw new Error("a tool output without its Wall time line");
+  return Number(seconds) * 1000;
 }
 
 /** One `relay run` of `binary`; with `sampleMemory`, the tree's peak instead of a clean time. */
@@ -236,9 +250,10 @@ async function oneTurn(server: FakeModelServer, c: TurnCase, sampleMemory: boole
   if (reqs.length !== c.toolCalls + 1)
     throw new Error(`expected ${c.toolCalls + 1} model requests, the server saw ${reqs.length}`);
   const gaps = reqs.slice(1).map((r, i) => r.receivedAtMs - reqs[i]!.repliedAtMs!);
+  const commandMs = reqs.slice(1).map((r) => reportedWallMs(r.body));
   const cpu = child.resourceUsage()?.cpuTime;
   const cpuMs = cpu ? (Number(cpu.user) + Number(cpu.system)) / 1000 : Number.NaN;
-  return { wallMs, gaps, cpuMs, ...(memory ? { pssMiB: memory.pssMiB, rssMiB: memory.rssMiB } : {}) };
+  return { wallMs, gaps, commandMs, cpuMs, ...(memory ? { pssMiB: memory.pssMiB, rssMiB: memory.rssMiB } : {}) };
 }
 
 /** `runs` turns of this build, and of the --before build in turn with them (A B A B …), so both see the same machine. */
@@ -256,6 +271,31 @@ async function turnRuns(
   return { now, before };
 }
 
+/**
+ * The gap in two: the command as the executor timed it, and the rest (relay run's handling, the
+ * frames to and from the executor, the model request, the fake server). The first holds the
+ * machine's cost of starting `bash -c true`, which no change to relay removes.
+ */
+function noteGapSplit(name: string, runs: TurnRun[]): void {
+  const command = median(runs.flatMap((r) => r.commandMs));
+  const rest = median(runs.flatMap((r) => r.gaps.map((gap, i) => gap - r.commandMs[i]!)));
+  const direct = directSpawnMs();
+  note(
+    `${name}: of the gap, the command in the executor (request in to answer out) p50 ${command.toFixed(1)} ms, the rest p50 ${rest.toFixed(2)} ms; \`bash -c true\` spawned directly here p50 ${direct.toFixed(2)} ms`,
+  );
+}
+
+/** p50 of spawning `bash -c true` from this process and waiting for it, as the executor would. */
+function directSpawnMs(): number {
+  const times: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const started = performance.now();
+    spawnSync("bash", ["-c", "true"], { stdio: "ignore" });
+    times.push(performance.now() - started);
+  }
+  return median(times);
+}
+
 async function turnFigures(): Promise<void> {
   const server = await startFakeModelServer();
   try {
@@ -265,7 +305,10 @@ async function turnFigures(): Promise<void> {
       const { now: runs, before } = await turnRuns(server, c, TURN_RUNS);
       const mem = await oneTurn(server, c, true);
       judge(`turn.${c.name}.wall_ms`, median(runs.map((r) => r.wallMs)), c.wallGoalMs, 1);
-      if (c.toolCalls > 0) judge(`turn.${c.name}.gap_p50_ms`, median(runs.flatMap((r) => r.gaps)), 5);
+      if (c.toolCalls > 0) {
+        judge(`turn.${c.name}.gap_p50_ms`, median(runs.flatMap((r) => r.gaps)), 5);
+        noteGapSplit(c.name, runs);
+      }
       judge(`turn.${c.name}.tree_pss_mib`, mem.pssMiB!, 50, 1);
       note(
         `${c.name}: tree RSS summed ${mem.rssMiB!.toFixed(1)} MiB (shared pages counted per process); tree CPU ${median(runs.map((r) => r.cpuMs)).toFixed(1)} ms; median of ${TURN_RUNS} runs, sandbox ${c.sandbox}`,

@@ -224,9 +224,14 @@ export class ProcessManager {
     };
   }
 
-  /** Readies what the first sandboxed command under `plan` will use: the container, or spare helpers where its init will not spawn it. */
-  prewarmSandbox(plan: ConfinePlan): void {
-    this.sandbox.prewarmSandbox(plan);
+  /** Notes the plan `sandbox/check` found, for prewarmSandbox. */
+  noteSandboxPlan(plan: ConfinePlan): void {
+    this.sandbox.notePlan(plan);
+  }
+
+  /** Readies what the first sandboxed command will use: the container, or spare helpers where its init will not spawn it. */
+  prewarmSandbox(containerToo: boolean): void {
+    this.sandbox.prewarmSandbox(containerToo);
   }
 
   /**

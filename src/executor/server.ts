@@ -106,9 +106,11 @@ function containmentWithout(mechanism: string): string {
 }
 
 /**
- * `executor/info`'s sandbox part. The container starts here (built-in mechanism); with `wait`,
- * the answer waits for it and says whether it holds, otherwise it leaves containment out and a
- * failed start is reported again by the first command that needs the container.
+ * `executor/info`'s sandbox part. The container starts here (built-in mechanism): with `wait`
+ * the answer waits for it and says whether it holds; with `start` (a session, once set up) it
+ * starts in the background with whatever spare helpers the plan `sandbox/check` noted needs, and
+ * a failed start is reported again by the first command that needs the container; with `later`
+ * nothing starts.
  */
 async function sandboxInfo(
   manager: ProcessManager,
@@ -116,12 +118,10 @@ async function sandboxInfo(
 ): Promise<ExecutorInfo["sandbox"]> {
   const sandbox = await probeSandbox();
   log.debug("sandbox probed", { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail });
-  const starting = sandbox.mechanism === "landlock" && asked !== "later" ? manager.container() : undefined;
   const about = { available: sandbox.available, mechanism: sandbox.mechanism, detail: sandbox.detail };
-  if (asked !== "wait") {
-    starting?.catch(() => undefined);
-    return { ...about, warm_helpers: manager.warmStats() };
-  }
+  if (asked === "start") manager.prewarmSandbox(sandbox.mechanism === "landlock");
+  if (asked !== "wait") return { ...about, warm_helpers: manager.warmStats() };
+  const starting = sandbox.mechanism === "landlock" ? manager.container() : undefined;
   const contained = await starting;
   const containment = contained
     ? { enforced: contained.ref !== undefined, detail: contained.detail }
@@ -211,7 +211,8 @@ function handleProcesses(peer: RpcPeer, manager: ProcessManager): void {
   peer.handle(ExecutorMethods.sandboxCheck, async (req) => {
     const attempt = await prepareSandbox(["true"], req.sandbox, { cwd: req.cwd, tty: false, env: req.env });
     if ("error" in attempt) return attempt;
-    if (attempt.ok.warm) manager.prewarmSandbox(attempt.ok.warm.plan);
+    // Noted, not started: the container starts once the session is set up (executor/info `start`).
+    if (attempt.ok.warm) manager.noteSandboxPlan(attempt.ok.warm.plan);
     return ok({ mechanism: attempt.ok.mechanism, gaps: attempt.ok.gaps });
   });
   peer.handle(ExecutorMethods.write, (req) => manager.write(req));

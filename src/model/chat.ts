@@ -9,7 +9,13 @@ import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import * as checks from "./chat-checks.generated.ts";
 import { type ModelClient, ModelError, type ModelEvent, type ModelRequest, type ModelTool } from "./client.ts";
-import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
+import {
+  inStreamFailure,
+  preconnectTransport,
+  streamEndedEarly,
+  streamWithRetry,
+  type TransportOptions,
+} from "./http.ts";
 import type { ContentPart, ResponseItem } from "./items.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
 import { wireItems } from "./wire-items.ts";
@@ -418,6 +424,7 @@ function customInput(args: string): string {
 export function createChatClient(opts: TransportOptions): ModelClient {
   return {
     provider: "openai-chat",
+    preconnect: () => preconnectTransport(opts),
     stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent> {
       const transport = { ...opts, model: request.model || opts.model };
       const customTools = new Set(request.tools.filter((t) => t.kind === "custom").map((t) => t.name));

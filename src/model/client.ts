@@ -82,4 +82,6 @@ export interface ModelClient {
   readonly provider: string;
   /** Streams one response. Throws ModelError when it gives up. */
   stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent>;
+  /** Opens the connection the first request will take, in the background (model/preconnect.ts). */
+  preconnect?(): void;
 }

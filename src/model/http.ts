@@ -8,6 +8,7 @@ import { sleep, throwIfAborted } from "../process/sleep.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { Log } from "../util/log.ts";
 import { ModelError, type ModelEvent } from "./client.ts";
+import { preconnectModel } from "./preconnect.ts";
 import { parseSse, type SseEvent } from "./sse.ts";
 
 export const RetryPolicySchema = lazySchema(() =>
@@ -167,6 +168,17 @@ interface Attempt {
 interface Sent {
   deltas: boolean;
   item: boolean;
+}
+
+/**
+ * Connects to the transport's server ahead of its first request (model/preconnect.ts); not where
+ * that request would fail at once for want of a key.
+ */
+export function preconnectTransport(opts: TransportOptions): void {
+  if (opts.requireApiKey && !opts.apiKey) return;
+  const r = preconnectModel(opts.baseUrl);
+  if (log.enabled("debug"))
+    log.debug("preconnect", { url: logUrl(opts.baseUrl), ...(r.started ? { started: true } : { skipped: r.why }) });
 }
 
 function requestHeaders(opts: TransportOptions): Record<string, string> {

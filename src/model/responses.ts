@@ -4,7 +4,13 @@ import type { TokenUsage } from "../contracts/usage.ts";
 import { fastParse, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { type ModelClient, ModelError, type ModelEvent, type ModelRequest, type ModelTool } from "./client.ts";
-import { inStreamFailure, streamEndedEarly, streamWithRetry, type TransportOptions } from "./http.ts";
+import {
+  inStreamFailure,
+  preconnectTransport,
+  streamEndedEarly,
+  streamWithRetry,
+  type TransportOptions,
+} from "./http.ts";
 import { type ResponseItem, ResponseItemSchema } from "./items.ts";
 import * as checks from "./responses-checks.generated.ts";
 import { jsonPayloads, type SseEvent } from "./sse.ts";
@@ -238,6 +244,7 @@ function codeAndType(e: { code?: string | null; type?: string | null } | null | 
 export function createResponsesClient(opts: ResponsesClientOptions): ModelClient {
   return {
     provider: "openai-responses",
+    preconnect: () => preconnectTransport(opts),
     stream(request: ModelRequest, signal?: AbortSignal): AsyncIterable<ModelEvent> {
       const transport = { ...opts, model: request.model || opts.model };
       return streamWithRetry(

@@ -53,10 +53,24 @@ export class SandboxLaunchers {
     return this.warm ?? undefined;
   }
 
-  /** Readies what the first sandboxed command under `plan` will use: the container, or spare helpers where its init will not spawn it. */
-  prewarmSandbox(plan: ConfinePlan): void {
+  /** The plan of the session's sandbox as `sandbox/check` last found it, for prewarmSandbox. */
+  private checkedPlan: ConfinePlan | undefined;
+
+  /** Notes the plan the session's sandboxed commands will use, without starting anything. */
+  notePlan(plan: ConfinePlan): void {
+    this.checkedPlan = plan;
+  }
+
+  /**
+   * Readies what the first sandboxed command will use: the container, or spare helpers where
+   * its init will not spawn under the plan `sandbox/check` noted. Without a noted plan, only a
+   * container, and only `containerToo`.
+   */
+  prewarmSandbox(containerToo: boolean): void {
+    const plan = this.checkedPlan;
+    if (!plan && !containerToo) return;
     void this.container().then(async (c) => {
-      if (!(await c.spawner?.ready) || !takes(plan)) this.warmHelpers()?.warm();
+      if (plan && (!(await c.spawner?.ready) || !takes(plan))) this.warmHelpers()?.warm();
     });
   }
 

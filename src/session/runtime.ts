@@ -65,6 +65,8 @@ export async function openSession(o: OpenSessionOptions): Promise<Result<Session
   const exec = startExecutor(o.executorCommand ?? o.config.executor);
   if ("error" in exec) return exec;
   const executor = exec.ok;
+  // The model's connection is made while the executor starts and the session is set up.
+  model.ok.preconnect?.();
   // Read while the executor starts; awaited (and any failure thrown) where it is used.
   const memory = o.memories?.block(o.home);
   memory?.catch(() => undefined);

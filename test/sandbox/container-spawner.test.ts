@@ -48,6 +48,23 @@ const skip = skipBecause(
 );
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
+/** Pids of container inits whose parent is `ppid`. */
+function initsOf(ppid: number): number[] {
+  return readdirSync("/proc")
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        return (
+          Number(statField(Number(e), 4)) === ppid &&
+          readFileSync(`/proc/${e}/cmdline`, "latin1").split("\0").includes("--container-init")
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 /** Field `n` (1-based, as proc(5) numbers them) of /proc/PID/stat. */
 function statField(pid: number, n: number): string | undefined {
   try {
@@ -118,6 +135,21 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.ok("ok" in list);
     return { started, pid: list.ok.processes.find((p) => p.process_id === started.process_id)!.pid };
   };
+
+  test("a session's setup starts no container (info `later`, the sandbox check); info `start` starts it without waiting", async () => {
+    await using ex = await startExecutor();
+    assert.ok("ok" in (await ex.peer.call(ExecutorMethods.info, { containment: "later" })));
+    const check = await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
+    assert.ok("ok" in check, JSON.stringify(check));
+    // A command answered after both: the executor has handled them, and has still not started an init.
+    const r = await exec(ex, { command: ["true"], cwd: ws, env, sandbox: { mode: "danger-full-access" } });
+    assert.equal(r.exit_code, 0, r.output);
+    assert.deepEqual(initsOf(ex.pid!), [], "no init while the session is set up");
+    const started = await ex.peer.call(ExecutorMethods.info, { containment: "start" });
+    assert.ok("ok" in started);
+    assert.equal(started.ok.sandbox.containment, undefined, "answered without waiting for it");
+    await waitFor(() => initsOf(ex.pid!).length === 1, "the container's init to start");
+  });
 
   test("twelve at once: each its own output and exit status, no helper process, the init as parent", async () => {
     await using ex = await startExecutor();

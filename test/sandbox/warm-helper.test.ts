@@ -66,10 +66,12 @@ describe("warm sandbox helpers", { skip }, () => {
   after(() => rmSync(ws, { recursive: true, force: true }));
   const policy: () => SandboxPolicy = () => ({ mode: "workspace-write", writable_roots: [ws], network: false });
 
-  test("a session's sandbox check starts a spare; the first command takes it and runs confined", async () => {
+  test("a session's sandbox check notes the plan, its start starts the spares; the first command takes one and runs confined", async () => {
     await using ex = await startExecutor(helpersOnly);
     const check = await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
     assert.ok("ok" in check, JSON.stringify(check));
+    assert.deepEqual(spares(ex.pid!), [], "the check alone starts nothing: the session is still being set up");
+    assert.ok("ok" in (await ex.peer.call(ExecutorMethods.info, { containment: "start" })));
     assert.ok(await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE), `${WARM_POOL_SIZE} spares are waiting`);
     const r = await exec(ex, {
       command: [
@@ -99,6 +101,7 @@ describe("warm sandbox helpers", { skip }, () => {
   test("a spare never outlives its executor, even one killed with SIGKILL", async () => {
     const ex = await startExecutor(helpersOnly);
     await ex.peer.call(ExecutorMethods.sandboxCheck, { sandbox: policy(), cwd: ws, env });
+    await ex.peer.call(ExecutorMethods.info, { containment: "start" });
     assert.ok(await waitUntil(() => spares(ex.pid!).length === WARM_POOL_SIZE));
     const waiting = spares(ex.pid!);
     ex.kill("SIGKILL");
