@@ -349,6 +349,40 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     assert.deepEqual(helpersOf(ex.pid!), [], "no helper was started");
   });
 
+  test("without Landlock's signal scope, a new set of protected paths during a SIGSTOP storm: the init makes no namespace in a child of its own (the storm could stop it), and keeps serving", async () => {
+    await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
+    const hostile = await exec(ex, {
+      command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"],
+      cwd: ws,
+      env,
+      sandbox: policy(),
+      yield_time_ms: 300,
+    });
+    assert.ok(hostile.process_id !== undefined, hostile.output);
+    // Each workspace has a .git of its own: a set of read-only paths the init has not seen.
+    const others = Array.from({ length: 5 }, () => mkdtempSync(path.join(os.tmpdir(), "relay-storm-ws-")));
+    try {
+      for (const other of others) {
+        mkdirSync(path.join(other, ".git"));
+        const r = await exec(ex, {
+          command: ["sh", "-c", "echo ran"],
+          cwd: other,
+          env,
+          sandbox: { mode: "workspace-write", writable_roots: [other], network: false },
+          yield_time_ms: 300,
+        });
+        // Answered either way: run, killed when stopped before its execve, or stopped after it.
+        assert.ok(r.exit_code === 0 || r.exit_code === 126 || r.process_id !== undefined, JSON.stringify(r));
+        if (r.process_id !== undefined) await ex.peer.call(ExecutorMethods.terminate, { process_id: r.process_id });
+      }
+    } finally {
+      await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile.process_id! });
+      for (const other of others) rmSync(other, { recursive: true, force: true });
+    }
+    const after = await exec(ex, { command: ["sh", "-c", "echo after ppid:$PPID"], cwd: ws, env, sandbox: policy() });
+    assert.equal(after.output, "after ppid:1\n", "the init still serves");
+  });
+
   test("a program not found or a cwd that is gone: the reason in the output, 127 or 126, and the init keeps serving", async () => {
     await using ex = await startExecutor();
     const missing = await exec(ex, { command: ["no-such-program-relay"], cwd: ws, env, sandbox: policy() });

@@ -10,7 +10,7 @@
  */
 import { closeSync } from "node:fs";
 import type { Native } from "./confine-cc.ts";
-import { rulesetAttrSize } from "./landlock-plan.ts";
+import { rulesetAttrSize, Scope } from "./landlock-plan.ts";
 import { CArgs } from "./libc.ts";
 import type { ConfinePlan } from "./plan-schema.ts";
 
@@ -92,7 +92,10 @@ export class KeptConfinement {
     const kept = Int32Array.of(-1, -1, -1);
     const ruleset = plan.rules.length > 0 ? this.ruleset(plan) : undefined;
     if (ruleset !== undefined) kept[RULESET] = ruleset;
-    const ns = this.mountNamespace(plan);
+    // Without Landlock's signal scope a command could stop the child that makes the namespace
+    // (relay_build_namespaces waits for it, as vfork's parent), and the init with it: each
+    // command's own forked child makes its namespace then, watched for a stop (spawn_forked).
+    const ns = plan.scoped & Scope.SIGNAL ? this.mountNamespace(plan) : undefined;
     if (ns) {
       kept[USER_NS] = ns[0]!;
       kept[MNT_NS] = ns[1]!;
