@@ -10,7 +10,8 @@
  *    their first request; the sandbox helper running `true`. Goal: ≤ 1.5x the hello-world.
  *  - turns: `relay run` against the fake model server (loopback SSE) with no tools, and with 20
  *    `true` tool calls; the per-tool-call gap (server receives the tool output minus it finished
- *    sending the call); peak PSS of the whole process tree.
+ *    sending the call), and a `#` line splitting it into the command as the executor timed it
+ *    and the rest, beside `bash -c true` spawned directly; peak PSS of the whole process tree.
  *  - code mode: scripts/bench/codemode.ts with the compiled host, on a quiet machine and with a
  *    CPU hog on every core.
  * --before times an older build's start-up in the same pairs too, and runs its turns in turn with
