@@ -317,10 +317,8 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
     }
   });
 
-  test("without Landlock's signal scope (ABI < 6) the init forks each command and kills a child stopped before its execve: a SIGSTOP storm cannot leave it stuck", async () => {
-    await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
-    const first = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
-    assert.equal(first.output, "ppid:1\n", "forked by the init, not run by a helper");
+  /** A sandboxed command that SIGSTOPs every process it can signal, over and over; its process id. */
+  const startStorm = async (ex: ChildPeer): Promise<number> => {
     const hostile = await exec(ex, {
       command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"],
       cwd: ws,
@@ -329,6 +327,14 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
       yield_time_ms: 300,
     });
     assert.ok(hostile.process_id !== undefined, hostile.output);
+    return hostile.process_id;
+  };
+
+  test("without Landlock's signal scope (ABI < 6) the init forks each command and kills a child stopped before its execve: a SIGSTOP storm cannot leave it stuck", async () => {
+    await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
+    const first = await exec(ex, { command: ["sh", "-c", "echo ppid:$PPID"], cwd: ws, env, sandbox: policy() });
+    assert.equal(first.output, "ppid:1\n", "forked by the init, not run by a helper");
+    const hostile = await startStorm(ex);
     // B may be stopped by the storm before its execve (the init kills it at the deadline and
     // says so) or after it (then it is a running command like any other); either way it answers.
     const b = await exec(ex, { command: ["sh", "-c", "echo b"], cwd: ws, env, sandbox: policy(), yield_time_ms: 300 });
@@ -342,7 +348,7 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
             : JSON.stringify(b);
     assert.ok(["ran", "stopped before its execve", "stopped after"].includes(outcome), outcome);
     if (b.exit_code === 126) assert.match(b.output, /stopped before it could start .*was killed/);
-    await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile.process_id! });
+    await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile });
     if (b.process_id !== undefined) await ex.peer.call(ExecutorMethods.terminate, { process_id: b.process_id });
     const c = await exec(ex, { command: ["sh", "-c", "echo c ppid:$PPID"], cwd: ws, env, sandbox: policy() });
     assert.equal(c.output, "c ppid:1\n", "the init still serves");
@@ -351,14 +357,7 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
 
   test("without Landlock's signal scope, a new set of protected paths during a SIGSTOP storm: the init makes no namespace in a child of its own (the storm could stop it), and keeps serving", async () => {
     await using ex = await startExecutor({ RELAY_SANDBOX_SIMULATE: "landlock-abi=5" });
-    const hostile = await exec(ex, {
-      command: ["sh", "-c", "echo hostile; while :; do kill -STOP -1 2>/dev/null; done"],
-      cwd: ws,
-      env,
-      sandbox: policy(),
-      yield_time_ms: 300,
-    });
-    assert.ok(hostile.process_id !== undefined, hostile.output);
+    const hostile = await startStorm(ex);
     // Each workspace has a .git of its own: a set of read-only paths the init has not seen.
     const others = Array.from({ length: 5 }, () => mkdtempSync(path.join(os.tmpdir(), "relay-storm-ws-")));
     try {
@@ -376,7 +375,7 @@ describe("the container's init spawns sandboxed commands", { skip }, () => {
         if (r.process_id !== undefined) await ex.peer.call(ExecutorMethods.terminate, { process_id: r.process_id });
       }
     } finally {
-      await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile.process_id! });
+      await ex.peer.call(ExecutorMethods.terminate, { process_id: hostile });
       for (const other of others) rmSync(other, { recursive: true, force: true });
     }
     const after = await exec(ex, { command: ["sh", "-c", "echo after ppid:$PPID"], cwd: ws, env, sandbox: policy() });
