@@ -3,7 +3,7 @@
  * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), the
  * user-namespace probe, which must run in a child, and the clone of the container's init. Bun only: Node and Deno have no bun:ffi.
  */
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { hashHex } from "../../util/random.ts";
@@ -11,6 +11,7 @@ import { err, type Result } from "../../util/result.ts";
 import { rulesetAttrSize, Scope } from "./landlock-plan.ts";
 import { CArena, CArgs, type CMarshal, envList } from "./libc.ts";
 import type { ConfinePlan, ExecTarget } from "./plan-schema.ts";
+import { privateDir } from "./private-dir.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 
 type Pointer = number;
@@ -99,8 +100,17 @@ interface SourceFile {
  * mid-compile must not leave a directory behind each time. Where that directory is not
  * private, a fresh 0700 directory is used for this compile and removed right after.
  */
+async function sourceText(): Promise<string> {
+  return ((await import("./confine.c", { with: { type: "text" } })) as { default: string }).default;
+}
+
+/** The first 16 hex digits of confine.c's SHA-256: which native part this binary carries. */
+export async function nativeSourceHash(): Promise<string> {
+  return hashHex("sha256", await sourceText()).slice(0, 16);
+}
+
 async function sourceFile(): Promise<SourceFile> {
-  const text = ((await import("./confine.c", { with: { type: "text" } })) as { default: string }).default;
+  const text = await sourceText();
   const shared = sharedSourceFile(text);
   if (shared) return { path: shared, cleanup: () => {} };
   const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cc-"));
@@ -111,15 +121,8 @@ async function sourceFile(): Promise<SourceFile> {
 
 /** `relay-cc-<uid>/confine-<hash>.c`, written once (atomically); undefined when the directory is not this user's own. */
 function sharedSourceFile(text: string): string | undefined {
-  const uid = process.getuid?.() ?? 0;
-  const dir = path.join(os.tmpdir(), `relay-cc-${uid}`);
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined;
-  }
-  const st = lstatSync(dir);
-  if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o077) !== 0) return undefined;
+  const dir = privateDir();
+  if (!dir) return undefined;
   const file = path.join(dir, `confine-${hashHex("sha256", text).slice(0, 16)}.c`);
   if (!existsSync(file)) {
     const tmp = `${file}.${process.pid}.tmp`;

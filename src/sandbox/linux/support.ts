@@ -4,9 +4,12 @@
  * simulate a weaker machine with RELAY_SANDBOX_SIMULATE, e.g. `landlock-abi=0,no-userns`
  * (also `no-seccomp`, `threaded` for the helper's forking path, and `no-bwrap`, which bwrap.ts reads).
  */
-import { loadNative } from "./confine-cc.ts";
+import { Log } from "../../util/log.ts";
+import { loadNative, nativeSourceHash } from "./confine-cc.ts";
 import { CArgs, loadLibc } from "./libc.ts";
+import { privateDir } from "./private-dir.ts";
 import { decodeNativeError, describeFailure } from "./stages.ts";
+import { rememberedSuccess, rememberSuccess, usernsKey } from "./userns-memo.ts";
 
 const SYS_LANDLOCK_CREATE_RULESET = 444;
 const LANDLOCK_CREATE_RULESET_VERSION = 1;
@@ -84,16 +87,33 @@ export async function probeLandlock(): Promise<LandlockSupport> {
 }
 
 let userns: { ok: boolean; detail: string } | undefined;
+const WORKS = "unprivileged user namespaces work";
+const log = Log.create("sandbox");
+
+/** Where a successful probe is remembered, and under which key (userns-memo.ts); undefined where it cannot be. */
+async function memoPlace(): Promise<{ dir: string; key: string } | undefined> {
+  const dir = privateDir();
+  const key = dir ? usernsKey(await nativeSourceHash()) : undefined;
+  return dir && key ? { dir, key } : undefined;
+}
 
 /** Whether a child can make the user + mount namespace that keeps `.git` read-only. */
 export async function probeUserns(): Promise<{ ok: boolean; detail: string }> {
   if (userns) return userns;
   if (simulated().noUserns)
     return (userns = { ok: false, detail: "user namespaces are off (simulated by RELAY_SANDBOX_SIMULATE)" });
+  const memo = await memoPlace();
+  if (memo && rememberedSuccess(memo.dir, memo.key)) {
+    log.debug("user namespaces work (an earlier probe since this boot)");
+    return (userns = { ok: true, detail: WORKS });
+  }
   const native = await loadNative();
   if ("error" in native) return (userns = { ok: false, detail: native.error.message });
   const r = native.ok.symbols.relay_probe_userns();
-  if (r === 0) return (userns = { ok: true, detail: "unprivileged user namespaces work" });
+  if (r === 0) {
+    if (memo) rememberSuccess(memo.dir, memo.key);
+    return (userns = { ok: true, detail: WORKS });
+  }
   const why = describeFailure(decodeNativeError(r));
   return (userns = {
     ok: false,
