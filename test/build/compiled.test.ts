@@ -142,8 +142,8 @@ describe("compiled relay binary", { skip: !hasBun && "needs Bun to compile" }, (
       );
       assert.equal(statSync(path.join(os.tmpdir(), own)).mode & 0o777, 0o700);
       assert.ok(
-        readdirSync(path.join(os.tmpdir(), own)).every((f) => /^confine-[0-9a-f]{16}\.c$/.test(f)),
-        "only the hashed source, no temp file",
+        readdirSync(path.join(os.tmpdir(), own)).every((f) => /^(confine-[0-9a-f]{16}\.c|userns-ok)$/.test(f)),
+        "only the hashed source and the user-namespace memo, no temp file",
       );
       // It packages itself for its own target, with no source tree or bun to compile with.
       const built = run(["package", "build", "--package-dir", path.join(machine, "pkg")]);
