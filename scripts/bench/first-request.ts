@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import tls from "node:tls";
 import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
-import { goalLine, numberFlag, percentile, ROOT } from "./stats.ts";
+import { goalLine, numberFlag, ROOT, summarize } from "./stats.ts";
 
 const RTT_MS = numberFlag("--rtt", 40);
 const RUNS = numberFlag("--runs", 8);
@@ -26,11 +26,7 @@ const BINARY = path.resolve(flag("--binary") ?? path.join(ROOT, "dist/relay"));
 const BEFORE = flag("--before");
 const work = mkdtempSync(path.join(os.tmpdir(), "relay-first-request-"));
 
-const median = (xs: number[]) =>
-  percentile(
-    [...xs].sort((a, b) => a - b),
-    50,
-  );
+const median = (xs: number[]) => summarize(xs).p50;
 
 /** A throwaway self-signed certificate for 127.0.0.1, or why there is none. */
 function certificate(): { cert: string; key: string; file: string } | string {

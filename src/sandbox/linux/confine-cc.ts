@@ -3,7 +3,7 @@
  * and cannot unshare a user namespace in place (confine-ffi.ts is the usual path), the
  * user-namespace probe, which must run in a child, and the clone of the container's init. Bun only: Node and Deno have no bun:ffi.
  */
-import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { hashHex } from "../../util/random.ts";
@@ -11,7 +11,7 @@ import { err, type Result } from "../../util/result.ts";
 import { rulesetAttrSize, Scope } from "./landlock-plan.ts";
 import { CArena, CArgs, type CMarshal, envList } from "./libc.ts";
 import type { ConfinePlan, ExecTarget } from "./plan-schema.ts";
-import { privateDir } from "./private-dir.ts";
+import { privateDir, writePrivateFile } from "./private-dir.ts";
 import { encodeFilter, networkFilter } from "./seccomp-bpf.ts";
 
 type Pointer = number;
@@ -91,6 +91,22 @@ interface SourceFile {
   cleanup(): void;
 }
 
+/** confine.c's text and the first 16 hex digits of its SHA-256, read and hashed once per process. */
+let source: { text: string; hash: string } | undefined;
+
+async function nativeSource(): Promise<{ text: string; hash: string }> {
+  if (!source) {
+    const text = ((await import("./confine.c", { with: { type: "text" } })) as { default: string }).default;
+    source = { text, hash: hashHex("sha256", text).slice(0, 16) };
+  }
+  return source;
+}
+
+/** Which native part this binary carries: the hash that names its source file. */
+export async function nativeSourceHash(): Promise<string> {
+  return (await nativeSource()).hash;
+}
+
 /**
  * A real file holding confine.c, which TinyCC needs. The source is imported as text so it lives
  * inside the bundle (a compiled binary's $bunfs is not visible to TinyCC, and the bundle that a
@@ -100,18 +116,9 @@ interface SourceFile {
  * mid-compile must not leave a directory behind each time. Where that directory is not
  * private, a fresh 0700 directory is used for this compile and removed right after.
  */
-async function sourceText(): Promise<string> {
-  return ((await import("./confine.c", { with: { type: "text" } })) as { default: string }).default;
-}
-
-/** The first 16 hex digits of confine.c's SHA-256: which native part this binary carries. */
-export async function nativeSourceHash(): Promise<string> {
-  return hashHex("sha256", await sourceText()).slice(0, 16);
-}
-
 async function sourceFile(): Promise<SourceFile> {
-  const text = await sourceText();
-  const shared = sharedSourceFile(text);
+  const { text, hash } = await nativeSource();
+  const shared = sharedSourceFile(text, hash);
   if (shared) return { path: shared, cleanup: () => {} };
   const dir = mkdtempSync(path.join(os.tmpdir(), "relay-cc-"));
   const file = path.join(dir, "confine.c");
@@ -120,16 +127,12 @@ async function sourceFile(): Promise<SourceFile> {
 }
 
 /** `relay-cc-<uid>/confine-<hash>.c`, written once (atomically); undefined when the directory is not this user's own. */
-function sharedSourceFile(text: string): string | undefined {
+function sharedSourceFile(text: string, hash: string): string | undefined {
   const dir = privateDir();
   if (!dir) return undefined;
-  const file = path.join(dir, `confine-${hashHex("sha256", text).slice(0, 16)}.c`);
-  if (!existsSync(file)) {
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, text, { mode: 0o600 });
-    renameSync(tmp, file);
-  }
-  return file;
+  const name = `confine-${hash}.c`;
+  if (!existsSync(path.join(dir, name))) writePrivateFile(dir, name, text);
+  return path.join(dir, name);
 }
 
 /** Compiles confine.c once per process; the reason when that cannot work here. */

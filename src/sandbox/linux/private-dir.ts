@@ -1,5 +1,5 @@
 /** This user's private directory for the sandbox's files: `$TMPDIR/relay-cc-<uid>`. */
-import { lstatSync, mkdirSync } from "node:fs";
+import { lstatSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -17,4 +17,15 @@ export function privateDir(tmp: string = os.tmpdir()): string | undefined {
   }
   const st = lstatSync(dir);
   return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0 ? dir : undefined;
+}
+
+/**
+ * Writes `name` in the private directory `dir` whole (a temporary file renamed over it), mode
+ * 0600; throws as the write does.
+ */
+export function writePrivateFile(dir: string, name: string, text: string): void {
+  const file = path.join(dir, name);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o600 });
+  renameSync(tmp, file);
 }

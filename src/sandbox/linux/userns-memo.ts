@@ -4,14 +4,15 @@
  * 10 ms of a sandboxed session's first request, which waits for `sandbox/check`.
  *
  * Only success is remembered, under a key of what decides it: the boot, the user, the process's
- * user and mount namespaces, the native part that probes, the sysctls that switch unprivileged namespaces off, and whether a
- * seccomp filter is on the process. A failure is probed again every time, so a passing refusal
+ * user and mount namespaces, the native part that probes, the sysctls that switch unprivileged
+ * namespaces off, and whether a seccomp filter is on the process. A failure is probed again every time, so a passing refusal
  * (user.max_user_namespaces reached) never leaves later sessions with fewer protections; a
  * success gone stale fails closed, since each command's namespace step is checked when it runs.
  * The file lives in the user's private directory (private-dir.ts), so no one else can plant it.
  */
-import { readFileSync, readlinkSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
+import { writePrivateFile } from "./private-dir.ts";
 
 const MEMO_FILE = "userns-ok";
 
@@ -55,12 +56,7 @@ export function rememberedSuccess(dir: string, key: string): boolean {
 
 /** Remembers a success under `key` in `dir` (atomically; nothing is lost if it cannot be written). */
 export function rememberSuccess(dir: string, key: string): void {
-  const file = path.join(dir, MEMO_FILE);
-  const tmp = `${file}.${process.pid}.tmp`;
-  attempt(() => {
-    writeFileSync(tmp, key, { mode: 0o600 });
-    renameSync(tmp, file);
-  });
+  attempt(() => writePrivateFile(dir, MEMO_FILE, key));
 }
 
 function attempt<T>(fn: () => T): T | undefined {
