@@ -282,8 +282,30 @@ function noteGapSplit(name: string, runs: TurnRun[]): void {
   const rest = median(runs.flatMap((r) => r.gaps.map((gap, i) => gap - r.commandMs[i]!)));
   const direct = directSpawnMs();
   note(
-    `${name}: of the gap, the command in the executor (request in to answer out) p50 ${command.toFixed(1)} ms, the rest p50 ${rest.toFixed(2)} ms; \`bash -c true\` spawned directly here p50 ${direct.toFixed(2)} ms`,
+    `${name}: of the gap, the command in the executor (request in to answer out) p50 ${command.toFixed(1)} ms, the rest p50 ${rest.toFixed(2)} ms; \`bash -c true\` spawned directly here p50 ${direct.toFixed(2)} ms; a page's first touch ${firstTouchUs().toFixed(1)} µs`,
   );
+}
+
+/**
+ * What a page fault costs on this machine now (µs per 4 KiB page written for the first time,
+ * median of 5 buffers of 64 MiB): every process start pays a few hundred, so a sitting where it is
+ * slow has slow spawns throughout (docs/performance.md, "The gap, process by process").
+ */
+function firstTouchUs(): number {
+  const PAGE = 4096;
+  const PAGES = 16_384;
+  const perPage: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const bytes = new Uint8Array(new ArrayBuffer(PAGES * PAGE));
+    let started = performance.now();
+    for (let i = 0; i < bytes.length; i += PAGE) bytes[i] = 1;
+    const first = performance.now() - started;
+    started = performance.now();
+    for (let i = 0; i < bytes.length; i += PAGE) bytes[i] = 2;
+    const again = performance.now() - started;
+    perPage.push(((first - again) / PAGES) * 1000);
+  }
+  return median(perPage);
 }
 
 /** p50 of spawning `bash -c true` from this process and waiting for it, as the executor would. */
