@@ -43,7 +43,7 @@ export const OWNERS: Owner[] = [
   { file: "src/contracts/envelope.ts", schemas: envelope.CHECKED_SCHEMAS },
   { file: "src/rollout/schema.ts", schemas: rollout.CHECKED_SCHEMAS },
   { file: "src/config/config.ts", schemas: config.CHECKED_SCHEMAS, keyTrees: config.KEY_TREES },
-  { file: "src/config/memories.ts", schemas: memories.CHECKED_SCHEMAS },
+  { file: "src/config/memories.ts", schemas: memories.CHECKED_SCHEMAS, keyTrees: memories.KEY_TREES },
   { file: "test/util/fast-parse-cases.ts", schemas: cases.CHECKED_SCHEMAS },
 ];
 

@@ -20,6 +20,7 @@ import { UserApprovalRuleSchema } from "./approval-rules.ts";
 import { CapabilityRootConfigSchema } from "./capability-root.ts";
 import * as checks from "./config-checks.generated.ts";
 import { EnvironmentsConfigSchema } from "./environment-spec.ts";
+import { memoriesKeyWarnings } from "./memories-keys.ts";
 import { unknownKeysIn } from "./unknown-keys.ts";
 
 export { type ModelProvider, ModelProviderSchema } from "../model/factory.ts";
@@ -203,7 +204,10 @@ export function parseConfig(text: string, file: string): Result<LoadedConfig> {
     return err("config_invalid", formatIssues(file, issues), { path: file, issues });
   }
   // From the generated key tree: walking the schema's shapes would build all of it.
-  const warnings = unknownKeysIn(checks.relayConfigKeys, raw, "").map((w) => `${file}: ${w}`);
+  const warnings = [
+    ...unknownKeysIn(checks.relayConfigKeys, raw, "").map((w) => `${file}: ${w}`),
+    ...memoriesKeyWarnings(raw.memories, file),
+  ];
   return ok({ config: parsed.data, warnings, path: file, exists: true });
 }
 

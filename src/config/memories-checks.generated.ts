@@ -237,3 +237,26 @@ export function memorySettings(value: unknown): unknown {
   }
   return value_out;
 }
+
+/** The keys of memorySettings in src/config/memories.ts, through its objects (src/config/unknown-keys.ts). */
+export const memorySettingsKeys = {
+  use_memories: null,
+  generate_memories: null,
+  max_raw_memories_for_consolidation: null,
+  max_unused_days: null,
+  max_rollout_age_days: null,
+  max_rollouts_per_run: null,
+  max_rollouts_per_startup: null,
+  min_startup_interval_seconds: null,
+  min_rollout_idle_hours: null,
+  max_running_jobs: null,
+  extract_concurrency: null,
+  extractor: null,
+  consolidator: null,
+  extract_model: null,
+  consolidation_model: null,
+  summary_max_tokens: null,
+  phase2_cooldown_seconds: null,
+  sources: null,
+  db: null,
+};

@@ -8,6 +8,7 @@ import { fastParse, fastParseOrThrow, withChecks } from "../util/fast-parse.ts";
 import { lazySchema } from "../util/lazy-schema.ts";
 import { err, errorMessage, ok, type Result } from "../util/result.ts";
 import * as checks from "./memories-checks.generated.ts";
+import { memoriesKeyWarnings } from "./memories-keys.ts";
 
 /**
  * The bounded settings' ranges: a value outside one is taken as its nearest bound (clamped after
@@ -70,6 +71,9 @@ export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 /** For scripts/build-validators.ts. */
 export const CHECKED_SCHEMAS = withChecks(checks, { memorySettings: MemorySettingsSchema });
 
+/** Schemas whose keys the generated module lists, for unknown-key warnings without zod. */
+export const KEY_TREES = { memorySettingsKeys: MemorySettingsSchema };
+
 /** `--db`, else $RELAY_MEMORIES_DB, else `[memories] db`, else RELAY_HOME/state.sqlite. */
 export function stateDbSpec(
   home: string,
@@ -93,12 +97,20 @@ function clamped(settings: MemorySettings): MemorySettings {
 }
 
 export async function loadMemorySettings(home: string): Promise<Result<MemorySettings>> {
+  const r = await loadMemorySettingsWithWarnings(home);
+  return "error" in r ? r : ok(r.ok.settings);
+}
+
+/** loadMemorySettings, and the section's unknown keys (memories-keys.ts) for the caller to print. */
+export async function loadMemorySettingsWithWarnings(
+  home: string,
+): Promise<Result<{ settings: MemorySettings; warnings: string[] }>> {
   const file = configPath(home);
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return ok(defaultMemorySettings());
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return ok({ settings: defaultMemorySettings(), warnings: [] });
     return err("config_read", `cannot read ${file}: ${errorMessage(e)}`);
   }
   let raw: Record<string, unknown>;
@@ -107,7 +119,10 @@ export async function loadMemorySettings(home: string): Promise<Result<MemorySet
   } catch (e) {
     return err("config_syntax", `${file}: ${errorMessage(e).split("\n")[0]}`);
   }
-  return parseMemorySettings(raw.memories ?? {}, file);
+  const settings = parseMemorySettings(raw.memories ?? {}, file);
+  return "error" in settings
+    ? settings
+    : ok({ settings: settings.ok, warnings: memoriesKeyWarnings(raw.memories, file) });
 }
 
 /** `max_rollouts_per_run` above `max_running_jobs`, which it cannot reach. */

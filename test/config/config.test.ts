@@ -149,6 +149,22 @@ describe("config.toml", () => {
     });
   });
 
+  test("unknown keys of [memories] are warnings too (the section is read on its own, where memories are used)", async () => {
+    await withHome(async (home) => {
+      const file = await writeConfig(
+        home,
+        '[memories]\nmax_rollout_per_run = 3\nuse_memories = false\nsources = ["cli"]\nzzz = 1\n',
+      );
+      const { warnings } = must(await loadConfig(home));
+      assert.deepEqual(warnings, [
+        `${file}: unknown key "memories.max_rollout_per_run" ignored (did you mean "memories.max_rollouts_per_run"?)`,
+        `${file}: unknown key "memories.zzz" ignored`,
+      ]);
+      await writeConfig(home, "[memories]\nmax_rollouts_per_run = 3\n");
+      assert.deepEqual(must(await loadConfig(home)).warnings, []);
+    });
+  });
+
   test("command-line overrides win, are validated, and skip undefined members", () => {
     const base = defaultConfig();
     const c = must(

@@ -24,6 +24,21 @@ describe("relay memories CLI", { skip: sqliteSkip }, () => {
     assert.doesNotMatch(now.stdout, /too recent/);
   });
 
+  test("a misspelt [memories] setting is named on stderr, once, with its near miss; the command still runs", async () => {
+    await using h = tempHome();
+    const config = path.join(h.home, "config.toml");
+    writeFileSync(config, 'modle = "x"\n[memories]\nmax_rollout_per_run = 3\n');
+    const typo = `relay: warning: ${config}: unknown key "memories.max_rollout_per_run" ignored (did you mean "memories.max_rollouts_per_run"?)\n`;
+    const r = await relay(h.home, ["memories", "consolidate", ...OFFLINE, "--json"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr.split(typo).length - 1, 1, r.stderr);
+    assert.match(r.stderr, /unknown key "modle" ignored \(did you mean "model"\?\)/);
+    assert.equal(JSON.parse(r.stdout).exit_code, 0);
+    const st = await relay(h.home, ["memories", "status"]);
+    assert.equal(st.code, 0, st.stderr);
+    assert.equal(st.stderr, typo);
+  });
+
   test("consolidate prints one line, --json a report; status, list, show, forget", async () => {
     await using h = tempHome();
     const a = writeRollout(h.home, { mtimeMs: Date.now() - 7 * HOUR, user: ["set up the CI pipeline"] });

@@ -1,6 +1,6 @@
 /** The state DB and [memories] settings every `relay memories` subcommand opens, failing with usage's exit code. */
 
-import { loadMemorySettings, type MemorySettings, stateDbSpec } from "../../config/memories.ts";
+import { loadMemorySettingsWithWarnings, type MemorySettings, stateDbSpec } from "../../config/memories.ts";
 import { openStateDb, type StateDb } from "../../memories/store/index.ts";
 import { ExitCode, fail } from "../usage.ts";
 
@@ -14,7 +14,19 @@ export async function openDb(spec: string | undefined, home: string): Promise<St
 }
 
 export async function settingsFor(home: string): Promise<MemorySettings> {
-  const r = await loadMemorySettings(home);
+  const r = await loadMemorySettingsWithWarnings(home);
   if ("error" in r) fail(r.error.message, ExitCode.Usage);
-  return r.ok;
+  warnOnce(r.ok.warnings);
+  return r.ok.settings;
+}
+
+const warned = new Set<string>();
+
+/** Config warnings on stderr, each once per process (a command may read the config twice). */
+export function warnOnce(warnings: readonly string[]): void {
+  for (const w of warnings) {
+    if (warned.has(w)) continue;
+    warned.add(w);
+    process.stderr.write(`relay: warning: ${w}\n`);
+  }
 }
