@@ -3,7 +3,7 @@ import { Command } from "@commander-js/extra-typings";
 import { loadConfig } from "../config/config.ts";
 import { relayHome } from "../home/home.ts";
 import { listMcpServers, type McpList } from "../mcp/list.ts";
-import { ExitCode, fail } from "./usage.ts";
+import { ExitCode, fail, warn } from "./usage.ts";
 
 function listText(list: McpList): string {
   if (list.servers.length === 0)
@@ -33,7 +33,7 @@ function listCommand() {
       const loaded = await loadConfig(relayHome());
       if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
       const list = await listMcpServers(loaded.ok.config.mcp_servers, loaded.ok.path);
-      for (const w of [...loaded.ok.warnings, ...list.warnings]) process.stderr.write(`relay: warning: ${w}\n`);
+      warn([...loaded.ok.warnings, ...list.warnings]);
       process.stdout.write(opts.json ? JSON.stringify(list) + "\n" : listText(list));
       // A server that fails to start is a state, not an error; a broken entry is a config error.
       process.exit(list.servers.some((s) => s.state === "invalid") ? ExitCode.Usage : ExitCode.Ok);

@@ -18,7 +18,7 @@ import { humanRenderer, jsonRenderer } from "./run-render.ts";
 import { type RunSource, runSource } from "./run-source.ts";
 import { selection, withToolOptions } from "./session-options.ts";
 import { resolvePrompt } from "./stdin-prompt.ts";
-import { ExitCode, fail } from "./usage.ts";
+import { ExitCode, fail, warn } from "./usage.ts";
 
 /** Which model, where, and how it thinks (or a script in its place). */
 function withModelOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
@@ -147,7 +147,7 @@ Examples:
 async function runConfig(home: string, opts: RunOpts, source: RunSource) {
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
+  warn(loaded.ok.warnings);
   const flags: ConfigOverrides = {
     model: opts.model ?? (opts.script ? "scripted" : undefined),
     provider: opts.provider,

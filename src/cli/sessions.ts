@@ -7,7 +7,7 @@ import { readTranscript, type SessionTranscript, type TranscriptEntry } from "..
 import { LIST_HINT } from "../session/source.ts";
 import { wholeNumber } from "./number-flag.ts";
 import { alignRows, localMinute, outputWidth, sessionCells, shortPath } from "./session-format.ts";
-import { ExitCode, fail } from "./usage.ts";
+import { ExitCode, fail, warn } from "./usage.ts";
 
 export const DEFAULT_LIST_LIMIT = 20;
 
@@ -78,7 +78,7 @@ function showCommand() {
       if ("error" in t) fail(t.error.message, ExitCode.Failure);
       if (opts.json) process.stdout.write(JSON.stringify(t.ok) + "\n");
       else process.stdout.write(transcriptText(t.ok));
-      for (const w of t.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
+      warn(t.ok.warnings);
     });
 }
 

@@ -11,7 +11,7 @@ import { loadConfig } from "../config/config.ts";
 import { relayHome } from "../home/home.ts";
 import { checkWorkingDir } from "../policy/preflight.ts";
 import { selection, withSelectionOptions } from "./session-options.ts";
-import { ExitCode, fail } from "./usage.ts";
+import { ExitCode, fail, warn } from "./usage.ts";
 
 function listOptions() {
   const list = new Command("list")
@@ -93,7 +93,7 @@ async function listAction(opts: ListOpts): Promise<void> {
     };
     if (opts.json) process.stdout.write(`${JSON.stringify(out)}\n`);
     else {
-      for (const w of warnings) process.stderr.write(`relay: warning: ${w}\n`);
+      warn(warnings);
       process.stdout.write(render(out));
     }
   } finally {

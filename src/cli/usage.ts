@@ -17,3 +17,14 @@ export function fail(message: string, code: number = ExitCode.Failure): never {
   process.stderr.write(`relay: ${message}\n`);
   process.exit(code);
 }
+
+const warned = new Set<string>();
+
+/** `relay: warning: …` on stderr for each, once per process (a command may read its config twice). */
+export function warn(warnings: readonly string[]): void {
+  for (const w of warnings) {
+    if (warned.has(w)) continue;
+    warned.add(w);
+    process.stderr.write(`relay: warning: ${w}\n`);
+  }
+}

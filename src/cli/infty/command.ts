@@ -12,7 +12,7 @@ import { MODEL_PROVIDERS } from "../../model/factory.ts";
 import { err } from "../../util/result.ts";
 import { alignRows, outputWidth } from "../session-format.ts";
 import { withToolOptions } from "../session-options.ts";
-import { ExitCode, fail } from "../usage.ts";
+import { ExitCode, fail, warn } from "../usage.ts";
 import { addCheckpoints, addPack, addRestore } from "./checkpoints.ts";
 import { type InftyFlags, inftyRunConfig } from "./config.ts";
 import { duration, roleModel, roleModels, wholeNumber } from "./flags.ts";
@@ -419,7 +419,7 @@ function addList(infty: Parent) {
     .action(async (opts) => {
       if (opts.db !== undefined || process.env[DB_ENV]) return listFleet(opts.db, Boolean(opts.json));
       const { runs, warnings } = await RunStore.list(relayHome());
-      for (const w of warnings) process.stderr.write(`relay: warning: ${w}\n`);
+      warn(warnings);
       if (opts.json) {
         const rows = await Promise.all(
           runs.map(async (r) => {

@@ -20,7 +20,7 @@ import { relayHome } from "../../home/home.ts";
 import { type InftyOptions, scriptedModels } from "../../infty/orchestrator.ts";
 import { checkCredentials } from "../../policy/preflight.ts";
 import { selection } from "../session-options.ts";
-import { ExitCode, fail } from "../usage.ts";
+import { ExitCode, fail, warn } from "../usage.ts";
 
 /** The flags `relay infty run` and `resume` share (models, sandbox, tools). */
 export interface InftyFlags {
@@ -80,7 +80,7 @@ export async function inftyRunConfig(
 ): Promise<InftyRunConfig> {
   const loaded = await loadConfig(relayHome());
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  for (const w of loaded.ok.warnings) process.stderr.write(`relay: warning: ${w}\n`);
+  warn(loaded.ok.warnings);
   const layers: RoleModelLayers = {
     base: loaded.ok.config,
     recorded,

@@ -16,8 +16,8 @@ import { skipDetailLines } from "../../memories/skips.ts";
 import { runStartupPass } from "../../memories/startup-pass.ts";
 import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../../rollout/sources.ts";
 import { wholeNumber } from "../number-flag.ts";
-import { ExitCode, fail } from "../usage.ts";
-import { DB_HELP, openDb, settingsFor, warnOnce } from "./state-db.ts";
+import { ExitCode, fail, warn } from "../usage.ts";
+import { DB_HELP, openDb, settingsFor } from "./state-db.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
 
@@ -118,7 +118,7 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   if (opts.startup !== undefined) process.exit(await runStartupPass(home, opts.startup));
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
-  warnOnce(loaded.ok.warnings);
+  warn(loaded.ok.warnings);
   if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
   const settings = applySettingFlags(await settingsFor(home), opts);
   // Asked on the command line only: a config below the cap's default is the summary line's to explain.

@@ -2,7 +2,7 @@
 
 import { loadMemorySettingsWithWarnings, type MemorySettings, stateDbSpec } from "../../config/memories.ts";
 import { openStateDb, type StateDb } from "../../memories/store/index.ts";
-import { ExitCode, fail } from "../usage.ts";
+import { ExitCode, fail, warn } from "../usage.ts";
 
 export const DB_HELP =
   "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
@@ -16,17 +16,6 @@ export async function openDb(spec: string | undefined, home: string): Promise<St
 export async function settingsFor(home: string): Promise<MemorySettings> {
   const r = await loadMemorySettingsWithWarnings(home);
   if ("error" in r) fail(r.error.message, ExitCode.Usage);
-  warnOnce(r.ok.warnings);
+  warn(r.ok.warnings);
   return r.ok.settings;
-}
-
-const warned = new Set<string>();
-
-/** Config warnings on stderr, each once per process (a command may read the config twice). */
-export function warnOnce(warnings: readonly string[]): void {
-  for (const w of warnings) {
-    if (warned.has(w)) continue;
-    warned.add(w);
-    process.stderr.write(`relay: warning: ${w}\n`);
-  }
 }
