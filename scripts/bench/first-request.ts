@@ -17,13 +17,12 @@ import os from "node:os";
 import path from "node:path";
 import tls from "node:tls";
 import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
-import { goalLine, numberFlag, ROOT, summarize } from "./stats.ts";
+import { goalLine, numberFlag, ROOT, summarize, textFlag } from "./stats.ts";
 
 const RTT_MS = numberFlag("--rtt", 40);
 const RUNS = numberFlag("--runs", 8);
-const flag = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
-const BINARY = path.resolve(flag("--binary") ?? path.join(ROOT, "dist/relay"));
-const BEFORE = flag("--before");
+const BINARY = path.resolve(textFlag("--binary") ?? path.join(ROOT, "dist/relay"));
+const BEFORE = textFlag("--before");
 const work = mkdtempSync(path.join(os.tmpdir(), "relay-first-request-"));
 
 const median = (xs: number[]) => summarize(xs).p50;

@@ -27,15 +27,11 @@ import { HostProvider } from "../../src/session/code-mode-host/provider.ts";
 import { ok } from "../../src/util/result.ts";
 import { findCodex, writeCodexConfig } from "../../test/support/codex-cli.ts";
 import { type FakeModelServer, reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
-import { goalLine, must, numberFlag, percentile, ROOT } from "./stats.ts";
+import { goalLine, must, numberFlag, percentile, ROOT, textFlag } from "./stats.ts";
 
 const RUNS = numberFlag("--runs", 6);
 const CALLS = numberFlag("--calls", 20);
-const flag = (name: string) => {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : undefined;
-};
-const BINARY = path.resolve(flag("--binary") ?? path.join(ROOT, "dist/relay"));
+const BINARY = path.resolve(textFlag("--binary") ?? path.join(ROOT, "dist/relay"));
 
 const median = (xs: number[]) =>
   percentile(
@@ -83,7 +79,7 @@ async function main(): Promise<void> {
     process.stderr.write(`no relay binary at ${BINARY}: build it (npm run build) or give --binary\n`);
     process.exit(2);
   }
-  const codex = findCodex(flag("--codex"));
+  const codex = findCodex(textFlag("--codex"));
   if ("missing" in codex) {
     for (const row of [
       "turn_no_tool",

@@ -11,16 +11,12 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { reply, startFakeModelServer } from "../../test/support/fake-model-server.ts";
-import { numberFlag, percentile, ROOT } from "./stats.ts";
+import { numberFlag, percentile, ROOT, textFlag } from "./stats.ts";
 
-const flag = (name: string, dflt: string) => {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1]! : dflt;
-};
 const CALLS = numberFlag("--calls", 40);
-const SANDBOX = flag("--sandbox", "workspace-write");
-const BINARY = path.resolve(flag("--binary", path.join(ROOT, "dist/relay")));
-const OUT = path.resolve(flag("--out", path.join(os.tmpdir(), "relay-profiles")));
+const SANDBOX = textFlag("--sandbox") ?? "workspace-write";
+const BINARY = path.resolve(textFlag("--binary") ?? path.join(ROOT, "dist/relay"));
+const OUT = path.resolve(textFlag("--out") ?? path.join(os.tmpdir(), "relay-profiles"));
 const TOP = 12;
 const INTERVAL_US = 250;
 

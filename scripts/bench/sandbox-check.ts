@@ -12,11 +12,10 @@ import os from "node:os";
 import path from "node:path";
 import { ExecutorMethods } from "../../src/contracts/executor.ts";
 import { spawnPeer } from "../../src/protocol/child.ts";
-import { goalLine, numberFlag, ROOT, summarize } from "./stats.ts";
+import { goalLine, numberFlag, ROOT, summarize, textFlag } from "./stats.ts";
 
 const RUNS = numberFlag("--runs", 10);
-const at = process.argv.indexOf("--binary");
-const BINARY = path.resolve(at >= 0 ? process.argv[at + 1]! : path.join(ROOT, "dist/relay"));
+const BINARY = path.resolve(textFlag("--binary") ?? path.join(ROOT, "dist/relay"));
 const work = mkdtempSync(path.join(os.tmpdir(), "relay-bench-check-"));
 const ws = path.join(work, "ws");
 mkdirSync(path.join(ws, ".git"), { recursive: true });

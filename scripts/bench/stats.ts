@@ -11,6 +11,12 @@ export function numberFlag(name: string, dflt: number): number {
   return i >= 0 ? Number(process.argv[i + 1]) : dflt;
 }
 
+/** A `--name value` flag's value, or undefined without it. */
+export function textFlag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
 /** Child processes re-exec relay from source, not the benchmark script. */
 export function useSourceRelay(): void {
   process.env.RELAY_SELF_COMMAND ??= joinCommandLine([process.execPath, path.join(ROOT, "src/main.ts")]);

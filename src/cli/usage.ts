@@ -18,13 +18,7 @@ export function fail(message: string, code: number = ExitCode.Failure): never {
   process.exit(code);
 }
 
-const warned = new Set<string>();
-
-/** `relay: warning: …` on stderr for each, once per process (a command may read its config twice). */
+/** `relay: warning: …` on stderr for each. */
 export function warn(warnings: readonly string[]): void {
-  for (const w of warnings) {
-    if (warned.has(w)) continue;
-    warned.add(w);
-    process.stderr.write(`relay: warning: ${w}\n`);
-  }
+  for (const w of warnings) process.stderr.write(`relay: warning: ${w}\n`);
 }

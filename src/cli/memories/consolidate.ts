@@ -8,7 +8,7 @@
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
 import { loadConfig, type RelayConfig } from "../../config/config.ts";
-import { type ClaimsCapped, claimsCapped, type MemorySettings } from "../../config/memories.ts";
+import { type ClaimsCapped, claimsCapped, type MemorySettings, parseMemorySettings } from "../../config/memories.ts";
 import { memoriesDir, relayHome } from "../../home/home.ts";
 import { buildEngines, type Engines } from "../../memories/engines.ts";
 import { type ConsolidateReport, consolidateMemories, leaseLines, summaryLine } from "../../memories/pipeline.ts";
@@ -17,7 +17,7 @@ import { runStartupPass } from "../../memories/startup-pass.ts";
 import { DEFAULT_SOURCES, KNOWN_SOURCES, parseSources } from "../../rollout/sources.ts";
 import { wholeNumber } from "../number-flag.ts";
 import { ExitCode, fail, warn } from "../usage.ts";
-import { DB_HELP, openDb, settingsFor } from "./state-db.ts";
+import { DB_HELP, openDb } from "./state-db.ts";
 
 export const MemoriesExit = { Ok: 0, Failure: 1, Usage: 2, Skipped: 3 } as const;
 
@@ -118,9 +118,12 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
   if (opts.startup !== undefined) process.exit(await runStartupPass(home, opts.startup));
   const loaded = await loadConfig(home);
   if ("error" in loaded) fail(loaded.error.message, ExitCode.Usage);
+  // Its warnings include [memories]'s unknown keys; the section is taken from the same read.
   warn(loaded.ok.warnings);
   if (opts.skipPhase1 && opts.skipPhase2) fail("--skip-phase1 and --skip-phase2 leave nothing to do", ExitCode.Usage);
-  const settings = applySettingFlags(await settingsFor(home), opts);
+  const section = parseMemorySettings(loaded.ok.config.memories ?? {}, loaded.ok.path);
+  if ("error" in section) fail(section.error.message, ExitCode.Usage);
+  const settings = applySettingFlags(section.ok, opts);
   // Asked on the command line only: a config below the cap's default is the summary line's to explain.
   const capped = opts.maxRollouts === undefined || opts.skipPhase1 ? undefined : claimsCapped(settings);
   if (capped) process.stderr.write(`${stamp()}${cappedLine(capped)}\n`);
@@ -130,7 +133,7 @@ async function consolidateAction(opts: ConsolidateOpts): Promise<void> {
     consolidator: consolidatorKind,
     auto: (opts.extractor ?? settings.extractor) === "auto",
   };
-  const state = await openDb(opts.db, home);
+  const state = await openDb(opts.db, home, settings);
   const ctrl = new AbortController();
   process.once("SIGINT", () => ctrl.abort());
   try {

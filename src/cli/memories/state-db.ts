@@ -7,8 +7,9 @@ import { ExitCode, fail, warn } from "../usage.ts";
 export const DB_HELP =
   "state DB: a postgres:// URL or a SQLite file (default: $RELAY_MEMORIES_DB, then [memories] db, then $RELAY_HOME/state.sqlite)";
 
-export async function openDb(spec: string | undefined, home: string): Promise<StateDb> {
-  const r = await openStateDb(stateDbSpec(home, await settingsFor(home), spec));
+/** `settings`: the [memories] settings where the caller has them already, else read here. */
+export async function openDb(spec: string | undefined, home: string, settings?: MemorySettings): Promise<StateDb> {
+  const r = await openStateDb(stateDbSpec(home, settings ?? (await settingsFor(home)), spec));
   if ("error" in r) fail(r.error.message, ExitCode.Usage);
   return r.ok;
 }
